@@ -1,0 +1,65 @@
+# Agent Workspace Files. `make help` lists the targets.
+# A newcomer needs two: `make run` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+GO ?= go
+BIN := $(CURDIR)/bin
+export PATH := $(BIN):$(PATH)
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: setup
+setup: ## Install what builds and tests need (Debian packages, npm packages); idempotent
+	deploy/scripts/setup.sh
+
+.PHONY: generate
+generate: ## Regenerate Go, OpenAPI and TypeScript from contracts/proto
+	contracts/generate.sh
+
+.PHONY: check-generate
+check-generate: generate ## Fail if regenerating changes anything committed
+	@git diff --exit-code --stat -- contracts/gen || { echo "contracts/gen is stale: run make generate and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- contracts/gen)" || { echo "contracts/gen has uncommitted files" >&2; git status --short -- contracts/gen; exit 1; }
+
+.PHONY: portal
+portal: ## Build the portal into the gateway's embedded files
+	deploy/scripts/build-portal.sh
+
+.PHONY: build
+build: portal ## Build agent-sidecar and agent-gateway into bin/
+	$(GO) build -o $(BIN)/agent-sidecar ./sidecar/cmd/agent-sidecar
+	$(GO) build -o $(BIN)/agent-gateway ./gateway/cmd/agent-gateway
+
+.PHONY: vet
+vet: ## go vet and gofmt
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'); exit 1; }
+
+.PHONY: test-go
+test-go: ## Go unit, integration, litmus, rclone, Kubernetes and acceptance tests
+	$(GO) test -count=1 -timeout 30m ./...
+
+.PHONY: test-portal
+test-portal: build ## Portal unit tests (Vitest) and browser end-to-end tests (Playwright + Chromium)
+	cd portal && npm test && npm run e2e
+
+.PHONY: test
+test: setup check-generate vet build test-go test-portal ## Every test (what CI runs)
+
+.PHONY: bench
+bench: setup build ## Benchmarks with their baselines, side by side (see docs/BENCHMARKS.md)
+	deploy/scripts/bench.sh
+
+.PHONY: run
+run: setup build ## Start the local stack: two sidecars, the gateway and the portal
+	deploy/local/run.sh
+
+.PHONY: images
+images: ## Build the container images (needs a Docker engine)
+	deploy/scripts/images.sh
+
+.PHONY: clean
+clean: ## Remove build outputs (keeps the local stack's data)
+	rm -rf $(BIN)
