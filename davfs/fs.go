@@ -15,7 +15,11 @@
 // against a privileged process that rewrites the volume under it.
 package davfs
 
-import "context"
+import (
+	"context"
+	"io"
+	"os"
+)
 
 // FS serves one agent's volumes. It is safe for concurrent use.
 type FS struct {
@@ -82,5 +86,24 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 // DeleteEntry permanently deletes a file or directory (non-empty only with
 // recursive).
 func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevision string, recursive bool) error {
+	panic("davfs: not implemented")
+}
+
+// OpenRead opens a regular, single-link file for streaming (no size limit,
+// Seek and ReadAt work; memory stays constant). The caller closes it. This is
+// what WebDAV GET and Range reads use.
+func (f *FS) OpenRead(ctx context.Context, ws Workspace, path string) (*os.File, Entry, error) {
+	panic("davfs: not implemented")
+}
+
+// WriteStream streams r into a temp file in the target's directory (outside
+// the mutation lock, so a slow upload never stalls others), fsyncs it, keeps
+// the original's mode (0644 for a new file), then under the mutation lock
+// checks pre (If-Match revision / If-None-Match) against the target and
+// renames over it, and fsyncs the directory. Any bytes are accepted up to
+// maxSize (ResourceExhausted/TOO_LARGE above it, nothing written); a read
+// error from r (an aborted upload) commits nothing. The parent must exist
+// (NotFound otherwise). created reports whether the file is new.
+func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Reader, maxSize int64, pre Precondition) (e Entry, created bool, err error) {
 	panic("davfs: not implemented")
 }
