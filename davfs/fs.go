@@ -107,3 +107,10 @@ func (f *FS) OpenRead(ctx context.Context, ws Workspace, path string) (*os.File,
 func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Reader, maxSize int64, pre Precondition) (e Entry, created bool, err error) {
 	panic("davfs: not implemented")
 }
+
+// ReadDir returns every visible entry of a directory (directories first, then
+// by name), without paging, for WebDAV PROPFIND. Revisions come from the
+// stat-keyed hash cache, so a warm listing re-reads no file.
+func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, error) {
+	panic("davfs: not implemented")
+}
