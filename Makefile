@@ -35,11 +35,13 @@ build: portal ## Build agent-sidecar and agent-gateway into bin/
 .PHONY: vet
 vet: ## go vet and gofmt
 	$(GO) vet ./...
+	cd deploy/k8s && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'); exit 1; }
 
 .PHONY: test-go
 test-go: ## Go unit, integration, litmus, rclone, Kubernetes and acceptance tests
 	$(GO) test -count=1 -timeout 30m ./...
+	cd deploy/k8s && $(GO) test -count=1 ./...
 
 .PHONY: test-portal
 test-portal: build ## Portal unit tests (Vitest) and browser end-to-end tests (Playwright + Chromium)
