@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# make bench: every benchmark, each beside its baseline in the same run.
+# Figures and how to read them: docs/BENCHMARKS.md. Loopback only, bounded.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out="${BENCH_OUT:-bin/bench}"
+mkdir -p "$out"
+
+echo "== davfs vs raw os/x/sys/unix (go test -bench) =="
+go test -run '^$' -bench . -benchmem -count=1 ./davfs/ | tee "$out/davfs.txt"
+
+if [ -d deploy/bench/davbench ]; then
+  echo "== WebDAV: sidecar vs x/net/webdav vs nginx =="
+  go run ./deploy/bench/davbench | tee "$out/webdav.txt"
+fi
+
+if [ -d deploy/bench/gatewaybench ]; then
+  echo "== gateway vs direct sidecar =="
+  go run ./deploy/bench/gatewaybench | tee "$out/gateway.txt"
+fi
+echo "bench: results in $out/"
