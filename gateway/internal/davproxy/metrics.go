@@ -1,0 +1,99 @@
+package davproxy
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	bytes       *prometheus.CounterVec
+	rejections  *prometheus.CounterVec
+	unavailable *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_webdav_requests_total",
+			Help: "WebDAV view requests by method and HTTP status code.",
+		}, []string{"method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "agent_gateway_webdav_request_duration_seconds",
+			Help:    "WebDAV view request duration, to the end of the response body.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"method"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_webdav_bytes_total",
+			Help: "WebDAV view body bytes, received from clients (in) and sent to them (out).",
+		}, []string{"direction"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_webdav_rejections_total",
+			Help: "WebDAV requests refused: read_only and method_not_allowed (405), precondition_required (428), exists/not_found_if_match/revision_conflict (412), destination_refused (403/502).",
+		}, []string{"reason"}),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_webdav_sidecar_unavailable_total",
+			Help: "WebDAV requests answered 503 because the agent's sidecar could not be reached.",
+		}, []string{"agent_id"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.requests, err = register(reg, m.requests); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.bytes, err = register(reg, m.bytes); err != nil {
+		return nil, err
+	}
+	if m.rejections, err = register(reg, m.rejections); err != nil {
+		return nil, err
+	}
+	if m.unavailable, err = register(reg, m.unavailable); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the identical collector already
+// registered (a second handler on the same registry shares the series).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+var knownMethods = map[string]bool{
+	http.MethodOptions: true, http.MethodGet: true, http.MethodHead: true, "PROPFIND": true,
+	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true, "MOVE": true,
+	"PROPPATCH": true, "LOCK": true, "UNLOCK": true, http.MethodPost: true,
+}
+
+func (m *metrics) observe(method string, status int, d time.Duration, in, out int64) {
+	if !knownMethods[method] {
+		method = "OTHER"
+	}
+	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(method).Observe(d.Seconds())
+	if in > 0 {
+		m.bytes.WithLabelValues("in").Add(float64(in))
+	}
+	if out > 0 {
+		m.bytes.WithLabelValues("out").Add(float64(out))
+	}
+}
