@@ -1,0 +1,133 @@
+// Typed REST client for the gateway's WorkspaceManagementService (same
+// origin), built with openapi-fetch over the generated contract types. Every
+// state-changing request carries the session's CSRF token.
+import createClient from 'openapi-fetch';
+import { ApiError } from './errors';
+import type { Entry, EntryType, paths, WorkspaceRef } from './types';
+
+type Result<T> = { data?: T; error?: unknown; response: Response };
+
+async function unwrap<T>(p: Promise<Result<T>>): Promise<T> {
+  let r: Result<T>;
+  try {
+    r = await p;
+  } catch {
+    throw ApiError.network();
+  }
+  if (!r.response.ok) throw ApiError.from(r.response.status, r.error);
+  return (r.data ?? {}) as T;
+}
+
+function wsQuery(ws: WorkspaceRef) {
+  return ws.scope === 'GLOBAL'
+    ? { 'workspace.scope': 'GLOBAL' as const }
+    : { 'workspace.scope': 'PROJECT' as const, 'workspace.project_name': ws.project_name ?? '' };
+}
+
+export const PAGE_SIZE = 100;
+
+export type Api = ReturnType<typeof createApi>;
+
+export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?: typeof fetch }) {
+  const client = createClient<paths>({
+    baseUrl: '',
+    credentials: 'same-origin',
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+  });
+  client.use({
+    onRequest({ request }) {
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        request.headers.set('X-CSRF-Token', opts.csrf());
+      }
+      return request;
+    },
+  });
+  const pageSize = opts.pageSize ?? PAGE_SIZE;
+
+  return {
+    listAgents: () => unwrap(client.GET('/api/v1/agent-gateway/agents')),
+
+    listProjects: (agentId: string, cursor: string) =>
+      unwrap(
+        client.GET('/api/v1/agent-gateway/agents/{agent_id}/projects', {
+          params: { path: { agent_id: agentId }, query: { page_size: pageSize, ...(cursor ? { cursor } : {}) } },
+        }),
+      ),
+
+    createProject: (agentId: string, name: string) =>
+      unwrap(
+        client.POST('/api/v1/agent-gateway/agents/{agent_id}/projects', {
+          params: { path: { agent_id: agentId } },
+          body: { name },
+        }),
+      ),
+
+    deleteProject: (agentId: string, name: string, confirmName: string) =>
+      unwrap(
+        client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/projects/{name}', {
+          params: { path: { agent_id: agentId, name }, query: { confirm_name: confirmName } },
+        }),
+      ),
+
+    listEntries: (agentId: string, ws: WorkspaceRef, path: string, cursor: string) =>
+      unwrap(
+        client.GET('/api/v1/agent-gateway/agents/{agent_id}/projects/entries', {
+          params: {
+            path: { agent_id: agentId },
+            query: { ...wsQuery(ws), path, page_size: pageSize, ...(cursor ? { cursor } : {}) },
+          },
+        }),
+      ),
+
+    getFile: (agentId: string, ws: WorkspaceRef, path: string) =>
+      unwrap(
+        client.GET('/api/v1/agent-gateway/agents/{agent_id}/projects/files', {
+          params: { path: { agent_id: agentId }, query: { ...wsQuery(ws), path } },
+        }),
+      ),
+
+    createEntry: (agentId: string, ws: WorkspaceRef, parentPath: string, name: string, type: EntryType) =>
+      unwrap(
+        client.POST('/api/v1/agent-gateway/agents/{agent_id}/projects/entries', {
+          params: { path: { agent_id: agentId } },
+          body: { workspace: ws, parent_path: parentPath, name, type },
+        }),
+      ),
+
+    updateFile: (agentId: string, ws: WorkspaceRef, path: string, content: string, expectedRevision: string) =>
+      unwrap(
+        client.PUT('/api/v1/agent-gateway/agents/{agent_id}/projects/files', {
+          params: { path: { agent_id: agentId } },
+          body: { workspace: ws, path, content, expected_revision: expectedRevision },
+        }),
+      ),
+
+    moveEntry: (agentId: string, ws: WorkspaceRef, source: Entry, destinationPath: string) =>
+      unwrap(
+        client.POST('/api/v1/agent-gateway/agents/{agent_id}/projects/entries:move', {
+          params: { path: { agent_id: agentId } },
+          body: {
+            workspace: ws,
+            source_path: source.path ?? '',
+            destination_path: destinationPath,
+            expected_revision: source.revision ?? '',
+          },
+        }),
+      ),
+
+    deleteEntry: (agentId: string, ws: WorkspaceRef, entry: Entry, recursive: boolean) =>
+      unwrap(
+        client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/projects/entries', {
+          params: {
+            path: { agent_id: agentId },
+            query: {
+              ...wsQuery(ws),
+              path: entry.path ?? '',
+              expected_revision: entry.revision ?? '',
+              ...(recursive ? { recursive: true } : {}),
+            },
+          },
+        }),
+      ),
+  };
+}
