@@ -2,6 +2,9 @@ package davfs
 
 import (
 	"context"
+	"os"
+	"path"
+	"strings"
 
 	"golang.org/x/net/webdav"
 )
@@ -17,14 +20,42 @@ import (
 // expectation placed in ctx by WithPrecondition. Errors are *fs.PathError
 // wrapping fs.ErrNotExist, fs.ErrPermission or fs.ErrExist so
 // x/net/webdav answers 404/403/405; the davfs *Error stays reachable with
-// errors.As for the caller to refine the status (412, 409, 413, 507).
-func (f *FS) WebDAV() webdav.FileSystem { panic("davfs: not implemented") }
+// errors.As (or ErrorFromWebDAV) for the caller to refine the status (412,
+// 409, 413, 507).
+//
+// What it guarantees: every name is mapped to a Workspace and a relative
+// path and handed to the FS methods, which do all validation and
+// confinement; this layer never touches a host path. The virtual levels
+// ("/", "/projects/", "/global/") are read-only: projects are created and
+// deleted only through CreateProject/DeleteProject, and nothing but skills/
+// and AGENTS.md exists under "/global/". Writes never edit a file in place:
+// O_APPEND, or opening an existing file for writing without O_TRUNC, is
+// refused with fs.ErrPermission, and a file is replaced only when its upload
+// completed (Close) and the precondition still holds.
+//
+// What it does not do: x/net/webdav ignores If-Match/If-None-Match and does
+// not map davfs reasons to 412/413/507; a thin wrapper handler must place
+// the request's preconditions in the context (WithPrecondition) and refine
+// statuses (ErrorFromWebDAV). Dead properties (PROPPATCH) are not stored.
+//
+// The virtual directories' ETags: "/" has a constant ETag; "/projects/" and
+// "/global/" carry a digest of their children's names and revisions, so they
+// change exactly when a child is added, removed or changes revision.
+func (f *FS) WebDAV() webdav.FileSystem { return &davFS{fs: f} }
 
 // Precondition is what a WebDAV request's If-Match / If-None-Match demand of
 // the target when a write commits.
 type Precondition struct {
 	IfMatch     string // revision (unquoted) the target must still have; "" = none
 	IfNoneMatch bool   // If-None-Match: * — the target must not exist
+
+	// Target is the WebDAV name (as the handler passes it to the
+	// FileSystem, prefix stripped) the precondition applies to. Empty means
+	// every call made with this context. Set it for MOVE and COPY: with
+	// "Overwrite: T" x/net/webdav deletes the destination (RemoveAll) and a
+	// COPY opens the destination for writing, and the request's If-Match
+	// describes the source, not those.
+	Target string
 }
 
 type preconditionKey struct{}
@@ -39,4 +70,436 @@ func WithPrecondition(ctx context.Context, p Precondition) context.Context {
 func PreconditionFrom(ctx context.Context) (Precondition, bool) {
 	p, ok := ctx.Value(preconditionKey{}).(Precondition)
 	return p, ok
+}
+
+// preconditionFor returns the precondition in ctx that applies to the
+// cleaned WebDAV name, or the zero Precondition.
+func preconditionFor(ctx context.Context, name string) Precondition {
+	p, ok := PreconditionFrom(ctx)
+	if !ok {
+		return Precondition{}
+	}
+	if p.Target != "" && cleanName(p.Target) != name {
+		return Precondition{}
+	}
+	return p
+}
+
+// davFS is the webdav.FileSystem of an FS. It holds no state of its own:
+// every call goes through the FS's exported operations.
+type davFS struct {
+	fs *FS
+}
+
+var _ webdav.FileSystem = (*davFS)(nil)
+
+// level says where in the WebDAV tree a name lies.
+type level int
+
+const (
+	levelRoot       level = iota // "/"
+	levelProjects                // "/projects"
+	levelGlobalRoot              // "/global"
+	levelWorkspace               // "/projects/{p}/..." or "/global/{skills|AGENTS.md}/..."
+	levelNone                    // anything else under "/": does not exist
+)
+
+// Names of the fixed levels.
+const (
+	dirProjects = "projects"
+	dirGlobal   = "global"
+	nameSkills  = "skills"
+	nameAgents  = "AGENTS.md"
+)
+
+// target is a parsed WebDAV name.
+type target struct {
+	name  string // cleaned WebDAV name, "/" or "/a/b" (no trailing slash)
+	level level
+	ws    Workspace
+	path  string // relative to the workspace root, "" for a project's root
+}
+
+// base is the name a FileInfo reports for t.
+func (t target) base() string {
+	if t.name == "/" {
+		return "/"
+	}
+	return path.Base(t.name)
+}
+
+// isWorkspaceRoot reports whether t is a project's root directory (which
+// only CreateProject/DeleteProject may create or remove).
+func (t target) isWorkspaceRoot() bool {
+	return t.level == levelWorkspace && t.path == ""
+}
+
+// cleanName turns a WebDAV name into "/" or "/a/b": a leading slash, no
+// trailing slash, no empty segment. It deliberately does not resolve "."
+// or "..": those segments are kept and refused by parse (and the core would
+// refuse them too), so a name can never climb from one namespace into
+// another by lexical cleaning.
+func cleanName(name string) string {
+	segs := strings.Split(name, "/")
+	out := segs[:0]
+	for _, s := range segs {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+// parse maps a WebDAV name to its level, workspace and relative path. It
+// refuses "." and ".." segments; every other check is the core's.
+func parse(op, name string) (target, error) {
+	clean := cleanName(name)
+	t := target{name: clean}
+	if clean == "/" {
+		t.level = levelRoot
+		return t, nil
+	}
+	segs := strings.Split(clean[1:], "/")
+	for _, s := range segs {
+		if s == "." || s == ".." {
+			return t, wrapErr(op, clean, &Error{
+				Code:    CodeInvalidArgument,
+				Reason:  ReasonInvalidPath,
+				Message: "path must not contain . or .. segments",
+			})
+		}
+	}
+	switch segs[0] {
+	case dirProjects:
+		if len(segs) == 1 {
+			t.level = levelProjects
+			return t, nil
+		}
+		t.level = levelWorkspace
+		t.ws = Workspace{Scope: ScopeProject, Project: segs[1]}
+		t.path = strings.Join(segs[2:], "/")
+	case dirGlobal:
+		if len(segs) == 1 {
+			t.level = levelGlobalRoot
+			return t, nil
+		}
+		// Every name under /global/ goes to the core, which alone decides
+		// what is reachable (skills/**, AGENTS.md) and refuses the rest.
+		t.level = levelWorkspace
+		t.ws = Workspace{Scope: ScopeGlobal}
+		t.path = strings.Join(segs[1:], "/")
+	default:
+		t.level = levelNone
+	}
+	return t, nil
+}
+
+// splitPath returns the parent directory and the last segment of a
+// relative path ("" parent for a single segment).
+func splitPath(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", p
+	}
+	return p[:i], p[i+1:]
+}
+
+// Mkdir creates a directory inside a workspace. The virtual levels and
+// project roots are read-only (fs.ErrPermission); a missing parent is
+// fs.ErrNotExist (409), an existing name fs.ErrExist (405).
+func (d *davFS) Mkdir(ctx context.Context, name string, perm os.FileMode) error {
+	const op = "mkdir"
+	t, err := parse(op, name)
+	if err != nil {
+		return err
+	}
+	if t.level != levelWorkspace || t.isWorkspaceRoot() {
+		if t.level == levelNone || t.isWorkspaceRoot() {
+			return readOnlyErr(op, t.name, "projects are created only through CreateProject")
+		}
+		return readOnlyErr(op, t.name, "this directory is read-only")
+	}
+	if pre := preconditionFor(ctx, t.name); pre.IfMatch != "" {
+		// There is no current representation to match (RFC 9110 §13.1.1).
+		return wrapErr(op, t.name, errRevisionMismatch())
+	}
+	parent, base := splitPath(t.path)
+	_, err = d.fs.CreateEntry(ctx, t.ws, parent, base, TypeDirectory)
+	return wrapErr(op, t.name, err)
+}
+
+// RemoveAll deletes a file or a directory tree inside a workspace. The
+// expected revision is the precondition's If-Match when set, else the
+// current revision (an unconditional delete).
+func (d *davFS) RemoveAll(ctx context.Context, name string) error {
+	const op = "removeall"
+	t, err := parse(op, name)
+	if err != nil {
+		return err
+	}
+	if t.level != levelWorkspace || t.isWorkspaceRoot() {
+		if t.level == levelNone {
+			return wrapErr(op, t.name, errNotFound())
+		}
+		return readOnlyErr(op, t.name, "this directory cannot be deleted here")
+	}
+	expected, err := d.expectedRevision(ctx, op, t)
+	if err != nil {
+		return err
+	}
+	return wrapErr(op, t.name, d.fs.DeleteEntry(ctx, t.ws, t.path, expected, true))
+}
+
+// Rename moves an entry within one workspace. Moves across projects or
+// between a project and Global, and moves of project roots or virtual
+// directories, are fs.ErrPermission.
+func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
+	const op = "rename"
+	src, err := parse(op, oldName)
+	if err != nil {
+		return err
+	}
+	dst, err := parse(op, newName)
+	if err != nil {
+		return err
+	}
+	if src.level != levelWorkspace || src.isWorkspaceRoot() {
+		if src.level == levelNone {
+			return wrapErr(op, src.name, errNotFound())
+		}
+		return readOnlyErr(op, src.name, "this directory cannot be moved")
+	}
+	if dst.level != levelWorkspace || dst.isWorkspaceRoot() || dst.ws != src.ws {
+		return wrapErr(op, src.name, &Error{
+			Code:    CodePermissionDenied,
+			Reason:  ReasonReadOnly,
+			Message: "entries can only be moved within one workspace",
+		})
+	}
+	expected, err := d.expectedRevision(ctx, op, src)
+	if err != nil {
+		return err
+	}
+	_, err = d.fs.MoveEntry(ctx, src.ws, src.path, dst.path, expected)
+	return wrapErr(op, src.name, err)
+}
+
+// expectedRevision is the revision a RemoveAll or Rename of t must see at
+// commit: If-Match when given, else the current one. If-None-Match: * on an
+// existing target can never hold.
+func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (string, error) {
+	pre := preconditionFor(ctx, t.name)
+	if pre.IfMatch != "" {
+		return pre.IfMatch, nil
+	}
+	e, err := d.fs.Stat(ctx, t.ws, t.path)
+	if err != nil {
+		return "", wrapErr(op, t.name, err)
+	}
+	if pre.IfNoneMatch {
+		return "", wrapErr(op, t.name, errRevisionMismatch())
+	}
+	return e.Revision, nil
+}
+
+// Stat returns the FileInfo of a name; it implements webdav.ETager and
+// webdav.ContentTyper.
+func (d *davFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	const op = "stat"
+	t, err := parse(op, name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := d.stat(ctx, op, t)
+	if err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error) {
+	switch t.level {
+	case levelRoot:
+		return rootInfo(), nil
+	case levelProjects:
+		projects, err := d.listProjects(ctx, op, t.name)
+		if err != nil {
+			return nil, err
+		}
+		return projectsDirInfo(projects), nil
+	case levelGlobalRoot:
+		children, err := d.globalChildren(ctx, op, t.name)
+		if err != nil {
+			return nil, err
+		}
+		return virtualDirInfo(dirGlobal, children), nil
+	case levelWorkspace:
+		e, err := d.fs.Stat(ctx, t.ws, t.path)
+		if err != nil {
+			return nil, wrapErr(op, t.name, err)
+		}
+		return entryInfo(t.base(), e), nil
+	}
+	return nil, wrapErr(op, t.name, errNotFound())
+}
+
+// listProjects returns every project, following the cursor to the end.
+func (d *davFS) listProjects(ctx context.Context, op, name string) ([]Project, error) {
+	var all []Project
+	cursor := ""
+	for {
+		page, err := d.fs.ListProjects(ctx, maxProjectsPage, cursor)
+		if err != nil {
+			return nil, wrapErr(op, name, err)
+		}
+		all = append(all, page.Projects...)
+		if page.NextCursor == "" || len(page.Projects) == 0 {
+			return all, nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// maxProjectsPage is the page size for listing projects: the PRD's maximum,
+// which the core accepts whatever maxPageSize is configured to (it only
+// lowers it).
+const maxProjectsPage = 500
+
+// globalChildren returns the FileInfos of "/global/": skills/ and, when it
+// exists, AGENTS.md. Nothing else under CODEX_HOME is ever asked for.
+func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo, error) {
+	ws := Workspace{Scope: ScopeGlobal}
+	var out []*davInfo
+	for _, n := range []string{nameSkills, nameAgents} {
+		e, err := d.fs.Stat(ctx, ws, n)
+		if err != nil {
+			if CodeOf(err) == CodeNotFound && n == nameAgents {
+				continue
+			}
+			return nil, wrapErr(op, name, err)
+		}
+		out = append(out, entryInfo(n, e))
+	}
+	return out, nil
+}
+
+// OpenFile opens a name for reading (files and directories) or, with
+// O_WRONLY/O_RDWR together with O_TRUNC or O_CREATE on a missing file, for
+// an atomic replacing write that commits on Close. See WebDAV for the rules.
+func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.FileMode) (webdav.File, error) {
+	const op = "open"
+	t, err := parse(op, name)
+	if err != nil {
+		return nil, err
+	}
+	access := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	wantsWrite := flag&(os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 || access == os.O_WRONLY
+	if flag&os.O_APPEND != 0 {
+		return nil, wrapErr(op, t.name, &Error{
+			Code:    CodePermissionDenied,
+			Reason:  ReasonReadOnly,
+			Message: "appending is not supported; files are replaced whole",
+		})
+	}
+	if !wantsWrite {
+		// O_RDONLY, or O_RDWR without O_CREATE/O_TRUNC (x/net/webdav's
+		// PROPPATCH): a read handle whose Write fails.
+		return d.openRead(ctx, op, t)
+	}
+	return d.openWrite(ctx, op, t, flag)
+}
+
+func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File, error) {
+	switch t.level {
+	case levelRoot:
+		return &dirFile{ctx: ctx, d: d, t: t, info: rootInfo()}, nil
+	case levelProjects, levelGlobalRoot:
+		fi, err := d.stat(ctx, op, t)
+		if err != nil {
+			return nil, err
+		}
+		return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
+	case levelWorkspace:
+		e, err := d.fs.Stat(ctx, t.ws, t.path)
+		if err != nil {
+			return nil, wrapErr(op, t.name, err)
+		}
+		fi := entryInfo(t.base(), e)
+		if fi.IsDir() {
+			return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
+		}
+		return &readFile{ctx: ctx, d: d, t: t, info: fi}, nil
+	}
+	return nil, wrapErr(op, t.name, errNotFound())
+}
+
+func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (webdav.File, error) {
+	if t.level != levelWorkspace || t.isWorkspaceRoot() {
+		if t.level == levelNone {
+			return nil, readOnlyErr(op, t.name, "files can only be written inside a workspace")
+		}
+		return nil, readOnlyErr(op, t.name, "this directory is read-only")
+	}
+	pre := preconditionFor(ctx, t.name)
+	if flag&os.O_EXCL != 0 {
+		pre.IfNoneMatch = true
+	}
+	// Look before streaming, so that a bad path, a directory, a missing
+	// parent or a failed If-None-Match is answered before any byte is read.
+	// The commit re-checks everything under the mutation lock.
+	e, err := d.fs.Stat(ctx, t.ws, t.path)
+	switch {
+	case err == nil:
+		if e.Type == TypeDirectory {
+			return nil, wrapErr(op, t.name, &Error{
+				Code:    CodeFailedPrecondition,
+				Reason:  ReasonNotAFile,
+				Message: "the target is a directory",
+			})
+		}
+		if flag&os.O_TRUNC == 0 {
+			return nil, wrapErr(op, t.name, &Error{
+				Code:    CodePermissionDenied,
+				Reason:  ReasonReadOnly,
+				Message: "files are replaced whole; partial writes are not supported",
+			})
+		}
+		if pre.IfNoneMatch {
+			if flag&os.O_EXCL != 0 {
+				return nil, wrapErr(op, t.name, &Error{
+					Code:    CodeAlreadyExists,
+					Reason:  ReasonAlreadyExists,
+					Message: "the target already exists",
+				})
+			}
+			return nil, wrapErr(op, t.name, errRevisionMismatch())
+		}
+		if pre.IfMatch != "" && pre.IfMatch != e.Revision {
+			return nil, wrapErr(op, t.name, errRevisionMismatch())
+		}
+	case CodeOf(err) == CodeNotFound:
+		if flag&os.O_CREATE == 0 {
+			return nil, wrapErr(op, t.name, err)
+		}
+		if pre.IfMatch != "" {
+			return nil, wrapErr(op, t.name, errRevisionMismatch())
+		}
+		parent, _ := splitPath(t.path)
+		pe, perr := d.fs.Stat(ctx, t.ws, parent)
+		if perr != nil {
+			return nil, wrapErr(op, t.name, perr)
+		}
+		if pe.Type != TypeDirectory {
+			// os.OpenFile says ENOTDIR; x/net/webdav answers 409 only
+			// for "not exist", which is what a client needs to hear.
+			return nil, wrapErr(op, t.name, &Error{
+				Code:    CodeNotFound,
+				Reason:  ReasonNotADirectory,
+				Message: "the parent is not a directory",
+			})
+		}
+	default:
+		return nil, wrapErr(op, t.name, err)
+	}
+	return startUpload(ctx, d, t, pre), nil
 }

@@ -1,0 +1,425 @@
+package davfs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+
+	"golang.org/x/net/webdav"
+)
+
+// Aborter is implemented by the webdav.File that the WebDAV FileSystem's
+// OpenFile returns for writing. Abort ends the upload without committing
+// anything: the temp file is removed and the target keeps its bytes. A
+// caller that copies a request body itself calls Abort(copyErr) before
+// Close when the copy fails; Close after Abort commits nothing.
+//
+// x/net/webdav's own PUT handler needs no help: it copies with io.Copy,
+// which uses the file's ReadFrom, and ReadFrom aborts the upload itself when
+// reading the body fails.
+type Aborter interface {
+	Abort(err error)
+}
+
+// errUploadAborted is the cause of an Abort(nil).
+var errUploadAborted = errors.New("davfs: upload aborted")
+
+// dirFile is an open directory (or virtual directory). Write fails;
+// Readdir follows os.File.Readdir's count semantics.
+type dirFile struct {
+	ctx  context.Context
+	d    *davFS
+	t    target
+	info *davInfo
+
+	mu     sync.Mutex
+	loaded bool
+	list   []os.FileInfo
+	pos    int
+}
+
+var _ webdav.File = (*dirFile)(nil)
+
+func (f *dirFile) Close() error { return nil }
+
+func (f *dirFile) Read(p []byte) (int, error) {
+	return 0, wrapErr("read", f.t.name, errIsDirectory())
+}
+
+func (f *dirFile) Write(p []byte) (int, error) {
+	return 0, wrapErr("write", f.t.name, errIsDirectory())
+}
+
+// Seek only rewinds the directory listing (Seek(0, io.SeekStart)).
+func (f *dirFile) Seek(offset int64, whence int) (int64, error) {
+	if offset == 0 && whence == io.SeekStart {
+		f.mu.Lock()
+		f.pos = 0
+		f.mu.Unlock()
+		return 0, nil
+	}
+	return 0, wrapErr("seek", f.t.name, errIsDirectory())
+}
+
+func (f *dirFile) Stat() (os.FileInfo, error) { return f.info, nil }
+
+// Readdir returns the directory's visible entries (as ReadDir lists them:
+// no symlinks, denylisted names or temp files). count > 0: at most count
+// entries, io.EOF at the end; count <= 0: all remaining entries.
+func (f *dirFile) Readdir(count int) ([]os.FileInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.loaded {
+		list, err := f.load()
+		if err != nil {
+			return nil, err
+		}
+		f.list, f.loaded = list, true
+	}
+	rest := f.list[f.pos:]
+	if count <= 0 {
+		f.pos = len(f.list)
+		return rest, nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	rest = rest[:min(count, len(rest))]
+	f.pos += len(rest)
+	return rest, nil
+}
+
+func (f *dirFile) load() ([]os.FileInfo, error) {
+	const op = "readdir"
+	switch f.t.level {
+	case levelRoot:
+		var out []os.FileInfo
+		for _, n := range []string{dirProjects, dirGlobal} {
+			t, err := parse(op, "/"+n)
+			if err != nil {
+				return nil, err
+			}
+			fi, err := f.d.stat(f.ctx, op, t)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, fi)
+		}
+		return out, nil
+	case levelProjects:
+		projects, err := f.d.listProjects(f.ctx, op, f.t.name)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]os.FileInfo, len(projects))
+		for i, p := range projects {
+			out[i] = projectInfo(p)
+		}
+		return out, nil
+	case levelGlobalRoot:
+		children, err := f.d.globalChildren(f.ctx, op, f.t.name)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]os.FileInfo, len(children))
+		for i, c := range children {
+			out[i] = c
+		}
+		return out, nil
+	case levelWorkspace:
+		entries, err := f.d.fs.ReadDir(f.ctx, f.t.ws, f.t.path)
+		if err != nil {
+			return nil, wrapErr(op, f.t.name, err)
+		}
+		out := make([]os.FileInfo, len(entries))
+		for i, e := range entries {
+			out[i] = entryInfo(e.Name, e)
+		}
+		return out, nil
+	}
+	return nil, wrapErr(op, f.t.name, errNotFound())
+}
+
+// readFile is an open regular file. The descriptor is opened (OpenRead) on
+// the first Read, ReadAt or Seek, not by OpenFile: x/net/webdav opens every
+// entry of a PROPFIND only to Stat it. The content must have the revision
+// that Stat reported; if the file changed in between, reading fails
+// (Aborted, REVISION_MISMATCH) rather than serve bytes under a stale ETag.
+// The *os.File gives Seek, ReadAt and constant memory for any size.
+type readFile struct {
+	ctx  context.Context
+	d    *davFS
+	t    target
+	info *davInfo
+
+	mu     sync.Mutex
+	f      *os.File
+	err    error
+	closed bool
+}
+
+var _ webdav.File = (*readFile)(nil)
+
+func (f *readFile) file() (*os.File, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, &fs.PathError{Op: "read", Path: f.t.name, Err: fs.ErrClosed}
+	}
+	if f.f != nil || f.err != nil {
+		return f.f, f.err
+	}
+	osf, e, err := f.d.fs.OpenRead(f.ctx, f.t.ws, f.t.path)
+	if err != nil {
+		f.err = wrapErr("read", f.t.name, err)
+		return nil, f.err
+	}
+	if e.Revision != f.info.revision {
+		osf.Close()
+		f.err = wrapErr("read", f.t.name, &Error{
+			Code:    CodeAborted,
+			Reason:  ReasonRevisionMismatch,
+			Message: "the file changed while it was being opened; retry",
+		})
+		return nil, f.err
+	}
+	f.f = osf
+	return osf, nil
+}
+
+func (f *readFile) Read(p []byte) (int, error) {
+	osf, err := f.file()
+	if err != nil {
+		return 0, err
+	}
+	return osf.Read(p)
+}
+
+func (f *readFile) ReadAt(p []byte, off int64) (int, error) {
+	osf, err := f.file()
+	if err != nil {
+		return 0, err
+	}
+	return osf.ReadAt(p, off)
+}
+
+func (f *readFile) Seek(offset int64, whence int) (int64, error) {
+	osf, err := f.file()
+	if err != nil {
+		return 0, err
+	}
+	return osf.Seek(offset, whence)
+}
+
+func (f *readFile) Write(p []byte) (int, error) {
+	return 0, wrapErr("write", f.t.name, &Error{
+		Code:    CodePermissionDenied,
+		Reason:  ReasonReadOnly,
+		Message: "the file is open read-only",
+	})
+}
+
+func (f *readFile) Readdir(count int) ([]os.FileInfo, error) {
+	return nil, wrapErr("readdir", f.t.name, &Error{
+		Code:    CodeFailedPrecondition,
+		Reason:  ReasonNotADirectory,
+		Message: "not a directory",
+	})
+}
+
+func (f *readFile) Stat() (os.FileInfo, error) { return f.info, nil }
+
+func (f *readFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	if f.f != nil {
+		return f.f.Close()
+	}
+	return nil
+}
+
+// writeFile streams an upload into WriteStream through a pipe. Nothing is
+// committed until Close (or Stat, see below) ends the stream; Abort, a
+// failed body read in ReadFrom, or the request context ending first, commit
+// nothing.
+type writeFile struct {
+	d    *davFS
+	t    target
+	pw   *io.PipeWriter
+	done chan struct{}
+	stop func() bool // unregisters the context watch
+
+	// Set by the upload goroutine before done is closed.
+	entry Entry
+	err   error
+
+	mu       sync.Mutex
+	finished bool  // the pipe is closed: committed or aborted
+	abortErr error // why, when aborted
+}
+
+var (
+	_ webdav.File   = (*writeFile)(nil)
+	_ io.ReaderFrom = (*writeFile)(nil)
+	_ Aborter       = (*writeFile)(nil)
+)
+
+func startUpload(ctx context.Context, d *davFS, t target, pre Precondition) *writeFile {
+	pr, pw := io.Pipe()
+	w := &writeFile{d: d, t: t, pw: pw, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.uploadLimit(), pre)
+		w.entry, w.err = e, err
+		if err != nil {
+			pr.CloseWithError(err) // unblocks a Write with WriteStream's error
+		} else {
+			pr.Close()
+		}
+	}()
+	// A handle that is never closed must not pin a goroutine and a temp
+	// file: when the request ends, an unfinished upload is aborted.
+	w.stop = context.AfterFunc(ctx, func() { w.Abort(ctx.Err()) })
+	return w
+}
+
+// Write streams p into the upload. After WriteStream failed (too large, no
+// space, ...) it returns that error.
+func (w *writeFile) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	finished := w.finished
+	w.mu.Unlock()
+	if finished {
+		return 0, &fs.PathError{Op: "write", Path: w.t.name, Err: fs.ErrClosed}
+	}
+	n, err := w.pw.Write(p)
+	if err != nil {
+		return n, w.wrap("write", err)
+	}
+	return n, nil
+}
+
+// ReadFrom copies r into the upload (io.Copy uses it). If reading r fails
+// (an aborted or over-long request body), the upload is aborted and r's
+// error returned unchanged, so nothing is committed by a later Close.
+func (w *writeFile) ReadFrom(r io.Reader) (int64, error) {
+	buf := make([]byte, 32<<10)
+	var total int64
+	for {
+		nr, rerr := r.Read(buf)
+		if nr > 0 {
+			nw, werr := w.Write(buf[:nr])
+			total += int64(nw)
+			if werr != nil {
+				return total, werr
+			}
+		}
+		if rerr == io.EOF {
+			return total, nil
+		}
+		if rerr != nil {
+			w.Abort(rerr)
+			return total, rerr
+		}
+	}
+}
+
+// Abort ends the upload without committing and waits until the temp file
+// is gone. It is a no-op once the upload was finished by Close or Stat.
+func (w *writeFile) Abort(err error) {
+	if err == nil {
+		err = errUploadAborted
+	}
+	w.mu.Lock()
+	if w.finished {
+		w.mu.Unlock()
+		return
+	}
+	w.finished = true
+	w.abortErr = err
+	w.mu.Unlock()
+	w.pw.CloseWithError(err)
+	<-w.done
+}
+
+// finish ends the stream (commit) unless it already ended, and waits for
+// WriteStream's result.
+func (w *writeFile) finish(op string) (Entry, error) {
+	w.mu.Lock()
+	if !w.finished {
+		w.finished = true
+		w.pw.Close()
+	}
+	w.mu.Unlock()
+	<-w.done
+	w.stop()
+	w.mu.Lock()
+	abortErr := w.abortErr
+	w.mu.Unlock()
+	if abortErr != nil {
+		return Entry{}, &fs.PathError{Op: op, Path: w.t.name, Err: abortErr}
+	}
+	if w.err != nil {
+		return Entry{}, w.wrap(op, w.err)
+	}
+	return w.entry, nil
+}
+
+func (w *writeFile) wrap(op string, err error) error {
+	if _, ok := err.(*fs.PathError); ok || errors.As(err, new(*Error)) {
+		return wrapErr(op, w.t.name, err)
+	}
+	return &fs.PathError{Op: op, Path: w.t.name, Err: err}
+}
+
+// Close commits the upload (atomic rename over the target after the
+// precondition is re-checked) and returns the commit's error; after Abort
+// it commits nothing and returns the abort cause.
+func (w *writeFile) Close() error {
+	_, err := w.finish("close")
+	return err
+}
+
+// Stat finishes the upload like Close and describes the committed file, so
+// the ETag x/net/webdav sends after a PUT (it calls Stat between the body
+// copy and Close) is the new revision. A failed copy has already aborted
+// the upload through ReadFrom, so Stat never commits a partial body.
+func (w *writeFile) Stat() (os.FileInfo, error) {
+	e, err := w.finish("stat")
+	if err != nil {
+		return nil, err
+	}
+	return entryInfo(w.t.base(), e), nil
+}
+
+func (w *writeFile) Read(p []byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: w.t.name, Err: errors.New("file is open for writing only")}
+}
+
+func (w *writeFile) Seek(offset int64, whence int) (int64, error) {
+	return 0, &fs.PathError{Op: "seek", Path: w.t.name, Err: errors.New("uploads are streamed; seek is not supported")}
+}
+
+func (w *writeFile) Readdir(count int) ([]os.FileInfo, error) {
+	return nil, &fs.PathError{Op: "readdir", Path: w.t.name, Err: errors.New("not a directory")}
+}
+
+func errIsDirectory() *Error {
+	return &Error{Code: CodeFailedPrecondition, Reason: ReasonNotAFile, Message: "is a directory"}
+}
+
+// uploadLimit is maxUploadSize (100 MiB when unset): the largest body a
+// WebDAV write accepts.
+func (d *davFS) uploadLimit() int64 {
+	if n := d.fs.cfg.MaxUploadSize; n > 0 {
+		return n
+	}
+	return 100 << 20
+}
