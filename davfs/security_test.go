@@ -1,0 +1,1113 @@
+package davfs_test
+
+// Adversarial layouts run against every operation (issue 2, "Tests that
+// must exist"): one shared table of filesystem layouts in the style of Go's
+// os.Root root_test.go, each row naming a path that davfs must refuse (or
+// may only serve without leaking), and every davfs operation plus the
+// webdav.FileSystem methods run against it. Each run asserts the error code
+// and reason AND that nothing outside the target changed: the whole tree
+// (projects, CODEX_HOME, the outside canaries) is snapshotted before and
+// after (type, mode, size, sha256, link target).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/agentworkspace/files/davfs"
+	"golang.org/x/net/webdav"
+	"golang.org/x/sys/unix"
+)
+
+// secWant is an acceptable outcome: success (ok) and/or a *davfs.Error with
+// one of codes and one of reasons (any reason when reasons is empty).
+type secWant struct {
+	ok      bool
+	codes   []davfs.Code
+	reasons []davfs.Reason
+}
+
+func secDeny(reasons ...davfs.Reason) secWant {
+	return secWant{codes: []davfs.Code{davfs.CodePermissionDenied}, reasons: reasons}
+}
+
+func (w secWant) or(o secWant) secWant {
+	return secWant{
+		ok:      w.ok || o.ok,
+		codes:   append(append([]davfs.Code(nil), w.codes...), o.codes...),
+		reasons: append(append([]davfs.Reason(nil), w.reasons...), o.reasons...),
+	}
+}
+
+var (
+	secWantSymlink  = secDeny(davfs.ReasonSymlink)
+	secWantDenied   = secDeny(davfs.ReasonDenylisted)
+	secWantOutside  = secDeny(davfs.ReasonOutsideGlobal)
+	secWantInvalid  = secWant{codes: []davfs.Code{davfs.CodeInvalidArgument}, reasons: []davfs.Reason{davfs.ReasonInvalidPath}}
+	secWantExists   = secWant{codes: []davfs.Code{davfs.CodeAlreadyExists}, reasons: []davfs.Reason{davfs.ReasonAlreadyExists}}
+	secWantNotDir   = secWant{codes: []davfs.Code{davfs.CodeFailedPrecondition}, reasons: []davfs.Reason{davfs.ReasonNotADirectory}}
+	secWantMultiple = secWant{codes: []davfs.Code{davfs.CodePermissionDenied, davfs.CodeFailedPrecondition}, reasons: []davfs.Reason{davfs.ReasonMultipleLinks}}
+	secWantNotReg   = secWant{codes: []davfs.Code{davfs.CodeFailedPrecondition, davfs.CodePermissionDenied}, reasons: []davfs.Reason{davfs.ReasonNotRegular, davfs.ReasonNotAFile}}
+	secWantNoProj   = secWant{codes: []davfs.Code{davfs.CodeNotFound}, reasons: []davfs.Reason{davfs.ReasonProjectNotFound}}
+	secWantAny      = secWant{ok: true}
+)
+
+// secRow is one adversarial layout. path is the path under test inside ws.
+// want applies to every operation unless over names the operation.
+// finalExists: the last segment exists on disk, so "create/move onto it"
+// may also answer AlreadyExists.
+type secRow struct {
+	name        string
+	layout      []string
+	ws          davfs.Workspace
+	path        string
+	want        secWant
+	over        map[string]secWant
+	finalExists bool
+}
+
+// secOpsOnFile are overrides for a path whose last segment is a regular
+// (refused-for-content) file: listing it is NOT_A_DIRECTORY.
+func secFileOver(content secWant, extra map[string]secWant) map[string]secWant {
+	m := map[string]secWant{
+		"ListEntries":    secWantNotDir,
+		"ReadDir":        secWantNotDir,
+		"CreateIn":       secWantNotDir.or(secWant{codes: []davfs.Code{davfs.CodeNotFound}}),
+		"CreateAt":       secWantExists,
+		"CreateDirAt":    secWantExists,
+		"MoveDst":        secWantExists,
+		"ReadFile":       content,
+		"OpenRead":       content,
+		"UpdateFile":     content,
+		"WriteStream":    content,
+		"WebDAV.Read":    content,
+		"WebDAV.Write":   content,
+		"WebDAV.Mkdir":   secWantExists,
+		"WebDAV.RenameD": secWantExists,
+		"WebDAV.Readdir": secWantNotDir,
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+func secRows() []secRow {
+	P := secProject("p")
+	G := secGlobal
+	hard := secFileOver(secWantMultiple, map[string]secWant{
+		// Stat, list, delete and move only touch the project's own name.
+		"Stat":           secWantAny,
+		"WebDAV.Stat":    secWantAny,
+		"DeleteEntry":    secWantAny.or(secWantMultiple),
+		"MoveSrc":        secWantAny.or(secWantMultiple),
+		"WebDAV.Remove":  secWantAny.or(secWantMultiple),
+		"WebDAV.RenameS": secWantAny.or(secWantMultiple),
+		// Metadata-only read (editable=false, no content) is fine too.
+		"ReadFile": secWantAny.or(secWantMultiple),
+	})
+	fifo := secFileOver(secWantNotReg, map[string]secWant{
+		"Stat":           secWantAny.or(secWantNotReg),
+		"WebDAV.Stat":    secWantAny.or(secWantNotReg),
+		"DeleteEntry":    secWantAny.or(secWantNotReg),
+		"MoveSrc":        secWantAny.or(secWantNotReg),
+		"WebDAV.Remove":  secWantAny.or(secWantNotReg),
+		"WebDAV.RenameS": secWantAny.or(secWantNotReg),
+		"ListEntries":    secWantNotDir.or(secWantNotReg),
+		"ReadDir":        secWantNotDir.or(secWantNotReg),
+		"WebDAV.Readdir": secWantNotDir.or(secWantNotReg),
+		"CreateIn":       secWantNotDir.or(secWantNotReg).or(secWant{codes: []davfs.Code{davfs.CodeNotFound}}),
+	})
+	return []secRow{
+		// Symlinks: never followed, never operated on (PRD 8.3).
+		{name: "symlink to outside file", layout: []string{"projects/p/link => ../../outside/canary.txt"}, ws: P, path: "link", want: secWantSymlink, finalExists: true},
+		{name: "absolute symlink to outside file", layout: []string{"projects/p/abs => /outside/canary.txt"}, ws: P, path: "abs", want: secWantSymlink, finalExists: true},
+		{name: "symlink to outside dir, through", layout: []string{"projects/p/out => ../../outside/dir"}, ws: P, path: "out/canary.txt", want: secWantSymlink},
+		{name: "symlink to outside dir, itself", layout: []string{"projects/p/out => ../../outside/dir"}, ws: P, path: "out", want: secWantSymlink, finalExists: true},
+		{name: "symlink to outside dir, new name below", layout: []string{"projects/p/out => ../../outside/dir"}, ws: P, path: "out/new.txt", want: secWantSymlink},
+		{name: "symlink to sibling project", layout: []string{"projects/p/sib => ../q"}, ws: P, path: "sib/secret.txt", want: secWantSymlink},
+		{name: "symlink to projects root", layout: []string{"projects/p/root => .."}, ws: P, path: "root/q/secret.txt", want: secWantSymlink},
+		{name: "symlinked intermediate directory", layout: []string{"projects/p/real/", "projects/p/real/inner.txt", "projects/p/alias => real"}, ws: P, path: "alias/inner.txt", want: secWantSymlink},
+		{name: "symlink deep in the path", layout: []string{"projects/p/a/b/", "projects/p/a/b/c => ../../../../outside/dir"}, ws: P, path: "a/b/c/canary.txt", want: secWantSymlink},
+		{name: "symlink inside the root to a file", layout: []string{"projects/p/ok-link => ok.txt"}, ws: P, path: "ok-link", want: secWantSymlink, finalExists: true},
+		{name: "dangling symlink", layout: []string{"projects/p/dangle => ../../outside/nothing-here"}, ws: P, path: "dangle", want: secWantSymlink, finalExists: true},
+		{name: "project that is a symlink", layout: []string{"projects/evil => ../outside/dir"}, ws: secProject("evil"), path: "canary.txt", want: secWantNoProj.or(secWantSymlink)},
+		{name: "project that is a symlink, root", layout: []string{"projects/evil => ../outside/dir"}, ws: secProject("evil"), path: "", want: secWantNoProj.or(secWantSymlink).or(secWantInvalid)},
+
+		// Denylisted names at any depth (PRD 8.2); .git is forced in.
+		{name: "denylisted .git file", layout: []string{"projects/p/.git/", "projects/p/.git/config"}, ws: P, path: ".git/config", want: secWantDenied},
+		{name: "denylisted .git itself", layout: []string{"projects/p/.git/", "projects/p/.git/HEAD"}, ws: P, path: ".git", want: secWantDenied},
+		{name: "denylisted node_modules/x", layout: []string{"projects/p/node_modules/x/", "projects/p/node_modules/x/index.js"}, ws: P, path: "node_modules/x", want: secWantDenied},
+		{name: "denylisted a/b/vendor/c", layout: []string{"projects/p/a/b/vendor/c/", "projects/p/a/b/vendor/c/lib.go"}, ws: P, path: "a/b/vendor/c", want: secWantDenied},
+		{name: "denylisted name that does not exist", ws: P, path: "okdir/.git", want: secWantDenied},
+		{name: "denylisted in global skills", layout: []string{"codex/skills/node_modules/", "codex/skills/node_modules/m.js"}, ws: G, path: "skills/node_modules/m.js", want: secWantDenied},
+
+		// CODEX_HOME secrets beside skills/ (PRD 5.4).
+		{name: "global auth.json", ws: G, path: "auth.json", want: secWantOutside},
+		{name: "global config.toml", ws: G, path: "config.toml", want: secWantOutside},
+		{name: "global sessions file", layout: []string{"codex/sessions/", "codex/sessions/s1.jsonl"}, ws: G, path: "sessions/s1.jsonl", want: secWantOutside},
+		{name: "global sessions dir", layout: []string{"codex/sessions/", "codex/sessions/s1.jsonl"}, ws: G, path: "sessions", want: secWantOutside},
+		{name: "global new root name", ws: G, path: "new.md", want: secWantOutside},
+		{name: "global skills symlink to auth.json", layout: []string{"codex/skills/leak => ../auth.json"}, ws: G, path: "skills/leak", want: secWantSymlink, finalExists: true},
+		{name: "global skills symlink to CODEX_HOME", layout: []string{"codex/skills/up => .."}, ws: G, path: "skills/up/auth.json", want: secWantSymlink},
+		{name: "global case variant Skills/", layout: []string{"codex/Skills/", "codex/Skills/x.md"}, ws: G, path: "Skills/x.md", want: secWantOutside},
+		{name: "global case variant AGENTS.MD", layout: []string{"codex/AGENTS.MD"}, ws: G, path: "AGENTS.MD", want: secWantOutside},
+		{name: "global case variant agents.md (missing)", ws: G, path: "agents.md", want: secWantOutside},
+		{name: "hard link in project to auth.json", layout: []string{"projects/p/h.json == codex/auth.json"}, ws: P, path: "h.json", over: hard, finalExists: true},
+		{name: "hard link in skills to auth.json", layout: []string{"codex/skills/h.json == codex/auth.json"}, ws: G, path: "skills/h.json", over: hard, finalExists: true},
+		{name: "hard link in project to outside canary", layout: []string{"projects/p/okdir/h.txt == outside/canary.txt"}, ws: P, path: "okdir/h.txt", over: hard, finalExists: true},
+
+		// Syntax: never resolved at all.
+		{name: "dot-dot to sibling", ws: P, path: "../q/secret.txt", want: secWantInvalid},
+		{name: "dot-dot after a dir", ws: P, path: "okdir/../../q/secret.txt", want: secWantInvalid},
+		{name: "global dot-dot", ws: G, path: "skills/../auth.json", want: secWantInvalid},
+		{name: "absolute path", ws: P, path: "/ok.txt", want: secWantInvalid},
+
+		// FIFOs are never opened for content: no request may hang.
+		{name: "fifo", layout: []string{"projects/p/pipe |"}, ws: P, path: "pipe", over: fifo, finalExists: true},
+	}
+}
+
+// secOpResult is what one operation did.
+type secOpResult struct {
+	err      error
+	contents [][]byte // bytes returned to the caller
+	touched  []string // ws paths a permitted success may change besides the target
+	names    []string // names a listing returned
+}
+
+// secOp is one operation run against a row's path.
+type secOp struct {
+	name   string
+	webdav bool
+	run    func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult
+}
+
+func secSplit(p string) (dir, name string) {
+	dir, name = path.Split(p)
+	return strings.TrimSuffix(dir, "/"), name
+}
+
+// secRev returns p's revision when Stat succeeds, else a bogus one: the
+// path error must win over a revision mismatch.
+func secRev(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) string {
+	var ent davfs.Entry
+	if err := secTry(func() (err error) { ent, err = e.fs.Stat(ctx, ws, p); return err }); err == nil {
+		return ent.Revision
+	}
+	return "bogus-revision"
+}
+
+// secValid returns an existing regular file and a free name in ws.
+func secValid(ws davfs.Workspace) (src, free string) {
+	if ws.Scope == davfs.ScopeGlobal {
+		return "skills/ok.md", "skills/moved.md"
+	}
+	return "ok.txt", "moved.txt"
+}
+
+// secDavName maps a workspace path to its webdav.FileSystem name.
+func secDavName(ws davfs.Workspace, p string) string {
+	if ws.Scope == davfs.ScopeGlobal {
+		return "/global/" + p
+	}
+	return "/projects/" + ws.Project + "/" + p
+}
+
+func secOps() []secOp {
+	return []secOp{
+		{name: "ListEntries", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			var r secOpResult
+			r.err = secTry(func() error {
+				pg, err := e.fs.ListEntries(ctx, ws, p, 0, "")
+				for _, en := range pg.Entries {
+					r.names = append(r.names, en.Name)
+				}
+				return err
+			})
+			return r
+		}},
+		{name: "ReadDir", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			var r secOpResult
+			r.err = secTry(func() error {
+				es, err := e.fs.ReadDir(ctx, ws, p)
+				for _, en := range es {
+					r.names = append(r.names, en.Name)
+				}
+				return err
+			})
+			return r
+		}},
+		{name: "Stat", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: secTry(func() error { _, err := e.fs.Stat(ctx, ws, p); return err })}
+		}},
+		{name: "ReadFile", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			var r secOpResult
+			r.err = secTry(func() error {
+				f, err := e.fs.ReadFile(ctx, ws, p)
+				r.contents = append(r.contents, f.Content)
+				return err
+			})
+			return r
+		}},
+		{name: "OpenRead", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			var r secOpResult
+			r.err = secTry(func() error {
+				f, _, err := e.fs.OpenRead(ctx, ws, p)
+				if err != nil {
+					return err
+				}
+				b, rerr := secReadAllFile(f)
+				r.contents = append(r.contents, b)
+				return rerr
+			})
+			return r
+		}},
+		{name: "CreateAt", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			dir, name := secSplit(p)
+			return secOpResult{err: secTry(func() error { _, err := e.fs.CreateEntry(ctx, ws, dir, name, davfs.TypeFile); return err })}
+		}},
+		{name: "CreateDirAt", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			dir, name := secSplit(p)
+			return secOpResult{err: secTry(func() error { _, err := e.fs.CreateEntry(ctx, ws, dir, name, davfs.TypeDirectory); return err })}
+		}},
+		{name: "CreateIn", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{
+				err:     secTry(func() error { _, err := e.fs.CreateEntry(ctx, ws, p, "new.txt", davfs.TypeFile); return err }),
+				touched: []string{path.Join(p, "new.txt")},
+			}
+		}},
+		{name: "UpdateFile", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			rev := secRev(ctx, e, ws, p)
+			return secOpResult{err: secTry(func() error { _, err := e.fs.UpdateFile(ctx, ws, p, []byte("pwned\n"), rev); return err })}
+		}},
+		{name: "WriteStream", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: secTry(func() error {
+				_, _, err := e.fs.WriteStream(ctx, ws, p, strings.NewReader("pwned\n"), 1<<20, davfs.Precondition{})
+				return err
+			})}
+		}},
+		{name: "MoveSrc", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			_, free := secValid(ws)
+			rev := secRev(ctx, e, ws, p)
+			return secOpResult{
+				err:     secTry(func() error { _, err := e.fs.MoveEntry(ctx, ws, p, free, rev); return err }),
+				touched: []string{free},
+			}
+		}},
+		{name: "MoveDst", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			src, _ := secValid(ws)
+			rev := secRev(ctx, e, ws, src)
+			return secOpResult{
+				err:     secTry(func() error { _, err := e.fs.MoveEntry(ctx, ws, src, p, rev); return err }),
+				touched: []string{src},
+			}
+		}},
+		{name: "DeleteEntry", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			rev := secRev(ctx, e, ws, p)
+			return secOpResult{err: secTry(func() error { return e.fs.DeleteEntry(ctx, ws, p, rev, true) })}
+		}},
+
+		// webdav.FileSystem methods. secDavFS is obtained inside secTry so an
+		// unimplemented WebDAV() fails these subtests only.
+		{name: "WebDAV.Read", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			var r secOpResult
+			r.err = secTry(func() error {
+				f, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				b, err := io.ReadAll(f)
+				r.contents = append(r.contents, b)
+				return err
+			})
+			return r
+		}},
+		{name: "WebDAV.Write", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: secTry(func() error {
+				f, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, p), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+				if err != nil {
+					return err
+				}
+				_, werr := f.Write([]byte("pwned\n"))
+				cerr := f.Close()
+				return errors.Join(werr, cerr)
+			})}
+		}},
+		{name: "WebDAV.Stat", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: secTry(func() error { _, err := e.fs.WebDAV().Stat(ctx, secDavName(ws, p)); return err })}
+		}},
+		{name: "WebDAV.Readdir", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			var r secOpResult
+			r.err = secTry(func() error {
+				f, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				fis, err := f.Readdir(-1)
+				for _, fi := range fis {
+					r.names = append(r.names, fi.Name())
+				}
+				return err
+			})
+			return r
+		}},
+		{name: "WebDAV.Mkdir", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: secTry(func() error { return e.fs.WebDAV().Mkdir(ctx, secDavName(ws, p), 0o755) })}
+		}},
+		{name: "WebDAV.Remove", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: secTry(func() error { return e.fs.WebDAV().RemoveAll(ctx, secDavName(ws, p)) })}
+		}},
+		{name: "WebDAV.RenameS", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			_, free := secValid(ws)
+			return secOpResult{
+				err:     secTry(func() error { return e.fs.WebDAV().Rename(ctx, secDavName(ws, p), secDavName(ws, free)) }),
+				touched: []string{free},
+			}
+		}},
+		{name: "WebDAV.RenameD", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+			src, _ := secValid(ws)
+			return secOpResult{
+				err:     secTry(func() error { return e.fs.WebDAV().Rename(ctx, secDavName(ws, src), secDavName(ws, p)) }),
+				touched: []string{src},
+			}
+		}},
+	}
+}
+
+// secHostRel maps a workspace path to its name relative to base.
+func secHostRel(ws davfs.Workspace, p string) string {
+	if ws.Scope == davfs.ScopeGlobal {
+		return path.Join("codex", p)
+	}
+	return path.Join("projects", ws.Project, p)
+}
+
+// secSentinels maps acceptable davfs codes to the fs sentinels the
+// webdav.FileSystem boundary must use instead.
+func secSentinels(codes []davfs.Code) []error {
+	var out []error
+	for _, c := range codes {
+		switch c {
+		case davfs.CodeNotFound:
+			out = append(out, fs.ErrNotExist)
+		case davfs.CodeAlreadyExists:
+			out = append(out, fs.ErrExist)
+		case davfs.CodePermissionDenied:
+			out = append(out, fs.ErrPermission)
+		case davfs.CodeInvalidArgument:
+			out = append(out, fs.ErrInvalid, fs.ErrPermission, fs.ErrNotExist)
+		case davfs.CodeFailedPrecondition:
+			// Not a directory / not regular: the handler answers 405/409.
+			out = append(out, fs.ErrPermission, fs.ErrInvalid, fs.ErrExist, fs.ErrNotExist)
+		}
+	}
+	return out
+}
+
+// secIsSentinel checks what x/net/webdav itself checks: os.IsNotExist and
+// os.IsExist only look inside *fs.PathError, not through a custom wrapper.
+func secIsSentinel(err, sentinel error) bool {
+	switch sentinel {
+	case fs.ErrNotExist:
+		return os.IsNotExist(err)
+	case fs.ErrExist:
+		return os.IsExist(err)
+	case fs.ErrPermission:
+		return os.IsPermission(err)
+	}
+	return errors.Is(err, sentinel)
+}
+
+func secCheckOutcome(t *testing.T, op secOp, w secWant, r secOpResult, base string) {
+	t.Helper()
+	for _, c := range r.contents {
+		secNoSecret(t, op.name, c)
+	}
+	for _, n := range r.names {
+		if secForbiddenNames[n] || strings.Contains(n, "secret") || n == "canary.txt" {
+			t.Errorf("%s listed forbidden name %q", op.name, n)
+		}
+	}
+	if r.err == nil {
+		if !w.ok {
+			t.Errorf("%s succeeded; want error %v %v", op.name, w.codes, w.reasons)
+		}
+		return
+	}
+	if secIsPanic(r.err) {
+		t.Errorf("%s: %v", op.name, r.err)
+		return
+	}
+	secCheckMessage(t, op.name, r.err.Error(), base)
+	if w.ok && len(w.codes) == 0 {
+		return
+	}
+	if op.webdav {
+		var pe *fs.PathError
+		if !errors.As(r.err, &pe) {
+			t.Errorf("%s: error %T %q is not a *fs.PathError", op.name, r.err, r.err)
+		}
+		for _, s := range secSentinels(w.codes) {
+			if secIsSentinel(r.err, s) {
+				return
+			}
+		}
+		t.Errorf("%s: error %q (%T) is none of %v (davfs codes %v)", op.name, r.err, r.err, secSentinels(w.codes), w.codes)
+		return
+	}
+	var de *davfs.Error
+	if !errors.As(r.err, &de) {
+		t.Errorf("%s: error %T %q is not a *davfs.Error", op.name, r.err, r.err)
+		return
+	}
+	codeOK, reasonOK := false, len(w.reasons) == 0
+	for _, c := range w.codes {
+		codeOK = codeOK || de.Code == c
+	}
+	for _, rs := range w.reasons {
+		reasonOK = reasonOK || de.Reason == rs
+	}
+	if !codeOK || !reasonOK {
+		t.Errorf("%s: got %v/%s (%q); want code in %v, reason in %v", op.name, de.Code, de.Reason, de.Message, w.codes, w.reasons)
+	}
+}
+
+// TestSecLayoutsEveryOperation runs every layout row against every
+// operation, with openat2 and with the O_NOFOLLOW fallback walk.
+func TestSecLayoutsEveryOperation(t *testing.T) {
+	for _, mode := range []struct {
+		name    string
+		disable bool
+	}{{"openat2", false}, {"fallback", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			for _, row := range secRows() {
+				t.Run(row.name, func(t *testing.T) {
+					for _, op := range secOps() {
+						t.Run(op.name, func(t *testing.T) {
+							secRunRowOp(t, row, op, mode.disable)
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+func secRunRowOp(t *testing.T, row secRow, op secOp, disableOpenat2 bool) {
+	e := secNewEnv(t, "", row.layout, func(c *davfs.Config) { c.DisableOpenat2 = disableOpenat2 })
+	before := secSnapshot(t, e.base)
+
+	w := row.want
+	if ow, ok := row.over[op.name]; ok {
+		w = ow
+	} else if row.finalExists {
+		switch op.name {
+		case "CreateAt", "CreateDirAt", "MoveDst", "WebDAV.Mkdir", "WebDAV.RenameD":
+			w = w.or(secWantExists)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var r secOpResult
+	unblock := func() { secUnblockFIFOs(e.base, row.layout) }
+	_ = secWithTimeout(t, 10*time.Second, unblock, func() error {
+		r = op.run(ctx, e, row.ws, row.path)
+		return nil
+	})
+	secCheckOutcome(t, op, w, r, e.base)
+
+	// Nothing outside the target may change; on error, nothing at all (no
+	// temp file left behind either).
+	after := secSnapshot(t, e.base)
+	var skip func(string) bool
+	if r.err == nil {
+		target := secHostRel(row.ws, row.path)
+		var touched []string
+		for _, p := range r.touched {
+			touched = append(touched, secHostRel(row.ws, p))
+		}
+		skip = func(rel string) bool {
+			if secUnder(rel, target) {
+				return true
+			}
+			for _, p := range touched {
+				if secUnder(rel, p) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	for _, d := range secDiff(before, after, skip) {
+		t.Errorf("%s (err=%v) changed the tree: %s", op.name, r.err, d)
+	}
+	// Canaries: never changed even when the op legitimately touched the target.
+	for rel, n := range before {
+		if secIsSecret(rel) && n.typ == "file" && after[rel] != n {
+			t.Errorf("%s changed canary %s", op.name, rel)
+		}
+	}
+}
+
+// secUnblockFIFOs opens every FIFO of the layout read-write (never blocks on
+// Linux), which releases a request stuck opening it.
+func secUnblockFIFOs(base string, layout []string) {
+	for _, l := range layout {
+		if name, ok := strings.CutSuffix(l, " |"); ok {
+			if f, err := os.OpenFile(filepath.Join(base, name), os.O_RDWR, 0); err == nil {
+				_ = f.Close()
+			}
+		}
+	}
+}
+
+// TestSecLayoutsListings walks every visible directory of every layout
+// (ListEntries with paging, ReadDir, webdav Readdir, ListProjects) and
+// checks the names shown are exactly the regular files and directories on
+// disk minus symlinks, denylisted names and (for Global) everything but
+// skills/ and AGENTS.md.
+func TestSecLayoutsListings(t *testing.T) {
+	var all []string
+	for _, row := range secRows() {
+		all = append(all, row.layout...)
+	}
+	for _, mode := range []struct {
+		name    string
+		disable bool
+	}{{"openat2", false}, {"fallback", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			e := secNewEnv(t, "", all, func(c *davfs.Config) { c.DisableOpenat2 = mode.disable })
+			ctx := context.Background()
+			before := secSnapshot(t, e.base)
+
+			var projs []string
+			err := secTry(func() error {
+				pp, err := e.fs.ListProjects(ctx, 0, "")
+				for _, p := range pp.Projects {
+					projs = append(projs, p.Name)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatalf("ListProjects: %v", err)
+			}
+			if got, want := strings.Join(projs, ","), "p,q"; got != want {
+				t.Errorf("ListProjects = %s; want %s (no symlinked project)", got, want)
+			}
+
+			secWalkVisible(t, e, secProject("p"), "")
+			secWalkVisible(t, e, secGlobal, "")
+			if diffs := secDiff(before, secSnapshot(t, e.base), nil); len(diffs) > 0 {
+				t.Errorf("listing changed the tree: %v", diffs)
+			}
+		})
+	}
+}
+
+// secExpectedNames computes what a listing of ws/dir must show from disk.
+func secExpectedNames(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) []string {
+	if ws.Scope == davfs.ScopeGlobal && dir == "" {
+		want := []string{"skills"}
+		if fi, err := os.Lstat(filepath.Join(e.codex(), "AGENTS.md")); err == nil && fi.Mode().IsRegular() {
+			want = append(want, "AGENTS.md")
+		}
+		return want
+	}
+	host := filepath.Join(e.base, secHostRel(ws, dir))
+	des, err := os.ReadDir(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs, files []string
+	for _, de := range des {
+		if secForbiddenNames[de.Name()] {
+			continue
+		}
+		switch {
+		case de.Type().IsDir():
+			dirs = append(dirs, de.Name())
+		case de.Type().IsRegular():
+			files = append(files, de.Name())
+		}
+	}
+	return append(dirs, files...)
+}
+
+func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
+	ctx := context.Background()
+	want := secExpectedNames(t, e, ws, dir)
+	where := secHostRel(ws, dir)
+
+	ents, err := secListAll(ctx, e.fs, ws, dir)
+	if err != nil {
+		t.Errorf("ListEntries(%s): %v", where, err)
+		return
+	}
+	var got []string
+	var subdirs []string
+	for _, en := range ents {
+		if en.Type == davfs.TypeUnspecified {
+			continue // a FIFO may be shown as neither file nor directory
+		}
+		got = append(got, en.Name)
+		if wantPath := path.Join(dir, en.Name); en.Path != wantPath {
+			t.Errorf("ListEntries(%s): entry %q has Path %q; want %q", where, en.Name, en.Path, wantPath)
+		}
+		if en.Type == davfs.TypeDirectory {
+			subdirs = append(subdirs, en.Path)
+		}
+	}
+	if strings.Join(got, "/") != strings.Join(want, "/") {
+		t.Errorf("ListEntries(%s) = %q; want %q (dirs first, by name; no symlinks/denylisted)", where, got, want)
+	}
+
+	var rd []davfs.Entry
+	if err := secTry(func() (err error) { rd, err = e.fs.ReadDir(ctx, ws, dir); return err }); err != nil {
+		t.Errorf("ReadDir(%s): %v", where, err)
+	} else {
+		var names []string
+		for _, en := range rd {
+			if en.Type != davfs.TypeUnspecified {
+				names = append(names, en.Name)
+			}
+		}
+		if strings.Join(names, "/") != strings.Join(want, "/") {
+			t.Errorf("ReadDir(%s) = %q; want %q", where, names, want)
+		}
+	}
+
+	err = secTry(func() error {
+		f, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, dir), os.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fis, err := f.Readdir(-1)
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, fi := range fis {
+			if fi.IsDir() || fi.Mode().IsRegular() {
+				names = append(names, fi.Name())
+			}
+			if _, ok := fi.(webdav.ETager); !ok {
+				t.Errorf("WebDAV Readdir(%s): FileInfo %q does not implement webdav.ETager", where, fi.Name())
+			}
+		}
+		// x/net/webdav sorts itself; compare as sets.
+		if strings.Join(secSorted(names), "/") != strings.Join(secSorted(want), "/") {
+			t.Errorf("WebDAV Readdir(%s) = %q; want %q", where, names, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("WebDAV Readdir(%s): %v", where, err)
+	}
+
+	for _, sd := range subdirs {
+		secWalkVisible(t, e, ws, sd)
+	}
+}
+
+func secSorted(s []string) []string {
+	return slices.Sorted(slices.Values(s))
+}
+
+// secModes runs fn with openat2 and with the O_NOFOLLOW fallback walk.
+func secModes(t *testing.T, fn func(t *testing.T, tweak func(*davfs.Config))) {
+	for _, m := range []struct {
+		name    string
+		disable bool
+	}{{"openat2", false}, {"fallback", true}} {
+		t.Run(m.name, func(t *testing.T) {
+			fn(t, func(c *davfs.Config) { c.DisableOpenat2 = m.disable })
+		})
+	}
+}
+
+// TestSecOpenChangesNothing: Open over every adversarial layout at once
+// changes nothing on disk (skills/ exists), and with skills/ missing adds
+// exactly that one directory.
+func TestSecOpenChangesNothing(t *testing.T) {
+	var all []string
+	for _, row := range secRows() {
+		all = append(all, row.layout...)
+	}
+	t.Run("skills present", func(t *testing.T) {
+		base := t.TempDir()
+		secBuild(t, base, secBaseLayout)
+		secBuild(t, base, all)
+		before := secSnapshot(t, base)
+		f, err := secOpen(secConfig(base))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if err := secClose(f); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		for _, d := range secDiff(before, secSnapshot(t, base), nil) {
+			t.Errorf("Open changed the tree: %s", d)
+		}
+	})
+	t.Run("skills missing", func(t *testing.T) {
+		base := t.TempDir()
+		secBuild(t, base, []string{"projects/p/ok.txt", "codex/auth.json", "outside/canary.txt"})
+		before := secSnapshot(t, base)
+		f, err := secOpen(secConfig(base))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		_ = secClose(f)
+		after := secSnapshot(t, base)
+		diffs := secDiff(before, after, nil)
+		if len(diffs) != 1 || after["codex/skills"].typ != "dir" || after["codex/skills"].mode.Perm() != 0o755 {
+			t.Errorf("Open with skills/ missing: got changes %v; want exactly codex/skills added as a 0755 directory", diffs)
+		}
+	})
+}
+
+// TestSecSkillsIsSymlinkAtOpen: $CODEX_HOME/skills is a symlink to a canary
+// dir. Open must refuse, or serve nothing through it; the link and the
+// canary stay untouched either way.
+func TestSecSkillsIsSymlinkAtOpen(t *testing.T) {
+	base := t.TempDir()
+	secBuild(t, base, []string{"codex/skills => ../outside/dir", "codex/AGENTS.md", "outside/dir/canary.txt", "projects/p/ok.txt"})
+	before := secSnapshot(t, base)
+	f, err := secOpen(secConfig(base))
+	if err != nil {
+		if secIsPanic(err) {
+			t.Fatalf("Open: %v", err)
+		}
+		secCheckDavErr(t, "Open", err, base)
+	} else {
+		defer secClose(f)
+		ctx := context.Background()
+		e := &secEnv{base: base, fs: f}
+		for _, op := range secOps() {
+			r := op.run(ctx, e, secGlobal, "skills/canary.txt")
+			secCheckOutcome(t, op, secWantSymlink.or(secWant{codes: []davfs.Code{davfs.CodeNotFound, davfs.CodeFailedPrecondition}}), r, base)
+		}
+		ents, _ := secListAll(ctx, f, secGlobal, "")
+		for _, en := range ents {
+			if en.Name == "skills" {
+				t.Errorf("Global root lists skills although it is a symlink")
+			}
+		}
+	}
+	for _, d := range secDiff(before, secSnapshot(t, base), nil) {
+		t.Errorf("tree changed: %s", d)
+	}
+}
+
+// secErrReaderAfter yields n bytes of text, then fails like an aborted upload.
+func secErrReaderAfter(n int) io.Reader {
+	return io.MultiReader(strings.NewReader(strings.Repeat("x", n)), iotest.ErrReader(errors.New("client went away")))
+}
+
+// TestSecWriteStreamFailingReader: an upload that fails midway commits
+// nothing: the original bytes survive, no temp file remains, a new file is
+// not created. Over maxSize: TOO_LARGE and nothing written.
+func TestSecWriteStreamFailingReader(t *testing.T) {
+	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+		cases := []struct {
+			name  string
+			ws    davfs.Workspace
+			path  string
+			r     func() io.Reader
+			max   int64
+			codes []davfs.Code
+		}{
+			{"existing file, reader fails after 64KiB", secProject("p"), "ok.txt", func() io.Reader { return secErrReaderAfter(64 << 10) }, 1 << 20, nil},
+			{"existing file, reader fails at once", secProject("p"), "okdir/inner.txt", func() io.Reader { return secErrReaderAfter(0) }, 1 << 20, nil},
+			{"new file, reader fails", secProject("p"), "okdir/new.txt", func() io.Reader { return secErrReaderAfter(300 << 10) }, 1 << 20, nil},
+			{"global file, reader fails", secGlobal, "skills/ok.md", func() io.Reader { return secErrReaderAfter(4096) }, 1 << 20, nil},
+			{"over maxSize", secProject("p"), "ok.txt", func() io.Reader { return strings.NewReader(strings.Repeat("y", 8192)) }, 4096, []davfs.Code{davfs.CodeResourceExhausted}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				e := secNewEnv(t, "", nil, tweak)
+				ctx := context.Background()
+				before := secSnapshot(t, e.base)
+				err := secTry(func() error {
+					_, _, err := e.fs.WriteStream(ctx, tc.ws, tc.path, tc.r(), tc.max, davfs.Precondition{})
+					return err
+				})
+				if err == nil {
+					t.Fatalf("WriteStream succeeded; want an error")
+				}
+				secCheckDavErr(t, "WriteStream", err, e.base)
+				if tc.codes != nil && davfs.CodeOf(err) != tc.codes[0] {
+					t.Errorf("WriteStream: code %v (%s); want %v", davfs.CodeOf(err), davfs.ReasonOf(err), tc.codes[0])
+				}
+				if tc.codes != nil && davfs.ReasonOf(err) != davfs.ReasonTooLarge {
+					t.Errorf("WriteStream: reason %s; want TOO_LARGE", davfs.ReasonOf(err))
+				}
+				for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+					t.Errorf("failed upload changed the tree: %s", d)
+				}
+			})
+		}
+	})
+}
+
+// TestSecTempFileNeverListed: while an upload is streaming into its temp
+// file, no listing shows the temp file; when the upload aborts, the temp
+// file is gone.
+func TestSecTempFileNeverListed(t *testing.T) {
+	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+		e := secNewEnv(t, "", nil, tweak)
+		ctx := context.Background()
+		host := filepath.Join(e.projects(), "p", "okdir")
+		before := secSnapshot(t, e.base)
+		namesBefore := secDirNames(t, host)
+
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- secTry(func() error {
+				_, _, err := e.fs.WriteStream(ctx, secProject("p"), "okdir/stream.txt", pr, 1<<20, davfs.Precondition{})
+				return err
+			})
+		}()
+		go func() { _, _ = pw.Write([]byte(strings.Repeat("z", 40<<10))) }()
+
+		var temp []string
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) && len(temp) == 0 {
+			for _, n := range secDirNames(t, host) {
+				if !slices.Contains(namesBefore, n) {
+					temp = append(temp, n)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if len(temp) == 0 {
+			_ = pw.CloseWithError(errors.New("abort"))
+			t.Fatalf("no temp file appeared in the target directory within 5s while streaming (or WriteStream returned early: %v)", secPoll(done))
+		}
+		t.Logf("temp file(s) while streaming: %q", temp)
+
+		ents, err := secListAll(ctx, e.fs, secProject("p"), "okdir")
+		if err != nil {
+			t.Errorf("ListEntries: %v", err)
+		}
+		var rd []davfs.Entry
+		if err := secTry(func() (err error) { rd, err = e.fs.ReadDir(ctx, secProject("p"), "okdir"); return err }); err != nil {
+			t.Errorf("ReadDir: %v", err)
+		}
+		for _, en := range append(ents, rd...) {
+			if slices.Contains(temp, en.Name) {
+				t.Errorf("listing shows davfs temp file %q", en.Name)
+			}
+		}
+
+		_ = pw.CloseWithError(errors.New("client went away"))
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("WriteStream committed an aborted upload")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("WriteStream did not return after the reader failed")
+		}
+		for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+			t.Errorf("aborted upload left a change: %s", d)
+		}
+	})
+}
+
+func secPoll(done chan error) error {
+	select {
+	case err := <-done:
+		return err
+	default:
+		return nil
+	}
+}
+
+func secDirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range des {
+		out = append(out, d.Name())
+	}
+	return out
+}
+
+// TestSecFullDisk: the projects root is a 256 KiB tmpfs filled to the last
+// byte. UpdateFile and WriteStream fail with ResourceExhausted/NO_SPACE,
+// the original bytes survive and no temp file remains. Needs root (or
+// CAP_SYS_ADMIN) to mount the tmpfs; without it the test fails and says so.
+func TestSecFullDisk(t *testing.T) {
+	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+		base := t.TempDir()
+		projects := filepath.Join(base, "projects")
+		if err := os.Mkdir(projects, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", projects, "tmpfs", 0, "size=256k,mode=0755"); err != nil {
+			t.Fatalf("mount a 256 KiB tmpfs for the full-disk test: %v (this test needs root or CAP_SYS_ADMIN; run `go test` as root)", err)
+		}
+		t.Cleanup(func() {
+			if err := unix.Unmount(projects, 0); err != nil {
+				_ = unix.Unmount(projects, unix.MNT_DETACH)
+			}
+		})
+		e := secNewEnv(t, base, []string{"projects/p/big.txt"}, tweak)
+		if err := os.WriteFile(filepath.Join(projects, "p", "big.txt"), []byte(strings.Repeat("original\n", 4000)), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		P := secProject("p")
+		// Take the revisions first: hashing must not need disk space anyway.
+		rev := secRev(ctx, e, P, "big.txt")
+		revOK := secRev(ctx, e, P, "ok.txt")
+
+		filler, err := os.Create(filepath.Join(projects, "filler"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 4096)
+		for {
+			if _, err := filler.Write(chunk); err != nil {
+				if !errors.Is(err, unix.ENOSPC) {
+					t.Fatalf("filling tmpfs: %v", err)
+				}
+				break
+			}
+		}
+		_ = filler.Close()
+		before := secSnapshot(t, base)
+
+		content := []byte(strings.Repeat("new text\n", 10000))
+		err = secTry(func() error { _, err := e.fs.UpdateFile(ctx, P, "big.txt", content, rev); return err })
+		secExpectNoSpace(t, "UpdateFile big.txt", err, e.base)
+		err = secTry(func() error { _, err := e.fs.UpdateFile(ctx, P, "ok.txt", content, revOK); return err })
+		secExpectNoSpace(t, "UpdateFile ok.txt", err, e.base)
+		err = secTry(func() error {
+			_, _, err := e.fs.WriteStream(ctx, P, "big.txt", strings.NewReader(string(content)), 1<<20, davfs.Precondition{IfMatch: rev})
+			return err
+		})
+		secExpectNoSpace(t, "WriteStream big.txt", err, e.base)
+		err = secTry(func() error {
+			_, _, err := e.fs.WriteStream(ctx, P, "okdir/new.bin", strings.NewReader(string(content)), 1<<20, davfs.Precondition{IfNoneMatch: true})
+			return err
+		})
+		secExpectNoSpace(t, "WriteStream new file", err, e.base)
+
+		for _, d := range secDiff(before, secSnapshot(t, base), nil) {
+			t.Errorf("failed write on a full disk changed the tree: %s", d)
+		}
+		// The FS still works once space is back.
+		if err := os.Remove(filepath.Join(projects, "filler")); err != nil {
+			t.Fatal(err)
+		}
+		err = secTry(func() error { _, err := e.fs.UpdateFile(ctx, P, "big.txt", content, rev); return err })
+		if err != nil {
+			t.Errorf("UpdateFile after freeing space: %v", err)
+		}
+	})
+}
+
+func secExpectNoSpace(t *testing.T, what string, err error, base string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s on a full disk succeeded", what)
+		return
+	}
+	secCheckDavErr(t, what, err, base)
+	if c, r := davfs.CodeOf(err), davfs.ReasonOf(err); c != davfs.CodeResourceExhausted || r != davfs.ReasonNoSpace {
+		t.Errorf("%s on a full disk: got %v/%s; want ResourceExhausted/NO_SPACE", what, c, r)
+	}
+}
+
+// TestSecConcurrentUpdateOneWinner: N goroutines update the same file with
+// the same expected revision: exactly one wins, the others get
+// Aborted/REVISION_MISMATCH, and the file holds the winner's bytes.
+func TestSecConcurrentUpdateOneWinner(t *testing.T) {
+	const n = 16
+	writers := map[string]func(ctx context.Context, f *davfs.FS, ws davfs.Workspace, p string, body []byte, rev string) error{
+		"UpdateFile": func(ctx context.Context, f *davfs.FS, ws davfs.Workspace, p string, body []byte, rev string) error {
+			_, err := f.UpdateFile(ctx, ws, p, body, rev)
+			return err
+		},
+		"WriteStream": func(ctx context.Context, f *davfs.FS, ws davfs.Workspace, p string, body []byte, rev string) error {
+			_, _, err := f.WriteStream(ctx, ws, p, strings.NewReader(string(body)), 1<<20, davfs.Precondition{IfMatch: rev})
+			return err
+		},
+	}
+	for name, write := range writers {
+		t.Run(name, func(t *testing.T) {
+			for _, target := range []struct {
+				ws   davfs.Workspace
+				path string
+			}{{secProject("p"), "ok.txt"}, {secGlobal, "AGENTS.md"}} {
+				e := secNewEnv(t, "", nil, nil)
+				ctx := context.Background()
+				rev := secRev(ctx, e, target.ws, target.path)
+				if rev == "bogus-revision" {
+					t.Fatalf("Stat %s failed", target.path)
+				}
+				start := make(chan struct{})
+				errs := make([]error, n)
+				bodies := make([][]byte, n)
+				var wg sync.WaitGroup
+				for i := range n {
+					bodies[i] = []byte(fmt.Sprintf("writer %02d wins\n%s", i, strings.Repeat("-", 1000*i)))
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						errs[i] = secTry(func() error { return write(ctx, e.fs, target.ws, target.path, bodies[i], rev) })
+					}()
+				}
+				close(start)
+				wg.Wait()
+				winner := -1
+				for i, err := range errs {
+					if err == nil {
+						if winner >= 0 {
+							t.Errorf("%s: writers %d and %d both succeeded with the same revision", target.path, winner, i)
+						}
+						winner = i
+						continue
+					}
+					secCheckDavErr(t, name, err, e.base)
+					if c, r := davfs.CodeOf(err), davfs.ReasonOf(err); c != davfs.CodeAborted || r != davfs.ReasonRevisionMismatch {
+						t.Errorf("%s writer %d: got %v/%s; want Aborted/REVISION_MISMATCH", target.path, i, c, r)
+					}
+				}
+				if winner < 0 {
+					t.Fatalf("%s: no writer succeeded", target.path)
+				}
+				got, err := os.ReadFile(filepath.Join(e.base, secHostRel(target.ws, target.path)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(bodies[winner]) {
+					t.Errorf("%s holds %q; want the winner's (%d) bytes", target.path, secTrunc(got), winner)
+				}
+			}
+		})
+	}
+}
