@@ -1,0 +1,159 @@
+// Package gateway assembles the agent-gateway: config, auth, the in-process
+// WorkspaceManagementService with one gRPC client per agent sidecar, the
+// REST API, the WebDAV view, audit, metrics and the portal, served by one
+// echo HTTP server (plus an optional unauthenticated metrics listener).
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentworkspace/files/gateway/internal/audit"
+	"github.com/agentworkspace/files/gateway/internal/auth"
+	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/gateway/internal/httpapi"
+	"github.com/agentworkspace/files/gateway/internal/metrics"
+	"github.com/agentworkspace/files/gateway/internal/mgmt"
+	"github.com/agentworkspace/files/gateway/internal/portal"
+	"github.com/agentworkspace/files/gateway/internal/session"
+)
+
+// Config is the gateway configuration (see internal/config).
+type Config = config.Config
+
+// LoadConfig reads and strictly parses a config file; call Validate next.
+func LoadConfig(path string) (*Config, error) { return config.Load(path) }
+
+// Deps are handed in by main (or tests); nothing is global.
+type Deps struct {
+	Logger hclog.Logger
+	// Registry receives every metric; nil creates a fresh one.
+	Registry *prometheus.Registry
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Gateway is a configured, not yet listening gateway.
+type Gateway struct {
+	cfg     *Config
+	log     hclog.Logger
+	reg     *prometheus.Registry
+	svc     *mgmt.Service
+	audit   *audit.Logger
+	handler http.Handler
+}
+
+// New builds the gateway from a validated config.
+func New(cfg *Config, d Deps) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := d.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	reg := d.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
+	m, err := metrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	al, err := audit.Open(log, cfg.Audit.File, now)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := mgmt.New(cfg.AgentRuntime, mgmt.Deps{Audit: al, Metrics: m, Logger: log.Named("mgmt"), Now: now})
+	if err != nil {
+		al.Close()
+		return nil, err
+	}
+	authn := auth.New(cfg.Auth, session.New(now, 0, 0))
+	dav, err := newDAV(cfg, log, reg, al, now)
+	if err != nil {
+		svc.Close()
+		al.Close()
+		return nil, err
+	}
+	srv, err := httpapi.New(httpapi.Options{
+		Auth: authn, Service: svc, Metrics: m, Gatherer: reg, DAV: dav,
+		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Logger: log.Named("http"), Now: now,
+	})
+	if err != nil {
+		svc.Close()
+		al.Close()
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, handler: srv}, nil
+}
+
+// Handler is the main HTTP handler (tests).
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Run listens on httpServer.address (and metricsServer.address when set),
+// logs one "listening" line per listener, and serves until ctx is done.
+func (g *Gateway) Run(ctx context.Context) error {
+	defer g.svc.Close()
+	defer g.audit.Close()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", g.cfg.HTTPServer.Address)
+	if err != nil {
+		return fmt.Errorf("httpServer.address: %w", err)
+	}
+	servers := []*http.Server{{Handler: g.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute}}
+	listeners := []net.Listener{ln}
+	names := []string{"http"}
+	if addr := g.cfg.MetricsServer.Address; addr != "" {
+		mln, err := lc.Listen(ctx, "tcp", addr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metricsServer.address: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{}))
+		ok := func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
+		}
+		mux.HandleFunc("GET /healthz", ok)
+		mux.HandleFunc("GET /readyz", ok)
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, mln)
+		names = append(names, "metrics")
+	}
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		g.log.Info("listening", "server", names[i], "address", listeners[i].Addr().String())
+		go func(srv *http.Server, ln net.Listener) {
+			errc <- srv.Serve(ln)
+		}(srv, listeners[i])
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			runErr = err
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(sctx)
+	}
+	g.log.Info("stopped")
+	return runErr
+}

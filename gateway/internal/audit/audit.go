@@ -1,0 +1,149 @@
+// Package audit writes one structured record per mutation (PRD §12.1) to the
+// gateway log and, when configured, to a JSON-lines file.
+//
+// Guarantees: a record holds only the fields of Record; paths in the GLOBAL
+// scope outside skills/ and AGENTS.md are replaced by "[redacted]" (so no
+// other CODEX_HOME name is ever written); there is no field for content,
+// endpoints or credentials. Writes to the file are serialised by a mutex and
+// use O_APPEND, one line per record, without fsync (a crash may lose the last
+// records). Limits: the file is never rotated by the gateway.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Redacted replaces GLOBAL paths outside the allowlist.
+const Redacted = "[redacted]"
+
+// Results.
+const (
+	ResultOK    = "ok"
+	ResultError = "error"
+)
+
+// Record is one audited mutation. Field names are part of the interface.
+type Record struct {
+	Time            time.Time `json:"time"`
+	RequestID       string    `json:"request_id"`
+	Operator        string    `json:"operator"`
+	AgentID         string    `json:"agent_id"`
+	WorkspaceScope  string    `json:"workspace_scope"`
+	ProjectName     string    `json:"project_name"`
+	Action          string    `json:"action"`
+	SourcePath      string    `json:"source_path"`
+	DestinationPath string    `json:"destination_path"`
+	Result          string    `json:"result"`
+	GRPCCode        string    `json:"grpc_code"`
+	// Reason is the machine-readable error reason, when there is one.
+	Reason string `json:"reason,omitempty"`
+	// HTTPStatus is set for WebDAV mutations.
+	HTTPStatus int `json:"http_status,omitempty"`
+	// DurationMS is the handling time in milliseconds.
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// Logger writes audit records. Safe for concurrent use.
+type Logger struct {
+	log  hclog.Logger
+	now  func() time.Time
+	mu   sync.Mutex
+	file *os.File
+}
+
+// Open returns a Logger writing to log and, when path is not empty, appending
+// to path (created 0600).
+func Open(log hclog.Logger, path string, now func() time.Time) (*Logger, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	l := &Logger{log: log.Named("audit"), now: now}
+	if path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("audit.file: %w", err)
+		}
+		l.file = f
+	}
+	return l, nil
+}
+
+// Close closes the audit file.
+func (l *Logger) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file == nil {
+		return nil
+	}
+	err := l.file.Close()
+	l.file = nil
+	return err
+}
+
+// Record writes one record. Paths are redacted here, so callers cannot leak a
+// CODEX_HOME name by forgetting to.
+func (l *Logger) Record(_ context.Context, r Record) {
+	if r.Time.IsZero() {
+		r.Time = l.now()
+	}
+	r.Time = r.Time.UTC()
+	if r.WorkspaceScope == "GLOBAL" {
+		r.SourcePath = RedactGlobalPath(r.SourcePath)
+		r.DestinationPath = RedactGlobalPath(r.DestinationPath)
+	}
+	if r.Result == "" {
+		r.Result = ResultOK
+		if r.GRPCCode != "" && r.GRPCCode != "OK" {
+			r.Result = ResultError
+		}
+	}
+	l.log.Info("audit",
+		"request_id", r.RequestID, "operator", r.Operator, "agent_id", r.AgentID,
+		"workspace_scope", r.WorkspaceScope, "project_name", r.ProjectName,
+		"action", r.Action, "source_path", r.SourcePath, "destination_path", r.DestinationPath,
+		"result", r.Result, "grpc_code", r.GRPCCode, "reason", r.Reason,
+		"http_status", r.HTTPStatus, "duration_ms", r.DurationMS)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file == nil {
+		return
+	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	line = append(line, '\n')
+	if _, err := l.file.Write(line); err != nil {
+		l.log.Error("audit file write failed", "error", err.Error())
+	}
+}
+
+// RedactGlobalPath keeps a GLOBAL-scope path only when it names the global
+// root, skills/ or something below it, or AGENTS.md; anything else becomes
+// Redacted. Paths are workspace-relative ("skills/x", "AGENTS.md").
+func RedactGlobalPath(p string) string {
+	q := strings.TrimPrefix(p, "/")
+	switch {
+	case q == "", q == "AGENTS.md", q == "skills", q == "skills/":
+		return p
+	case strings.HasPrefix(q, "skills/") && !strings.Contains(q, ".."):
+		return p
+	}
+	return Redacted
+}
+
+// Duration converts a duration to the record's milliseconds.
+func Duration(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}

@@ -1,0 +1,253 @@
+// Package auth authenticates gateway requests (DESIGN.md "Auth").
+//
+// Accepted credentials, in this order: an Authorization header (Bearer
+// <token>, or Basic with the token as password and any username), identity
+// headers from a trusted proxy (only when the TCP peer is inside the
+// configured CIDRs), and the portal's session cookie. Tokens are compared as
+// SHA-256 digests in constant time against every configured token.
+//
+// Guarantees: the operator comes only from the matched token, the trusted
+// proxy's user header or the session; X-Operator and proxy identity headers
+// from anyone else are removed before any handler sees the request (see
+// Authenticator.Sanitize). Limits: no rate limiting of failed attempts; the
+// trusted proxy is trusted completely once its peer address matches.
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/gateway/internal/session"
+)
+
+// OperatorHeader is never trusted from clients and is always stripped.
+const OperatorHeader = "X-Operator"
+
+// Method says how a request was authenticated.
+type Method string
+
+const (
+	MethodBearer  Method = "bearer"
+	MethodBasic   Method = "basic"
+	MethodSession Method = "session"
+	MethodProxy   Method = "proxy"
+)
+
+// Identity is an authenticated caller.
+type Identity struct {
+	Operator string
+	Role     string
+	Method   Method
+	// Session is set when Method is MethodSession.
+	Session *session.Session
+}
+
+// Admin reports whether the identity may use the gateway.
+func (i Identity) Admin() bool { return i.Role == config.RoleAdmin }
+
+// Errors returned by Authenticate.
+var (
+	ErrNoCredentials  = errors.New("no credentials")
+	ErrBadCredentials = errors.New("invalid credentials")
+)
+
+type ctxKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// FromContext returns the identity in ctx.
+func FromContext(ctx context.Context) (Identity, bool) {
+	v, ok := ctx.Value(ctxKey{}).(Identity)
+	return v, ok
+}
+
+type token struct {
+	digest   [32]byte
+	operator string
+	role     string
+}
+
+// Authenticator checks credentials. Safe for concurrent use.
+type Authenticator struct {
+	tokens   []token
+	proxy    *config.TrustedProxy
+	prefixes []netip.Prefix
+	sessions *session.Store
+}
+
+// New builds an Authenticator from validated config.
+func New(cfg config.Auth, sessions *session.Store) *Authenticator {
+	a := &Authenticator{proxy: cfg.TrustedProxy, sessions: sessions}
+	for _, t := range cfg.Tokens {
+		var d [32]byte
+		if b, err := hex.DecodeString(strings.ToLower(t.SHA256)); err == nil && len(b) == 32 {
+			copy(d[:], b)
+			a.tokens = append(a.tokens, token{digest: d, operator: t.Operator, role: t.Role})
+		}
+	}
+	if cfg.TrustedProxy != nil {
+		a.prefixes = cfg.TrustedProxy.Prefixes()
+	}
+	return a
+}
+
+// Sessions is the session store.
+func (a *Authenticator) Sessions() *session.Store { return a.sessions }
+
+// TrustedPeer reports whether the TCP peer of r is a configured trusted proxy.
+func (a *Authenticator) TrustedPeer(r *http.Request) bool {
+	if len(a.prefixes) == 0 {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range a.prefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// Sanitize removes headers no client may set: X-Operator always, and the
+// trusted proxy's identity headers unless the peer is the trusted proxy.
+// It must run before anything reads the request.
+func (a *Authenticator) Sanitize(r *http.Request) {
+	r.Header.Del(OperatorHeader)
+	if a.proxy != nil && !a.TrustedPeer(r) {
+		r.Header.Del(a.proxy.UserHeader)
+		r.Header.Del(a.proxy.GroupsHeader)
+	}
+}
+
+// Secure reports whether the client connection is HTTPS: TLS to us, or a
+// trusted proxy saying X-Forwarded-Proto: https.
+func (a *Authenticator) Secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	return a.TrustedPeer(r) && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
+}
+
+// Token checks a plaintext token against every configured digest in constant
+// time (no early exit).
+func (a *Authenticator) Token(tok string) (Identity, bool) {
+	if tok == "" {
+		return Identity{}, false
+	}
+	d := sha256.Sum256([]byte(tok))
+	var found *token
+	for i := range a.tokens {
+		if subtle.ConstantTimeCompare(d[:], a.tokens[i].digest[:]) == 1 {
+			found = &a.tokens[i]
+		}
+	}
+	if found == nil {
+		return Identity{}, false
+	}
+	return Identity{Operator: found.operator, Role: found.role}, true
+}
+
+// Authenticate returns the caller's identity. Call Sanitize first.
+func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, rest, _ := strings.Cut(strings.TrimSpace(h), " ")
+		rest = strings.TrimSpace(rest)
+		switch {
+		case strings.EqualFold(scheme, "Bearer"):
+			id, ok := a.Token(rest)
+			if !ok {
+				return Identity{}, ErrBadCredentials
+			}
+			id.Method = MethodBearer
+			return id, nil
+		case strings.EqualFold(scheme, "Basic"):
+			raw, err := base64.StdEncoding.DecodeString(rest)
+			if err != nil {
+				return Identity{}, ErrBadCredentials
+			}
+			_, pass, ok := strings.Cut(string(raw), ":")
+			if !ok {
+				return Identity{}, ErrBadCredentials
+			}
+			id, ok := a.Token(pass)
+			if !ok {
+				return Identity{}, ErrBadCredentials
+			}
+			id.Method = MethodBasic
+			return id, nil
+		default:
+			return Identity{}, ErrBadCredentials
+		}
+	}
+	if a.proxy != nil && a.TrustedPeer(r) {
+		if user := strings.TrimSpace(r.Header.Get(a.proxy.UserHeader)); user != "" {
+			role := "user"
+			for _, g := range splitGroups(r.Header.Values(a.proxy.GroupsHeader)) {
+				if g == a.proxy.AdminGroup {
+					role = config.RoleAdmin
+				}
+			}
+			return Identity{Operator: user, Role: role, Method: MethodProxy}, nil
+		}
+	}
+	if c, err := r.Cookie(session.CookieName); err == nil && c.Value != "" && a.sessions != nil {
+		s, ok := a.sessions.Get(c.Value)
+		if !ok {
+			return Identity{}, ErrBadCredentials
+		}
+		return Identity{Operator: s.Operator, Role: s.Role, Method: MethodSession, Session: &s}, nil
+	}
+	return Identity{}, ErrNoCredentials
+}
+
+func splitGroups(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, g := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// SafeMethod reports whether an HTTP method never changes state and so needs
+// no CSRF token.
+func SafeMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, "PROPFIND":
+		return true
+	}
+	return false
+}
+
+// CSRFHeader carries the session's CSRF token on state-changing requests.
+const CSRFHeader = "X-CSRF-Token"
+
+// CheckCSRF reports whether a request authenticated as id may proceed:
+// only cookie sessions need the CSRF header, and only for unsafe methods.
+func CheckCSRF(id Identity, r *http.Request) bool {
+	if id.Method != MethodSession || SafeMethod(r.Method) {
+		return true
+	}
+	return id.Session != nil && id.Session.CheckCSRF(r.Header.Get(CSRFHeader))
+}

@@ -1,0 +1,270 @@
+// Package config holds the agent-gateway configuration (DESIGN.md
+// "Configuration", PRD §13.1): the YAML schema, strict parsing (unknown keys
+// are rejected) and a side-effect-free Validate that reports every problem,
+// one line per problem, each naming the offending key.
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultSidecarTimeout applies when an agent's sidecar.timeout is omitted.
+const DefaultSidecarTimeout = 10 * time.Second
+
+// RoleAdmin is the only role that may use the gateway (PRD §4.1).
+const RoleAdmin = "admin"
+
+// Config is the whole gateway configuration file.
+type Config struct {
+	HTTPServer    Server       `yaml:"httpServer"`
+	MetricsServer Server       `yaml:"metricsServer"`
+	AgentRuntime  AgentRuntime `yaml:"agentRuntime"`
+	Auth          Auth         `yaml:"auth"`
+	WebDAV        WebDAV       `yaml:"webdav"`
+	Audit         Audit        `yaml:"audit"`
+}
+
+// Server is one listener. An empty metricsServer.address disables it.
+type Server struct {
+	Address string `yaml:"address"`
+}
+
+// AgentRuntime lists the statically configured agents.
+type AgentRuntime struct {
+	DefaultAgent string           `yaml:"defaultAgent"`
+	Agents       map[string]Agent `yaml:"agents"`
+}
+
+// Agent is one managed agent. A nil Sidecar means the agent has no file
+// management (project_management_enabled=false).
+type Agent struct {
+	Provider       string          `yaml:"provider"`
+	CodexAppServer *CodexAppServer `yaml:"codexAppServer"`
+	Sidecar        *Sidecar        `yaml:"sidecar"`
+}
+
+// CodexAppServer is the agent's app-server; the gateway never calls it and
+// only accepts the key so one agentRuntime block can serve several programs.
+type CodexAppServer struct {
+	Endpoint string `yaml:"endpoint"`
+}
+
+// Sidecar is the agent's agent-sidecar: Endpoint is its gRPC address
+// (host:port), DavEndpoint the base URL of its WebDAV server.
+type Sidecar struct {
+	Endpoint    string         `yaml:"endpoint"`
+	DavEndpoint string         `yaml:"davEndpoint"`
+	Timeout     *time.Duration `yaml:"timeout"`
+}
+
+// CallTimeout is the per-call deadline for this sidecar.
+func (s *Sidecar) CallTimeout() time.Duration {
+	if s == nil || s.Timeout == nil {
+		return DefaultSidecarTimeout
+	}
+	return *s.Timeout
+}
+
+// Auth holds the static tokens and the optional trusted proxy.
+type Auth struct {
+	Tokens       []Token       `yaml:"tokens"`
+	TrustedProxy *TrustedProxy `yaml:"trustedProxy"`
+}
+
+// Token is one static token, stored only as the SHA-256 hex of its value.
+type Token struct {
+	Operator string `yaml:"operator"`
+	Role     string `yaml:"role"`
+	SHA256   string `yaml:"sha256"`
+}
+
+// TrustedProxy names an authenticating reverse proxy whose identity headers
+// are believed only when the TCP peer is inside CIDRs.
+type TrustedProxy struct {
+	CIDRs        []string `yaml:"cidrs"`
+	UserHeader   string   `yaml:"userHeader"`
+	GroupsHeader string   `yaml:"groupsHeader"`
+	AdminGroup   string   `yaml:"adminGroup"`
+}
+
+// Prefixes parses CIDRs; call only after Validate succeeded.
+func (p *TrustedProxy) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range p.CIDRs {
+		if pfx, err := netip.ParsePrefix(strings.TrimSpace(c)); err == nil {
+			out = append(out, pfx.Masked())
+		}
+	}
+	return out
+}
+
+// WebDAV configures the /dav/ view.
+type WebDAV struct {
+	Writable bool `yaml:"writable"`
+}
+
+// Audit configures the optional JSON-lines audit file.
+type Audit struct {
+	File string `yaml:"file"`
+}
+
+// Load reads and parses a config file. It does not validate.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	return Parse(f)
+}
+
+// Parse decodes YAML strictly: unknown keys are an error. Defaults are
+// applied; Validate is separate.
+func Parse(r io.Reader) (*Config, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if c.HTTPServer.Address == "" {
+		c.HTTPServer.Address = ":8080"
+	}
+	return &c, nil
+}
+
+var (
+	agentIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	hexRe     = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	headerRe  = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
+)
+
+// Validate reports every problem, one error per problem, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	checkAddr := func(key, addr string) {
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+			bad(key, "must be host:port (for example \":8080\" or \"127.0.0.1:0\"), got %q", addr)
+		}
+	}
+	checkAddr("httpServer.address", c.HTTPServer.Address)
+	if c.MetricsServer.Address != "" {
+		checkAddr("metricsServer.address", c.MetricsServer.Address)
+	}
+
+	if len(c.AgentRuntime.Agents) == 0 {
+		bad("agentRuntime.agents", "at least one agent is required")
+	}
+	ids := make([]string, 0, len(c.AgentRuntime.Agents))
+	for id := range c.AgentRuntime.Agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a := c.AgentRuntime.Agents[id]
+		key := "agentRuntime.agents." + id
+		if !agentIDRe.MatchString(id) {
+			bad(fmt.Sprintf("agentRuntime.agents[%q]", id), "agent id must be 1-63 characters of letters, digits, '.', '_' or '-', starting with a letter or digit")
+			continue
+		}
+		if strings.TrimSpace(a.Provider) == "" {
+			bad(key+".provider", "required (for example codex_app_server)")
+		}
+		if a.Sidecar == nil {
+			continue
+		}
+		s := a.Sidecar
+		if s.Endpoint == "" {
+			bad(key+".sidecar.endpoint", "required (host:port of the sidecar's gRPC server)")
+		} else if strings.Contains(s.Endpoint, "://") && !strings.HasPrefix(s.Endpoint, "dns:") && !strings.HasPrefix(s.Endpoint, "passthrough:") && !strings.HasPrefix(s.Endpoint, "unix:") {
+			bad(key+".sidecar.endpoint", "must be host:port, not a URL")
+		} else if !strings.Contains(s.Endpoint, ":") {
+			bad(key+".sidecar.endpoint", "must be host:port")
+		}
+		if s.DavEndpoint != "" {
+			u, err := url.Parse(s.DavEndpoint)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+				bad(key+".sidecar.davEndpoint", "must be an http:// or https:// URL without credentials, query or fragment")
+			}
+		}
+		if s.Timeout != nil && *s.Timeout <= 0 {
+			bad(key+".sidecar.timeout", "must be > 0 (for example 10s)")
+		}
+	}
+	if d := c.AgentRuntime.DefaultAgent; d != "" {
+		if _, ok := c.AgentRuntime.Agents[d]; !ok {
+			bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", d)
+		}
+	}
+
+	seenHash := map[string]bool{}
+	for i, t := range c.Auth.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d]", i)
+		if strings.TrimSpace(t.Operator) == "" {
+			bad(key+".operator", "required")
+		}
+		if t.Role == "" {
+			bad(key+".role", "required (admin grants access; any other role is refused everywhere)")
+		}
+		if !hexRe.MatchString(t.SHA256) {
+			bad(key+".sha256", "must be 64 hex characters (the SHA-256 of the token, never the token itself)")
+		} else {
+			h := strings.ToLower(t.SHA256)
+			if seenHash[h] {
+				bad(key+".sha256", "duplicate token hash")
+			}
+			seenHash[h] = true
+		}
+	}
+	if p := c.Auth.TrustedProxy; p != nil {
+		if len(p.CIDRs) == 0 {
+			bad("auth.trustedProxy.cidrs", "at least one CIDR is required")
+		}
+		for i, cidr := range p.CIDRs {
+			if _, err := netip.ParsePrefix(strings.TrimSpace(cidr)); err != nil {
+				bad(fmt.Sprintf("auth.trustedProxy.cidrs[%d]", i), "%q is not a CIDR (for example 10.0.0.0/8)", cidr)
+			}
+		}
+		if !headerRe.MatchString(p.UserHeader) {
+			bad("auth.trustedProxy.userHeader", "required header name (for example X-Forwarded-User)")
+		}
+		if !headerRe.MatchString(p.GroupsHeader) {
+			bad("auth.trustedProxy.groupsHeader", "required header name (for example X-Forwarded-Groups)")
+		}
+		if strings.TrimSpace(p.AdminGroup) == "" {
+			bad("auth.trustedProxy.adminGroup", "required")
+		}
+	}
+	if len(c.Auth.Tokens) == 0 && c.Auth.TrustedProxy == nil {
+		bad("auth", "configure auth.tokens or auth.trustedProxy: otherwise nobody can sign in")
+	}
+	return errors.Join(errs...)
+}
+
+// HashToken returns the SHA-256 hex of a token as stored in auth.tokens.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}

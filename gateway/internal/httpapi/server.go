@@ -1,0 +1,400 @@
+// Package httpapi is the gateway's HTTP surface on echo: the REST API
+// (grpc-gateway over the in-process WorkspaceManagementService), the portal
+// login session, the WebDAV view mount, /metrics, /healthz, /readyz and the
+// portal's static files.
+//
+// Every response carries X-Request-ID and the security headers. Every route
+// except /healthz, /readyz, the portal's files, OPTIONS / and the login
+// (POST /api/v1/agent-gateway/session) requires an authenticated admin;
+// cookie-authenticated state-changing requests also need X-CSRF-Token.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/hashicorp/go-hclog"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/agentworkspace/files/contracts"
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/gateway/internal/auth"
+	"github.com/agentworkspace/files/gateway/internal/metrics"
+	"github.com/agentworkspace/files/gateway/internal/requestid"
+	"github.com/agentworkspace/files/gateway/internal/session"
+)
+
+// APIPrefix is the REST API's path prefix.
+const APIPrefix = "/api/v1/agent-gateway"
+
+// MaxAPIBody bounds REST request bodies (a 1 MiB file as JSON, escaped,
+// stays well below).
+const MaxAPIBody = 16 << 20
+
+// DAVRealm is the Basic realm announced on WebDAV 401s.
+const DAVRealm = "agent-workspace"
+
+// davMethods are routed to the WebDAV view.
+var davMethods = []string{
+	http.MethodOptions, http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete,
+	http.MethodPost, http.MethodPatch, "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK",
+}
+
+// Options are the Server's collaborators.
+type Options struct {
+	Auth     *auth.Authenticator
+	Service  workspacev1.WorkspaceManagementServiceServer
+	Metrics  *metrics.Metrics
+	Gatherer prometheus.Gatherer
+	// DAV is the WebDAV view mounted at /dav/; nil answers 501.
+	DAV http.Handler
+	// Portal serves the static portal.
+	Portal http.Handler
+	// Writable is webdav.writable (only for the fallback OPTIONS answer).
+	Writable bool
+	Logger   hclog.Logger
+	Now      func() time.Time
+}
+
+// Server is the gateway's HTTP handler.
+type Server struct {
+	e         *echo.Echo
+	opts      Options
+	log       hclog.Logger
+	now       func() time.Time
+	marshaler runtime.Marshaler
+	mux       *runtime.ServeMux
+}
+
+// New builds the echo server and registers every route.
+func New(opts Options) (*Server, error) {
+	s := &Server{opts: opts, log: opts.Logger, now: opts.Now}
+	if s.log == nil {
+		s.log = hclog.NewNullLogger()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.marshaler = &runtime.JSONPb{
+		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
+		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
+	}
+	s.mux = runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, s.marshaler),
+		runtime.WithErrorHandler(s.errorHandler),
+		runtime.WithRoutingErrorHandler(s.routingErrorHandler),
+	)
+	if err := workspacev1.RegisterWorkspaceManagementServiceHandlerServer(context.Background(), s.mux, opts.Service); err != nil {
+		return nil, err
+	}
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.echoError
+	e.Use(s.requestID, s.recover, s.securityHeaders, s.sanitize, s.accessLog)
+
+	admin := s.requireAdmin
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.healthz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})), admin)
+
+	e.POST(APIPrefix+"/session", s.login)
+	e.GET(APIPrefix+"/session", s.whoami, admin)
+	e.DELETE(APIPrefix+"/session", s.logout)
+	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
+	api := echo.WrapHandler(http.MaxBytesHandler(s.mux, MaxAPIBody))
+	e.Any(APIPrefix+"/*", api, admin)
+	e.Any(APIPrefix, api, admin)
+
+	dav := s.davHandler()
+	e.Match(davMethods, "/dav", dav, admin)
+	e.Match(davMethods, "/dav/*", dav, admin)
+
+	e.OPTIONS("/", s.rootOptions)
+	portal := echo.WrapHandler(opts.Portal)
+	e.GET("/*", s.portalOrNotFound(portal))
+	e.HEAD("/*", s.portalOrNotFound(portal))
+	s.e = e
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+
+func (s *Server) davHandler() echo.HandlerFunc {
+	if s.opts.DAV == nil {
+		// TODO(davproxy): replaced by the davproxy handler when it is wired.
+		return func(c echo.Context) error {
+			s.writeError(c.Response(), codes.Unimplemented, workspacev1.ErrorReason_INTERNAL, "the WebDAV view is not available in this build")
+			return nil
+		}
+	}
+	return echo.WrapHandler(s.opts.DAV)
+}
+
+func (s *Server) rootOptions(c echo.Context) error {
+	if s.opts.DAV != nil {
+		s.opts.DAV.ServeHTTP(c.Response(), c.Request())
+		return nil
+	}
+	h := c.Response().Header()
+	h.Set("DAV", "1, 2")
+	h.Set("MS-Author-Via", "DAV")
+	allow := "OPTIONS, GET, HEAD, PROPFIND"
+	if s.opts.Writable {
+		allow += ", PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH, LOCK, UNLOCK"
+	}
+	h.Set("Allow", allow)
+	return c.NoContent(http.StatusOK)
+}
+
+func (s *Server) portalOrNotFound(portal echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p := c.Request().URL.Path
+		if strings.HasPrefix(p, "/api/") || p == "/api" {
+			s.writeError(c.Response(), codes.NotFound, workspacev1.ErrorReason_NOT_FOUND, "no such API route")
+			return nil
+		}
+		return portal(c)
+	}
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) openapi(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/json", contracts.OpenAPI)
+}
+
+// --- middleware ---
+
+func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		id := requestid.Sanitize(r.Header.Get(requestid.Header))
+		if id == "" {
+			id = requestid.New()
+		}
+		r.Header.Set(requestid.Header, id)
+		c.Response().Header().Set(requestid.Header, id)
+		c.SetRequest(r.WithContext(requestid.With(r.Context(), id)))
+		return next(c)
+	}
+}
+
+func (s *Server) recover(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "request_id", requestid.From(c.Request().Context()), "panic", v)
+				err = echo.NewHTTPError(http.StatusInternalServerError)
+			}
+		}()
+		return next(c)
+	}
+}
+
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		// CodeMirror injects <style> elements, hence 'unsafe-inline' for styles only.
+		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		return next(c)
+	}
+}
+
+func (s *Server) sanitize(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		s.opts.Auth.Sanitize(c.Request())
+		return next(c)
+	}
+}
+
+// accessLog logs every request without query strings and, for WebDAV, only
+// the agent and workspace part of the path (names below are not logged).
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := s.now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		r := c.Request()
+		p := r.URL.Path
+		if strings.HasPrefix(p, "/dav/") {
+			parts := strings.SplitN(p, "/", 5)
+			if len(parts) > 4 {
+				p = strings.Join(parts[:4], "/") + "/..."
+			}
+		}
+		op := ""
+		if id, ok := auth.FromContext(r.Context()); ok {
+			op = id.Operator
+		}
+		s.log.Info("request", "method", r.Method, "path", p, "status", c.Response().Status,
+			"duration_ms", float64(s.now().Sub(start).Microseconds())/1000,
+			"request_id", requestid.From(r.Context()), "operator", op)
+		return nil
+	}
+}
+
+// requireAdmin authenticates, authorises (admin only) and checks CSRF.
+func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		id, err := s.opts.Auth.Authenticate(r)
+		if err != nil {
+			s.authFailure("401")
+			if p := r.URL.Path; p == "/dav" || strings.HasPrefix(p, "/dav/") {
+				c.Response().Header().Set("WWW-Authenticate", `Basic realm="`+DAVRealm+`", charset="UTF-8"`)
+			}
+			s.writeError(c.Response(), codes.Unauthenticated, workspacev1.ErrorReason_UNAUTHENTICATED, "authentication required")
+			return nil
+		}
+		if !id.Admin() {
+			s.authFailure("403")
+			s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "admin role required")
+			return nil
+		}
+		if !auth.CheckCSRF(id, r) {
+			s.authFailure("403")
+			s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "missing or invalid "+auth.CSRFHeader+" header")
+			return nil
+		}
+		c.SetRequest(r.WithContext(auth.WithIdentity(r.Context(), id)))
+		return next(c)
+	}
+}
+
+func (s *Server) authFailure(status string) {
+	if s.opts.Metrics != nil {
+		s.opts.Metrics.AuthFailures.WithLabelValues(status).Inc()
+	}
+}
+
+// echoError renders echo's own errors (404, 405, panics) in the REST shape.
+func (s *Server) echoError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code := http.StatusInternalServerError
+	if he, ok := err.(*echo.HTTPError); ok {
+		code = he.Code
+	}
+	var gc codes.Code
+	msg := http.StatusText(code)
+	switch code {
+	case http.StatusNotFound:
+		gc = codes.NotFound
+	case http.StatusMethodNotAllowed:
+		gc = codes.Unimplemented
+	case http.StatusBadRequest:
+		gc = codes.InvalidArgument
+	case http.StatusRequestEntityTooLarge:
+		gc = codes.ResourceExhausted
+	default:
+		gc = codes.Internal
+		code = http.StatusInternalServerError
+		msg = "internal error"
+	}
+	writeStatus(c.Response(), s.marshaler, statusOf(gc, msg), code)
+}
+
+// --- session (portal login) ---
+
+type sessionResponse struct {
+	Operator  string `json:"operator"`
+	Role      string `json:"role"`
+	CSRFToken string `json:"csrf_token,omitempty"`
+}
+
+func (s *Server) login(c echo.Context) error {
+	r := c.Request()
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<10))
+	if err != nil {
+		s.writeError(c.Response(), codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, "unreadable body")
+		return nil
+	}
+	var in struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil || in.Token == "" {
+		s.writeError(c.Response(), codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, `body must be JSON {"token": "..."}`)
+		return nil
+	}
+	id, ok := s.opts.Auth.Token(in.Token)
+	if !ok {
+		s.authFailure("401")
+		s.writeError(c.Response(), codes.Unauthenticated, workspacev1.ErrorReason_UNAUTHENTICATED, "invalid token")
+		return nil
+	}
+	if !id.Admin() {
+		s.authFailure("403")
+		s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "admin role required")
+		return nil
+	}
+	store := s.opts.Auth.Sessions()
+	sess, err := store.Create(id.Operator, id.Role)
+	if err != nil {
+		s.writeError(c.Response(), codes.Internal, workspacev1.ErrorReason_INTERNAL, "could not create session")
+		return nil
+	}
+	http.SetCookie(c.Response(), &http.Cookie{
+		Name: session.CookieName, Value: sess.ID, Path: "/",
+		MaxAge: int(store.Lifetime().Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: s.opts.Auth.Secure(r),
+	})
+	c.Response().Header().Set("Cache-Control", "no-store")
+	s.log.Info("session created", "operator", id.Operator, "request_id", requestid.From(r.Context()))
+	return c.JSON(http.StatusOK, sessionResponse{Operator: sess.Operator, Role: sess.Role, CSRFToken: sess.CSRFToken})
+}
+
+func (s *Server) whoami(c echo.Context) error {
+	id, _ := auth.FromContext(c.Request().Context())
+	out := sessionResponse{Operator: id.Operator, Role: id.Role}
+	if id.Session != nil {
+		out.CSRFToken = id.Session.CSRFToken
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, out)
+}
+
+// logout ends the cookie session (CSRF header required when the session is
+// live) and always clears the cookie.
+func (s *Server) logout(c echo.Context) error {
+	r := c.Request()
+	if ck, err := r.Cookie(session.CookieName); err == nil && ck.Value != "" {
+		store := s.opts.Auth.Sessions()
+		if sess, ok := store.Get(ck.Value); ok {
+			if !sess.CheckCSRF(r.Header.Get(auth.CSRFHeader)) {
+				s.authFailure("403")
+				s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "missing or invalid "+auth.CSRFHeader+" header")
+				return nil
+			}
+			store.Delete(ck.Value)
+		}
+	}
+	http.SetCookie(c.Response(), &http.Cookie{
+		Name: session.CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: s.opts.Auth.Secure(r),
+	})
+	return c.NoContent(http.StatusNoContent)
+}

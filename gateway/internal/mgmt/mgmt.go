@@ -1,0 +1,349 @@
+// Package mgmt implements the gateway's WorkspaceManagementService (PRD
+// §10.1): ListAgents from static config, and every other call routed by
+// agent_id to that agent's sidecar WorkspaceService over gRPC.
+//
+// Guarantees: ListAgents never contacts a sidecar and never shows an endpoint;
+// each sidecar call carries the configured timeout, the request ID and the
+// authenticated operator as metadata (x-request-id, x-operator) and no
+// credentials; every error returned is re-created from code, reason and the
+// sidecar's safe message, so transport text (which may name an endpoint)
+// never reaches a client; every mutation is audited and every call counted.
+package mgmt
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/gateway/internal/audit"
+	"github.com/agentworkspace/files/gateway/internal/auth"
+	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/gateway/internal/metrics"
+	"github.com/agentworkspace/files/gateway/internal/requestid"
+)
+
+// OperatorMetadataKey is the gRPC metadata key naming the operator.
+const OperatorMetadataKey = "x-operator"
+
+type agent struct {
+	id       string
+	provider string
+	timeout  time.Duration
+	conn     *grpc.ClientConn
+	client   workspacev1.WorkspaceServiceClient
+}
+
+// Service is the in-process WorkspaceManagementService.
+type Service struct {
+	workspacev1.UnimplementedWorkspaceManagementServiceServer
+
+	agents       map[string]*agent
+	list         []*workspacev1.Agent
+	defaultAgent string
+	audit        *audit.Logger
+	metrics      *metrics.Metrics
+	log          hclog.Logger
+	now          func() time.Time
+}
+
+// Deps are the Service's collaborators.
+type Deps struct {
+	Audit   *audit.Logger
+	Metrics *metrics.Metrics
+	Logger  hclog.Logger
+	Now     func() time.Time
+	// DialOptions are added to every sidecar client (tests).
+	DialOptions []grpc.DialOption
+}
+
+// New creates one lazily-connecting gRPC client per agent with a sidecar.
+// grpc.NewClient does not dial, so a sidecar that is down at start only
+// affects its own calls.
+func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
+	s := &Service{agents: map[string]*agent{}, defaultAgent: cfg.DefaultAgent, audit: d.Audit, metrics: d.Metrics, log: d.Logger, now: d.Now}
+	if s.log == nil {
+		s.log = hclog.NewNullLogger()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	ids := make([]string, 0, len(cfg.Agents))
+	for id := range cfg.Agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a := cfg.Agents[id]
+		s.list = append(s.list, &workspacev1.Agent{
+			AgentId:                  id,
+			Provider:                 a.Provider,
+			ProjectManagementEnabled: a.Sidecar != nil,
+			IsDefault:                id == cfg.DefaultAgent,
+		})
+		ag := &agent{id: id, provider: a.Provider}
+		if a.Sidecar != nil {
+			opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, d.DialOptions...)
+			conn, err := grpc.NewClient(a.Sidecar.Endpoint, opts...)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("agentRuntime.agents.%s.sidecar.endpoint: %w", id, err)
+			}
+			ag.conn = conn
+			ag.client = workspacev1.NewWorkspaceServiceClient(conn)
+			ag.timeout = a.Sidecar.CallTimeout()
+		}
+		s.agents[id] = ag
+	}
+	return s, nil
+}
+
+// Close closes every sidecar connection.
+func (s *Service) Close() {
+	for _, a := range s.agents {
+		if a.conn != nil {
+			_ = a.conn.Close()
+		}
+	}
+}
+
+// ListAgents returns the configured agents sorted by agent_id. It never
+// contacts a sidecar.
+func (s *Service) ListAgents(ctx context.Context, _ *workspacev1.ListAgentsRequest) (*workspacev1.ListAgentsResponse, error) {
+	start := s.now()
+	if _, err := admin(ctx); err != nil {
+		s.observe("list_agents", "", err, start)
+		return nil, err
+	}
+	out := &workspacev1.ListAgentsResponse{}
+	for _, a := range s.list {
+		out.Agents = append(out.Agents, &workspacev1.Agent{AgentId: a.AgentId, Provider: a.Provider, ProjectManagementEnabled: a.ProjectManagementEnabled, IsDefault: a.IsDefault})
+	}
+	s.observe("list_agents", "", nil, start)
+	return out, nil
+}
+
+// call describes one routed call for metrics and audit.
+type call struct {
+	action   string
+	agentID  string
+	mutation bool
+	scope    string
+	project  string
+	source   string
+	dest     string
+}
+
+func scopeOf(w *workspacev1.WorkspaceRef) (scope, project string) {
+	if w == nil {
+		return "", ""
+	}
+	switch w.GetScope() {
+	case workspacev1.WorkspaceScope_PROJECT:
+		return "PROJECT", w.GetProjectName()
+	case workspacev1.WorkspaceScope_GLOBAL:
+		return "GLOBAL", ""
+	}
+	return w.GetScope().String(), w.GetProjectName()
+}
+
+func admin(ctx context.Context) (auth.Identity, error) {
+	id, ok := auth.FromContext(ctx)
+	if !ok || id.Operator == "" {
+		return auth.Identity{}, Error(codes.Unauthenticated, workspacev1.ErrorReason_UNAUTHENTICATED, "authentication required")
+	}
+	if !id.Admin() {
+		return auth.Identity{}, Error(codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "admin role required")
+	}
+	return id, nil
+}
+
+// do routes fn to the agent's sidecar with deadline and metadata, then
+// rewraps the error, counts the call and audits mutations.
+func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) error) error {
+	start := s.now()
+	agentLabel := c.agentID
+	ag, known := s.agents[c.agentID]
+	if !known {
+		agentLabel = "unknown"
+	}
+	id, err := admin(ctx)
+	if err == nil {
+		switch {
+		case !known:
+			err = Error(codes.NotFound, workspacev1.ErrorReason_AGENT_NOT_FOUND, fmt.Sprintf("agent %q is not configured", truncate(c.agentID, 64)))
+		case ag.client == nil:
+			err = Error(codes.FailedPrecondition, workspacev1.ErrorReason_PROJECT_MANAGEMENT_DISABLED, fmt.Sprintf("agent %q has no workspace sidecar; project management is disabled", c.agentID))
+		default:
+			cctx, cancel := context.WithTimeout(ctx, ag.timeout)
+			cctx = metadata.NewOutgoingContext(cctx, metadata.Pairs(
+				requestid.MetadataKey, requestid.From(ctx),
+				OperatorMetadataKey, id.Operator,
+			))
+			err = rewrap(cctx, fn(cctx, ag.client), c.agentID)
+			cancel()
+		}
+	}
+	s.observe(c.action, agentLabel, err, start)
+	if c.mutation && s.audit != nil {
+		st := status.Convert(err)
+		rec := audit.Record{
+			Time:            start,
+			RequestID:       requestid.From(ctx),
+			Operator:        id.Operator,
+			AgentID:         truncate(c.agentID, 64),
+			WorkspaceScope:  c.scope,
+			ProjectName:     c.project,
+			Action:          c.action,
+			SourcePath:      c.source,
+			DestinationPath: c.dest,
+			GRPCCode:        st.Code().String(),
+			DurationMS:      audit.Duration(s.now().Sub(start)),
+			Result:          audit.ResultOK,
+		}
+		if err != nil {
+			rec.Result = audit.ResultError
+			rec.Reason = Reason(st)
+		}
+		s.audit.Record(ctx, rec)
+	}
+	return err
+}
+
+func (s *Service) observe(action, agentID string, err error, start time.Time) {
+	d := s.now().Sub(start)
+	st := status.Convert(err)
+	reason := ""
+	if err != nil {
+		reason = Reason(st)
+	}
+	if s.metrics != nil {
+		s.metrics.Observe(action, agentID, st.Code(), reason, d)
+	}
+	if err != nil {
+		s.log.Debug("call failed", "action", action, "agent_id", agentID, "code", st.Code().String(), "reason", reason)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func joinPath(parent, name string) string {
+	if parent == "" {
+		return name
+	}
+	return path.Join(parent, name)
+}
+
+// ListProjects lists the agent's projects.
+func (s *Service) ListProjects(ctx context.Context, req *workspacev1.ListAgentProjectsRequest) (*workspacev1.ListProjectsResponse, error) {
+	var out *workspacev1.ListProjectsResponse
+	err := s.do(ctx, call{action: "list_projects", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+		out, err = cl.ListProjects(ctx, &workspacev1.ListProjectsRequest{PageSize: req.GetPageSize(), Cursor: req.GetCursor()})
+		return err
+	})
+	return out, err
+}
+
+// CreateProject creates and git-initialises a project.
+func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateAgentProjectRequest) (*workspacev1.Project, error) {
+	var out *workspacev1.Project
+	err := s.do(ctx, call{action: "create_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName()},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+			out, err = cl.CreateProject(ctx, &workspacev1.CreateProjectRequest{Name: req.GetName()})
+			return err
+		})
+	return out, err
+}
+
+// DeleteProject permanently deletes a project.
+func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteAgentProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
+	var out *workspacev1.DeleteProjectResponse
+	err := s.do(ctx, call{action: "delete_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName()},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+			out, err = cl.DeleteProject(ctx, &workspacev1.DeleteProjectRequest{Name: req.GetName(), ConfirmName: req.GetConfirmName()})
+			return err
+		})
+	return out, err
+}
+
+// ListProjectEntries lists one directory.
+func (s *Service) ListProjectEntries(ctx context.Context, req *workspacev1.ListProjectEntriesRequest) (*workspacev1.ListEntriesResponse, error) {
+	var out *workspacev1.ListEntriesResponse
+	err := s.do(ctx, call{action: "list_entries", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+		out, err = cl.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(), PageSize: req.GetPageSize(), Cursor: req.GetCursor()})
+		return err
+	})
+	return out, err
+}
+
+// GetProjectFile reads one file's metadata and, when editable, content.
+func (s *Service) GetProjectFile(ctx context.Context, req *workspacev1.GetProjectFileRequest) (*workspacev1.GetFileResponse, error) {
+	var out *workspacev1.GetFileResponse
+	err := s.do(ctx, call{action: "get_file", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+		out, err = cl.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: req.GetWorkspace(), Path: req.GetPath()})
+		return err
+	})
+	return out, err
+}
+
+// CreateProjectEntry creates an empty file or a directory.
+func (s *Service) CreateProjectEntry(ctx context.Context, req *workspacev1.CreateProjectEntryRequest) (*workspacev1.Entry, error) {
+	scope, project := scopeOf(req.GetWorkspace())
+	var out *workspacev1.Entry
+	err := s.do(ctx, call{action: "create_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: joinPath(req.GetParentPath(), req.GetName())},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+			out, err = cl.CreateEntry(ctx, &workspacev1.CreateEntryRequest{Workspace: req.GetWorkspace(), ParentPath: req.GetParentPath(), Name: req.GetName(), Type: req.GetType()})
+			return err
+		})
+	return out, err
+}
+
+// UpdateProjectFile saves text content under an expected revision.
+func (s *Service) UpdateProjectFile(ctx context.Context, req *workspacev1.UpdateProjectFileRequest) (*workspacev1.Entry, error) {
+	scope, project := scopeOf(req.GetWorkspace())
+	var out *workspacev1.Entry
+	err := s.do(ctx, call{action: "update_file", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath()},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+			out, err = cl.UpdateFile(ctx, &workspacev1.UpdateFileRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(), Content: req.GetContent(), ExpectedRevision: req.GetExpectedRevision()})
+			return err
+		})
+	return out, err
+}
+
+// MoveProjectEntry moves or renames an entry inside one workspace.
+func (s *Service) MoveProjectEntry(ctx context.Context, req *workspacev1.MoveProjectEntryRequest) (*workspacev1.Entry, error) {
+	scope, project := scopeOf(req.GetWorkspace())
+	var out *workspacev1.Entry
+	err := s.do(ctx, call{action: "move_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetSourcePath(), dest: req.GetDestinationPath()},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+			out, err = cl.MoveEntry(ctx, &workspacev1.MoveEntryRequest{Workspace: req.GetWorkspace(), SourcePath: req.GetSourcePath(), DestinationPath: req.GetDestinationPath(), ExpectedRevision: req.GetExpectedRevision()})
+			return err
+		})
+	return out, err
+}
+
+// DeleteProjectEntry permanently deletes a file or directory.
+func (s *Service) DeleteProjectEntry(ctx context.Context, req *workspacev1.DeleteProjectEntryRequest) (*workspacev1.DeleteEntryResponse, error) {
+	scope, project := scopeOf(req.GetWorkspace())
+	var out *workspacev1.DeleteEntryResponse
+	err := s.do(ctx, call{action: "delete_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath()},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+			out, err = cl.DeleteEntry(ctx, &workspacev1.DeleteEntryRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(), ExpectedRevision: req.GetExpectedRevision(), Recursive: req.GetRecursive()})
+			return err
+		})
+	return out, err
+}

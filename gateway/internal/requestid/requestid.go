@@ -1,0 +1,53 @@
+// Package requestid carries the request ID of one gateway request: accepted
+// from X-Request-ID when it is sane, generated otherwise, sent to sidecars as
+// gRPC metadata x-request-id and returned on every response.
+package requestid
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+)
+
+// Header is the HTTP header carrying the request ID both ways.
+const Header = "X-Request-ID"
+
+// MetadataKey is the gRPC metadata key sent to sidecars.
+const MetadataKey = "x-request-id"
+
+// MaxLen bounds an accepted client-supplied ID.
+const MaxLen = 128
+
+type ctxKey struct{}
+
+// With returns ctx carrying id.
+func With(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// From returns the request ID in ctx, or "".
+func From(ctx context.Context) string {
+	v, _ := ctx.Value(ctxKey{}).(string)
+	return v
+}
+
+// Sanitize returns the client-supplied ID when it is 1..MaxLen printable
+// ASCII characters without spaces, else "".
+func Sanitize(s string) string {
+	if s == "" || len(s) > MaxLen {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= 0x20 || s[i] >= 0x7f {
+			return ""
+		}
+	}
+	return s
+}
+
+// New generates a random ID (32 hex characters).
+func New() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
