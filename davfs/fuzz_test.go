@@ -1,0 +1,302 @@
+package davfs_test
+
+// Fuzz targets (issue 2). The committed corpus under testdata/fuzz/ runs in
+// every plain `go test`; fuzz locally with
+//
+//	go test ./davfs/ -run '^$' -fuzz '^FuzzPath$' -fuzztime 60s
+//	go test ./davfs/ -run '^$' -fuzz '^FuzzOps$' -fuzztime 60s
+
+import (
+	"context"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// secFuzzLayout is a small tree full of traps.
+var secFuzzLayout = []string{
+	"projects/p/a/x.txt",
+	"projects/p/a/b/",
+	"projects/p/link => ../../outside/dir",
+	"projects/p/flink => ../../outside/canary.txt",
+	"projects/p/alias => a",
+	"projects/p/.git/config",
+	"projects/p/node_modules/m.js",
+	"projects/p/h.json == codex/auth.json",
+	"projects/p/pipe |",
+	"codex/skills/s.md",
+	"codex/skills/leak => ../auth.json",
+	"codex/skills/up => ..",
+	"codex/Skills/x.md",
+	"codex/sessions/s.jsonl",
+}
+
+// secSyntaxOK is the PRD 8.1 path grammar (before any resolution).
+func secSyntaxOK(p string) bool {
+	if p == "" {
+		return true
+	}
+	if len(p) > 4096 || !utf8.ValidString(p) || strings.ContainsRune(p, 0) || strings.HasPrefix(p, "/") {
+		return false
+	}
+	segs := strings.Split(p, "/")
+	if len(segs) > 64 {
+		return false
+	}
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." || secForbiddenNames[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// secMayResolve reports whether a successful Stat/ReadFile of p in ws is
+// allowed: valid syntax, inside the Global allowlist, and no existing
+// segment on disk is a symlink.
+func secMayResolve(base string, ws davfs.Workspace, p string) bool {
+	if !secSyntaxOK(p) {
+		return false
+	}
+	if ws.Scope == davfs.ScopeGlobal && p != "" && p != "AGENTS.md" && p != "skills" && !strings.HasPrefix(p, "skills/") {
+		return false
+	}
+	host := filepath.Join(base, secHostRel(ws, ""))
+	if p == "" {
+		return true
+	}
+	for _, s := range strings.Split(p, "/") {
+		host = filepath.Join(host, s)
+		fi, err := os.Lstat(host)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func FuzzPath(f *testing.F) {
+	for _, s := range []string{"", "a/x.txt", "link/canary.txt", "../q/secret.txt", "skills/leak"} {
+		f.Add(s)
+	}
+	e := secNewEnv(f, "", secFuzzLayout, nil)
+	e2 := secNewEnv(f, "", secFuzzLayout, func(c *davfs.Config) { c.DisableOpenat2 = true })
+	f.Fuzz(func(t *testing.T, p string) {
+		ctx := context.Background()
+		for _, env := range []*secEnv{e, e2} {
+			for _, ws := range []davfs.Workspace{secProject("p"), secGlobal} {
+				unblock := func() { secUnblockFIFOs(env.base, secFuzzLayout) }
+				var en davfs.Entry
+				err := secWithTimeout(t, 5*time.Second, unblock, func() (err error) { en, err = env.fs.Stat(ctx, ws, p); return err })
+				secCheckDavErr(t, "Stat", err, env.base)
+				if err == nil {
+					if !secMayResolve(env.base, ws, p) {
+						t.Errorf("Stat(%v, %q) succeeded; the path is invalid, outside the allowlist or through a symlink", ws.Scope, p)
+					}
+					if en.Path != p {
+						t.Errorf("Stat(%q).Path = %q", p, en.Path)
+					}
+				}
+				var file davfs.File
+				err = secWithTimeout(t, 5*time.Second, unblock, func() (err error) { file, err = env.fs.ReadFile(ctx, ws, p); return err })
+				secCheckDavErr(t, "ReadFile", err, env.base)
+				secNoSecret(t, "ReadFile", file.Content)
+				if err == nil && !secMayResolve(env.base, ws, p) {
+					t.Errorf("ReadFile(%v, %q) succeeded; the path is invalid, outside the allowlist or through a symlink", ws.Scope, p)
+				}
+				err = secWithTimeout(t, 5*time.Second, unblock, func() error {
+					fh, _, err := env.fs.OpenRead(ctx, ws, p)
+					if err == nil {
+						b, _ := io.ReadAll(io.LimitReader(fh, 1<<20))
+						_ = fh.Close()
+						secNoSecret(t, "OpenRead", b)
+					}
+					return err
+				})
+				secCheckDavErr(t, "OpenRead", err, env.base)
+				var pg davfs.Page
+				err = secWithTimeout(t, 5*time.Second, unblock, func() (err error) { pg, err = env.fs.ListEntries(ctx, ws, p, 0, ""); return err })
+				secCheckDavErr(t, "ListEntries", err, env.base)
+				for _, en := range pg.Entries {
+					secCheckListed(t, env, ws, en)
+				}
+			}
+		}
+	})
+}
+
+// secCheckListed fails when a listed entry is a symlink or forbidden name
+// on disk, or an unknown name (a temp file).
+func secCheckListed(t *testing.T, e *secEnv, ws davfs.Workspace, en davfs.Entry) {
+	t.Helper()
+	if secForbiddenNames[en.Name] {
+		t.Errorf("listing shows denylisted %q", en.Path)
+	}
+	fi, err := os.Lstat(filepath.Join(e.base, secHostRel(ws, en.Path)))
+	if err != nil {
+		t.Errorf("listing shows %q which does not exist on disk: %v", en.Path, err)
+		return
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("listing shows symlink %q", en.Path)
+	}
+	if ws.Scope == davfs.ScopeGlobal && path.Dir(en.Path) == "." && en.Name != "skills" && en.Name != "AGENTS.md" {
+		t.Errorf("Global root lists %q", en.Name)
+	}
+}
+
+// secOpsPool are the paths FuzzOps picks from.
+var secOpsPool = []string{
+	"", "a", "a/x.txt", "a/y.txt", "a/b", "a/b/z.txt", "c", "c/w.txt",
+	"link", "link/canary.txt", "link/new.txt", "alias", "alias/x.txt",
+	".git", ".git/config", "a/.git", "node_modules", "h.json", "pipe",
+	"skills", "skills/s.md", "skills/t.md", "skills/leak", "skills/up/auth.json", "skills/d", "skills/d/u.md",
+	"AGENTS.md", "auth.json", "Skills", "sessions/s.jsonl",
+	"../q/secret.txt", "a/../link", "a//x.txt", "/a",
+}
+
+// secOpsNames are all names that may legitimately appear in a listing.
+func secOpsNames() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range append(append([]string(nil), secOpsPool...), secBaseLayout...) {
+		for _, s := range strings.Split(p, "/") {
+			m[s] = true
+		}
+	}
+	for _, l := range secFuzzLayout {
+		l, _, _ = strings.Cut(l, " ")
+		for _, s := range strings.Split(l, "/") {
+			m[s] = true
+		}
+	}
+	return m
+}
+
+// FuzzOps decodes bytes into a sequence of operations (3 bytes each: op,
+// a, b) on a fresh small fixture with symlink traps, and checks after each
+// step and at the end: no panic, only *davfs.Error with known codes, no
+// canary content returned, listings show no symlink/denylisted/temp name,
+// nothing outside the project and the Global allowlist changed, the traps
+// themselves are never removed or replaced.
+func FuzzOps(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 2, 3, 5, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 3*64 {
+			data = data[:3*64]
+		}
+		e := secNewEnv(t, "", secFuzzLayout, func(c *davfs.Config) { c.DisableOpenat2 = len(data)%2 == 1 })
+		names := secOpsNames()
+		before := secSnapshot(t, e.base)
+		ctx := context.Background()
+		unblock := func() { secUnblockFIFOs(e.base, secFuzzLayout) }
+		for i := 0; i+2 < len(data); i += 3 {
+			op, a, b := data[i]%10, data[i+1], data[i+2]
+			ws := secProject("p")
+			if a&0x80 != 0 {
+				ws = secGlobal
+			}
+			pa := secOpsPool[int(a&0x7f)%len(secOpsPool)]
+			pb := secOpsPool[int(b&0x7f)%len(secOpsPool)]
+			body := []byte(strings.Repeat("v", int(b)) + "\n")
+			rev := secRev(ctx, e, ws, pa)
+			if b&1 == 1 && op == 2 {
+				rev = "stale"
+			}
+			var what string
+			var contents [][]byte
+			var listed []davfs.Entry
+			err := secWithTimeout(t, 5*time.Second, unblock, func() error {
+				switch op {
+				case 0, 1:
+					what = "CreateEntry"
+					typ := davfs.TypeFile
+					if op == 1 {
+						typ = davfs.TypeDirectory
+					}
+					dir, name := secSplit(pa)
+					_, err := e.fs.CreateEntry(ctx, ws, dir, name, typ)
+					return err
+				case 2:
+					what = "UpdateFile"
+					_, err := e.fs.UpdateFile(ctx, ws, pa, body, rev)
+					return err
+				case 3:
+					what = "MoveEntry"
+					_, err := e.fs.MoveEntry(ctx, ws, pa, pb, rev)
+					return err
+				case 4:
+					what = "DeleteEntry"
+					return e.fs.DeleteEntry(ctx, ws, pa, rev, b&1 == 1)
+				case 5:
+					what = "ListEntries"
+					pg, err := e.fs.ListEntries(ctx, ws, pa, 0, "")
+					listed = pg.Entries
+					return err
+				case 6:
+					what = "ReadFile"
+					fl, err := e.fs.ReadFile(ctx, ws, pa)
+					contents = append(contents, fl.Content)
+					return err
+				case 7:
+					what = "WriteStream"
+					_, _, err := e.fs.WriteStream(ctx, ws, pa, strings.NewReader(string(body)), 1<<20,
+						davfs.Precondition{IfMatch: map[bool]string{true: rev}[b&2 == 2], IfNoneMatch: b&4 == 4})
+					return err
+				case 8:
+					what = "OpenRead"
+					fh, _, err := e.fs.OpenRead(ctx, ws, pa)
+					if err == nil {
+						bs, _ := io.ReadAll(fh)
+						_ = fh.Close()
+						contents = append(contents, bs)
+					}
+					return err
+				default:
+					what = "ReadDir"
+					es, err := e.fs.ReadDir(ctx, ws, pa)
+					listed = es
+					return err
+				}
+			})
+			secCheckDavErr(t, what, err, e.base)
+			for _, c := range contents {
+				secNoSecret(t, what, c)
+			}
+			for _, en := range listed {
+				secCheckListed(t, e, ws, en)
+				if !names[en.Name] {
+					t.Errorf("%s lists unexpected name %q (a davfs temp file?)", what, en.Path)
+				}
+			}
+			if t.Failed() {
+				t.Fatalf("step %d: %s(%v, %q, %q) -> %v", i/3, what, ws.Scope, pa, pb, err)
+			}
+		}
+
+		after := secSnapshot(t, e.base)
+		mutable := func(rel string) bool {
+			// The project and the Global allowlist may change, except the traps.
+			switch rel {
+			case "projects/p/link", "projects/p/flink", "projects/p/alias", "codex/skills/leak", "codex/skills/up",
+				"projects/p/.git", "projects/p/.git/config", "projects/p/node_modules", "projects/p/node_modules/m.js":
+				return false
+			}
+			return secUnder(rel, "projects/p") || secUnder(rel, "codex/skills") || rel == "codex/AGENTS.md"
+		}
+		for _, d := range secDiff(before, after, mutable) {
+			t.Errorf("operations changed something outside their reach: %s", d)
+		}
+		for rel := range after {
+			if mutable(rel) && !names[path.Base(rel)] {
+				t.Errorf("unexpected name left on disk: %s (a davfs temp file?)", rel)
+			}
+		}
+	})
+}

@@ -1,0 +1,252 @@
+package davfs_test
+
+// Race test (issue 2): one goroutine keeps exchanging a directory with a
+// symlink that points outside the root (renameat2 RENAME_EXCHANGE, so the
+// name is always one or the other), while workers read, write, move, create
+// and delete through davfs. Nothing outside the root may ever be read,
+// written or removed: no returned byte is canary content, no listing shows
+// an outside-only name, and the outside tree is byte-for-byte unchanged.
+// Bounded by iterations AND time so a plain `go test` stays fast.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentworkspace/files/davfs"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	secRaceWorkers    = 3
+	secRaceIterations = 4000 // per worker
+	secRaceTimeCap    = 1200 * time.Millisecond
+)
+
+type secRaceScenario struct {
+	name    string
+	layout  []string
+	ws      davfs.Workspace
+	prefix  string // workspace path of the swapped dir ("" = the project itself)
+	swapA   string // host path (rel to base) of the real dir
+	swapB   string // host path of the symlink
+	outside string // host path of the canary dir the symlink points at
+}
+
+func secRaceScenarios() []secRaceScenario {
+	return []secRaceScenario{
+		{
+			name: "subdirectory",
+			layout: []string{
+				"projects/p/d/f.txt", "projects/p/d/x.txt",
+				"projects/p/swap => ../../outside/d",
+				"outside/d/f.txt", "outside/d/x.txt", "outside/d/g.txt", "outside/d/only-outside.txt",
+				"outside/d/sub0/", "outside/d/w0.txt",
+			},
+			ws: secProject("p"), prefix: "d/",
+			swapA: "projects/p/d", swapB: "projects/p/swap", outside: "outside/d",
+		},
+		{
+			name: "project directory",
+			layout: []string{
+				"projects/r/f.txt", "projects/r/x.txt",
+				"projects/rswap => ../outside/r",
+				"outside/r/f.txt", "outside/r/x.txt", "outside/r/g.txt", "outside/r/only-outside.txt",
+			},
+			ws: secProject("r"), prefix: "",
+			swapA: "projects/r", swapB: "projects/rswap", outside: "outside/r",
+		},
+		{
+			name: "global skills subdirectory",
+			layout: []string{
+				"codex/skills/d/f.txt", "codex/skills/d/x.txt",
+				"codex/skills/swap => ..",
+				"codex/f.txt", "codex/x.txt", "codex/g.txt", "codex/only-outside.txt",
+			},
+			ws: secGlobal, prefix: "skills/d/",
+			swapA: "codex/skills/d", swapB: "codex/skills/swap", outside: "codex",
+		},
+	}
+}
+
+func TestSecRaceSymlinkSwap(t *testing.T) {
+	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+		for _, sc := range secRaceScenarios() {
+			t.Run(sc.name, func(t *testing.T) { secRunRace(t, sc, tweak) })
+		}
+	})
+}
+
+func secRunRace(t *testing.T, sc secRaceScenario, tweak func(*davfs.Config)) {
+	e := secNewEnv(t, "", sc.layout, tweak)
+	outsideBefore := secSnapshot(t, filepath.Join(e.base, "outside"))
+	codexBefore := secSnapshot(t, e.codex())
+	qBefore := secSnapshot(t, filepath.Join(e.projects(), "q"))
+
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var swaps atomic.Int64
+	var swapErr atomic.Value
+	var swapWG sync.WaitGroup
+	swapWG.Add(1)
+	go func() {
+		defer swapWG.Done()
+		a, b := filepath.Join(e.base, sc.swapA), filepath.Join(e.base, sc.swapB)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+				swapErr.Store(err)
+				return
+			}
+			swaps.Add(1)
+		}
+	}()
+
+	var mu sync.Mutex
+	stats := map[string]int{}
+	count := func(k string) {
+		mu.Lock()
+		stats[k]++
+		mu.Unlock()
+	}
+	deadline := time.Now().Add(secRaceTimeCap)
+	var wg sync.WaitGroup
+	for w := range secRaceWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < secRaceIterations && time.Now().Before(deadline); i++ {
+				op, err := secRaceOp(ctx, t, e, sc, w, i)
+				if err != nil {
+					secCheckDavErr(t, op, err, e.base)
+					count(op + " " + string(davfs.ReasonOf(err)))
+				} else {
+					count(op + " ok")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	swapWG.Wait()
+	if err, _ := swapErr.Load().(error); err != nil {
+		t.Fatalf("swapper: %v", err)
+	}
+
+	var keys []string
+	total := 0
+	for k, v := range stats {
+		keys = append(keys, fmt.Sprintf("%s=%d", k, v))
+		total += v
+	}
+	sort.Strings(keys)
+	t.Logf("%d swaps, %d operations: %s", swaps.Load(), total, strings.Join(keys, " "))
+	if swaps.Load() < 100 {
+		t.Errorf("only %d swaps happened; the race was not exercised", swaps.Load())
+	}
+	for _, op := range []string{"ReadFile", "UpdateFile", "ListEntries"} {
+		if stats[op+" ok"] == 0 {
+			t.Errorf("no %s ever succeeded: the test exercised nothing (stats %v)", op, keys)
+		}
+	}
+
+	for _, d := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+		t.Errorf("outside the roots changed: %s", d)
+	}
+	skipGlobal := func(rel string) bool { return secUnder(rel, "skills") || rel == "AGENTS.md" }
+	for _, d := range secDiff(codexBefore, secSnapshot(t, e.codex()), skipGlobal) {
+		t.Errorf("CODEX_HOME outside the Global allowlist changed: %s", d)
+	}
+	for _, d := range secDiff(qBefore, secSnapshot(t, filepath.Join(e.projects(), "q")), nil) {
+		t.Errorf("sibling project changed: %s", d)
+	}
+}
+
+// secRaceOp runs operation number i of worker w and checks what it returned.
+func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario, w, i int) (string, error) {
+	p := func(name string) string { return sc.prefix + name }
+	dir := strings.TrimSuffix(sc.prefix, "/")
+	rev := func(name string) string { return secRev(ctx, e, sc.ws, p(name)) }
+	body := []byte(fmt.Sprintf("worker %d iteration %d\n", w, i))
+	switch i % 11 {
+	case 0:
+		var f davfs.File
+		err := secTry(func() (err error) { f, err = e.fs.ReadFile(ctx, sc.ws, p("f.txt")); return err })
+		secNoSecret(t, "ReadFile", f.Content)
+		return "ReadFile", err
+	case 1:
+		err := secTry(func() error {
+			f, _, err := e.fs.OpenRead(ctx, sc.ws, p("x.txt"))
+			if err != nil {
+				return err
+			}
+			b, _ := io.ReadAll(f)
+			_ = f.Close()
+			secNoSecret(t, "OpenRead", b)
+			return nil
+		})
+		return "OpenRead", err
+	case 2:
+		var pg davfs.Page
+		err := secTry(func() (err error) { pg, err = e.fs.ListEntries(ctx, sc.ws, dir, 0, ""); return err })
+		for _, en := range pg.Entries {
+			if en.Name == "only-outside.txt" {
+				t.Errorf("ListEntries showed a name that exists only outside the root")
+			}
+		}
+		return "ListEntries", err
+	case 3:
+		var es []davfs.Entry
+		err := secTry(func() (err error) { es, err = e.fs.ReadDir(ctx, sc.ws, dir); return err })
+		for _, en := range es {
+			if en.Name == "only-outside.txt" {
+				t.Errorf("ReadDir showed a name that exists only outside the root")
+			}
+		}
+		return "ReadDir", err
+	case 4:
+		r := rev("f.txt")
+		return "UpdateFile", secTry(func() error { _, err := e.fs.UpdateFile(ctx, sc.ws, p("f.txt"), body, r); return err })
+	case 5:
+		return "WriteStream", secTry(func() error {
+			_, _, err := e.fs.WriteStream(ctx, sc.ws, p(fmt.Sprintf("w%d.txt", w)), strings.NewReader(string(body)), 1<<20, davfs.Precondition{})
+			return err
+		})
+	case 6:
+		src, dst := "x.txt", "g.txt"
+		if (i/11)%2 == 1 {
+			src, dst = dst, src
+		}
+		r := rev(src)
+		return "MoveEntry", secTry(func() error { _, err := e.fs.MoveEntry(ctx, sc.ws, p(src), p(dst), r); return err })
+	case 7:
+		r := rev("g.txt")
+		return "DeleteEntry", secTry(func() error { return e.fs.DeleteEntry(ctx, sc.ws, p("g.txt"), r, false) })
+	case 8:
+		return "CreateEntry", secTry(func() error {
+			_, err := e.fs.CreateEntry(ctx, sc.ws, dir, fmt.Sprintf("sub%d", w), davfs.TypeDirectory)
+			return err
+		})
+	case 9:
+		r := rev(fmt.Sprintf("sub%d", w))
+		return "DeleteEntry", secTry(func() error { return e.fs.DeleteEntry(ctx, sc.ws, p(fmt.Sprintf("sub%d", w)), r, true) })
+	default:
+		var en davfs.Entry
+		err := secTry(func() (err error) { en, err = e.fs.Stat(ctx, sc.ws, p("only-outside.txt")); return err })
+		if err == nil {
+			t.Errorf("Stat found %q, which exists only outside the root", en.Path)
+		}
+		return "Stat", err
+	}
+}
