@@ -1,0 +1,262 @@
+package sidecar
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the sidecar's YAML configuration. The keys are part of the
+// product's interface (DESIGN.md "Configuration", PRD §13.2); unknown keys are
+// rejected.
+type Config struct {
+	RPCServer     ServerConfig   `yaml:"rpcServer"`
+	DavServer     ServerConfig   `yaml:"davServer"`
+	MetricsServer ServerConfig   `yaml:"metricsServer"`
+	Log           LogConfig      `yaml:"log"`
+	Services      ServicesConfig `yaml:"services"`
+}
+
+// ServerConfig is one listener.
+type ServerConfig struct {
+	// Address is host:port; port 0 binds a free port (logged as "listening").
+	Address string `yaml:"address"`
+}
+
+// LogConfig selects the hclog level and format.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // trace, debug, info, warn, error
+	Format string `yaml:"format"` // json or text
+}
+
+// ServicesConfig groups the sidecar's services.
+type ServicesConfig struct {
+	Project ProjectConfig `yaml:"project"`
+}
+
+// ProjectConfig is services.project: the volumes and the limits davfs enforces.
+type ProjectConfig struct {
+	ProjectsRootDir     string   `yaml:"projectsRootDir"`
+	CodexHomeDir        string   `yaml:"codexHomeDir"`
+	MaxEditableFileSize int64    `yaml:"maxEditableFileSize"`
+	MaxUploadSize       int64    `yaml:"maxUploadSize"`
+	MaxPageSize         int      `yaml:"maxPageSize"`
+	MaxPathLength       int      `yaml:"maxPathLength"`
+	MaxPathDepth        int      `yaml:"maxPathDepth"`
+	DeniedDirectories   []string `yaml:"deniedDirectories"`
+}
+
+// Limits accepted by Validate. They keep a typo (an extra zero) from turning
+// into an unbounded allocation.
+const (
+	maxEditableFileSizeLimit = 64 << 20
+	maxPageSizeLimit         = 10000
+	maxPathLengthLimit       = 65536
+	maxPathDepthLimit        = 1024
+)
+
+// DefaultConfig returns the defaults of DESIGN.md; a YAML file overrides
+// only the keys it sets (a deniedDirectories list replaces the default list;
+// ".git" is always denied by davfs).
+func DefaultConfig() Config {
+	return Config{
+		RPCServer:     ServerConfig{Address: ":9091"},
+		DavServer:     ServerConfig{Address: ":9092"},
+		MetricsServer: ServerConfig{Address: ":9090"},
+		Log:           LogConfig{Level: "info", Format: "json"},
+		Services: ServicesConfig{Project: ProjectConfig{
+			ProjectsRootDir:     "/data/projects",
+			CodexHomeDir:        "/home/node/.codex",
+			MaxEditableFileSize: 1048576,
+			MaxUploadSize:       104857600,
+			MaxPageSize:         500,
+			MaxPathLength:       4096,
+			MaxPathDepth:        64,
+			DeniedDirectories: []string{".git", ".hg", ".svn", "node_modules", ".venv", "venv",
+				"vendor", "dist", "build", ".next", ".cache", "__pycache__"},
+		}},
+	}
+}
+
+// LoadConfig reads the YAML file at path over DefaultConfig. It reports every
+// unknown key (by its full dotted name) and every type error; it does not
+// call Validate.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig is LoadConfig for YAML already in memory.
+func ParseConfig(data []byte) (Config, error) {
+	cfg := DefaultConfig()
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if root.Kind == 0 { // empty document: all defaults
+		return cfg, nil
+	}
+	var errs []error
+	checkKeys(root.Content[0], reflect.TypeOf(cfg), "", &errs)
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, e := range te.Errors {
+				errs = append(errs, fmt.Errorf("config: %s", e))
+			}
+			return Config{}, errors.Join(errs...)
+		}
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// checkKeys walks a mapping node against the yaml tags of t so that an
+// unknown key is reported with its full dotted name.
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string, errs *[]error) {
+	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
+		return
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			fields[name] = f.Type
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		if prefix != "" {
+			key = prefix + "." + k.Value
+		}
+		ft, ok := fields[k.Value]
+		if !ok {
+			*errs = append(*errs, fmt.Errorf("%s: unknown key (line %d)", key, k.Line))
+			continue
+		}
+		checkKeys(v, ft, key, errs)
+	}
+}
+
+// Validate reports every problem of c, each on its own line naming the key.
+// It is fast and has no side effects: it does not touch the file system or
+// the network.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	addrs := map[string]string{}
+	for _, s := range []struct {
+		key  string
+		addr string
+	}{
+		{"rpcServer.address", c.RPCServer.Address},
+		{"davServer.address", c.DavServer.Address},
+		{"metricsServer.address", c.MetricsServer.Address},
+	} {
+		if err := validAddress(s.addr); err != nil {
+			bad(s.key, "%v", err)
+			continue
+		}
+		if _, port, _ := net.SplitHostPort(s.addr); port != "0" {
+			if other, dup := addrs[s.addr]; dup {
+				bad(s.key, "same address as %s (%q)", other, s.addr)
+			}
+			addrs[s.addr] = s.key
+		}
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "must be one of trace, debug, info, warn, error (got %q)", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "json", "text":
+	default:
+		bad("log.format", "must be json or text (got %q)", c.Log.Format)
+	}
+
+	p := c.Services.Project
+	const pre = "services.project."
+	for _, d := range []struct{ key, dir string }{
+		{pre + "projectsRootDir", p.ProjectsRootDir},
+		{pre + "codexHomeDir", p.CodexHomeDir},
+	} {
+		switch {
+		case d.dir == "":
+			bad(d.key, "must be set")
+		case !filepath.IsAbs(d.dir):
+			bad(d.key, "must be an absolute path (got %q)", d.dir)
+		case filepath.Clean(d.dir) == "/":
+			bad(d.key, "must not be the file system root")
+		}
+	}
+	if p.ProjectsRootDir != "" && p.CodexHomeDir != "" && filepath.IsAbs(p.ProjectsRootDir) && filepath.IsAbs(p.CodexHomeDir) {
+		a, b := filepath.Clean(p.ProjectsRootDir), filepath.Clean(p.CodexHomeDir)
+		if a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") {
+			bad(pre+"codexHomeDir", "must not overlap services.project.projectsRootDir")
+		}
+	}
+	if p.MaxEditableFileSize < 1 || p.MaxEditableFileSize > maxEditableFileSizeLimit {
+		bad(pre+"maxEditableFileSize", "must be between 1 and %d bytes (got %d)", maxEditableFileSizeLimit, p.MaxEditableFileSize)
+	}
+	if p.MaxUploadSize < 1 {
+		bad(pre+"maxUploadSize", "must be at least 1 byte (got %d)", p.MaxUploadSize)
+	}
+	if p.MaxPageSize < 1 || p.MaxPageSize > maxPageSizeLimit {
+		bad(pre+"maxPageSize", "must be between 1 and %d (got %d)", maxPageSizeLimit, p.MaxPageSize)
+	}
+	if p.MaxPathLength < 1 || p.MaxPathLength > maxPathLengthLimit {
+		bad(pre+"maxPathLength", "must be between 1 and %d (got %d)", maxPathLengthLimit, p.MaxPathLength)
+	}
+	if p.MaxPathDepth < 1 || p.MaxPathDepth > maxPathDepthLimit {
+		bad(pre+"maxPathDepth", "must be between 1 and %d (got %d)", maxPathDepthLimit, p.MaxPathDepth)
+	}
+	for i, name := range p.DeniedDirectories {
+		key := pre + "deniedDirectories[" + strconv.Itoa(i) + "]"
+		switch {
+		case name == "":
+			bad(key, "must not be empty")
+		case name == "." || name == "..":
+			bad(key, "must not be %q", name)
+		case strings.ContainsAny(name, "/\x00"):
+			bad(key, "must be a single name without '/' or NUL (got %q)", name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validAddress(addr string) error {
+	if addr == "" {
+		return errors.New("must be set (host:port)")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("must be host:port (got %q)", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port must be a number between 0 and 65535 (got %q)", port)
+	}
+	return nil
+}

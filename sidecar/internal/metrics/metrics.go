@@ -1,0 +1,91 @@
+// Package metrics holds the sidecar's Prometheus figures for the gRPC
+// surface (PRD §12.2): per-action requests, successes, errors and duration,
+// revision conflicts, path rejections (denylist, symlink, invalid path,
+// outside Global), size-limit rejections and git init failures. The WebDAV
+// handler registers its own figures on the same registry.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// Metrics are the gRPC-side collectors. The zero value is not usable; use New.
+type Metrics struct {
+	requests        *prometheus.CounterVec
+	errors          *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	conflicts       *prometheus.CounterVec
+	rejections      *prometheus.CounterVec
+	sizeRejections  *prometheus.CounterVec
+	gitInitFailures prometheus.Counter
+}
+
+// New creates the collectors and registers them on reg (which must not be
+// nil).
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workspace_sidecar_grpc_requests_total",
+			Help: "gRPC WorkspaceService calls by action and result (success or error).",
+		}, []string{"action", "result"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workspace_sidecar_grpc_errors_total",
+			Help: "Failed gRPC WorkspaceService calls by action, gRPC code and reason.",
+		}, []string{"action", "code", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "workspace_sidecar_grpc_request_duration_seconds",
+			Help:    "Duration of gRPC WorkspaceService calls by action.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"action"}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workspace_sidecar_grpc_revision_conflicts_total",
+			Help: "gRPC calls refused because the expected revision (or a cursor) was stale.",
+		}, []string{"action", "reason"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workspace_sidecar_grpc_path_rejections_total",
+			Help: "gRPC calls refused by path safety: denylist, symlink, invalid path, outside Global, path too long or deep.",
+		}, []string{"action", "reason"}),
+		sizeRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workspace_sidecar_grpc_size_limit_rejections_total",
+			Help: "gRPC calls refused by a size limit (file too large, page size too large).",
+		}, []string{"action", "reason"}),
+		gitInitFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "workspace_sidecar_git_init_failures_total",
+			Help: "CreateProject calls whose git init failed (the project was rolled back).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Observe records one finished call. code is the gRPC code name ("OK" on
+// success) and reason the ErrorInfo reason ("" on success).
+func (m *Metrics) Observe(action, code string, reason davfs.Reason, d time.Duration) {
+	m.duration.WithLabelValues(action).Observe(d.Seconds())
+	if code == "OK" {
+		m.requests.WithLabelValues(action, "success").Inc()
+		return
+	}
+	m.requests.WithLabelValues(action, "error").Inc()
+	m.errors.WithLabelValues(action, code, string(reason)).Inc()
+	switch reason {
+	case davfs.ReasonRevisionMismatch, davfs.ReasonCursorStale:
+		m.conflicts.WithLabelValues(action, string(reason)).Inc()
+	case davfs.ReasonDenylisted, davfs.ReasonSymlink, davfs.ReasonInvalidPath, davfs.ReasonOutsideGlobal,
+		davfs.ReasonPathTooLong, davfs.ReasonPathTooDeep, davfs.ReasonProtected, davfs.ReasonMultipleLinks:
+		m.rejections.WithLabelValues(action, string(reason)).Inc()
+	case davfs.ReasonTooLarge, davfs.ReasonPageSizeTooLarge:
+		m.sizeRejections.WithLabelValues(action, string(reason)).Inc()
+	}
+}
+
+// GitInitFailed counts one failed git init.
+func (m *Metrics) GitInitFailed() { m.gitInitFailures.Inc() }

@@ -1,0 +1,90 @@
+package rpc
+
+import (
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/davfs"
+)
+
+// workspace checks a WorkspaceRef: PROJECT needs a project_name, GLOBAL must
+// not have one, anything else is INVALID_WORKSPACE.
+func workspace(ref *workspacev1.WorkspaceRef) (davfs.Workspace, error) {
+	switch ref.GetScope() {
+	case workspacev1.WorkspaceScope_PROJECT:
+		if ref.GetProjectName() == "" {
+			return davfs.Workspace{}, invalid(davfs.ReasonInvalidWorkspace, "workspace.project_name is required for scope PROJECT")
+		}
+		return davfs.Workspace{Scope: davfs.ScopeProject, Project: ref.GetProjectName()}, nil
+	case workspacev1.WorkspaceScope_GLOBAL:
+		if ref.GetProjectName() != "" {
+			return davfs.Workspace{}, invalid(davfs.ReasonInvalidWorkspace, "workspace.project_name must be empty for scope GLOBAL")
+		}
+		return davfs.Workspace{Scope: davfs.ScopeGlobal}, nil
+	}
+	return davfs.Workspace{}, invalid(davfs.ReasonInvalidWorkspace, "workspace.scope must be PROJECT or GLOBAL")
+}
+
+func pageSize(n int32) (int, error) {
+	if n < 0 {
+		return 0, invalid(davfs.ReasonInvalidArgument, "page_size must not be negative")
+	}
+	return int(n), nil
+}
+
+func entryType(t workspacev1.EntryType) (davfs.EntryType, error) {
+	switch t {
+	case workspacev1.EntryType_ENTRY_TYPE_FILE:
+		return davfs.TypeFile, nil
+	case workspacev1.EntryType_ENTRY_TYPE_DIRECTORY:
+		return davfs.TypeDirectory, nil
+	}
+	return davfs.TypeUnspecified, invalid(davfs.ReasonInvalidArgument, "type must be ENTRY_TYPE_FILE or ENTRY_TYPE_DIRECTORY")
+}
+
+func toEntry(e davfs.Entry) *workspacev1.Entry {
+	out := &workspacev1.Entry{
+		Name:     e.Name,
+		Path:     e.Path,
+		Size:     e.Size,
+		Revision: e.Revision,
+		Editable: e.Editable,
+	}
+	if !e.ModTime.IsZero() {
+		out.ModifiedAt = timestamppb.New(e.ModTime)
+	}
+	switch e.Type {
+	case davfs.TypeFile:
+		out.Type = workspacev1.EntryType_ENTRY_TYPE_FILE
+	case davfs.TypeDirectory:
+		out.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
+	}
+	if e.Type == davfs.TypeFile && !e.Editable {
+		out.NonEditableReason = nonEditable(e.Reason)
+	}
+	return out
+}
+
+func nonEditable(r davfs.NonEditableReason) workspacev1.NonEditableReason {
+	switch r {
+	case davfs.NotEditableTooLarge:
+		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_TOO_LARGE
+	case davfs.NotEditableBinary:
+		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_BINARY
+	case davfs.NotEditableNotUTF8:
+		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_NOT_UTF8
+	case davfs.NotEditableMultipleLinks:
+		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_MULTIPLE_LINKS
+	case davfs.NotEditableUnknown:
+		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_UNKNOWN
+	}
+	return workspacev1.NonEditableReason_NON_EDITABLE_REASON_UNSPECIFIED
+}
+
+func toProject(p davfs.Project) *workspacev1.Project {
+	out := &workspacev1.Project{Name: p.Name, GitInitialized: p.GitInitialized, Revision: p.Revision}
+	if !p.ModTime.IsZero() {
+		out.ModifiedAt = timestamppb.New(p.ModTime)
+	}
+	return out
+}

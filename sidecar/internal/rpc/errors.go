@@ -1,0 +1,107 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// ErrorDomain is the google.rpc.ErrorInfo domain of every error the sidecar
+// returns.
+const ErrorDomain = "workspace.agentworkspace.dev"
+
+// grpcCode is the one table from davfs codes to gRPC codes. The numbers are
+// the same by construction; the literals keep it checkable against PRD §10.3.
+// An unknown code is Internal.
+func grpcCode(c davfs.Code) codes.Code {
+	switch c {
+	case davfs.CodeOK:
+		return codes.OK
+	case davfs.CodeInvalidArgument:
+		return codes.InvalidArgument // 3
+	case davfs.CodeNotFound:
+		return codes.NotFound // 5
+	case davfs.CodeAlreadyExists:
+		return codes.AlreadyExists // 6
+	case davfs.CodePermissionDenied:
+		return codes.PermissionDenied // 7
+	case davfs.CodeResourceExhausted:
+		return codes.ResourceExhausted // 8
+	case davfs.CodeFailedPrecondition:
+		return codes.FailedPrecondition // 9
+	case davfs.CodeAborted:
+		return codes.Aborted // 10
+	case davfs.CodeInternal:
+		return codes.Internal // 13
+	case davfs.CodeUnavailable:
+		return codes.Unavailable // 14
+	}
+	return codes.Internal
+}
+
+// internalMessage is what a client sees for an error davfs did not classify.
+const internalMessage = "internal error"
+
+// toStatus maps err to the status a client sees: a davfs *Error keeps its
+// code, reason and safe message; a context error becomes DeadlineExceeded or
+// Canceled; anything else is Internal with a generic message (the detail is
+// only logged by the caller). It also returns the reason for logs/metrics.
+func toStatus(err error) (*status.Status, davfs.Reason) {
+	if err == nil {
+		return status.New(codes.OK, ""), ""
+	}
+	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
+		// Already a status (from this package).
+		return s, reasonOfStatus(s)
+	}
+	var de *davfs.Error
+	switch {
+	case errors.As(err, &de):
+		code := grpcCode(de.Code)
+		if code == codes.OK { // an *Error must never mean success
+			code = codes.Internal
+		}
+		msg, reason := de.Message, de.Reason
+		if reason == "" {
+			reason = davfs.ReasonInternal
+		}
+		if msg == "" {
+			msg = code.String()
+		}
+		return withReason(code, msg, reason), reason
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.New(codes.DeadlineExceeded, "deadline exceeded"), ""
+	case errors.Is(err, context.Canceled):
+		return status.New(codes.Canceled, "request canceled"), ""
+	}
+	return withReason(codes.Internal, internalMessage, davfs.ReasonInternal), davfs.ReasonInternal
+}
+
+// invalid builds an InvalidArgument error with a reason, for checks the RPC
+// layer makes before calling davfs.
+func invalid(reason davfs.Reason, msg string) error {
+	return &davfs.Error{Code: davfs.CodeInvalidArgument, Reason: reason, Message: msg}
+}
+
+func withReason(code codes.Code, msg string, reason davfs.Reason) *status.Status {
+	s := status.New(code, msg)
+	ds, err := s.WithDetails(&errdetails.ErrorInfo{Reason: string(reason), Domain: ErrorDomain})
+	if err != nil {
+		return s
+	}
+	return ds
+}
+
+func reasonOfStatus(s *status.Status) davfs.Reason {
+	for _, d := range s.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			return davfs.Reason(ei.GetReason())
+		}
+	}
+	return ""
+}

@@ -1,0 +1,180 @@
+package rpc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/davfs"
+)
+
+// Metadata keys exchanged with the gateway.
+const (
+	RequestIDKey = "x-request-id"
+	OperatorKey  = "x-operator"
+)
+
+// Observer records one finished call (metrics). Optional.
+type Observer interface {
+	Observe(action, code string, reason davfs.Reason, d time.Duration)
+}
+
+type callInfoKey struct{}
+
+// CallInfo is what the interceptor learned about a call from its metadata.
+type CallInfo struct {
+	RequestID string
+	Operator  string
+}
+
+// CallInfoFrom returns the request ID and operator of the call in ctx.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	ci, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	return ci, ok
+}
+
+// Interceptor returns the unary server interceptor of the WorkspaceService:
+// it takes x-request-id (generating one if missing or malformed) and
+// x-operator from the metadata, echoes x-request-id back as header metadata,
+// refuses a call whose deadline already passed, recovers panics, maps errors
+// to statuses, and writes one log line and one metrics observation per call.
+// Log lines never hold file content.
+func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		start := time.Now()
+		md, _ := metadata.FromIncomingContext(ctx)
+		ci := CallInfo{RequestID: first(md, RequestIDKey), Operator: first(md, OperatorKey)}
+		if !validID(ci.RequestID) {
+			ci.RequestID = newRequestID()
+		}
+		if len(ci.Operator) > 256 {
+			ci.Operator = ci.Operator[:256]
+		}
+		ctx = context.WithValue(ctx, callInfoKey{}, ci)
+		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDKey, ci.RequestID))
+		action := path.Base(info.FullMethod)
+		if !strings.HasPrefix(info.FullMethod, "/workspace.v1.WorkspaceService/") {
+			// Health checks and other infrastructure: no metrics, debug log.
+			resp, err = handler(ctx, req)
+			log.Debug("rpc", "method", info.FullMethod, "request_id", ci.RequestID, "code", status.Code(err).String())
+			return resp, err
+		}
+
+		fields := []any{"method", info.FullMethod, "request_id", ci.RequestID, "operator", ci.Operator}
+		fields = append(fields, requestFields(req)...)
+		if dl, ok := ctx.Deadline(); ok {
+			fields = append(fields, "deadline_ms", time.Until(dl).Milliseconds())
+		}
+
+		var cause error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					cause = fmt.Errorf("panic: %v", p)
+					log.Error("panic in handler", append(fields, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))...)
+				}
+			}()
+			if ctx.Err() != nil {
+				cause = ctx.Err()
+				return
+			}
+			resp, cause = handler(ctx, req)
+		}()
+
+		st, reason := toStatus(cause)
+		d := time.Since(start)
+		fields = append(fields, "code", st.Code().String(), "duration", d.String())
+		if obs != nil {
+			obs.Observe(action, st.Code().String(), reason, d)
+		}
+		switch {
+		case cause == nil:
+			log.Info("rpc", fields...)
+			return resp, nil
+		case st.Code() == codes.Internal:
+			// The detail (wrapped cause) goes to the log only.
+			log.Error("rpc", append(fields, "reason", string(reason), "error", errorDetail(cause))...)
+		default:
+			log.Info("rpc", append(fields, "reason", string(reason), "error", st.Message())...)
+		}
+		return nil, st.Err()
+	}
+}
+
+// errorDetail is the full error chain for logs. davfs promises its causes hold
+// no file content.
+func errorDetail(err error) string {
+	var de *davfs.Error
+	if errors.As(err, &de) && de.Err != nil {
+		return de.Message + ": " + de.Err.Error()
+	}
+	return err.Error()
+}
+
+// requestFields names the workspace and paths of a request for the log line
+// (never its content).
+func requestFields(req any) []any {
+	var f []any
+	if r, ok := req.(interface {
+		GetWorkspace() *workspacev1.WorkspaceRef
+	}); ok && r.GetWorkspace() != nil {
+		f = append(f, "scope", r.GetWorkspace().GetScope().String(), "project", r.GetWorkspace().GetProjectName())
+	}
+	switch r := req.(type) {
+	case *workspacev1.CreateProjectRequest:
+		f = append(f, "project", r.GetName())
+	case *workspacev1.DeleteProjectRequest:
+		f = append(f, "project", r.GetName())
+	case *workspacev1.CreateEntryRequest:
+		p := r.GetName()
+		if r.GetParentPath() != "" {
+			p = r.GetParentPath() + "/" + p
+		}
+		f = append(f, "path", p)
+	case *workspacev1.MoveEntryRequest:
+		f = append(f, "path", r.GetSourcePath(), "destination_path", r.GetDestinationPath())
+	case interface{ GetPath() string }:
+		f = append(f, "path", r.GetPath())
+	}
+	return f
+}
+
+func first(md metadata.MD, key string) string {
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// validID accepts a caller's request ID only if it is short and plain, so it
+// cannot forge log structure.
+func validID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

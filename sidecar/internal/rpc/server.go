@@ -1,0 +1,166 @@
+// Package rpc implements the sidecar's gRPC WorkspaceService over davfs:
+// WorkspaceRef checks, the davfs error -> gRPC status mapping (with
+// google.rpc.ErrorInfo), and the interceptors that carry the request ID,
+// operator and deadline into every log line.
+package rpc
+
+import (
+	"context"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/davfs"
+)
+
+// FS is the part of *davfs.FS the service uses (a seam for tests).
+type FS interface {
+	ListProjects(ctx context.Context, pageSize int, cursor string) (davfs.ProjectPage, error)
+	CreateProject(ctx context.Context, name string) (davfs.Project, error)
+	DeleteProject(ctx context.Context, name, confirmName string) error
+	ListEntries(ctx context.Context, ws davfs.Workspace, dir string, pageSize int, cursor string) (davfs.Page, error)
+	ReadFile(ctx context.Context, ws davfs.Workspace, path string) (davfs.File, error)
+	CreateEntry(ctx context.Context, ws davfs.Workspace, parent, name string, typ davfs.EntryType) (davfs.Entry, error)
+	UpdateFile(ctx context.Context, ws davfs.Workspace, path string, content []byte, expectedRevision string) (davfs.Entry, error)
+	MoveEntry(ctx context.Context, ws davfs.Workspace, src, dst, expectedRevision string) (davfs.Entry, error)
+	DeleteEntry(ctx context.Context, ws davfs.Workspace, path, expectedRevision string, recursive bool) error
+}
+
+var _ FS = (*davfs.FS)(nil)
+
+// Service is the WorkspaceService. Errors it returns are davfs errors; the
+// interceptor from Interceptor turns them into statuses.
+type Service struct {
+	workspacev1.UnimplementedWorkspaceServiceServer
+	fs FS
+}
+
+// NewService returns the service over fs.
+func NewService(fs FS) *Service { return &Service{fs: fs} }
+
+func (s *Service) ListProjects(ctx context.Context, req *workspacev1.ListProjectsRequest) (*workspacev1.ListProjectsResponse, error) {
+	n, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.fs.ListProjects(ctx, n, req.GetCursor())
+	if err != nil {
+		return nil, err
+	}
+	out := &workspacev1.ListProjectsResponse{NextCursor: page.NextCursor,
+		Projects: make([]*workspacev1.Project, 0, len(page.Projects))}
+	for _, p := range page.Projects {
+		out.Projects = append(out.Projects, toProject(p))
+	}
+	return out, nil
+}
+
+func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateProjectRequest) (*workspacev1.Project, error) {
+	p, err := s.fs.CreateProject(ctx, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return toProject(p), nil
+}
+
+func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
+	if err := s.fs.DeleteProject(ctx, req.GetName(), req.GetConfirmName()); err != nil {
+		return nil, err
+	}
+	return &workspacev1.DeleteProjectResponse{}, nil
+}
+
+func (s *Service) ListEntries(ctx context.Context, req *workspacev1.ListEntriesRequest) (*workspacev1.ListEntriesResponse, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	n, err := pageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.fs.ListEntries(ctx, ws, req.GetPath(), n, req.GetCursor())
+	if err != nil {
+		return nil, err
+	}
+	out := &workspacev1.ListEntriesResponse{NextCursor: page.NextCursor, DirectoryRevision: page.DirectoryRevision,
+		Entries: make([]*workspacev1.Entry, 0, len(page.Entries))}
+	for _, e := range page.Entries {
+		out.Entries = append(out.Entries, toEntry(e))
+	}
+	return out, nil
+}
+
+func (s *Service) GetFile(ctx context.Context, req *workspacev1.GetFileRequest) (*workspacev1.GetFileResponse, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.fs.ReadFile(ctx, ws, req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	out := &workspacev1.GetFileResponse{Entry: toEntry(f.Entry)}
+	if f.Entry.Editable {
+		out.Content = string(f.Content)
+	}
+	return out, nil
+}
+
+func (s *Service) CreateEntry(ctx context.Context, req *workspacev1.CreateEntryRequest) (*workspacev1.Entry, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	typ, err := entryType(req.GetType())
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.fs.CreateEntry(ctx, ws, req.GetParentPath(), req.GetName(), typ)
+	if err != nil {
+		return nil, err
+	}
+	return toEntry(e), nil
+}
+
+func (s *Service) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileRequest) (*workspacev1.Entry, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetExpectedRevision() == "" {
+		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
+	}
+	e, err := s.fs.UpdateFile(ctx, ws, req.GetPath(), []byte(req.GetContent()), req.GetExpectedRevision())
+	if err != nil {
+		return nil, err
+	}
+	return toEntry(e), nil
+}
+
+func (s *Service) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryRequest) (*workspacev1.Entry, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetExpectedRevision() == "" {
+		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
+	}
+	e, err := s.fs.MoveEntry(ctx, ws, req.GetSourcePath(), req.GetDestinationPath(), req.GetExpectedRevision())
+	if err != nil {
+		return nil, err
+	}
+	return toEntry(e), nil
+}
+
+func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryRequest) (*workspacev1.DeleteEntryResponse, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetExpectedRevision() == "" {
+		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
+	}
+	if err := s.fs.DeleteEntry(ctx, ws, req.GetPath(), req.GetExpectedRevision(), req.GetRecursive()); err != nil {
+		return nil, err
+	}
+	return &workspacev1.DeleteEntryResponse{}, nil
+}

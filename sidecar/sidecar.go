@@ -1,0 +1,293 @@
+// Package sidecar is the agent-sidecar: one process beside an agent pod that
+// serves the agent's volumes through davfs on three loopback-or-cluster
+// listeners: the gRPC WorkspaceService (rpcServer), WebDAV (davServer) and
+// /metrics, /healthz, /readyz (metricsServer).
+//
+// It never initialises, cleans or rewrites existing content at start: davfs
+// only ensures $CODEX_HOME/skills exists and sweeps its own temp files.
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/gitinit"
+	"github.com/agentworkspace/files/sidecar/internal/metrics"
+	"github.com/agentworkspace/files/sidecar/internal/rpc"
+)
+
+// DefaultShutdownTimeout bounds how long Run drains in-flight requests after
+// its context ends (below Kubernetes' default 30 s grace period).
+const DefaultShutdownTimeout = 25 * time.Second
+
+// Deps are what New needs besides the Config. Zero values take defaults.
+type Deps struct {
+	// Logger is the root logger. Nil: an hclog logger built from cfg.Log
+	// writing to Stderr.
+	Logger hclog.Logger
+	// Stderr is where the default logger writes. Nil: os.Stderr.
+	Stderr io.Writer
+	// Registry receives every metric and is served on /metrics. Nil: a new
+	// registry with the Go and process collectors.
+	Registry *prometheus.Registry
+	// Initializer overrides the git init of CreateProject (tests).
+	Initializer davfs.ProjectInitializer
+	// ShutdownTimeout bounds the drain after the context ends. 0: DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Now is the clock. Nil: time.Now.
+	Now func() time.Time
+}
+
+// Sidecar is a configured, not yet listening sidecar.
+type Sidecar struct {
+	cfg      Config
+	deps     Deps
+	log      hclog.Logger
+	fs       *davfs.FS
+	metrics  *metrics.Metrics
+	registry *prometheus.Registry
+	grpc     *grpc.Server
+	health   *health.Server
+	dav      http.Handler
+	ready    atomic.Bool
+}
+
+// NewLogger builds the hclog logger cfg.Log describes.
+func NewLogger(cfg LogConfig, w io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "agent-sidecar",
+		Level:      hclog.LevelFromString(strings.ToLower(cfg.Level)),
+		JSONFormat: cfg.Format != "text",
+		Output:     w,
+		TimeFormat: time.RFC3339Nano,
+	})
+}
+
+// New validates cfg, opens the volumes through davfs and builds the servers.
+// It binds no listener; Run does.
+func New(cfg Config, deps Deps) (*Sidecar, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Stderr == nil {
+		deps.Stderr = os.Stderr
+	}
+	if deps.Logger == nil {
+		deps.Logger = NewLogger(cfg.Log, deps.Stderr)
+	}
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+		deps.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if deps.ShutdownTimeout <= 0 {
+		deps.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	s := &Sidecar{cfg: cfg, deps: deps, log: deps.Logger, registry: deps.Registry}
+
+	m, err := metrics.New(deps.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	s.metrics = m
+
+	init := deps.Initializer
+	if init == nil {
+		init = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit"), OnFailure: m.GitInitFailed})
+	} else {
+		// Count failures of an injected initializer too.
+		inner := init
+		init = func(ctx context.Context, dir string) error {
+			err := inner(ctx, dir)
+			if err != nil {
+				m.GitInitFailed()
+			}
+			return err
+		}
+	}
+	p := cfg.Services.Project
+	fs, err := davfs.Open(davfs.Config{
+		ProjectsRoot:        p.ProjectsRootDir,
+		CodexHome:           p.CodexHomeDir,
+		MaxEditableFileSize: p.MaxEditableFileSize,
+		MaxUploadSize:       p.MaxUploadSize,
+		MaxPageSize:         p.MaxPageSize,
+		MaxPathLength:       p.MaxPathLength,
+		MaxPathDepth:        p.MaxPathDepth,
+		DeniedNames:         append([]string(nil), p.DeniedDirectories...),
+		Initializer:         init,
+		Logger:              s.log.Named("davfs"),
+		Now:                 deps.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open volumes: %w", err)
+	}
+	s.fs = fs
+
+	// gRPC messages carry whole editable files; leave room for the envelope.
+	maxMsg := int(p.MaxEditableFileSize) + 1<<20
+	if maxMsg < 4<<20 {
+		maxMsg = 4 << 20
+	}
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), m)),
+		grpc.MaxRecvMsgSize(maxMsg),
+		grpc.MaxSendMsgSize(maxMsg),
+	)
+	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+
+	s.dav = newDAVHandler(fs, s.log.Named("dav"), deps.Registry, p.MaxUploadSize)
+	return s, nil
+}
+
+// FS returns the davfs the sidecar serves (tests).
+func (s *Sidecar) FS() *davfs.FS { return s.fs }
+
+// Run binds the three listeners, logs one "listening" line for each (fields
+// server=rpc|dav|metrics and address=host:port), serves until ctx ends, then
+// drains in-flight gRPC calls (GracefulStop) and HTTP requests (Shutdown)
+// for at most the shutdown timeout before cutting them off, and closes the
+// volumes. An interrupted write commits nothing (davfs writes atomically).
+func (s *Sidecar) Run(ctx context.Context) error {
+	defer s.fs.Close()
+	var lns []net.Listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
+	for _, a := range []struct{ server, addr string }{
+		{"rpc", s.cfg.RPCServer.Address},
+		{"dav", s.cfg.DavServer.Address},
+		{"metrics", s.cfg.MetricsServer.Address},
+	} {
+		l, err := net.Listen("tcp", a.addr)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("%sServer.address: listen: %w", a.server, err)
+		}
+		lns = append(lns, l)
+		s.log.Info("listening", "server", a.server, "address", l.Addr().String())
+	}
+	rpcLn, davLn, metricsLn := lns[0], lns[1], lns[2]
+
+	davSrv := &http.Server{
+		Handler:           s.dav,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          s.log.Named("dav").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	metricsSrv := &http.Server{
+		Handler:           s.metricsMux(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          s.log.Named("metrics").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+
+	errc := make(chan error, 3)
+	var wg sync.WaitGroup
+	serve := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, grpc.ErrServerStopped) {
+				errc <- fmt.Errorf("%s server: %w", name, err)
+			}
+		}()
+	}
+	serve("rpc", func() error { return s.grpc.Serve(rpcLn) })
+	serve("dav", func() error { return davSrv.Serve(davLn) })
+	serve("metrics", func() error { return metricsSrv.Serve(metricsLn) })
+
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	s.ready.Store(true)
+	s.log.Info("ready")
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down", "cause", context.Cause(ctx).Error(), "timeout", s.deps.ShutdownTimeout.String())
+	case runErr = <-errc:
+		s.log.Error("server failed, shutting down", "error", runErr)
+	}
+	s.ready.Store(false)
+	s.health.Shutdown()
+
+	sctx, cancel := context.WithTimeout(context.Background(), s.deps.ShutdownTimeout)
+	defer cancel()
+	var dwg sync.WaitGroup
+	dwg.Add(2)
+	go func() {
+		defer dwg.Done()
+		done := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-sctx.Done():
+			s.log.Warn("gRPC drain timed out; cancelling in-flight calls")
+			s.grpc.Stop()
+		}
+	}()
+	go func() {
+		defer dwg.Done()
+		if err := davSrv.Shutdown(sctx); err != nil {
+			s.log.Warn("WebDAV drain timed out; closing connections", "error", err)
+			davSrv.Close()
+		}
+	}()
+	dwg.Wait()
+	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer mcancel()
+	if err := metricsSrv.Shutdown(mctx); err != nil {
+		metricsSrv.Close()
+	}
+	wg.Wait()
+	s.log.Info("stopped")
+	return runErr
+}
+
+func (s *Sidecar) metricsMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
+		ErrorLog: s.log.Named("metrics").StandardLogger(nil),
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !s.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "not ready\n")
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	return mux
+}
