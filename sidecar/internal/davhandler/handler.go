@@ -1,13 +1,36 @@
 // Package davhandler serves the sidecar's WebDAV view of one agent's volumes.
 //
-// It is a thin handler around golang.org/x/net/webdav: the lock system is
-// webdav.NewMemLS and PROPPATCH goes to webdav.Handler over davfs's
-// webdav.FileSystem, while the methods where plain x/net/webdav is unsafe or
-// wrong are answered here directly over the davfs API.
+// It is a thin handler in the style of golang.org/x/net/webdav, answering
+// every method directly over the davfs API, because plain x/net/webdav is
+// unsafe or wrong exactly where this product needs it to be right:
+//
+//   - GET/HEAD/PROPFIND carry ETag == davfs revision; If-Match and
+//     If-None-Match are honoured on PUT, DELETE, MOVE and COPY (412), and the
+//     expectation is handed to davfs so it is checked again at commit time.
+//   - PUT streams into davfs.WriteStream: atomic, bounded by MaxUploadSize
+//     (413 up front from Content-Length and while streaming), aborted uploads
+//     never commit, Content-Range is refused (400), chunked bodies work.
+//   - davfs errors map to 403/404/409/412/413/423/507 (errors.go), never to
+//     x/net/webdav's 404/405 defaults.
+//   - PROPFIND streams Depth 0/1 multistatus XML straight from davfs.ReadDir;
+//     Depth infinity is refused (403 propfind-finite-depth).
+//   - The If: header is evaluated in full (lock tokens AND entity tags, Not),
+//     which x/net/webdav's memLS does not do; locks (exclusive and shared)
+//     live in memory, expire, and are capped by MaxLockTimeout.
+//   - MOVE/COPY stay inside one workspace; the /projects/ level is read-only.
+//
+// What it does not do: dead properties set by PROPPATCH live in memory only
+// (lost on restart, bounded in number); locks are not persisted and do not
+// bind the gRPC surface (revisions protect that side).
 package davhandler
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"io"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,7 +43,8 @@ import (
 type Options struct {
 	// Logger receives one line per request (never content). Nil: a null logger.
 	Logger hclog.Logger
-	// Registerer receives the handler's metrics. Nil: metrics are not registered.
+	// Registerer receives the handler's metrics. Nil: metrics are kept but
+	// not registered anywhere.
 	Registerer prometheus.Registerer
 	// MaxUploadSize bounds a PUT body (413 above it). 0: 100 MiB.
 	MaxUploadSize int64
@@ -28,18 +52,132 @@ type Options struct {
 	MaxLockTimeout time.Duration
 	// Now is the clock for locks. Nil: time.Now.
 	Now func() time.Time
+	// MaxPageSize is the page size used to list /projects/. 0: 500.
+	MaxPageSize int
 }
+
+const (
+	defaultMaxUploadSize  = 100 << 20
+	defaultMaxLockTimeout = time.Hour
+)
 
 // New returns the WebDAV handler over fs.
 func New(fs *davfs.FS, opts Options) http.Handler {
-	return &handler{fs: fs, opts: opts}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.MaxUploadSize <= 0 {
+		opts.MaxUploadSize = defaultMaxUploadSize
+	}
+	if opts.MaxLockTimeout <= 0 {
+		opts.MaxLockTimeout = defaultMaxLockTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxPageSize <= 0 {
+		opts.MaxPageSize = 500
+	}
+	return &handler{
+		fs:      fs,
+		opts:    opts,
+		log:     opts.Logger,
+		metrics: newMetrics(opts.Registerer),
+		locks:   newLockManager(opts.Now),
+		props:   newDeadProps(),
+		bufs:    sync.Pool{New: func() any { return newPropWriter() }},
+	}
 }
 
 type handler struct {
-	fs   *davfs.FS
-	opts Options
+	fs      *davfs.FS
+	opts    Options
+	log     hclog.Logger
+	metrics *metrics
+	locks   *lockManager
+	props   *deadProps
+	bufs    sync.Pool
+}
+
+// statusWriter records the status for logs and metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(p)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps sendfile working for GET through http.ServeContent.
+func (s *statusWriter) ReadFrom(src io.Reader) (int64, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	if rf, ok := s.ResponseWriter.(io.ReaderFrom); ok {
+		n, err := rf.ReadFrom(src)
+		s.bytes += n
+		return n, err
+	}
+	n, err := io.Copy(struct{ io.Writer }{s.ResponseWriter}, src)
+	s.bytes += n
+	return n, err
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
+	start := time.Now()
+	rid := r.Header.Get("X-Request-ID")
+	if rid == "" || len(rid) > 128 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		rid = hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-ID", rid)
+	sw := &statusWriter{ResponseWriter: w}
+	req := &request{h: h, w: sw, r: r, rid: rid}
+	req.serve()
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	d := time.Since(start)
+	h.metrics.observe(r.Method, sw.status, d)
+	level := hclog.Debug
+	if sw.status >= 500 {
+		level = hclog.Error
+	} else if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != "PROPFIND" && r.Method != http.MethodOptions {
+		level = hclog.Info
+	}
+	args := []any{
+		"method", r.Method, "path", r.URL.Path, "status", sw.status,
+		"duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64),
+		"request_id", rid, "operator", r.Header.Get("X-Operator"),
+	}
+	if req.reason != "" {
+		args = append(args, "reason", string(req.reason))
+	}
+	if req.detail != nil {
+		args = append(args, "error", req.detail.Error())
+	}
+	h.log.Log(level, "webdav request", args...)
 }

@@ -1,0 +1,147 @@
+package davhandler
+
+import (
+	"net/http"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// resource is the current state of a target.
+type resource struct {
+	exists bool
+	dir    bool
+	entry  davfs.Entry
+}
+
+// stat returns the state of t; a missing target is not an error.
+func (q *request) stat(t target) (resource, error) {
+	switch t.kind {
+	case kindRoot, kindProjects:
+		return resource{exists: true, dir: true}, nil
+	case kindNone:
+		return resource{}, nil
+	}
+	e, err := q.h.fs.Stat(q.ctx(), t.ws, t.rel)
+	if err != nil {
+		if c := davfs.CodeOf(err); c == davfs.CodeNotFound {
+			return resource{}, nil
+		}
+		return resource{}, err
+	}
+	return resource{exists: true, dir: e.Type == davfs.TypeDirectory, entry: e}, nil
+}
+
+// preconditions evaluates If-Match, If-None-Match and If: for a modifying
+// request on t (whose current state is cur), and the locks on reqs. It
+// answers the request itself (412, 423, 400) and returns ok=false when the
+// request must stop; otherwise pre is what davfs must re-check at commit.
+func (q *request) preconditions(t target, cur resource, reqs []lockReq) (pre davfs.Precondition, ok bool) {
+	hdr := q.r.Header
+	if v := hdr.Get("If-Match"); v != "" {
+		if !cur.exists {
+			q.status(http.StatusPreconditionFailed, "If-Match: the resource does not exist")
+			return pre, false
+		}
+		matched := false
+		for _, tag := range splitETags(v) {
+			if tag == "*" {
+				matched = true
+				break
+			}
+			if val, weak := etagValue(tag); !weak && val == cur.entry.Revision && val != "" {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			q.reason = davfs.ReasonRevisionMismatch
+			q.status(http.StatusPreconditionFailed, "If-Match: the resource has changed")
+			return pre, false
+		}
+		pre.IfMatch = cur.entry.Revision
+	}
+	if v := hdr.Get("If-None-Match"); v != "" {
+		for _, tag := range splitETags(v) {
+			val, _ := etagValue(tag)
+			if cur.exists && (tag == "*" || (val != "" && val == cur.entry.Revision)) {
+				q.status(http.StatusPreconditionFailed, "If-None-Match: the resource exists")
+				return pre, false
+			}
+			if tag == "*" {
+				pre.IfNoneMatch = true
+			}
+		}
+	}
+	var submitted map[string]bool
+	if v := hdr.Get("If"); v != "" {
+		lists, err := parseIf(v)
+		if err != nil {
+			q.status(http.StatusBadRequest, "malformed If header")
+			return pre, false
+		}
+		if !q.evalIf(t, cur, lists) {
+			q.status(http.StatusPreconditionFailed, "If: no condition list matched")
+			return pre, false
+		}
+		submitted = ifTokens(lists)
+	}
+	if !q.h.locks.permits(reqs, submitted) {
+		q.davError(http.StatusLocked, "lock-token-submitted")
+		return pre, false
+	}
+	// An If: list that matched an entity tag of the target pins the revision
+	// for the commit too, unless If-Match already did.
+	return pre, true
+}
+
+// evalIf reports whether any list of an If: header is true.
+func (q *request) evalIf(t target, cur resource, lists []ifList) bool {
+	etags := map[string]string{} // URL path -> current revision ("" = missing)
+	etagOf := func(name string) string {
+		if name == t.href {
+			if cur.exists {
+				return cur.entry.Revision
+			}
+			return ""
+		}
+		if v, ok := etags[name]; ok {
+			return v
+		}
+		rt := resolve(name)
+		rs, err := q.stat(rt)
+		v := ""
+		if err == nil && rs.exists {
+			v = rs.entry.Revision
+		}
+		etags[name] = v
+		return v
+	}
+	for _, l := range lists {
+		name := t.href
+		if l.resource != "" {
+			name = resolve(q.local(l.resource)).href
+		}
+		ok := true
+		for _, c := range l.conds {
+			var v bool
+			if c.token != "" {
+				v = q.h.locks.valid(c.token, name)
+			} else {
+				want, _ := etagValue(c.etag)
+				got := etagOf(name)
+				v = got != "" && want == got
+			}
+			if c.not {
+				v = !v
+			}
+			if !v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

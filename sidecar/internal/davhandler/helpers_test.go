@@ -1,0 +1,198 @@
+package davhandler
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakeClock is a settable clock for lock expiry.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is a handler on a real 127.0.0.1:0 listener over a davfs FS in a
+// temp dir, with one project "demo".
+type env struct {
+	t        *testing.T
+	url      string
+	fs       *davfs.FS
+	projects string // host path of the projects root
+	codex    string // host path of CODEX_HOME
+	logs     *syncBuffer
+	reg      *prometheus.Registry
+	clock    *fakeClock
+	client   *http.Client
+}
+
+func newEnv(t *testing.T, mod func(*Options)) *env {
+	t.Helper()
+	root := t.TempDir()
+	e := &env{t: t, projects: filepath.Join(root, "projects"), codex: filepath.Join(root, "codex"),
+		logs: &syncBuffer{}, reg: prometheus.NewRegistry(),
+		clock: &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	for _, d := range []string{e.projects, e.codex, filepath.Join(e.projects, "demo"), filepath.Join(e.projects, "other")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := davfs.Open(davfs.Config{ProjectsRoot: e.projects, CodexHome: e.codex, DeniedNames: davfs.DefaultDeniedNames()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	e.fs = fs
+	opts := Options{
+		Logger:     hclog.New(&hclog.LoggerOptions{Output: e.logs, JSONFormat: true, Level: hclog.Debug}),
+		Registerer: e.reg,
+		Now:        e.clock.Now,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	srv := httptest.NewUnstartedServer(New(fs, opts))
+	srv.Start() // httptest listens on 127.0.0.1:0
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
+	e.client = &http.Client{Timeout: 30 * time.Second}
+	return e
+}
+
+// do sends one request and returns the response with its body read.
+func (e *env) do(method, path string, hdr map[string]string, body io.Reader) (*http.Response, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if s, ok := body.(*strings.Reader); ok {
+		req.ContentLength = int64(s.Len())
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	return resp, string(b)
+}
+
+// want checks a status code.
+func (e *env) want(method, path string, hdr map[string]string, body string, code int) (*http.Response, string) {
+	e.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	resp, b := e.do(method, path, hdr, r)
+	if resp.StatusCode != code {
+		e.t.Fatalf("%s %s %v: status %d, want %d; body %q", method, path, hdr, resp.StatusCode, code, b)
+	}
+	return resp, b
+}
+
+// put writes a file over WebDAV and returns its ETag.
+func (e *env) put(path, content string) string {
+	e.t.Helper()
+	resp, b := e.do("PUT", path, nil, strings.NewReader(content))
+	if resp.StatusCode != 201 && resp.StatusCode != 204 {
+		e.t.Fatalf("PUT %s: %d %q", path, resp.StatusCode, b)
+	}
+	return resp.Header.Get("ETag")
+}
+
+// hostFile reads a file of project demo on the host.
+func (e *env) hostFile(rel string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(e.projects, "demo", filepath.FromSlash(rel)))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// multistatus is the subset of a 207 body the tests look at.
+type multistatus struct {
+	Responses []struct {
+		Href      string `xml:"href"`
+		Propstats []struct {
+			Status string `xml:"status"`
+			Prop   struct {
+				ETag         string `xml:"getetag"`
+				Length       string `xml:"getcontentlength"`
+				LastModified string `xml:"getlastmodified"`
+				ContentType  string `xml:"getcontenttype"`
+				DisplayName  string `xml:"displayname"`
+				ResourceType struct {
+					Collection *struct{} `xml:"collection"`
+				} `xml:"resourcetype"`
+				SupportedLock *struct{} `xml:"supportedlock"`
+				LockDiscovery *struct {
+					Active []struct {
+						Token string `xml:"locktoken>href"`
+					} `xml:"activelock"`
+				} `xml:"lockdiscovery"`
+			} `xml:"prop"`
+		} `xml:"propstat"`
+	} `xml:"response"`
+}
+
+func parseMS(t *testing.T, body string) multistatus {
+	t.Helper()
+	var ms multistatus
+	d := xml.NewDecoder(strings.NewReader(body))
+	d.Strict = true
+	if err := d.Decode(&ms); err != nil {
+		t.Fatalf("multistatus is not well-formed XML: %v\n%s", err, body)
+	}
+	return ms
+}
