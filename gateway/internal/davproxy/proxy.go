@@ -221,7 +221,8 @@ func (h *handler) rewriteIfHeader(v string, st *state) string {
 }
 
 // sidecarPathFor maps a client URL or path in this agent's tree to the
-// escaped sidecar path (with the endpoint's base path).
+// sidecar's absolute URL for it (only ever sent to the sidecar: a WebDAV
+// server matches If-header resource tags against its own host).
 func (h *handler) sidecarPathFor(s string, st *state) (string, bool) {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -231,7 +232,7 @@ func (h *handler) sidecarPathFor(s string, st *state) (string, bool) {
 	if err != nil || rt.kind != routeWorkspace || rt.agentID != st.route.agentID {
 		return "", false
 	}
-	return sidecarURL(st.target, rt.restEsc).EscapedPath(), true
+	return sidecarURL(st.target, rt.restEsc).String(), true
 }
 
 // proxyError answers when the sidecar could not be reached or failed before

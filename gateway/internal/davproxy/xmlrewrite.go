@@ -23,7 +23,8 @@ type hrefRewriter struct {
 	out     bytes.Buffer
 	inHref  bool
 	text    bytes.Buffer
-	raw     bool // decoding gave up: copy through
+	raw     bool   // decoding gave up: copy through, scrubbing hosts
+	carry   []byte // raw mode: tail that may hold the start of a host
 	err     error
 }
 
@@ -49,7 +50,8 @@ func (h *hrefRewriter) step() {
 	if h.raw {
 		buf := make([]byte, 32<<10)
 		n, err := h.src.Read(buf)
-		h.out.Write(buf[:n])
+		h.carry = append(h.carry, buf[:n]...)
+		h.carry = scrub(&h.out, h.carry, h.hosts, err != nil)
 		if err != nil {
 			h.err = err
 		}
@@ -60,10 +62,7 @@ func (h *hrefRewriter) step() {
 		rest := bytes.Clone(h.win.take(h.win.base + h.win.pending()))
 		if err != io.EOF {
 			h.raw = true
-			for _, host := range h.hosts {
-				rest = bytes.ReplaceAll(rest, []byte(host), []byte("sidecar"))
-			}
-			h.out.Write(rest)
+			h.carry = scrub(&h.out, rest, h.hosts, h.win.err != nil)
 			if h.win.err != nil {
 				h.err = h.win.err
 			}
@@ -143,4 +142,32 @@ func (w *window) take(off int64) []byte {
 	w.head += int(n)
 	w.base += n
 	return out
+}
+
+// scrub writes buf to out with every host replaced by "sidecar". Unless
+// final, it keeps back (and returns) a tail that could be the start of a
+// host split across reads.
+func scrub(out *bytes.Buffer, buf []byte, hosts []string, final bool) []byte {
+	longest := 0
+	for _, h := range hosts {
+		longest = max(longest, len(h))
+	}
+	safe := len(buf)
+	if !final && longest > 0 {
+		safe = max(0, len(buf)-(longest-1))
+	}
+	i := 0
+next:
+	for i < safe {
+		for _, h := range hosts {
+			if h != "" && bytes.HasPrefix(buf[i:], []byte(h)) {
+				out.WriteString("sidecar")
+				i += len(h)
+				continue next
+			}
+		}
+		out.WriteByte(buf[i])
+		i++
+	}
+	return bytes.Clone(buf[i:])
 }
