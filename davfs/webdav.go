@@ -18,10 +18,11 @@ import (
 // webdav.ContentTyper (by extension, never sniffed). OpenFile for writing
 // streams into a temp file and commits atomically on Close, checking the
 // expectation placed in ctx by WithPrecondition. Errors are *fs.PathError
-// wrapping fs.ErrNotExist, fs.ErrPermission or fs.ErrExist so
-// x/net/webdav answers 404/403/405; the davfs *Error stays reachable with
-// errors.As (or ErrorFromWebDAV) for the caller to refine the status (412,
-// 409, 413, 507).
+// with Err == fs.ErrNotExist, fs.ErrPermission or fs.ErrExist (so os.Is*
+// and x/net/webdav's 404/409 decisions work), or wrapping the davfs *Error
+// for every other class, reachable with errors.As, so the caller can refine
+// the status (412, 413, 507, 409); ErrorFromWebDAV covers both (see
+// webdav_errors.go).
 //
 // What it guarantees: every name is mapped to a Workspace and a relative
 // path and handed to the FS methods, which do all validation and

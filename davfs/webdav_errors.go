@@ -7,45 +7,57 @@ import (
 
 // Errors at the webdav.FileSystem boundary.
 //
-// x/net/webdav decides 404 (and 409 for PUT/MKCOL) with os.IsNotExist, which
-// unwraps one *fs.PathError and then compares its Err with fs.ErrNotExist by
-// ==. So a not-found error is returned as
+// x/net/webdav decides 404 (and 409 for PUT/MKCOL) with os.IsNotExist, and
+// os.IsNotExist/IsPermission/IsExist unwrap one *fs.PathError and then only
+// compare its Err with the fs sentinel by == (or ask a syscall.Errno). So
+// the three classes that have a sentinel are returned exactly as
 //
-//	&fs.PathError{Op: op, Path: webdavName, Err: fs.ErrNotExist}
+//	&fs.PathError{Op: op, Path: webdavName, Err: fs.ErrNotExist}   // NotFound
+//	&fs.PathError{Op: op, Path: webdavName, Err: fs.ErrPermission} // PermissionDenied
+//	&fs.PathError{Op: op, Path: webdavName, Err: fs.ErrExist}      // AlreadyExists
 //
-// exactly, and every other davfs error as
+// and every other davfs error as
 //
 //	&fs.PathError{Op: op, Path: webdavName, Err: *webdavError}
 //
-// where the webdavError matches fs.ErrPermission (PermissionDenied),
-// fs.ErrExist (AlreadyExists) or fs.ErrInvalid (InvalidArgument) with
-// errors.Is, and unwraps to the davfs *Error, so errors.As(err, &*Error)
-// recovers the code and reason (REVISION_MISMATCH → 412, TOO_LARGE → 413,
-// NO_SPACE → 507, ...). ErrorFromWebDAV does both: for a not-found error it
-// returns a NotFound *Error (the original reason, e.g. PROJECT_NOT_FOUND,
-// is not kept: every not-found is a 404 or, for a missing parent, a 409).
+// where the webdavError unwraps to the davfs *Error, so errors.As(err,
+// &*Error) recovers the code and reason: REVISION_MISMATCH (Aborted, 412),
+// TOO_LARGE and NO_SPACE (ResourceExhausted, 413/507), NOT_A_FILE,
+// NOT_A_DIRECTORY, DIRECTORY_NOT_EMPTY (FailedPrecondition, 409/405),
+// INVALID_PATH and friends (InvalidArgument, which also matches fs.ErrInvalid,
+// as does FailedPrecondition).
+//
+// ErrorFromWebDAV covers both: for a sentinel error it returns a fresh
+// *Error with the class's code and a generic reason (NOT_FOUND,
+// ALREADY_EXISTS, READ_ONLY for permission). The specific reason of those
+// three classes (PROJECT_NOT_FOUND, DENYLISTED, SYMLINK, OUTSIDE_GLOBAL,
+// PROTECTED, ...) cannot travel through os.Is*-compatible errors; the status
+// it decides (404, 403, 405/409) does not depend on it.
 //
 // The Path is the WebDAV name (never a host path); the message is the safe
 // davfs message.
 
 // webdavError carries a davfs *Error through an *fs.PathError.
 type webdavError struct {
-	kind error // fs.ErrPermission, fs.ErrExist, fs.ErrInvalid or nil
+	kind error // fs.ErrInvalid or nil
 	err  *Error
 }
 
 func (e *webdavError) Error() string { return e.err.Message }
 
-// Is makes errors.Is(err, fs.ErrPermission) (and ErrExist, ErrInvalid) hold.
+// Is makes errors.Is(err, fs.ErrInvalid) hold for invalid arguments and
+// failed preconditions.
 func (e *webdavError) Is(target error) bool { return e.kind != nil && target == e.kind }
 
 func (e *webdavError) Unwrap() error { return e.err }
 
 // ErrorFromWebDAV recovers the davfs *Error from an error returned by the
 // webdav.FileSystem of WebDAV (or by a webdav.File it opened), including the
-// error x/net/webdav hands its Logger. It reports false for nil and for
-// errors that did not come from davfs (for example a failed request body
-// read, or a webdav lock error).
+// error x/net/webdav hands its Logger: the original for every class but
+// NotFound, PermissionDenied and AlreadyExists, which come back with their
+// code and a generic reason (see above). It reports false for nil and for
+// errors that did not come from davfs (a failed request body read, a webdav
+// lock error, a context error).
 func ErrorFromWebDAV(err error) (*Error, bool) {
 	if err == nil {
 		return nil, false
@@ -55,8 +67,16 @@ func ErrorFromWebDAV(err error) (*Error, bool) {
 		return e, true
 	}
 	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Err == fs.ErrNotExist {
+	if !errors.As(err, &pe) {
+		return nil, false
+	}
+	switch pe.Err {
+	case fs.ErrNotExist:
 		return errNotFound(), true
+	case fs.ErrPermission:
+		return &Error{Code: CodePermissionDenied, Reason: ReasonReadOnly, Message: "permission denied"}, true
+	case fs.ErrExist:
+		return &Error{Code: CodeAlreadyExists, Reason: ReasonAlreadyExists, Message: "already exists"}, true
 	}
 	return nil, false
 }
@@ -79,10 +99,10 @@ func wrapErr(op, name string, err error) error {
 	case CodeNotFound:
 		return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 	case CodePermissionDenied:
-		kind = fs.ErrPermission
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrPermission}
 	case CodeAlreadyExists:
-		kind = fs.ErrExist
-	case CodeInvalidArgument:
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
+	case CodeInvalidArgument, CodeFailedPrecondition:
 		kind = fs.ErrInvalid
 	}
 	return &fs.PathError{Op: op, Path: name, Err: &webdavError{kind: kind, err: e}}
