@@ -1,6 +1,7 @@
 // The lazily expanded tree of one workspace: one listing per directory that
 // has been opened, keyed by its path; flattened into visible rows for
 // rendering and keyboard navigation.
+import type { ApiError } from '../api/errors';
 import type { Entry, WorkspaceRef } from '../api/types';
 import { emptyListing, hasMore, type Listing } from './paging';
 
@@ -16,6 +17,8 @@ export interface TreeState {
   dirs: Map<string, DirState>;
   /** Row key that holds the roving tabindex. */
   focusKey: string;
+  /** Why the root listing failed (kept to tell "unavailable" from other errors). */
+  rootError: ApiError | null;
 }
 
 export function workspaceKey(ws: WorkspaceRef): string {
@@ -25,7 +28,7 @@ export function workspaceKey(ws: WorkspaceRef): string {
 export function newTree(workspace: WorkspaceRef): TreeState {
   const dirs = new Map<string, DirState>();
   dirs.set('', { listing: emptyListing(), expanded: true, loading: false, error: null });
-  return { workspace, dirs, focusKey: '' };
+  return { workspace, dirs, focusKey: '', rootError: null };
 }
 
 export function dirState(t: TreeState, path: string): DirState {

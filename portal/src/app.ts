@@ -1,0 +1,1234 @@
+// The Agents page: session gate, agent selector, Projects/Global tabs, the
+// lazily expanded tree and the editor. State lives in plain objects; the pure
+// rules (paging, dirty tracking, conflicts, names, agent scoping) are in
+// state/ and unit tested; this file wires them to the DOM with lit-html.
+import { html, nothing, render, type TemplateResult } from 'lit-html';
+import { createApi, type Api } from './api/client';
+import { ApiError, asApiError, describeError, isConflict, isUnauthenticated, isUnavailable } from './api/errors';
+import { currentSession, login, logout, type SessionInfo } from './api/session';
+import type { Agent, Entry, EntryType, Project, WorkspaceRef } from './api/types';
+import * as ed from './state/editorState';
+import { formatSize, formatTime, reasonText } from './state/format';
+import { LANGUAGE_LABEL, languageForPath } from './state/language';
+import { baseName, entryNameProblem, isWithin, joinPath, normaliseFolderPath, parentOf, projectNameProblem } from './state/names';
+import { emptyListing, hasMore, loadFirst, loadMore, type Listing, type Page } from './state/paging';
+import { isStale, ScopeManager, type AgentScope } from './state/scope';
+import { dirState, isDir, knownDirectories, newTree, visibleRows, workspaceKey, type Row, type TreeState } from './state/tree';
+import { CodeEditor } from './ui/editor';
+import { confirmDialog, conflictDialog, copyText, promptDialog } from './ui/dialogs';
+import { closeMenu, openMenu, type MenuItem } from './ui/menu';
+
+type Tab = 'projects' | 'global';
+
+/** Everything loaded for one agent selection; never shared with another. */
+interface AgentState {
+  tab: Tab;
+  projects: Listing<Project>;
+  projectsLoading: boolean;
+  projectsError: ApiError | null;
+  selectedProject: string | null;
+  trees: Map<string, TreeState>;
+  file: ed.OpenFile | null;
+  fileLoading: string | null;
+  fileError: { path: string; ws: WorkspaceRef; error: ApiError } | null;
+  /** Serial of the latest file open request: older responses are dropped. */
+  fileRequest: number;
+}
+
+type Screen =
+  | { kind: 'loading' }
+  | { kind: 'login'; message: string; busy: boolean }
+  | { kind: 'no-access'; operator: string }
+  | { kind: 'error'; message: string }
+  | { kind: 'app' };
+
+interface Notice {
+  kind: 'error' | 'info';
+  text: string;
+  id: number;
+}
+
+const GLOBAL: WorkspaceRef = { scope: 'GLOBAL' };
+const project = (name: string): WorkspaceRef => ({ scope: 'PROJECT', project_name: name });
+
+function freshAgentState(): AgentState {
+  return {
+    tab: 'projects',
+    projects: emptyListing(),
+    projectsLoading: false,
+    projectsError: null,
+    selectedProject: null,
+    trees: new Map(),
+    file: null,
+    fileLoading: null,
+    fileError: null,
+    fileRequest: 0,
+  };
+}
+
+/** The agent selected first: the default one if it manages projects, else the first that does (PRD §11.2). */
+export function initialAgent(agents: Agent[]): Agent | undefined {
+  return (
+    agents.find((a) => a.is_default && a.project_management_enabled) ??
+    agents.find((a) => a.project_management_enabled) ??
+    agents.find((a) => a.is_default) ??
+    agents[0]
+  );
+}
+
+export class App {
+  readonly #root: HTMLElement;
+  #screen: Screen = { kind: 'loading' };
+  #session: SessionInfo | null = null;
+  #agents: Agent[] = [];
+  #agentsError: ApiError | null = null;
+  readonly #scopes = new ScopeManager<AgentState>(freshAgentState);
+  #notice: Notice | null = null;
+  #noticeSerial = 0;
+  readonly #api: Api;
+  readonly #editor: CodeEditor;
+  #scheduled = false;
+  #focusAfterRender: string | null = null;
+
+  constructor(root: HTMLElement) {
+    this.#root = root;
+    this.#api = createApi({ csrf: () => this.#session?.csrf_token ?? '' });
+    this.#editor = new CodeEditor(
+      (text) => this.#onEdit(text),
+      () => void this.save(),
+    );
+    window.addEventListener('beforeunload', (e) => {
+      if (ed.isDirty(this.#scope?.state.file)) {
+        e.preventDefault();
+        e.returnValue = '';
+      }
+    });
+    window.addEventListener('keydown', (e) => {
+      if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 's' && this.#scope?.state.file) {
+        e.preventDefault();
+        void this.save();
+      }
+    });
+  }
+
+  get #scope(): AgentScope<AgentState> | null {
+    return this.#scopes.current;
+  }
+
+  // ---- lifecycle -------------------------------------------------------
+
+  async start(): Promise<void> {
+    this.#screen = { kind: 'loading' };
+    this.update();
+    try {
+      const s = await currentSession();
+      await this.#enter(s);
+    } catch (err) {
+      this.#screen = { kind: 'error', message: describeError(err) };
+      this.update();
+    }
+  }
+
+  async #enter(s: Awaited<ReturnType<typeof currentSession>>, loginMessage = ''): Promise<void> {
+    if (s.kind === 'signed-out') {
+      this.#session = null;
+      this.#scopes.clear();
+      this.#screen = { kind: 'login', message: loginMessage, busy: false };
+      this.update();
+      return;
+    }
+    if (s.kind === 'no-access') {
+      this.#session = null;
+      this.#scopes.clear();
+      this.#screen = { kind: 'no-access', operator: s.operator };
+      this.update();
+      return;
+    }
+    this.#session = s.session;
+    this.#screen = { kind: 'app' };
+    await this.#loadAgents();
+  }
+
+  async #login(token: string): Promise<void> {
+    if (this.#screen.kind !== 'login') return;
+    this.#screen = { kind: 'login', message: '', busy: true };
+    this.update();
+    try {
+      const s = await login(token);
+      await this.#enter(s, s.kind === 'signed-out' ? 'That token was not accepted. Check it and try again.' : '');
+    } catch (err) {
+      this.#screen = { kind: 'login', message: describeError(err), busy: false };
+      this.update();
+    }
+  }
+
+  async #logout(): Promise<void> {
+    if (!(await this.#confirmDiscard('Signing out'))) return;
+    const csrf = this.#session?.csrf_token ?? '';
+    try {
+      await logout(csrf);
+    } catch {
+      // The cookie may already be gone; the login form is what matters.
+    }
+    this.#session = null;
+    this.#scopes.clear();
+    this.#agents = [];
+    this.#screen = { kind: 'login', message: 'You are signed out.', busy: false };
+    this.update();
+  }
+
+  /** Central error handling: a lost session goes back to the login form. */
+  #fail(err: unknown, prefix = ''): void {
+    if (isStale(err)) return;
+    if (isUnauthenticated(err)) {
+      this.#session = null;
+      this.#scopes.clear();
+      this.#screen = { kind: 'login', message: 'Your session has ended. Sign in again.', busy: false };
+      this.update();
+      return;
+    }
+    this.notify('error', (prefix ? prefix + ' ' : '') + describeError(err));
+  }
+
+  notify(kind: Notice['kind'], text: string): void {
+    const id = ++this.#noticeSerial;
+    this.#notice = { kind, text, id };
+    if (kind === 'info') {
+      setTimeout(() => {
+        if (this.#notice?.id === id) {
+          this.#notice = null;
+          this.update();
+        }
+      }, 6000);
+    }
+    this.update();
+  }
+
+  // ---- agents ----------------------------------------------------------
+
+  async #loadAgents(): Promise<void> {
+    this.#agentsError = null;
+    this.update();
+    try {
+      const r = await this.#api.listAgents();
+      this.#agents = r.agents ?? [];
+      const first = initialAgent(this.#agents);
+      if (first?.agent_id) this.#selectAgent(first.agent_id);
+      else this.update();
+    } catch (err) {
+      if (isUnauthenticated(err)) return this.#fail(err);
+      if (asApiError(err).status === 403) {
+        this.#screen = { kind: 'no-access', operator: this.#session?.operator ?? '' };
+        this.update();
+        return;
+      }
+      this.#agentsError = asApiError(err);
+      this.update();
+    }
+  }
+
+  get #agent(): Agent | undefined {
+    const id = this.#scope?.agentId;
+    return this.#agents.find((a) => a.agent_id === id);
+  }
+
+  #selectAgent(agentId: string): void {
+    closeMenu();
+    this.#notice = null;
+    const scope = this.#scopes.switchTo(agentId);
+    const agent = this.#agents.find((a) => a.agent_id === agentId);
+    this.update();
+    if (agent?.project_management_enabled) void this.#loadProjects(scope);
+  }
+
+  async #changeAgent(select: HTMLSelectElement): Promise<void> {
+    const next = select.value;
+    const current = this.#scope?.agentId ?? '';
+    if (next === current) return;
+    if (!(await this.#confirmDiscard('Switching the agent'))) {
+      select.value = current;
+      return;
+    }
+    this.#selectAgent(next);
+  }
+
+  // ---- projects --------------------------------------------------------
+
+  #projectPages(scope: AgentScope<AgentState>) {
+    return async (cursor: string): Promise<Page<Project>> => {
+      const r = await scope.guard(this.#api.listProjects(scope.agentId, cursor));
+      return { items: r.projects ?? [], nextCursor: r.next_cursor ?? '' };
+    };
+  }
+
+  async #loadProjects(scope: AgentScope<AgentState>, more = false): Promise<void> {
+    const st = scope.state;
+    st.projectsLoading = true;
+    st.projectsError = null;
+    this.update();
+    try {
+      st.projects = more
+        ? (await loadMore(st.projects, this.#projectPages(scope), (p) => p.name ?? '')).listing
+        : await loadFirst(this.#projectPages(scope));
+      if (st.selectedProject && !st.projects.items.some((p) => p.name === st.selectedProject) && !hasMore(st.projects)) {
+        st.selectedProject = null;
+      }
+    } catch (err) {
+      if (isStale(err)) return;
+      if (isUnauthenticated(err)) return this.#fail(err);
+      st.projectsError = asApiError(err);
+    } finally {
+      if (scope.alive) {
+        st.projectsLoading = false;
+        this.update();
+      }
+    }
+  }
+
+  async #selectProject(name: string): Promise<void> {
+    const scope = this.#scope;
+    if (!scope || scope.state.selectedProject === name) return;
+    if (!(await this.#confirmDiscard('Switching the project'))) return;
+    if (!scope.alive) return;
+    const st = scope.state;
+    st.selectedProject = name;
+    this.#closeFile(st);
+    const key = workspaceKey(project(name));
+    // A fresh tree each time the project is selected: no stale listings.
+    const tree = newTree(project(name));
+    st.trees.set(key, tree);
+    this.update();
+    await this.#reloadDir(scope, tree, '');
+  }
+
+  async #createProject(): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    const name = await promptDialog({
+      title: 'Create project',
+      label: 'Project name',
+      help: 'A new folder in this agent\u2019s projects, initialised as a Git repository (branch main).',
+      confirmLabel: 'Create project',
+      validate: projectNameProblem,
+      testid: 'create-project-dialog',
+    });
+    if (name === null || !scope.alive) return;
+    try {
+      await scope.guard(this.#api.createProject(scope.agentId, name));
+      this.notify('info', `Project ${name} was created.`);
+      await this.#loadProjects(scope);
+      if (!ed.isDirty(scope.state.file)) await this.#selectProject(name);
+    } catch (err) {
+      this.#fail(err, `Project ${name} was not created.`);
+    }
+  }
+
+  async #deleteProject(name: string): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    if (!(await this.#confirmDiscard('Deleting a project'))) return;
+    const ok = await confirmDialog({
+      title: `Delete project ${name}?`,
+      body: [
+        html`This <strong>permanently deletes</strong> the project <code>${name}</code> and everything in it, including its Git history
+          and files not under version control.`,
+        html`<strong>The deletion is permanent and cannot be undone.</strong>`,
+      ],
+      requireText: { label: `Type the project name (${name}) to confirm`, value: name },
+      confirmLabel: 'Delete project permanently',
+      danger: true,
+      testid: 'delete-project-dialog',
+    });
+    if (!ok || !scope.alive) return;
+    try {
+      await scope.guard(this.#api.deleteProject(scope.agentId, name, name));
+      const st = scope.state;
+      st.trees.delete(workspaceKey(project(name)));
+      if (st.selectedProject === name) st.selectedProject = null;
+      this.#closeFile(st);
+      this.notify('info', `Project ${name} was deleted.`);
+      await this.#loadProjects(scope);
+    } catch (err) {
+      this.#fail(err, `Project ${name} was not deleted.`);
+    }
+  }
+
+  // ---- tabs ------------------------------------------------------------
+
+  async #selectTab(tab: Tab): Promise<void> {
+    const scope = this.#scope;
+    if (!scope || scope.state.tab === tab) return;
+    if (!(await this.#confirmDiscard('Switching tabs'))) return;
+    if (!scope.alive) return;
+    const st = scope.state;
+    st.tab = tab;
+    this.#closeFile(st);
+    if (tab === 'global') {
+      const tree = newTree(GLOBAL);
+      st.trees.set(workspaceKey(GLOBAL), tree);
+      this.update();
+      await this.#reloadDir(scope, tree, '');
+    } else {
+      this.update();
+      if (!st.projects.loaded && this.#agent?.project_management_enabled) await this.#loadProjects(scope);
+    }
+  }
+
+  // ---- tree ------------------------------------------------------------
+
+  #entryPages(scope: AgentScope<AgentState>, ws: WorkspaceRef, dir: string) {
+    return async (cursor: string): Promise<Page<Entry>> => {
+      const r = await scope.guard(this.#api.listEntries(scope.agentId, ws, dir, cursor));
+      return { items: r.entries ?? [], nextCursor: r.next_cursor ?? '' };
+    };
+  }
+
+  #currentTree(st: AgentState): TreeState | undefined {
+    if (st.tab === 'global') return st.trees.get(workspaceKey(GLOBAL));
+    return st.selectedProject ? st.trees.get(workspaceKey(project(st.selectedProject))) : undefined;
+  }
+
+  /** Lists dir from its first page, replacing what was shown. */
+  async #reloadDir(scope: AgentScope<AgentState>, tree: TreeState, dir: string): Promise<void> {
+    const d = dirState(tree, dir);
+    d.loading = true;
+    d.error = null;
+    this.update();
+    try {
+      d.listing = await loadFirst(this.#entryPages(scope, tree.workspace, dir));
+    } catch (err) {
+      if (isStale(err)) return;
+      if (isUnauthenticated(err)) return this.#fail(err);
+      d.error = describeError(err);
+      if (dir === '') tree.rootError = asApiError(err);
+    } finally {
+      if (scope.alive) {
+        d.loading = false;
+        if (!d.error && dir === '') tree.rootError = null;
+        this.update();
+      }
+    }
+  }
+
+  async #loadMoreDir(scope: AgentScope<AgentState>, tree: TreeState, dir: string): Promise<void> {
+    const d = dirState(tree, dir);
+    d.loading = true;
+    this.update();
+    try {
+      const r = await loadMore(d.listing, this.#entryPages(scope, tree.workspace, dir), (e) => e.path ?? '');
+      d.listing = r.listing;
+      if (r.restarted) this.notify('info', 'The folder changed while it was being listed, so it was reloaded from the start.');
+    } catch (err) {
+      if (isStale(err)) return;
+      if (isUnauthenticated(err)) return this.#fail(err);
+      d.error = describeError(err);
+    } finally {
+      if (scope.alive) {
+        d.loading = false;
+        this.update();
+      }
+    }
+  }
+
+  async #toggleDir(tree: TreeState, entry: Entry, open?: boolean): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    const path = entry.path ?? '';
+    const d = dirState(tree, path);
+    d.expanded = open ?? !d.expanded;
+    this.update();
+    if (d.expanded && !d.listing.loaded && !d.loading) await this.#reloadDir(scope, tree, path);
+  }
+
+  #rowsOf(tree: TreeState): Row[] {
+    return visibleRows(tree).filter((r) => r.kind !== 'status');
+  }
+
+  #focusRow(tree: TreeState, key: string): void {
+    tree.focusKey = key;
+    this.#focusAfterRender = key;
+    this.update();
+  }
+
+  #onTreeKey(e: KeyboardEvent, tree: TreeState): void {
+    const rows = this.#rowsOf(tree);
+    if (rows.length === 0) return;
+    let i = rows.findIndex((r) => r.key === tree.focusKey);
+    if (i < 0) i = 0;
+    const row = rows[i]!;
+    const entry = row.kind === 'entry' ? row.entry : null;
+    const target = e.target as HTMLElement;
+    switch (e.key) {
+      case 'ArrowDown':
+        this.#focusRow(tree, rows[Math.min(i + 1, rows.length - 1)]!.key);
+        break;
+      case 'ArrowUp':
+        this.#focusRow(tree, rows[Math.max(i - 1, 0)]!.key);
+        break;
+      case 'Home':
+        this.#focusRow(tree, rows[0]!.key);
+        break;
+      case 'End':
+        this.#focusRow(tree, rows[rows.length - 1]!.key);
+        break;
+      case 'ArrowRight':
+        if (entry && isDir(entry)) {
+          const d = tree.dirs.get(entry.path ?? '');
+          if (!d?.expanded) void this.#toggleDir(tree, entry, true);
+          else {
+            const next = rows[i + 1];
+            if (next && next.kind !== 'status' && next.parent === entry.path) this.#focusRow(tree, next.key);
+          }
+        }
+        break;
+      case 'ArrowLeft':
+        if (entry && isDir(entry) && tree.dirs.get(entry.path ?? '')?.expanded) {
+          void this.#toggleDir(tree, entry, false);
+        } else if (row.kind !== 'status' && row.parent !== '') {
+          this.#focusRow(tree, 'e:' + row.parent);
+        }
+        break;
+      case 'Enter':
+      case ' ':
+        this.#activateRow(tree, row);
+        break;
+      case 'F2':
+        if (entry) void this.#rename(tree, entry);
+        break;
+      case 'Delete':
+        if (entry) void this.#deleteEntry(tree, entry);
+        break;
+      case 'F10':
+        if (!e.shiftKey) return;
+        if (entry) this.#openEntryMenu(tree, entry, target);
+        break;
+      case 'ContextMenu':
+        if (entry) this.#openEntryMenu(tree, entry, target);
+        break;
+      default:
+        return;
+    }
+    e.preventDefault();
+  }
+
+  #activateRow(tree: TreeState, row: Row): void {
+    const scope = this.#scope;
+    if (!scope) return;
+    tree.focusKey = row.key;
+    if (row.kind === 'more') {
+      void this.#loadMoreDir(scope, tree, row.dir);
+    } else if (row.kind === 'entry') {
+      if (isDir(row.entry)) void this.#toggleDir(tree, row.entry);
+      else void this.#openFile(tree.workspace, row.entry.path ?? '');
+    }
+  }
+
+  /** What may be done to an entry: Global's skills root and AGENTS.md are fixed in place. */
+  #allowed(tree: TreeState, entry: Entry) {
+    const path = entry.path ?? '';
+    const global = tree.workspace.scope === 'GLOBAL';
+    const skillsRoot = global && path === 'skills';
+    const agentsMd = global && path === 'AGENTS.md';
+    return {
+      create: isDir(entry),
+      rename: !skillsRoot && !agentsMd,
+      move: !skillsRoot && !agentsMd,
+      delete: !skillsRoot,
+    };
+  }
+
+  #openEntryMenu(tree: TreeState, entry: Entry, anchor: HTMLElement, at?: { x: number; y: number }): void {
+    const can = this.#allowed(tree, entry);
+    const items: MenuItem[] = [];
+    if (isDir(entry)) {
+      items.push({ label: 'New file…', run: () => void this.#newEntry(tree, entry.path ?? '', 'ENTRY_TYPE_FILE') });
+      items.push({ label: 'New folder…', run: () => void this.#newEntry(tree, entry.path ?? '', 'ENTRY_TYPE_DIRECTORY') });
+      items.push({ label: 'Refresh', run: () => this.#scope && void this.#reloadDir(this.#scope, tree, entry.path ?? '') });
+    } else {
+      items.push({ label: 'Open', hint: 'Enter', run: () => void this.#openFile(tree.workspace, entry.path ?? '') });
+    }
+    if (can.rename) items.push({ label: 'Rename…', hint: 'F2', run: () => void this.#rename(tree, entry) });
+    if (can.move) items.push({ label: 'Move to folder…', run: () => void this.#move(tree, entry) });
+    if (can.delete) items.push({ label: 'Delete…', hint: 'Del', danger: true, run: () => void this.#deleteEntry(tree, entry) });
+    const r = anchor.getBoundingClientRect();
+    openMenu(at?.x ?? r.left + 24, at?.y ?? r.bottom, items, anchor, `Actions for ${entry.name ?? ''}`);
+  }
+
+  async #newEntry(tree: TreeState, parent: string, type: EntryType): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    const kind = type === 'ENTRY_TYPE_DIRECTORY' ? 'folder' : 'file';
+    const where = parent === '' ? (tree.workspace.scope === 'GLOBAL' ? 'Global' : tree.workspace.project_name) : parent;
+    const name = await promptDialog({
+      title: `New ${kind}`,
+      label: `Name of the new ${kind} in ${where}`,
+      confirmLabel: `Create ${kind}`,
+      validate: entryNameProblem,
+      testid: 'new-entry-dialog',
+    });
+    if (name === null || !scope.alive) return;
+    await this.#create(scope, tree, parent, name, type);
+  }
+
+  async #create(scope: AgentScope<AgentState>, tree: TreeState, parent: string, name: string, type: EntryType): Promise<void> {
+    try {
+      const created = await scope.guard(this.#api.createEntry(scope.agentId, tree.workspace, parent, name, type));
+      dirState(tree, parent).expanded = true;
+      await this.#reloadDir(scope, tree, parent);
+      tree.focusKey = 'e:' + (created.path ?? joinPath(parent, name));
+      if (type === 'ENTRY_TYPE_FILE') await this.#openFile(tree.workspace, created.path ?? joinPath(parent, name));
+    } catch (err) {
+      this.#fail(err, `${name} was not created.`);
+      if (isConflict(err) || asApiError(err).status === 404) await this.#reloadDir(scope, tree, parent);
+    }
+  }
+
+  async #rename(tree: TreeState, entry: Entry): Promise<void> {
+    if (!this.#allowed(tree, entry).rename) {
+      this.notify('error', `${entry.name} cannot be renamed.`);
+      return;
+    }
+    const name = entry.name ?? '';
+    const dot = name.lastIndexOf('.');
+    const newName = await promptDialog({
+      title: `Rename ${isDir(entry) ? 'folder' : 'file'}`,
+      label: 'New name',
+      value: name,
+      select: [0, !isDir(entry) && dot > 0 ? dot : name.length],
+      confirmLabel: 'Rename',
+      validate: (v) => (v === name ? 'Enter a different name.' : entryNameProblem(v)),
+      testid: 'rename-dialog',
+    });
+    if (newName === null) return;
+    await this.#moveTo(tree, entry, joinPath(parentOf(entry.path ?? ''), newName));
+  }
+
+  async #move(tree: TreeState, entry: Entry): Promise<void> {
+    if (!this.#allowed(tree, entry).move) {
+      this.notify('error', `${entry.name} cannot be moved.`);
+      return;
+    }
+    const path = entry.path ?? '';
+    const from = parentOf(path);
+    const global = tree.workspace.scope === 'GLOBAL';
+    const candidates = knownDirectories(tree).filter(
+      (d) => d !== from && !(isDir(entry) && isWithin(d, path)) && (!global || isWithin(d, 'skills')),
+    );
+    const folder = await promptDialog({
+      title: `Move ${entry.name}`,
+      label: 'Destination folder (path inside this workspace; empty for the top level)',
+      help: global ? 'In Global, files can only move within skills/.' : `Currently in ${from === '' ? 'the top level' : from}.`,
+      value: '',
+      suggestions: candidates,
+      confirmLabel: 'Move',
+      validate: (v) => {
+        const n = normaliseFolderPath(v);
+        if (n === null) return 'Enter a folder path like src/lib, without "." or ".." segments.';
+        if (n === from) return 'That is where it already is.';
+        if (isDir(entry) && isWithin(n, path)) return 'A folder cannot be moved into itself.';
+        if (global && !isWithin(n, 'skills')) return 'In Global, choose a folder inside skills.';
+        if (global && n === '') return 'In Global, choose a folder inside skills.';
+        return null;
+      },
+      testid: 'move-dialog',
+    });
+    if (folder === null) return;
+    await this.#moveTo(tree, entry, joinPath(normaliseFolderPath(folder) ?? '', entry.name ?? ''));
+  }
+
+  async #moveTo(tree: TreeState, entry: Entry, destination: string): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    const source = entry.path ?? '';
+    try {
+      const moved = await scope.guard(this.#api.moveEntry(scope.agentId, tree.workspace, entry, destination));
+      const st = scope.state;
+      // Keep an open file (and its unsaved text) when it or a folder above it moved.
+      if (st.file && st.file.workspaceKey === workspaceKey(tree.workspace) && isWithin(st.file.path, source)) {
+        const newPath = destination + st.file.path.slice(source.length);
+        st.file = { ...st.file, path: newPath, entry: { ...st.file.entry, path: newPath, name: baseName(newPath) } };
+        if (newPath === destination && !isDir(entry)) {
+          st.file.revision = moved.revision ?? st.file.revision;
+          st.file.entry = { ...st.file.entry, ...moved };
+        }
+      }
+      for (const k of [...tree.dirs.keys()]) if (k !== '' && isWithin(k, source)) tree.dirs.delete(k);
+      const targets = new Set([parentOf(source), parentOf(destination)]);
+      for (const dir of targets) {
+        if (dir === '' || tree.dirs.get(dir)?.listing.loaded) await this.#reloadDir(scope, tree, dir);
+      }
+      tree.focusKey = 'e:' + destination;
+      this.#focusAfterRender = tree.focusKey;
+      this.update();
+    } catch (err) {
+      this.#fail(err, `${entry.name} was not moved.`);
+      if (isConflict(err) || asApiError(err).status === 404) await this.#reloadDir(scope, tree, parentOf(source));
+    }
+  }
+
+  async #deleteEntry(tree: TreeState, entry: Entry): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    if (!this.#allowed(tree, entry).delete) {
+      this.notify('error', `${entry.name} cannot be deleted.`);
+      return;
+    }
+    const path = entry.path ?? '';
+    const dir = isDir(entry);
+    const st = scope.state;
+    const losesEdits = ed.isDirty(st.file) && st.file?.workspaceKey === workspaceKey(tree.workspace) && isWithin(st.file.path, path);
+    const ok = await confirmDialog({
+      title: `Delete ${dir ? 'folder' : 'file'} ${entry.name}?`,
+      body: [
+        dir
+          ? html`This deletes the folder <code>${path}</code>. If it is not empty, <strong>everything inside it is deleted recursively and
+              permanently</strong>.`
+          : html`This permanently deletes the file <code>${path}</code>.`,
+        html`<strong>This cannot be undone.</strong>`,
+        ...(losesEdits ? [html`Your unsaved changes in the open file will be lost.`] : []),
+      ],
+      confirmLabel: dir ? 'Delete folder permanently' : 'Delete file permanently',
+      danger: true,
+      testid: 'delete-entry-dialog',
+    });
+    if (!ok || !scope.alive) return;
+    try {
+      await scope.guard(this.#api.deleteEntry(scope.agentId, tree.workspace, entry, dir));
+      if (st.file && st.file.workspaceKey === workspaceKey(tree.workspace) && isWithin(st.file.path, path)) this.#closeFile(st);
+      for (const k of [...tree.dirs.keys()]) if (k !== '' && isWithin(k, path)) tree.dirs.delete(k);
+      this.notify('info', `${entry.name} was deleted.`);
+      await this.#reloadDir(scope, tree, parentOf(path));
+    } catch (err) {
+      this.#fail(err, `${entry.name} was not deleted.`);
+      if (isConflict(err) || asApiError(err).status === 404) await this.#reloadDir(scope, tree, parentOf(path));
+    }
+  }
+
+  // ---- editor ----------------------------------------------------------
+
+  /** Asks before unsaved text would be lost. True when it is fine to go on. */
+  async #confirmDiscard(action: string): Promise<boolean> {
+    const f = this.#scope?.state.file;
+    if (!ed.isDirty(f)) return true;
+    return confirmDialog({
+      title: 'Discard unsaved changes?',
+      body: [html`<code>${f!.path}</code> has changes that are not saved. ${action} discards them.`],
+      confirmLabel: 'Discard changes',
+      cancelLabel: 'Keep editing',
+      danger: true,
+      testid: 'discard-dialog',
+    });
+  }
+
+  #closeFile(st: AgentState): void {
+    st.file = null;
+    st.fileLoading = null;
+    st.fileError = null;
+    st.fileRequest++;
+    this.#editor.load('', 'plain');
+  }
+
+  async #openFile(ws: WorkspaceRef, path: string, force = false): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    const st = scope.state;
+    if (!force && st.file && st.file.path === path && st.file.workspaceKey === workspaceKey(ws)) return;
+    if (!force && !(await this.#confirmDiscard('Opening another file'))) return;
+    if (!scope.alive) return;
+    const req = ++st.fileRequest;
+    st.fileLoading = path;
+    st.fileError = null;
+    this.update();
+    try {
+      const r = await scope.guard(this.#api.getFile(scope.agentId, ws, path));
+      if (req !== st.fileRequest) return;
+      st.file = ed.openFile(workspaceKey(ws), path, r);
+      this.#editor.load(st.file.text, languageForPath(path));
+    } catch (err) {
+      if (isStale(err) || req !== st.fileRequest) return;
+      if (isUnauthenticated(err)) return this.#fail(err);
+      st.file = null;
+      st.fileError = { path, ws, error: asApiError(err) };
+    } finally {
+      if (scope.alive && req === st.fileRequest) {
+        st.fileLoading = null;
+        this.update();
+      }
+    }
+  }
+
+  #onEdit(text: string): void {
+    const st = this.#scope?.state;
+    if (!st?.file) return;
+    const wasDirty = ed.isDirty(st.file);
+    st.file = ed.edit(st.file, text);
+    if (wasDirty !== ed.isDirty(st.file)) this.update();
+  }
+
+  #fileWorkspace(f: ed.OpenFile): WorkspaceRef {
+    return f.workspaceKey === 'GLOBAL:' ? GLOBAL : project(f.workspaceKey.slice('PROJECT:'.length));
+  }
+
+  async save(): Promise<void> {
+    const scope = this.#scope;
+    const f = scope?.state.file;
+    if (!scope || !f) return;
+    if (f.conflict) {
+      await this.#showConflict();
+      return;
+    }
+    if (!ed.canSave(f)) return;
+    const text = f.text;
+    scope.state.file = ed.saveStarted(f);
+    this.update();
+    try {
+      const entry = await scope.guard(this.#api.updateFile(scope.agentId, this.#fileWorkspace(f), f.path, text, f.revision));
+      const cur = scope.state.file;
+      if (!cur || cur.path !== f.path) return;
+      scope.state.file = ed.saveSucceeded(cur, entry, text);
+      this.notify('info', `Saved ${f.path}.`);
+    } catch (err) {
+      if (isStale(err)) return;
+      const cur = scope.state.file;
+      if (!cur || cur.path !== f.path) return this.#fail(err);
+      const r = ed.saveFailed(cur, err);
+      scope.state.file = r.file;
+      this.update();
+      if (r.conflict) await this.#showConflict();
+      else this.#fail(err, 'Not saved.');
+    }
+  }
+
+  async #showConflict(): Promise<void> {
+    const f = this.#scope?.state.file;
+    if (!f) return;
+    const choice = await conflictDialog({ path: f.path, copy: () => this.#copyMine() });
+    if (choice === 'reload') await this.#reloadServerVersion();
+  }
+
+  async #copyMine(): Promise<boolean> {
+    const f = this.#scope?.state.file;
+    if (!f) return false;
+    return copyText(f.text);
+  }
+
+  async #reloadServerVersion(): Promise<void> {
+    const scope = this.#scope;
+    const f = scope?.state.file;
+    if (!scope || !f) return;
+    try {
+      const r = await scope.guard(this.#api.getFile(scope.agentId, this.#fileWorkspace(f), f.path));
+      const cur = scope.state.file;
+      if (!cur || cur.path !== f.path) return;
+      scope.state.file = ed.reloaded(cur, r);
+      this.#editor.load(scope.state.file.text, languageForPath(f.path));
+      this.notify('info', 'The server version was loaded.');
+    } catch (err) {
+      this.#fail(err, 'The server version could not be loaded.');
+    }
+  }
+
+  #cancelEdits(): void {
+    const st = this.#scope?.state;
+    if (!st?.file) return;
+    st.file = ed.cancel(st.file);
+    this.#editor.replace(st.file.text);
+    this.update();
+  }
+
+  // ---- rendering -------------------------------------------------------
+
+  update(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      render(this.#view(), this.#root);
+      if (this.#focusAfterRender) {
+        const el = this.#root.querySelector<HTMLElement>(`[data-key="${CSS.escape(this.#focusAfterRender)}"]`);
+        this.#focusAfterRender = null;
+        el?.focus();
+      }
+    });
+  }
+
+  #view(): TemplateResult {
+    const s = this.#screen;
+    switch (s.kind) {
+      case 'loading':
+        return html`<div class="center-page"><p>Loading…</p></div>`;
+      case 'error':
+        return html`<div class="center-page" data-testid="start-error">
+          <h1>Agent Workspace Files</h1>
+          <p role="alert">${s.message}</p>
+          <button class="btn btn-primary" @click=${() => void this.start()}>Retry</button>
+        </div>`;
+      case 'login':
+        return this.#loginView(s);
+      case 'no-access':
+        return html`<div class="center-page" data-testid="no-access">
+          <h1>No access</h1>
+          <p>
+            ${s.operator ? html`You are signed in as <strong>${s.operator}</strong>, but the` : 'The'} Agents page is only for workspace
+            admins.
+          </p>
+          <p>Ask an administrator to give your account the admin role, or sign in with an admin token.</p>
+          <button class="btn" @click=${() => void this.#logout()}>Sign out</button>
+        </div>`;
+      case 'app':
+        return this.#appView();
+    }
+  }
+
+  #loginView(s: { message: string; busy: boolean }): TemplateResult {
+    return html`<div class="center-page">
+      <form
+        class="login"
+        data-testid="login-form"
+        @submit=${(e: Event) => {
+          e.preventDefault();
+          const input = (e.target as HTMLFormElement).elements.namedItem('token') as HTMLInputElement;
+          if (input.value.trim()) void this.#login(input.value.trim());
+        }}
+      >
+        <h1>Agent Workspace Files</h1>
+        <p>Sign in with your admin access token.</p>
+        <label class="field">Access token <input name="token" type="password" autocomplete="off" required ?disabled=${s.busy} /></label>
+        <p class="field-problem" role="alert">${s.message}</p>
+        <button class="btn btn-primary" type="submit" ?disabled=${s.busy}>${s.busy ? 'Signing in…' : 'Sign in'}</button>
+      </form>
+    </div>`;
+  }
+
+  #appView(): TemplateResult {
+    const scope = this.#scope;
+    const st = scope?.state;
+    const agent = this.#agent;
+    return html`
+      <header class="topbar">
+        <h1>Agents</h1>
+        <label class="agent-select"
+          ><span>Agent</span>
+          <select
+            data-testid="agent-select"
+            aria-label="Agent"
+            @change=${(e: Event) => void this.#changeAgent(e.target as HTMLSelectElement)}
+          >
+            ${this.#agents.map(
+              (a) =>
+                html`<option value=${a.agent_id ?? ''} ?selected=${a.agent_id === scope?.agentId}>
+                  ${a.agent_id}${a.is_default ? ' (default)' : ''}${a.project_management_enabled ? '' : ' — no project management'}
+                </option>`,
+            )}
+          </select></label
+        >
+        <span class="spacer"></span>
+        <span class="operator" data-testid="operator">${this.#session?.operator}</span>
+        <button class="btn btn-small" data-testid="logout" @click=${() => void this.#logout()}>Sign out</button>
+      </header>
+      ${this.#noticeView()}
+      ${this.#agentsError
+        ? html`<div class="panel-message" role="alert">
+            <p>The agent list could not be loaded. ${describeError(this.#agentsError)}</p>
+            <button class="btn btn-primary" @click=${() => void this.#loadAgents()}>Retry</button>
+          </div>`
+        : !scope || !st || !agent
+          ? html`<div class="panel-message"><p>${this.#agents.length ? 'Select an agent.' : 'No agents are configured on the gateway.'}</p></div>`
+          : !agent.project_management_enabled
+            ? html`<div class="panel-message" data-testid="no-project-management">
+                <p>Project management is not enabled for <strong>${agent.agent_id}</strong>: it has no file sidecar configured.</p>
+              </div>`
+            : this.#workspaceView(scope, st)}
+    `;
+  }
+
+  #noticeView(): TemplateResult | typeof nothing {
+    const n = this.#notice;
+    if (!n) return html`<div class="notice-slot" aria-live="polite"></div>`;
+    return html`<div class="notice-slot" aria-live="polite">
+      <div class="notice ${n.kind}" role=${n.kind === 'error' ? 'alert' : 'status'} data-testid="notice">
+        <span>${n.text}</span>
+        <button
+          class="btn btn-small btn-ghost"
+          aria-label="Dismiss message"
+          @click=${() => {
+            this.#notice = null;
+            this.update();
+          }}
+        >
+          ✕
+        </button>
+      </div>
+    </div>`;
+  }
+
+  #workspaceView(scope: AgentScope<AgentState>, st: AgentState): TemplateResult {
+    const tabs: [Tab, string][] = [
+      ['projects', 'Projects'],
+      ['global', 'Global'],
+    ];
+    return html`
+      <div class="tabs" role="tablist" aria-label="Workspace">
+        ${tabs.map(
+          ([t, label]) => html`<button
+            role="tab"
+            id="tab-${t}"
+            data-testid="tab-${t}"
+            aria-selected=${st.tab === t ? 'true' : 'false'}
+            aria-controls="panel-files"
+            tabindex=${st.tab === t ? 0 : -1}
+            @click=${() => void this.#selectTab(t)}
+            @keydown=${(e: KeyboardEvent) => {
+              if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
+                e.preventDefault();
+                const next = t === 'projects' ? 'global' : 'projects';
+                void this.#selectTab(next).then(() => this.#root.querySelector<HTMLElement>(`#tab-${next}`)?.focus());
+              }
+            }}
+          >
+            ${label}
+          </button>`,
+        )}
+      </div>
+      <main class="layout" id="panel-files" role="tabpanel" aria-labelledby="tab-${st.tab}">
+        <section class="sidebar" aria-label=${st.tab === 'projects' ? 'Projects and files' : 'Global files'}>
+          ${st.tab === 'projects' ? this.#projectsSidebar(scope, st) : this.#globalSidebar(scope, st)}
+        </section>
+        <section class="editor-pane" aria-label="File">${this.#editorView(st)}</section>
+      </main>
+    `;
+  }
+
+  #unavailableView(onRetry: () => void, what: string): TemplateResult {
+    return html`<div class="unavailable" role="alert" data-testid="unavailable">
+      <h2>Agent unavailable</h2>
+      <p>The file service of agent <strong>${this.#scope?.agentId}</strong> cannot be reached right now, so ${what} cannot be shown.</p>
+      <p>The agent may be restarting. You can still switch to another agent.</p>
+      <button class="btn btn-primary" data-testid="retry" @click=${onRetry}>Retry</button>
+    </div>`;
+  }
+
+  #projectsSidebar(scope: AgentScope<AgentState>, st: AgentState): TemplateResult {
+    if (st.projectsError && isUnavailable(st.projectsError)) {
+      return this.#unavailableView(() => void this.#loadProjects(scope), 'its projects');
+    }
+    const tree = this.#currentTree(st);
+    return html`
+      <div class="sidebar-section projects">
+        <div class="section-head">
+          <h2>Projects</h2>
+          <button class="btn btn-small" data-testid="new-project" @click=${() => void this.#createProject()}>New project</button>
+        </div>
+        ${st.projectsError
+          ? html`<div class="inline-error" role="alert">
+              ${describeError(st.projectsError)} <button class="btn btn-small" @click=${() => void this.#loadProjects(scope)}>Retry</button>
+            </div>`
+          : nothing}
+        <ul class="project-list" data-testid="project-list" aria-label="Projects">
+          ${st.projects.items.map((p) => {
+            const name = p.name ?? '';
+            const selected = st.selectedProject === name;
+            return html`<li class="project-row ${selected ? 'selected' : ''}" data-project=${name}>
+              <button class="project-name" aria-current=${selected ? 'true' : 'false'} @click=${() => void this.#selectProject(name)}>
+                <span class="name">${name}</span>
+                <span class="badge ${p.git_initialized ? 'git' : 'nogit'}" title=${p.git_initialized ? 'Git repository' : 'Not a Git repository'}
+                  >${p.git_initialized ? 'Git' : 'No Git'}</span
+                >
+              </button>
+              <button class="btn btn-small btn-ghost danger" aria-label="Delete project ${name}" title="Delete project" @click=${() => void this.#deleteProject(name)}>
+                Delete
+              </button>
+            </li>`;
+          })}
+        </ul>
+        ${st.projectsLoading ? html`<p class="muted">Loading…</p>` : nothing}
+        ${!st.projectsLoading && st.projects.loaded && st.projects.items.length === 0
+          ? html`<p class="muted">No projects yet. Create one to get started.</p>`
+          : nothing}
+        ${hasMore(st.projects) && !st.projectsLoading
+          ? html`<button class="btn btn-small load-more" @click=${() => void this.#loadProjects(scope, true)}>Load more projects</button>`
+          : nothing}
+      </div>
+      ${tree && st.selectedProject
+        ? html`<div class="sidebar-section files">
+            <div class="section-head">
+              <h2 title=${st.selectedProject}>Files in ${st.selectedProject}</h2>
+              <span class="head-actions">
+                <button class="btn btn-small" data-testid="root-new-file" @click=${() => void this.#newEntry(tree, '', 'ENTRY_TYPE_FILE')}>New file</button>
+                <button class="btn btn-small" data-testid="root-new-folder" @click=${() => void this.#newEntry(tree, '', 'ENTRY_TYPE_DIRECTORY')}>
+                  New folder
+                </button>
+              </span>
+            </div>
+            ${this.#treeView(scope, tree, `Files of project ${st.selectedProject}`)}
+          </div>`
+        : html`<p class="muted hint">Select a project to browse its files.</p>`}
+    `;
+  }
+
+  #globalSidebar(scope: AgentScope<AgentState>, st: AgentState): TemplateResult {
+    const tree = st.trees.get(workspaceKey(GLOBAL));
+    if (!tree) return html`<p class="muted">Loading…</p>`;
+    const root = tree.dirs.get('')!;
+    const rootError = tree.rootError;
+    if (rootError && isUnavailable(rootError)) {
+      return this.#unavailableView(() => void this.#reloadDir(scope, tree, ''), 'its Global files');
+    }
+    const hasAgentsMd = root.listing.items.some((e) => e.path === 'AGENTS.md');
+    return html`<div class="sidebar-section files">
+      <div class="section-head">
+        <h2>Global</h2>
+        <span class="head-actions">
+          ${root.listing.loaded && !hasAgentsMd
+            ? html`<button
+                class="btn btn-small"
+                data-testid="create-agents-md"
+                @click=${() => void this.#create(scope, tree, '', 'AGENTS.md', 'ENTRY_TYPE_FILE')}
+              >
+                Create AGENTS.md
+              </button>`
+            : nothing}
+          <button class="btn btn-small" @click=${() => void this.#reloadDir(scope, tree, '')}>Refresh</button>
+        </span>
+      </div>
+      <p class="muted hint">Shared by all of this agent's projects: its skills and the global AGENTS.md instructions.</p>
+      ${this.#treeView(scope, tree, 'Global files')}
+      ${root.listing.loaded && !hasAgentsMd
+        ? html`<p class="muted hint">There is no AGENTS.md yet. Create it to give the agent global instructions.</p>`
+        : nothing}
+    </div>`;
+  }
+
+  #treeView(scope: AgentScope<AgentState>, tree: TreeState, label: string): TemplateResult {
+    const rows = visibleRows(tree);
+    const focusable = rows.filter((r) => r.kind !== 'status');
+    if (!focusable.some((r) => r.key === tree.focusKey)) tree.focusKey = focusable[0]?.key ?? '';
+    const st = scope.state;
+    const openKey = st.file && st.file.workspaceKey === workspaceKey(tree.workspace) ? 'e:' + st.file.path : '';
+    return html`<ul class="tree" role="tree" aria-label=${label} data-testid="tree" @keydown=${(e: KeyboardEvent) => this.#onTreeKey(e, tree)}>
+      ${rows.map((row) => {
+        const indent = `--level:${row.level}`;
+        if (row.kind === 'status') {
+          return html`<li role="none" class="tree-status ${row.error ? 'error' : ''}" style=${indent}>
+            ${row.text}
+            ${row.error
+              ? html`<button class="btn btn-small" @click=${() => void this.#reloadDir(scope, tree, row.dir)}>Retry</button>`
+              : nothing}
+          </li>`;
+        }
+        if (row.kind === 'more') {
+          return html`<li
+            role="treeitem"
+            aria-level=${row.level}
+            class="tree-row more"
+            data-key=${row.key}
+            data-testid="load-more"
+            tabindex=${tree.focusKey === row.key ? 0 : -1}
+            style=${indent}
+            @click=${() => this.#activateRow(tree, row)}
+          >
+            <span class="twisty"></span><span class="label">Load more…</span>
+          </li>`;
+        }
+        const e = row.entry;
+        const dir = isDir(e);
+        const expanded = dir && !!tree.dirs.get(e.path ?? '')?.expanded;
+        return html`<li
+          role="treeitem"
+          aria-level=${row.level}
+          aria-expanded=${dir ? (expanded ? 'true' : 'false') : nothing}
+          aria-selected=${row.key === openKey ? 'true' : 'false'}
+          class="tree-row ${dir ? 'dir' : 'file'} ${row.key === openKey ? 'open' : ''}"
+          data-key=${row.key}
+          data-path=${e.path ?? ''}
+          tabindex=${tree.focusKey === row.key ? 0 : -1}
+          style=${indent}
+          title=${e.path ?? ''}
+          @click=${() => this.#activateRow(tree, row)}
+          @focus=${() => (tree.focusKey = row.key)}
+          @contextmenu=${(ev: MouseEvent) => {
+            ev.preventDefault();
+            tree.focusKey = row.key;
+            this.#openEntryMenu(tree, e, ev.currentTarget as HTMLElement, { x: ev.clientX, y: ev.clientY });
+          }}
+        >
+          <span class="twisty" aria-hidden="true">${dir ? (expanded ? '▾' : '▸') : ''}</span>
+          <span class="icon" aria-hidden="true">${dir ? '📁' : '📄'}</span>
+          <span class="label">${e.name}</span>
+          ${!dir && e.editable === false && e.non_editable_reason !== 'NON_EDITABLE_REASON_UNKNOWN'
+            ? html`<span class="tag" title="Not editable">read-only</span>`
+            : nothing}
+        </li>`;
+      })}
+      ${rows.length === 0 ? html`<li role="none" class="tree-status">Empty</li>` : nothing}
+    </ul>`;
+  }
+
+  #editorView(st: AgentState): TemplateResult {
+    if (st.fileLoading && !st.file) return html`<div class="placeholder"><p>Opening ${st.fileLoading}…</p></div>`;
+    if (st.fileError) {
+      const fe = st.fileError;
+      return html`<div class="placeholder" role="alert" data-testid="file-error">
+        <p>${fe.path} could not be opened. ${describeError(fe.error)}</p>
+        <button class="btn btn-primary" @click=${() => void this.#openFile(fe.ws, fe.path, true)}>Retry</button>
+      </div>`;
+    }
+    const f = st.file;
+    if (!f) {
+      return html`<div class="placeholder"><p>Select a file in the tree to view or edit it.</p>
+        <p class="muted">Keyboard: arrow keys move, Enter opens, F2 renames, Delete deletes, Shift+F10 opens the actions menu.</p></div>`;
+    }
+    const dirty = ed.isDirty(f);
+    const lang = languageForPath(f.path);
+    return html`<div class="file-head" data-testid="file-head">
+        <div class="file-path"><code data-testid="file-path">${f.path}</code>
+          ${f.editable
+            ? dirty
+              ? html`<span class="dirty" data-testid="dirty" title="Unsaved changes">● Unsaved changes</span>`
+              : html`<span class="clean" data-testid="clean">Saved</span>`
+            : nothing}
+        </div>
+        <div class="file-meta">
+          <span>${formatSize(f.entry.size)}</span><span>Modified ${formatTime(f.entry.modified_at)}</span>${f.editable
+            ? html`<span>${LANGUAGE_LABEL[lang]}</span>`
+            : nothing}
+        </div>
+      </div>
+      ${f.conflict
+        ? html`<div class="conflict-banner" role="alert" data-testid="conflict-banner">
+            <strong>The file was changed elsewhere.</strong> Your text below was not saved.
+            <span class="banner-actions">
+              <button
+                class="btn btn-small"
+                @click=${async () =>
+                  (await this.#copyMine())
+                    ? this.notify('info', 'Your version was copied to the clipboard.')
+                    : this.notify('error', 'Copying failed: select the text in the editor and copy it by hand.')}
+              >
+                Copy my version
+              </button>
+              <button class="btn btn-small btn-primary" @click=${() => void this.#reloadServerVersion()}>Reload server version</button>
+            </span>
+          </div>`
+        : nothing}
+      ${f.editable
+        ? html`<div class="editor-box">${this.#editor.view.dom}</div>
+            <div class="editor-actions">
+              <span class="muted">${navigator.platform.startsWith('Mac') ? '⌘S' : 'Ctrl+S'} saves. Nothing is saved automatically.</span>
+              <button class="btn" data-testid="cancel" ?disabled=${!dirty || f.saving} @click=${() => this.#cancelEdits()}>Cancel</button>
+              <button class="btn btn-primary" data-testid="save" ?disabled=${!ed.canSave(f)} @click=${() => void this.save()}>
+                ${f.saving ? 'Saving…' : 'Save'}
+              </button>
+            </div>`
+        : html`<div class="non-editable" data-testid="non-editable">
+            <h2>This file cannot be edited here</h2>
+            <p data-testid="non-editable-reason">${reasonText(f.entry.non_editable_reason)}</p>
+            <dl>
+              <dt>Path</dt><dd><code>${f.path}</code></dd>
+              <dt>Size</dt><dd>${formatSize(f.entry.size)}</dd>
+              <dt>Modified</dt><dd>${formatTime(f.entry.modified_at)}</dd>
+            </dl>
+            <p class="muted">Use the agent's own tools or a WebDAV client to work with it.</p>
+          </div>`}`;
+  }
+}
