@@ -1,0 +1,333 @@
+// Command gatewaybench measures what the agent-gateway costs on top of a
+// sidecar, in one run on one machine, against the sidecar alone:
+//
+//   - WebDAV GET of a large file (default 256 MiB) through the gateway's
+//     WebDAV view (/dav/{agent}/projects/...) vs straight from the sidecar's
+//     WebDAV server (target: gateway ≥ 0.7× the direct throughput);
+//   - REST ListProjectEntries and GetProjectFile through the gateway vs the
+//     same calls as direct gRPC to the sidecar (target: gateway latency
+//     ≤ 1.5× direct).
+//
+// It starts the real binaries (sidecar/sidecartest and gateway/gatewaytest
+// build them with `go build`, or use $AGENT_SIDECAR_BIN / $AGENT_GATEWAY_BIN)
+// on 127.0.0.1 only; every loop is bounded in count, and -timeout bounds the
+// whole run. Run it with `go run ./deploy/bench/gatewaybench` (make bench).
+// Results: docs/benchmarks/gateway.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/sidecar/sidecartest"
+)
+
+type params struct {
+	sizeMiB   int
+	rounds    int
+	calls     int
+	entries   int
+	timeout   time.Duration
+	agentID   string
+	project   string
+	smallSize int
+}
+
+func main() {
+	var p params
+	flag.IntVar(&p.sizeMiB, "size", 256, "size of the WebDAV GET file, MiB")
+	flag.IntVar(&p.rounds, "rounds", 5, "measured GETs per path (after one warm-up each), alternating")
+	flag.IntVar(&p.calls, "calls", 300, "measured calls per RPC and path (after 30 warm-up), alternating")
+	flag.IntVar(&p.entries, "entries", 100, "files in the listed directory")
+	flag.DurationVar(&p.timeout, "timeout", 10*time.Minute, "abort the whole run after this long")
+	flag.Parse()
+	p.agentID, p.project, p.smallSize = "bench-a", "bench", 16<<10
+
+	// Bound the run even if a process hangs.
+	go func() {
+		time.Sleep(p.timeout)
+		fmt.Fprintf(os.Stderr, "gatewaybench: timed out after %s\n", p.timeout)
+		os.Exit(1)
+	}()
+
+	// sidecartest and gatewaytest take a testing.TB (for Cleanup, Fatalf and
+	// logs); testing.Benchmark hands us a *testing.B outside `go test`.
+	var rep *report
+	var runErr error
+	res := testing.Benchmark(func(b *testing.B) {
+		if rep != nil || runErr != nil {
+			return // testing.Benchmark may call again with a larger N
+		}
+		rep, runErr = run(b, p)
+	})
+	if runErr != nil || rep == nil {
+		fmt.Fprintf(os.Stderr, "gatewaybench: failed: %v (%s)\n", runErr, res)
+		os.Exit(1)
+	}
+	rep.print(os.Stdout, p)
+}
+
+func run(b *testing.B, p params) (*report, error) {
+	b.Helper()
+	projects, err := os.MkdirTemp("", "gatewaybench-")
+	if err != nil {
+		return nil, err
+	}
+	b.Cleanup(func() { os.RemoveAll(projects) })
+	if err := os.Chmod(projects, 0o755); err != nil {
+		return nil, err
+	}
+	if err := fill(filepath.Join(projects, p.project), p); err != nil {
+		return nil, err
+	}
+	sc := sidecartest.Start(b, sidecartest.Options{ProjectsDir: projects})
+	gw := gatewaytest.Start(b, gatewaytest.Options{
+		Agents: []gatewaytest.Agent{{ID: p.agentID, RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
+	})
+	rep := &report{}
+
+	// --- WebDAV GET throughput ---
+	client := &http.Client{Transport: &http.Transport{
+		DisableCompression: true, MaxIdleConnsPerHost: 4, ReadBufferSize: 64 << 10,
+	}}
+	fileRel := "/projects/" + p.project + "/big.bin"
+	direct := func() (float64, error) { return getMiBs(client, sc.DavURL+fileRel, "", int64(p.sizeMiB)<<20) }
+	viaGW := func() (float64, error) {
+		return getMiBs(client, gw.URL+"/dav/"+p.agentID+fileRel, gw.AdminToken, int64(p.sizeMiB)<<20)
+	}
+	for _, f := range []func() (float64, error){direct, viaGW} { // warm-up: page cache, connections
+		if _, err := f(); err != nil {
+			return nil, err
+		}
+	}
+	for range p.rounds {
+		d, err := direct()
+		if err != nil {
+			return nil, err
+		}
+		g, err := viaGW()
+		if err != nil {
+			return nil, err
+		}
+		rep.getDirect = append(rep.getDirect, d)
+		rep.getGateway = append(rep.getGateway, g)
+	}
+
+	// --- REST through the gateway vs direct gRPC ---
+	rpc := sc.Dial(b)
+	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: p.project}
+	ctx := context.Background()
+	q := "workspace.scope=PROJECT&workspace.project_name=" + p.project
+	api := gw.URL + "/api/v1/agent-gateway/agents/" + p.agentID + "/projects/"
+	calls := []struct {
+		name   string
+		direct func() error
+		rest   func() error
+	}{
+		{"ListProjectEntries",
+			func() error {
+				r, err := rpc.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: ws, Path: "dir", PageSize: int32(p.entries)})
+				if err == nil && len(r.GetEntries()) != p.entries {
+					err = fmt.Errorf("ListEntries: %d entries, want %d", len(r.GetEntries()), p.entries)
+				}
+				return err
+			},
+			func() error {
+				return restGet(client, api+"entries?"+q+fmt.Sprintf("&path=dir&page_size=%d", p.entries), gw.AdminToken)
+			}},
+		{"GetProjectFile",
+			func() error {
+				r, err := rpc.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: ws, Path: "small.txt"})
+				if err == nil && len(r.GetContent()) != p.smallSize {
+					err = fmt.Errorf("GetFile: %d bytes, want %d", len(r.GetContent()), p.smallSize)
+				}
+				return err
+			},
+			func() error { return restGet(client, api+"files?"+q+"&path=small.txt", gw.AdminToken) }},
+	}
+	for _, c := range calls {
+		var lat latency
+		lat.name = c.name
+		for i := range 30 + p.calls {
+			d1, err := timed(c.direct)
+			if err != nil {
+				return nil, fmt.Errorf("%s direct: %w", c.name, err)
+			}
+			d2, err := timed(c.rest)
+			if err != nil {
+				return nil, fmt.Errorf("%s via gateway: %w", c.name, err)
+			}
+			if i >= 30 {
+				lat.direct = append(lat.direct, d1)
+				lat.gateway = append(lat.gateway, d2)
+			}
+		}
+		rep.latencies = append(rep.latencies, lat)
+	}
+	return rep, nil
+}
+
+// fill creates the project: big.bin (p.sizeMiB), small.txt (editable text)
+// and dir/ with p.entries small files.
+func fill(dir string, p params) error {
+	if err := os.MkdirAll(filepath.Join(dir, "dir"), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "big.bin"))
+	if err != nil {
+		return err
+	}
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	for range p.sizeMiB {
+		if _, err := f.Write(chunk); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	line := "the quick brown fox jumps over the lazy dog 0123456789 abcdefghij\n" // 64 bytes
+	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte(strings.Repeat(line, p.smallSize/len(line))), 0o644); err != nil {
+		return err
+	}
+	for i := range p.entries {
+		if err := os.WriteFile(filepath.Join(dir, "dir", fmt.Sprintf("file-%03d.txt", i)), []byte(line), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func getMiBs(c *http.Client, url, token string, want int64) (float64, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", strings.SplitN(url, "/", 4)[3], resp.Status)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if n != want {
+		return 0, fmt.Errorf("GET: %d bytes, want %d", n, want)
+	}
+	return float64(n) / (1 << 20) / time.Since(start).Seconds(), nil
+}
+
+func restGet(c *http.Client, url, token string) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s", resp.Status)
+	}
+	return nil
+}
+
+func timed(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+type latency struct {
+	name            string
+	direct, gateway []time.Duration
+}
+
+type report struct {
+	getDirect, getGateway []float64
+	latencies             []latency
+}
+
+func median[T float64 | time.Duration](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func pct(xs []time.Duration, q float64) time.Duration {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*q))]
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "meets target"
+	}
+	return "MISSES target"
+}
+
+func (r *report) print(w io.Writer, p params) {
+	fmt.Fprintf(w, "gatewaybench: %s, %d CPUs, %s/%s, %s\n", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(w, "\nWebDAV GET %d MiB (median of %d, MiB/s)\n", p.sizeMiB, p.rounds)
+	d, g := median(r.getDirect), median(r.getGateway)
+	fmt.Fprintf(w, "| path | MiB/s |\n|---|---|\n| sidecar direct | %.0f |\n| gateway /dav/ | %.0f |\n", d, g)
+	fmt.Fprintf(w, "ratio gateway/direct = %.2fx (target >= 0.70x): %s\n", g/d, verdict(g/d >= 0.7))
+	fmt.Fprintf(w, "\nREST via gateway vs direct gRPC (%d calls each, sequential)\n", p.calls)
+	fmt.Fprintf(w, "| call | direct p50 | gateway p50 | direct p90 | gateway p90 | direct p99 | gateway p99 | ratio p50 |\n|---|---|---|---|---|---|---|---|\n")
+	var verdicts []string
+	for _, l := range r.latencies {
+		ratio := float64(median(l.gateway)) / float64(median(l.direct))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.2fx |\n", l.name,
+			us(median(l.direct)), us(median(l.gateway)), us(pct(l.direct, .9)), us(pct(l.gateway, .9)),
+			us(pct(l.direct, .99)), us(pct(l.gateway, .99)), ratio)
+		verdicts = append(verdicts, fmt.Sprintf("%s p50 ratio %.2fx (target <= 1.50x): %s", l.name, ratio, verdict(ratio <= 1.5)))
+	}
+	for _, v := range verdicts {
+		fmt.Fprintln(w, v)
+	}
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanoseconds())/1e3) }
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
