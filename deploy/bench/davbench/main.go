@@ -1,0 +1,803 @@
+// Command davbench compares the sidecar's WebDAV with a plain
+// golang.org/x/net/webdav.Handler over webdav.Dir and with nginx (dav +
+// dav-ext modules), serving the same prepared directory in the same run,
+// driven by the same loopback load generator. Each figure is printed with
+// its ratio to the peers and the issue's target.
+//
+// The sidecar is the real agent-sidecar binary (built here) and x/net/webdav
+// runs in a child process of this program, so the peak memory of each is the
+// VmHWM of its own process (/proc/PID/status); nginx's is its worker's.
+// Everything is on 127.0.0.1 and every phase is bounded in count and time.
+//
+// Usage (from the repository root): go run ./deploy/bench/davbench [-quick]
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/net/webdav"
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentworkspace/files/sidecar"
+)
+
+func main() {
+	serveXNet := flag.String("serve-xnet", "", "internal: serve plain x/net/webdav over this directory")
+	quick := flag.Bool("quick", false, "smaller counts and shorter phases")
+	files := flag.Int("files", 10000, "files in the PROPFIND directory")
+	keep := flag.Bool("keep", false, "keep the prepared directory")
+	flag.Parse()
+	if *serveXNet != "" {
+		serveXNetChild(*serveXNet)
+		return
+	}
+	if err := run(*quick, *files, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "davbench:", err)
+		os.Exit(1)
+	}
+}
+
+// serveXNetChild is the x/net/webdav peer: exactly the plain handler.
+func serveXNetChild(dir string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("ADDR %s\n", ln.Addr())
+	h := &webdav.Handler{FileSystem: webdav.Dir(dir), LockSystem: webdav.NewMemLS()}
+	_ = http.Serve(ln, h)
+}
+
+// server is one peer under test.
+type server struct {
+	name string
+	url  string
+	pid  int // the process whose VmHWM is reported
+	stop func()
+}
+
+type config struct {
+	quick bool
+	files int
+}
+
+func run(quick bool, files int, keep bool) error {
+	cfg := config{quick: quick, files: files}
+	modRoot, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "davbench-")
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer os.RemoveAll(work)
+	}
+	root := filepath.Join(work, "root")
+	fmt.Printf("davbench: preparing %s (%d files, 256 MiB file)\n", root, files)
+	if err := prepare(root, files); err != nil {
+		return err
+	}
+	bin := filepath.Join(work, "agent-sidecar")
+	build := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar")
+	build.Dir = modRoot
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building agent-sidecar: %w", err)
+	}
+
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	sc, err := startSidecar(work, bin, root)
+	if err != nil {
+		return fmt.Errorf("sidecar: %w", err)
+	}
+	servers = append(servers, sc)
+	xn, err := startXNet(root)
+	if err != nil {
+		return fmt.Errorf("x/net/webdav: %w", err)
+	}
+	servers = append(servers, xn)
+	ng, err := startNginx(work, root)
+	if err != nil {
+		return fmt.Errorf("nginx: %w", err)
+	}
+	servers = append(servers, ng)
+
+	host, _ := os.Hostname()
+	fmt.Printf("machine: %s, %d CPUs, %s/%s, %s; sidecar=real agent-sidecar binary, x/net=child process, nginx %s\n",
+		host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), nginxVersion())
+
+	var rows []row
+	rows = append(rows, benchPropfind(cfg, servers)...)
+	rows = append(rows, benchBigGet(cfg, servers))
+	rows = append(rows, benchSmallGet(cfg, servers))
+	rows = append(rows, benchSmallPut(cfg, servers))
+	rows = append(rows, benchLatencyUnderUpload(cfg, servers)...)
+	rows = append(rows, peakRows(servers))
+	printRows(rows)
+	return nil
+}
+
+// row is one figure for the three peers, higherBetter says how to read it.
+type row struct {
+	name         string
+	unit         string
+	vals         [3]float64 // sidecar, x/net, nginx
+	higherBetter bool
+	target       string
+	pass         *bool
+}
+
+func printRows(rows []row) {
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nfigure\tsidecar\tx/net/webdav\tnginx\tsidecar/xnet\tsidecar/nginx\ttarget\tresult")
+	for _, r := range rows {
+		res := ""
+		if r.pass != nil {
+			res = "FAIL"
+			if *r.pass {
+				res = "ok"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name,
+			fmtVal(r.vals[0], r.unit), fmtVal(r.vals[1], r.unit), fmtVal(r.vals[2], r.unit),
+			ratio(r.vals[0], r.vals[1]), ratio(r.vals[0], r.vals[2]), r.target, res)
+	}
+	tw.Flush()
+	fmt.Println("(ratios are sidecar ÷ peer; for times and memory lower is better, for rates higher is better)")
+}
+
+func fmtVal(v float64, unit string) string {
+	if v < 0 {
+		return "n/a"
+	}
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f %s", v, unit)
+	case v >= 10:
+		return fmt.Sprintf("%.1f %s", v, unit)
+	}
+	return fmt.Sprintf("%.2f %s", v, unit)
+}
+
+func ratio(a, b float64) string {
+	if a < 0 || b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+func boolp(b bool) *bool { return &b }
+
+// ---- preparation -----------------------------------------------------------
+
+func prepare(root string, files int) error {
+	proj := filepath.Join(root, "projects", "bench")
+	for _, d := range []string{filepath.Join(root, "codex", "skills"), filepath.Join(proj, "many"), filepath.Join(proj, "up")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	line := []byte(strings.Repeat("0123456789abcdef", 8))
+	for i := 0; i < files; i++ {
+		if err := os.WriteFile(filepath.Join(proj, "many", fmt.Sprintf("file-%05d.txt", i)), line, 0o644); err != nil {
+			return err
+		}
+	}
+	small := make([]byte, 1024)
+	for i := range small {
+		small[i] = byte('a' + i%26)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "small.txt"), small, 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(proj, "big.bin"))
+	if err != nil {
+		return err
+	}
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	for i := 0; i < 256; i++ {
+		if _, err := f.Write(chunk); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// Everything readable and writable by the unprivileged processes.
+	return filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			return os.Chmod(p, 0o777)
+		}
+		return os.Chmod(p, 0o666)
+	})
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the repository (no go.mod found)")
+		}
+		dir = parent
+	}
+}
+
+// ---- peers -----------------------------------------------------------------
+
+func startSidecar(work, bin, root string) (*server, error) {
+	c := sidecar.DefaultConfig()
+	c.RPCServer.Address = "127.0.0.1:0"
+	c.DavServer.Address = "127.0.0.1:0"
+	c.MetricsServer.Address = "127.0.0.1:0"
+	c.Log.Level = "info"
+	c.Services.Project.ProjectsRootDir = filepath.Join(root, "projects")
+	c.Services.Project.CodexHomeDir = filepath.Join(root, "codex")
+	c.Services.Project.MaxUploadSize = 1 << 30
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(work, "sidecar.yaml")
+	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		sent := false
+		for sc.Scan() {
+			var m map[string]any
+			if !sent && json.Unmarshal(sc.Bytes(), &m) == nil && m["@message"] == "listening" && m["server"] == "dav" {
+				addr <- fmt.Sprint(m["address"])
+				sent = true
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	stop := func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }
+	select {
+	case a := <-addr:
+		return &server{name: "sidecar", url: "http://" + a, pid: cmd.Process.Pid, stop: stop}, nil
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, errors.New("no dav listening line within 30s")
+	}
+}
+
+func startXNet(root string) (*server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-serve-xnet", root)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ADDR ") {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("child did not report its address: %q %v", line, err)
+	}
+	return &server{name: "x/net/webdav", url: "http://" + strings.TrimSpace(line[5:]), pid: cmd.Process.Pid,
+		stop: func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }}, nil
+}
+
+func nginxVersion() string {
+	out, _ := exec.Command("nginx", "-v").CombinedOutput()
+	return strings.TrimSpace(strings.TrimPrefix(string(out), "nginx version: "))
+}
+
+func startNginx(work, root string) (*server, error) {
+	if _, err := exec.LookPath("nginx"); err != nil {
+		return nil, errors.New("nginx is not installed: run make setup")
+	}
+	var mod string
+	for _, p := range []string{"/usr/lib/nginx/modules/ngx_http_dav_ext_module.so", "/usr/share/nginx/modules/ngx_http_dav_ext_module.so"} {
+		if _, err := os.Stat(p); err == nil {
+			mod = p
+			break
+		}
+	}
+	if mod == "" {
+		return nil, errors.New("libnginx-mod-http-dav-ext is not installed: run make setup")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := filepath.Join(work, "nginx")
+	for _, d := range []string{"body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o777); err != nil {
+			return nil, err
+		}
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root root;"
+	}
+	conf := fmt.Sprintf(`load_module %s;
+%s
+worker_processes auto;
+daemon off;
+pid %[3]s/nginx.pid;
+error_log %[3]s/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_max_body_size 1g;
+  client_body_temp_path %[3]s/body;
+  proxy_temp_path %[3]s/proxy;
+  fastcgi_temp_path %[3]s/fastcgi;
+  uwsgi_temp_path %[3]s/uwsgi;
+  scgi_temp_path %[3]s/scgi;
+  server {
+    listen 127.0.0.1:%[4]d;
+    root %[5]s;
+    location / {
+      dav_methods PUT DELETE MKCOL COPY MOVE;
+      dav_ext_methods PROPFIND OPTIONS;
+      create_full_put_path on;
+      dav_access user:rw group:rw all:rw;
+    }
+  }
+}
+`, mod, user, dir, port, root)
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("nginx", "-c", confPath, "-p", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			return nil, fmt.Errorf("nginx did not listen: %s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return &server{name: "nginx", url: url, pid: cmd.Process.Pid, stop: func() {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}}, nil
+}
+
+// ---- memory ----------------------------------------------------------------
+
+// procKB reads a "VmXXX:" line of /proc/PID/status, in KiB.
+func procKB(pid int, key string) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, key+":") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// memPIDs is the process that serves: nginx's workers (children of the
+// master), else the process itself.
+func memPIDs(s *server) []int {
+	if s.name != "nginx" {
+		return []int{s.pid}
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.pid, s.pid))
+	if err != nil {
+		return []int{s.pid}
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	if len(pids) == 0 {
+		return []int{s.pid}
+	}
+	return pids
+}
+
+// peakKB is the largest VmHWM among a peer's serving processes.
+func peakKB(s *server) int64 {
+	var m int64 = -1
+	for _, p := range memPIDs(s) {
+		if v := procKB(p, "VmHWM"); v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+func rssKB(s *server) int64 {
+	var m int64 = -1
+	for _, p := range memPIDs(s) {
+		if v := procKB(p, "VmRSS"); v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+func peakRows(servers []*server) row {
+	r := row{name: "peak RSS, whole run (VmHWM)", unit: "MiB"}
+	for i, s := range servers {
+		r.vals[i] = float64(peakKB(s)) / 1024
+	}
+	return r
+}
+
+// ---- load generator --------------------------------------------------------
+
+func newClient(conns int) *http.Client {
+	return &http.Client{
+		Timeout: 2 * time.Minute,
+		Transport: &http.Transport{
+			MaxIdleConns:        conns * 2,
+			MaxIdleConnsPerHost: conns * 2,
+			MaxConnsPerHost:     conns * 2,
+			DisableCompression:  true,
+			IdleConnTimeout:     time.Minute,
+		},
+	}
+}
+
+func do(c *http.Client, method, url string, hdr map[string]string, body io.Reader, size int64) (int, int64, error) {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		return 0, 0, err
+	}
+	if body != nil {
+		req.ContentLength = size
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, n, err
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(float64(len(s)-1) * p)
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+const allprop = `<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`
+
+func benchPropfind(cfg config, servers []*server) []row {
+	iters := 20
+	if cfg.quick {
+		iters = 5
+	}
+	lat := row{name: fmt.Sprintf("PROPFIND Depth 1, %d files, allprop, warm (median)", cfg.files), unit: "ms",
+		target: "sidecar <= nginx"}
+	grow := row{name: "  peak RSS growth during PROPFIND", unit: "MiB", target: "sidecar <= x/net"}
+	for i, s := range servers {
+		c := newClient(1)
+		url := s.url + "/projects/bench/many/"
+		hdr := map[string]string{"Depth": "1", "Content-Type": "application/xml"}
+		base := rssKB(s)
+		var times []time.Duration
+		ok := true
+		for j := 0; j < iters+3; j++ {
+			start := time.Now()
+			code, n, err := do(c, "PROPFIND", url, hdr, strings.NewReader(allprop), int64(len(allprop)))
+			d := time.Since(start)
+			if err != nil || code != 207 || n < int64(cfg.files)*100 {
+				fmt.Fprintf(os.Stderr, "%s PROPFIND: %d %d bytes %v\n", s.name, code, n, err)
+				ok = false
+				break
+			}
+			if j >= 3 {
+				times = append(times, d)
+			}
+		}
+		if !ok {
+			lat.vals[i], grow.vals[i] = -1, -1
+			continue
+		}
+		lat.vals[i] = ms(percentile(times, 0.5))
+		grow.vals[i] = float64(peakKB(s)-base) / 1024
+	}
+	lat.pass = boolp(lat.vals[0] >= 0 && lat.vals[0] <= lat.vals[2]*1.0)
+	grow.pass = boolp(grow.vals[0] >= 0 && grow.vals[0] <= grow.vals[1])
+	return []row{lat, grow}
+}
+
+func benchBigGet(cfg config, servers []*server) row {
+	iters := 5
+	if cfg.quick {
+		iters = 2
+	}
+	r := row{name: "GET 256 MiB (best of runs)", unit: "MiB/s", higherBetter: true, target: ">= 0.9x faster peer"}
+	for i, s := range servers {
+		c := newClient(1)
+		best := 0.0
+		for j := 0; j < iters+1; j++ {
+			start := time.Now()
+			code, n, err := do(c, "GET", s.url+"/projects/bench/big.bin", nil, nil, 0)
+			d := time.Since(start)
+			if err != nil || code != 200 || n != 256<<20 {
+				fmt.Fprintf(os.Stderr, "%s GET big: %d %d %v\n", s.name, code, n, err)
+				best = -1
+				break
+			}
+			if j == 0 {
+				continue // warm the page cache
+			}
+			if v := 256 / d.Seconds(); v > best {
+				best = v
+			}
+		}
+		r.vals[i] = best
+	}
+	r.pass = boolp(r.vals[0] >= 0.9*max(r.vals[1], r.vals[2]))
+	return r
+}
+
+// rate runs fn from workers goroutines for dur (or until count requests)
+// and returns requests per second.
+func rate(workers int, dur time.Duration, count int64, fn func(w int, i int64) error) (float64, error) {
+	var done atomic.Int64
+	var firstErr atomic.Value
+	ctx, cancel := context.WithTimeout(context.Background(), dur)
+	defer cancel()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := int64(0); ctx.Err() == nil; i++ {
+				if done.Load() >= count {
+					return
+				}
+				if err := fn(w, i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					cancel()
+					return
+				}
+				done.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	if e, ok := firstErr.Load().(error); ok {
+		return -1, e
+	}
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}
+
+func benchSmallGet(cfg config, servers []*server) row {
+	dur := 4 * time.Second
+	if cfg.quick {
+		dur = time.Second
+	}
+	r := row{name: "16 concurrent 1 KiB GETs", unit: "req/s", higherBetter: true, target: ">= 1.0x x/net"}
+	for i, s := range servers {
+		c := newClient(16)
+		url := s.url + "/projects/bench/small.txt"
+		fn := func(int, int64) error {
+			code, n, err := do(c, "GET", url, nil, nil, 0)
+			if err == nil && (code != 200 || n != 1024) {
+				err = fmt.Errorf("status %d, %d bytes", code, n)
+			}
+			return err
+		}
+		_, _ = rate(16, dur/4, 1<<40, fn) // warm-up
+		v, err := rate(16, dur, 1<<40, fn)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s small GET: %v\n", s.name, err)
+		}
+		r.vals[i] = v
+	}
+	r.pass = boolp(r.vals[0] >= r.vals[1])
+	return r
+}
+
+func benchSmallPut(cfg config, servers []*server) row {
+	dur := 4 * time.Second
+	if cfg.quick {
+		dur = time.Second
+	}
+	body := strings.Repeat("p", 4096)
+	r := row{name: "PUT 4 KiB, 16 clients (sidecar: atomic + fsync)", unit: "req/s", higherBetter: true, target: ">= 0.5x x/net"}
+	for i, s := range servers {
+		c := newClient(16)
+		fn := func(w int, n int64) error {
+			url := fmt.Sprintf("%s/projects/bench/up/w%02d-%03d.txt", s.url, w, n%50)
+			code, _, err := do(c, "PUT", url, nil, strings.NewReader(body), int64(len(body)))
+			if err == nil && code != 201 && code != 204 && code != 200 {
+				err = fmt.Errorf("status %d", code)
+			}
+			return err
+		}
+		v, err := rate(16, dur, 1<<40, fn)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s PUT: %v\n", s.name, err)
+		}
+		r.vals[i] = v
+	}
+	r.pass = boolp(r.vals[0] >= 0.5*r.vals[1])
+	return r
+}
+
+// slowReader yields size bytes at about bps bytes per second.
+type slowReader struct {
+	left  int64
+	bps   int64
+	start time.Time
+	sent  int64
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	if s.left <= 0 {
+		return 0, io.EOF
+	}
+	if s.start.IsZero() {
+		s.start = time.Now()
+	}
+	if len(p) > 64<<10 {
+		p = p[:64<<10]
+	}
+	if int64(len(p)) > s.left {
+		p = p[:s.left]
+	}
+	due := s.start.Add(time.Duration(float64(s.sent) / float64(s.bps) * float64(time.Second)))
+	time.Sleep(time.Until(due))
+	for i := range p {
+		p[i] = 'u'
+	}
+	s.left -= int64(len(p))
+	s.sent += int64(len(p))
+	return len(p), nil
+}
+
+func benchLatencyUnderUpload(cfg config, servers []*server) []row {
+	dur := 3 * time.Second
+	if cfg.quick {
+		dur = time.Second
+	}
+	idle := row{name: "GET 1 KiB p99, idle", unit: "ms"}
+	busy := row{name: "GET 1 KiB p99 while a 64 MiB PUT streams", unit: "ms"}
+	rel := row{name: "  p99 busy / idle", unit: "x", target: "sidecar <= 2x"}
+	for i, s := range servers {
+		c := newClient(2)
+		url := s.url + "/projects/bench/small.txt"
+		sample := func(d time.Duration) []time.Duration {
+			var out []time.Duration
+			end := time.Now().Add(d)
+			for time.Now().Before(end) && len(out) < 200000 {
+				st := time.Now()
+				code, _, err := do(c, "GET", url, nil, nil, 0)
+				if err != nil || code != 200 {
+					break
+				}
+				out = append(out, time.Since(st))
+			}
+			return out
+		}
+		sample(dur / 4)
+		idle.vals[i] = ms(percentile(sample(dur), 0.99))
+		upc := newClient(1)
+		done := make(chan error, 1)
+		size := int64(64 << 20)
+		go func() {
+			// Stream over about 1.5x the sampling window so it is in flight throughout.
+			bps := size * int64(time.Second) / int64(dur+dur/2)
+			code, _, err := do(upc, "PUT", s.url+"/projects/bench/up/big-upload.bin", nil, &slowReader{left: size, bps: bps}, size)
+			if err == nil && code/100 != 2 {
+				err = fmt.Errorf("status %d", code)
+			}
+			done <- err
+		}()
+		time.Sleep(dur / 10)
+		busy.vals[i] = ms(percentile(sample(dur), 0.99))
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "%s 64 MiB PUT: %v\n", s.name, err)
+		}
+		if idle.vals[i] > 0 {
+			rel.vals[i] = busy.vals[i] / idle.vals[i]
+		}
+	}
+	rel.pass = boolp(rel.vals[0] <= 2)
+	return []row{idle, busy, rel}
+}

@@ -1,0 +1,197 @@
+package davhandler_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentworkspace/files/sidecar/sidecartest"
+)
+
+// startSidecar starts the real agent-sidecar binary with a projects volume
+// holding the given projects (each a map of relative path -> content).
+func startSidecar(t *testing.T, projects map[string]map[string]string) *sidecartest.Sidecar {
+	t.Helper()
+	base, err := os.MkdirTemp("", "davhandler-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(base, "projects")
+	for name, files := range projects {
+		if err := os.MkdirAll(filepath.Join(root, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for rel, content := range files {
+			p := filepath.Join(root, name, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return sidecartest.Start(t, sidecartest.Options{ProjectsDir: root})
+}
+
+func lookTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is not installed: run make setup (%v)", name, err)
+	}
+	return p
+}
+
+var litmusSummary = regexp.MustCompile("summary for `(\\w+)': of (\\d+) tests run: (\\d+) passed, (\\d+) failed")
+
+// TestLitmus runs litmus against the real sidecar. basic, copymove, http and
+// locks must pass with no failure; props is run and printed (dead
+// properties live in memory only; see docs/webdav-conformance.md).
+func TestLitmus(t *testing.T) {
+	litmus := lookTool(t, "litmus")
+	sc := startSidecar(t, map[string]map[string]string{"litmus": {}})
+	required := map[string]bool{"basic": true, "copymove": true, "http": true, "locks": true}
+	for _, group := range []string{"basic", "copymove", "props", "locks", "http"} {
+		t.Run(group, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, litmus, sc.DavURL+"/projects/litmus/")
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), "TESTS="+group)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			runErr := cmd.Run()
+			t.Logf("litmus %s:\n%s", group, out.String())
+			m := litmusSummary.FindStringSubmatch(out.String())
+			if m == nil {
+				if required[group] {
+					t.Fatalf("litmus %s: no summary (%v)", group, runErr)
+				}
+				return
+			}
+			failed, _ := strconv.Atoi(m[4])
+			if failed > 0 && required[group] {
+				var fails []string
+				for _, l := range strings.Split(out.String(), "\n") {
+					if strings.Contains(l, "FAIL") {
+						fails = append(fails, strings.TrimSpace(l))
+					}
+				}
+				t.Errorf("litmus %s: %s failed:\n%s", group, m[4], strings.Join(fails, "\n"))
+			}
+		})
+	}
+}
+
+// TestRclone drives the real sidecar with rclone as a WebDAV client.
+func TestRclone(t *testing.T) {
+	rclone := lookTool(t, "rclone")
+	sc := startSidecar(t, map[string]map[string]string{
+		"demo":  {"README.md": "# demo\n", "src/main.go": "package main\n", "src/deep/x.txt": "x"},
+		"other": {"a.txt": "a"},
+	})
+	work := t.TempDir()
+	conf := filepath.Join(work, "rclone.conf")
+	if err := os.WriteFile(conf, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		full := append([]string{"--config", conf, "--retries", "1", "--low-level-retries", "1"}, args...)
+		cmd := exec.CommandContext(ctx, rclone, full...)
+		cmd.Env = append(os.Environ(),
+			"RCLONE_CONFIG_DAV_TYPE=webdav",
+			"RCLONE_CONFIG_DAV_URL="+sc.DavURL,
+			"RCLONE_CONFIG_DAV_VENDOR=other",
+			"HOME="+work)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	mustRun := func(args ...string) string {
+		t.Helper()
+		out, err := run(args...)
+		if err != nil {
+			t.Fatalf("rclone %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+
+	// List projects.
+	out := mustRun("lsf", "dav:projects/")
+	if !strings.Contains(out, "demo/") || !strings.Contains(out, "other/") {
+		t.Fatalf("lsf projects: %q", out)
+	}
+	// Copy a project down.
+	down := filepath.Join(work, "down")
+	mustRun("copy", "dav:projects/demo", down)
+	for rel, want := range map[string]string{"README.md": "# demo\n", "src/main.go": "package main\n", "src/deep/x.txt": "x"} {
+		got, err := os.ReadFile(filepath.Join(down, filepath.FromSlash(rel)))
+		if err != nil || string(got) != want {
+			t.Fatalf("downloaded %s: %q %v", rel, got, err)
+		}
+	}
+	// Upload and overwrite a file.
+	local := filepath.Join(work, "up.txt")
+	hostUp := filepath.Join(sc.ProjectsDir, "demo", "up.txt")
+	os.WriteFile(local, []byte("first"), 0o644)
+	mustRun("copyto", local, "dav:projects/demo/up.txt")
+	if got, _ := os.ReadFile(hostUp); string(got) != "first" {
+		t.Fatalf("upload: %q", got)
+	}
+	os.WriteFile(local, []byte("second version"), 0o644)
+	mustRun("copyto", "--ignore-times", local, "dav:projects/demo/up.txt")
+	if got, _ := os.ReadFile(hostUp); string(got) != "second version" {
+		t.Fatalf("overwrite: %q", got)
+	}
+	// A stale overwrite (If-Match with an old ETag) is refused.
+	resp, err := http.Head(sc.DavURL + "/projects/demo/up.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	oldETag := resp.Header.Get("ETag")
+	if oldETag == "" {
+		t.Fatal("no ETag on HEAD")
+	}
+	os.WriteFile(local, []byte("third, by someone else"), 0o644)
+	mustRun("copyto", "--ignore-times", local, "dav:projects/demo/up.txt")
+	os.WriteFile(local, []byte("stale writer"), 0o644)
+	out, err = run("copyto", "--ignore-times", "--header-upload", fmt.Sprintf("If-Match: %s", oldETag), local, "dav:projects/demo/up.txt")
+	if err == nil {
+		t.Fatalf("stale If-Match upload succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, "412") && !strings.Contains(strings.ToLower(out), "precondition") {
+		t.Errorf("stale upload failed without a 412:\n%s", out)
+	}
+	if got, _ := os.ReadFile(hostUp); string(got) != "third, by someone else" {
+		t.Fatalf("stale upload changed the file: %q", got)
+	}
+	// With the current ETag the same upload goes through.
+	resp, err = http.Head(sc.DavURL + "/projects/demo/up.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	mustRun("copyto", "--ignore-times", "--header-upload", "If-Match: "+resp.Header.Get("ETag"), local, "dav:projects/demo/up.txt")
+	if got, _ := os.ReadFile(hostUp); string(got) != "stale writer" {
+		t.Fatalf("fresh If-Match upload: %q", got)
+	}
+}
