@@ -2,16 +2,113 @@ package gateway
 
 import (
 	"net/http"
+	"net/url"
+	"sort"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentworkspace/files/gateway/internal/audit"
+	"github.com/agentworkspace/files/gateway/internal/auth"
+	"github.com/agentworkspace/files/gateway/internal/davproxy"
+	"github.com/agentworkspace/files/gateway/internal/requestid"
 )
 
-// newDAV builds the WebDAV view. TODO(davproxy): wire davproxy.New once the
-// package compiles; until then /dav/ answers 501.
+// newDAV builds the WebDAV view (package davproxy) over the configured
+// agents' davEndpoints, with the operator and request ID from the gateway's
+// auth and request-ID middleware, and every mutation audited.
 func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time) (http.Handler, error) {
-	return nil, nil
+	endpoints := map[string]*url.URL{}
+	var ids []string
+	for id, a := range cfg.AgentRuntime.Agents {
+		endpoints[id] = nil
+		if a.Sidecar == nil || a.Sidecar.DavEndpoint == "" {
+			continue
+		}
+		u, err := url.Parse(a.Sidecar.DavEndpoint)
+		if err != nil {
+			return nil, err // Validate already refused it
+		}
+		endpoints[id] = u
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return davproxy.New(davproxy.Options{
+		Agents: func(id string) (*url.URL, bool) {
+			u, ok := endpoints[id]
+			if u == nil {
+				return nil, ok
+			}
+			c := *u
+			return &c, true
+		},
+		AgentIDs: func() []string { return append([]string(nil), ids...) },
+		Writable: cfg.WebDAV.Writable,
+		Operator: func(r *http.Request) string {
+			id, _ := auth.FromContext(r.Context())
+			return id.Operator
+		},
+		RequestID: func(r *http.Request) string { return requestid.From(r.Context()) },
+		OnMutation: func(r *http.Request, m davproxy.Mutation) {
+			rec := audit.Record{
+				Time:            now().Add(-m.Duration),
+				RequestID:       m.RequestID,
+				Operator:        m.Operator,
+				AgentID:         m.AgentID,
+				WorkspaceScope:  m.Scope,
+				ProjectName:     m.Project,
+				Action:          m.Action,
+				SourcePath:      m.SourcePath,
+				DestinationPath: m.DestinationPath,
+				GRPCCode:        grpcCodeForHTTP(m.Status),
+				Reason:          m.Reason,
+				HTTPStatus:      m.Status,
+				DurationMS:      audit.Duration(m.Duration),
+				Result:          audit.ResultOK,
+			}
+			if m.Status >= 400 {
+				rec.Result = audit.ResultError
+			}
+			if rec.RequestID == "" {
+				rec.RequestID = requestid.From(r.Context())
+			}
+			if rec.Operator == "" {
+				id, _ := auth.FromContext(r.Context())
+				rec.Operator = id.Operator
+			}
+			al.Record(r.Context(), rec)
+		},
+		Logger:     log,
+		Registerer: reg,
+		Now:        now,
+	})
+}
+
+// grpcCodeForHTTP names the gRPC code equivalent to a WebDAV status for the
+// audit record's grpc_code field (WebDAV has no gRPC code of its own).
+func grpcCodeForHTTP(status int) string {
+	switch {
+	case status < 400:
+		return "OK"
+	case status == http.StatusBadRequest:
+		return "InvalidArgument"
+	case status == http.StatusUnauthorized:
+		return "Unauthenticated"
+	case status == http.StatusForbidden, status == http.StatusMethodNotAllowed:
+		return "PermissionDenied"
+	case status == http.StatusNotFound:
+		return "NotFound"
+	case status == http.StatusConflict, status == http.StatusPreconditionFailed:
+		return "Aborted"
+	case status == http.StatusRequestEntityTooLarge, status == http.StatusInsufficientStorage:
+		return "ResourceExhausted"
+	case status == http.StatusLocked, status == http.StatusPreconditionRequired, status == http.StatusUnsupportedMediaType:
+		return "FailedPrecondition"
+	case status == http.StatusBadGateway, status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:
+		return "Unavailable"
+	case status < 500:
+		return "InvalidArgument"
+	}
+	return "Internal"
 }

@@ -351,4 +351,3 @@ func (s *Server) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryRe
 
 // Revision exposes the fake's revision function.
 func Revision(content string) string { return revision(content) }
-
