@@ -300,15 +300,15 @@ func TestMetrics(t *testing.T) {
 	wantErr(t, err, codes.ResourceExhausted, "TOO_LARGE")
 
 	for name, want := range map[string]string{
-		`workspace_sidecar_grpc_requests_total{action="CreateProject",result="success"}`:                     "1",
-		`workspace_sidecar_grpc_requests_total{action="UpdateFile",result="error"}`:                          "2",
-		`workspace_sidecar_grpc_errors_total{action="UpdateFile",code="Aborted",reason="REVISION_MISMATCH"}`: "1",
-		`workspace_sidecar_grpc_revision_conflicts_total{action="UpdateFile",reason="REVISION_MISMATCH"}`:    "1",
-		`workspace_sidecar_grpc_path_rejections_total{action="ListEntries",reason="DENYLISTED"}`:             "1",
-		`workspace_sidecar_grpc_path_rejections_total{action="ListEntries",reason="INVALID_PATH"}`:           "1",
-		`workspace_sidecar_grpc_size_limit_rejections_total{action="UpdateFile",reason="TOO_LARGE"}`:         "1",
-		`workspace_sidecar_grpc_request_duration_seconds_count{action="CreateEntry"}`:                        "1",
-		`workspace_sidecar_git_init_failures_total`:                                                          "0",
+		`sidecar_grpc_requests_total{action="CreateProject",result="success"}`:                     "1",
+		`sidecar_grpc_requests_total{action="UpdateFile",result="error"}`:                          "2",
+		`sidecar_grpc_errors_total{action="UpdateFile",code="Aborted",reason="REVISION_MISMATCH"}`: "1",
+		`sidecar_grpc_revision_conflicts_total{action="UpdateFile",reason="REVISION_MISMATCH"}`:    "1",
+		`sidecar_grpc_path_rejections_total{action="ListEntries",reason="DENYLISTED"}`:             "1",
+		`sidecar_grpc_path_rejections_total{action="ListEntries",reason="INVALID_PATH"}`:           "1",
+		`sidecar_grpc_size_limit_rejections_total{action="UpdateFile",reason="TOO_LARGE"}`:         "1",
+		`sidecar_grpc_request_duration_seconds_count{action="CreateEntry"}`:                        "1",
+		`sidecar_git_init_failures_total`:                                                          "0",
 	} {
 		if got := metric(t, sc, name); got != want {
 			t.Errorf("%s = %q, want %s", name, got, want)

@@ -172,7 +172,7 @@ func TestGitInitRollback(t *testing.T) {
 	if len(r.GetProjects()) != 0 {
 		t.Errorf("projects after rollback: %v", r.GetProjects())
 	}
-	if got := metric(t, sc, "workspace_sidecar_git_init_failures_total"); got != "1" {
+	if got := metric(t, sc, "sidecar_git_init_failures_total"); got != "1" {
 		t.Errorf("git init failures metric = %q, want 1", got)
 	}
 	if !strings.Contains(sc.Logs(), "simulated failure") {

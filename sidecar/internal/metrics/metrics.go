@@ -29,32 +29,32 @@ type Metrics struct {
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "workspace_sidecar_grpc_requests_total",
+			Name: "sidecar_grpc_requests_total",
 			Help: "gRPC WorkspaceService calls by action and result (success or error).",
 		}, []string{"action", "result"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "workspace_sidecar_grpc_errors_total",
+			Name: "sidecar_grpc_errors_total",
 			Help: "Failed gRPC WorkspaceService calls by action, gRPC code and reason.",
 		}, []string{"action", "code", "reason"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "workspace_sidecar_grpc_request_duration_seconds",
+			Name:    "sidecar_grpc_request_duration_seconds",
 			Help:    "Duration of gRPC WorkspaceService calls by action.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"action"}),
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "workspace_sidecar_grpc_revision_conflicts_total",
+			Name: "sidecar_grpc_revision_conflicts_total",
 			Help: "gRPC calls refused because the expected revision (or a cursor) was stale.",
 		}, []string{"action", "reason"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "workspace_sidecar_grpc_path_rejections_total",
+			Name: "sidecar_grpc_path_rejections_total",
 			Help: "gRPC calls refused by path safety: denylist, symlink, invalid path, outside Global, path too long or deep.",
 		}, []string{"action", "reason"}),
 		sizeRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "workspace_sidecar_grpc_size_limit_rejections_total",
+			Name: "sidecar_grpc_size_limit_rejections_total",
 			Help: "gRPC calls refused by a size limit (file too large, page size too large).",
 		}, []string{"action", "reason"}),
 		gitInitFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "workspace_sidecar_git_init_failures_total",
+			Name: "sidecar_git_init_failures_total",
 			Help: "CreateProject calls whose git init failed (the project was rolled back).",
 		}),
 	}
