@@ -16,101 +16,151 @@
 package davfs
 
 import (
-	"context"
-	"io"
-	"os"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 )
 
-// FS serves one agent's volumes. It is safe for concurrent use.
+// FS serves one agent's volumes. It is safe for concurrent use. One FS must
+// be the only davfs writer of its volumes (Open sweeps temp files left by a
+// previous process). Close must not race with operations in flight.
 type FS struct {
-	cfg Config
+	cfg  Config
+	log  hclog.Logger
+	now  func() time.Time
+	deny map[string]struct{}
+
+	projects root // projects root
+	codex    root // CODEX_HOME
+
+	// useOpenat2 is decided once at Open: false when the kernel (or a
+	// seccomp filter) lacks openat2 or Config.DisableOpenat2 is set.
+	useOpenat2 bool
+
+	// mu is the mutation lock: create/delete project and every entry
+	// mutation run under it; reads never take it.
+	mu sync.Mutex
+
+	cache  *hashCache
+	closed atomic.Bool
+
+	// hooks inject failures in tests; zero in production.
+	hooks hooks
+}
+
+// root is a directory fd (O_PATH) held open for a namespace root.
+type root struct {
+	fd  int
+	dev uint64
 }
 
 // Open validates cfg, opens the roots, ensures $CODEX_HOME/skills exists and
 // sweeps davfs's own stale temp files. It changes nothing else on disk.
-func Open(cfg Config) (*FS, error) { panic("davfs: not implemented") }
+//
+// The roots themselves must be directories, not symlinks. The temp sweep is
+// bounded (see sweepAtOpen); listings remove stale temp files they meet.
+func Open(cfg Config) (*FS, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	f := &FS{cfg: cfg, log: cfg.Logger, now: cfg.Now, deny: map[string]struct{}{".git": {}}}
+	if f.log == nil {
+		f.log = hclog.NewNullLogger()
+	}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	for _, n := range cfg.DeniedNames {
+		f.deny[n] = struct{}{}
+	}
+	f.cache = newHashCache(defaultCacheEntries)
+	if f.projects, err = openRoot(cfg.ProjectsRoot, "projectsRootDir"); err != nil {
+		return nil, err
+	}
+	if f.codex, err = openRoot(cfg.CodexHome, "codexHomeDir"); err != nil {
+		unix.Close(f.projects.fd)
+		return nil, err
+	}
+	f.useOpenat2 = !cfg.DisableOpenat2 && probeOpenat2(f.projects.fd)
+	if err := f.ensureSkills(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.sweepAtOpen()
+	return f, nil
+}
+
+func openRoot(path, key string) (root, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return root{fd: -1}, fmt.Errorf("davfs: %s: open %s: %w (it must be an existing directory, not a symlink)", key, path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return root{fd: -1}, fmt.Errorf("davfs: %s: stat %s: %w", key, path, err)
+	}
+	return root{fd: fd, dev: st.Dev}, nil
+}
+
+// ensureSkills makes $CODEX_HOME/skills a real directory (0755) if it is
+// missing and refuses to start if it is anything else (a symlink, a file).
+func (f *FS) ensureSkills() error {
+	err := unix.Mkdirat(f.codex.fd, globalSkills, 0o755)
+	switch {
+	case err == nil:
+		fd, err := unix.Openat(f.codex.fd, globalSkills, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("davfs: codexHomeDir/skills: %w", err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Fchmod(fd, 0o755); err != nil {
+			return fmt.Errorf("davfs: codexHomeDir/skills: chmod: %w", err)
+		}
+		return nil
+	case errors.Is(err, unix.EEXIST):
+		var st unix.Stat_t
+		if err := unix.Fstatat(f.codex.fd, globalSkills, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("davfs: codexHomeDir/skills: %w", err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return errors.New("davfs: codexHomeDir/skills exists but is not a real directory (a symlink or a file); refusing to start")
+		}
+		return nil
+	default:
+		return fmt.Errorf("davfs: codexHomeDir/skills: mkdir: %w", err)
+	}
+}
 
 // Close releases the root fds.
-func (f *FS) Close() error { panic("davfs: not implemented") }
-
-// ListProjects lists first-level, non-denylisted, non-symlink directories of
-// the projects root in name order. pageSize 0 means the default.
-func (f *FS) ListProjects(ctx context.Context, pageSize int, cursor string) (ProjectPage, error) {
-	panic("davfs: not implemented")
+func (f *FS) Close() error {
+	if f.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, r := range []root{f.projects, f.codex} {
+		if r.fd >= 0 {
+			errs = append(errs, unix.Close(r.fd))
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// CreateProject makes one directory (0755) and runs the initializer; on
-// failure it removes exactly what it created.
-func (f *FS) CreateProject(ctx context.Context, name string) (Project, error) {
-	panic("davfs: not implemented")
+func (f *FS) alive() error {
+	if f.closed.Load() {
+		return errClosed()
+	}
+	return nil
 }
 
-// DeleteProject permanently and recursively deletes a project. confirmName
-// must equal name.
-func (f *FS) DeleteProject(ctx context.Context, name, confirmName string) error {
-	panic("davfs: not implemented")
-}
+// MaxUploadSize is the effective Config.MaxUploadSize (after defaults).
+func (f *FS) MaxUploadSize() int64 { return f.cfg.MaxUploadSize }
 
-// ListEntries lists one page of a directory: directories first, then by name.
-func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize int, cursor string) (Page, error) {
-	panic("davfs: not implemented")
-}
-
-// Stat returns the Entry of one path (the workspace root for "").
-func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error) {
-	panic("davfs: not implemented")
-}
-
-// ReadFile returns a regular file's metadata, and its content when editable.
-func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, error) {
-	panic("davfs: not implemented")
-}
-
-// CreateEntry creates an empty file (0644) or directory (0755) named name in
-// the existing directory parent.
-func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string, typ EntryType) (Entry, error) {
-	panic("davfs: not implemented")
-}
-
-// UpdateFile atomically replaces an editable file's content if its revision
-// still equals expectedRevision.
-func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content []byte, expectedRevision string) (Entry, error) {
-	panic("davfs: not implemented")
-}
-
-// MoveEntry renames src to dst inside one workspace; dst must not exist.
-func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevision string) (Entry, error) {
-	panic("davfs: not implemented")
-}
-
-// DeleteEntry permanently deletes a file or directory (non-empty only with
-// recursive).
-func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevision string, recursive bool) error {
-	panic("davfs: not implemented")
-}
-
-// OpenRead opens a regular, single-link file for streaming (no size limit,
-// Seek and ReadAt work; memory stays constant). The caller closes it. This is
-// what WebDAV GET and Range reads use.
-func (f *FS) OpenRead(ctx context.Context, ws Workspace, path string) (*os.File, Entry, error) {
-	panic("davfs: not implemented")
-}
-
-// WriteStream streams r into a temp file in the target's directory (outside
-// the mutation lock, so a slow upload never stalls others), fsyncs it, keeps
-// the original's mode (0644 for a new file), then under the mutation lock
-// checks pre (If-Match revision / If-None-Match) against the target and
-// renames over it, and fsyncs the directory. Any bytes are accepted up to
-// maxSize (ResourceExhausted/TOO_LARGE above it, nothing written); a read
-// error from r (an aborted upload) commits nothing. The parent must exist
-// (NotFound otherwise). created reports whether the file is new.
-func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Reader, maxSize int64, pre Precondition) (e Entry, created bool, err error) {
-	panic("davfs: not implemented")
-}
-
-// ReadDir returns every visible entry of a directory (directories first, then
-// by name), without paging, for WebDAV PROPFIND. Revisions come from the
-// stat-keyed hash cache, so a warm listing re-reads no file.
-func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, error) {
-	panic("davfs: not implemented")
-}
+// MaxEditableFileSize is the effective Config.MaxEditableFileSize.
+func (f *FS) MaxEditableFileSize() int64 { return f.cfg.MaxEditableFileSize }

@@ -1,0 +1,64 @@
+package davfs
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
+// PRD defaults, applied by Open to zero Config fields.
+const (
+	DefaultMaxEditableFileSize = 1 << 20   // 1 MiB
+	DefaultMaxUploadSize       = 100 << 20 // 100 MiB
+	DefaultMaxPageSize         = 500
+	DefaultPageSize            = 100
+	DefaultMaxPathLength       = 4096
+	DefaultMaxPathDepth        = 64
+)
+
+// DefaultDeniedNames returns PRD §8.2's default denylist (a fresh slice).
+// ".git" is always denied whatever the configuration says.
+func DefaultDeniedNames() []string {
+	return []string{".git", ".hg", ".svn", "node_modules", ".venv", "venv", "vendor",
+		"dist", "build", ".next", ".cache", "__pycache__"}
+}
+
+// withDefaults fills zero fields and reports every invalid one.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	if c.ProjectsRoot == "" || !filepath.IsAbs(c.ProjectsRoot) {
+		errs = append(errs, errors.New("davfs: projectsRootDir must be an absolute path"))
+	}
+	if c.CodexHome == "" || !filepath.IsAbs(c.CodexHome) {
+		errs = append(errs, errors.New("davfs: codexHomeDir must be an absolute path"))
+	}
+	def64 := func(v *int64, d int64, key string) {
+		if *v == 0 {
+			*v = d
+		} else if *v < 0 {
+			errs = append(errs, fmt.Errorf("davfs: %s must be positive", key))
+		}
+	}
+	def := func(v *int, d int, key string) {
+		if *v == 0 {
+			*v = d
+		} else if *v < 0 {
+			errs = append(errs, fmt.Errorf("davfs: %s must be positive", key))
+		}
+	}
+	def64(&c.MaxEditableFileSize, DefaultMaxEditableFileSize, "maxEditableFileSize")
+	def64(&c.MaxUploadSize, DefaultMaxUploadSize, "maxUploadSize")
+	def(&c.MaxPageSize, DefaultMaxPageSize, "maxPageSize")
+	def(&c.DefaultPageSize, DefaultPageSize, "defaultPageSize")
+	def(&c.MaxPathLength, DefaultMaxPathLength, "maxPathLength")
+	def(&c.MaxPathDepth, DefaultMaxPathDepth, "maxPathDepth")
+	if c.DefaultPageSize > c.MaxPageSize {
+		c.DefaultPageSize = c.MaxPageSize
+	}
+	for _, n := range c.DeniedNames {
+		if n == "" || n == "." || n == ".." || filepath.Base(n) != n {
+			errs = append(errs, fmt.Errorf("davfs: deniedDirectories entry %q must be a single name", n))
+		}
+	}
+	return c, errors.Join(errs...)
+}

@@ -1,0 +1,564 @@
+package davfs
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
+)
+
+func fstatat(dirfd int, name string, st *unix.Stat_t) error {
+	for {
+		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func modTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Mtim.Nano()) }
+
+func isType(st *unix.Stat_t, t uint32) bool { return st.Mode&unix.S_IFMT == t }
+
+func errNotRegular(rel string) *Error {
+	return newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q is not a regular file or directory", rel)
+}
+
+// statEntry builds the Entry of name in the directory dirfd (w is the
+// entry's own path). A symlink is refused (SYMLINK), a FIFO, socket or
+// device too (NOT_REGULAR): such names never appear in listings either.
+func (f *FS) statEntry(dirfd int, w wsPath, name string) (Entry, error) {
+	var st unix.Stat_t
+	if err := fstatat(dirfd, name, &st); err != nil {
+		return Entry{}, fsErr(err, w.rel)
+	}
+	return f.entryFromStat(dirfd, w, name, &st, 0)
+}
+
+func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, attempt int) (Entry, error) {
+	e := Entry{Name: name, Path: w.rel}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		if st.Dev != w.r.dev {
+			return Entry{}, newErr(CodePermissionDenied, ReasonSymlink, nil, "%q is a mount point", w.rel)
+		}
+		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), dirRevision(st)
+		return e, nil
+	case unix.S_IFLNK:
+		return Entry{}, errSymlink(w.rel)
+	case unix.S_IFREG:
+	default:
+		return Entry{}, errNotRegular(w.rel)
+	}
+	e.Type = TypeFile
+	switch {
+	case st.Nlink > 1:
+		e.Reason, e.Revision = NotEditableMultipleLinks, statRevision(st)
+	case st.Size > f.cfg.MaxEditableFileSize:
+		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
+	default:
+		c, ok := f.cache.get(keyOf(st))
+		if !ok {
+			fd, err := unix.Openat(dirfd, name, oFile|oCommon, 0)
+			if err != nil {
+				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+					return Entry{}, fsErr(classifyAt(dirfd, name, err), w.rel)
+				}
+				// Unreadable (permissions): metadata only.
+				e.Reason, e.Revision = NotEditableUnknown, statRevision(st)
+				break
+			}
+			var now unix.Stat_t
+			err = unix.Fstat(fd, &now)
+			if err == nil && (now.Ino != st.Ino || now.Dev != st.Dev || !isType(&now, unix.S_IFREG) || now.Nlink != 1) {
+				// Replaced between fstatat and open: start again from the new state.
+				unix.Close(fd)
+				if attempt >= 3 {
+					return Entry{}, newErr(CodeAborted, ReasonRevisionMismatch, nil, "%q keeps changing", w.rel)
+				}
+				return f.entryFromStat(dirfd, w, name, &now, attempt+1)
+			}
+			if err == nil {
+				*st = now
+				c, _, err = f.fileContent(fd, st, false)
+			}
+			unix.Close(fd)
+			if err != nil {
+				e.Reason, e.Revision = NotEditableUnknown, statRevision(st)
+				break
+			}
+		}
+		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
+	}
+	e.Size, e.ModTime = st.Size, modTime(st)
+	return e, nil
+}
+
+// skip reports whether a listing hides an entry that failed with err
+// (it vanished, is a symlink, a special file or a mount point).
+func skip(err error) bool {
+	switch ReasonOf(err) {
+	case ReasonNotFound, ReasonSymlink, ReasonNotRegular:
+		return true
+	}
+	return false
+}
+
+// Stat returns the Entry of one path (the workspace root for ""). The
+// Global root is virtual: a directory whose revision covers its two
+// children. A symlink is refused (PermissionDenied/SYMLINK); FIFOs,
+// sockets and devices are FailedPrecondition/NOT_REGULAR.
+func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error) {
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return Entry{}, err
+	}
+	return f.stat(w)
+}
+
+func (f *FS) stat(w wsPath) (Entry, error) {
+	if w.isGlobal() && w.isRoot() {
+		e, _, err := f.globalRoot()
+		return e, err
+	}
+	if w.isRoot() {
+		fd, err := f.open(w, oDirPath)
+		if err != nil {
+			return Entry{}, err
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return Entry{}, fsErr(err, w.rel)
+		}
+		if !isType(&st, unix.S_IFDIR) {
+			return Entry{}, newErr(CodeNotFound, ReasonProjectNotFound, nil, "project %q not found", w.ws.Project)
+		}
+		return Entry{Name: w.name(), Type: TypeDirectory, ModTime: modTime(&st), Revision: dirRevision(&st)}, nil
+	}
+	pfd, err := f.openParent(w, oDirPath)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(pfd)
+	e, err := f.statEntry(pfd, w, w.name())
+	if err == nil && w.isGlobal() && len(w.segs) == 1 && (e.Type == TypeDirectory) != (w.segs[0] == globalSkills) {
+		// Global's two names only count with their proper types.
+		return Entry{}, newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q has an unexpected type", w.rel)
+	}
+	return e, err
+}
+
+// globalRoot returns the virtual Global root and its visible children.
+func (f *FS) globalRoot() (Entry, []Entry, error) {
+	var kids []Entry
+	var st unix.Stat_t
+	root := Entry{Type: TypeDirectory}
+	h := xxhash.New()
+	var b [8]byte
+	if err := fstatat(f.codex.fd, globalSkills, &st); err == nil && isType(&st, unix.S_IFDIR) && st.Dev == f.codex.dev {
+		kids = append(kids, Entry{Name: globalSkills, Path: globalSkills, Type: TypeDirectory, ModTime: modTime(&st), Revision: dirRevision(&st)})
+		binary.LittleEndian.PutUint64(b[:], statSum(&st))
+		h.Write(b[:])
+		root.ModTime = modTime(&st)
+	}
+	h.Write([]byte{0})
+	w := wsPath{ws: Workspace{Scope: ScopeGlobal}, rel: globalAgents, segs: []string{globalAgents}, r: f.codex}
+	e, err := f.statEntry(f.codex.fd, w, globalAgents)
+	switch {
+	case err == nil && e.Type == TypeFile:
+		kids = append(kids, e)
+		h.WriteString(e.Revision)
+		if e.ModTime.After(root.ModTime) {
+			root.ModTime = e.ModTime
+		}
+	case err != nil && !skip(err):
+		return Entry{}, nil, err
+	}
+	root.Revision = string(hex64([]byte{'g'}, h.Sum64()))
+	return root, kids, nil
+}
+
+// ReadFile returns a regular file's metadata, and its content when editable
+// (single link, at most MaxEditableFileSize, valid UTF-8 without NUL).
+// Otherwise Content is nil and Entry.Reason says why; a file with more than
+// one hard link is refused (PermissionDenied/MULTIPLE_LINKS) since a hard
+// link could bring a secret from outside the workspace into it.
+func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, error) {
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return File{}, err
+	}
+	if w.isRoot() {
+		return File{}, f.notAFile(w)
+	}
+	fd, st, pfd, err := f.openFile(w)
+	if err != nil {
+		return File{}, err
+	}
+	unix.Close(pfd)
+	defer unix.Close(fd)
+	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
+	if st.Size > f.cfg.MaxEditableFileSize {
+		e.Size, e.ModTime, e.Reason, e.Revision = st.Size, modTime(&st), NotEditableTooLarge, statRevision(&st)
+		return File{Entry: e}, nil
+	}
+	c, data, err := f.fileContent(fd, &st, true)
+	if err != nil {
+		if errors.Is(err, errBusy) {
+			return File{}, newErr(CodeAborted, ReasonRevisionMismatch, err, "%q kept changing while being read", w.rel)
+		}
+		return File{}, fsErr(err, w.rel)
+	}
+	e.Size, e.ModTime = st.Size, modTime(&st)
+	e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
+	if !e.Editable {
+		data = nil
+	}
+	return File{Entry: e, Content: data}, nil
+}
+
+// notAFile is the error for reading a workspace root as a file: the root's
+// own problem (missing project, symlink) first.
+func (f *FS) notAFile(w wsPath) error {
+	if _, err := f.stat(w); err != nil {
+		return err
+	}
+	return newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "the workspace root is a directory")
+}
+
+// openFile opens the regular, single-link file w for reading. It checks the
+// type with fstatat before opening (a FIFO or device is never opened) and
+// again with fstat after. It returns the file fd, its stat and the parent
+// directory fd (O_PATH); the caller closes both.
+func (f *FS) openFile(w wsPath) (int, unix.Stat_t, int, error) {
+	var st unix.Stat_t
+	pfd, err := f.openParent(w, oDirPath)
+	if err != nil {
+		return -1, st, -1, err
+	}
+	fd, err := f.openFileAt(pfd, w)
+	if err != nil {
+		unix.Close(pfd)
+		return -1, st, -1, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		unix.Close(pfd)
+		return -1, st, -1, fsErr(err, w.rel)
+	}
+	if err := checkRegular(&st, w); err != nil {
+		unix.Close(fd)
+		unix.Close(pfd)
+		return -1, st, -1, err
+	}
+	return fd, st, pfd, nil
+}
+
+// openFileAt opens w.name() in pfd for reading once fstatat says it is a
+// regular single-link file.
+func (f *FS) openFileAt(pfd int, w wsPath) (int, error) {
+	var st unix.Stat_t
+	if err := fstatat(pfd, w.name(), &st); err != nil {
+		return -1, fsErr(err, w.rel)
+	}
+	if err := checkRegular(&st, w); err != nil {
+		return -1, err
+	}
+	fd, err := unix.Openat(pfd, w.name(), oFile|oCommon, 0)
+	if err != nil {
+		return -1, fsErr(classifyAt(pfd, w.name(), err), w.rel)
+	}
+	return fd, nil
+}
+
+func checkRegular(st *unix.Stat_t, w wsPath) error {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "%q is a directory", w.rel)
+	case unix.S_IFLNK:
+		return errSymlink(w.rel)
+	default:
+		return errNotRegular(w.rel)
+	}
+	if st.Nlink > 1 {
+		return newErr(CodePermissionDenied, ReasonMultipleLinks, nil, "%q has more than one hard link", w.rel)
+	}
+	if st.Dev != w.r.dev {
+		return newErr(CodePermissionDenied, ReasonSymlink, nil, "%q is on another file system", w.rel)
+	}
+	return nil
+}
+
+// OpenRead opens a regular, single-link file for streaming (no size limit,
+// Seek and ReadAt work; memory stays constant). The caller closes it. This is
+// what WebDAV GET and Range reads use. The returned file's Name() is the
+// workspace-relative path, never a host path.
+func (f *FS) OpenRead(ctx context.Context, ws Workspace, path string) (*os.File, Entry, error) {
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	if w.isRoot() {
+		return nil, Entry{}, f.notAFile(w)
+	}
+	fd, st, pfd, err := f.openFile(w)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	unix.Close(pfd)
+	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
+	if f.hashedByContent(&st) {
+		c, _, err := f.fileContent(fd, &st, false)
+		if err != nil {
+			unix.Close(fd)
+			if errors.Is(err, errBusy) {
+				return nil, Entry{}, newErr(CodeAborted, ReasonRevisionMismatch, err, "%q kept changing while being read", w.rel)
+			}
+			return nil, Entry{}, fsErr(err, w.rel)
+		}
+		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
+	} else {
+		e.Reason, e.Revision = NotEditableTooLarge, statRevision(&st)
+	}
+	e.Size, e.ModTime = st.Size, modTime(&st)
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, Entry{}, fsErr(err, w.rel)
+	}
+	return os.NewFile(uintptr(fd), w.rel), e, nil
+}
+
+// listed is one visible name of a directory, in listing order.
+type listed struct {
+	name string
+	dir  bool
+}
+
+func listedLess(a, b listed) int {
+	if a.dir != b.dir {
+		if a.dir {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+// staleTempAge: a temp file untouched this long belongs to no write in
+// flight (an upload's temp file is written continuously), so a listing
+// that meets it removes it.
+const staleTempAge = time.Hour
+
+// listDir opens the directory w and returns its fd (O_RDONLY), stat and
+// visible names in order: directories first, then byte-wise by name.
+// Types come from d_type; only DT_UNKNOWN names are stat'ed.
+func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed, error) {
+	var st unix.Stat_t
+	fd, err := f.open(w, oDirRead)
+	if err != nil {
+		if ReasonOf(err) == ReasonNotFound {
+			if _, serr := f.stat(w); serr == nil {
+				return -1, st, nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
+			}
+		}
+		return -1, st, nil, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, nil, fsErr(err, w.rel)
+	}
+	ents, err := readDirents(fd)
+	if err != nil {
+		unix.Close(fd)
+		return -1, st, nil, fsErr(err, w.rel)
+	}
+	items := make([]listed, 0, len(ents))
+	for i, d := range ents {
+		if i&1023 == 1023 && ctx.Err() != nil {
+			unix.Close(fd)
+			return -1, st, nil, ctxErr(ctx)
+		}
+		if !f.visibleName(d.name) {
+			if strings.HasPrefix(d.name, tempPrefix) {
+				f.sweepTemp(fd, d.name, staleTempAge)
+			}
+			continue
+		}
+		typ := d.typ
+		if typ == unix.DT_UNKNOWN {
+			var cst unix.Stat_t
+			if fstatat(fd, d.name, &cst) != nil {
+				continue
+			}
+			switch cst.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+				typ = unix.DT_DIR
+			case unix.S_IFREG:
+				typ = unix.DT_REG
+			}
+		}
+		switch typ {
+		case unix.DT_DIR:
+			items = append(items, listed{name: d.name, dir: true})
+		case unix.DT_REG:
+			items = append(items, listed{name: d.name})
+		}
+	}
+	slices.SortFunc(items, listedLess)
+	return fd, st, items, nil
+}
+
+// sweepTemp removes name from dirfd if it is one of davfs's temp files
+// older than age. It never follows a symlink (unlinkat removes the link).
+func (f *FS) sweepTemp(dirfd int, name string, age time.Duration) {
+	var st unix.Stat_t
+	if fstatat(dirfd, name, &st) != nil || !isType(&st, unix.S_IFREG) {
+		return
+	}
+	if time.Since(modTime(&st)) < age {
+		return
+	}
+	if err := unix.Unlinkat(dirfd, name, 0); err == nil {
+		f.log.Debug("removed stale temp file")
+	}
+}
+
+func ctxErr(ctx context.Context) error {
+	return newErr(CodeUnavailable, ReasonInternal, ctx.Err(), "request cancelled or timed out")
+}
+
+// ListEntries lists one page of a directory: directories first, then by
+// name (byte-wise). pageSize 0 means Config.DefaultPageSize; above
+// Config.MaxPageSize is ResourceExhausted/PAGE_SIZE_TOO_LARGE. The cursor is
+// valid only for the same workspace, path and directory revision; otherwise
+// Aborted/CURSOR_STALE. Symlinks, denylisted names, special files and
+// davfs's temp files are never listed; only the page's entries are stat'ed.
+func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize int, cursor string) (Page, error) {
+	n, err := f.pageSize(pageSize)
+	if err != nil {
+		return Page{}, err
+	}
+	w, err := f.resolve(ws, dir)
+	if err != nil {
+		return Page{}, err
+	}
+	var cur *cursorData
+	if cursor != "" {
+		c, err := decodeCursor(cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		if c.Scope != ws.Scope || c.Proj != ws.Project || c.Dir != dir {
+			return Page{}, errCursorStale()
+		}
+		cur = &c
+	}
+	if w.isGlobal() && w.isRoot() {
+		root, kids, err := f.globalRoot()
+		if err != nil {
+			return Page{}, err
+		}
+		items := make([]listed, len(kids))
+		for i, k := range kids {
+			items[i] = listed{name: k.Name, dir: k.Type == TypeDirectory}
+		}
+		start, err := startAfter(items, cur, root.Revision)
+		if err != nil {
+			return Page{}, err
+		}
+		end := min(start+n, len(kids))
+		p := Page{Entries: kids[start:end], DirectoryRevision: root.Revision}
+		if end < len(kids) {
+			p.NextCursor = f.nextCursor(w, dir, root.Revision, items[end-1])
+		}
+		return p, nil
+	}
+	fd, st, items, err := f.listDir(ctx, w)
+	if err != nil {
+		return Page{}, err
+	}
+	defer unix.Close(fd)
+	rev := dirRevision(&st)
+	start, err := startAfter(items, cur, rev)
+	if err != nil {
+		return Page{}, err
+	}
+	end := min(start+n, len(items))
+	entries, err := f.entriesOf(ctx, fd, w, items[start:end])
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Entries: entries, DirectoryRevision: rev}
+	if end < len(items) {
+		p.NextCursor = f.nextCursor(w, dir, rev, items[end-1])
+	}
+	return p, nil
+}
+
+func (f *FS) nextCursor(w wsPath, dir, rev string, last listed) string {
+	return encodeCursor(cursorData{Scope: w.ws.Scope, Proj: w.ws.Project, Dir: dir, Rev: rev, IsDir: last.dir, Name: last.name})
+}
+
+// startAfter returns the index of the first item after the cursor.
+func startAfter(items []listed, cur *cursorData, rev string) (int, error) {
+	if cur == nil {
+		return 0, nil
+	}
+	if cur.Rev != rev {
+		return 0, errCursorStale()
+	}
+	key := listed{name: cur.Name, dir: cur.IsDir}
+	i, found := slices.BinarySearchFunc(items, key, listedLess)
+	if found {
+		i++
+	}
+	return i, nil
+}
+
+// entriesOf stats the items of the open directory dirfd (the listing of w).
+func (f *FS) entriesOf(ctx context.Context, dirfd int, w wsPath, items []listed) ([]Entry, error) {
+	out := make([]Entry, 0, len(items))
+	for i, it := range items {
+		if i&63 == 63 && ctx.Err() != nil {
+			return nil, ctxErr(ctx)
+		}
+		cw := w.child(it.name)
+		e, err := f.statEntry(dirfd, cw, it.name)
+		if err != nil {
+			if skip(err) {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// ReadDir returns every visible entry of a directory (directories first, then
+// by name), without paging, for WebDAV PROPFIND. Revisions come from the
+// stat-keyed hash cache, so a warm listing re-reads no file.
+func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, error) {
+	w, err := f.resolve(ws, dir)
+	if err != nil {
+		return nil, err
+	}
+	if w.isGlobal() && w.isRoot() {
+		_, kids, err := f.globalRoot()
+		return kids, err
+	}
+	fd, _, items, err := f.listDir(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return f.entriesOf(ctx, fd, w, items)
+}

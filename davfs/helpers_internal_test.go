@@ -1,0 +1,136 @@
+package davfs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// env is a test layout: <tmp>/projects (the projects root), <tmp>/codex
+// (CODEX_HOME, with secrets beside skills/) and <tmp>/outside (canaries).
+type env struct {
+	t        *testing.T
+	fs       *FS
+	dir      string
+	projects string
+	codex    string
+	outside  string
+}
+
+var modes = []struct {
+	name    string
+	disable bool
+}{{"openat2", false}, {"fallback", true}}
+
+// forModes runs fn once with openat2 resolution and once with the
+// per-segment O_NOFOLLOW fallback.
+func forModes(t *testing.T, fn func(t *testing.T, e *env)) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) { c.DisableOpenat2 = m.disable })
+			if !m.disable && !e.fs.useOpenat2 {
+				t.Fatal("openat2 is not available on this kernel; the openat2 mode cannot be tested")
+			}
+			fn(t, e)
+		})
+	}
+}
+
+func newEnv(t *testing.T, mod func(*Config)) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{t: t, dir: dir,
+		projects: filepath.Join(dir, "projects"),
+		codex:    filepath.Join(dir, "codex"),
+		outside:  filepath.Join(dir, "outside")}
+	for _, d := range []string{e.projects, e.codex, e.outside} {
+		must(t, os.Mkdir(d, 0o755))
+	}
+	e.write("codex/auth.json", "SECRET-AUTH")
+	e.write("codex/config.toml", "SECRET-CONFIG")
+	e.write("outside/canary.txt", "CANARY")
+	cfg := Config{ProjectsRoot: e.projects, CodexHome: e.codex,
+		DeniedNames: []string{"node_modules", ".venv"}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	f, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	e.fs = f
+	return e
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// write creates rel (relative to the env dir) with content, making parents.
+func (e *env) write(rel, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.dir, rel)
+	must(e.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(e.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+func (e *env) mkdir(rel string) {
+	e.t.Helper()
+	must(e.t, os.MkdirAll(filepath.Join(e.dir, rel), 0o755))
+}
+
+// symlink makes rel a symlink to target (relative to the env dir, made
+// absolute): targets are always inside the test's temp tree.
+func (e *env) symlink(target, rel string) {
+	e.t.Helper()
+	p := filepath.Join(e.dir, rel)
+	must(e.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(e.t, os.Symlink(filepath.Join(e.dir, target), p))
+}
+
+func (e *env) read(rel string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.dir, rel))
+	must(e.t, err)
+	return string(b)
+}
+
+func (e *env) exists(rel string) bool {
+	_, err := os.Lstat(filepath.Join(e.dir, rel))
+	return err == nil
+}
+
+// checkCanaries asserts nothing outside the roots changed.
+func (e *env) checkCanaries() {
+	e.t.Helper()
+	for rel, want := range map[string]string{
+		"outside/canary.txt": "CANARY", "codex/auth.json": "SECRET-AUTH", "codex/config.toml": "SECRET-CONFIG"} {
+		if got := e.read(rel); got != want {
+			e.t.Fatalf("canary %s changed: %q", rel, got)
+		}
+	}
+}
+
+func proj(name string) Workspace { return Workspace{Scope: ScopeProject, Project: name} }
+
+var global = Workspace{Scope: ScopeGlobal}
+
+var bg = context.Background()
+
+// wantErr asserts err is a davfs *Error with code and reason.
+func wantErr(t *testing.T, err error, code Code, reason Reason) {
+	t.Helper()
+	var de *Error
+	if !errors.As(err, &de) {
+		t.Fatalf("want %v/%s, got non-davfs error %v", code, reason, err)
+	}
+	if de.Code != code || de.Reason != reason {
+		t.Fatalf("want %v/%s, got %v/%s (%q)", code, reason, de.Code, de.Reason, de.Message)
+	}
+}

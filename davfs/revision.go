@@ -1,0 +1,248 @@
+package davfs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Revisions (DESIGN.md "Revisions"). A revision is opaque; its shape is:
+//
+//	"c" + hex(xxh64(content)) + hex(xxh64(stat))  a regular file up to the
+//	                                              editable limit, single link
+//	"s" + hex(xxh64(stat))                        a larger or multi-link file:
+//	                                              stat alone (no content read)
+//	"d" + hex(xxh64(stat))                        a directory: its own stat
+//
+// where stat is (dev, ino, mode, nlink, size, mtime ns, ctime ns). Any write
+// through the file system changes ctime, and davfs replaces files by rename
+// (a new inode), so stat alone already moves on every change that the kernel
+// timestamps; the content hash covers writes within one timestamp tick.
+//
+// Content hashes are cached by (dev, ino, size, mtime, ctime) so listings do
+// not re-read unchanged files. A hash is only cached when the file's ctime is
+// older than cacheMinAge: a write in the same coarse timestamp tick as the
+// hashed state would leave the key unchanged (the "racy git" problem), and
+// checking age first rules that out. A directory revision has no such
+// guard: two changes within one tick may share a revision (kernels with
+// multigrain timestamps, 6.13+, make that rare).
+
+const (
+	defaultCacheEntries = 1 << 16
+	cacheMinAge         = 100 * time.Millisecond
+)
+
+// statKey identifies a file's content state.
+type statKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+}
+
+func keyOf(st *unix.Stat_t) statKey {
+	return statKey{dev: st.Dev, ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+}
+
+// content is what the hash pass learns about a file's bytes.
+type content struct {
+	sum   uint64
+	class NonEditableReason // EditableOK, NotEditableBinary or NotEditableNotUTF8
+}
+
+// hashCache is a bounded, concurrency-safe map from statKey to content. It
+// keeps two generations: when the current one is full it becomes the old
+// one and the previous old one is dropped (an approximate LRU at O(1)).
+type hashCache struct {
+	mu       sync.Mutex
+	cur, old map[statKey]content
+	max      int
+}
+
+func newHashCache(max int) *hashCache {
+	if max < 2 {
+		max = 2
+	}
+	return &hashCache{cur: map[statKey]content{}, old: map[statKey]content{}, max: max}
+}
+
+func (c *hashCache) get(k statKey) (content, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.cur[k]; ok {
+		return v, true
+	}
+	if v, ok := c.old[k]; ok {
+		c.putLocked(k, v)
+		return v, true
+	}
+	return content{}, false
+}
+
+func (c *hashCache) put(k statKey, v content) {
+	c.mu.Lock()
+	c.putLocked(k, v)
+	c.mu.Unlock()
+}
+
+func (c *hashCache) putLocked(k statKey, v content) {
+	if len(c.cur) >= c.max/2 {
+		c.old, c.cur = c.cur, make(map[statKey]content, c.max/2)
+	}
+	c.cur[k] = v
+}
+
+func (c *hashCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cur) + len(c.old)
+}
+
+func statSum(st *unix.Stat_t) uint64 {
+	var b [56]byte
+	binary.LittleEndian.PutUint64(b[0:], st.Dev)
+	binary.LittleEndian.PutUint64(b[8:], st.Ino)
+	binary.LittleEndian.PutUint64(b[16:], uint64(st.Mode)<<32|uint64(uint32(st.Nlink)))
+	binary.LittleEndian.PutUint64(b[24:], uint64(st.Size))
+	binary.LittleEndian.PutUint64(b[32:], uint64(st.Mtim.Nano()))
+	binary.LittleEndian.PutUint64(b[40:], uint64(st.Ctim.Nano()))
+	binary.LittleEndian.PutUint64(b[48:], uint64(st.Uid)<<32|uint64(st.Gid))
+	return xxhash.Sum64(b[:])
+}
+
+func hex64(dst []byte, v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return hex.AppendEncode(dst, b[:])
+}
+
+func dirRevision(st *unix.Stat_t) string {
+	return string(hex64([]byte{'d'}, statSum(st)))
+}
+
+func statRevision(st *unix.Stat_t) string {
+	return string(hex64([]byte{'s'}, statSum(st)))
+}
+
+func contentRevision(sum uint64, st *unix.Stat_t) string {
+	b := make([]byte, 0, 33)
+	b = append(b, 'c')
+	b = hex64(b, sum)
+	return string(hex64(b, statSum(st)))
+}
+
+// classify says whether b is editable text: valid UTF-8 without NUL.
+func classify(b []byte) NonEditableReason {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return NotEditableBinary
+	}
+	if !utf8.Valid(b) {
+		return NotEditableNotUTF8
+	}
+	return EditableOK
+}
+
+func contentOf(b []byte) content {
+	return content{sum: xxhash.Sum64(b), class: classify(b)}
+}
+
+// hashedByContent reports whether a regular file's revision includes its
+// content: single link and not above the editable limit.
+func (f *FS) hashedByContent(st *unix.Stat_t) bool {
+	return st.Nlink == 1 && st.Size <= f.cfg.MaxEditableFileSize
+}
+
+// cacheable reports whether a hash taken of the state st may be cached.
+func cacheable(st *unix.Stat_t) bool {
+	age := time.Since(time.Unix(0, st.Ctim.Nano()))
+	return age > cacheMinAge
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// readAllAt reads exactly size bytes at offset 0 (plus one probe byte to
+// notice growth) into dst. It reports ok=false if the file is not size
+// bytes long any more.
+func readAllAt(fd int, size int64, dst []byte) ([]byte, bool, error) {
+	need := int(size) + 1
+	if cap(dst) < need {
+		dst = make([]byte, need)
+	}
+	dst = dst[:need]
+	n := 0
+	for n < need {
+		m, err := unix.Pread(fd, dst[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return dst[:n], int64(n) == size, nil
+}
+
+// fileContent returns the content facts of the open regular file fd whose
+// fstat is st, using the cache. If keep is true the bytes are returned too
+// (ReadFile). st is refreshed when the file changed while being read.
+func (f *FS) fileContent(fd int, st *unix.Stat_t, keep bool) (content, []byte, error) {
+	if !keep {
+		if c, ok := f.cache.get(keyOf(st)); ok {
+			return c, nil, nil
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		var buf []byte
+		var pooled *[]byte
+		if !keep {
+			pooled = bufPool.Get().(*[]byte)
+			buf = *pooled
+		}
+		data, ok, err := readAllAt(fd, st.Size, buf)
+		if err != nil {
+			if pooled != nil {
+				bufPool.Put(pooled)
+			}
+			return content{}, nil, err
+		}
+		var after unix.Stat_t
+		if err := unix.Fstat(fd, &after); err != nil {
+			return content{}, nil, err
+		}
+		if ok && keyOf(&after) == keyOf(st) {
+			c := contentOf(data)
+			if cacheable(st) {
+				f.cache.put(keyOf(st), c)
+			}
+			if pooled != nil {
+				*pooled = data[:0]
+				bufPool.Put(pooled)
+				data = nil
+			}
+			return c, data, nil
+		}
+		if pooled != nil {
+			*pooled = data[:0]
+			bufPool.Put(pooled)
+		}
+		// The file changed while we read it: take the new state.
+		*st = after
+		if attempt == 4 || !f.hashedByContent(st) {
+			return content{}, nil, errBusy
+		}
+	}
+}
+
+// errBusy: a file kept changing while davfs read it.
+var errBusy = errors.New("davfs: file kept changing while being read")
