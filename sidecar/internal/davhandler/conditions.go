@@ -79,9 +79,15 @@ func (q *request) preconditions(t target, cur resource, reqs []lockReq) (pre dav
 			q.status(http.StatusBadRequest, "malformed If header")
 			return pre, false
 		}
-		if !q.evalIf(t, cur, lists) {
+		ok, pinned := q.evalIf(t, cur, lists)
+		if !ok {
 			q.status(http.StatusPreconditionFailed, "If: no condition list matched")
 			return pre, false
+		}
+		// A matched entity tag of the target pins the revision for the
+		// commit too, as If-Match does.
+		if pre.IfMatch == "" && pinned {
+			pre.IfMatch = cur.entry.Revision
 		}
 		submitted = ifTokens(lists)
 	}
@@ -89,13 +95,12 @@ func (q *request) preconditions(t target, cur resource, reqs []lockReq) (pre dav
 		q.davError(http.StatusLocked, "lock-token-submitted")
 		return pre, false
 	}
-	// An If: list that matched an entity tag of the target pins the revision
-	// for the commit too, unless If-Match already did.
 	return pre, true
 }
 
-// evalIf reports whether any list of an If: header is true.
-func (q *request) evalIf(t target, cur resource, lists []ifList) bool {
+// evalIf reports whether any list of an If: header is true, and whether
+// that list asserted the target's current entity tag.
+func (q *request) evalIf(t target, cur resource, lists []ifList) (ok, pinned bool) {
 	etags := map[string]string{} // URL path -> current revision ("" = missing)
 	etagOf := func(name string) string {
 		if name == t.href {
@@ -121,7 +126,7 @@ func (q *request) evalIf(t target, cur resource, lists []ifList) bool {
 		if l.resource != "" {
 			name = resolve(q.local(l.resource)).href
 		}
-		ok := true
+		ok, pinned = true, false
 		for _, c := range l.conds {
 			var v bool
 			if c.token != "" {
@@ -130,6 +135,9 @@ func (q *request) evalIf(t target, cur resource, lists []ifList) bool {
 				want, _ := etagValue(c.etag)
 				got := etagOf(name)
 				v = got != "" && want == got
+				if v && !c.not && name == t.href {
+					pinned = true
+				}
 			}
 			if c.not {
 				v = !v
@@ -140,8 +148,8 @@ func (q *request) evalIf(t target, cur resource, lists []ifList) bool {
 			}
 		}
 		if ok {
-			return true
+			return true, pinned && cur.exists
 		}
 	}
-	return false
+	return false, false
 }

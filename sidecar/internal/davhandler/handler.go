@@ -168,6 +168,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != "PROPFIND" && r.Method != http.MethodOptions {
 		level = hclog.Info
 	}
+	if level < h.log.GetLevel() {
+		return
+	}
 	args := []any{
 		"method", r.Method, "path", r.URL.Path, "status", sw.status,
 		"duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64),

@@ -50,6 +50,13 @@ func parsePropfind(r io.Reader) (propfindReq, error) {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			depth++
+			for _, a := range t.Attr {
+				// xmlns:p="" is not a legal declaration (Namespaces in XML 1.0 §3);
+				// encoding/xml accepts it, litmus propfind_invalid2 checks it.
+				if a.Name.Space == "xmlns" && a.Value == "" {
+					return pf, errors.New("empty namespace declaration")
+				}
+			}
 			switch {
 			case depth == 1:
 				if t.Name.Space != "DAV:" || t.Name.Local != "propfind" {
