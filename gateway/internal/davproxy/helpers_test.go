@@ -14,10 +14,119 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentworkspace/files/sidecar/sidecartest"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/webdav"
 )
+
+// backend names which sidecar WebDAV server a test runs against: the real
+// agent-sidecar binary (sidecar/sidecartest) or fakeSidecar, x/net/webdav
+// with If-Match added and some deliberately leaky headers.
+type backend string
+
+const (
+	realSidecar backend = "sidecar"
+	xnetSidecar backend = "xnet"
+)
+
+var backends = []backend{realSidecar, xnetSidecar}
+
+// forEachBackend runs f as a subtest per backend.
+func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) { f(t, b) })
+	}
+}
+
+// upstream is one sidecar under test: its WebDAV URL and the host
+// directories behind /projects and /global.
+type upstream struct {
+	base      *url.URL
+	projects  string
+	codexHome string
+	real      *sidecartest.Sidecar
+	fake      *fakeSidecar
+}
+
+// path maps "projects/x/y" or "global/AGENTS.md" to the host file.
+func (u *upstream) path(rel string) string {
+	if r, ok := strings.CutPrefix(rel, "global/"); ok {
+		return filepath.Join(u.codexHome, filepath.FromSlash(r))
+	}
+	return filepath.Join(u.projects, filepath.FromSlash(strings.TrimPrefix(rel, "projects/")))
+}
+
+// writeFile writes a file into a volume, owned as the sidecar needs.
+func (u *upstream) writeFile(t *testing.T, rel string, data []byte) {
+	t.Helper()
+	p := u.path(rel)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u.real != nil {
+		sidecartest.Chown(t, p)
+	}
+}
+
+// chown hands a file the test created in a volume to the sidecar's user.
+func (u *upstream) chown(t *testing.T, rel string) {
+	t.Helper()
+	if u.real != nil {
+		sidecartest.Chown(t, u.path(rel))
+	}
+}
+
+func (u *upstream) read(rel string) string {
+	b, _ := os.ReadFile(u.path(rel))
+	return string(b)
+}
+
+func (u *upstream) exists(rel string) bool {
+	_, err := os.Stat(u.path(rel))
+	return err == nil
+}
+
+// populate lays out the tree every test starts from.
+func populate(t *testing.T, projects, codexHome string) {
+	t.Helper()
+	for _, d := range []string{filepath.Join(projects, "demo/src"), filepath.Join(projects, "other"), filepath.Join(codexHome, "skills/tool")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(projects, "demo/README.md"), "# demo\n")
+	writeFile(t, filepath.Join(projects, "demo/src/main.go"), "package main\n")
+	writeFile(t, filepath.Join(projects, "demo/a b&c.txt"), "spaces\n")
+	writeFile(t, filepath.Join(projects, "other/keep.txt"), "keep\n")
+	writeFile(t, filepath.Join(codexHome, "AGENTS.md"), "agents\n")
+	writeFile(t, filepath.Join(codexHome, "auth.json"), `{"secret":"never-shown"}`)
+	writeFile(t, filepath.Join(codexHome, "skills/tool/SKILL.md"), "skill\n")
+}
+
+func newUpstream(t *testing.T, b backend) *upstream {
+	t.Helper()
+	if b == xnetSidecar {
+		f := newFakeSidecar(t)
+		return &upstream{base: f.url(t), projects: filepath.Join(f.root, "projects"), codexHome: filepath.Join(f.root, "global"), fake: f}
+	}
+	base, err := os.MkdirTemp("", "davproxy-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	projects, codexHome := filepath.Join(base, "projects"), filepath.Join(base, "codex-home")
+	populate(t, projects, codexHome)
+	s := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: codexHome})
+	u, err := url.Parse(s.DavURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &upstream{base: u, projects: s.ProjectsDir, codexHome: s.CodexHome, real: s}
+}
 
 // fakeSidecar stands in for the sidecar's WebDAV server: x/net/webdav over
 // a directory holding projects/ and global/, plus what x/net/webdav lacks and
@@ -34,16 +143,10 @@ type fakeSidecar struct {
 func newFakeSidecar(t *testing.T) *fakeSidecar {
 	t.Helper()
 	root := t.TempDir()
-	for _, d := range []string{"projects/demo/src", "projects/other", "global/skills/tool"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	populate(t, filepath.Join(root, "projects"), filepath.Join(root, "global"))
+	if err := os.Remove(filepath.Join(root, "global/auth.json")); err != nil { // x/net/webdav would serve it
+		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(root, "projects/demo/README.md"), "# demo\n")
-	writeFile(t, filepath.Join(root, "projects/demo/src/main.go"), "package main\n")
-	writeFile(t, filepath.Join(root, "projects/demo/a b&c.txt"), "spaces\n")
-	writeFile(t, filepath.Join(root, "global/AGENTS.md"), "agents\n")
-	writeFile(t, filepath.Join(root, "global/skills/tool/SKILL.md"), "skill\n")
 	fs := &fakeSidecar{root: root}
 	dav := &webdav.Handler{FileSystem: webdav.Dir(root), LockSystem: webdav.NewMemLS()}
 	fs.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -124,21 +227,21 @@ func writeFile(t *testing.T, p, s string) {
 // one whose sidecar is down ("down").
 type env struct {
 	srv       *httptest.Server
-	a, b      *fakeSidecar
+	a, b      *upstream
 	downAddr  string
 	reg       *prometheus.Registry
 	mu        sync.Mutex
 	mutations []Mutation
 }
 
-func newEnv(t *testing.T, writable bool) *env {
+func newEnv(t *testing.T, writable bool, be backend) *env {
 	t.Helper()
-	e := &env{a: newFakeSidecar(t), b: newFakeSidecar(t), reg: prometheus.NewRegistry()}
+	e := &env{a: newUpstream(t, be), b: newUpstream(t, be), reg: prometheus.NewRegistry()}
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL, _ := url.Parse(down.URL)
 	down.Close()
 	e.downAddr = downURL.Host
-	agents := map[string]*url.URL{"a": e.a.url(t), "b": e.b.url(t), "nodav": nil, "down": downURL}
+	agents := map[string]*url.URL{"a": e.a.base, "b": e.b.base, "nodav": nil, "down": downURL}
 	h, err := New(Options{
 		Agents: func(id string) (*url.URL, bool) {
 			u, ok := agents[id]
@@ -166,7 +269,7 @@ func newEnv(t *testing.T, writable bool) *env {
 
 // upstreamNames are strings that must never reach a client.
 func (e *env) upstreamNames() []string {
-	return []string{e.a.srv.Listener.Addr().String(), e.b.srv.Listener.Addr().String(), e.downAddr, "fake-sidecar"}
+	return []string{e.a.base.Host, e.b.base.Host, e.downAddr, "fake-sidecar", "never-shown"}
 }
 
 type response struct {
@@ -246,4 +349,31 @@ func readAll(t *testing.T, r io.ReadCloser) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// skipWhileStubbed skips (loudly, with the reason) a real-sidecar subtest
+// whose sidecar operation still panics with "davfs: not implemented": the
+// davfs core is being written in parallel and a stub is not this package's
+// failure. The probe sends method to rel on the sidecar directly. Once
+// davfs is complete this never skips.
+func (u *upstream) skipWhileStubbed(t *testing.T, method, rel string) {
+	t.Helper()
+	if u.real == nil {
+		return
+	}
+	req, err := http.NewRequest(method, u.base.String()+"/"+rel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Depth", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if method == "MKCOL" && err == nil && resp.StatusCode == http.StatusCreated {
+		_ = os.Remove(u.path(rel))
+	}
+	if (err != nil || resp.StatusCode >= 500) && strings.Contains(u.real.Logs(), "davfs: not implemented") {
+		t.Skipf("WAITING ON DAVFS: the real sidecar's %s %s panics with \"davfs: not implemented\"", method, rel)
+	}
 }
