@@ -869,8 +869,8 @@ export class App {
         return html`<div class="center-page" data-testid="no-access">
           <h1>No access</h1>
           <p>
-            ${s.operator ? html`You are signed in as <strong>${s.operator}</strong>, but the` : 'The'} Agents page is only for workspace
-            admins.
+            ${s.operator ? html`You are signed in as <strong>${s.operator}</strong>, but the` : 'The'}
+            ${'Agents page is only for workspace admins.'}
           </p>
           <p>Ask an administrator to give your account the admin role, or sign in with an admin token.</p>
           <button class="btn" @click=${() => void this.#logout()}>Sign out</button>

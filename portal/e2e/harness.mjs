@@ -1,0 +1,259 @@
+// Starts the real stack for the browser tests: two agent-sidecar processes
+// and one agent-gateway, all on 127.0.0.1 with ports chosen by the kernel,
+// configured with generated YAML in a temp dir. As root, sidecars run as
+// UID/GID 1000 over volumes chowned to it (like in the pod).
+import { spawn, execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const PORTAL = path.join(REPO, 'portal');
+export const SIDECAR_UID = 1000;
+const isRoot = process.getuid?.() === 0;
+
+function newestMtime(dir) {
+  let newest = 0;
+  for (const ent of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, ent.name);
+    const t = ent.isDirectory() ? newestMtime(p) : fs.statSync(p).mtimeMs;
+    if (t > newest) newest = t;
+  }
+  return newest;
+}
+
+/**
+ * Binaries to test: $AGENT_SIDECAR_BIN / $AGENT_GATEWAY_BIN, else bin/ from
+ * `make build` when it is newer than the portal sources, else a fresh build
+ * (portal into the gateway's embedded files, then go build) into tmp.
+ */
+export function binaries(tmp, log) {
+  const env = { sidecar: process.env.AGENT_SIDECAR_BIN, gateway: process.env.AGENT_GATEWAY_BIN };
+  if (env.sidecar && env.gateway) return env;
+  const bin = { sidecar: path.join(REPO, 'bin/agent-sidecar'), gateway: path.join(REPO, 'bin/agent-gateway') };
+  const portalSrc = Math.max(newestMtime(path.join(PORTAL, 'src')), fs.statSync(path.join(PORTAL, 'index.html')).mtimeMs);
+  if (fs.existsSync(bin.sidecar) && fs.existsSync(bin.gateway) && fs.statSync(bin.gateway).mtimeMs >= portalSrc) {
+    log(`using ${path.relative(REPO, bin.gateway)} and ${path.relative(REPO, bin.sidecar)} (make build)`);
+    return bin;
+  }
+  log('bin/ missing or older than portal/src: building the portal and both binaries');
+  execFileSync(path.join(REPO, 'deploy/scripts/build-portal.sh'), { cwd: REPO, stdio: 'inherit' });
+  const out = path.join(tmp, 'bin');
+  fs.mkdirSync(out, { mode: 0o755 });
+  for (const [name, pkg] of [
+    ['agent-sidecar', './sidecar/cmd/agent-sidecar'],
+    ['agent-gateway', './gateway/cmd/agent-gateway'],
+  ]) {
+    execFileSync('go', ['build', '-o', path.join(out, name), pkg], { cwd: REPO, stdio: 'inherit' });
+  }
+  return { sidecar: path.join(out, 'agent-sidecar'), gateway: path.join(out, 'agent-gateway') };
+}
+
+function chownR(p) {
+  if (!isRoot) return;
+  fs.chownSync(p, SIDECAR_UID, SIDECAR_UID);
+  if (fs.lstatSync(p).isDirectory()) for (const e of fs.readdirSync(p)) chownR(path.join(p, e));
+}
+
+/** Starts cmd and resolves with {server: address} once every wanted "listening" line arrived. */
+function startProcess(name, cmd, args, opts, want, logs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'ignore', 'pipe'] });
+    const addrs = {};
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${name}: no "listening" lines after 30s (got ${JSON.stringify(addrs)})\n${logs.slice(-30).join('\n')}`));
+    }, 30_000);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`${name}: cannot start ${cmd}: ${err.message}`));
+    });
+    child.on('exit', (code, sig) => {
+      clearTimeout(timer);
+      if (want.some((w) => !addrs[w]))
+        reject(new Error(`${name} exited during start-up (${code ?? sig})\n${logs.slice(-30).join('\n')}`));
+    });
+    readline.createInterface({ input: child.stderr }).on('line', (line) => {
+      logs.push(line);
+      if (logs.length > 2000) logs.splice(0, logs.length - 2000);
+      try {
+        const m = JSON.parse(line);
+        if (m['@message'] === 'listening' && m.server && m.address) {
+          addrs[m.server] = m.address;
+          if (want.every((w) => addrs[w])) {
+            clearTimeout(timer);
+            resolve({ child, addrs });
+          }
+        }
+      } catch {
+        // not JSON: keep as log text
+      }
+    });
+  });
+}
+
+export class Sidecar {
+  constructor(name, base, bin) {
+    this.name = name;
+    this.bin = bin;
+    this.dir = path.join(base, name);
+    this.projects = path.join(this.dir, 'projects');
+    this.codexHome = path.join(this.dir, 'codex-home');
+    this.configPath = path.join(this.dir, 'sidecar.yaml');
+    this.logs = [];
+    this.child = null;
+    this.ports = { rpc: '127.0.0.1:0', dav: '127.0.0.1:0', metrics: '127.0.0.1:0' };
+    for (const d of [this.dir, this.projects, this.codexHome]) fs.mkdirSync(d, { mode: 0o755 });
+    chownR(this.dir);
+  }
+
+  #writeConfig() {
+    fs.writeFileSync(
+      this.configPath,
+      [
+        `rpcServer: { address: "${this.ports.rpc}" }`,
+        `davServer: { address: "${this.ports.dav}" }`,
+        `metricsServer: { address: "${this.ports.metrics}" }`,
+        'log: { level: debug, format: json }',
+        'services:',
+        '  project:',
+        `    projectsRootDir: ${JSON.stringify(this.projects)}`,
+        `    codexHomeDir: ${JSON.stringify(this.codexHome)}`,
+        '    maxEditableFileSize: 1048576',
+        '    maxUploadSize: 104857600',
+        '    maxPageSize: 500',
+        '    maxPathLength: 4096',
+        '    maxPathDepth: 64',
+        '    deniedDirectories: [.git, .hg, .svn, node_modules, .venv, venv, vendor, dist, build, .next, .cache, __pycache__]',
+        '',
+      ].join('\n'),
+      { mode: 0o644 },
+    );
+  }
+
+  /** Starts the sidecar; after the first start it keeps its ports, so the gateway's config stays right. */
+  async start() {
+    this.#writeConfig();
+    const opts = { cwd: this.dir, env: { PATH: process.env.PATH, HOME: this.dir } };
+    if (isRoot) Object.assign(opts, { uid: SIDECAR_UID, gid: SIDECAR_UID });
+    const { child, addrs } = await startProcess(this.name, this.bin, ['--config', this.configPath], opts, ['rpc', 'dav', 'metrics'], this.logs);
+    this.child = child;
+    this.ports = { rpc: addrs.rpc, dav: addrs.dav, metrics: addrs.metrics };
+    this.exited = new Promise((r) => child.once('exit', r));
+  }
+
+  async kill() {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  async stop() {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    const t = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
+    await this.exited;
+    clearTimeout(t);
+  }
+
+  /** Writes a file on the sidecar's volume as the sidecar's user (what an agent would do). */
+  write(rel, data, workspace = 'projects') {
+    const root = workspace === 'global' ? this.codexHome : this.projects;
+    const p = path.join(root, rel);
+    fs.mkdirSync(path.dirname(p), { recursive: true, mode: 0o755 });
+    fs.writeFileSync(p, data, { mode: 0o644 });
+    chownR(root);
+    return p;
+  }
+
+  read(rel, workspace = 'projects') {
+    return fs.readFileSync(path.join(workspace === 'global' ? this.codexHome : this.projects, rel), 'utf8');
+  }
+
+  exists(rel, workspace = 'projects') {
+    return fs.existsSync(path.join(workspace === 'global' ? this.codexHome : this.projects, rel));
+  }
+
+  mkdir(rel) {
+    fs.mkdirSync(path.join(this.projects, rel), { recursive: true, mode: 0o755 });
+    chownR(this.projects);
+  }
+}
+
+export const tokenHash = (t) => createHash('sha256').update(t).digest('hex');
+
+export class Gateway {
+  constructor(base, bin, sidecars) {
+    this.bin = bin;
+    this.dir = path.join(base, 'gateway');
+    fs.mkdirSync(this.dir, { mode: 0o755 });
+    this.configPath = path.join(this.dir, 'gateway.yaml');
+    this.adminToken = randomBytes(24).toString('hex');
+    this.userToken = randomBytes(24).toString('hex');
+    this.logs = [];
+    const [a, b] = sidecars;
+    const agent = (s) =>
+      [
+        `    ${s.name}:`,
+        '      provider: codex_app_server',
+        `      codexAppServer: { endpoint: "ws://${s.name}.invalid:4500" }`,
+        '      sidecar:',
+        `        endpoint: "${s.ports.rpc}"`,
+        `        davEndpoint: "http://${s.ports.dav}"`,
+        '        timeout: 5s',
+      ].join('\n');
+    fs.writeFileSync(
+      this.configPath,
+      [
+        'httpServer: { address: "127.0.0.1:0" }',
+        'agentRuntime:',
+        `  defaultAgent: ${a.name}`,
+        '  agents:',
+        agent(a),
+        agent(b),
+        '    codex-plain:',
+        '      provider: codex_app_server',
+        '      codexAppServer: { endpoint: "ws://codex-plain.invalid:4500" }',
+        'auth:',
+        '  tokens:',
+        `    - { operator: alice, role: admin, sha256: "${tokenHash(this.adminToken)}" }`,
+        `    - { operator: bob, role: user, sha256: "${tokenHash(this.userToken)}" }`,
+        'webdav: { writable: false }',
+        `audit: { file: ${JSON.stringify(path.join(this.dir, 'audit.jsonl'))} }`,
+        '',
+      ].join('\n'),
+    );
+  }
+
+  async start() {
+    const { child, addrs } = await startProcess(
+      'agent-gateway',
+      this.bin,
+      ['--config', this.configPath],
+      { cwd: this.dir, env: { PATH: process.env.PATH, HOME: this.dir } },
+      ['http'],
+      this.logs,
+    );
+    this.child = child;
+    this.url = `http://${addrs.http}`;
+    this.exited = new Promise((r) => child.once('exit', r));
+  }
+
+  async stop() {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    const t = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
+    await this.exited;
+    clearTimeout(t);
+  }
+}
+
+/** A world-traversable temp dir (sidecars as UID 1000 must reach their volumes). */
+export function tempBase() {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'portal-e2e-'));
+  fs.chmodSync(base, 0o755);
+  return base;
+}

@@ -1,0 +1,644 @@
+// Browser end-to-end tests of the portal (PRD §15.3) against the real
+// agent-gateway and two real agent-sidecars on 127.0.0.1, driven by
+// playwright-core over Debian's chromium. Run: npm run e2e (make test-portal).
+// Prints one line per test and a closing "N passed, N failed"; exits 1 on any
+// failure. Screenshots of the main views go to docs/screenshots/.
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { binaries, Gateway, REPO, Sidecar, tempBase } from './harness.mjs';
+
+const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
+const SHOTS = path.join(REPO, 'docs/screenshots');
+const OUT = path.join(REPO, 'portal/e2e/out');
+const only = process.env.E2E_ONLY ? new RegExp(process.env.E2E_ONLY) : null;
+const log = (...a) => console.log('[e2e]', ...a);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+if (!fs.existsSync(CHROMIUM)) {
+  console.error(`e2e: ${CHROMIUM} not found. Install it with \`make setup\` (or apt-get install -y chromium).`);
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+class Check extends Error {}
+function expect(cond, msg) {
+  if (!cond) throw new Check(msg);
+}
+async function eventually(fn, msg, timeout = 10_000) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== false && v !== undefined && v !== null) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > end) throw new Check(`${msg}${last ? ` (${last.message})` : ''}`);
+    await sleep(100);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// stack
+
+const base = tempBase();
+let gw, sa, sb, browser, context, page;
+const leaks = [];
+
+async function setUp() {
+  const bins = binaries(base, log);
+  sa = new Sidecar('codex-a', base, bins.sidecar);
+  sb = new Sidecar('codex-b', base, bins.sidecar);
+  // Data the tests rely on, prepared on the volumes before start.
+  sa.mkdir('alpha-only');
+  sa.write('alpha-only/README.md', '# Alpha\n\nOnly agent codex-a has this project.\n');
+  sb.mkdir('beta-only');
+  sb.write('beta-only/notes.txt', 'Only agent codex-b has this project.\n');
+  sa.mkdir('paging');
+  for (let i = 0; i < 130; i++) sa.write(`paging/big/f${String(i).padStart(3, '0')}.txt`, `file ${i}\n`);
+  await Promise.all([sa.start(), sb.start()]);
+  gw = new Gateway(base, bins.gateway, [sa, sb]);
+  await gw.start();
+  log(`gateway ${gw.url}, sidecars ${sa.ports.rpc} ${sb.ports.rpc}`);
+
+  const userDataDir = path.join(base, 'chromium-profile');
+  fs.mkdirSync(userDataDir);
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(10_000);
+  page.on('pageerror', (err) => log('page error:', err.message));
+}
+
+async function tearDown() {
+  await context?.close().catch(() => {});
+  await browser?.close().catch(() => {});
+  await gw?.stop().catch(() => {});
+  await Promise.all([sa?.stop(), sb?.stop()].map((p) => p?.catch(() => {})));
+  if (!process.env.E2E_KEEP) fs.rmSync(base, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------------------
+// page helpers
+
+const $ = (sel) => page.locator(sel);
+const dialog = (testid) => page.locator(`dialog[open][data-testid="${testid}"]`);
+const row = (p) => page.locator(`.tree-row[data-path="${p}"]`);
+const projectRow = (name) => page.locator(`.project-row[data-project="${name}"]`);
+
+async function signIn(token = gw.adminToken) {
+  await page.goto(gw.url + '/');
+  await $('[data-testid="login-form"] input[name="token"]').fill(token);
+  await $('[data-testid="login-form"] button[type="submit"]').click();
+}
+
+async function ensureSignedIn() {
+  if (await $('[data-testid="agent-select"]').count()) return;
+  await signIn();
+  await $('[data-testid="agent-select"]').waitFor();
+}
+
+async function selectAgent(id) {
+  await $('[data-testid="agent-select"]').selectOption(id);
+}
+
+async function openProject(name) {
+  await projectRow(name).locator('.project-name').click();
+  await eventually(async () => (await $('.sidebar-section.files h2').textContent())?.includes(name), `project ${name} opened`);
+}
+
+async function editorText() {
+  return page.evaluate(() => {
+    const lines = [...document.querySelectorAll('.cm-content .cm-line')].map((l) => l.textContent);
+    return lines.join('\n');
+  });
+}
+
+async function setEditorText(text) {
+  await $('.cm-content').click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(text);
+}
+
+async function shot(name) {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, name) });
+}
+
+/** No endpoint, loopback address or host path may ever be shown. */
+async function checkNoLeaks(where) {
+  const text = await page.evaluate(() => document.body.innerText + ' ' + [...document.querySelectorAll('dialog')].map((d) => d.innerText).join(' '));
+  for (const bad of ['127.0.0.1', 'localhost', base, '/tmp/', ':9091', sa.ports.rpc, sb.ports.rpc]) {
+    if (bad && text.includes(bad)) leaks.push(`${where}: page shows "${bad}"`);
+  }
+}
+
+async function clickMenu(label) {
+  const item = page.locator('[data-testid="context-menu"] [role="menuitem"]', { hasText: label });
+  await item.click();
+}
+
+// ---------------------------------------------------------------------------
+// tests (in order; later ones build on earlier state)
+
+test('login: a wrong token is refused, an admin token opens the Agents page', async () => {
+  await signIn('not-a-valid-token');
+  await eventually(async () => (await $('[data-testid="login-form"] [role="alert"]').textContent())?.includes('not accepted'), 'refusal message');
+  await shot('login.png');
+  await signIn();
+  await $('[data-testid="agent-select"]').waitFor();
+  expect((await $('[data-testid="operator"]').textContent()) === 'alice', 'operator name shown');
+});
+
+test('agents: static list, default agent selected first, agent without sidecar marked', async () => {
+  await ensureSignedIn();
+  const options = await $('[data-testid="agent-select"] option').allTextContents();
+  expect(options.length === 3, `three agents listed, got ${options.length}`);
+  expect(options[0].includes('codex-a') && options[0].includes('(default)'), 'codex-a is marked default');
+  expect(options.some((o) => o.includes('codex-plain') && o.includes('no project management')), 'codex-plain has no project management');
+  expect((await $('[data-testid="agent-select"]').inputValue()) === 'codex-a', 'default agent selected');
+  await projectRow('alpha-only').waitFor();
+  expect((await projectRow('alpha-only').textContent()).includes('No Git'), 'existing non-Git directory shows No Git');
+  await selectAgent('codex-plain');
+  await $('[data-testid="no-project-management"]').waitFor();
+  await selectAgent('codex-a');
+  await projectRow('alpha-only').waitFor();
+});
+
+test('logout signs out; a non-admin sees the no-access page', async () => {
+  await ensureSignedIn();
+  await $('[data-testid="logout"]').click();
+  await $('[data-testid="login-form"]').waitFor();
+  const r = await page.evaluate(async () => (await fetch('/api/v1/agent-gateway/agents')).status);
+  expect(r === 401, `API refuses after logout (got ${r})`);
+  await signIn(gw.userToken);
+  await $('[data-testid="no-access"]').waitFor();
+  expect((await $('[data-testid="no-access"]').textContent()).includes('only for workspace admins'), 'no-access text');
+  expect((await $('[data-testid="agent-select"]').count()) === 0, 'no agent selector for non-admins');
+  await signIn();
+  await $('[data-testid="agent-select"]').waitFor();
+});
+
+test('create project: name validated as you type, Git initialised on disk', async () => {
+  await ensureSignedIn();
+  await $('[data-testid="new-project"]').click();
+  const d = dialog('create-project-dialog');
+  await d.waitFor();
+  const input = d.locator('input');
+  const confirm = d.locator('[data-action="confirm"]');
+  for (const [bad, msg] of [
+    ['.hidden', 'Start with a letter or a digit'],
+    ['..', 'cannot be named'],
+    ['has space', 'Use only letters'],
+    ['a'.repeat(129), 'at most 128'],
+  ]) {
+    await input.fill(bad);
+    await eventually(async () => (await d.locator('.field-problem').textContent()).includes(msg), `problem for ${bad}`);
+    expect(await confirm.isDisabled(), `confirm disabled for ${bad}`);
+  }
+  await input.fill('demo');
+  expect(!(await confirm.isDisabled()), 'confirm enabled for a valid name');
+  await confirm.click();
+  await projectRow('demo').waitFor();
+  expect((await projectRow('demo').textContent()).includes('Git'), 'Git badge');
+  expect(sa.exists('demo/.git/HEAD'), 'demo/.git exists on disk');
+  // Esc closes a dialog without doing anything.
+  await $('[data-testid="new-project"]').click();
+  await dialog('create-project-dialog').waitFor();
+  await page.keyboard.press('Escape');
+  await eventually(async () => (await dialog('create-project-dialog').count()) === 0, 'Esc closes the dialog');
+});
+
+test('files: create, edit and save a file; the bytes are on disk; Cancel restores', async () => {
+  await ensureSignedIn();
+  await openProject('demo');
+  await $('[data-testid="root-new-file"]').click();
+  const d = dialog('new-entry-dialog');
+  await d.locator('input').fill('README.md');
+  await d.locator('[data-action="confirm"]').click();
+  await row('README.md').waitFor();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'README.md', 'new file opened');
+  expect(sa.read('demo/README.md') === '', 'new file is empty on disk');
+  const text = '# Demo project\n\nEdited in the **Agents** portal.\n\n- list item one\n- list item two\n';
+  await setEditorText(text);
+  await $('[data-testid="dirty"]').waitFor();
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('demo/README.md') === text, 'saved text is on disk');
+  // Cancel restores what was loaded.
+  await $('.cm-content').click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.insertText('unsaved line');
+  await $('[data-testid="dirty"]').waitFor();
+  await $('[data-testid="cancel"]').click();
+  await $('[data-testid="clean"]').waitFor();
+  expect((await editorText()) === text, 'Cancel restored the loaded text');
+  expect(!(await editorText()).includes('unsaved line'), 'Cancel dropped the unsaved line');
+  expect(sa.read('demo/README.md') === text, 'disk unchanged by Cancel');
+  // A second file with a language of its own, saved with the Save button.
+  await $('[data-testid="root-new-folder"]').click();
+  await dialog('new-entry-dialog').locator('input').fill('src');
+  await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
+  await row('src').waitFor();
+  await row('src').click({ button: 'right' });
+  await clickMenu('New file');
+  await dialog('new-entry-dialog').locator('input').fill('main.go');
+  await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'src/main.go', 'main.go opened');
+  const code = 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println("hello from the portal")\n}\n';
+  await setEditorText(code);
+  await $('[data-testid="save"]').click();
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('demo/src/main.go') === code, 'main.go on disk');
+  expect((await $('.file-meta').textContent()).includes('Go'), 'Go language chosen by extension');
+  await row('README.md').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'README.md', 'README opened');
+  await shot('projects-editor.png');
+});
+
+test('tree: lazy expansion, "load more" paging and stale-cursor recovery', async () => {
+  await ensureSignedIn();
+  await openProject('paging');
+  await row('big').waitFor();
+  expect((await row('big').getAttribute('aria-expanded')) === 'false', 'directories start collapsed');
+  await row('big').click();
+  await row('big/f000.txt').waitFor();
+  const count = () => page.locator('.tree-row[data-path^="big/"]').count();
+  expect((await count()) === 100, `first page holds 100 entries (got ${await count()})`);
+  await $('[data-testid="load-more"]').click();
+  await eventually(async () => (await count()) === 130, 'second page appended');
+  expect((await $('[data-testid="load-more"]').count()) === 0, 'no more pages');
+  // Collapse/expand again, then change the directory between pages.
+  await row('big').click();
+  await sa.write('paging/big/a-new-file.txt', 'new\n');
+  await row('big').click(); // expanded listing is kept; refresh from the menu
+  await row('big').click({ button: 'right' });
+  await clickMenu('Refresh');
+  await eventually(async () => (await count()) === 100, 'refreshed to the first page');
+  sa.write('paging/big/b-another.txt', 'changed while paging\n');
+  await $('[data-testid="load-more"]').click();
+  // Either the old cursor still works or the folder reloads from the first page; in both cases no entry is lost or doubled.
+  for (let i = 0; i < 3 && (await $('[data-testid="load-more"]').count()); i++) {
+    await $('[data-testid="load-more"]').click();
+    await sleep(300);
+  }
+  await eventually(async () => (await count()) === 132, 'all 132 entries listed once');
+  const paths = await page.locator('.tree-row[data-path^="big/"]').evaluateAll((els) => els.map((e) => e.dataset.path));
+  expect(new Set(paths).size === paths.length, 'no duplicates');
+  // Keyboard: arrows move, Left collapses, Enter opens.
+  await row('big').focus();
+  await page.keyboard.press('ArrowLeft');
+  await eventually(async () => (await row('big').getAttribute('aria-expanded')) === 'false', 'ArrowLeft collapses');
+  await page.keyboard.press('ArrowRight');
+  await eventually(async () => (await row('big').getAttribute('aria-expanded')) === 'true', 'ArrowRight expands');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await eventually(async () => /^big\/.+\.txt$/.test((await $('[data-testid="file-path"]').textContent()) ?? ''), 'Enter opens a file');
+});
+
+test('entry actions: rename (F2), move (menu), delete with confirmation (Delete key, Shift+F10)', async () => {
+  await ensureSignedIn();
+  await openProject('demo');
+  // New folder "docs" from the keyboard menu on "src".
+  await row('src').focus();
+  await page.keyboard.press('Shift+F10');
+  await $('[data-testid="context-menu"]').waitFor();
+  await page.keyboard.press('Escape');
+  await eventually(async () => (await $('[data-testid="context-menu"]').count()) === 0, 'Esc closes the menu');
+  await $('[data-testid="root-new-folder"]').click();
+  await dialog('new-entry-dialog').locator('input').fill('docs');
+  await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
+  await row('docs').waitFor();
+  // Rename src/main.go -> src/app.go with F2.
+  if ((await row('src').getAttribute('aria-expanded')) !== 'true') await row('src').click();
+  await row('src/main.go').focus();
+  await page.keyboard.press('F2');
+  const rd = dialog('rename-dialog');
+  await rd.waitFor();
+  await rd.locator('input').fill('app.go');
+  await rd.locator('[data-action="confirm"]').click();
+  await row('src/app.go').waitFor();
+  expect(sa.exists('demo/src/app.go') && !sa.exists('demo/src/main.go'), 'renamed on disk');
+  // Move README.md into docs/ from the context menu.
+  await row('README.md').click({ button: 'right' });
+  await clickMenu('Move');
+  const md = dialog('move-dialog');
+  await md.locator('input').fill('docs');
+  await md.locator('[data-action="confirm"]').click();
+  await eventually(() => sa.exists('demo/docs/README.md') && !sa.exists('demo/README.md'), 'moved on disk');
+  // Delete a non-empty folder: the confirmation says recursive and permanent.
+  await row('src').focus();
+  await page.keyboard.press('Delete');
+  const dd = dialog('delete-entry-dialog');
+  await dd.waitFor();
+  const body = await dd.textContent();
+  expect(/recursively and\s+permanently/.test(body) && body.includes('cannot be undone'), 'delete text says recursive, permanent, cannot be undone');
+  await dd.locator('[data-action="cancel"]').click();
+  expect(sa.exists('demo/src/app.go'), 'cancel keeps the folder');
+  await row('src').click({ button: 'right' });
+  await clickMenu('Delete');
+  await dialog('delete-entry-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await row('src').count()) === 0, 'folder gone from the tree');
+  expect(!sa.exists('demo/src'), 'folder deleted on disk');
+});
+
+test('conflict: a file changed behind the editor keeps the local text; reload and copy offered', async () => {
+  await ensureSignedIn();
+  await openProject('demo');
+  if ((await row('docs').getAttribute('aria-expanded')) !== 'true') await row('docs').click();
+  await row('docs/README.md').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'docs/README.md', 'file opened');
+  const mine = '# Demo project\n\nMy local edit that must survive a conflict.\n';
+  await setEditorText(mine);
+  const theirs = '# Demo project\n\nWritten by the agent meanwhile.\n';
+  sa.write('demo/docs/README.md', theirs);
+  await page.keyboard.press('Control+S');
+  const cd = dialog('conflict-dialog');
+  await cd.waitFor();
+  const t = await cd.textContent();
+  expect(t.includes('The file was changed elsewhere'), 'conflict message');
+  expect((await cd.locator('button', { hasText: /force|overwrite/i }).count()) === 0, 'no force save');
+  await checkNoLeaks('conflict dialog');
+  await shot('conflict-dialog.png');
+  await cd.locator('[data-action="copy"]').click();
+  await eventually(async () => (await cd.locator('[role="status"]').textContent()).includes('clipboard'), 'copy confirmed');
+  const clip = await page.evaluate(() => navigator.clipboard.readText());
+  expect(clip === mine, 'clipboard holds my version');
+  await cd.locator('[data-action="keep"]').click();
+  expect((await editorText()).includes('My local edit'), 'local text kept in the editor');
+  await $('[data-testid="conflict-banner"]').waitFor();
+  expect(await $('[data-testid="save"]').isDisabled(), 'Save disabled while in conflict');
+  expect(sa.read('demo/docs/README.md') === theirs, 'disk keeps the other writer');
+  await $('[data-testid="conflict-banner"] button', { hasText: 'Reload server version' }).last().click();
+  await eventually(async () => (await editorText()).includes('Written by the agent'), 'server version reloaded');
+  await $('[data-testid="clean"]').waitFor();
+});
+
+test('dirty guards: switching file, project, tab and agent asks first; leaving the page too', async () => {
+  await ensureSignedIn();
+  await openProject('demo');
+  if ((await row('docs').getAttribute('aria-expanded')) !== 'true') await row('docs').click();
+  await row('docs/README.md').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'docs/README.md', 'file opened');
+  await $('.cm-content').click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.insertText('dirty text');
+  await $('[data-testid="dirty"]').waitFor();
+  const guard = dialog('discard-dialog');
+  const keep = async (what) => {
+    await guard.waitFor({ timeout: 5000 }).catch(() => {
+      throw new Check(`no unsaved-changes dialog when ${what}`);
+    });
+    await guard.locator('[data-action="cancel"]').click();
+    await eventually(async () => (await guard.count()) === 0, 'dialog closed');
+    expect((await editorText()).includes('dirty text'), `text kept after declining (${what})`);
+  };
+  await openProject('alpha-only').catch(() => {}); // the guard blocks the switch
+  await keep('switching project');
+  await $('[data-testid="tab-global"]').click();
+  await keep('switching tab');
+  expect((await $('[data-testid="tab-projects"]').getAttribute('aria-selected')) === 'true', 'still on Projects');
+  await selectAgent('codex-b');
+  await keep('switching agent');
+  expect((await $('[data-testid="agent-select"]').inputValue()) === 'codex-a', 'agent selector reset');
+  // Leaving the page: beforeunload.
+  let seen = '';
+  const onDialog = async (d) => {
+    seen = d.type();
+    await d.dismiss();
+  };
+  page.on('dialog', onDialog);
+  await page.evaluate(() => {
+    location.href = '/?leave';
+  });
+  await eventually(() => seen === 'beforeunload', 'beforeunload prompt shown');
+  page.off('dialog', onDialog);
+  expect((await editorText()).includes('dirty text'), 'still on the page after cancelling the unload');
+  // Switching file and confirming discards.
+  await row('docs').click({ button: 'right' });
+  await clickMenu('New file');
+  await dialog('new-entry-dialog').locator('input').fill('other.txt');
+  await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
+  await guard.waitFor();
+  await guard.locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'docs/other.txt', 'switched after discarding');
+  expect(!sa.read('demo/docs/README.md').includes('dirty text'), 'discarded text never saved');
+});
+
+test('non-editable: a binary file shows metadata and the reason, with no save or download', async () => {
+  await ensureSignedIn();
+  sa.write('demo/logo.bin', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x01, 0xff, 0x00, 0x10]));
+  sa.write('demo/latin1.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
+  await openProject('alpha-only');
+  await openProject('demo');
+  await row('logo.bin').click();
+  await $('[data-testid="non-editable"]').waitFor();
+  expect((await $('[data-testid="non-editable-reason"]').textContent()).includes('binary'), 'reason: binary');
+  expect((await $('[data-testid="non-editable"]').textContent()).includes('10 B'), 'size shown');
+  expect((await $('[data-testid="save"]').count()) === 0, 'no Save');
+  expect((await $('.cm-editor').count()) === 0, 'no editor');
+  expect((await page.locator('a[download], button', { hasText: /download/i }).count()) === 0, 'no download');
+  await row('latin1.txt').click();
+  await eventually(async () => (await $('[data-testid="non-editable-reason"]').textContent()).includes('UTF-8'), 'reason: not UTF-8');
+  await shot('non-editable.png');
+});
+
+test('Global tab: skills always shown without delete/move/rename; AGENTS.md created and edited', async () => {
+  await ensureSignedIn();
+  await $('[data-testid="tab-global"]').click();
+  await row('skills').waitFor();
+  expect((await row('AGENTS.md').count()) === 0, 'no AGENTS.md yet');
+  await row('skills').click({ button: 'right' });
+  const items = await page.locator('[data-testid="context-menu"] [role="menuitem"]').allTextContents();
+  expect(!items.some((i) => /Delete|Rename|Move/.test(i)), `skills menu has no delete/move/rename (${items.join(', ')})`);
+  await page.keyboard.press('Escape');
+  await row('skills').focus();
+  await page.keyboard.press('Delete');
+  await eventually(async () => (await $('[data-testid="notice"]').textContent()).includes('cannot be deleted'), 'Delete key refused on skills');
+  expect((await dialog('delete-entry-dialog').count()) === 0, 'no delete dialog for skills');
+  // A skill inside skills/.
+  await row('skills').click({ button: 'right' });
+  await clickMenu('New folder');
+  await dialog('new-entry-dialog').locator('input').fill('review');
+  await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
+  await row('skills/review').waitFor();
+  await row('skills/review').click({ button: 'right' });
+  await clickMenu('New file');
+  await dialog('new-entry-dialog').locator('input').fill('SKILL.md');
+  await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'skills/review/SKILL.md', 'skill opened');
+  await setEditorText('---\nname: review\ndescription: Review a change.\n---\n\nCheck tests first.\n');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('skills/review/SKILL.md', 'global').includes('name: review'), 'skill on disk');
+  // AGENTS.md.
+  await $('[data-testid="create-agents-md"]').click();
+  await row('AGENTS.md').waitFor();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'AGENTS.md', 'AGENTS.md opened');
+  await setEditorText('# Global instructions\n\nRun the tests before every commit.\n');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('AGENTS.md', 'global').startsWith('# Global instructions'), 'AGENTS.md on disk');
+  expect((await $('[data-testid="create-agents-md"]').count()) === 0, 'create action gone once it exists');
+  await row('AGENTS.md').click({ button: 'right' });
+  const mdItems = await page.locator('[data-testid="context-menu"] [role="menuitem"]').allTextContents();
+  expect(!mdItems.some((i) => /Rename|Move/.test(i)), 'AGENTS.md cannot be renamed or moved');
+  await page.keyboard.press('Escape');
+  expect(!fs.readdirSync(sa.codexHome).some((n) => n === 'auth.json'), 'sanity');
+  await shot('global.png');
+  await $('[data-testid="tab-projects"]').click();
+});
+
+test('agent switch: never shows the previous agent\'s projects or files, even from a late response', async () => {
+  await ensureSignedIn();
+  await openProject('alpha-only');
+  await row('README.md').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'README.md', 'file of codex-a open');
+  await selectAgent('codex-b');
+  await projectRow('beta-only').waitFor();
+  expect((await projectRow('alpha-only').count()) === 0, 'codex-a projects gone');
+  expect((await $('[data-testid="file-path"]').count()) === 0, 'codex-a file closed');
+  expect((await $('.tree').count()) === 0, 'no tree of codex-a');
+  // A slow response for codex-a that lands after switching to codex-b is dropped.
+  await page.route('**/api/v1/agent-gateway/agents/codex-a/projects**', async (route) => {
+    await sleep(1500);
+    await route.continue().catch(() => {});
+  });
+  await selectAgent('codex-a');
+  await sleep(100);
+  await selectAgent('codex-b');
+  await projectRow('beta-only').waitFor();
+  await sleep(2000);
+  expect((await projectRow('alpha-only').count()) === 0, 'late codex-a response not shown under codex-b');
+  expect((await projectRow('beta-only').count()) === 1, 'codex-b list intact');
+  await page.unroute('**/api/v1/agent-gateway/agents/codex-a/projects**');
+  await selectAgent('codex-a');
+  await projectRow('alpha-only').waitFor();
+  expect((await projectRow('beta-only').count()) === 0, 'codex-b projects not under codex-a');
+});
+
+test('delete project: the full name is required, the text says permanent; editor cleared', async () => {
+  await ensureSignedIn();
+  await openProject('demo');
+  await row('docs/other.txt').click().catch(async () => {
+    await row('docs').click();
+    await row('docs/other.txt').click();
+  });
+  await $('[data-testid="file-path"]').waitFor();
+  await projectRow('demo').locator('button', { hasText: 'Delete' }).click();
+  const d = dialog('delete-project-dialog');
+  await d.waitFor();
+  const t = await d.textContent();
+  expect(t.includes('permanent') && t.includes('cannot be undone'), 'says permanent and cannot be undone');
+  const confirm = d.locator('[data-action="confirm"]');
+  expect(await confirm.isDisabled(), 'disabled before typing');
+  await d.locator('input').fill('dem');
+  expect(await confirm.isDisabled(), 'disabled for a partial name');
+  await d.locator('input').fill('demo');
+  expect(!(await confirm.isDisabled()), 'enabled for the full name');
+  await confirm.click();
+  await eventually(async () => (await projectRow('demo').count()) === 0, 'project gone from the list');
+  expect(!sa.exists('demo'), 'project deleted on disk');
+  expect((await $('[data-testid="file-path"]').count()) === 0, 'editor cleared');
+});
+
+test('unavailable sidecar: agent stays selectable, Retry works after restart, no endpoint shown', async () => {
+  await ensureSignedIn();
+  await selectAgent('codex-a');
+  await projectRow('alpha-only').waitFor();
+  await sb.kill();
+  await selectAgent('codex-b');
+  await $('[data-testid="unavailable"]').waitFor({ timeout: 20_000 });
+  const text = await $('[data-testid="unavailable"]').textContent();
+  expect(text.includes('codex-b') && text.includes('cannot be reached'), 'unavailable message names the agent');
+  expect(!(await $('[data-testid="agent-select"]').isDisabled()), 'agent selector still usable');
+  await checkNoLeaks('unavailable state');
+  await shot('unavailable.png');
+  await $('[data-testid="retry"]').click();
+  await $('[data-testid="unavailable"]').waitFor(); // still down
+  await sb.start();
+  await $('[data-testid="retry"]').click();
+  await projectRow('beta-only').waitFor({ timeout: 20_000 });
+  expect((await $('[data-testid="unavailable"]').count()) === 0, 'unavailable state cleared');
+});
+
+test('layout: readable on a narrow window', async () => {
+  await ensureSignedIn();
+  await selectAgent('codex-a');
+  await openProject('alpha-only');
+  await row('README.md').click();
+  await $('[data-testid="file-path"]').waitFor();
+  await page.setViewportSize({ width: 420, height: 860 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  expect(overflow <= 1, `no horizontal scrolling at 420px (overflow ${overflow}px)`);
+  await shot('narrow.png');
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+// ---------------------------------------------------------------------------
+
+let passed = 0;
+let failed = 0;
+try {
+  await setUp();
+  for (const t of tests) {
+    if (only && !only.test(t.name)) continue;
+    const started = Date.now();
+    try {
+      await t.fn();
+      await checkNoLeaks(t.name);
+      passed++;
+      console.log(`ok   ${t.name} (${Date.now() - started} ms)`);
+    } catch (err) {
+      failed++;
+      console.log(`FAIL ${t.name}\n     ${err instanceof Check ? err.message : err.stack}`);
+      fs.mkdirSync(OUT, { recursive: true });
+      const file = path.join(OUT, t.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60) + '.png');
+      await page?.screenshot({ path: file }).catch(() => {});
+      // Leave no dialog or menu open for the next test.
+      for (let i = 0; i < 3; i++) await page?.keyboard.press('Escape').catch(() => {});
+    }
+  }
+  if (leaks.length) {
+    failed++;
+    console.log(`FAIL no endpoint or host path shown\n     ${leaks.join('\n     ')}`);
+  } else {
+    passed++;
+    console.log('ok   no endpoint or host path shown on any page');
+  }
+} catch (err) {
+  failed++;
+  console.log(`FAIL setting up the stack\n     ${err.stack ?? err}`);
+} finally {
+  if (failed && gw) {
+    fs.mkdirSync(OUT, { recursive: true });
+    fs.writeFileSync(path.join(OUT, 'gateway.log'), gw.logs.join('\n'));
+    if (sa) fs.writeFileSync(path.join(OUT, 'sidecar-a.log'), sa.logs.join('\n'));
+    if (sb) fs.writeFileSync(path.join(OUT, 'sidecar-b.log'), sb.logs.join('\n'));
+    console.log(`logs and failure screenshots: ${path.relative(REPO, OUT)}/`);
+  }
+  await tearDown();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
