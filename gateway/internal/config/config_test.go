@@ -1,0 +1,140 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+const good = `
+httpServer: { address: "127.0.0.1:0" }
+metricsServer: { address: "" }
+agentRuntime:
+  defaultAgent: codex-a
+  agents:
+    codex-a:
+      provider: codex_app_server
+      codexAppServer: { endpoint: "ws://agent-codex-a:4500" }
+      sidecar:
+        endpoint: "agent-codex-a-sidecar:9091"
+        davEndpoint: "http://agent-codex-a-sidecar:9092"
+        timeout: 10s
+    codex-b:
+      provider: codex_app_server
+auth:
+  tokens:
+    - { operator: alice, role: admin, sha256: "0000000000000000000000000000000000000000000000000000000000000000" }
+  trustedProxy:
+    cidrs: ["10.0.0.0/8"]
+    userHeader: X-Forwarded-User
+    groupsHeader: X-Forwarded-Groups
+    adminGroup: workspace-admins
+webdav: { writable: false }
+audit:  { file: "" }
+`
+
+func TestDesignExampleIsValid(t *testing.T) {
+	c, err := Parse(strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if got := c.AgentRuntime.Agents["codex-a"].Sidecar.CallTimeout().String(); got != "10s" {
+		t.Errorf("timeout = %s", got)
+	}
+	if c.AgentRuntime.Agents["codex-b"].Sidecar != nil {
+		t.Error("codex-b must have no sidecar")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(string) string
+		want []string // substrings, one per expected line
+	}{
+		{"bad http address", r(`address: "127.0.0.1:0"`, `address: "nope"`), []string{"httpServer.address"}},
+		{"bad metrics address", r(`metricsServer: { address: "" }`, `metricsServer: { address: "x" }`), []string{"metricsServer.address"}},
+		{"unknown default", r(`defaultAgent: codex-a`, `defaultAgent: codex-z`), []string{"agentRuntime.defaultAgent"}},
+		{"empty provider", r(`provider: codex_app_server
+      codexAppServer`, `provider: ""
+      codexAppServer`), []string{"agentRuntime.agents.codex-a.provider"}},
+		{"zero timeout", r(`timeout: 10s`, `timeout: 0s`), []string{"agentRuntime.agents.codex-a.sidecar.timeout"}},
+		{"negative timeout", r(`timeout: 10s`, `timeout: -5s`), []string{"agentRuntime.agents.codex-a.sidecar.timeout"}},
+		{"empty endpoint", r(`endpoint: "agent-codex-a-sidecar:9091"`, `endpoint: ""`), []string{"agentRuntime.agents.codex-a.sidecar.endpoint"}},
+		{"url endpoint", r(`endpoint: "agent-codex-a-sidecar:9091"`, `endpoint: "http://x:1"`), []string{"sidecar.endpoint"}},
+		{"bad dav endpoint", r(`davEndpoint: "http://agent-codex-a-sidecar:9092"`, `davEndpoint: "ftp://x"`), []string{"sidecar.davEndpoint"}},
+		{"bad agent id", r(`    codex-b:`, `    "bad id!":`), []string{`agentRuntime.agents["bad id!"]`}},
+		{"short hash", r(`sha256: "0000000000000000000000000000000000000000000000000000000000000000"`, `sha256: "abc"`), []string{"auth.tokens[0].sha256"}},
+		{"no operator", r(`operator: alice`, `operator: ""`), []string{"auth.tokens[0].operator"}},
+		{"no role", r(`role: admin`, `role: ""`), []string{"auth.tokens[0].role"}},
+		{"bad cidr", r(`["10.0.0.0/8"]`, `["10.0.0.0/8", "nope"]`), []string{"auth.trustedProxy.cidrs[1]"}},
+		{"no admin group", r(`adminGroup: workspace-admins`, `adminGroup: ""`), []string{"auth.trustedProxy.adminGroup"}},
+		{"several at once", func(s string) string {
+			s = r(`timeout: 10s`, `timeout: 0s`)(s)
+			s = r(`defaultAgent: codex-a`, `defaultAgent: x`)(s)
+			return r(`sha256: "0000000000000000000000000000000000000000000000000000000000000000"`, `sha256: "zz"`)(s)
+		}, []string{"sidecar.timeout", "defaultAgent", "sha256"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(c.edit(good)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.Validate()
+			if err == nil {
+				t.Fatal("Validate accepted it")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(c.want) {
+				t.Errorf("%d lines, want %d:\n%s", len(lines), len(c.want), err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("no line names %s:\n%s", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestNoAgentsNoAuth(t *testing.T) {
+	c, err := Parse(strings.NewReader("httpServer: { address: \":8080\" }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "agentRuntime.agents") || !strings.Contains(err.Error(), "auth:") {
+		t.Errorf("Validate = %v", err)
+	}
+}
+
+func TestUnknownKeysRejected(t *testing.T) {
+	for _, doc := range []string{
+		"httpServer: { address: \":1\", extra: 1 }\n",
+		strings.Replace(good, "timeout: 10s", "timeout: 10s\n        token: abc", 1),
+		"bogus: true\n",
+	} {
+		if _, err := Parse(strings.NewReader(doc)); err == nil {
+			t.Errorf("accepted unknown key in:\n%s", doc)
+		}
+	}
+}
+
+func TestHashToken(t *testing.T) {
+	// echo -n secret | sha256sum
+	if got := HashToken("secret"); got != "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b" {
+		t.Errorf("HashToken = %s", got)
+	}
+}
+
+func r(old, new string) func(string) string {
+	return func(s string) string {
+		if !strings.Contains(s, old) {
+			panic("test edit does not apply: " + old)
+		}
+		return strings.Replace(s, old, new, 1)
+	}
+}
