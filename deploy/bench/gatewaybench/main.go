@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
+
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
@@ -128,7 +130,9 @@ func run(b *testing.B, p params) (*report, error) {
 	// --- REST through the gateway vs direct gRPC ---
 	rpc := sc.Dial(b)
 	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: p.project}
-	ctx := context.Background()
+	// The gateway sends x-operator and x-request-id; so does the direct
+	// client, so the sidecar does the same work on both paths.
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-operator", gatewaytest.AdminOperator, "x-request-id", "gatewaybench")
 	q := "workspace.scope=PROJECT&workspace.project_name=" + p.project
 	api := gw.URL + "/api/v1/agent-gateway/agents/" + p.agentID + "/projects/"
 	calls := []struct {
@@ -150,8 +154,8 @@ func run(b *testing.B, p params) (*report, error) {
 		{"GetProjectFile",
 			func() error {
 				r, err := rpc.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: ws, Path: "small.txt"})
-				if err == nil && len(r.GetContent()) != p.smallSize {
-					err = fmt.Errorf("GetFile: %d bytes, want %d", len(r.GetContent()), p.smallSize)
+				if want := len(smallText(p)); err == nil && len(r.GetContent()) != want {
+					err = fmt.Errorf("GetFile: %d bytes, want %d", len(r.GetContent()), want)
 				}
 				return err
 			},
@@ -175,6 +179,25 @@ func run(b *testing.B, p params) (*report, error) {
 			}
 		}
 		rep.latencies = append(rep.latencies, lat)
+	}
+	// Reference: one bare HTTP round trip to the gateway (/healthz: no auth,
+	// no sidecar), the floor any REST call through it pays on top of the
+	// sidecar's own gRPC time.
+	// And an authenticated REST call that never reaches a sidecar
+	// (ListAgents): auth, routing and JSON without the sidecar hop.
+	for i := range 30 + p.calls {
+		d, err := timed(func() error { return restGet(client, gw.URL+"/healthz", "") })
+		if err != nil {
+			return nil, fmt.Errorf("healthz: %w", err)
+		}
+		d2, err := timed(func() error { return restGet(client, gw.URL+"/api/v1/agent-gateway/agents", gw.AdminToken) })
+		if err != nil {
+			return nil, fmt.Errorf("ListAgents: %w", err)
+		}
+		if i >= 30 {
+			rep.healthz = append(rep.healthz, d)
+			rep.listAgents = append(rep.listAgents, d2)
+		}
 	}
 	return rep, nil
 }
@@ -202,8 +225,8 @@ func fill(dir string, p params) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	line := "the quick brown fox jumps over the lazy dog 0123456789 abcdefghij\n" // 64 bytes
-	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte(strings.Repeat(line, p.smallSize/len(line))), 0o644); err != nil {
+	line := "the quick brown fox jumps over the lazy dog 0123456789 abcdefghi\n"
+	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte(smallText(p)), 0o644); err != nil {
 		return err
 	}
 	for i := range p.entries {
@@ -212,6 +235,12 @@ func fill(dir string, p params) error {
 		}
 	}
 	return nil
+}
+
+// smallText is the editable file GetProjectFile reads: about p.smallSize bytes.
+func smallText(p params) string {
+	line := "the quick brown fox jumps over the lazy dog 0123456789 abcdefghi\n"
+	return strings.Repeat(line, p.smallSize/len(line))
 }
 
 func getMiBs(c *http.Client, url, token string, want int64) (float64, error) {
@@ -246,7 +275,9 @@ func restGet(c *http.Client, url, token string) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
@@ -275,6 +306,7 @@ type latency struct {
 type report struct {
 	getDirect, getGateway []float64
 	latencies             []latency
+	healthz, listAgents   []time.Duration
 }
 
 func median[T float64 | time.Duration](xs []T) T {
@@ -312,6 +344,8 @@ func (r *report) print(w io.Writer, p params) {
 			us(pct(l.direct, .99)), us(pct(l.gateway, .99)), ratio)
 		verdicts = append(verdicts, fmt.Sprintf("%s p50 ratio %.2fx (target <= 1.50x): %s", l.name, ratio, verdict(ratio <= 1.5)))
 	}
+	fmt.Fprintf(w, "reference: bare HTTP round trip to the gateway (GET /healthz) p50 %s, p90 %s\n", us(median(r.healthz)), us(pct(r.healthz, .9)))
+	fmt.Fprintf(w, "reference: authenticated REST call with no sidecar hop (ListAgents) p50 %s, p90 %s\n", us(median(r.listAgents)), us(pct(r.listAgents, .9)))
 	for _, v := range verdicts {
 		fmt.Fprintln(w, v)
 	}

@@ -1,0 +1,321 @@
+package davproxy_test
+
+// WebDAV through the real agent-gateway binary (gateway/gatewaytest) in
+// front of real agent-sidecar processes (sidecar/sidecartest): auth in front
+// of /dav/, rclone with Basic credentials, the audit trail of WebDAV
+// mutations, and a stopped sidecar.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/sidecar/sidecartest"
+)
+
+type stack struct {
+	gw       *gatewaytest.Gateway
+	sidecars map[string]*sidecartest.Sidecar
+}
+
+// startStack starts one sidecar per agent ID (each with project demo) and a
+// gateway in front of them.
+func startStack(t *testing.T, writable bool, agentIDs ...string) *stack {
+	t.Helper()
+	st := &stack{sidecars: map[string]*sidecartest.Sidecar{}}
+	var agents []gatewaytest.Agent
+	for _, id := range agentIDs {
+		base, err := os.MkdirTemp("", "davproxy-gw-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(base) })
+		if err := os.Chmod(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		projects, home := filepath.Join(base, "projects"), filepath.Join(base, "home")
+		for _, d := range []string{filepath.Join(projects, "demo/src"), filepath.Join(home, "skills")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for p, c := range map[string]string{
+			filepath.Join(projects, "demo/README.md"):   "# demo of " + id + "\n",
+			filepath.Join(projects, "demo/src/main.go"): "package main\n",
+			filepath.Join(home, "AGENTS.md"):            "agents\n",
+			filepath.Join(home, "auth.json"):            `{"token":"never-shown"}`,
+		} {
+			if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: home})
+		st.sidecars[id] = s
+		agents = append(agents, gatewaytest.Agent{ID: id, RPCAddr: s.RPCAddr, DavURL: s.DavURL})
+	}
+	st.gw = gatewaytest.Start(t, gatewaytest.Options{Agents: agents, Writable: writable})
+	return st
+}
+
+// secrets are strings no response may contain.
+func (st *stack) secrets() []string {
+	out := []string{st.gw.AdminToken, st.gw.UserToken, "never-shown"}
+	for _, s := range st.sidecars {
+		u, _ := url.Parse(s.DavURL)
+		out = append(out, u.Host, s.RPCAddr, s.ProjectsDir, s.CodexHome)
+	}
+	return out
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// do sends a request with the given auth ("" none, "bearer", "basic",
+// "basic-user", "bad") and checks the reply for leaks.
+func (st *stack) do(t *testing.T, authn, method, path string, body io.Reader, hdr ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, st.gw.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch authn {
+	case "bearer":
+		req.Header.Set("Authorization", "Bearer "+st.gw.AdminToken)
+	case "basic":
+		req.SetBasicAuth("whoever", st.gw.AdminToken)
+	case "basic-user":
+		req.SetBasicAuth("whoever", st.gw.UserToken)
+	case "bad":
+		req.SetBasicAuth("whoever", "not-a-token")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	var all strings.Builder
+	for k, vs := range r.header {
+		fmt.Fprintf(&all, "%s: %s\n", k, strings.Join(vs, ", "))
+	}
+	all.WriteString(r.body)
+	for _, s := range st.secrets() {
+		if s != "" && strings.Contains(all.String(), s) {
+			t.Errorf("%s %s: reply contains %q:\n%s", method, path, s, all.String())
+		}
+	}
+	return r
+}
+
+func TestGatewayWebDAVAuthAndReads(t *testing.T) {
+	st := startStack(t, false, "codex-a", "codex-b")
+	for _, c := range []struct {
+		authn string
+		want  int
+	}{{"", 401}, {"bad", 401}, {"basic-user", 403}, {"basic", 207}, {"bearer", 207}} {
+		for _, p := range []string{"/dav/", "/dav/codex-a/", "/dav/codex-a/projects/demo/"} {
+			r := st.do(t, c.authn, "PROPFIND", p, nil, "Depth", "1")
+			if r.status != c.want {
+				t.Errorf("PROPFIND %s as %q: %d, want %d", p, c.authn, r.status, c.want)
+			}
+			if c.want == 401 && !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Basic") {
+				t.Errorf("PROPFIND %s as %q: WWW-Authenticate %q", p, c.authn, r.header.Get("WWW-Authenticate"))
+			}
+		}
+	}
+	r := st.do(t, "basic", "PROPFIND", "/dav/", nil, "Depth", "1")
+	for _, want := range []string{"<D:href>/dav/codex-a/</D:href>", "<D:href>/dav/codex-b/</D:href>"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("PROPFIND /dav/ lacks %s:\n%s", want, r.body)
+		}
+	}
+	r = st.do(t, "basic", "PROPFIND", "/dav/codex-b/projects/demo/", nil, "Depth", "1")
+	if !strings.Contains(r.body, "/dav/codex-b/projects/demo/README.md") || strings.Contains(r.body, "<D:href>/projects/") {
+		t.Errorf("hrefs not rewritten:\n%s", r.body)
+	}
+	r = st.do(t, "basic", "GET", "/dav/codex-b/projects/demo/README.md", nil, "X-Operator", "mallory", "X-Request-ID", "rid-forged-op")
+	if r.status != 200 || r.body != "# demo of codex-b\n" || r.header.Get("ETag") == "" {
+		t.Errorf("GET: %d %q ETag %q", r.status, r.body, r.header.Get("ETag"))
+	}
+	if got := r.header.Values("X-Request-Id"); !slices.Equal(got, []string{"rid-forged-op"}) {
+		t.Errorf("X-Request-ID = %q", got)
+	}
+	// The sidecar saw the authenticated operator, not the forged header.
+	found := false
+	for _, l := range st.sidecars["codex-b"].LogLines() {
+		if l["@message"] == "webdav request" && l["request_id"] == "rid-forged-op" {
+			found = true
+			if l["operator"] != gatewaytest.AdminOperator {
+				t.Errorf("sidecar saw operator %v", l["operator"])
+			}
+		}
+	}
+	if !found {
+		t.Error("the sidecar logged no request with the forwarded request ID")
+	}
+	for _, p := range []string{"/", "/dav/", "/dav/codex-a/"} {
+		r = st.do(t, "basic", "OPTIONS", p, nil)
+		if r.status != 200 || !strings.Contains(r.header.Get("DAV"), "1") || r.header.Get("Allow") == "" {
+			t.Errorf("OPTIONS %s: %d DAV %q Allow %q", p, r.status, r.header.Get("DAV"), r.header.Get("Allow"))
+		}
+	}
+	if r = st.do(t, "basic", "GET", "/dav/codex-a/global/auth.json", nil); r.status != 404 && r.status != 403 {
+		t.Errorf("global/auth.json: %d", r.status)
+	}
+	if r = st.do(t, "basic", "PROPFIND", "/dav/nobody/projects/", nil, "Depth", "0"); r.status != 404 {
+		t.Errorf("unknown agent: %d", r.status)
+	}
+}
+
+func TestGatewayWebDAVReadOnlyAndAudit(t *testing.T) {
+	st := startStack(t, false, "codex-a")
+	for _, m := range []string{"PUT", "DELETE", "MKCOL", "MOVE", "COPY", "PROPPATCH", "LOCK"} {
+		r := st.do(t, "basic", m, "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"),
+			"If-Match", "*", "Destination", "/dav/codex-a/projects/demo/R2.md", "X-Request-ID", "rid-ro-"+m)
+		if r.status != 405 || r.header.Get("Allow") != "OPTIONS, GET, HEAD, PROPFIND" {
+			t.Errorf("%s: %d Allow %q", m, r.status, r.header.Get("Allow"))
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(st.sidecars["codex-a"].ProjectsDir, "demo/README.md"))
+	if string(b) != "# demo of codex-a\n" {
+		t.Errorf("README changed: %q", b)
+	}
+	recs := waitAudit(t, st.gw, func(r map[string]any) bool { return strings.HasPrefix(fmt.Sprint(r["request_id"]), "rid-ro-") }, 7)
+	for _, r := range recs {
+		if r["operator"] != gatewaytest.AdminOperator || r["agent_id"] != "codex-a" || r["workspace_scope"] != "PROJECT" ||
+			r["project_name"] != "demo" || r["source_path"] != "README.md" || r["result"] != "error" || fmt.Sprint(r["http_status"]) != "405" {
+			t.Errorf("audit record %v", r)
+		}
+		if !strings.HasPrefix(fmt.Sprint(r["action"]), "webdav.") {
+			t.Errorf("audit action %v", r["action"])
+		}
+	}
+}
+
+func TestGatewayWebDAVWritablePreconditions(t *testing.T) {
+	st := startStack(t, true, "codex-a")
+	r := st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"), "X-Request-ID", "rid-428")
+	if r.status != 428 {
+		t.Errorf("PUT without If-Match: %d %s", r.status, r.body)
+	}
+	r = st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"), "If-Match", `"stale"`)
+	if r.status != 412 {
+		t.Errorf("PUT with a stale If-Match: %d %s", r.status, r.body)
+	}
+	r = st.do(t, "basic", "MOVE", "/dav/codex-a/projects/demo/README.md", nil, "If-Match", "*", "Destination", "/dav/codex-a/global/skills/README.md")
+	if r.status != 403 {
+		t.Errorf("MOVE across workspaces: %d", r.status)
+	}
+	recs := waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == "rid-428" }, 1)
+	if recs[0]["action"] != "webdav.PUT" || fmt.Sprint(recs[0]["http_status"]) != "428" || recs[0]["source_path"] != "README.md" {
+		t.Errorf("audit %v", recs[0])
+	}
+}
+
+func TestGatewayWebDAVStoppedSidecar(t *testing.T) {
+	st := startStack(t, false, "codex-a", "codex-b")
+	if err := st.sidecars["codex-a"].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r := st.do(t, "basic", "PROPFIND", "/dav/codex-a/projects/demo/", nil, "Depth", "1")
+	if r.status != 503 || !strings.Contains(r.body, "codex-a") {
+		t.Errorf("stopped sidecar: %d %s", r.status, r.body)
+	}
+	if r = st.do(t, "basic", "GET", "/dav/codex-b/projects/demo/README.md", nil); r.status != 200 {
+		t.Errorf("other agent: %d", r.status)
+	}
+}
+
+func TestGatewayRclone(t *testing.T) {
+	st := startStack(t, false, "codex-a")
+	bin, err := exec.LookPath("rclone")
+	if err != nil {
+		t.Fatal("rclone is not installed: run `make setup`")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "rclone.conf")
+	if err := os.WriteFile(conf, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	obscured, err := exec.Command(bin, "--config", conf, "obscure", st.gw.AdminToken).Output()
+	if err != nil {
+		t.Fatalf("rclone obscure: %v", err)
+	}
+	run := func(pass string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"--config", conf, "--low-level-retries", "1", "--retries", "1"}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+dir,
+			"RCLONE_CONFIG_GW_TYPE=webdav", "RCLONE_CONFIG_GW_URL="+st.gw.URL+"/dav/",
+			"RCLONE_CONFIG_GW_VENDOR=other", "RCLONE_CONFIG_GW_USER=rclone", "RCLONE_CONFIG_GW_PASS="+pass)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if err != nil {
+			t.Logf("rclone %v: %v\n%s", args, err, errb.String())
+		}
+		return out.String(), err
+	}
+	pass := strings.TrimSpace(string(obscured))
+	out, err := run(pass, "lsf", "-R", "gw:codex-a/projects/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(out); !slices.Equal(got, []string{"README.md", "src/", "src/main.go"}) {
+		t.Errorf("lsf -R = %q", got)
+	}
+	dst := t.TempDir()
+	if _, err := run(pass, "copy", "gw:codex-a/projects/demo", dst); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "src/main.go")); string(b) != "package main\n" {
+		t.Errorf("downloaded main.go = %q", b)
+	}
+	badPass, _ := exec.Command(bin, "--config", conf, "obscure", "wrong").Output()
+	if _, err := run(strings.TrimSpace(string(badPass)), "lsf", "gw:codex-a/projects/demo"); err == nil {
+		t.Error("rclone listed with a wrong token")
+	}
+}
+
+// waitAudit waits for n audit records matching keep (the record is written
+// after the response).
+func waitAudit(t *testing.T, gw *gatewaytest.Gateway, keep func(map[string]any) bool, n int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var got []map[string]any
+		for _, r := range gw.AuditRecords(t) {
+			if keep(r) {
+				got = append(got, r)
+			}
+		}
+		if len(got) >= n || time.Now().After(deadline) {
+			if len(got) != n {
+				t.Fatalf("%d audit records, want %d: %v", len(got), n, got)
+			}
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
