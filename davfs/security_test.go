@@ -51,16 +51,17 @@ func (w secWant) or(o secWant) secWant {
 }
 
 var (
-	secWantSymlink  = secDeny(davfs.ReasonSymlink)
-	secWantDenied   = secDeny(davfs.ReasonDenylisted)
-	secWantOutside  = secDeny(davfs.ReasonOutsideGlobal)
-	secWantInvalid  = secWant{codes: []davfs.Code{davfs.CodeInvalidArgument}, reasons: []davfs.Reason{davfs.ReasonInvalidPath}}
-	secWantExists   = secWant{codes: []davfs.Code{davfs.CodeAlreadyExists}, reasons: []davfs.Reason{davfs.ReasonAlreadyExists}}
-	secWantNotDir   = secWant{codes: []davfs.Code{davfs.CodeFailedPrecondition}, reasons: []davfs.Reason{davfs.ReasonNotADirectory}}
-	secWantMultiple = secWant{codes: []davfs.Code{davfs.CodePermissionDenied, davfs.CodeFailedPrecondition}, reasons: []davfs.Reason{davfs.ReasonMultipleLinks}}
-	secWantNotReg   = secWant{codes: []davfs.Code{davfs.CodeFailedPrecondition, davfs.CodePermissionDenied}, reasons: []davfs.Reason{davfs.ReasonNotRegular, davfs.ReasonNotAFile}}
-	secWantNoProj   = secWant{codes: []davfs.Code{davfs.CodeNotFound}, reasons: []davfs.Reason{davfs.ReasonProjectNotFound}}
-	secWantAny      = secWant{ok: true}
+	secWantSymlink          = secDeny(davfs.ReasonSymlink)
+	secWantDenied           = secDeny(davfs.ReasonDenylisted)
+	secWantOutside          = secDeny(davfs.ReasonOutsideGlobal)
+	secWantInvalid          = secWant{codes: []davfs.Code{davfs.CodeInvalidArgument}, reasons: []davfs.Reason{davfs.ReasonInvalidPath}}
+	secWantExists           = secWant{codes: []davfs.Code{davfs.CodeAlreadyExists}, reasons: []davfs.Reason{davfs.ReasonAlreadyExists}}
+	secWantNotDir           = secWant{codes: []davfs.Code{davfs.CodeFailedPrecondition}, reasons: []davfs.Reason{davfs.ReasonNotADirectory}}
+	secWantMultiple         = secWant{codes: []davfs.Code{davfs.CodePermissionDenied, davfs.CodeFailedPrecondition}, reasons: []davfs.Reason{davfs.ReasonMultipleLinks}}
+	secWantNotReg           = secWant{codes: []davfs.Code{davfs.CodeFailedPrecondition, davfs.CodePermissionDenied}, reasons: []davfs.Reason{davfs.ReasonNotRegular, davfs.ReasonNotAFile}}
+	secWantNoProj           = secWant{codes: []davfs.Code{davfs.CodeNotFound}, reasons: []davfs.Reason{davfs.ReasonProjectNotFound}}
+	secWantAny              = secWant{ok: true}
+	secWantOutsideOrInvalid = secWantOutside.or(secWantInvalid)
 )
 
 // secRow is one adversarial layout. path is the path under test inside ws.
@@ -75,6 +76,12 @@ type secRow struct {
 	want        secWant
 	over        map[string]secWant
 	finalExists bool
+	// davWant, when set, replaces want for the webdav.FileSystem methods:
+	// x/net/webdav hands its FileSystem cleaned names, so "/projects/p/../q"
+	// legitimately means project q there. noDav skips them for rows whose
+	// cleaned name is a legitimate path.
+	davWant *secWant
+	noDav   bool
 }
 
 // secOpsOnFile are overrides for a path whose last segment is a regular
@@ -169,10 +176,10 @@ func secRows() []secRow {
 		{name: "hard link in project to outside canary", layout: []string{"projects/p/okdir/h.txt == outside/canary.txt"}, ws: P, path: "okdir/h.txt", over: hard, finalExists: true},
 
 		// Syntax: never resolved at all.
-		{name: "dot-dot to sibling", ws: P, path: "../q/secret.txt", want: secWantInvalid},
-		{name: "dot-dot after a dir", ws: P, path: "okdir/../../q/secret.txt", want: secWantInvalid},
-		{name: "global dot-dot", ws: G, path: "skills/../auth.json", want: secWantInvalid},
-		{name: "absolute path", ws: P, path: "/ok.txt", want: secWantInvalid},
+		{name: "dot-dot to sibling", ws: P, path: "../q/secret.txt", want: secWantInvalid, noDav: true},
+		{name: "dot-dot after a dir", ws: P, path: "okdir/../../q/secret.txt", want: secWantInvalid, noDav: true},
+		{name: "global dot-dot", ws: G, path: "skills/../auth.json", want: secWantInvalid, davWant: &secWantOutsideOrInvalid},
+		{name: "absolute path", ws: P, path: "/ok.txt", want: secWantInvalid, noDav: true},
 
 		// FIFOs are never opened for content: no request may hang.
 		{name: "fifo", layout: []string{"projects/p/pipe |"}, ws: P, path: "pipe", over: fifo, finalExists: true},
@@ -497,6 +504,9 @@ func TestSecLayoutsEveryOperation(t *testing.T) {
 			for _, row := range secRows() {
 				t.Run(row.name, func(t *testing.T) {
 					for _, op := range secOps() {
+						if op.webdav && row.noDav {
+							continue
+						}
 						t.Run(op.name, func(t *testing.T) {
 							secRunRowOp(t, row, op, mode.disable)
 						})
@@ -512,6 +522,9 @@ func secRunRowOp(t *testing.T, row secRow, op secOp, disableOpenat2 bool) {
 	before := secSnapshot(t, e.base)
 
 	w := row.want
+	if op.webdav && row.davWant != nil {
+		w = *row.davWant
+	}
 	if ow, ok := row.over[op.name]; ok {
 		w = ow
 	} else if row.finalExists {
@@ -582,10 +595,7 @@ func secUnblockFIFOs(base string, layout []string) {
 // disk minus symlinks, denylisted names and (for Global) everything but
 // skills/ and AGENTS.md.
 func TestSecLayoutsListings(t *testing.T) {
-	var all []string
-	for _, row := range secRows() {
-		all = append(all, row.layout...)
-	}
+	all := secAllLayouts()
 	for _, mode := range []struct {
 		name    string
 		disable bool
@@ -604,7 +614,7 @@ func TestSecLayoutsListings(t *testing.T) {
 				return err
 			})
 			if err != nil {
-				t.Fatalf("ListProjects: %v", err)
+				t.Errorf("ListProjects: %v", err)
 			}
 			if got, want := strings.Join(projs, ","), "p,q"; got != want {
 				t.Errorf("ListProjects = %s; want %s (no symlinked project)", got, want)
@@ -745,10 +755,7 @@ func secModes(t *testing.T, fn func(t *testing.T, tweak func(*davfs.Config))) {
 // changes nothing on disk (skills/ exists), and with skills/ missing adds
 // exactly that one directory.
 func TestSecOpenChangesNothing(t *testing.T) {
-	var all []string
-	for _, row := range secRows() {
-		all = append(all, row.layout...)
-	}
+	all := secAllLayouts()
 	t.Run("skills present", func(t *testing.T) {
 		base := t.TempDir()
 		secBuild(t, base, secBaseLayout)
@@ -791,10 +798,12 @@ func TestSecSkillsIsSymlinkAtOpen(t *testing.T) {
 	before := secSnapshot(t, base)
 	f, err := secOpen(secConfig(base))
 	if err != nil {
+		// An Open error is for the operator's log, not a client: it need
+		// not be a *davfs.Error.
 		if secIsPanic(err) {
 			t.Fatalf("Open: %v", err)
 		}
-		secCheckDavErr(t, "Open", err, base)
+		t.Logf("Open refused: %v", err)
 	} else {
 		defer secClose(f)
 		ctx := context.Background()
@@ -1110,4 +1119,17 @@ func TestSecConcurrentUpdateOneWinner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// secAllLayouts is the union of every row's layout, each line once.
+func secAllLayouts() []string {
+	var all []string
+	for _, row := range secRows() {
+		for _, l := range row.layout {
+			if !slices.Contains(all, l) {
+				all = append(all, l)
+			}
+		}
+	}
+	return all
 }
