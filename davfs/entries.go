@@ -227,6 +227,9 @@ func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, err
 // notAFile is the error for reading a workspace root as a file: the root's
 // own problem (missing project, symlink) first.
 func (f *FS) notAFile(w wsPath) error {
+	if err := f.wsErr(w); err != nil {
+		return err
+	}
 	if _, err := f.stat(w); err != nil {
 		return err
 	}
@@ -365,7 +368,7 @@ func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed,
 	fd, err := f.open(w, oDirRead)
 	if err != nil {
 		if ReasonOf(err) == ReasonNotFound {
-			if _, serr := f.stat(w); serr == nil {
+			if _, serr := f.stat(w); serr == nil || ReasonOf(serr) == ReasonNotRegular {
 				return -1, st, nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
 			}
 		}

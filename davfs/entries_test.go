@@ -278,4 +278,3 @@ func TestRevisionsStableAndMoving(t *testing.T) {
 		t.Fatal("directory revision did not change after adding an entry")
 	}
 }
-

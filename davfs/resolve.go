@@ -278,6 +278,16 @@ func (f *FS) resolveErr(w wsPath, rel string, err error) error {
 	return fsErr(err, rel)
 }
 
+// wsErr returns the workspace root's own problem (a PROJECT workspace whose
+// project is missing, a symlink or a file), nil otherwise. Operations that
+// refuse the root for being the root report this first.
+func (f *FS) wsErr(w wsPath) error {
+	if w.ws.Scope == ScopeProject {
+		return f.projectErr(w.ws.Project)
+	}
+	return nil
+}
+
 // projectErr returns the error for a project that is not a real directory
 // under the projects root, nil if it is one.
 func (f *FS) projectErr(name string) error {

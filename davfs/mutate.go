@@ -1,0 +1,240 @@
+package davfs
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+func errProtected(format string, args ...any) *Error {
+	return newErr(CodePermissionDenied, ReasonProtected, nil, format, args...)
+}
+
+// CreateEntry creates an empty file (0644) or directory (0755) named name in
+// the existing directory parent. name is one segment, validated like a path
+// segment (InvalidArgument/INVALID_NAME, PermissionDenied/DENYLISTED). An
+// existing name of any kind is AlreadyExists and is left untouched
+// (O_CREAT|O_EXCL, mkdirat). The mode is set with fchmod so the umask does
+// not change it. At the Global root only the file AGENTS.md can be created.
+func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string, typ EntryType) (Entry, error) {
+	if typ != TypeFile && typ != TypeDirectory {
+		return Entry{}, newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "type must be FILE or DIRECTORY")
+	}
+	pw, err := f.resolve(ws, parent)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := f.checkName(name); err != nil {
+		if werr := f.wsErr(pw); werr != nil {
+			return Entry{}, werr
+		}
+		return Entry{}, err
+	}
+	full := name
+	if parent != "" {
+		full = parent + "/" + name
+	}
+	w, err := f.resolve(ws, full)
+	if err != nil {
+		return Entry{}, err
+	}
+	if w.isGlobal() && len(w.segs) == 1 {
+		switch {
+		case name == globalSkills:
+			return Entry{}, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "%q already exists", name)
+		case typ != TypeFile:
+			return Entry{}, errProtected("%q at the Global root can only be a file", name)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pfd, err := f.openParentDir(w)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(pfd)
+	if typ == TypeFile {
+		fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|oCommon, 0o644)
+		if err != nil {
+			return Entry{}, fsErr(err, w.rel)
+		}
+		err = unix.Fchmod(fd, 0o644)
+		unix.Close(fd)
+		if err != nil {
+			return Entry{}, fsErr(err, w.rel)
+		}
+	} else {
+		if err := unix.Mkdirat(pfd, name, 0o755); err != nil {
+			return Entry{}, fsErr(err, w.rel)
+		}
+		fd, err := unix.Openat(pfd, name, oDirRead|oCommon, 0)
+		if err != nil {
+			return Entry{}, fsErr(err, w.rel)
+		}
+		err = unix.Fchmod(fd, 0o755)
+		unix.Close(fd)
+		if err != nil {
+			return Entry{}, fsErr(err, w.rel)
+		}
+	}
+	if err := fsyncDir(pfd); err != nil {
+		return Entry{}, fsErr(err, w.rel)
+	}
+	return f.statEntry(pfd, w, name)
+}
+
+// MoveEntry renames src to dst inside one workspace; dst must not exist
+// (renameat2 RENAME_NOREPLACE: AlreadyExists, nothing replaced). The
+// expected revision of src is required and checked under the mutation
+// lock right before the rename (Aborted). dst's parent must exist and be a
+// directory. Refused: the workspace root, the Global skills root and
+// AGENTS.md (PermissionDenied/PROTECTED), a destination outside skills/ in
+// Global, and a directory into itself or a descendant
+// (FailedPrecondition/MOVE_INTO_SELF). No copy+delete fallback.
+func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevision string) (Entry, error) {
+	if expectedRevision == "" {
+		return Entry{}, errRevisionRequired()
+	}
+	sw, err := f.resolve(ws, src)
+	if err != nil {
+		return Entry{}, err
+	}
+	dw, err := f.resolve(ws, dst)
+	if err != nil {
+		return Entry{}, err
+	}
+	if sw.isRoot() || dw.isRoot() {
+		if err := f.wsErr(sw); err != nil {
+			return Entry{}, err
+		}
+	}
+	if sw.isRoot() {
+		return Entry{}, errProtected("the workspace root cannot be moved")
+	}
+	if dw.isRoot() {
+		return Entry{}, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "the destination is the workspace root")
+	}
+	if ws.Scope == ScopeGlobal {
+		if len(sw.segs) == 1 {
+			return Entry{}, errProtected("%q cannot be moved or renamed", src)
+		}
+		if len(dw.segs) < 2 || dw.segs[0] != globalSkills {
+			return Entry{}, errProtected("in Global, entries can only move within skills/")
+		}
+	}
+	if src == dst {
+		return Entry{}, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "%q already exists", dst)
+	}
+	if strings.HasPrefix(dst, src+"/") {
+		return Entry{}, newErr(CodeFailedPrecondition, ReasonMoveIntoSelf, nil, "cannot move %q into itself", src)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	spfd, err := f.openParentDir(sw)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(spfd)
+	dpfd, err := f.openParentDir(dw)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(dpfd)
+	e, err := f.statEntry(spfd, sw, sw.name())
+	if err != nil {
+		return Entry{}, err
+	}
+	if e.Revision != expectedRevision {
+		return Entry{}, errStale(src)
+	}
+	if err := unix.Renameat2(spfd, sw.name(), dpfd, dw.name(), unix.RENAME_NOREPLACE); err != nil {
+		if err == unix.EINVAL {
+			return Entry{}, newErr(CodeFailedPrecondition, ReasonMoveIntoSelf, err, "cannot move %q into itself", src)
+		}
+		return Entry{}, fsErr(err, dst)
+	}
+	if err := fsyncDir(dpfd); err != nil {
+		return Entry{}, fsErr(err, dst)
+	}
+	if err := fsyncDir(spfd); err != nil {
+		return Entry{}, fsErr(err, src)
+	}
+	return f.statEntry(dpfd, dw, dw.name())
+}
+
+// DeleteEntry permanently deletes a file or directory (non-empty only with
+// recursive, else FailedPrecondition/DIRECTORY_NOT_EMPTY). The expected
+// revision is required and checked under the mutation lock right before the
+// unlink. The workspace roots and the Global skills root are protected;
+// Global AGENTS.md can be deleted. A recursive delete walks by fds, never
+// follows a symlink (one inside is unlinked) and never leaves the directory.
+func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevision string, recursive bool) error {
+	if expectedRevision == "" {
+		return errRevisionRequired()
+	}
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return err
+	}
+	if w.isRoot() {
+		if err := f.wsErr(w); err != nil {
+			return err
+		}
+		return errProtected("the workspace root cannot be deleted")
+	}
+	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
+		return errProtected("the skills root cannot be deleted")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pfd, err := f.openParentDir(w)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := fstatat(pfd, w.name(), &st); err != nil {
+		return fsErr(err, w.rel)
+	}
+	e, err := f.entryFromStat(pfd, w, w.name(), &st, 0)
+	if err != nil {
+		return err
+	}
+	if e.Revision != expectedRevision {
+		return errStale(path)
+	}
+	if e.Type == TypeFile {
+		if err := unix.Unlinkat(pfd, w.name(), 0); err != nil {
+			return fsErr(err, w.rel)
+		}
+	} else {
+		err := unix.Unlinkat(pfd, w.name(), unix.AT_REMOVEDIR)
+		if err == unix.ENOTEMPTY || err == unix.EEXIST {
+			if !recursive {
+				return newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", path)
+			}
+			err = removeDir(context.WithoutCancel(ctx), pfd, w.name(), st.Dev, st.Ino)
+		}
+		if err != nil {
+			return removeErr(err, w.rel)
+		}
+	}
+	if err := fsyncDir(pfd); err != nil {
+		return fsErr(err, w.rel)
+	}
+	return nil
+}
+
+func removeErr(err error, rel string) error {
+	switch {
+	case errors.Is(err, unix.ESTALE):
+		return errStale(rel)
+	case errors.Is(err, errMount):
+		return newErr(CodePermissionDenied, ReasonSymlink, err, "%q contains a mount point", rel)
+	case errors.Is(err, errTooDeep):
+		return newErr(CodeResourceExhausted, ReasonPathTooDeep, err, "%q is nested too deeply to delete", rel)
+	}
+	return fsErr(err, rel)
+}

@@ -1,0 +1,416 @@
+package davfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// hooks let internal tests inject failures into the atomic write path.
+// All nil in production.
+type hooks struct {
+	write        func(fd int, b []byte) (int, error) // replaces unix.Write on temp files
+	fsync        func(fd int) error                  // replaces unix.Fsync on temp files
+	beforeRename func() error                        // runs under the lock right before the rename
+	beforeLock   func()                              // runs after the temp file is complete
+}
+
+func (f *FS) writeFD(fd int, b []byte) (int, error) {
+	if f.hooks.write != nil {
+		return f.hooks.write(fd, b)
+	}
+	return unix.Write(fd, b)
+}
+
+func (f *FS) fsyncFD(fd int) error {
+	if f.hooks.fsync != nil {
+		return f.hooks.fsync(fd)
+	}
+	return unix.Fsync(fd)
+}
+
+// tempFile is a complete, fsynced temp file waiting to be renamed.
+type tempFile struct {
+	fd   int // O_RDWR
+	name string
+}
+
+// createTemp makes a new, empty temp file (0600) in dirfd.
+func createTemp(dirfd int) (tempFile, error) {
+	for range 16 {
+		name := tempPrefix + strconv.FormatUint(rand.Uint64(), 36)
+		fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|oCommon, 0o600)
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			return tempFile{}, err
+		}
+		return tempFile{fd: fd, name: name}, nil
+	}
+	return tempFile{}, unix.EEXIST
+}
+
+// discard closes and removes an uncommitted temp file.
+func (t tempFile) discard(dirfd int) {
+	if t.fd >= 0 {
+		unix.Close(t.fd)
+	}
+	unix.Unlinkat(dirfd, t.name, 0)
+}
+
+var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// errUpload wraps a read error of the caller's reader (an aborted upload).
+func errUpload(rel string, err error) *Error {
+	return newErr(CodeInternal, ReasonInternal, err, "upload of %q was interrupted; nothing was written", rel)
+}
+
+func errTooLarge(rel string, max int64) *Error {
+	return newErr(CodeResourceExhausted, ReasonTooLarge, nil, "%q is larger than %d bytes; nothing was written", rel, max)
+}
+
+// writeTemp streams r (at most max bytes; max < 0: no limit) into a new temp
+// file in dirfd, sets mode, fsyncs it. On any error the temp file is gone.
+func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, max int64, mode uint32) (tempFile, error) {
+	t, err := createTemp(dirfd)
+	if err != nil {
+		return tempFile{}, fsErr(err, rel)
+	}
+	fail := func(err error) (tempFile, error) {
+		t.discard(dirfd)
+		return tempFile{}, err
+	}
+	bp := copyBufPool.Get().(*[]byte)
+	defer copyBufPool.Put(bp)
+	buf := *bp
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return fail(ctxErr(ctx))
+		}
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			total += int64(n)
+			if max >= 0 && total > max {
+				return fail(errTooLarge(rel, max))
+			}
+			for b := buf[:n]; len(b) > 0; {
+				m, err := f.writeFD(t.fd, b)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil {
+					return fail(fsErr(err, rel))
+				}
+				if m == 0 {
+					return fail(fsErr(unix.EIO, rel))
+				}
+				b = b[m:]
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return fail(errUpload(rel, rerr))
+		}
+	}
+	if err := unix.Fchmod(t.fd, mode); err != nil {
+		return fail(fsErr(err, rel))
+	}
+	if err := f.fsyncFD(t.fd); err != nil {
+		return fail(fsErr(err, rel))
+	}
+	return t, nil
+}
+
+// fsyncDir makes a rename or unlink in dirfd durable. dirfd is O_RDONLY.
+func fsyncDir(dirfd int) error {
+	err := unix.Fsync(dirfd)
+	if err == unix.EINVAL || err == unix.EROFS {
+		return nil // file systems without directory fsync
+	}
+	return err
+}
+
+// recheckParent verifies, under the mutation lock, that the parent directory
+// fd still is what w's parent path resolves to (not moved or swapped for a
+// symlink since it was opened).
+func (f *FS) recheckParent(w wsPath, pfd int) error {
+	fd, err := f.openParent(w, oDirPath)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var a, b unix.Stat_t
+	if err := unix.Fstat(fd, &a); err != nil {
+		return fsErr(err, w.rel)
+	}
+	if err := unix.Fstat(pfd, &b); err != nil {
+		return fsErr(err, w.rel)
+	}
+	if a.Dev != b.Dev || a.Ino != b.Ino {
+		return newErr(CodeAborted, ReasonRevisionMismatch, nil, "the parent directory of %q changed", w.rel)
+	}
+	return nil
+}
+
+// openParentDir opens w's parent (O_RDONLY, for fsync) and tells a parent
+// that is a file apart from a missing one.
+func (f *FS) openParentDir(w wsPath) (int, error) {
+	fd, err := f.openParent(w, oDirRead)
+	if err != nil && ReasonOf(err) == ReasonNotFound && len(w.segs) > 1 {
+		if e, serr := f.stat(w.parent()); (serr == nil && e.Type != TypeDirectory) || ReasonOf(serr) == ReasonNotRegular {
+			return -1, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.parent().rel)
+		}
+	}
+	return fd, err
+}
+
+// editableTarget returns the current Entry of the file w for UpdateFile and
+// fails unless it still has revision want and is editable.
+func (f *FS) editableTarget(pfd int, w wsPath, want string) (Entry, uint32, error) {
+	var st unix.Stat_t
+	if err := fstatat(pfd, w.name(), &st); err != nil {
+		return Entry{}, 0, fsErr(err, w.rel)
+	}
+	if err := checkRegular(&st, w); err != nil {
+		return Entry{}, 0, err
+	}
+	e, err := f.entryFromStat(pfd, w, w.name(), &st, 0)
+	if err != nil {
+		return Entry{}, 0, err
+	}
+	if e.Revision != want {
+		return Entry{}, 0, errStale(w.rel)
+	}
+	switch e.Reason {
+	case EditableOK:
+	case NotEditableTooLarge:
+		return Entry{}, 0, newErr(CodeResourceExhausted, ReasonTooLarge, nil, "%q is larger than the editable limit", w.rel)
+	case NotEditableUnknown:
+		return Entry{}, 0, newErr(CodePermissionDenied, ReasonReadOnly, nil, "%q cannot be read", w.rel)
+	default:
+		return Entry{}, 0, newErr(CodeFailedPrecondition, ReasonNotText, nil, "%q is not an editable text file", w.rel)
+	}
+	return e, uint32(st.Mode & 0o777), nil
+}
+
+// UpdateFile atomically replaces an editable file's content if its revision
+// still equals expectedRevision (required: InvalidArgument without it).
+// content must be valid UTF-8 without NUL (InvalidArgument/NOT_TEXT) and at
+// most MaxEditableFileSize (ResourceExhausted/TOO_LARGE). The new bytes go to
+// a temp file in the same directory (written and fsynced before the mutation
+// lock is taken) with the original's permission bits; under the lock the
+// parent and the revision are checked again (Aborted/REVISION_MISMATCH),
+// then rename and directory fsync. Any failure leaves the original intact
+// and removes the temp file.
+func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content []byte, expectedRevision string) (Entry, error) {
+	if expectedRevision == "" {
+		return Entry{}, errRevisionRequired()
+	}
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return Entry{}, err
+	}
+	if w.isRoot() {
+		return Entry{}, f.notAFile(w)
+	}
+	if int64(len(content)) > f.cfg.MaxEditableFileSize {
+		return Entry{}, errTooLarge(path, f.cfg.MaxEditableFileSize)
+	}
+	c := contentOf(content)
+	if c.class != EditableOK {
+		return Entry{}, newErr(CodeInvalidArgument, ReasonNotText, nil, "content must be UTF-8 text without NUL bytes")
+	}
+	pfd, err := f.openParentDir(w)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(pfd)
+	_, mode, err := f.editableTarget(pfd, w, expectedRevision)
+	if err != nil {
+		return Entry{}, err
+	}
+	t, err := f.writeTemp(ctx, pfd, w.rel, bytes.NewReader(content), -1, mode)
+	if err != nil {
+		return Entry{}, err
+	}
+	if f.hooks.beforeLock != nil {
+		f.hooks.beforeLock()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.recheckParent(w, pfd); err != nil {
+		t.discard(pfd)
+		return Entry{}, err
+	}
+	if _, _, err := f.editableTarget(pfd, w, expectedRevision); err != nil {
+		t.discard(pfd)
+		return Entry{}, err
+	}
+	st, err := f.commit(pfd, w, t, false)
+	if err != nil {
+		return Entry{}, err
+	}
+	unix.Close(t.fd)
+	return Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st),
+		Revision: contentRevision(c.sum, &st), Editable: true}, nil
+}
+
+// commit renames the temp file t onto w.name() in pfd (noReplace: the
+// target must not exist), fsyncs the directory and returns the new file's
+// stat. It runs under f.mu. On failure t is discarded; on success the
+// caller closes t.fd.
+func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if f.hooks.beforeRename != nil {
+		if err := f.hooks.beforeRename(); err != nil {
+			t.discard(pfd)
+			return st, fsErr(err, w.rel)
+		}
+	}
+	var err error
+	if noReplace {
+		err = unix.Renameat2(pfd, t.name, pfd, w.name(), unix.RENAME_NOREPLACE)
+	} else {
+		err = unix.Renameat(pfd, t.name, pfd, w.name())
+	}
+	if err != nil {
+		t.discard(pfd)
+		return st, fsErr(err, w.rel)
+	}
+	if err := unix.Fstat(t.fd, &st); err != nil {
+		unix.Close(t.fd)
+		return st, fsErr(err, w.rel)
+	}
+	if err := fsyncDir(pfd); err != nil {
+		unix.Close(t.fd)
+		return st, fsErr(err, w.rel)
+	}
+	return st, nil
+}
+
+// streamTarget is the state of WriteStream's target.
+func (f *FS) streamTarget(pfd int, w wsPath) (exists bool, rev string, mode uint32, err error) {
+	var st unix.Stat_t
+	if err := fstatat(pfd, w.name(), &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, "", 0o644, nil
+		}
+		return false, "", 0, fsErr(err, w.rel)
+	}
+	if err := checkRegular(&st, w); err != nil {
+		return false, "", 0, err
+	}
+	e, err := f.entryFromStat(pfd, w, w.name(), &st, 0)
+	if err != nil {
+		return false, "", 0, err
+	}
+	return true, e.Revision, uint32(st.Mode & 0o777), nil
+}
+
+func checkPrecondition(w wsPath, pre Precondition, exists bool, rev string) error {
+	if pre.IfMatch != "" && (!exists || rev != pre.IfMatch) {
+		return errStale(w.rel)
+	}
+	if pre.IfNoneMatch && exists {
+		return newErr(CodeAborted, ReasonRevisionMismatch, nil, "%q already exists (If-None-Match)", w.rel)
+	}
+	return nil
+}
+
+// WriteStream streams r into a temp file in the target's directory (outside
+// the mutation lock, so a slow upload never stalls others), fsyncs it, keeps
+// the original's mode (0644 for a new file), then under the mutation lock
+// checks pre (If-Match revision / If-None-Match) against the target and
+// renames over it, and fsyncs the directory. Any bytes are accepted up to
+// maxSize (ResourceExhausted/TOO_LARGE above it, nothing written); a read
+// error from r (an aborted upload) commits nothing. The parent must exist
+// (NotFound otherwise). created reports whether the file is new.
+//
+// maxSize <= 0 means Config.MaxUploadSize. A failed precondition (either
+// kind) is Aborted/REVISION_MISMATCH (HTTP 412); it is checked once before
+// reading r, so a doomed upload is refused without streaming it, and again
+// at commit. The target must be a regular single-link file if it exists.
+func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Reader, maxSize int64, pre Precondition) (e Entry, created bool, err error) {
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills) {
+		if err := f.wsErr(w); err != nil {
+			return Entry{}, false, err
+		}
+		return Entry{}, false, newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "%q is a directory", path)
+	}
+	if maxSize <= 0 {
+		maxSize = f.cfg.MaxUploadSize
+	}
+	pfd, err := f.openParentDir(w)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	defer unix.Close(pfd)
+	exists, rev, mode, err := f.streamTarget(pfd, w)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if err := checkPrecondition(w, pre, exists, rev); err != nil {
+		return Entry{}, false, err
+	}
+	t, err := f.writeTemp(ctx, pfd, w.rel, r, maxSize, mode)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if f.hooks.beforeLock != nil {
+		f.hooks.beforeLock()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.recheckParent(w, pfd); err != nil {
+		t.discard(pfd)
+		return Entry{}, false, err
+	}
+	exists, rev, _, err = f.streamTarget(pfd, w)
+	if err == nil {
+		err = checkPrecondition(w, pre, exists, rev)
+	}
+	if err != nil {
+		t.discard(pfd)
+		return Entry{}, false, err
+	}
+	st, err := f.commit(pfd, w, t, !exists)
+	if err != nil {
+		if !exists && ReasonOf(err) == ReasonAlreadyExists {
+			// Created by someone else between the check and the rename.
+			err = newErr(CodeAborted, ReasonRevisionMismatch, err, "%q was created concurrently", w.rel)
+		}
+		return Entry{}, false, err
+	}
+	defer unix.Close(t.fd)
+	e = Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
+	if f.hashedByContent(&st) {
+		// Hash what was committed, read back through the temp fd (page cache).
+		c, _, err := f.fileContent(t.fd, &st, false)
+		if err != nil {
+			e2, serr := f.statEntry(pfd, w, w.name())
+			return e2, !exists, serr
+		}
+		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
+	} else {
+		e.Reason, e.Revision = NotEditableTooLarge, statRevision(&st)
+		if st.Nlink > 1 {
+			e.Reason = NotEditableMultipleLinks
+		}
+	}
+	e.Size, e.ModTime = st.Size, modTime(&st)
+	return e, !exists, nil
+}
