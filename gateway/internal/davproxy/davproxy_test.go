@@ -228,7 +228,8 @@ func TestHrefAndLocationRewriting(t *testing.T) {
 			t.Errorf("global hrefs = %q, want %q", got, want)
 		}
 		r = e.do(t, "PUT", "/dav/a/projects/demo/x%20y.txt", strings.NewReader("x"), "If-None-Match", "*")
-		if r.status != http.StatusCreated || r.header.Get("Location") != "/dav/a/projects/demo/x%20y.txt" {
+		// The fake sidecar always sends an absolute Location; the real one may send none.
+		if loc := r.header.Get("Location"); r.status != http.StatusCreated || (loc != "/dav/a/projects/demo/x%20y.txt" && (e.a.fake != nil || loc != "")) {
 			t.Errorf("PUT: %d Location %q", r.status, r.header.Get("Location"))
 		}
 		if r.header.Get("Server") != "" || r.header.Get("X-Upstream-Debug") != "" {
