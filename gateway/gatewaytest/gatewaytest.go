@@ -105,8 +105,7 @@ func randomToken(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
-// Config builds the configuration Start would write (exported for tests
-// that want to start the binary themselves).
+// config builds the configuration Start writes.
 func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config {
 	cfg := &gateway.Config{}
 	cfg.HTTPServer.Address = "127.0.0.1:0"

@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 
 	"github.com/agentworkspace/files/gateway/internal/config"
@@ -243,11 +244,44 @@ func SafeMethod(m string) bool {
 // CSRFHeader carries the session's CSRF token on state-changing requests.
 const CSRFHeader = "X-CSRF-Token"
 
-// CheckCSRF reports whether a request authenticated as id may proceed:
-// only cookie sessions need the CSRF header, and only for unsafe methods.
+// CheckCSRF reports whether a request authenticated as id may proceed.
+// Credentials a browser attaches by itself need protection on unsafe
+// methods: a cookie session must echo its CSRF token in X-CSRF-Token, and a
+// trusted-proxy identity (the proxy usually keys it on its own cookie) must
+// not come from a cross-site page (Sec-Fetch-Site, else Origin vs Host).
+// Bearer and Basic credentials are never sent by a browser on its own.
 func CheckCSRF(id Identity, r *http.Request) bool {
-	if id.Method != MethodSession || SafeMethod(r.Method) {
+	if SafeMethod(r.Method) {
 		return true
 	}
-	return id.Session != nil && id.Session.CheckCSRF(r.Header.Get(CSRFHeader))
+	switch id.Method {
+	case MethodSession:
+		return id.Session != nil && id.Session.CheckCSRF(r.Header.Get(CSRFHeader)) && sameOrigin(r)
+	case MethodProxy:
+		return sameOrigin(r)
+	}
+	return true
+}
+
+// sameOrigin refuses requests a browser marks as coming from another site.
+// Non-browser clients send neither header and pass.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	fh := r.Header.Get("X-Forwarded-Host")
+	return fh != "" && strings.EqualFold(u.Host, strings.TrimSpace(strings.Split(fh, ",")[0]))
 }

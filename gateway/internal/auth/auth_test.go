@@ -159,3 +159,44 @@ func TestSecure(t *testing.T) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func TestCrossSiteRefused(t *testing.T) {
+	a, store := newAuth(t)
+	sess, _ := store.Create("alice", "admin")
+	for _, c := range []struct {
+		name    string
+		remote  string
+		headers map[string]string
+		cookie  bool
+		ok      bool
+	}{
+		{"session same origin", "", map[string]string{"Origin": "http://gw.example", CSRFHeader: sess.CSRFToken, "Sec-Fetch-Site": "same-origin"}, true, true},
+		{"session cross-site with token", "", map[string]string{"Origin": "http://evil.example", CSRFHeader: sess.CSRFToken}, true, false},
+		{"session sec-fetch cross-site", "", map[string]string{CSRFHeader: sess.CSRFToken, "Sec-Fetch-Site": "cross-site"}, true, false},
+		{"proxy no browser headers", "10.0.0.1:1", map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "admins"}, false, true},
+		{"proxy same origin via forwarded host", "10.0.0.1:1", map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "admins", "Origin": "https://files.example", "X-Forwarded-Host": "files.example"}, false, true},
+		{"proxy cross-site", "10.0.0.1:1", map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "admins", "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "http://gw.example/api", nil)
+			r.RemoteAddr = "127.0.0.1:1"
+			if c.remote != "" {
+				r.RemoteAddr = c.remote
+			}
+			for k, v := range c.headers {
+				r.Header.Set(k, v)
+			}
+			if c.cookie {
+				r.AddCookie(&http.Cookie{Name: session.CookieName, Value: sess.ID})
+			}
+			a.Sanitize(r)
+			id, err := a.Authenticate(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := CheckCSRF(id, r); got != c.ok {
+				t.Errorf("CheckCSRF = %v, want %v", got, c.ok)
+			}
+		})
+	}
+}
