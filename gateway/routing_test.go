@@ -2,13 +2,16 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
 )
 
 // PRD §15.2: all configured agents, sorted, capability and default flags,
@@ -149,5 +152,45 @@ func TestSidecarErrorTextIsNotPassedThrough(t *testing.T) {
 	}
 	if strings.Contains(string(r.Body), "10.9.8.7") || strings.Contains(string(r.Body), "secret") {
 		t.Errorf("transport text leaked: %s", r.Body)
+	}
+}
+
+// PRD §15.2: file requests are forwarded whatever the agent is doing; the
+// gateway never asks the agent runtime (codexAppServer) or any task service.
+// A listener stands in for the app-server and must see no connection.
+func TestNeverContactsTheAgentRuntime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Close()
+		}
+	}()
+	g, a, _ := twoFakes(t, gatewaytest.Options{Configure: func(c *gateway.Config) {
+		for id, ag := range c.AgentRuntime.Agents {
+			ag.CodexAppServer.Endpoint = "ws://" + ln.Addr().String()
+			c.AgentRuntime.Agents[id] = ag
+		}
+	}})
+	a.Put("busy", "task.txt", "v1")
+	admin(t, g, http.MethodGet, api+"/agents", "")
+	if r := admin(t, g, http.MethodGet, api+"/agents/codex-a/projects/files?workspace.scope=PROJECT&workspace.project_name=busy&path=task.txt", ""); r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if r := admin(t, g, http.MethodPut, api+"/agents/codex-a/projects/files",
+		`{"workspace":{"scope":"PROJECT","project_name":"busy"},"path":"task.txt","content":"v2","expected_revision":"`+fakesidecar.Revision("v1")+`"}`); r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("the gateway opened %d connections to the agent runtime", n)
 	}
 }
