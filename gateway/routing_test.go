@@ -194,3 +194,31 @@ func TestNeverContactsTheAgentRuntime(t *testing.T) {
 		t.Errorf("the gateway opened %d connections to the agent runtime", n)
 	}
 }
+
+// A sidecar that comes back is usable again within seconds (bounded
+// reconnect backoff), without restarting the gateway.
+func TestRestartedSidecarRecovers(t *testing.T) {
+	g, _, b := twoFakes(t, gatewaytest.Options{})
+	if r := admin(t, g, http.MethodGet, api+"/agents/codex-b/projects", ""); r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	b.Stop()
+	for i := 0; i < 5; i++ { // let the client's backoff grow
+		if r := admin(t, g, http.MethodGet, api+"/agents/codex-b/projects", ""); r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("stopped: %d %s", r.Status, r.Body)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	b.Restart(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := admin(t, g, http.MethodGet, api+"/agents/codex-b/projects", "")
+		if r.Status == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d five seconds after the sidecar came back: %s", r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -53,7 +53,6 @@ type Server struct {
 	files  map[string]map[string]string // workspace key -> path -> content
 	calls  []Call
 	srv    *grpc.Server
-	stopMu sync.Once
 }
 
 // Start serves a fake sidecar on 127.0.0.1:0 until t ends.
@@ -71,7 +70,27 @@ func Start(t testing.TB) *Server {
 }
 
 // Stop stops serving (connections are closed).
-func (s *Server) Stop() { s.stopMu.Do(s.srv.Stop) }
+func (s *Server) Stop() {
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	srv.Stop()
+}
+
+// Restart serves again on the same address after Stop.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		t.Fatalf("fakesidecar: restart on %s: %v", s.Addr, err)
+	}
+	srv := grpc.NewServer()
+	workspacev1.RegisterWorkspaceServiceServer(srv, s)
+	s.mu.Lock()
+	s.srv = srv
+	s.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+}
 
 // Calls returns the calls received so far.
 func (s *Server) Calls() []Call {

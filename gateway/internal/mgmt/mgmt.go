@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -92,7 +93,16 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 		})
 		ag := &agent{id: id, provider: a.Provider}
 		if a.Sidecar != nil {
-			opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, d.DialOptions...)
+			opts := append([]grpc.DialOption{
+				grpc.WithTransportCredentials(insecure.NewCredentials()),
+				// A restarted sidecar must be usable again within seconds:
+				// grpc-go's default reconnect backoff grows to 120 s, during
+				// which every call would fail fast with Unavailable.
+				grpc.WithConnectParams(grpc.ConnectParams{
+					Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+					MinConnectTimeout: 2 * time.Second,
+				}),
+			}, d.DialOptions...)
 			conn, err := grpc.NewClient(a.Sidecar.Endpoint, opts...)
 			if err != nil {
 				s.Close()
