@@ -49,10 +49,10 @@ type Server struct {
 	workspacev1.UnimplementedWorkspaceServiceServer
 	Addr string
 
-	mu     sync.Mutex
-	files  map[string]map[string]string // workspace key -> path -> content
-	calls  []Call
-	srv    *grpc.Server
+	mu    sync.Mutex
+	files map[string]map[string]string // workspace key -> path -> content
+	calls []Call
+	srv   *grpc.Server
 }
 
 // Start serves a fake sidecar on 127.0.0.1:0 until t ends.
