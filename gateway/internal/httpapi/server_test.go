@@ -1,0 +1,166 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/gateway/internal/auth"
+	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/gateway/internal/metrics"
+	"github.com/agentworkspace/files/gateway/internal/portal"
+	"github.com/agentworkspace/files/gateway/internal/requestid"
+	"github.com/agentworkspace/files/gateway/internal/session"
+)
+
+// fakeService records what reached it.
+type fakeService struct {
+	workspacev1.UnimplementedWorkspaceManagementServiceServer
+	operator, requestID string
+}
+
+func (f *fakeService) ListAgents(ctx context.Context, _ *workspacev1.ListAgentsRequest) (*workspacev1.ListAgentsResponse, error) {
+	id, _ := auth.FromContext(ctx)
+	f.operator, f.requestID = id.Operator, requestid.From(ctx)
+	return &workspacev1.ListAgentsResponse{Agents: []*workspacev1.Agent{{AgentId: "codex-a"}}}, nil
+}
+
+func (f *fakeService) UpdateProjectFile(ctx context.Context, req *workspacev1.UpdateProjectFileRequest) (*workspacev1.Entry, error) {
+	return &workspacev1.Entry{Path: req.GetPath()}, nil
+}
+
+func newServer(t *testing.T) (*Server, *fakeService) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := auth.New(config.Auth{
+		Tokens: []config.Token{{Operator: "alice", Role: "admin", SHA256: config.HashToken("tok")}},
+		TrustedProxy: &config.TrustedProxy{CIDRs: []string{"10.0.0.0/8"}, UserHeader: "X-Forwarded-User",
+			GroupsHeader: "X-Forwarded-Groups", AdminGroup: "admins"},
+	}, session.New(nil, 0, 0))
+	f := &fakeService{}
+	s, err := New(Options{Auth: a, Service: f, Metrics: m, Gatherer: reg,
+		Portal: portal.NewFS(fstest.MapFS{"index.html": {Data: []byte("<html>portal</html>")}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, f
+}
+
+func serve(s http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w
+}
+
+func TestLoginCookieSecureBehindTLSProxy(t *testing.T) {
+	s, _ := newServer(t)
+	for _, c := range []struct {
+		remote, proto string
+		secure        bool
+	}{
+		{"127.0.0.1:1", "", false},
+		{"127.0.0.1:1", "https", false}, // untrusted peer: header ignored
+		{"10.0.0.9:1", "https", true},
+	} {
+		r := httptest.NewRequest(http.MethodPost, APIPrefix+"/session", strings.NewReader(`{"token":"tok"}`))
+		r.RemoteAddr = c.remote
+		if c.proto != "" {
+			r.Header.Set("X-Forwarded-Proto", c.proto)
+		}
+		w := serve(s, r)
+		if w.Code != 200 {
+			t.Fatalf("login: %d %s", w.Code, w.Body)
+		}
+		ck := w.Result().Cookies()
+		if len(ck) != 1 || ck[0].Secure != c.secure || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
+			t.Errorf("%+v: cookie %+v", c, ck)
+		}
+		if w.Header().Get("Cache-Control") != "no-store" {
+			t.Error("login response cacheable")
+		}
+	}
+	for _, body := range []string{"", "{", `{"token":""}`, `{"tok":"tok"}`} {
+		w := serve(s, httptest.NewRequest(http.MethodPost, APIPrefix+"/session", strings.NewReader(body)))
+		if w.Code != 400 {
+			t.Errorf("login body %q: %d", body, w.Code)
+		}
+	}
+}
+
+func TestRequestIDAndIdentityReachTheService(t *testing.T) {
+	s, f := newServer(t)
+	r := httptest.NewRequest(http.MethodGet, APIPrefix+"/agents", nil)
+	r.Header.Set("Authorization", "Bearer tok")
+	r.Header.Set("X-Operator", "mallory")
+	w := serve(s, r)
+	if w.Code != 200 {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	id := w.Header().Get("X-Request-ID")
+	if len(id) != 32 || f.requestID != id || f.operator != "alice" {
+		t.Errorf("request id %q / %q, operator %q", id, f.requestID, f.operator)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	// EmitUnpopulated + UseProtoNames.
+	ag := body["agents"].([]any)[0].(map[string]any)
+	for _, k := range []string{"agent_id", "provider", "project_management_enabled", "is_default"} {
+		if _, ok := ag[k]; !ok {
+			t.Errorf("field %s missing: %s", k, w.Body)
+		}
+	}
+}
+
+func TestOversizedBodyIs413(t *testing.T) {
+	s, _ := newServer(t)
+	big := `{"path":"a","content":"` + strings.Repeat("x", MaxAPIBody) + `"}`
+	r := httptest.NewRequest(http.MethodPut, APIPrefix+"/agents/codex-a/projects/files", strings.NewReader(big))
+	r.Header.Set("Authorization", "Bearer tok")
+	w := serve(s, r)
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "TOO_LARGE") {
+		t.Errorf("%d %.200s", w.Code, w.Body)
+	}
+}
+
+func TestErrorsCarryHeaders(t *testing.T) {
+	s, _ := newServer(t)
+	for _, p := range []string{APIPrefix + "/agents", "/api/nothing", "/metrics"} {
+		w := serve(s, httptest.NewRequest(http.MethodGet, p, nil))
+		if p == "/api/nothing" {
+			if w.Code != 404 {
+				t.Errorf("%s: %d", p, w.Code)
+			}
+		} else if w.Code != 401 {
+			t.Errorf("%s: %d", p, w.Code)
+		}
+		if w.Header().Get("X-Request-ID") == "" || w.Header().Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(w.Header().Get("Content-Type"), "json") {
+			t.Errorf("%s: headers %v", p, w.Header())
+		}
+	}
+}
+
+func TestDAVFallbackWithoutHandler(t *testing.T) {
+	s, _ := newServer(t)
+	r := httptest.NewRequest("PROPFIND", "/dav/codex-a/", nil)
+	r.Header.Set("Authorization", "Bearer tok")
+	if w := serve(s, r); w.Code != http.StatusNotImplemented {
+		t.Errorf("PROPFIND without a DAV handler: %d", w.Code)
+	}
+	w := serve(s, httptest.NewRequest(http.MethodOptions, "/", nil))
+	if w.Code != 200 || w.Header().Get("DAV") == "" || !strings.Contains(w.Header().Get("Allow"), "PROPFIND") {
+		t.Errorf("OPTIONS /: %d %v", w.Code, w.Header())
+	}
+}

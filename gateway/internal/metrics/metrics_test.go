@@ -1,0 +1,44 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+)
+
+func TestObserveClassifies(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observe("update_file", "a", codes.OK, "", time.Millisecond)
+	m.Observe("update_file", "a", codes.Aborted, "REVISION_MISMATCH", time.Millisecond)
+	m.Observe("get_file", "a", codes.PermissionDenied, "SYMLINK", time.Millisecond)
+	m.Observe("get_file", "a", codes.ResourceExhausted, "TOO_LARGE", time.Millisecond)
+	m.Observe("list_projects", "b", codes.Unavailable, "SIDECAR_UNAVAILABLE", time.Millisecond)
+	m.Observe("create_project", "a", codes.Internal, "GIT_INIT_FAILED", time.Millisecond)
+	for name, c := range map[string]struct {
+		got  float64
+		want float64
+	}{
+		"requests":    {testutil.ToFloat64(m.Requests.WithLabelValues("update_file", "a")), 2},
+		"successes":   {testutil.ToFloat64(m.Successes.WithLabelValues("update_file", "a")), 1},
+		"errors":      {testutil.ToFloat64(m.Errors.WithLabelValues("update_file", "a", "Aborted", "REVISION_MISMATCH")), 1},
+		"conflicts":   {testutil.ToFloat64(m.RevisionConflicts.WithLabelValues("update_file", "a")), 1},
+		"path":        {testutil.ToFloat64(m.PathRejections.WithLabelValues("SYMLINK", "a")), 1},
+		"size":        {testutil.ToFloat64(m.SizeLimit.WithLabelValues("get_file", "a", "TOO_LARGE")), 1},
+		"unavailable": {testutil.ToFloat64(m.SidecarUnavailable.WithLabelValues("b")), 1},
+		"git":         {testutil.ToFloat64(m.GitInitFailures.WithLabelValues("a")), 1},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", name, c.got, c.want)
+		}
+	}
+	if _, err := New(reg); err == nil {
+		t.Error("registering twice on one registry must fail")
+	}
+}
