@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 )
 
@@ -25,14 +25,14 @@ func TestObserveClassifies(t *testing.T) {
 		got  float64
 		want float64
 	}{
-		"requests":    {testutil.ToFloat64(m.Requests.WithLabelValues("update_file", "a")), 2},
-		"successes":   {testutil.ToFloat64(m.Successes.WithLabelValues("update_file", "a")), 1},
-		"errors":      {testutil.ToFloat64(m.Errors.WithLabelValues("update_file", "a", "Aborted", "REVISION_MISMATCH")), 1},
-		"conflicts":   {testutil.ToFloat64(m.RevisionConflicts.WithLabelValues("update_file", "a")), 1},
-		"path":        {testutil.ToFloat64(m.PathRejections.WithLabelValues("SYMLINK", "a")), 1},
-		"size":        {testutil.ToFloat64(m.SizeLimit.WithLabelValues("get_file", "a", "TOO_LARGE")), 1},
-		"unavailable": {testutil.ToFloat64(m.SidecarUnavailable.WithLabelValues("b")), 1},
-		"git":         {testutil.ToFloat64(m.GitInitFailures.WithLabelValues("a")), 1},
+		"requests":    {value(m.Requests.WithLabelValues("update_file", "a")), 2},
+		"successes":   {value(m.Successes.WithLabelValues("update_file", "a")), 1},
+		"errors":      {value(m.Errors.WithLabelValues("update_file", "a", "Aborted", "REVISION_MISMATCH")), 1},
+		"conflicts":   {value(m.RevisionConflicts.WithLabelValues("update_file", "a")), 1},
+		"path":        {value(m.PathRejections.WithLabelValues("SYMLINK", "a")), 1},
+		"size":        {value(m.SizeLimit.WithLabelValues("get_file", "a", "TOO_LARGE")), 1},
+		"unavailable": {value(m.SidecarUnavailable.WithLabelValues("b")), 1},
+		"git":         {value(m.GitInitFailures.WithLabelValues("a")), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
@@ -41,4 +41,13 @@ func TestObserveClassifies(t *testing.T) {
 	if _, err := New(reg); err == nil {
 		t.Error("registering twice on one registry must fail")
 	}
+}
+
+// value reads one counter.
+func value(c prometheus.Counter) float64 {
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		return -1
+	}
+	return d.GetCounter().GetValue()
 }
