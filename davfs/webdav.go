@@ -214,10 +214,12 @@ func (d *davFS) Mkdir(ctx context.Context, name string, perm os.FileMode) error 
 	if err != nil {
 		return err
 	}
-	if t.level != levelWorkspace || t.isWorkspaceRoot() {
-		if t.level == levelNone || t.isWorkspaceRoot() {
-			return readOnlyErr(op, t.name, "projects are created only through CreateProject")
-		}
+	switch {
+	case t.isWorkspaceRoot():
+		return readOnlyErr(op, t.name, "projects are created only through CreateProject")
+	case t.level == levelNone:
+		return readOnlyErr(op, t.name, "only projects/ and global/ exist at the top level")
+	case t.level != levelWorkspace:
 		return readOnlyErr(op, t.name, "this directory is read-only")
 	}
 	if pre := preconditionFor(ctx, t.name); pre.IfMatch != "" {
@@ -442,8 +444,8 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 		return nil, readOnlyErr(op, t.name, "this directory is read-only")
 	}
 	pre := preconditionFor(ctx, t.name)
-	if flag&os.O_EXCL != 0 {
-		pre.IfNoneMatch = true
+	if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
+		pre.IfNoneMatch = true // re-checked at commit
 	}
 	// Look before streaming, so that a bad path, a directory, a missing
 	// parent or a failed If-None-Match is answered before any byte is read.
@@ -458,6 +460,28 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 				Message: "the target is a directory",
 			})
 		}
+		if e.Type != TypeFile {
+			return nil, wrapErr(op, t.name, &Error{
+				Code:    CodeFailedPrecondition,
+				Reason:  ReasonNotRegular,
+				Message: "the target is not a regular file",
+			})
+		}
+		if e.Reason == NotEditableMultipleLinks {
+			// WriteStream refuses it too; say so before reading the body.
+			return nil, wrapErr(op, t.name, &Error{
+				Code:    CodePermissionDenied,
+				Reason:  ReasonMultipleLinks,
+				Message: "the target has more than one hard link",
+			})
+		}
+		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
+			return nil, wrapErr(op, t.name, &Error{
+				Code:    CodeAlreadyExists,
+				Reason:  ReasonAlreadyExists,
+				Message: "the target already exists",
+			})
+		}
 		if flag&os.O_TRUNC == 0 {
 			return nil, wrapErr(op, t.name, &Error{
 				Code:    CodePermissionDenied,
@@ -466,13 +490,6 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			})
 		}
 		if pre.IfNoneMatch {
-			if flag&os.O_EXCL != 0 {
-				return nil, wrapErr(op, t.name, &Error{
-					Code:    CodeAlreadyExists,
-					Reason:  ReasonAlreadyExists,
-					Message: "the target already exists",
-				})
-			}
 			return nil, wrapErr(op, t.name, errRevisionMismatch())
 		}
 		if pre.IfMatch != "" && pre.IfMatch != e.Revision {
