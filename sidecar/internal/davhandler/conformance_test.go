@@ -174,7 +174,10 @@ func TestRclone(t *testing.T) {
 	os.WriteFile(local, []byte("third, by someone else"), 0o644)
 	mustRun("copyto", "--ignore-times", local, "dav:projects/demo/up.txt")
 	os.WriteFile(local, []byte("stale writer"), 0o644)
-	out, err = run("copyto", "--ignore-times", "--header-upload", fmt.Sprintf("If-Match: %s", oldETag), local, "dav:projects/demo/up.txt")
+	// --header, not --header-upload: after a failed upload rclone DELETEs the
+	// remote file ("remove failed upload"), and only a header on every
+	// request makes that DELETE conditional too (412 instead of data loss).
+	out, err = run("copyto", "--ignore-times", "--header", fmt.Sprintf("If-Match: %s", oldETag), local, "dav:projects/demo/up.txt")
 	if err == nil {
 		t.Fatalf("stale If-Match upload succeeded:\n%s", out)
 	}

@@ -32,6 +32,13 @@ type deadProps struct {
 
 func newDeadProps() *deadProps { return &deadProps{m: make(map[string][]deadProp)} }
 
+// any reports whether any resource has dead properties.
+func (d *deadProps) any() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.m) > 0
+}
+
 func (d *deadProps) get(p string) []deadProp {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
@@ -41,31 +48,33 @@ func (d *deadProps) get(p string) []deadProp {
 	return d.m[p]
 }
 
-// patch applies sets and removes atomically; it reports false when a limit
+// propOp is one set or remove of a PROPPATCH, applied in document order.
+type propOp struct {
+	remove bool
+	prop   deadProp
+}
+
+// patch applies ops atomically and in order; it reports false when a limit
 // would be passed (nothing is changed then).
-func (d *deadProps) patch(p string, set []deadProp, remove []xml.Name) bool {
+func (d *deadProps) patch(p string, ops []propOp) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur := append([]deadProp(nil), d.m[p]...)
-	for _, n := range remove {
+	for _, op := range ops {
+		idx := -1
 		for i := range cur {
-			if cur[i].name == n {
-				cur = append(cur[:i], cur[i+1:]...)
+			if cur[i].name == op.prop.name {
+				idx = i
 				break
 			}
 		}
-	}
-	for _, s := range set {
-		replaced := false
-		for i := range cur {
-			if cur[i].name == s.name {
-				cur[i] = s
-				replaced = true
-				break
-			}
-		}
-		if !replaced {
-			cur = append(cur, s)
+		switch {
+		case op.remove && idx >= 0:
+			cur = append(cur[:idx], cur[idx+1:]...)
+		case !op.remove && idx >= 0:
+			cur[idx] = op.prop
+		case !op.remove:
+			cur = append(cur, op.prop)
 		}
 	}
 	if len(cur) > maxPropsPerRes {
@@ -168,7 +177,7 @@ func (q *request) proppatch() {
 	if _, ok := q.preconditions(t, cur, []lockReq{{name: t.href}}); !ok {
 		return
 	}
-	set, remove, all, err := parsePropertyUpdate(q.r.Body)
+	ops, all, err := parsePropertyUpdate(q.r.Body)
 	if err != nil {
 		q.status(http.StatusBadRequest, "malformed PROPPATCH body")
 		return
@@ -179,7 +188,7 @@ func (q *request) proppatch() {
 			status = "HTTP/1.1 403 Forbidden"
 		}
 	}
-	if status == "HTTP/1.1 200 OK" && !q.h.props.patch(t.href, set, remove) {
+	if status == "HTTP/1.1 200 OK" && !q.h.props.patch(t.href, ops) {
 		status = "HTTP/1.1 507 Insufficient Storage"
 	}
 	pw := q.h.bufs.Get().(*propWriter)
@@ -210,7 +219,7 @@ func (q *request) proppatch() {
 }
 
 // parsePropertyUpdate reads a DAV:propertyupdate body.
-func parsePropertyUpdate(r io.Reader) (set []deadProp, remove []xml.Name, all []xml.Name, err error) {
+func parsePropertyUpdate(r io.Reader) (ops []propOp, all []xml.Name, err error) {
 	type prop struct {
 		Inner []byte `xml:",innerxml"`
 	}
@@ -223,7 +232,7 @@ func parsePropertyUpdate(r io.Reader) (set []deadProp, remove []xml.Name, all []
 			break
 		}
 		if terr != nil {
-			return nil, nil, nil, terr
+			return nil, nil, terr
 		}
 		switch tt := tok.(type) {
 		case xml.StartElement:
@@ -231,36 +240,36 @@ func parsePropertyUpdate(r io.Reader) (set []deadProp, remove []xml.Name, all []
 			switch depth {
 			case 1:
 				if tt.Name.Space != "DAV:" || tt.Name.Local != "propertyupdate" {
-					return nil, nil, nil, errBadIf
+					return nil, nil, errBadIf
 				}
 			case 2:
 				mode = tt.Name.Local
 			case 4:
 				var v prop
 				if err := d.DecodeElement(&v, &tt); err != nil {
-					return nil, nil, nil, err
+					return nil, nil, err
 				}
 				depth--
 				all = append(all, tt.Name)
 				if mode == "remove" {
-					remove = append(remove, tt.Name)
+					ops = append(ops, propOp{remove: true, prop: deadProp{name: tt.Name}})
 					continue
 				}
 				inner := string(v.Inner)
 				if len(inner) > maxPropValue {
-					return nil, nil, nil, errBadIf
+					return nil, nil, errBadIf
 				}
 				if !wellFormed(inner) {
 					inner = escapedText(inner)
 				}
-				set = append(set, deadProp{name: tt.Name, inner: inner})
+				ops = append(ops, propOp{prop: deadProp{name: tt.Name, inner: inner}})
 			}
 		case xml.EndElement:
 			depth--
 		}
 	}
 	if len(all) == 0 {
-		return nil, nil, nil, errBadIf
+		return nil, nil, errBadIf
 	}
-	return set, remove, all, nil
+	return ops, all, nil
 }

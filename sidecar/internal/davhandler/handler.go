@@ -86,6 +86,7 @@ func New(fs *davfs.FS, opts Options) http.Handler {
 		locks:   newLockManager(opts.Now),
 		props:   newDeadProps(),
 		bufs:    sync.Pool{New: func() any { return newPropWriter() }},
+		chunks:  sync.Pool{New: func() any { return &propWriter{buf: make([]byte, 0, 256<<10)} }},
 	}
 }
 
@@ -96,7 +97,8 @@ type handler struct {
 	metrics *metrics
 	locks   *lockManager
 	props   *deadProps
-	bufs    sync.Pool
+	bufs    sync.Pool // *propWriter with a bufio.Writer, one per response
+	chunks  sync.Pool // *propWriter buffers for parallel rendering
 }
 
 // statusWriter records the status for logs and metrics.

@@ -94,7 +94,9 @@ func TestConditionalWrites(t *testing.T) {
 		t.Fatal("stale MOVE/COPY created the destination")
 	}
 	e.want("COPY", "/projects/demo/f.txt", map[string]string{"If-Match": etag2, "Destination": "/projects/demo/g.txt"}, "", 201)
-	e.want("MOVE", "/projects/demo/g.txt", map[string]string{"If-Match": etag2, "Destination": "/projects/demo/h.txt"}, "", 201)
+	resp, _ = e.want("HEAD", "/projects/demo/g.txt", nil, "", 200)
+	e.want("MOVE", "/projects/demo/g.txt", map[string]string{"If-Match": etag2, "Destination": "/projects/demo/h.txt"}, "", 412)
+	e.want("MOVE", "/projects/demo/g.txt", map[string]string{"If-Match": resp.Header.Get("ETag"), "Destination": "/projects/demo/h.txt"}, "", 201)
 	e.want("DELETE", "/projects/demo/f.txt", map[string]string{"If-Match": etag2}, "", 204)
 	if _, ok := e.hostFile("f.txt"); ok {
 		t.Fatal("DELETE left the file")

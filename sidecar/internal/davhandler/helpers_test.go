@@ -69,22 +69,26 @@ type env struct {
 	client   *http.Client
 }
 
-func newEnv(t *testing.T, mod func(*Options)) *env {
-	t.Helper()
-	root := t.TempDir()
+func newEnv(t *testing.T, mod func(*Options)) *env { return newEnvTB(t, t, mod) }
+
+func newBenchEnv(b *testing.B) *env { return newEnvTB(b, nil, nil) }
+
+func newEnvTB(tb testing.TB, t *testing.T, mod func(*Options)) *env {
+	tb.Helper()
+	root := tb.TempDir()
 	e := &env{t: t, projects: filepath.Join(root, "projects"), codex: filepath.Join(root, "codex"),
 		logs: &syncBuffer{}, reg: prometheus.NewRegistry(),
 		clock: &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
 	for _, d := range []string{e.projects, e.codex, filepath.Join(e.projects, "demo"), filepath.Join(e.projects, "other")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	fs, err := davfs.Open(davfs.Config{ProjectsRoot: e.projects, CodexHome: e.codex, DeniedNames: davfs.DefaultDeniedNames()})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { fs.Close() })
+	tb.Cleanup(func() { fs.Close() })
 	e.fs = fs
 	opts := Options{
 		Logger:     hclog.New(&hclog.LoggerOptions{Output: e.logs, JSONFormat: true, Level: hclog.Debug}),
@@ -96,7 +100,7 @@ func newEnv(t *testing.T, mod func(*Options)) *env {
 	}
 	srv := httptest.NewUnstartedServer(New(fs, opts))
 	srv.Start() // httptest listens on 127.0.0.1:0
-	t.Cleanup(srv.Close)
+	tb.Cleanup(srv.Close)
 	e.url = srv.URL
 	e.client = &http.Client{Timeout: 30 * time.Second}
 	return e

@@ -107,8 +107,10 @@ func (q *request) lock() {
 	created := false
 	if !cur.exists {
 		if t.isWorkspaceRoot() {
+			// LOCK must not create a project: those come only from CreateProject.
 			_ = q.h.locks.unlock(l.token, t.href)
-			q.status(http.StatusNotFound, "")
+			q.reason = davfs.ReasonReadOnly
+			q.status(http.StatusForbidden, "the projects level is read-only over WebDAV")
 			return
 		}
 		_, c, err := q.h.fs.WriteStream(q.ctx(), t.ws, t.rel, strings.NewReader(""), 1, davfs.Precondition{IfNoneMatch: true})

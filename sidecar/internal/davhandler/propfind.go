@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -17,7 +17,8 @@ const maxXMLBody = 1 << 20
 
 // propEntry is what PROPFIND reports about one resource.
 type propEntry struct {
-	href string // escaped, with trailing slash for collections
+	href string // escaped, with trailing slash for collections; "" = base + name
+	base string // escaped parent href with trailing slash, when href is ""
 	path string // unescaped URL path without trailing slash (lock/prop keys)
 	name string
 	dir  bool
@@ -116,9 +117,14 @@ func (q *request) propfind() {
 		q.fail(err, false)
 		return
 	}
-	var children []propEntry
+	var virtual []propEntry
+	var entries []davfs.Entry
 	if depth == "1" && self.dir {
-		children, err = q.children(t, self)
+		if t.kind == kindEntry {
+			entries, err = q.h.fs.ReadDir(q.ctx(), t.ws, t.rel)
+		} else {
+			virtual, err = q.virtualChildren(t, self)
+		}
 		if err != nil {
 			q.fail(err, false)
 			return
@@ -131,16 +137,83 @@ func (q *request) propfind() {
 	q.w.WriteHeader(http.StatusMultiStatus)
 	pw.str(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<D:multistatus xmlns:D="DAV:">`)
 	q.writeResponse(pw, &self, pf)
-	for i := range children {
-		q.writeResponse(pw, &children[i], pf)
-		if err := pw.flushEntry(); err != nil {
-			return
-		}
+	for i := range virtual {
+		q.writeResponse(pw, &virtual[i], pf)
+	}
+	if len(entries) > 0 {
+		q.writeEntries(pw, self, t, entries, pf)
 	}
 	pw.str("</D:multistatus>\n")
 	_ = pw.flushEntry()
 	_ = pw.bw.Flush()
 	pw.bw.Reset(nil)
+}
+
+// Rendering of big listings runs on parallelChunk-entry chunks on up to
+// GOMAXPROCS goroutines, at most maxInFlight chunks ahead of the writer, so
+// memory stays bounded (a few hundred KiB) whatever the directory size.
+const (
+	parallelChunk = 512
+	maxInFlight   = 4
+)
+
+// writeEntries streams the members of a davfs directory.
+func (q *request) writeEntries(pw *propWriter, self propEntry, t target, entries []davfs.Entry, pf propfindReq) {
+	base := self.href
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	pbase := t.href + "/"
+	withPaths := q.h.locks.count.Load() > 0 || q.h.props.any()
+	render := func(dst *propWriter, es []davfs.Entry) {
+		for i := range es {
+			e := &es[i]
+			pe := propEntry{base: base, name: e.Name, dir: e.Type == davfs.TypeDirectory,
+				size: e.Size, mod: e.ModTime, etag: e.Revision}
+			if withPaths {
+				pe.path = pbase + e.Name
+			}
+			q.writeResponse(dst, &pe, pf)
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if len(entries) < 2*parallelChunk || workers < 2 {
+		for i := 0; i < len(entries); i += 64 {
+			render(pw, entries[i:min(i+64, len(entries))])
+			if pw.flushEntry() != nil {
+				return
+			}
+		}
+		return
+	}
+	n := (len(entries) + parallelChunk - 1) / parallelChunk
+	results := make([]chan *propWriter, n)
+	for k := range results {
+		results[k] = make(chan *propWriter, 1)
+	}
+	slots := make(chan struct{}, maxInFlight)
+	go func() {
+		for k := 0; k < n; k++ {
+			slots <- struct{}{}
+			go func(k int) {
+				cw := q.h.chunks.Get().(*propWriter)
+				render(cw, entries[k*parallelChunk:min((k+1)*parallelChunk, len(entries))])
+				results[k] <- cw
+			}(k)
+		}
+	}()
+	failed := false
+	for k := 0; k < n; k++ {
+		cw := <-results[k]
+		if !failed {
+			if _, err := pw.bw.Write(cw.buf); err != nil {
+				failed = true
+			}
+		}
+		cw.buf = cw.buf[:0]
+		q.h.chunks.Put(cw)
+		<-slots
+	}
 }
 
 // prefixHref is the client-visible prefix (the gateway's /dav/{agent_id}).
@@ -171,8 +244,8 @@ func (q *request) selfEntry(t target) (propEntry, error) {
 		size: e.Size, mod: e.ModTime, etag: e.Revision}, nil
 }
 
-// children lists a collection for Depth 1.
-func (q *request) children(t target, self propEntry) ([]propEntry, error) {
+// virtualChildren lists "/" and "/projects/" for Depth 1.
+func (q *request) virtualChildren(t target, self propEntry) ([]propEntry, error) {
 	base := self.href
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
@@ -181,47 +254,29 @@ func (q *request) children(t target, self propEntry) ([]propEntry, error) {
 	if pbase != "/" {
 		pbase += "/"
 	}
-	mk := func(name string, dir bool) propEntry {
-		href := base + url.PathEscape(name)
-		if dir {
-			href += "/"
+	mk := func(name string) propEntry {
+		return propEntry{base: base, path: pbase + name, name: name, dir: true}
+	}
+	if t.kind == kindRoot {
+		return []propEntry{mk("projects"), mk("global")}, nil
+	}
+	var out []propEntry
+	cursor := ""
+	for {
+		page, err := q.h.fs.ListProjects(q.ctx(), q.h.opts.MaxPageSize, cursor)
+		if err != nil {
+			return nil, err
 		}
-		return propEntry{href: href, path: pbase + name, name: name, dir: dir}
-	}
-	switch t.kind {
-	case kindRoot:
-		return []propEntry{mk("projects", true), mk("global", true)}, nil
-	case kindProjects:
-		var out []propEntry
-		cursor := ""
-		for {
-			page, err := q.h.fs.ListProjects(q.ctx(), q.h.opts.MaxPageSize, cursor)
-			if err != nil {
-				return nil, err
-			}
-			for _, p := range page.Projects {
-				e := mk(p.Name, true)
-				e.mod, e.etag = p.ModTime, p.Revision
-				out = append(out, e)
-			}
-			if page.NextCursor == "" || len(page.Projects) == 0 {
-				return out, nil
-			}
-			cursor = page.NextCursor
+		for _, p := range page.Projects {
+			e := mk(p.Name)
+			e.mod, e.etag = p.ModTime, p.Revision
+			out = append(out, e)
 		}
+		if page.NextCursor == "" || len(page.Projects) == 0 || len(out) > 100000 {
+			return out, nil
+		}
+		cursor = page.NextCursor
 	}
-	entries, err := q.h.fs.ReadDir(q.ctx(), t.ws, t.rel)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]propEntry, len(entries))
-	for i := range entries {
-		e := &entries[i]
-		dir := e.Type == davfs.TypeDirectory
-		out[i] = mk(e.Name, dir)
-		out[i].size, out[i].mod, out[i].etag = e.Size, e.ModTime, e.Revision
-	}
-	return out, nil
 }
 
 const (
@@ -280,7 +335,10 @@ func (q *request) writeLive(pw *propWriter, e *propEntry, local string) bool {
 	case "supportedlock":
 		pw.str(supportedLockXML)
 	case "lockdiscovery":
-		locks := q.h.locks.discover(e.path)
+		var locks []davLock
+		if e.path != "" {
+			locks = q.h.locks.discover(e.path)
+		}
 		if len(locks) == 0 {
 			pw.str(`<D:lockdiscovery/>`)
 			return true
@@ -298,9 +356,20 @@ func (q *request) writeLive(pw *propWriter, e *propEntry, local string) bool {
 
 func (q *request) writeResponse(pw *propWriter, e *propEntry, pf propfindReq) {
 	pw.str(`<D:response><D:href>`)
-	pw.text(e.href)
+	if e.href != "" {
+		pw.text(e.href)
+	} else {
+		pw.text(e.base)
+		pw.segment(e.name)
+		if e.dir {
+			pw.str("/")
+		}
+	}
 	pw.str(`</D:href>`)
-	dead := q.h.props.get(e.path)
+	var dead []deadProp
+	if e.path != "" {
+		dead = q.h.props.get(e.path)
+	}
 	switch {
 	case pf.propname:
 		pw.str(`<D:propstat><D:prop>`)
@@ -372,10 +441,16 @@ func (q *request) writeNamed(pw *propWriter, e *propEntry, names []xml.Name, dea
 }
 
 func writeEmptyElem(pw *propWriter, n xml.Name) {
-	if n.Space == "DAV:" {
+	switch n.Space {
+	case "DAV:":
 		pw.str(`<D:`)
 		pw.text(n.Local)
 		pw.str(`/>`)
+		return
+	case "":
+		pw.str(`<`)
+		pw.text(n.Local)
+		pw.str(` xmlns=""/>`)
 		return
 	}
 	pw.str(`<x:`)
@@ -386,6 +461,16 @@ func writeEmptyElem(pw *propWriter, n xml.Name) {
 }
 
 func writeDeadProp(pw *propWriter, d deadProp) {
+	if d.name.Space == "" {
+		pw.str(`<`)
+		pw.text(d.name.Local)
+		pw.str(` xmlns="">`)
+		pw.str(d.inner)
+		pw.str(`</`)
+		pw.text(d.name.Local)
+		pw.str(`>`)
+		return
+	}
 	pw.str(`<x:`)
 	pw.text(d.name.Local)
 	pw.str(` xmlns:x="`)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -38,10 +39,32 @@ func (p *propWriter) int(n int64) { p.buf = strconv.AppendInt(p.buf, n, 10) }
 
 func (p *propWriter) httpTime(t time.Time) { p.buf = t.UTC().AppendFormat(p.buf, http.TimeFormat) }
 
+// segment appends one URL path segment, escaped for a URL and then for XML.
+func (p *propWriter) segment(name string) {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			p.buf = appendEscaped(p.buf, url.PathEscape(name))
+			return
+		}
+	}
+	p.buf = append(p.buf, name...)
+}
+
 // appendEscaped appends s as XML character data, replacing characters XML
 // 1.0 cannot carry (control characters, invalid UTF-8) with U+FFFD so the
 // document stays well-formed whatever a file is called.
 func appendEscaped(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= utf8.RuneSelf || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'' {
+			return appendEscapedSlow(append(dst, s[:i]...), s[i:])
+		}
+	}
+	return append(dst, s...)
+}
+
+func appendEscapedSlow(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
