@@ -249,7 +249,11 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if id, ok := auth.FromContext(r.Context()); ok {
 			op = id.Operator
 		}
-		s.log.Info("request", "method", r.Method, "path", p, "status", c.Response().Status,
+		level := hclog.Info
+		if p == "/healthz" || p == "/readyz" {
+			level = hclog.Debug // probes would drown everything else
+		}
+		s.log.Log(level, "request", "method", r.Method, "path", p, "status", c.Response().Status,
 			"duration_ms", float64(s.now().Sub(start).Microseconds())/1000,
 			"request_id", requestid.From(r.Context()), "operator", op)
 		return nil
