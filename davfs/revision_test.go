@@ -1,0 +1,99 @@
+package davfs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestHashCacheBounded(t *testing.T) {
+	c := newHashCache(8)
+	for i := range 100 {
+		c.put(statKey{ino: uint64(i)}, content{sum: uint64(i)})
+		if c.len() > 8 {
+			t.Fatalf("cache grew to %d", c.len())
+		}
+	}
+	if v, ok := c.get(statKey{ino: 99}); !ok || v.sum != 99 {
+		t.Fatal("latest entry missing")
+	}
+	if _, ok := c.get(statKey{ino: 0}); ok {
+		t.Fatal("oldest entry kept")
+	}
+}
+
+// TestCacheOnlyOldStates: a just-written file is hashed but not cached (a
+// write in the same timestamp tick would keep its stat key); once its ctime
+// is older than cacheMinAge the hash is cached and a listing reads nothing.
+func TestCacheOnlyOldStates(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("projects/p/f.txt", "x")
+	_, err := e.fs.Stat(bg, proj("p"), "f.txt")
+	must(t, err)
+	if e.fs.cache.len() != 0 {
+		t.Fatal("fresh state cached")
+	}
+	time.Sleep(cacheMinAge + 20*time.Millisecond)
+	a, err := e.fs.Stat(bg, proj("p"), "f.txt")
+	must(t, err)
+	if e.fs.cache.len() != 1 {
+		t.Fatal("old state not cached")
+	}
+	// Warm: the cached hash gives the same revision without reading
+	// (the file is now unreadable, yet the revision and class stay).
+	must(t, os.Chmod(filepath.Join(e.dir, "projects/p/f.txt"), 0o000))
+	defer os.Chmod(filepath.Join(e.dir, "projects/p/f.txt"), 0o644)
+	var st unix.Stat_t
+	must(t, unix.Stat(filepath.Join(e.dir, "projects/p/f.txt"), &st))
+	if !cacheable(&st) {
+		// chmod changed ctime: the key changed, a new hash is needed.
+		b, err := e.fs.Stat(bg, proj("p"), "f.txt")
+		must(t, err)
+		if b.Revision == a.Revision {
+			t.Fatal("chmod did not change the revision")
+		}
+	}
+}
+
+func TestRevisionKinds(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxEditableFileSize = 10 })
+	e.write("projects/p/small", "12345")
+	e.write("projects/p/large", "12345678901")
+	e.mkdir("projects/p/d")
+	for p, kind := range map[string]byte{"small": 'c', "large": 's', "d": 'd', "": 'd'} {
+		st, err := e.fs.Stat(bg, proj("p"), p)
+		must(t, err)
+		if st.Revision[0] != kind {
+			t.Errorf("%q revision %s", p, st.Revision)
+		}
+	}
+	g, err := e.fs.Stat(bg, global, "")
+	must(t, err)
+	if g.Revision[0] != 'g' || g.Type != TypeDirectory {
+		t.Fatalf("global root %+v", g)
+	}
+	l, err := e.fs.ReadFile(bg, proj("p"), "large")
+	must(t, err)
+	if l.Content != nil || l.Entry.Reason != NotEditableTooLarge {
+		t.Fatalf("large %+v", l.Entry)
+	}
+}
+
+func TestListingSweepsStaleTemp(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("projects/p/.davfs-tmp-stale", "x")
+	e.write("projects/p/.davfs-tmp-fresh", "x")
+	old := time.Now().Add(-2 * staleTempAge)
+	must(t, os.Chtimes(filepath.Join(e.dir, "projects/p/.davfs-tmp-stale"), old, old))
+	pg, err := e.fs.ListEntries(bg, proj("p"), "", 0, "")
+	must(t, err)
+	if len(pg.Entries) != 0 {
+		t.Fatalf("temp files listed: %+v", pg.Entries)
+	}
+	if e.exists("projects/p/.davfs-tmp-stale") || !e.exists("projects/p/.davfs-tmp-fresh") {
+		t.Fatal("lazy sweep removed the wrong files")
+	}
+}
