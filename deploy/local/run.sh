@@ -59,6 +59,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   echo "run: stopped"
+  exit 0
 }
 trap cleanup INT TERM EXIT
 
@@ -129,10 +130,11 @@ cat <<TXT
 
   REST         curl -H "Authorization: Bearer $token" $url/api/v1/agent-gateway/agents
                curl -H "Authorization: Bearer $token" "$url/api/v1/agent-gateway/agents/codex-a/projects/entries?workspace.scope=PROJECT&workspace.project_name=sample"
-  WebDAV       rclone lsf --webdav-url $url/dav/codex-a/ --webdav-user admin --webdav-pass \$(rclone obscure $token) :webdav:projects/sample
+  WebDAV       rclone lsf --webdav-url $url/dav/codex-a/ --webdav-vendor other --webdav-user admin --webdav-pass \$(rclone obscure $token) :webdav:projects/sample
   OpenAPI      $url/api/v1/agent-gateway/openapi.json
   Logs         .local/*.log   Audit  .local/audit.jsonl
 
 TXT
 wait -n "${pids[@]}" || true
-echo "run: a process exited; see $state/*.log" >&2
+echo "run: a process exited; see .local/*.log" >&2
+exit 1
