@@ -2,7 +2,7 @@
 // lazily expanded tree and the editor. State lives in plain objects; the pure
 // rules (paging, dirty tracking, conflicts, names, agent scoping) are in
 // state/ and unit tested; this file wires them to the DOM with lit-html.
-import { html, nothing, render, type TemplateResult } from 'lit-html';
+import { html, nothing, render, svg, type TemplateResult } from 'lit-html';
 import { createApi, type Api } from './api/client';
 import { ApiError, asApiError, describeError, isConflict, isUnauthenticated, isUnavailable } from './api/errors';
 import { currentSession, login, logout, type SessionInfo } from './api/session';
@@ -47,6 +47,9 @@ interface Notice {
   text: string;
   id: number;
 }
+
+const FOLDER_ICON = svg`<svg class="icon folder" viewBox="0 0 16 16" aria-hidden="true"><path d="M1.5 3.5h4.2l1.5 1.5h7.3v8.5h-13z" /></svg>`;
+const FILE_ICON = svg`<svg class="icon file" viewBox="0 0 16 16" aria-hidden="true"><path d="M3.5 1.5h6l3 3v10h-9z M9.5 1.5v3h3" /></svg>`;
 
 const GLOBAL: WorkspaceRef = { scope: 'GLOBAL' };
 const project = (name: string): WorkspaceRef => ({ scope: 'PROJECT', project_name: name });
@@ -1153,7 +1156,7 @@ export class App {
           }}
         >
           <span class="twisty" aria-hidden="true">${dir ? (expanded ? '▾' : '▸') : ''}</span>
-          <span class="icon" aria-hidden="true">${dir ? '📁' : '📄'}</span>
+          ${dir ? FOLDER_ICON : FILE_ICON}
           <span class="label">${e.name}</span>
           ${!dir && e.editable === false && e.non_editable_reason !== 'NON_EDITABLE_REASON_UNKNOWN'
             ? html`<span class="tag" title="Not editable">read-only</span>`
