@@ -276,7 +276,7 @@ func startUpload(ctx context.Context, d *davFS, t target, pre Precondition) *wri
 	w := &writeFile{d: d, t: t, pw: pw, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.uploadLimit(), pre)
+		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.fs.MaxUploadSize(), pre)
 		w.entry, w.err = e, err
 		if err != nil {
 			pr.CloseWithError(err) // unblocks a Write with WriteStream's error
@@ -413,13 +413,4 @@ func (w *writeFile) Readdir(count int) ([]os.FileInfo, error) {
 
 func errIsDirectory() *Error {
 	return &Error{Code: CodeFailedPrecondition, Reason: ReasonNotAFile, Message: "is a directory"}
-}
-
-// uploadLimit is maxUploadSize (100 MiB when unset): the largest body a
-// WebDAV write accepts.
-func (d *davFS) uploadLimit() int64 {
-	if n := d.fs.cfg.MaxUploadSize; n > 0 {
-		return n
-	}
-	return 100 << 20
 }
