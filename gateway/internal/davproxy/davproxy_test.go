@@ -272,11 +272,13 @@ func TestHeadersTowardsSidecar(t *testing.T) {
 		if e.a.real != nil {
 			// The real sidecar logs the operator and request ID it received.
 			found := false
-			for _, l := range e.a.real.LogLines() {
-				if l["@message"] == "webdav request" && l["method"] == "GET" {
-					found = true
-					if l["operator"] != "alice" || l["request_id"] != "rid-GET" {
-						t.Errorf("sidecar saw operator %v, request_id %v", l["operator"], l["request_id"])
+			for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				for _, l := range e.a.real.LogLines() {
+					if l["@message"] == "webdav request" && l["method"] == "GET" {
+						found = true
+						if l["operator"] != "alice" || l["request_id"] != "rid-GET" {
+							t.Errorf("sidecar saw operator %v, request_id %v", l["operator"], l["request_id"])
+						}
 					}
 				}
 			}

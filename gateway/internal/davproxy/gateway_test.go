@@ -162,12 +162,15 @@ func TestGatewayWebDAVAuthAndReads(t *testing.T) {
 		t.Errorf("X-Request-ID = %q", got)
 	}
 	// The sidecar saw the authenticated operator, not the forged header.
+	// (Its log arrives through a pipe: wait for the line.)
 	found := false
-	for _, l := range st.sidecars["codex-b"].LogLines() {
-		if l["@message"] == "webdav request" && l["request_id"] == "rid-forged-op" {
-			found = true
-			if l["operator"] != gatewaytest.AdminOperator {
-				t.Errorf("sidecar saw operator %v", l["operator"])
+	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, l := range st.sidecars["codex-b"].LogLines() {
+			if l["@message"] == "webdav request" && l["request_id"] == "rid-forged-op" {
+				found = true
+				if l["operator"] != gatewaytest.AdminOperator {
+					t.Errorf("sidecar saw operator %v", l["operator"])
+				}
 			}
 		}
 	}

@@ -1,9 +1,11 @@
 package davproxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // checkPrecondition enforces the write rule for PUT, DELETE and MOVE:
@@ -54,6 +56,10 @@ func (h *handler) checkPrecondition(w *recorder, r *http.Request, st *state) boo
 	return true
 }
 
+// probeTimeout bounds the existence check; a sidecar that cannot answer a
+// Depth 0 PROPFIND in this time is treated as unavailable.
+const probeTimeout = 30 * time.Second
+
 func (h *handler) preconditionRequired(w *recorder) {
 	h.refuse(w, http.StatusPreconditionRequired, "precondition_required",
 		"precondition required: send If-Match with the current ETag to change or delete an existing resource, or If-None-Match: * to create a new one")
@@ -64,7 +70,9 @@ func (h *handler) preconditionRequired(w *recorder) {
 // 503 when it cannot be reached).
 func (h *handler) probe(r *http.Request, st *state) (exists bool, status int) {
 	u := sidecarURL(st.target, st.route.restEsc)
-	req, err := http.NewRequestWithContext(r.Context(), "PROPFIND", u.String(), http.NoBody)
+	ctx, cancel := context.WithTimeout(r.Context(), probeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "PROPFIND", u.String(), http.NoBody)
 	if err != nil {
 		return false, http.StatusBadRequest
 	}

@@ -126,6 +126,7 @@ func TestParseRoute(t *testing.T) {
 		{path: "/dav/codex-a/projects/x%00y", bad: true},
 		{path: "/dav/a%2Fb/projects/", bad: true},
 		{path: "/dav/%zz/", bad: true},
+		{path: "/dav/" + strings.Repeat("x", 129) + "/projects/", bad: true},
 	}
 	for _, c := range cases {
 		rt, err := parseRoute(c.path)

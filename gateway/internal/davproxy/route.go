@@ -37,6 +37,10 @@ type route struct {
 
 var errBadPath = errors.New("bad path")
 
+// maxAgentIDLen bounds the agent ID taken from a path (it ends up in
+// messages, logs and audit records).
+const maxAgentIDLen = 128
+
 // parseRoute splits an escaped request path. It refuses "." and ".."
 // segments and empty inner segments: the sidecar would clean them and could
 // land in another workspace than the one checked and audited here.
@@ -51,7 +55,7 @@ func parseRoute(escaped string) (route, error) {
 	}
 	agentEsc, restEsc, _ := strings.Cut(after, "/")
 	agentID, err := url.PathUnescape(agentEsc)
-	if err != nil || agentID == "" || strings.ContainsAny(agentID, "/\x00") {
+	if err != nil || agentID == "" || len(agentID) > maxAgentIDLen || strings.ContainsAny(agentID, "/\x00") {
 		return rt, errBadPath
 	}
 	rt.agentID = agentID
