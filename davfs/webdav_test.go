@@ -625,6 +625,20 @@ func TestWebDAVPut(t *testing.T) {
 		t.Errorf("PUT /projects/newproj = %d", resp.StatusCode)
 	}
 
+	// A multi-MiB body streams through (under maxUploadSize, over the
+	// editable limit) and reads back byte for byte.
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB
+	resp, _ = wdDo(t, e, "PUT", "/projects/demo/big.bin", big, nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("PUT 3 MiB = %d", resp.StatusCode)
+	}
+	if resp, body := wdDo(t, e, "GET", "/projects/demo/big.bin", nil, nil); !bytes.Equal(body, big) {
+		t.Errorf("GET after PUT 3 MiB = %d, %d bytes", resp.StatusCode, len(body))
+	}
+	if err := os.Remove(filepath.Join(demo, "big.bin")); err != nil {
+		t.Fatal(err)
+	}
+
 	// Too large: ResourceExhausted/TOO_LARGE, nothing written.
 	// (Only a little over the limit, so that the server drains the unread
 	// rest and the client always gets the response.)
@@ -1047,6 +1061,86 @@ func TestWebDAVContentType(t *testing.T) {
 			t.Errorf("ContentType(%q) = %q; want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// TestWebDAVConcurrentIfMatch opens N uploads that all pass the If-Match
+// check at open time, then commits them at once: the revision is checked
+// again at commit, so exactly one wins and the file holds its bytes.
+func TestWebDAVConcurrentIfMatch(t *testing.T) {
+	e := wdSetup(t)
+	rev := wdRev(t, e, wdProject("demo"), "README.md")
+	ctx := davfs.WithPrecondition(context.Background(), davfs.Precondition{IfMatch: rev})
+	const n = 8
+	files := make([]webdav.File, n)
+	for i := range files {
+		f, err := e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if _, err := fmt.Fprintf(f, "writer %d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		files[i] = f
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() { errs[i] = f.Close() })
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			if winner >= 0 {
+				t.Errorf("writers %d and %d both committed", winner, i)
+			}
+			winner = i
+			continue
+		}
+		if de, ok := davfs.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonRevisionMismatch {
+			t.Errorf("writer %d: %v; want REVISION_MISMATCH", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no writer committed")
+	}
+	if got, want := wdRead(t, filepath.Join(e.projects, "demo", "README.md")), fmt.Sprintf("writer %d\n", winner); got != want {
+		t.Errorf("file holds %q; want the winner's %q", got, want)
+	}
+	wdNoTemp(t, filepath.Join(e.projects, "demo"), ".git", "README.md", "link.txt", "linkdir", "node_modules", "src")
+}
+
+// TestWebDAVUploadEndsWithRequest: an upload whose context ends before
+// Close commits nothing and leaves no temp file (a handler that never
+// reaches Close must not pin a goroutine or a partial file).
+func TestWebDAVUploadEndsWithRequest(t *testing.T) {
+	e := wdSetup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	f, err := e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("never committed\n")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := f.Write([]byte("x")); err != nil {
+			break // aborted
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("upload still open after its context ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := f.Close(); err == nil {
+		t.Errorf("Close after the context ended = nil")
+	}
+	if got := wdRead(t, filepath.Join(e.projects, "demo", "README.md")); got != wdReadme {
+		t.Errorf("cancelled upload committed %.40q", got)
+	}
+	wdNoTemp(t, filepath.Join(e.projects, "demo"), ".git", "README.md", "link.txt", "linkdir", "node_modules", "src")
 }
 
 // TestWebDAVLitmus runs litmus's "basic" and "copymove" suites (PUT/GET,
