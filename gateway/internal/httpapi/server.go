@@ -84,10 +84,10 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.marshaler = &runtime.JSONPb{
+	s.marshaler = fastJSON{&runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-	}
+	}}
 	s.mux = runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, s.marshaler),
 		runtime.WithErrorHandler(s.errorHandler),

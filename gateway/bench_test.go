@@ -1,0 +1,58 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentworkspace/files/gateway"
+	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
+)
+
+// BenchmarkREST measures the gateway's own cost per REST call, in process,
+// over a fake sidecar (so the sidecar's file system work is not included).
+// make bench's gatewaybench compares against a real sidecar end to end.
+func BenchmarkREST(b *testing.B) {
+	fs := fakesidecar.Start(b)
+	for i := 0; i < 100; i++ {
+		fs.Put("bench", fmt.Sprintf("dir/file-%03d.txt", i), "x")
+	}
+	fs.Put("bench", "big.txt", strings.Repeat("hello world\n", 16<<10/12))
+	cfg := &gateway.Config{}
+	cfg.HTTPServer.Address = "127.0.0.1:0"
+	cfg.AgentRuntime.Agents = map[string]config.Agent{"a": {Provider: "p", Sidecar: &config.Sidecar{Endpoint: fs.Addr}}}
+	cfg.Auth.Tokens = []config.Token{{Operator: "op", Role: "admin", SHA256: config.HashToken("tok")}}
+	g, err := gateway.New(cfg, gateway.Deps{Registry: prometheus.NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	defer srv.Close()
+	for name, path := range map[string]string{
+		"ListAgents":         "/api/v1/agent-gateway/agents",
+		"ListProjectEntries": "/api/v1/agent-gateway/agents/a/projects/entries?workspace.scope=PROJECT&workspace.project_name=bench",
+		"GetProjectFile":     "/api/v1/agent-gateway/agents/a/projects/files?workspace.scope=PROJECT&workspace.project_name=bench&path=big.txt",
+	} {
+		b.Run(name, func(b *testing.B) {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer tok")
+			for i := 0; i < b.N; i++ {
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,273 @@
+package httpapi
+
+import (
+	"errors"
+	"math/bits"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+)
+
+// fastJSON is the REST marshaler: runtime.JSONPb (protojson with proto
+// names and unpopulated fields), except that the hot response messages
+// (directory listings, file reads) are encoded by hand. protojson walks every
+// message by reflection, which cost more than the sidecar call itself for a
+// 100-entry listing or a 1 MiB file. The hand-written encoders produce the
+// same JSON value as protojson (TestFastJSONMatchesProtojson fills every
+// field of every covered message, so a field added to the .proto without
+// being added here fails the test).
+type fastJSON struct {
+	*runtime.JSONPb
+}
+
+// Marshal encodes the covered messages by hand and everything else (and any
+// value protojson would refuse) with protojson.
+func (f fastJSON) Marshal(v any) ([]byte, error) {
+	if b, ok := encodeFast(v); ok {
+		return b, nil
+	}
+	return f.JSONPb.Marshal(v)
+}
+
+// encodeFast reports ok=false for types it does not cover and for values
+// protojson would refuse (invalid UTF-8, out-of-range timestamps).
+func encodeFast(v any) ([]byte, bool) {
+	var e enc
+	switch m := v.(type) {
+	case *workspacev1.GetFileResponse:
+		e.getFile(m)
+	case *workspacev1.ListEntriesResponse:
+		e.listEntries(m)
+	case *workspacev1.Entry:
+		e.entry(m)
+	case *workspacev1.ListProjectsResponse:
+		e.listProjects(m)
+	case *workspacev1.Project:
+		e.project(m)
+	default:
+		return nil, false
+	}
+	return e.b, e.err == nil
+}
+
+var errFastJSON = errors.New("fastjson: value protojson would refuse")
+
+type enc struct {
+	b   []byte
+	err error
+}
+
+func (e *enc) key(k string, first bool) {
+	if !first {
+		e.b = append(e.b, ',')
+	}
+	e.b = append(e.b, '"')
+	e.b = append(e.b, k...)
+	e.b = append(e.b, '"', ':')
+}
+
+func (e *enc) str(s string) {
+	e.b = append(e.b, '"')
+	i := needEscape(s)
+	e.b = append(e.b, s[:i]...)
+	s = s[i:]
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			e.err = errFastJSON // protojson refuses invalid UTF-8
+			return
+		case r < ' ' || r == '"' || r == '\\':
+			e.b = append(e.b, '\\')
+			switch r {
+			case '"', '\\':
+				e.b = append(e.b, byte(r))
+			case '\b':
+				e.b = append(e.b, 'b')
+			case '\f':
+				e.b = append(e.b, 'f')
+			case '\n':
+				e.b = append(e.b, 'n')
+			case '\r':
+				e.b = append(e.b, 'r')
+			case '\t':
+				e.b = append(e.b, 't')
+			default:
+				e.b = append(e.b, 'u')
+				e.b = append(e.b, "0000"[1+(bits.Len32(uint32(r))-1)/4:]...)
+				e.b = strconv.AppendUint(e.b, uint64(r), 16)
+			}
+			s = s[n:]
+		default:
+			j := needEscape(s[n:])
+			e.b = append(e.b, s[:n+j]...)
+			s = s[n+j:]
+		}
+	}
+	e.b = append(e.b, '"')
+}
+
+// needEscape returns the index of the first byte that needs escaping or
+// is invalid UTF-8; valid multi-byte runes are skipped whole.
+func needEscape(s string) int {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < ' ' || c == '"' || c == '\\' {
+				return i
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(s)
+}
+
+func (e *enc) boolean(v bool) {
+	if v {
+		e.b = append(e.b, "true"...)
+	} else {
+		e.b = append(e.b, "false"...)
+	}
+}
+
+// int64s are strings in protojson.
+func (e *enc) int64(v int64) {
+	e.b = append(e.b, '"')
+	e.b = strconv.AppendInt(e.b, v, 10)
+	e.b = append(e.b, '"')
+}
+
+func (e *enc) enum(name string, known bool, n int32) {
+	if known {
+		e.b = append(e.b, '"')
+		e.b = append(e.b, name...)
+		e.b = append(e.b, '"')
+		return
+	}
+	e.b = strconv.AppendInt(e.b, int64(n), 10)
+}
+
+// timestamp follows protojson: RFC 3339 in UTC with 0, 3, 6 or 9
+// fractional digits; out-of-range values are refused.
+func (e *enc) timestamp(t *timestamppb.Timestamp) {
+	if t == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	secs, nanos := t.GetSeconds(), t.GetNanos()
+	if secs < -62135596800 || secs > 253402300799 || nanos < 0 || nanos > 999999999 {
+		e.err = errFastJSON
+		return
+	}
+	x := time.Unix(secs, int64(nanos)).UTC().Format("2006-01-02T15:04:05.000000000")
+	x = strings.TrimSuffix(x, "000")
+	x = strings.TrimSuffix(x, "000")
+	x = strings.TrimSuffix(x, ".000")
+	e.b = append(e.b, '"')
+	e.b = append(e.b, x...)
+	e.b = append(e.b, 'Z', '"')
+}
+
+func (e *enc) entry(m *workspacev1.Entry) {
+	if m == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	e.b = append(e.b, '{')
+	e.key("name", true)
+	e.str(m.GetName())
+	e.key("path", false)
+	e.str(m.GetPath())
+	e.key("type", false)
+	t := m.GetType()
+	_, ok := workspacev1.EntryType_name[int32(t)]
+	e.enum(t.String(), ok, int32(t))
+	e.key("size", false)
+	e.int64(m.GetSize())
+	e.key("modified_at", false)
+	e.timestamp(m.GetModifiedAt())
+	e.key("revision", false)
+	e.str(m.GetRevision())
+	e.key("editable", false)
+	e.boolean(m.GetEditable())
+	e.key("non_editable_reason", false)
+	r := m.GetNonEditableReason()
+	_, ok = workspacev1.NonEditableReason_name[int32(r)]
+	e.enum(r.String(), ok, int32(r))
+	e.b = append(e.b, '}')
+}
+
+func (e *enc) getFile(m *workspacev1.GetFileResponse) {
+	e.b = make([]byte, 0, len(m.GetContent())+512)
+	e.b = append(e.b, '{')
+	e.key("entry", true)
+	e.entry(m.GetEntry())
+	e.key("content", false)
+	e.str(m.GetContent())
+	e.b = append(e.b, '}')
+}
+
+func (e *enc) listEntries(m *workspacev1.ListEntriesResponse) {
+	e.b = make([]byte, 0, 256*len(m.GetEntries())+128)
+	e.b = append(e.b, '{')
+	e.key("entries", true)
+	e.b = append(e.b, '[')
+	for i, x := range m.GetEntries() {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.entry(x)
+	}
+	e.b = append(e.b, ']')
+	e.key("next_cursor", false)
+	e.str(m.GetNextCursor())
+	e.key("directory_revision", false)
+	e.str(m.GetDirectoryRevision())
+	e.b = append(e.b, '}')
+}
+
+func (e *enc) project(m *workspacev1.Project) {
+	if m == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	e.b = append(e.b, '{')
+	e.key("name", true)
+	e.str(m.GetName())
+	e.key("modified_at", false)
+	e.timestamp(m.GetModifiedAt())
+	e.key("git_initialized", false)
+	e.boolean(m.GetGitInitialized())
+	e.key("revision", false)
+	e.str(m.GetRevision())
+	e.b = append(e.b, '}')
+}
+
+func (e *enc) listProjects(m *workspacev1.ListProjectsResponse) {
+	e.b = make([]byte, 0, 160*len(m.GetProjects())+64)
+	e.b = append(e.b, '{')
+	e.key("projects", true)
+	e.b = append(e.b, '[')
+	for i, x := range m.GetProjects() {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.project(x)
+	}
+	e.b = append(e.b, ']')
+	e.key("next_cursor", false)
+	e.str(m.GetNextCursor())
+	e.b = append(e.b, '}')
+}
