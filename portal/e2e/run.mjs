@@ -142,7 +142,11 @@ async function setEditorText(text) {
 
 async function shot(name) {
   fs.mkdirSync(SHOTS, { recursive: true });
+  // Transient toasts from earlier steps would only clutter the picture.
+  const toasts = (v) => page.evaluate((v) => document.querySelectorAll('.notice-slot').forEach((n) => (n.style.visibility = v)), v);
+  await toasts('hidden');
   await page.screenshot({ path: path.join(SHOTS, name) });
+  await toasts('');
 }
 
 /** No endpoint, loopback address or host path may ever be shown. */

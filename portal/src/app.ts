@@ -14,6 +14,7 @@ import { baseName, entryNameProblem, isWithin, joinPath, normaliseFolderPath, pa
 import { emptyListing, hasMore, loadFirst, loadMore, type Listing, type Page } from './state/paging';
 import { isStale, ScopeManager, type AgentScope } from './state/scope';
 import { dirState, isDir, knownDirectories, newTree, visibleRows, workspaceKey, type Row, type TreeState } from './state/tree';
+import { initialAgent } from './state/agents';
 import { CodeEditor } from './ui/editor';
 import { confirmDialog, conflictDialog, copyText, promptDialog } from './ui/dialogs';
 import { closeMenu, openMenu, type MenuItem } from './ui/menu';
@@ -67,16 +68,6 @@ function freshAgentState(): AgentState {
     fileError: null,
     fileRequest: 0,
   };
-}
-
-/** The agent selected first: the default one if it manages projects, else the first that does (PRD §11.2). */
-export function initialAgent(agents: Agent[]): Agent | undefined {
-  return (
-    agents.find((a) => a.is_default && a.project_management_enabled) ??
-    agents.find((a) => a.project_management_enabled) ??
-    agents.find((a) => a.is_default) ??
-    agents[0]
-  );
 }
 
 export class App {

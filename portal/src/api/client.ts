@@ -36,8 +36,11 @@ export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?:
   });
   client.use({
     onRequest({ request }) {
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        request.headers.set('X-CSRF-Token', opts.csrf());
+      // Cookie sessions need the CSRF header on state-changing requests; with a
+      // trusted proxy there is no session token and nothing to send.
+      const csrf = opts.csrf();
+      if (csrf && request.method !== 'GET' && request.method !== 'HEAD') {
+        request.headers.set('X-CSRF-Token', csrf);
       }
       return request;
     },
