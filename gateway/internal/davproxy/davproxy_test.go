@@ -92,8 +92,16 @@ func TestReadOnlyAllowsOnlyReads(t *testing.T) {
 				t.Errorf("%s %s: %d %s", c.method, c.path, r.status, r.body)
 			}
 		}
-		if r := e.do(t, "GET", "/dav/a/projects/demo/README.md", nil); r.body != "# demo\n" {
-			t.Errorf("GET body %q", r.body)
+		r := e.do(t, "GET", "/dav/a/projects/demo/README.md", nil)
+		if r.body != "# demo\n" || r.header.Get("ETag") == "" {
+			t.Errorf("GET body %q, ETag %q", r.body, r.header.Get("ETag"))
+		}
+		// Ranges and conditional GETs pass through (rclone resumes with ranges).
+		if rr := e.do(t, "GET", "/dav/a/projects/demo/README.md", nil, "Range", "bytes=2-5"); rr.status != http.StatusPartialContent || rr.body != "demo" {
+			t.Errorf("range GET: %d %q", rr.status, rr.body)
+		}
+		if rr := e.do(t, "GET", "/dav/a/projects/demo/README.md", nil, "If-None-Match", r.header.Get("ETag")); rr.status != http.StatusNotModified {
+			t.Errorf("conditional GET: %d", rr.status)
 		}
 		// The sidecar's Allow lists its write methods; read-only hides them.
 		if r := e.do(t, "OPTIONS", "/dav/a/projects/demo/README.md", nil); strings.Contains(r.header.Get("Allow"), "PUT") {
