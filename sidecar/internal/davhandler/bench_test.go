@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/webdav"
 )
 
 // BenchmarkPropfindDepth1 is PROPFIND Depth 1 (allprop, warm) on a
@@ -40,5 +43,34 @@ func BenchmarkPropfindDepth1(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.SetBytes(run())
+	}
+}
+
+// BenchmarkGetSmall is 1 KiB GETs from parallel clients through the handler
+// and, for comparison in the same process, through plain x/net/webdav over
+// the same directory.
+func BenchmarkGetSmall(b *testing.B) {
+	e := newBenchEnv(b)
+	os.WriteFile(filepath.Join(e.projects, "demo", "small.txt"), []byte(strings.Repeat("s", 1024)), 0o644)
+	xs := httptest.NewServer(&webdav.Handler{FileSystem: webdav.Dir(e.projects), LockSystem: webdav.NewMemLS()})
+	b.Cleanup(xs.Close)
+	for _, c := range []struct{ name, url string }{
+		{"davhandler", e.url + "/projects/demo/small.txt"},
+		{"xnet", xs.URL + "/demo/small.txt"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := client.Get(c.url)
+					if err != nil {
+						b.Fatal(err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		})
 	}
 }

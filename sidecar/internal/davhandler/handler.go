@@ -124,10 +124,35 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadFrom keeps sendfile working for GET through http.ServeContent.
+// smallBody is the size up to which a GET body is copied through one
+// buffer instead of sendfile: for small files the sniff copy, the header
+// flush and the sendfile calls cost more syscalls than a single write.
+const smallBody = 32 << 10
+
+var smallBufs = sync.Pool{New: func() any { b := make([]byte, smallBody); return &b }}
+
+// ReadFrom keeps sendfile working for big GETs through http.ServeContent
+// (net/http hands an *os.File to the socket), and copies small ones in one
+// write.
 func (s *statusWriter) ReadFrom(src io.Reader) (int64, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
+	}
+	if lr, ok := src.(*io.LimitedReader); ok && lr.N <= smallBody {
+		bp := smallBufs.Get().(*[]byte)
+		defer smallBufs.Put(bp)
+		n, err := io.ReadFull(lr, (*bp)[:lr.N])
+		if err == io.ErrUnexpectedEOF {
+			err = nil
+		}
+		if n > 0 {
+			w, werr := s.ResponseWriter.Write((*bp)[:n])
+			s.bytes += int64(w)
+			if werr != nil {
+				return int64(w), werr
+			}
+		}
+		return int64(n), err
 	}
 	if rf, ok := s.ResponseWriter.(io.ReaderFrom); ok {
 		n, err := rf.ReadFrom(src)
