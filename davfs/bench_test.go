@@ -1,8 +1,11 @@
 package davfs_test
 
-// Benchmarks (issue 2, "Performance"). Every davfs benchmark has a raw
-// os / x/sys/unix twin in the same parent benchmark, so one run prints both
-// and docs/benchmarks/davfs.md turns the pair into a ratio:
+// Benchmarks (issue 2, "Performance"). Every davfs operation has a raw
+// os / x/sys/unix twin, run three ways in the same parent benchmark:
+// .../davfs and .../raw alone (benchstat-friendly), and .../paired, which
+// alternates one davfs and one raw call per iteration and reports the
+// ratio "davfs/raw" (plus davfs-ns/op and raw-ns/op): interleaving cancels
+// the load drift of a shared machine. docs/benchmarks/davfs.md has figures.
 //
 //	go test ./davfs/ -run '^$' -bench 'Bench(ListPage|Read1MiB|Update1MiB|Stat10k)' -benchmem -count 5
 //
@@ -20,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentworkspace/files/davfs"
 	"golang.org/x/sys/unix"
@@ -49,45 +53,65 @@ func secMust(b *testing.B, err error) {
 	}
 }
 
+// secPair runs name/davfs, name/raw and name/paired. Each op must do one
+// complete operation; warm-up calls happen before timing.
+func secPair(b *testing.B, name string, dav, raw func(b *testing.B)) {
+	b.Run(name, func(b *testing.B) {
+		b.Run("davfs", func(b *testing.B) {
+			dav(b)
+			b.ResetTimer()
+			for b.Loop() {
+				dav(b)
+			}
+		})
+		b.Run("raw", func(b *testing.B) {
+			raw(b)
+			b.ResetTimer()
+			for b.Loop() {
+				raw(b)
+			}
+		})
+		b.Run("paired", func(b *testing.B) {
+			dav(b)
+			raw(b)
+			var td, tr time.Duration
+			n := 0
+			b.ResetTimer()
+			for b.Loop() {
+				t0 := time.Now()
+				dav(b)
+				t1 := time.Now()
+				raw(b)
+				td += t1.Sub(t0)
+				tr += time.Since(t1)
+				n++
+			}
+			b.ReportMetric(float64(td)/float64(tr), "davfs/raw")
+			b.ReportMetric(float64(td.Nanoseconds())/float64(n), "davfs-ns/op")
+			b.ReportMetric(float64(tr.Nanoseconds())/float64(n), "raw-ns/op")
+		})
+	})
+}
+
 // BenchmarkListPage500of10k: one 500-entry page of a 10,000-entry
-// directory. raw = read all names (sorting needs them all), sort, lstat the
-// first 500 relative to the directory fd.
+// directory, warm. raw = read all names (sorting needs them all), sort,
+// lstat the 500 of the page relative to the directory fd.
 func BenchmarkListPage500of10k(b *testing.B) {
 	e, _ := secBenchEnv(b, secBenchFiles)
 	ctx := context.Background()
 	P := secProject("p")
 	host := filepath.Join(e.projects(), "p", "big")
 
-	b.Run("davfs", func(b *testing.B) {
-		var pg davfs.Page
-		secMust(b, secTry(func() (err error) { pg, err = e.fs.ListEntries(ctx, P, "big", 500, ""); return err }))
-		if len(pg.Entries) != 500 {
-			b.Fatalf("got %d entries; want 500", len(pg.Entries))
-		}
-		b.ResetTimer()
-		for b.Loop() {
-			if _, err := e.fs.ListEntries(ctx, P, "big", 500, ""); err != nil {
-				b.Fatal(err)
+	page := func(cursor string) func(b *testing.B) {
+		return func(b *testing.B) {
+			pg, err := e.fs.ListEntries(ctx, P, "big", 500, cursor)
+			if err != nil || len(pg.Entries) != 500 {
+				b.Fatalf("ListEntries: %d entries, %v", len(pg.Entries), err)
 			}
 		}
-	})
-	b.Run("davfs-page10", func(b *testing.B) {
-		cursor := ""
-		for range 10 {
-			var pg davfs.Page
-			secMust(b, secTry(func() (err error) { pg, err = e.fs.ListEntries(ctx, P, "big", 500, cursor); return err }))
-			cursor = pg.NextCursor
-		}
-		secMust(b, secTry(func() error { _, err := e.fs.ListEntries(ctx, P, "big", 500, cursor); return err }))
-		b.ResetTimer()
-		for b.Loop() {
-			if _, err := e.fs.ListEntries(ctx, P, "big", 500, cursor); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("raw", func(b *testing.B) {
-		for b.Loop() {
+	}
+	raw := func(skip int) func(b *testing.B) {
+		return func(b *testing.B) {
 			d, err := os.Open(host)
 			if err != nil {
 				b.Fatal(err)
@@ -98,14 +122,23 @@ func BenchmarkListPage500of10k(b *testing.B) {
 			}
 			slices.Sort(names)
 			var st unix.Stat_t
-			for _, n := range names[:500] {
+			for _, n := range names[skip : skip+500] {
 				if err := unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 					b.Fatal(err)
 				}
 			}
 			_ = d.Close()
 		}
-	})
+	}
+	secPair(b, "first", page(""), raw(0))
+
+	cursor := ""
+	for range 10 {
+		var pg davfs.Page
+		secMust(b, secTry(func() (err error) { pg, err = e.fs.ListEntries(ctx, P, "big", 500, cursor); return err }))
+		cursor = pg.NextCursor
+	}
+	secPair(b, "page11", page(cursor), raw(5000))
 }
 
 // secText1MiB is exactly 1 MiB of editable text (the editable limit).
@@ -117,7 +150,7 @@ func secText1MiB() []byte {
 	return b
 }
 
-// BenchmarkRead1MiB: read a 1 MiB text file. raw = os.ReadFile.
+// BenchmarkRead1MiB: read a 1 MiB text file, warm. raw = os.ReadFile.
 func BenchmarkRead1MiB(b *testing.B) {
 	e := secNewEnv(b, "", nil, nil)
 	ctx := context.Background()
@@ -125,51 +158,33 @@ func BenchmarkRead1MiB(b *testing.B) {
 	host := filepath.Join(e.projects(), "p", "big.txt")
 	content := secText1MiB()
 	secMust(b, os.WriteFile(host, content, 0o644))
-
-	b.Run("davfs-ReadFile", func(b *testing.B) {
-		var f davfs.File
-		secMust(b, secTry(func() (err error) { f, err = e.fs.ReadFile(ctx, P, "big.txt"); return err }))
-		if !bytes.Equal(f.Content, content) {
-			b.Fatalf("ReadFile returned %d bytes, editable=%v; want the 1 MiB content", len(f.Content), f.Entry.Editable)
+	var f davfs.File
+	secMust(b, secTry(func() (err error) { f, err = e.fs.ReadFile(ctx, P, "big.txt"); return err }))
+	if !bytes.Equal(f.Content, content) {
+		b.Fatalf("ReadFile returned %d bytes, editable=%v; want the 1 MiB content", len(f.Content), f.Entry.Editable)
+	}
+	raw := func(b *testing.B) {
+		if _, err := os.ReadFile(host); err != nil {
+			b.Fatal(err)
 		}
-		b.SetBytes(1 << 20)
-		b.ResetTimer()
-		for b.Loop() {
-			if _, err := e.fs.ReadFile(ctx, P, "big.txt"); err != nil {
-				b.Fatal(err)
-			}
+	}
+	b.SetBytes(1 << 20)
+	secPair(b, "ReadFile", func(b *testing.B) {
+		if _, err := e.fs.ReadFile(ctx, P, "big.txt"); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("davfs-OpenRead", func(b *testing.B) {
-		secMust(b, secTry(func() error {
-			f, _, err := e.fs.OpenRead(ctx, P, "big.txt")
-			if err == nil {
-				_ = f.Close()
-			}
-			return err
-		}))
-		b.SetBytes(1 << 20)
-		b.ResetTimer()
-		for b.Loop() {
-			f, ent, err := e.fs.OpenRead(ctx, P, "big.txt")
-			if err != nil {
-				b.Fatal(err)
-			}
-			buf := make([]byte, ent.Size)
-			if _, err := io.ReadFull(f, buf); err != nil {
-				b.Fatal(err)
-			}
-			_ = f.Close()
+	}, raw)
+	secPair(b, "OpenRead", func(b *testing.B) {
+		fh, ent, err := e.fs.OpenRead(ctx, P, "big.txt")
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("raw", func(b *testing.B) {
-		b.SetBytes(1 << 20)
-		for b.Loop() {
-			if _, err := os.ReadFile(host); err != nil {
-				b.Fatal(err)
-			}
+		buf := make([]byte, ent.Size)
+		if _, err := io.ReadFull(fh, buf); err != nil {
+			b.Fatal(err)
 		}
-	})
+		_ = fh.Close()
+	}, raw)
 }
 
 // BenchmarkUpdate1MiB: replace a 1 MiB text file atomically. raw = temp
@@ -180,57 +195,44 @@ func BenchmarkUpdate1MiB(b *testing.B) {
 	P := secProject("p")
 	dir := filepath.Join(e.projects(), "p")
 	content := secText1MiB()
-	secMust(b, os.WriteFile(filepath.Join(dir, "u.txt"), content, 0o644))
-	secMust(b, os.WriteFile(filepath.Join(dir, "w.txt"), content, 0o644))
-	secMust(b, os.WriteFile(filepath.Join(dir, "raw.txt"), content, 0o644))
-
-	b.Run("davfs-UpdateFile", func(b *testing.B) {
-		rev := secRev(ctx, e, P, "u.txt")
-		b.SetBytes(1 << 20)
-		b.ResetTimer()
-		for b.Loop() {
-			ent, err := e.fs.UpdateFile(ctx, P, "u.txt", content, rev)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rev = ent.Revision
+	for _, n := range []string{"u.txt", "w.txt", "raw.txt"} {
+		secMust(b, os.WriteFile(filepath.Join(dir, n), content, 0o644))
+	}
+	raw := func(b *testing.B) {
+		f, err := os.CreateTemp(dir, ".raw-*")
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("davfs-WriteStream", func(b *testing.B) {
-		rev := secRev(ctx, e, P, "w.txt")
-		b.SetBytes(1 << 20)
-		b.ResetTimer()
-		for b.Loop() {
-			ent, _, err := e.fs.WriteStream(ctx, P, "w.txt", bytes.NewReader(content), 1<<20, davfs.Precondition{IfMatch: rev})
-			if err != nil {
-				b.Fatal(err)
-			}
-			rev = ent.Revision
+		if _, err := f.Write(content); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("raw", func(b *testing.B) {
-		target := filepath.Join(dir, "raw.txt")
-		b.SetBytes(1 << 20)
-		for b.Loop() {
-			f, err := os.CreateTemp(dir, ".raw-*")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := f.Write(content); err != nil {
-				b.Fatal(err)
-			}
-			secMust(b, f.Sync())
-			secMust(b, f.Chmod(0o644))
-			secMust(b, f.Close())
-			secMust(b, os.Rename(f.Name(), target))
-			d, err := os.Open(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			secMust(b, d.Sync())
-			secMust(b, d.Close())
+		secMust(b, f.Sync())
+		secMust(b, f.Chmod(0o644))
+		secMust(b, f.Close())
+		secMust(b, os.Rename(f.Name(), filepath.Join(dir, "raw.txt")))
+		d, err := os.Open(dir)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
+		secMust(b, d.Sync())
+		secMust(b, d.Close())
+	}
+	revU := secRev(ctx, e, P, "u.txt")
+	secPair(b, "UpdateFile", func(b *testing.B) {
+		ent, err := e.fs.UpdateFile(ctx, P, "u.txt", content, revU)
+		if err != nil {
+			b.Fatal(err)
+		}
+		revU = ent.Revision
+	}, raw)
+	revW := secRev(ctx, e, P, "w.txt")
+	secPair(b, "WriteStream", func(b *testing.B) {
+		ent, _, err := e.fs.WriteStream(ctx, P, "w.txt", bytes.NewReader(content), 1<<20, davfs.Precondition{IfMatch: revW})
+		if err != nil {
+			b.Fatal(err)
+		}
+		revW = ent.Revision
+	}, raw)
 }
 
 // BenchmarkStat10k: Stat with revision over 10,000 files, hash cache warm.
@@ -245,32 +247,24 @@ func BenchmarkStat10k(b *testing.B) {
 		paths[i] = "big/" + n
 		hosts[i] = filepath.Join(e.projects(), "p", "big", n)
 	}
-
-	b.Run("davfs", func(b *testing.B) {
-		for _, p := range paths { // warm the hash cache
-			var ent davfs.Entry
-			secMust(b, secTry(func() (err error) { ent, err = e.fs.Stat(ctx, P, p); return err }))
-			if ent.Revision == "" {
-				b.Fatalf("Stat(%s): empty revision", p)
-			}
+	for _, p := range paths { // warm the hash cache
+		var ent davfs.Entry
+		secMust(b, secTry(func() (err error) { ent, err = e.fs.Stat(ctx, P, p); return err }))
+		if ent.Revision == "" {
+			b.Fatalf("Stat(%s): empty revision", p)
 		}
-		b.ResetTimer()
-		i := 0
-		for b.Loop() {
-			if _, err := e.fs.Stat(ctx, P, paths[i%len(paths)]); err != nil {
-				b.Fatal(err)
-			}
-			i++
+	}
+	i, j := 0, 0
+	var st unix.Stat_t
+	secPair(b, "Stat", func(b *testing.B) {
+		if _, err := e.fs.Stat(ctx, P, paths[i%len(paths)]); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("raw", func(b *testing.B) {
-		var st unix.Stat_t
-		i := 0
-		for b.Loop() {
-			if err := unix.Lstat(hosts[i%len(hosts)], &st); err != nil {
-				b.Fatal(err)
-			}
-			i++
+		i++
+	}, func(b *testing.B) {
+		if err := unix.Lstat(hosts[j%len(hosts)], &st); err != nil {
+			b.Fatal(err)
 		}
+		j++
 	})
 }
