@@ -322,3 +322,31 @@ func waitAudit(t *testing.T, gw *gatewaytest.Gateway, keep func(map[string]any) 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestGatewayLitmusReadOnly runs litmus through the gateway with Basic
+// credentials (the token as password). A read-only server passes what a
+// read-only server can: init in every suite; begin (MKCOL) gets 405. See
+// docs/benchmarks/gateway.md.
+func TestGatewayLitmusReadOnly(t *testing.T) {
+	st := startStack(t, false, "codex-a")
+	bin, err := exec.LookPath("litmus")
+	if err != nil {
+		t.Fatal("litmus is not installed: run `make setup`")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-k", st.gw.URL+"/dav/codex-a/projects/demo/", "litmus", st.gw.AdminToken)
+	cmd.Dir = t.TempDir()
+	out, _ := cmd.CombinedOutput()
+	t.Logf("litmus:\n%s", out)
+	s := string(out)
+	if got := strings.Count(s, "init.................. pass"); got != 5 {
+		t.Errorf("init passed in %d suites, want 5", got)
+	}
+	if got := strings.Count(s, "405 Method Not Allowed"); got != 5 {
+		t.Errorf("%d suites stopped on 405, want 5", got)
+	}
+	if strings.Contains(s, "401") || strings.Contains(s, "403") {
+		t.Error("litmus was refused: Basic auth with the token did not work")
+	}
+}
