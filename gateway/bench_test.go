@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/internal/config"
 	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
@@ -34,6 +38,27 @@ func BenchmarkREST(b *testing.B) {
 	}
 	srv := httptest.NewServer(g.Handler())
 	defer srv.Close()
+	conn, err := grpc.NewClient(fs.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	direct := workspacev1.NewWorkspaceServiceClient(conn)
+	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: "bench"}
+	b.Run("direct-gRPC/ListEntries", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := direct.ListEntries(context.Background(), &workspacev1.ListEntriesRequest{Workspace: ws}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("direct-gRPC/GetFile", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := direct.GetFile(context.Background(), &workspacev1.GetFileRequest{Workspace: ws, Path: "big.txt"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for name, path := range map[string]string{
 		"ListAgents":         "/api/v1/agent-gateway/agents",
 		"ListProjectEntries": "/api/v1/agent-gateway/agents/a/projects/entries?workspace.scope=PROJECT&workspace.project_name=bench",

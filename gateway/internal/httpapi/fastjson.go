@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/bits"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -171,13 +170,28 @@ func (e *enc) timestamp(t *timestamppb.Timestamp) {
 		e.err = errFastJSON
 		return
 	}
-	x := time.Unix(secs, int64(nanos)).UTC().Format("2006-01-02T15:04:05.000000000")
-	x = strings.TrimSuffix(x, "000")
-	x = strings.TrimSuffix(x, "000")
-	x = strings.TrimSuffix(x, ".000")
 	e.b = append(e.b, '"')
-	e.b = append(e.b, x...)
+	e.b = time.Unix(secs, 0).UTC().AppendFormat(e.b, "2006-01-02T15:04:05")
+	switch {
+	case nanos == 0:
+	case nanos%1000000 == 0:
+		e.b = appendDigits(append(e.b, '.'), int(nanos/1000000), 3)
+	case nanos%1000 == 0:
+		e.b = appendDigits(append(e.b, '.'), int(nanos/1000), 6)
+	default:
+		e.b = appendDigits(append(e.b, '.'), int(nanos), 9)
+	}
 	e.b = append(e.b, 'Z', '"')
+}
+
+// appendDigits appends v zero-padded to width digits.
+func appendDigits(b []byte, v, width int) []byte {
+	var buf [9]byte
+	for i := width - 1; i >= 0; i-- {
+		buf[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(b, buf[:width]...)
 }
 
 func (e *enc) entry(m *workspacev1.Entry) {

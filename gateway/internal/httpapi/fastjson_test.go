@@ -69,6 +69,10 @@ func TestFastJSONMatchesProtojson(t *testing.T) {
 	cases = append(cases, &workspacev1.GetFileResponse{}, &workspacev1.ListEntriesResponse{}, &workspacev1.Entry{},
 		&workspacev1.ListProjectsResponse{}, &workspacev1.Project{},
 		&workspacev1.Entry{Type: 42, NonEditableReason: 99, Size: -5},
+		&workspacev1.Entry{ModifiedAt: &timestamppb.Timestamp{Seconds: 0, Nanos: 5000000}},
+		&workspacev1.Entry{ModifiedAt: &timestamppb.Timestamp{Seconds: -62135596800, Nanos: 120000}},
+		&workspacev1.Entry{ModifiedAt: &timestamppb.Timestamp{Seconds: 253402300799, Nanos: 7}},
+		&workspacev1.Project{ModifiedAt: &timestamppb.Timestamp{Seconds: 1700000000, Nanos: 100000000}},
 		&workspacev1.ListEntriesResponse{Entries: []*workspacev1.Entry{{}, {Name: "x"}}},
 		&workspacev1.GetFileResponse{Content: strings.Repeat("line\n", 1000)})
 	for i, m := range cases {
