@@ -36,8 +36,12 @@ import (
 //
 // What it does not do: x/net/webdav ignores If-Match/If-None-Match and does
 // not map davfs reasons to 412/413/507; a thin wrapper handler must place
-// the request's preconditions in the context (WithPrecondition) and refine
-// statuses (ErrorFromWebDAV). Dead properties (PROPPATCH) are not stored.
+// the request's preconditions in the context (WithPrecondition), refuse a
+// MOVE that CheckWebDAVMove refuses before x/net/webdav deletes an
+// "Overwrite: T" destination, and refine statuses (ErrorFromWebDAV). Dead
+// properties (PROPPATCH) are not stored (403 per property). x/net/webdav
+// lets http.ServeContent sniff a GET's Content-Type; set it from
+// ContentType first.
 //
 // The virtual directories' ETags: "/" has a constant ETag; "/projects/" and
 // "/global/" carry a digest of their children's names and revisions, so they
@@ -258,26 +262,9 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 // directories, are fs.ErrPermission.
 func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	const op = "rename"
-	src, err := parse(op, oldName)
+	src, dst, err := checkMove(op, oldName, newName)
 	if err != nil {
 		return err
-	}
-	dst, err := parse(op, newName)
-	if err != nil {
-		return err
-	}
-	if src.level != levelWorkspace || src.isWorkspaceRoot() {
-		if src.level == levelNone {
-			return wrapErr(op, src.name, errNotFound())
-		}
-		return readOnlyErr(op, src.name, "this directory cannot be moved")
-	}
-	if dst.level != levelWorkspace || dst.isWorkspaceRoot() || dst.ws != src.ws {
-		return wrapErr(op, src.name, &Error{
-			Code:    CodePermissionDenied,
-			Reason:  ReasonReadOnly,
-			Message: "entries can only be moved within one workspace",
-		})
 	}
 	expected, err := d.expectedRevision(ctx, op, src)
 	if err != nil {
@@ -285,6 +272,41 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	}
 	_, err = d.fs.MoveEntry(ctx, src.ws, src.path, dst.path, expected)
 	return wrapErr(op, src.name, err)
+}
+
+// CheckWebDAVMove reports, without touching the disk, whether a WebDAV
+// Rename(src, dst) can be allowed at all: both names in one workspace,
+// neither a virtual directory nor a project root. It returns the error
+// Rename would return. A handler must ask it before x/net/webdav's MOVE:
+// with "Overwrite: T" that handler deletes an existing destination
+// (RemoveAll) before it calls Rename, so a move refused only by Rename
+// would still have lost the destination.
+func CheckWebDAVMove(src, dst string) error {
+	_, _, err := checkMove("rename", src, dst)
+	return err
+}
+
+func checkMove(op, oldName, newName string) (src, dst target, err error) {
+	if src, err = parse(op, oldName); err != nil {
+		return src, dst, err
+	}
+	if dst, err = parse(op, newName); err != nil {
+		return src, dst, err
+	}
+	if src.level != levelWorkspace || src.isWorkspaceRoot() {
+		if src.level == levelNone {
+			return src, dst, wrapErr(op, src.name, errNotFound())
+		}
+		return src, dst, readOnlyErr(op, src.name, "this directory cannot be moved")
+	}
+	if dst.level != levelWorkspace || dst.isWorkspaceRoot() || dst.ws != src.ws {
+		return src, dst, wrapErr(op, src.name, &Error{
+			Code:    CodePermissionDenied,
+			Reason:  ReasonReadOnly,
+			Message: "entries can only be moved within one workspace",
+		})
+	}
+	return src, dst, nil
 }
 
 // expectedRevision is the revision a RemoveAll or Rename of t must see at

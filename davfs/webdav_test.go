@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,6 +173,15 @@ func wdPreconditions(next http.Handler) http.Handler {
 		if set {
 			p.Target = r.URL.Path
 			r = r.WithContext(davfs.WithPrecondition(r.Context(), p))
+		}
+		if r.Method == "MOVE" {
+			// Refuse before x/net/webdav deletes an Overwrite: T destination.
+			if u, err := url.Parse(r.Header.Get("Destination")); err == nil {
+				if err := davfs.CheckWebDAVMove(r.URL.Path, u.Path); err != nil {
+					http.Error(w, "Forbidden", http.StatusForbidden)
+					return
+				}
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -837,6 +847,24 @@ func TestWebDAVMove(t *testing.T) {
 	if got := move("/projects/demo/lib/main.go", "/projects/other/main.go", nil); got != http.StatusForbidden {
 		t.Errorf("MOVE across projects = %d; want 403", got)
 	}
+	// Overwrite: T onto an existing file in another project: refused
+	// before anything is deleted.
+	if got := move("/projects/demo/lib/main.go", "/projects/other/README.md", map[string]string{"Overwrite": "T"}); got != http.StatusForbidden {
+		t.Errorf("MOVE across projects with Overwrite: T = %d; want 403", got)
+	}
+	if got := wdRead(t, filepath.Join(e.projects, "other", "README.md")); got != wdOtherRd {
+		t.Errorf("refused MOVE changed the destination")
+	}
+	// Within a project, Overwrite: T replaces the destination.
+	if got := move("/projects/demo/lib/main.go", "/projects/demo/lib/README.md", map[string]string{"Overwrite": "T"}); got != http.StatusNoContent {
+		t.Errorf("MOVE Overwrite: T within a project = %d; want 204", got)
+	}
+	if got := wdRead(t, filepath.Join(demo, "lib", "README.md")); !strings.Contains(got, "edited") {
+		t.Errorf("MOVE Overwrite: T left %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(demo, "lib", "main.go"), []byte("package main // edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{
 		filepath.Join(demo, "lib", "main.go"),
 		filepath.Join(e.codex, "AGENTS.md"),
@@ -954,6 +982,9 @@ func TestWebDAVFileSystemContract(t *testing.T) {
 		{"RemoveAll /projects", e.dav.RemoveAll(ctx, "/projects"), os.IsPermission},
 		{"Rename project", e.dav.Rename(ctx, "/projects/demo", "/projects/demo2"), os.IsPermission},
 		{"Rename across projects", e.dav.Rename(ctx, "/projects/demo/README.md", "/projects/other/README2.md"), os.IsPermission},
+		{"CheckWebDAVMove across projects", davfs.CheckWebDAVMove("/projects/demo/README.md", "/projects/other/README.md"), os.IsPermission},
+		{"CheckWebDAVMove Global to project", davfs.CheckWebDAVMove("/global/AGENTS.md", "/projects/demo/AGENTS.md"), os.IsPermission},
+		{"CheckWebDAVMove a project", davfs.CheckWebDAVMove("/projects/demo", "/projects/demo2"), os.IsPermission},
 		{"Open O_APPEND", wdErr(e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY|os.O_APPEND, 0)), os.IsPermission},
 		{"Open O_WRONLY no O_TRUNC", wdErr(e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY, 0)), os.IsPermission},
 		{"Open O_CREATE|O_EXCL existing", wdErr(e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)), os.IsExist},
