@@ -234,6 +234,34 @@ func TestGatewayWebDAVWritablePreconditions(t *testing.T) {
 	if recs[0]["action"] != "webdav.PUT" || fmt.Sprint(recs[0]["http_status"]) != "428" || recs[0]["source_path"] != "README.md" {
 		t.Errorf("audit %v", recs[0])
 	}
+
+	// A create, then a move with the current ETag, both audited without
+	// content.
+	const content = "content-that-must-not-be-audited"
+	r = st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/src/new.txt", strings.NewReader(content), "If-None-Match", "*", "X-Request-ID", "rid-create")
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	etag := st.do(t, "basic", "HEAD", "/dav/codex-a/projects/demo/src/new.txt", nil).header.Get("ETag")
+	r = st.do(t, "basic", "MOVE", "/dav/codex-a/projects/demo/src/new.txt", nil, "If-Match", etag,
+		"Destination", st.gw.URL+"/dav/codex-a/projects/demo/moved.txt", "X-Request-ID", "rid-move")
+	if r.status != 201 && r.status != 204 {
+		t.Fatalf("move: %d %s", r.status, r.body)
+	}
+	b, _ := os.ReadFile(filepath.Join(st.sidecars["codex-a"].ProjectsDir, "demo/moved.txt"))
+	if string(b) != content {
+		t.Errorf("moved file = %q", b)
+	}
+	move := waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == "rid-move" }, 1)[0]
+	if move["action"] != "webdav.MOVE" || move["result"] != "ok" || move["source_path"] != "src/new.txt" ||
+		move["destination_path"] != "moved.txt" || move["operator"] != gatewaytest.AdminOperator {
+		t.Errorf("move audit %v", move)
+	}
+	waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == "rid-create" && r["result"] == "ok" }, 1)
+	raw, _ := os.ReadFile(st.gw.AuditFile)
+	if strings.Contains(string(raw), content) {
+		t.Error("the audit file contains file content")
+	}
 }
 
 func TestGatewayWebDAVStoppedSidecar(t *testing.T) {
