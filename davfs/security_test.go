@@ -181,6 +181,26 @@ func secRows() []secRow {
 		{name: "global dot-dot", ws: G, path: "skills/../auth.json", want: secWantInvalid, davWant: &secWantOutsideOrInvalid},
 		{name: "absolute path", ws: P, path: "/ok.txt", want: secWantInvalid, noDav: true},
 
+		// A legitimate directory holding traps: any outcome is acceptable,
+		// but a recursive delete or a move must never follow the links
+		// (the canaries and the tree outside "tree" must stay intact).
+		{name: "directory holding links to outside", layout: []string{
+			"projects/p/tree/a.txt", "projects/p/tree/sub/b.txt",
+			"projects/p/tree/sub/escape => ../../../../outside/dir",
+			"projects/p/tree/sub/abs => /outside",
+			"projects/p/tree/sub/sib => ../../../q",
+			"projects/p/tree/h.json == codex/auth.json",
+			"projects/p/tree/node_modules/m.js",
+			"projects/p/tree/.git/config",
+			"projects/p/tree/pipe |",
+		}, ws: P, path: "tree", want: secWantAny},
+		{name: "skills directory holding links to CODEX_HOME", layout: []string{
+			"codex/skills/tree/a.md",
+			"codex/skills/tree/up => ../..",
+			"codex/skills/tree/auth => ../../auth.json",
+			"codex/skills/tree/h.json == codex/auth.json",
+		}, ws: G, path: "skills/tree", want: secWantAny},
+
 		// FIFOs are never opened for content: no request may hang.
 		{name: "fifo", layout: []string{"projects/p/pipe |"}, ws: P, path: "pipe", over: fifo, finalExists: true},
 	}
@@ -1140,4 +1160,88 @@ func secAllLayouts() []string {
 		}
 	}
 	return all
+}
+
+// TestSecProjectsRoot: CreateProject and DeleteProject against the same
+// traps. Deleting a project full of links removes the project and nothing
+// else; a symlinked or denylisted "project" is never deleted or followed.
+func TestSecProjectsRoot(t *testing.T) {
+	layout := []string{
+		"projects/victim/a.txt",
+		"projects/victim/d/b.txt",
+		"projects/victim/d/escape => ../../../outside/dir",
+		"projects/victim/d/abs => /outside",
+		"projects/victim/sib => ../q",
+		"projects/victim/root => ..",
+		"projects/victim/h.json == codex/auth.json",
+		"projects/victim/.git/config",
+		"projects/victim/node_modules/x/m.js",
+		"projects/victim/pipe |",
+		"projects/evil => ../outside/dir",
+		"projects/node_modules/m.js",
+		"projects/.git/config",
+		"projects/file.txt",
+	}
+	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+		cases := []struct {
+			name, project, confirm string
+			wantCode               davfs.Code
+			wantReasons            []davfs.Reason
+			gone                   string // host path (rel to base) that must disappear
+		}{
+			{"delete project full of links", "victim", "victim", davfs.CodeOK, nil, "projects/victim"},
+			{"confirmation mismatch", "victim", "victim2", davfs.CodeInvalidArgument, []davfs.Reason{davfs.ReasonConfirmationMismatch}, ""},
+			{"symlinked project", "evil", "evil", davfs.CodeNotFound, []davfs.Reason{davfs.ReasonProjectNotFound, davfs.ReasonSymlink}, ""},
+			{"file, not a project", "file.txt", "file.txt", davfs.CodeNotFound, []davfs.Reason{davfs.ReasonProjectNotFound}, ""},
+			{"denylisted project", "node_modules", "node_modules", davfs.CodePermissionDenied, []davfs.Reason{davfs.ReasonDenylisted, davfs.ReasonInvalidName}, ""},
+			{".git project", ".git", ".git", davfs.CodePermissionDenied, []davfs.Reason{davfs.ReasonDenylisted, davfs.ReasonInvalidName}, ""},
+			{"dot-dot", "..", "..", davfs.CodeInvalidArgument, []davfs.Reason{davfs.ReasonInvalidName}, ""},
+			{"slash", "victim/d", "victim/d", davfs.CodeInvalidArgument, []davfs.Reason{davfs.ReasonInvalidName}, ""},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				e := secNewEnv(t, "", layout, tweak)
+				before := secSnapshot(t, e.base)
+				err := secWithTimeout(t, 10*time.Second, func() { secUnblockFIFOs(e.base, layout) }, func() error {
+					return e.fs.DeleteProject(context.Background(), tc.project, tc.confirm)
+				})
+				secCheckDavErr(t, "DeleteProject", err, e.base)
+				c := davfs.CodeOf(err)
+				if davfs.ReasonOf(err) == davfs.ReasonSymlink && slices.Contains(tc.wantReasons, davfs.ReasonSymlink) {
+					c = tc.wantCode // PermissionDenied/SYMLINK is as good as NotFound for a symlink
+				}
+				if c != tc.wantCode {
+					t.Errorf("DeleteProject(%q): code %v (%s); want %v", tc.project, c, davfs.ReasonOf(err), tc.wantCode)
+				} else if err != nil && len(tc.wantReasons) > 0 && !slices.Contains(tc.wantReasons, davfs.ReasonOf(err)) {
+					t.Errorf("DeleteProject(%q): reason %s; want one of %v", tc.project, davfs.ReasonOf(err), tc.wantReasons)
+				}
+				after := secSnapshot(t, e.base)
+				skip := func(rel string) bool { return tc.gone != "" && secUnder(rel, tc.gone) }
+				for _, d := range secDiff(before, after, skip) {
+					t.Errorf("DeleteProject(%q) changed something else: %s", tc.project, d)
+				}
+				if tc.gone != "" {
+					if _, ok := after[tc.gone]; ok {
+						t.Errorf("%s still exists", tc.gone)
+					}
+				}
+			})
+		}
+
+		// CreateProject never touches an existing name of any kind.
+		for _, name := range []string{"evil", "file.txt", "victim", "node_modules", ".git", "..", "a/b", "", "-x", strings.Repeat("n", 129)} {
+			t.Run("create "+name, func(t *testing.T) {
+				e := secNewEnv(t, "", layout, tweak)
+				before := secSnapshot(t, e.base)
+				err := secTry(func() error { _, err := e.fs.CreateProject(context.Background(), name); return err })
+				if err == nil {
+					t.Fatalf("CreateProject(%q) succeeded", name)
+				}
+				secCheckDavErr(t, "CreateProject", err, e.base)
+				for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+					t.Errorf("CreateProject(%q) changed the tree: %s", name, d)
+				}
+			})
+		}
+	})
 }
