@@ -444,3 +444,22 @@ func TestErrorBodiesAreScrubbed(t *testing.T) {
 		t.Errorf("body %q", b)
 	}
 }
+
+// File content is never rewritten: a user's XML file full of DAV:href
+// elements and even the sidecar's address comes back byte for byte.
+func TestGetContentIsNotRewritten(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		e := newEnv(t, false, be)
+		content := `<?xml version="1.0"?><D:multistatus xmlns:D="DAV:"><D:href>/projects/demo/x</D:href><D:href>http://` + e.a.base.Host + `/global/</D:href></D:multistatus>`
+		e.a.writeFile(t, "projects/demo/data.xml", []byte(content))
+		req, _ := http.NewRequest("GET", e.srv.URL+"/dav/a/projects/demo/data.xml", nil)
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, resp.Body)
+		if resp.StatusCode != 200 || got != content {
+			t.Errorf("GET data.xml: %d\n got %s\nwant %s", resp.StatusCode, got, content)
+		}
+	})
+}

@@ -75,6 +75,11 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 			hdr.Del("Destination")
 		}
 	}
+	if pr.In.Method != http.MethodGet {
+		// Multistatus and error bodies must arrive uncompressed to be
+		// rewritten; GET (file content) keeps the client's choice.
+		hdr.Del("Accept-Encoding")
+	}
 	if m := pr.In.Method; m == "COPY" || m == "MOVE" {
 		// Never overwrite an existing destination: that would replace it
 		// without any revision check. Clients delete it first (with
@@ -121,6 +126,16 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	}
 	if resp.Body == nil || resp.Body == http.NoBody || resp.Request.Method == http.MethodHead {
 		return nil
+	}
+	// A successful GET carries file content: never touched, whatever its
+	// type (a user's XML file may well contain DAV:href elements).
+	if resp.Request.Method == http.MethodGet && resp.StatusCode < 400 {
+		return nil
+	}
+	if enc := hdr.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		// rewrite() asks for identity on every method but GET; an encoded
+		// WebDAV body could not be rewritten or scrubbed.
+		return errors.New("davproxy: sidecar sent an encoded WebDAV response")
 	}
 	switch {
 	case isXMLContentType(hdr.Get("Content-Type")):
