@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -249,4 +250,159 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 		}
 		return "Stat", err
 	}
+}
+
+// TestSecRaceRecursiveDelete: the host keeps rebuilding p/t with a subdir
+// s that it exchanges with a symlink to an outside canary dir, while
+// workers recursively delete (and move then delete) t through davfs. The
+// recursive walk must never follow the link: the canary dir survives.
+func TestSecRaceRecursiveDelete(t *testing.T) {
+	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+		layout := []string{"outside/t/keep1.txt", "outside/t/deep/keep2.txt", "outside/t/s/keep3.txt"}
+		e := secNewEnv(t, "", layout, tweak)
+		outsideBefore := secSnapshot(t, filepath.Join(e.base, "outside"))
+		tdir := filepath.Join(e.projects(), "p", "t")
+		rebuild := func() {
+			secBuild(t, e.base, []string{"projects/p/t/s/f1.txt", "projects/p/t/s/sub/f2.txt", "projects/p/t/top.txt"})
+			_ = unix.Symlink("../../../outside/t", filepath.Join(tdir, "link"))
+		}
+		rebuild()
+
+		ctx := context.Background()
+		P := secProject("p")
+		stop := make(chan struct{})
+		var swaps, rebuilds atomic.Int64
+		var swapWG sync.WaitGroup
+		swapWG.Add(1)
+		go func() {
+			defer swapWG.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(tdir, "s"), unix.AT_FDCWD, filepath.Join(tdir, "link"), unix.RENAME_EXCHANGE)
+				if err == nil {
+					swaps.Add(1)
+					continue
+				}
+				// davfs removed (part of) the tree: put it back.
+				_ = os.Remove(filepath.Join(tdir, "link"))
+				if fi, err := os.Lstat(filepath.Join(tdir, "s")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+					_ = os.Remove(filepath.Join(tdir, "s"))
+				}
+				secBuildQuiet(e.base, []string{"projects/p/t/s/f1.txt", "projects/p/t/s/sub/f2.txt", "projects/p/t/top.txt"})
+				_ = unix.Symlink("../../../outside/t", filepath.Join(tdir, "link"))
+				rebuilds.Add(1)
+			}
+		}()
+
+		var ok, failed atomic.Int64
+		deadline := time.Now().Add(secRaceTimeCap)
+		var wg sync.WaitGroup
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < secRaceIterations && time.Now().Before(deadline); i++ {
+					var err error
+					if (i+w)%2 == 0 {
+						rev := secRev(ctx, e, P, "t")
+						err = secTry(func() error { return e.fs.DeleteEntry(ctx, P, "t", rev, true) })
+					} else {
+						dst := fmt.Sprintf("moved%d", w)
+						rev := secRev(ctx, e, P, "t")
+						err = secTry(func() error { _, err := e.fs.MoveEntry(ctx, P, "t", dst, rev); return err })
+						if err == nil {
+							rev2 := secRev(ctx, e, P, dst)
+							err = secTry(func() error { return e.fs.DeleteEntry(ctx, P, dst, rev2, true) })
+						}
+					}
+					if err != nil {
+						secCheckDavErr(t, "DeleteEntry/MoveEntry", err, e.base)
+						failed.Add(1)
+					} else {
+						ok.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		swapWG.Wait()
+		t.Logf("%d swaps, %d rebuilds, %d successful deletes/moves, %d refused", swaps.Load(), rebuilds.Load(), ok.Load(), failed.Load())
+		if ok.Load() == 0 {
+			t.Errorf("no recursive delete ever succeeded: the race was not exercised")
+		}
+		for _, d := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+			t.Errorf("outside the root changed: %s", d)
+		}
+	})
+}
+
+// secBuildQuiet is secBuild without failing (for background goroutines).
+func secBuildQuiet(base string, files []string) {
+	for _, f := range files {
+		p := filepath.Join(base, f)
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		_ = os.WriteFile(p, secContent(f), 0o644)
+	}
+}
+
+// TestSecSwapDuringUpload: an upload is streaming into its temp file when
+// its directory is renamed away and replaced by a symlink to an outside
+// canary dir. The commit must land in the original directory (the fd davfs
+// resolved) or fail; it must never create or replace anything outside.
+func TestSecSwapDuringUpload(t *testing.T) {
+	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+		for _, target := range []string{"d/new.txt", "d/f.txt"} {
+			t.Run(target, func(t *testing.T) {
+				e := secNewEnv(t, "", []string{"projects/p/d/f.txt", "outside/d/f.txt", "outside/d/keep.txt"}, tweak)
+				outsideBefore := secSnapshot(t, filepath.Join(e.base, "outside"))
+				ctx := context.Background()
+				P := secProject("p")
+				pre := davfs.Precondition{}
+				if target == "d/f.txt" {
+					pre.IfMatch = secRev(ctx, e, P, target)
+				}
+				pr, pw := io.Pipe()
+				done := make(chan error, 1)
+				go func() {
+					done <- secTry(func() error {
+						_, _, err := e.fs.WriteStream(ctx, P, target, pr, 1<<20, pre)
+						return err
+					})
+				}()
+				if _, err := pw.Write([]byte("first half ")); err != nil {
+					t.Fatalf("upload ended early: %v", err)
+				}
+				d := filepath.Join(e.projects(), "p", "d")
+				if err := os.Rename(d, d+"-moved"); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink("../../outside/d", d); err != nil {
+					t.Fatal(err)
+				}
+				_, _ = pw.Write([]byte("second half\n"))
+				_ = pw.Close()
+				var err error
+				select {
+				case err = <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("WriteStream did not return")
+				}
+				secCheckDavErr(t, "WriteStream", err, e.base)
+				t.Logf("WriteStream after the swap: %v", err)
+				for _, df := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+					t.Errorf("upload wrote outside the root: %s", df)
+				}
+				for _, n := range secDirNames(t, d+"-moved") {
+					if n != "f.txt" && !(err == nil && n == "new.txt") {
+						t.Errorf("the original directory holds %q after the upload (a temp file left behind?)", n)
+					}
+				}
+			})
+		}
+	})
 }
