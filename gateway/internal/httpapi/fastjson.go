@@ -71,66 +71,51 @@ func (e *enc) key(k string, first bool) {
 	e.b = append(e.b, '"', ':')
 }
 
+// str appends s as protojson does: only '"', '\\' and control characters
+// are escaped; invalid UTF-8 is refused. One pass, copying unescaped runs.
 func (e *enc) str(s string) {
 	e.b = append(e.b, '"')
-	i := needEscape(s)
-	e.b = append(e.b, s[:i]...)
-	s = s[i:]
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			e.err = errFastJSON // protojson refuses invalid UTF-8
-			return
-		case r < ' ' || r == '"' || r == '\\':
-			e.b = append(e.b, '\\')
-			switch r {
-			case '"', '\\':
-				e.b = append(e.b, byte(r))
-			case '\b':
-				e.b = append(e.b, 'b')
-			case '\f':
-				e.b = append(e.b, 'f')
-			case '\n':
-				e.b = append(e.b, 'n')
-			case '\r':
-				e.b = append(e.b, 'r')
-			case '\t':
-				e.b = append(e.b, 't')
-			default:
-				e.b = append(e.b, 'u')
-				e.b = append(e.b, "0000"[1+(bits.Len32(uint32(r))-1)/4:]...)
-				e.b = strconv.AppendUint(e.b, uint64(r), 16)
-			}
-			s = s[n:]
-		default:
-			j := needEscape(s[n:])
-			e.b = append(e.b, s[:n+j]...)
-			s = s[n+j:]
-		}
-	}
-	e.b = append(e.b, '"')
-}
-
-// needEscape returns the index of the first byte that needs escaping or
-// is invalid UTF-8; valid multi-byte runes are skipped whole.
-func needEscape(s string) int {
+	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			if c < ' ' || c == '"' || c == '\\' {
-				return i
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				e.err = errFastJSON // protojson refuses invalid UTF-8
+				return
 			}
+			i += n
+			continue
+		}
+		if c >= ' ' && c != '"' && c != '\\' {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
+		e.b = append(e.b, s[start:i]...)
+		e.b = append(e.b, '\\')
+		switch c {
+		case '"', '\\':
+			e.b = append(e.b, c)
+		case '\b':
+			e.b = append(e.b, 'b')
+		case '\f':
+			e.b = append(e.b, 'f')
+		case '\n':
+			e.b = append(e.b, 'n')
+		case '\r':
+			e.b = append(e.b, 'r')
+		case '\t':
+			e.b = append(e.b, 't')
+		default:
+			e.b = append(e.b, 'u')
+			e.b = append(e.b, "0000"[1+(bits.Len32(uint32(c))-1)/4:]...)
+			e.b = strconv.AppendUint(e.b, uint64(c), 16)
 		}
-		i += n
+		i++
+		start = i
 	}
-	return len(s)
+	e.b = append(e.b, s[start:]...)
+	e.b = append(e.b, '"')
 }
 
 func (e *enc) boolean(v bool) {
