@@ -461,5 +461,12 @@ func TestGetContentIsNotRewritten(t *testing.T) {
 		if resp.StatusCode != 200 || got != content {
 			t.Errorf("GET data.xml: %d\n got %s\nwant %s", resp.StatusCode, got, content)
 		}
+		// An agent-written HTML file must not run in the gateway's origin.
+		e.a.writeFile(t, "projects/demo/page.html", []byte("<script>fetch('/api/v1/agent-gateway/agents')</script>"))
+		r := e.do(t, "GET", "/dav/a/projects/demo/page.html", nil)
+		if csp := r.header.Get("Content-Security-Policy"); r.status != 200 || !strings.Contains(csp, "sandbox") || !strings.Contains(csp, "default-src 'none'") ||
+			r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("page.html: %d CSP %q nosniff %q", r.status, csp, r.header.Get("X-Content-Type-Options"))
+		}
 	})
 }

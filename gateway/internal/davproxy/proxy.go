@@ -105,6 +105,10 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	for _, k := range []string{"Server", "X-Powered-By", "X-Request-Id", "Set-Cookie"} {
 		hdr.Del(k)
 	}
+	// Files come from the agent's volume: a browser must never run them
+	// as part of the gateway's origin (where the portal session lives).
+	hdr.Set("Content-Security-Policy", contentCSP)
+	hdr.Set("X-Content-Type-Options", "nosniff")
 	for _, k := range []string{"Location", "Content-Location"} {
 		if v := hdr.Get(k); v != "" {
 			hdr.Set(k, h.clientHref(v, st))
@@ -163,6 +167,10 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	}
 	return nil
 }
+
+// contentCSP sandboxes whatever a browser renders from the WebDAV view: no
+// script, no same-origin access, nothing loaded.
+const contentCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
 // clientHref maps a sidecar href (a path, or an absolute URL on the
 // sidecar) to the client's /dav/{agent}/... path. Only the path is kept, so
