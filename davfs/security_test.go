@@ -201,9 +201,27 @@ func secRows() []secRow {
 			"codex/skills/tree/h.json == codex/auth.json",
 		}, ws: G, path: "skills/tree", want: secWantAny},
 
+		// Roots and protected Global names (PRD 5.4, 7.9, 7.10): anything
+		// goes except removing or renaming them.
+		{name: "project root", ws: P, path: "", want: secWantAny, over: secProtected(secWantRootRefused)},
+		{name: "global root", ws: G, path: "", want: secWantAny, over: secProtected(secWantRootRefused)},
+		{name: "global skills root", ws: G, path: "skills", want: secWantAny, over: secProtected(secDeny(davfs.ReasonProtected))},
+		{name: "global AGENTS.md", ws: G, path: "AGENTS.md", want: secWantAny, over: map[string]secWant{
+			"MoveSrc": secDeny(davfs.ReasonProtected), "WebDAV.RenameS": secDeny(davfs.ReasonProtected),
+			"MoveDst": secDeny(davfs.ReasonProtected).or(secWantExists), "WebDAV.RenameD": secDeny(davfs.ReasonProtected).or(secWantExists),
+		}},
+
 		// FIFOs are never opened for content: no request may hang.
 		{name: "fifo", layout: []string{"projects/p/pipe |"}, ws: P, path: "pipe", over: fifo, finalExists: true},
 	}
+}
+
+// secWantRootRefused: a workspace root cannot be moved or deleted.
+var secWantRootRefused = secWant{codes: []davfs.Code{davfs.CodePermissionDenied, davfs.CodeInvalidArgument, davfs.CodeFailedPrecondition}}
+
+// secProtected makes the delete and rename operations require w.
+func secProtected(w secWant) map[string]secWant {
+	return map[string]secWant{"MoveSrc": w, "DeleteEntry": w, "WebDAV.Remove": w, "WebDAV.RenameS": w}
 }
 
 // secOpResult is what one operation did.
