@@ -64,18 +64,25 @@ func (q *request) put() {
 		q.status(http.StatusRequestEntityTooLarge, "the body exceeds the upload limit of "+strconv.FormatInt(max, 10)+" bytes")
 		return
 	}
-	cur, err := q.stat(t)
-	if err != nil {
-		q.fail(err, true)
-		return
-	}
-	if cur.exists && cur.dir {
-		q.status(http.StatusMethodNotAllowed, "cannot PUT over a collection")
-		return
-	}
-	pre, ok := q.preconditions(t, cur, []lockReq{{name: t.href, member: !cur.exists}})
-	if !ok {
-		return
+	var pre davfs.Precondition
+	hdr := q.r.Header
+	if hdr.Get("If-Match") != "" || hdr.Get("If-None-Match") != "" || hdr.Get("If") != "" || q.h.locks.count.Load() > 0 {
+		// Only conditional requests and lock checks need the current state;
+		// a blind PUT goes straight to davfs (one resolution, no revision
+		// computed for the bytes about to be replaced).
+		cur, err := q.stat(t)
+		if err != nil {
+			q.fail(err, true)
+			return
+		}
+		if cur.exists && cur.dir {
+			q.status(http.StatusMethodNotAllowed, "cannot PUT over a collection")
+			return
+		}
+		var ok bool
+		if pre, ok = q.preconditions(t, cur, []lockReq{{name: t.href, member: !cur.exists}}); !ok {
+			return
+		}
 	}
 	// A PUT without If-Match / If-None-Match replaces whatever is there
 	// (RFC 9110): nothing is pinned for the commit.
@@ -91,6 +98,9 @@ func (q *request) put() {
 		case body.readErr:
 			q.detail = err
 			q.status(http.StatusBadRequest, "the request body was cut short; nothing was written")
+		case davfs.ReasonOf(err) == davfs.ReasonNotAFile:
+			q.detail = err
+			q.status(http.StatusMethodNotAllowed, "cannot PUT over a collection")
 		default:
 			q.fail(err, true)
 		}
