@@ -72,16 +72,37 @@ func main() {
 		if rep != nil || runErr != nil {
 			return // testing.Benchmark may call again with a larger N
 		}
-		rep, runErr = run(b, p)
+		rep, runErr = run(verboseTB{b}, p)
 	})
-	if runErr != nil || rep == nil {
-		fmt.Fprintf(os.Stderr, "gatewaybench: failed: %v (%s)\n", runErr, res)
+	if runErr != nil {
+		fmt.Fprintf(os.Stderr, "gatewaybench: failed: %v\n", runErr)
+		os.Exit(1)
+	}
+	if rep == nil {
+		fmt.Fprintf(os.Stderr, "gatewaybench: failed (see the messages above; %s)\n", strings.TrimSpace(res.String()))
 		os.Exit(1)
 	}
 	rep.print(os.Stdout, p)
 }
 
-func run(b *testing.B, p params) (*report, error) {
+// verboseTB prints what the harnesses report: testing.Benchmark discards a
+// *testing.B's log outside `go test`.
+type verboseTB struct{ *testing.B }
+
+func (t verboseTB) Log(args ...any)                 { fmt.Fprintln(os.Stderr, args...) }
+func (t verboseTB) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+func (t verboseTB) Error(args ...any)               { t.Log(args...); t.B.Fail() }
+func (t verboseTB) Errorf(format string, args ...any) {
+	t.Logf(format, args...)
+	t.B.Fail()
+}
+func (t verboseTB) Fatal(args ...any) { t.Log(args...); t.B.FailNow() }
+func (t verboseTB) Fatalf(format string, args ...any) {
+	t.Logf(format, args...)
+	t.B.FailNow()
+}
+
+func run(b verboseTB, p params) (*report, error) {
 	b.Helper()
 	projects, err := os.MkdirTemp("", "gatewaybench-")
 	if err != nil {
