@@ -3,7 +3,9 @@ package davhandler_test
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -196,5 +198,60 @@ func TestRclone(t *testing.T) {
 	mustRun("copyto", "--ignore-times", "--header-upload", "If-Match: "+resp.Header.Get("ETag"), local, "dav:projects/demo/up.txt")
 	if got, _ := os.ReadFile(hostUp); string(got) != "stale writer" {
 		t.Fatalf("fresh If-Match upload: %q", got)
+	}
+}
+
+// TestRealSidecarUnreadableChild: the sidecar runs as UID 1000 (as in
+// production), so a root-owned 0600 file and a 0700 directory in a project
+// are unreadable to it; PROPFIND on their parent still answers 207 with
+// well-formed XML, and GET of the file is refused cleanly.
+func TestRealSidecarUnreadableChild(t *testing.T) {
+	sc := startSidecar(t, map[string]map[string]string{"demo": {"dir/ok.txt": "ok"}})
+	dir := filepath.Join(sc.ProjectsDir, "demo", "dir")
+	if err := os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "closed"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		// Without root the files belong to the sidecar's own user: take the
+		// permission away instead.
+		os.Chmod(filepath.Join(dir, "secret.txt"), 0o000)
+		os.Chmod(filepath.Join(dir, "closed"), 0o000)
+		t.Cleanup(func() { os.Chmod(filepath.Join(dir, "closed"), 0o700) })
+	}
+	req, _ := http.NewRequest("PROPFIND", sc.DavURL+"/projects/demo/dir/", nil)
+	req.Header.Set("Depth", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 207 {
+		t.Fatalf("PROPFIND: %d %s", resp.StatusCode, body)
+	}
+	d := xml.NewDecoder(bytes.NewReader(body))
+	d.Strict = true
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed: %v\n%s", err, body)
+		}
+	}
+	if !strings.Contains(string(body), "ok.txt") {
+		t.Fatalf("readable sibling missing:\n%s", body)
+	}
+	resp, err = http.Get(sc.DavURL + "/projects/demo/dir/secret.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == 200 || resp.StatusCode >= 500 {
+		t.Fatalf("GET of an unreadable file: %d", resp.StatusCode)
 	}
 }
