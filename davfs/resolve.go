@@ -65,7 +65,10 @@ func (f *FS) openBeneath(r root, segs []string, flags int) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if flags&unix.O_PATH != 0 {
+	if flags&unix.O_PATH != 0 && flags&unix.O_DIRECTORY == 0 {
+		// With O_DIRECTORY a trailing symlink fails with ENOTDIR (checked
+		// on this kernel family); without it O_PATH|O_NOFOLLOW returns an
+		// fd for the link itself, refused here.
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)

@@ -221,9 +221,12 @@ func (f *FS) fileContent(fd int, st *unix.Stat_t, keep bool) (content, []byte, e
 			return content{}, nil, err
 		}
 		if ok && keyOf(&after) == keyOf(st) {
-			c := contentOf(data)
-			if cacheable(st) {
-				f.cache.put(keyOf(st), c)
+			c, hit := f.cache.get(keyOf(st))
+			if !hit {
+				c = contentOf(data)
+				if cacheable(st) {
+					f.cache.put(keyOf(st), c)
+				}
 			}
 			if pooled != nil {
 				*pooled = data[:0]
@@ -246,3 +249,66 @@ func (f *FS) fileContent(fd int, st *unix.Stat_t, keep bool) (content, []byte, e
 
 // errBusy: a file kept changing while davfs read it.
 var errBusy = errors.New("davfs: file kept changing while being read")
+
+// textScan hashes and classifies a stream chunk by chunk (WriteStream), with
+// the same result as contentOf on the concatenation.
+type textScan struct {
+	d     *xxhash.Digest
+	class NonEditableReason
+	carry []byte // an incomplete UTF-8 sequence at the end of the last chunk
+}
+
+func newTextScan() *textScan { return &textScan{d: xxhash.New()} }
+
+func (t *textScan) write(b []byte) {
+	t.d.Write(b)
+	if t.class == NotEditableBinary {
+		return
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		t.class = NotEditableBinary
+		return
+	}
+	if t.class != EditableOK {
+		return
+	}
+	if len(t.carry) > 0 {
+		// Complete the carried sequence with up to 3 bytes of b.
+		need := min(len(b), utf8.UTFMax-len(t.carry))
+		joined := append(append([]byte{}, t.carry...), b[:need]...)
+		r, size := utf8.DecodeRune(joined)
+		switch {
+		case r == utf8.RuneError && size <= 1 && !utf8.FullRune(joined):
+			t.carry = joined // still incomplete (b was tiny)
+			return
+		case r == utf8.RuneError && size <= 1:
+			t.class = NotEditableNotUTF8
+			return
+		}
+		b = b[size-len(t.carry):]
+		t.carry = t.carry[:0]
+	}
+	// Hold back a trailing incomplete rune.
+	tail := 0
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				tail = len(b) - i
+			}
+			break
+		}
+	}
+	if !utf8.Valid(b[:len(b)-tail]) {
+		t.class = NotEditableNotUTF8
+		return
+	}
+	t.carry = append(t.carry[:0], b[len(b)-tail:]...)
+}
+
+func (t *textScan) result() content {
+	c := content{sum: t.d.Sum64(), class: t.class}
+	if c.class == EditableOK && len(t.carry) > 0 {
+		c.class = NotEditableNotUTF8
+	}
+	return c
+}

@@ -1,8 +1,10 @@
 package davfs
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +97,35 @@ func TestListingSweepsStaleTemp(t *testing.T) {
 	}
 	if e.exists("projects/p/.davfs-tmp-stale") || !e.exists("projects/p/.davfs-tmp-fresh") {
 		t.Fatal("lazy sweep removed the wrong files")
+	}
+}
+
+// TestTextScanMatchesContentOf: streaming classification and hashing equal
+// the one-shot ones for any chunking.
+func TestTextScanMatchesContentOf(t *testing.T) {
+	inputs := []string{"", "abc", "héllo wörld ✓ 日本語 😀", "caf\xe9", "a\x00b", "\xe2\x82", "\xe2\x82\xac",
+		"ok\xf0\x9f\x98", "\xef\xbf\xbd", "\xc0\xaf", "x\xed\xa0\x80y", strings.Repeat("日本😀", 100)}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+			if r.IntN(3) > 0 {
+				b[i] = "aé😀"[r.IntN(7)]
+			}
+		}
+		inputs = append(inputs, string(b))
+	}
+	for _, in := range inputs {
+		want := contentOf([]byte(in))
+		for chunk := 1; chunk <= 5; chunk++ {
+			s := newTextScan()
+			for i := 0; i < len(in); i += chunk {
+				s.write([]byte(in[i:min(i+chunk, len(in))]))
+			}
+			if got := s.result(); got != want {
+				t.Fatalf("%q chunk %d: got %+v want %+v", in, chunk, got, want)
+			}
+		}
 	}
 }

@@ -78,7 +78,9 @@ func errTooLarge(rel string, max int64) *Error {
 
 // writeTemp streams r (at most max bytes; max < 0: no limit) into a new temp
 // file in dirfd, sets mode, fsyncs it. On any error the temp file is gone.
-func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, max int64, mode uint32) (tempFile, error) {
+// If scan is set, the bytes also go through it while the total stays within
+// the editable limit (beyond it revisions are stat-only and scan is unused).
+func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, max int64, mode uint32, scan *textScan) (tempFile, error) {
 	t, err := createTemp(dirfd)
 	if err != nil {
 		return tempFile{}, fsErr(err, rel)
@@ -100,6 +102,9 @@ func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, 
 			total += int64(n)
 			if max >= 0 && total > max {
 				return fail(errTooLarge(rel, max))
+			}
+			if scan != nil && total <= f.cfg.MaxEditableFileSize {
+				scan.write(buf[:n])
 			}
 			for b := buf[:n]; len(b) > 0; {
 				m, err := f.writeFD(t.fd, b)
@@ -203,6 +208,31 @@ func (f *FS) editableTarget(pfd int, w wsPath, want string) (Entry, uint32, erro
 	return e, uint32(st.Mode & 0o777), nil
 }
 
+// precheckTarget is UpdateFile's cheap check before writing the temp file:
+// the type, link count and size from one fstatat, and the revision only if
+// the content hash is cached (the full check runs under the lock anyway).
+func (f *FS) precheckTarget(pfd int, w wsPath, want string) (uint32, error) {
+	var st unix.Stat_t
+	if err := fstatat(pfd, w.name(), &st); err != nil {
+		return 0, fsErr(err, w.rel)
+	}
+	if err := checkRegular(&st, w); err != nil {
+		return 0, err
+	}
+	if st.Size > f.cfg.MaxEditableFileSize {
+		return 0, newErr(CodeResourceExhausted, ReasonTooLarge, nil, "%q is larger than the editable limit", w.rel)
+	}
+	if c, ok := f.cache.get(keyOf(&st)); ok {
+		if contentRevision(c.sum, &st) != want {
+			return 0, errStale(w.rel)
+		}
+		if c.class != EditableOK {
+			return 0, newErr(CodeFailedPrecondition, ReasonNotText, nil, "%q is not an editable text file", w.rel)
+		}
+	}
+	return uint32(st.Mode & 0o777), nil
+}
+
 // UpdateFile atomically replaces an editable file's content if its revision
 // still equals expectedRevision (required: InvalidArgument without it).
 // content must be valid UTF-8 without NUL (InvalidArgument/NOT_TEXT) and at
@@ -235,11 +265,11 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 		return Entry{}, err
 	}
 	defer unix.Close(pfd)
-	_, mode, err := f.editableTarget(pfd, w, expectedRevision)
+	mode, err := f.precheckTarget(pfd, w, expectedRevision)
 	if err != nil {
 		return Entry{}, err
 	}
-	t, err := f.writeTemp(ctx, pfd, w.rel, bytes.NewReader(content), -1, mode)
+	t, err := f.writeTemp(ctx, pfd, w.rel, bytes.NewReader(content), -1, mode, nil)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -299,7 +329,8 @@ func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (unix.Stat_t,
 }
 
 // streamTarget is the state of WriteStream's target.
-func (f *FS) streamTarget(pfd int, w wsPath) (exists bool, rev string, mode uint32, err error) {
+// The revision is only computed when needRev (an If-Match to check).
+func (f *FS) streamTarget(pfd int, w wsPath, needRev bool) (exists bool, rev string, mode uint32, err error) {
 	var st unix.Stat_t
 	if err := fstatat(pfd, w.name(), &st); err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -309,6 +340,9 @@ func (f *FS) streamTarget(pfd int, w wsPath) (exists bool, rev string, mode uint
 	}
 	if err := checkRegular(&st, w); err != nil {
 		return false, "", 0, err
+	}
+	if !needRev {
+		return true, "", uint32(st.Mode & 0o777), nil
 	}
 	e, err := f.entryFromStat(pfd, w, w.name(), &st, 0)
 	if err != nil {
@@ -359,14 +393,15 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 		return Entry{}, false, err
 	}
 	defer unix.Close(pfd)
-	exists, rev, mode, err := f.streamTarget(pfd, w)
+	exists, rev, mode, err := f.streamTarget(pfd, w, pre.IfMatch != "")
 	if err != nil {
 		return Entry{}, false, err
 	}
 	if err := checkPrecondition(w, pre, exists, rev); err != nil {
 		return Entry{}, false, err
 	}
-	t, err := f.writeTemp(ctx, pfd, w.rel, r, maxSize, mode)
+	scan := newTextScan()
+	t, err := f.writeTemp(ctx, pfd, w.rel, r, maxSize, mode, scan)
 	if err != nil {
 		return Entry{}, false, err
 	}
@@ -379,7 +414,7 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 		t.discard(pfd)
 		return Entry{}, false, err
 	}
-	exists, rev, _, err = f.streamTarget(pfd, w)
+	exists, rev, _, err = f.streamTarget(pfd, w, pre.IfMatch != "")
 	if err == nil {
 		err = checkPrecondition(w, pre, exists, rev)
 	}
@@ -395,21 +430,19 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 		}
 		return Entry{}, false, err
 	}
-	defer unix.Close(t.fd)
+	unix.Close(t.fd)
+	// The revision binds what was streamed with the committed inode's stat:
+	// if anything rewrites the file after the rename, its stat moves on and
+	// the next read reports a different revision.
 	e = Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
-	if f.hashedByContent(&st) {
-		// Hash what was committed, read back through the temp fd (page cache).
-		c, _, err := f.fileContent(t.fd, &st, false)
-		if err != nil {
-			e2, serr := f.statEntry(pfd, w, w.name())
-			return e2, !exists, serr
-		}
+	switch {
+	case st.Nlink > 1:
+		e.Reason, e.Revision = NotEditableMultipleLinks, statRevision(&st)
+	case f.hashedByContent(&st):
+		c := scan.result()
 		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
-	} else {
+	default:
 		e.Reason, e.Revision = NotEditableTooLarge, statRevision(&st)
-		if st.Nlink > 1 {
-			e.Reason = NotEditableMultipleLinks
-		}
 	}
 	e.Size, e.ModTime = st.Size, modTime(&st)
 	return e, !exists, nil
