@@ -122,6 +122,7 @@ async function selectAgent(id) {
 }
 
 async function openProject(name) {
+  if ((await $('[data-testid="tab-projects"]').getAttribute('aria-selected')) !== 'true') await $('[data-testid="tab-projects"]').click();
   await projectRow(name).locator('.project-name').click();
   await eventually(async () => (await $('.sidebar-section.files h2').textContent())?.includes(name), `project ${name} opened`);
 }
@@ -195,6 +196,11 @@ test('logout signs out; a non-admin sees the no-access page', async () => {
   await $('[data-testid="login-form"]').waitFor();
   const r = await page.evaluate(async () => (await fetch('/api/v1/agent-gateway/agents')).status);
   expect(r === 401, `API refuses after logout (got ${r})`);
+  await signIn();
+  await $('[data-testid="agent-select"]').waitFor();
+  await context.clearCookies();
+  await $('[data-testid="tab-global"]').click();
+  await eventually(async () => (await $('[data-testid="login-form"] [role="alert"]').textContent())?.includes('session has ended'), 'expired session returns to login');
   await signIn(gw.userToken);
   await $('[data-testid="no-access"]').waitFor();
   expect((await $('[data-testid="no-access"]').textContent()).includes('only for workspace admins'), 'no-access text');
@@ -338,6 +344,27 @@ test('entry actions: rename (F2), move (menu), delete with confirmation (Delete 
   await dialog('new-entry-dialog').locator('input').fill('docs');
   await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
   await row('docs').waitFor();
+  // Server refusals come back as actionable messages (denylisted name, existing name).
+  await $('[data-testid="root-new-folder"]').click();
+  await dialog('new-entry-dialog').locator('input').fill('node_modules');
+  await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="notice"]').textContent())?.includes('protected list'), 'denylist message');
+  await $('[data-testid="root-new-folder"]').click();
+  await dialog('new-entry-dialog').locator('input').fill('docs');
+  await dialog('new-entry-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="notice"]').textContent())?.includes('already exists'), 'already-exists message');
+  // Dialogs trap focus: Tab from the last button wraps to the input.
+  await $('[data-testid="root-new-file"]').click();
+  const nd = dialog('new-entry-dialog');
+  await nd.locator('input').fill('x.txt');
+  await nd.locator('[data-action="confirm"]').focus();
+  await page.keyboard.press('Tab');
+  expect(await nd.locator('input').evaluate((el) => el === document.activeElement), 'Tab wraps inside the dialog');
+  await page.keyboard.press('Shift+Tab');
+  expect(await nd.locator('[data-action="confirm"]').evaluate((el) => el === document.activeElement), 'Shift+Tab wraps back');
+  await page.keyboard.press('Escape');
+  await eventually(async () => (await nd.count()) === 0, 'Esc closes');
+  expect(await $('[data-testid="root-new-file"]').evaluate((el) => el === document.activeElement), 'focus returns to the opener');
   // Rename src/main.go -> src/app.go with F2.
   if ((await row('src').getAttribute('aria-expanded')) !== 'true') await row('src').click();
   await row('src/main.go').focus();
@@ -470,13 +497,28 @@ test('non-editable: a binary file shows metadata and the reason, with no save or
   expect((await page.locator('a[download], button', { hasText: /download/i }).count()) === 0, 'no download');
   await row('latin1.txt').click();
   await eventually(async () => (await $('[data-testid="non-editable-reason"]').textContent()).includes('UTF-8'), 'reason: not UTF-8');
+  sa.write('demo/huge.log', 'x'.repeat(1024 * 1024 + 10));
+  await row('latin1.txt').click({ button: 'right' });
+  await page.keyboard.press('Escape');
+  await $('.sidebar-section.files h2').click();
+  await projectRow('alpha-only').locator('.project-name').click();
+  await openProject('demo');
+  await row('huge.log').click();
+  await eventually(async () => (await $('[data-testid="non-editable-reason"]').textContent()).includes('larger than 1 MiB'), 'reason: too large');
+  expect((await $('[data-testid="non-editable"]').textContent()).includes('1.0 MiB'), 'size of the large file shown');
+  expect((await $('[data-testid="save"]').count()) === 0, 'no Save for the large file');
+  await row('latin1.txt').click();
+  await $('[data-testid="non-editable-reason"]').waitFor();
   await shot('non-editable.png');
 });
 
 test('Global tab: skills always shown without delete/move/rename; AGENTS.md created and edited', async () => {
   await ensureSignedIn();
+  sa.write('auth.json', '{"token":"secret"}\n', 'global');
+  sa.write('config.toml', 'model = "x"\n', 'global');
   await $('[data-testid="tab-global"]').click();
   await row('skills').waitFor();
+  expect((await page.locator('.tree-row').count()) === 1, 'Global shows skills only (no auth.json, config.toml)');
   expect((await row('AGENTS.md').count()) === 0, 'no AGENTS.md yet');
   await row('skills').click({ button: 'right' });
   const items = await page.locator('[data-testid="context-menu"] [role="menuitem"]').allTextContents();
@@ -514,7 +556,7 @@ test('Global tab: skills always shown without delete/move/rename; AGENTS.md crea
   const mdItems = await page.locator('[data-testid="context-menu"] [role="menuitem"]').allTextContents();
   expect(!mdItems.some((i) => /Rename|Move/.test(i)), 'AGENTS.md cannot be renamed or moved');
   await page.keyboard.press('Escape');
-  expect(!fs.readdirSync(sa.codexHome).some((n) => n === 'auth.json'), 'sanity');
+  expect((await row('auth.json').count()) === 0 && (await row('config.toml').count()) === 0, 'no other CODEX_HOME files');
   await shot('global.png');
   await $('[data-testid="tab-projects"]').click();
 });
