@@ -181,3 +181,10 @@ func metric(t *testing.T, sc *sidecartest.Sidecar, prefix string) string {
 	}
 	return ""
 }
+
+func mkdirWrite(p, content string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(content), 0o644)
+}

@@ -237,6 +237,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("shutdown took %v with a 500ms bound", d)
 		}
+		pw.CloseWithError(errors.New("test done")) // unblock the client's body writer
 		r := <-res
 		if r.err == nil && r.status/100 == 2 {
 			t.Errorf("stalled upload succeeded: %+v", r)
@@ -253,6 +254,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 		pw.Write(bytes.Repeat([]byte("k"), 64<<10))
 		time.Sleep(100 * time.Millisecond)
 		sc.Kill()
+		pw.CloseWithError(errors.New("test done"))
 		<-res
 		if readFile(t, path) != "original" {
 			t.Error("killed upload changed the file")

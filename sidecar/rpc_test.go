@@ -269,7 +269,7 @@ func TestEntries(t *testing.T) {
 			{ws, strings.Repeat("a", 4097), codes.ResourceExhausted, "PATH_TOO_LONG"},
 			{proj("nope"), "", codes.NotFound, "PROJECT_NOT_FOUND"},
 			{proj("node_modules"), "", codes.PermissionDenied, "DENYLISTED"},
-			{proj("link"), "", codes.NotFound, "PROJECT_NOT_FOUND"},
+			{proj("link"), "", codes.PermissionDenied, "SYMLINK"},
 			{&workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT}, "", codes.InvalidArgument, "INVALID_WORKSPACE"},
 			{&workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_GLOBAL, ProjectName: "demo"}, "", codes.InvalidArgument, "INVALID_WORKSPACE"},
 			{&workspacev1.WorkspaceRef{}, "", codes.InvalidArgument, "INVALID_WORKSPACE"},
