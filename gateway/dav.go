@@ -61,7 +61,7 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 				Action:          m.Action,
 				SourcePath:      m.SourcePath,
 				DestinationPath: m.DestinationPath,
-				GRPCCode:        grpcCodeForHTTP(m.Status),
+				GRPCCode:        audit.CodeForHTTPStatus(m.Status),
 				Reason:          m.Reason,
 				HTTPStatus:      m.Status,
 				DurationMS:      audit.Duration(m.Duration),
@@ -83,32 +83,4 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 		Registerer: reg,
 		Now:        now,
 	})
-}
-
-// grpcCodeForHTTP names the gRPC code equivalent to a WebDAV status for the
-// audit record's grpc_code field (WebDAV has no gRPC code of its own).
-func grpcCodeForHTTP(status int) string {
-	switch {
-	case status < 400:
-		return "OK"
-	case status == http.StatusBadRequest:
-		return "InvalidArgument"
-	case status == http.StatusUnauthorized:
-		return "Unauthenticated"
-	case status == http.StatusForbidden, status == http.StatusMethodNotAllowed:
-		return "PermissionDenied"
-	case status == http.StatusNotFound:
-		return "NotFound"
-	case status == http.StatusConflict, status == http.StatusPreconditionFailed:
-		return "Aborted"
-	case status == http.StatusRequestEntityTooLarge, status == http.StatusInsufficientStorage:
-		return "ResourceExhausted"
-	case status == http.StatusLocked, status == http.StatusPreconditionRequired, status == http.StatusUnsupportedMediaType:
-		return "FailedPrecondition"
-	case status == http.StatusBadGateway, status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:
-		return "Unavailable"
-	case status < 500:
-		return "InvalidArgument"
-	}
-	return "Internal"
 }

@@ -90,7 +90,7 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 	}
 	srv, err := httpapi.New(httpapi.Options{
 		Auth: authn, Service: svc, Metrics: m, Gatherer: reg, DAV: dav,
-		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Logger: log.Named("http"), Now: now,
+		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 	})
 	if err != nil {
 		svc.Close()

@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -91,9 +92,28 @@ func (l *Logger) Close() error {
 	return err
 }
 
+// Tracker tells a request's outer layers whether an inner layer already
+// wrote a record for it (see Track).
+type Tracker struct{ recorded atomic.Bool }
+
+// Recorded reports whether Record was called with a context carrying t.
+func (t *Tracker) Recorded() bool { return t.recorded.Load() }
+
+type trackerKey struct{}
+
+// Track returns a context whose Record calls are noted in the Tracker, so an
+// HTTP layer can audit mutations refused before they reached the service.
+func Track(ctx context.Context) (context.Context, *Tracker) {
+	t := &Tracker{}
+	return context.WithValue(ctx, trackerKey{}, t), t
+}
+
 // Record writes one record. Paths are redacted here, so callers cannot leak a
 // CODEX_HOME name by forgetting to.
-func (l *Logger) Record(_ context.Context, r Record) {
+func (l *Logger) Record(ctx context.Context, r Record) {
+	if t, ok := ctx.Value(trackerKey{}).(*Tracker); ok {
+		t.recorded.Store(true)
+	}
 	if r.Time.IsZero() {
 		r.Time = l.now()
 	}
@@ -146,4 +166,33 @@ func RedactGlobalPath(p string) string {
 // Duration converts a duration to the record's milliseconds.
 func Duration(d time.Duration) float64 {
 	return float64(d.Microseconds()) / 1000
+}
+
+// CodeForHTTPStatus names the gRPC code equivalent to an HTTP status, for the
+// grpc_code field of records made at the HTTP layer (WebDAV, or REST
+// requests refused before they reached the service).
+func CodeForHTTPStatus(status int) string {
+	switch {
+	case status < 400:
+		return "OK"
+	case status == 400:
+		return "InvalidArgument"
+	case status == 401:
+		return "Unauthenticated"
+	case status == 403, status == 405:
+		return "PermissionDenied"
+	case status == 404:
+		return "NotFound"
+	case status == 409, status == 412:
+		return "Aborted"
+	case status == 413, status == 507:
+		return "ResourceExhausted"
+	case status == 423, status == 428, status == 415:
+		return "FailedPrecondition"
+	case status == 502, status == 503, status == 504:
+		return "Unavailable"
+	case status < 500:
+		return "InvalidArgument"
+	}
+	return "Internal"
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/agentworkspace/files/contracts"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
 	"github.com/agentworkspace/files/gateway/internal/metrics"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
@@ -61,8 +62,10 @@ type Options struct {
 	Portal http.Handler
 	// Writable is webdav.writable (only for the fallback OPTIONS answer).
 	Writable bool
-	Logger   hclog.Logger
-	Now      func() time.Time
+	// Audit records REST mutations refused before reaching Service.
+	Audit  *audit.Logger
+	Logger hclog.Logger
+	Now    func() time.Time
 }
 
 // Server is the gateway's HTTP handler.
@@ -114,7 +117,7 @@ func New(opts Options) (*Server, error) {
 	e.DELETE(APIPrefix+"/session", s.logout)
 	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
 	api := echo.WrapHandler(http.MaxBytesHandler(s.mux, MaxAPIBody))
-	e.Any(APIPrefix+"/*", api, admin)
+	e.Any(APIPrefix+"/*", api, admin, s.auditRefused)
 	e.Any(APIPrefix, api, admin)
 
 	dav := s.davHandler()

@@ -164,3 +164,25 @@ func TestDAVFallbackWithoutHandler(t *testing.T) {
 		t.Errorf("OPTIONS /: %d %v", w.Code, w.Header())
 	}
 }
+
+func TestMutationRoute(t *testing.T) {
+	p := APIPrefix + "/agents/codex-a/projects"
+	for _, c := range []struct{ method, path, action, project string }{
+		{"POST", p, "create_project", ""},
+		{"GET", p, "", ""},
+		{"DELETE", p + "/demo", "delete_project", "demo"},
+		{"DELETE", p + "/files", "", ""},
+		{"POST", p + "/entries", "create_entry", ""},
+		{"POST", p + "/entries:move", "move_entry", ""},
+		{"PUT", p + "/files", "update_file", ""},
+		{"DELETE", p + "/entries", "delete_entry", ""},
+		{"GET", p + "/entries", "", ""},
+		{"POST", APIPrefix + "/session", "", ""},
+		{"POST", APIPrefix + "/agents/x/other", "", ""},
+	} {
+		action, agent, project := mutationRoute(c.method, c.path)
+		if action != c.action || project != c.project || (action != "" && agent != "codex-a") {
+			t.Errorf("%s %s = %q %q %q", c.method, c.path, action, agent, project)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/agentworkspace/files/gateway/internal/audit"
+	"github.com/agentworkspace/files/gateway/internal/auth"
+	"github.com/agentworkspace/files/gateway/internal/requestid"
+)
+
+// mutationRoute names the REST mutation a request targets, or "" for reads
+// and unknown routes.
+func mutationRoute(method, path string) (action, agentID, project string) {
+	rest, ok := strings.CutPrefix(path, APIPrefix+"/agents/")
+	if !ok {
+		return "", "", ""
+	}
+	seg := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	if len(seg) < 2 || seg[1] != "projects" {
+		return "", "", ""
+	}
+	agentID = seg[0]
+	if len(agentID) > 64 {
+		agentID = agentID[:64]
+	}
+	switch {
+	case len(seg) == 2 && method == http.MethodPost:
+		return "create_project", agentID, ""
+	case len(seg) == 3 && method == http.MethodPost && seg[2] == "entries":
+		return "create_entry", agentID, ""
+	case len(seg) == 3 && method == http.MethodPost && seg[2] == "entries:move":
+		return "move_entry", agentID, ""
+	case len(seg) == 3 && method == http.MethodPut && seg[2] == "files":
+		return "update_file", agentID, ""
+	case len(seg) == 3 && method == http.MethodDelete && seg[2] == "entries":
+		return "delete_entry", agentID, ""
+	case len(seg) == 3 && method == http.MethodDelete && seg[2] != "files":
+		return "delete_project", agentID, seg[2]
+	}
+	return "", "", ""
+}
+
+// auditRefused records REST mutations that were refused before they reached
+// the service (undecodable body, bad query), so every mutation attempt by an
+// authenticated admin leaves exactly one audit record; the service records
+// everything that reaches it.
+func (s *Server) auditRefused(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		action, agentID, project := mutationRoute(r.Method, r.URL.Path)
+		if s.opts.Audit == nil || action == "" {
+			return next(c)
+		}
+		start := s.now()
+		ctx, tr := audit.Track(r.Context())
+		c.SetRequest(r.WithContext(ctx))
+		err := next(c)
+		if tr.Recorded() {
+			return err
+		}
+		status := c.Response().Status
+		id, _ := auth.FromContext(ctx)
+		rec := audit.Record{
+			Time: start, RequestID: requestid.From(ctx), Operator: id.Operator, AgentID: agentID,
+			ProjectName: project, Action: action, GRPCCode: audit.CodeForHTTPStatus(status), HTTPStatus: status,
+			DurationMS: audit.Duration(s.now().Sub(start)), Result: audit.ResultError,
+		}
+		if project != "" || action == "create_project" {
+			rec.WorkspaceScope = "PROJECT"
+		}
+		if status < 400 {
+			rec.Result = audit.ResultOK
+		}
+		s.opts.Audit.Record(ctx, rec)
+		return err
+	}
+}
