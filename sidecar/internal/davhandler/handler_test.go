@@ -551,3 +551,26 @@ func TestTraversalIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A listing big enough for the parallel renderer keeps order and stays
+// well-formed.
+func TestPropfindLargeDirectory(t *testing.T) {
+	e := newEnv(t, nil)
+	dir := filepath.Join(e.projects, "demo", "big")
+	os.Mkdir(dir, 0o755)
+	const n = 2600
+	for i := 0; i < n; i++ {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f-%05d & <x>.txt", i)), []byte("x"), 0o644)
+	}
+	_, body := e.want("PROPFIND", "/projects/demo/big/", map[string]string{"Depth": "1"}, "", 207)
+	ms := parseMS(t, body)
+	if len(ms.Responses) != n+1 {
+		t.Fatalf("%d responses, want %d\n%.600s", len(ms.Responses), n+1, body)
+	}
+	for i, r := range ms.Responses[1:] {
+		want := fmt.Sprintf("/projects/demo/big/f-%05d%%20&%%20%%3Cx%%3E.txt", i)
+		if r.Href != want || r.Propstats[0].Prop.ETag == "" {
+			t.Fatalf("response %d: href %q, want %q", i, r.Href, want)
+		}
+	}
+}

@@ -186,6 +186,9 @@ func (q *request) writeEntries(pw *propWriter, self propEntry, t target, entries
 		}
 		return
 	}
+	if pw.flushEntry() != nil { // what precedes the chunks
+		return
+	}
 	n := (len(entries) + parallelChunk - 1) / parallelChunk
 	results := make([]chan *propWriter, n)
 	for k := range results {
