@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"flag"
 	"fmt"
@@ -596,6 +597,13 @@ func benchPropfind(cfg config, servers []*server) []row {
 			if j >= 3 {
 				ticks[i] += cpuTicks(s) - t0
 			}
+			if j == 0 {
+				if got, err := countResponses(clients[i], s.url+"/projects/bench/many/"); err != nil || got != cfg.files+1 {
+					fmt.Fprintf(os.Stderr, "%s PROPFIND: %d responses (want %d), %v\n", s.name, got, cfg.files+1, err)
+					failed[i] = true
+					continue
+				}
+			}
 			if err != nil || code != 207 || n < int64(cfg.files)*100 {
 				fmt.Fprintf(os.Stderr, "%s PROPFIND: %d %d bytes %v\n", s.name, code, n, err)
 				failed[i] = true
@@ -618,6 +626,36 @@ func benchPropfind(cfg config, servers []*server) []row {
 	lat.pass = boolp(lat.vals[0] >= 0 && lat.vals[0] <= lat.vals[2])
 	grow.pass = boolp(grow.vals[0] >= 0 && grow.vals[0] <= grow.vals[1])
 	return []row{lat, cpu, grow}
+}
+
+// countResponses checks that a PROPFIND answer is well-formed XML and
+// counts its DAV:response elements.
+func countResponses(c *http.Client, url string) (int, error) {
+	req, err := http.NewRequest("PROPFIND", url, strings.NewReader(allprop))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Depth", "1")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	d := xml.NewDecoder(resp.Body)
+	d.Strict = true
+	n := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Space == "DAV:" && se.Name.Local == "response" {
+			n++
+		}
+	}
 }
 
 func benchBigGet(cfg config, servers []*server) row {
