@@ -53,6 +53,9 @@ type Gateway struct {
 
 // New builds the gateway from a validated config.
 func New(cfg *Config, d Deps) (*Gateway, error) {
+	if cfg.Auth.TokensFile != "" && cfg.Auth.FileTokens == nil {
+		cfg.LoadTokensFile()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

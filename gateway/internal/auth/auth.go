@@ -91,7 +91,7 @@ type Authenticator struct {
 // New builds an Authenticator from validated config.
 func New(cfg config.Auth, sessions *session.Store) *Authenticator {
 	a := &Authenticator{proxy: cfg.TrustedProxy, sessions: sessions}
-	for _, t := range cfg.Tokens {
+	for _, t := range cfg.AllTokens() {
 		var d [32]byte
 		if b, err := hex.DecodeString(strings.ToLower(t.SHA256)); err == nil && len(b) == 32 {
 			copy(d[:], b)

@@ -82,8 +82,66 @@ func (s *Sidecar) CallTimeout() time.Duration {
 
 // Auth holds the static tokens and the optional trusted proxy.
 type Auth struct {
-	Tokens       []Token       `yaml:"tokens"`
+	Tokens []Token `yaml:"tokens"`
+	// TokensFile names a YAML file holding more tokens, in the same form as
+	// auth.tokens (a list of {operator, role, sha256}; a mapping with a
+	// single "tokens" key is accepted too), so that the hashes can come
+	// from a Kubernetes Secret instead of the ConfigMap. Load reads it.
+	TokensFile   string        `yaml:"tokensFile"`
 	TrustedProxy *TrustedProxy `yaml:"trustedProxy"`
+	// FileTokens are the tokens read from TokensFile (not a YAML key).
+	FileTokens []Token `yaml:"-"`
+	// tokensFileErr is the problem reading TokensFile, reported by Validate.
+	tokensFileErr error
+}
+
+// AllTokens are auth.tokens followed by the tokens of auth.tokensFile.
+func (a Auth) AllTokens() []Token {
+	return append(append([]Token(nil), a.Tokens...), a.FileTokens...)
+}
+
+// LoadTokensFile reads auth.tokensFile (when set) into FileTokens. Problems
+// are kept for Validate, so that they are reported with the others.
+func (c *Config) LoadTokensFile() {
+	c.Auth.FileTokens, c.Auth.tokensFileErr = nil, nil
+	if c.Auth.TokensFile == "" {
+		return
+	}
+	data, err := os.ReadFile(c.Auth.TokensFile)
+	if err != nil {
+		c.Auth.tokensFileErr = err
+		return
+	}
+	c.Auth.FileTokens, c.Auth.tokensFileErr = parseTokens(data)
+}
+
+func parseTokens(data []byte) ([]Token, error) {
+	var node yaml.Node
+	if err := yaml.Unmarshal(data, &node); err != nil {
+		return nil, err
+	}
+	if len(node.Content) == 0 {
+		return nil, nil
+	}
+	dec := func(v any) error {
+		d := yaml.NewDecoder(bytes.NewReader(data))
+		d.KnownFields(true)
+		return d.Decode(v)
+	}
+	if node.Content[0].Kind == yaml.MappingNode {
+		var wrapped struct {
+			Tokens []Token `yaml:"tokens"`
+		}
+		if err := dec(&wrapped); err != nil {
+			return nil, err
+		}
+		return wrapped.Tokens, nil
+	}
+	var list []Token
+	if err := dec(&list); err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 // Token is one static token, stored only as the SHA-256 hex of its value.
@@ -130,7 +188,12 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	return Parse(f)
+	c, err := Parse(f)
+	if err != nil {
+		return nil, err
+	}
+	c.LoadTokensFile()
+	return c, nil
 }
 
 // Parse decodes YAML strictly: unknown keys are an error. Defaults are
@@ -220,8 +283,7 @@ func (c *Config) Validate() error {
 	}
 
 	seenHash := map[string]bool{}
-	for i, t := range c.Auth.Tokens {
-		key := fmt.Sprintf("auth.tokens[%d]", i)
+	checkToken := func(key string, t Token) {
 		if strings.TrimSpace(t.Operator) == "" {
 			bad(key+".operator", "required")
 		}
@@ -237,6 +299,15 @@ func (c *Config) Validate() error {
 			}
 			seenHash[h] = true
 		}
+	}
+	for i, t := range c.Auth.Tokens {
+		checkToken(fmt.Sprintf("auth.tokens[%d]", i), t)
+	}
+	if c.Auth.tokensFileErr != nil {
+		bad("auth.tokensFile", "%v", c.Auth.tokensFileErr)
+	}
+	for i, t := range c.Auth.FileTokens {
+		checkToken(fmt.Sprintf("auth.tokensFile[%d]", i), t)
 	}
 	if p := c.Auth.TrustedProxy; p != nil {
 		if len(p.CIDRs) == 0 {
@@ -257,8 +328,8 @@ func (c *Config) Validate() error {
 			bad("auth.trustedProxy.adminGroup", "required")
 		}
 	}
-	if len(c.Auth.Tokens) == 0 && c.Auth.TrustedProxy == nil {
-		bad("auth", "configure auth.tokens or auth.trustedProxy: otherwise nobody can sign in")
+	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
+		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")
 	}
 	return errors.Join(errs...)
 }
