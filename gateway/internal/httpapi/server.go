@@ -215,8 +215,14 @@ func (s *Server) recover(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		// CodeMirror injects <style> elements, hence 'unsafe-inline' for styles only.
-		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+		if p := c.Request().URL.Path; p == "/dav" || strings.HasPrefix(p, "/dav/") {
+			// Files an agent wrote must never run as this origin when an
+			// admin opens one in the browser: no scripts, opaque origin.
+			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; sandbox; frame-ancestors 'none'")
+		} else {
+			// CodeMirror injects <style> elements, hence 'unsafe-inline' for styles only.
+			h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+		}
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")

@@ -186,3 +186,19 @@ func TestMutationRoute(t *testing.T) {
 		}
 	}
 }
+
+// A file served by the WebDAV view runs sandboxed, without scripts, so an
+// HTML file an agent wrote cannot act as the portal's origin.
+func TestDAVResponsesAreSandboxed(t *testing.T) {
+	s, _ := newServer(t)
+	r := httptest.NewRequest(http.MethodGet, "/dav/codex-a/projects/x/evil.html", nil)
+	r.Header.Set("Authorization", "Bearer tok")
+	w := serve(s, r)
+	csp := w.Header().Get("Content-Security-Policy")
+	if !strings.Contains(csp, "sandbox") || !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("CSP on /dav/: %q", csp)
+	}
+	if w := serve(s, httptest.NewRequest(http.MethodGet, "/", nil)); strings.Contains(w.Header().Get("Content-Security-Policy"), "sandbox") {
+		t.Error("portal sandboxed")
+	}
+}
