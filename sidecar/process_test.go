@@ -321,3 +321,44 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("/healthz %s", resp.Status)
 	}
 }
+
+// TestSIGTERMDrainsInFlightRPC: a CreateProject whose git init is slow
+// still completes after SIGTERM (GracefulStop), and the process exits 0.
+func TestSIGTERMDrainsInFlightRPC(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git is not installed: run make setup")
+	}
+	bin, err := os.MkdirTemp("", "slowgit-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	os.Chmod(bin, 0o755)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\nsleep 1\nexec "+git+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc := sidecartest.Start(t, sidecartest.Options{Env: []string{"PATH=" + bin + ":" + os.Getenv("PATH")}})
+	c := sc.Dial(t)
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.CreateProject(ctxT(t), &workspacev1.CreateProjectRequest{Name: "slow"})
+		res <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	sc.Terminate()
+	if err := <-res; err != nil {
+		t.Fatalf("in-flight CreateProject: %v", err)
+	}
+	if err := sc.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(sc.ProjectsDir, "slow", ".git")); err != nil || !fi.IsDir() {
+		t.Errorf("project not initialised: %v", err)
+	}
+	logs := sc.Logs()
+	stop, done := strings.Index(logs, `"shutting down"`), strings.Index(logs, `"method":"/workspace.v1.WorkspaceService/CreateProject"`)
+	if stop < 0 || done < 0 || stop > done {
+		t.Errorf("SIGTERM did not arrive while CreateProject was in flight (shutdown at %d, call logged at %d)", stop, done)
+	}
+}
