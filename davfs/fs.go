@@ -10,9 +10,30 @@
 // parent fd, re-checked right before they happen, under one mutation lock per
 // FS. File writes are atomic (temp file, fsync, rename, fsync dir).
 //
+// Names read from the disk are validated like names from a request: a
+// listing never shows a symlink, a FIFO/socket/device, a denylisted or
+// invalid (non-UTF-8, over 255 bytes) name, or davfs's temp files. Regular
+// files are opened only after fstatat says they are regular, with
+// O_NOFOLLOW|O_NONBLOCK, and checked again with fstat; a file with more
+// than one hard link is never read or written (it may be another name of a
+// CODEX_HOME secret). Recursive deletes walk by fds and unlink symlinks
+// instead of following them.
+//
+// Choices: a page size above Config.MaxPageSize is refused
+// (ResourceExhausted/PAGE_SIZE_TOO_LARGE), not clamped. Temp files are named
+// ".davfs-tmp-*"; Open sweeps them breadth first through CODEX_HOME's top
+// level, skills/ and the projects root, bounded by sweepBudget directories,
+// and a listing removes any it meets that is older than staleTempAge.
+// Revisions: see revision.go (content hash + stat for files up to the
+// editable limit, stat alone above it and for directories).
+//
 // Limits: davfs does not lock against other processes (the agent itself may
 // write at any time; revisions detect that at commit). It does not protect
-// against a privileged process that rewrites the volume under it.
+// against a privileged process that rewrites the volume under it, nor
+// against the agent moving a directory while an operation holds its fd (the
+// parent is re-resolved and compared under the lock before a commit). Each
+// operation resolves its path afresh (no fd cache), so a Stat costs three
+// system calls (openat2, fstatat, close) where a raw lstat costs one.
 package davfs
 
 import (
