@@ -20,6 +20,9 @@ func Main(args []string, stderr io.Writer) int {
 	configPath := fl.String("config", "", "YAML configuration `file` (required)")
 	shutdown := fl.Duration("shutdown-timeout", DefaultShutdownTimeout, "how long to drain in-flight requests on SIGTERM")
 	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if *configPath == "" || fl.NArg() > 0 {

@@ -112,13 +112,13 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	}
 	s.metrics = m
 
-	init := deps.Initializer
-	if init == nil {
-		init = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit"), OnFailure: m.GitInitFailed})
+	initializer := deps.Initializer
+	if initializer == nil {
+		initializer = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit"), OnFailure: m.GitInitFailed})
 	} else {
 		// Count failures of an injected initializer too.
-		inner := init
-		init = func(ctx context.Context, dir string) error {
+		inner := initializer
+		initializer = func(ctx context.Context, dir string) error {
 			err := inner(ctx, dir)
 			if err != nil {
 				m.GitInitFailed()
@@ -136,7 +136,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		MaxPathLength:       p.MaxPathLength,
 		MaxPathDepth:        p.MaxPathDepth,
 		DeniedNames:         append([]string(nil), p.DeniedDirectories...),
-		Initializer:         init,
+		Initializer:         initializer,
 		Logger:              s.log.Named("davfs"),
 		Now:                 deps.Now,
 	})
