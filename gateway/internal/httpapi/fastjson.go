@@ -71,6 +71,15 @@ func (e *enc) key(k string, first bool) {
 	e.b = append(e.b, '"', ':')
 }
 
+// asciiEscape marks the ASCII bytes protojson escapes.
+var asciiEscape = func() (t [utf8.RuneSelf]bool) {
+	for c := 0; c < ' '; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // str appends s as protojson does: only '"', '\\' and control characters
 // are escaped; invalid UTF-8 is refused. One pass, copying unescaped runs.
 func (e *enc) str(s string) {
@@ -87,7 +96,7 @@ func (e *enc) str(s string) {
 			i += n
 			continue
 		}
-		if c >= ' ' && c != '"' && c != '\\' {
+		if !asciiEscape[c] {
 			i++
 			continue
 		}
@@ -209,7 +218,7 @@ func (e *enc) entry(m *workspacev1.Entry) {
 }
 
 func (e *enc) getFile(m *workspacev1.GetFileResponse) {
-	e.b = make([]byte, 0, len(m.GetContent())+512)
+	e.b = make([]byte, 0, len(m.GetContent())+len(m.GetContent())/8+512)
 	e.b = append(e.b, '{')
 	e.key("entry", true)
 	e.entry(m.GetEntry())
