@@ -3,6 +3,9 @@ package sidecar_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -33,5 +36,39 @@ func TestHarnessStartStop(t *testing.T) {
 	}
 	if err := sc.Stop(); err != nil {
 		t.Errorf("Stop: %v\n%s", err, sc.Logs())
+	}
+}
+
+// TestHarnessSuppliedVolumes: volumes under t.TempDir() (0700 root parents)
+// work for the UID-1000 process; Restart gives new ports on the same data.
+func TestHarnessSuppliedVolumes(t *testing.T) {
+	projects, codex := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(projects, "existing", "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: codex})
+	if sc.ProjectsDir != projects || sc.CodexHome != codex {
+		t.Errorf("dirs %s %s", sc.ProjectsDir, sc.CodexHome)
+	}
+	ctx := context.Background()
+	c := sc.Dial(t)
+	if _, err := c.CreateEntry(ctx, &workspacev1.CreateEntryRequest{Workspace: proj("existing"), ParentPath: "src", Name: "a.txt",
+		Type: workspacev1.EntryType_ENTRY_TYPE_FILE}); err != nil {
+		t.Fatalf("write into a supplied volume: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(codex, "skills")); err != nil {
+		t.Errorf("skills/ not ensured: %v", err)
+	}
+	old := sc.RPCAddr
+	sc.Restart()
+	if sc.RPCAddr == old {
+		t.Log("same port after restart (possible, unlikely)")
+	}
+	r, err := sc.Dial(t).ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: proj("existing"), Path: "src"})
+	if err != nil || len(r.GetEntries()) != 1 {
+		t.Fatalf("after restart: %v %v", r, err)
+	}
+	if n := strings.Count(sc.Logs(), `"@message":"listening"`); n != 6 {
+		t.Errorf("%d listening lines over two runs, want 6", n)
 	}
 }
