@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/net/webdav"
@@ -73,4 +74,29 @@ func BenchmarkGetSmall(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkPutSmall is 4 KiB PUTs (atomic, fsynced) from parallel clients.
+func BenchmarkPutSmall(b *testing.B) {
+	e := newBenchEnv(b)
+	os.Mkdir(filepath.Join(e.projects, "demo", "up"), 0o755)
+	body := strings.Repeat("p", 4096)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		w := n.Add(1)
+		for i := 0; pb.Next(); i++ {
+			req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/projects/demo/up/w%02d-%03d.txt", e.url, w, i%50), strings.NewReader(body))
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 201 && resp.StatusCode != 204 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
 }

@@ -86,7 +86,7 @@ func New(fs *davfs.FS, opts Options) http.Handler {
 		locks:   newLockManager(opts.Now),
 		props:   newDeadProps(),
 		bufs:    sync.Pool{New: func() any { return newPropWriter() }},
-		chunks:  sync.Pool{New: func() any { return &propWriter{buf: make([]byte, 0, 256<<10)} }},
+		chunks:  sync.Pool{New: func() any { return &propWriter{buf: make([]byte, 0, 192<<10)} }},
 	}
 }
 

@@ -153,8 +153,8 @@ func (q *request) propfind() {
 // GOMAXPROCS goroutines, at most maxInFlight chunks ahead of the writer, so
 // memory stays bounded (a few hundred KiB) whatever the directory size.
 const (
-	parallelChunk = 512
-	maxInFlight   = 4
+	parallelChunk = 256
+	maxInFlight   = 3
 )
 
 // writeEntries streams the members of a davfs directory.
