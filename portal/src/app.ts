@@ -3,6 +3,7 @@
 // rules (paging, dirty tracking, conflicts, names, agent scoping) are in
 // state/ and unit tested; this file wires them to the DOM with lit-html.
 import { html, nothing, render, svg, type TemplateResult } from 'lit-html';
+import { repeat } from 'lit-html/directives/repeat.js';
 import { createApi, type Api } from './api/client';
 import { ApiError, asApiError, describeError, isConflict, isUnauthenticated, isUnavailable } from './api/errors';
 import { currentSession, login, logout, type SessionInfo } from './api/session';
@@ -445,6 +446,8 @@ export class App {
   }
 
   #onTreeKey(e: KeyboardEvent, tree: TreeState): void {
+    // Keys on controls inside the tree (a Retry button) keep their own meaning.
+    if (!(e.target as HTMLElement).matches('[role="treeitem"]')) return;
     const rows = this.#rowsOf(tree);
     if (rows.length === 0) return;
     let i = rows.findIndex((r) => r.key === tree.focusKey);
@@ -692,6 +695,7 @@ export class App {
       for (const k of [...tree.dirs.keys()]) if (k !== '' && isWithin(k, path)) tree.dirs.delete(k);
       this.notify('info', `${entry.name} was deleted.`);
       await this.#reloadDir(scope, tree, parentOf(path));
+      if (parentOf(path) !== '') this.#focusRow(tree, 'e:' + parentOf(path));
     } catch (err) {
       this.#fail(err, `${entry.name} was not deleted.`);
       if (isConflict(err) || asApiError(err).status === 404) await this.#reloadDir(scope, tree, parentOf(path));
@@ -1019,7 +1023,7 @@ export class App {
             </div>`
           : nothing}
         <ul class="project-list" data-testid="project-list" aria-label="Projects">
-          ${st.projects.items.map((p) => {
+          ${repeat(st.projects.items, (p) => p.name ?? '', (p) => {
             const name = p.name ?? '';
             const selected = st.selectedProject === name;
             return html`<li class="project-row ${selected ? 'selected' : ''}" data-project=${name}>
@@ -1100,7 +1104,7 @@ export class App {
     const st = scope.state;
     const openKey = st.file && st.file.workspaceKey === workspaceKey(tree.workspace) ? 'e:' + st.file.path : '';
     return html`<ul class="tree" role="tree" aria-label=${label} data-testid="tree" @keydown=${(e: KeyboardEvent) => this.#onTreeKey(e, tree)}>
-      ${rows.map((row) => {
+      ${repeat(rows, (row) => row.key, (row) => {
         const indent = `--level:${row.level}`;
         if (row.kind === 'status') {
           return html`<li role="none" class="tree-status ${row.error ? 'error' : ''}" style=${indent}>
