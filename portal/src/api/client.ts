@@ -28,9 +28,9 @@ export const PAGE_SIZE = 100;
 
 export type Api = ReturnType<typeof createApi>;
 
-export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?: typeof fetch }) {
+export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?: typeof fetch; baseUrl?: string }) {
   const client = createClient<paths>({
-    baseUrl: '',
+    baseUrl: opts.baseUrl ?? '',
     credentials: 'same-origin',
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
   });

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import type { Entry } from '../api/types';
+import { dirState, forget, knownDirectories, newTree, visibleRows } from './tree';
+
+const dir = (path: string): Entry => ({ path, name: path.split('/').pop(), type: 'ENTRY_TYPE_DIRECTORY' });
+const file = (path: string): Entry => ({ path, name: path.split('/').pop(), type: 'ENTRY_TYPE_FILE', editable: true });
+
+describe('tree', () => {
+  it('shows only expanded directories, a "more" row where pages remain, and load states', () => {
+    const t = newTree({ scope: 'PROJECT', project_name: 'demo' });
+    dirState(t, '').listing = { items: [dir('src'), dir('docs'), file('README.md')], nextCursor: 'c', loaded: true };
+    let rows = visibleRows(t);
+    expect(rows.map((r) => r.key)).toEqual(['e:src', 'e:docs', 'e:README.md', 'm:']);
+    const src = dirState(t, 'src');
+    src.expanded = true;
+    src.loading = true;
+    rows = visibleRows(t);
+    expect(rows.map((r) => r.key)).toEqual(['e:src', 's:src', 'e:docs', 'e:README.md', 'm:']);
+    src.loading = false;
+    src.listing = { items: [file('src/a.ts')], nextCursor: '', loaded: true };
+    rows = visibleRows(t);
+    expect(rows.slice(0, 2).map((r) => [r.key, r.level])).toEqual([
+      ['e:src', 1],
+      ['e:src/a.ts', 2],
+    ]);
+    dirState(t, 'docs').expanded = true;
+    dirState(t, 'docs').listing = { items: [], nextCursor: '', loaded: true };
+    expect(visibleRows(t).find((r) => r.key === 's:docs')).toMatchObject({ kind: 'status', text: 'Empty folder' });
+  });
+
+  it('lists known folders for Move and forgets a moved subtree', () => {
+    const t = newTree({ scope: 'GLOBAL' });
+    dirState(t, '').listing = { items: [dir('skills'), file('AGENTS.md')], nextCursor: '', loaded: true };
+    dirState(t, 'skills').listing = { items: [dir('skills/review')], nextCursor: '', loaded: true };
+    dirState(t, 'skills/review').listing = { items: [], nextCursor: '', loaded: true };
+    expect(knownDirectories(t)).toEqual(['', 'skills', 'skills/review']);
+    forget(t, 'skills');
+    expect([...t.dirs.keys()]).toEqual(['']);
+  });
+});
