@@ -111,6 +111,9 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	s.metrics = m
+	for _, md := range workspacev1.WorkspaceService_ServiceDesc.Methods {
+		m.Init(md.MethodName)
+	}
 
 	initializer := deps.Initializer
 	if initializer == nil {

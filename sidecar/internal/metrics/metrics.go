@@ -66,6 +66,16 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
+// Init creates the per-action series at zero so that dashboards and
+// rate() see every action before its first call.
+func (m *Metrics) Init(actions ...string) {
+	for _, a := range actions {
+		m.requests.WithLabelValues(a, "success")
+		m.requests.WithLabelValues(a, "error")
+		m.duration.WithLabelValues(a)
+	}
+}
+
 // Observe records one finished call. code is the gRPC code name ("OK" on
 // success) and reason the ErrorInfo reason ("" on success).
 func (m *Metrics) Observe(action, code string, reason davfs.Reason, d time.Duration) {
