@@ -9,7 +9,7 @@ import { chromium } from 'playwright-core';
 import { binaries, Gateway, REPO, Sidecar, tempBase } from './harness.mjs';
 
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
-const SHOTS = path.join(REPO, 'docs/screenshots');
+const SHOTS = process.env.E2E_SCREENSHOTS || path.join(REPO, 'docs/screenshots');
 const OUT = path.join(REPO, 'portal/e2e/out');
 const only = process.env.E2E_ONLY ? new RegExp(process.env.E2E_ONLY) : null;
 const log = (...a) => console.log('[e2e]', ...a);
