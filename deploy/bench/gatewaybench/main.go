@@ -33,6 +33,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -115,7 +116,8 @@ func run(b verboseTB, p params) (*report, error) {
 	if err := fill(filepath.Join(projects, p.project), p); err != nil {
 		return nil, err
 	}
-	sc := sidecartest.Start(b, sidecartest.Options{ProjectsDir: projects})
+	// Production log level: sidecartest defaults to debug, one line per call.
+	sc := sidecartest.Start(b, sidecartest.Options{ProjectsDir: projects, Configure: func(c *sidecar.Config) { c.Log.Level = "info" }})
 	gw := gatewaytest.Start(b, gatewaytest.Options{
 		Agents: []gatewaytest.Agent{{ID: p.agentID, RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
 	})
