@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -78,27 +79,32 @@ func New(fs *davfs.FS, opts Options) http.Handler {
 	if opts.MaxPageSize <= 0 {
 		opts.MaxPageSize = 500
 	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
 	return &handler{
-		fs:      fs,
-		opts:    opts,
-		log:     opts.Logger,
-		metrics: newMetrics(opts.Registerer),
-		locks:   newLockManager(opts.Now),
-		props:   newDeadProps(),
-		bufs:    sync.Pool{New: func() any { return newPropWriter() }},
-		chunks:  sync.Pool{New: func() any { return &propWriter{buf: make([]byte, 0, 192<<10)} }},
+		ridPrefix: hex.EncodeToString(b[:]) + "-",
+		fs:        fs,
+		opts:      opts,
+		log:       opts.Logger,
+		metrics:   newMetrics(opts.Registerer),
+		locks:     newLockManager(opts.Now),
+		props:     newDeadProps(),
+		bufs:      sync.Pool{New: func() any { return newPropWriter() }},
+		chunks:    sync.Pool{New: func() any { return &propWriter{buf: make([]byte, 0, 192<<10)} }},
 	}
 }
 
 type handler struct {
-	fs      *davfs.FS
-	opts    Options
-	log     hclog.Logger
-	metrics *metrics
-	locks   *lockManager
-	props   *deadProps
-	bufs    sync.Pool // *propWriter with a bufio.Writer, one per response
-	chunks  sync.Pool // *propWriter buffers for parallel rendering
+	ridPrefix string
+	ridSeq    atomic.Uint64
+	fs        *davfs.FS
+	opts      Options
+	log       hclog.Logger
+	metrics   *metrics
+	locks     *lockManager
+	props     *deadProps
+	bufs      sync.Pool // *propWriter with a bufio.Writer, one per response
+	chunks    sync.Pool // *propWriter buffers for parallel rendering
 }
 
 // statusWriter records the status for logs and metrics.
@@ -176,13 +182,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rid := r.Header.Get("X-Request-ID")
 	if rid == "" || len(rid) > 128 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		rid = hex.EncodeToString(b[:])
+		// Unique per process: a random prefix chosen at New and a counter.
+		rid = h.ridPrefix + strconv.FormatUint(h.ridSeq.Add(1), 36)
 	}
-	w.Header().Set("X-Request-ID", rid)
-	sw := &statusWriter{ResponseWriter: w}
-	req := &request{h: h, w: sw, r: r, rid: rid}
+	w.Header()["X-Request-Id"] = []string{rid}
+	req := &request{h: h, r: r, rid: rid}
+	req.sw = statusWriter{ResponseWriter: w}
+	req.w = &req.sw
+	sw := req.w
 	req.serve()
 	if sw.status == 0 {
 		sw.status = http.StatusOK

@@ -3,6 +3,7 @@ package davhandler
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ type metrics struct {
 	preconditions *prometheus.CounterVec   // 412s by method
 	rejections    *prometheus.CounterVec   // path/denylist/symlink refusals by reason
 	sizeRejects   *prometheus.CounterVec   // 413 and Content-Range refusals by kind
+	cache         sync.Map                 // seriesKey -> *series
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -65,10 +67,36 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	return c
 }
 
+// series caches the children of the request metrics by method and status,
+// so the hot path does no label hashing.
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+type seriesKey struct {
+	method string
+	status int
+}
+
+func (m *metrics) seriesFor(method string, status int) *series {
+	k := seriesKey{method, status}
+	if s, ok := m.cache.Load(k); ok {
+		return s.(*series)
+	}
+	s := &series{
+		requests: m.requests.WithLabelValues(method, strconv.Itoa(status)),
+		duration: m.duration.WithLabelValues(method),
+	}
+	m.cache.Store(k, s)
+	return s
+}
+
 func (m *metrics) observe(method string, status int, d time.Duration) {
 	method = methodLabel(method)
-	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(method).Observe(d.Seconds())
+	s := m.seriesFor(method, status)
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
 	if status == 412 {
 		m.preconditions.WithLabelValues(method).Inc()
 	}

@@ -12,6 +12,7 @@ import (
 // request is one WebDAV request in flight.
 type request struct {
 	h      *handler
+	sw     statusWriter // w points here: one allocation per request
 	w      *statusWriter
 	r      *http.Request
 	rid    string
