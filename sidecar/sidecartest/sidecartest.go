@@ -2,7 +2,8 @@
 // package (sidecar, gateway, deploy acceptance, portal e2e drivers).
 //
 // Start builds ./sidecar/cmd/agent-sidecar once per test process (go build
-// into a temp dir; set AGENT_SIDECAR_BIN to use a prebuilt binary instead),
+// into $TMPDIR/sidecartest-bin-UID, content-addressed so processes share one
+// file; set AGENT_SIDECAR_BIN to use a prebuilt binary instead),
 // creates the two volumes (or takes existing ones), writes a config with
 // 127.0.0.1:0 listeners, starts the binary, waits for its three "listening"
 // log lines and /readyz, and stops it (SIGTERM) in t.Cleanup.
@@ -17,6 +18,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -426,7 +429,7 @@ var build builder
 
 // Binary returns the path of an agent-sidecar binary: $AGENT_SIDECAR_BIN if
 // set, else one built (once per test process) from this module's
-// ./sidecar/cmd/agent-sidecar into a temp dir readable by UID 1000.
+// ./sidecar/cmd/agent-sidecar into a shared directory readable by UID 1000.
 func Binary() (string, error) {
 	if b := os.Getenv("AGENT_SIDECAR_BIN"); b != "" {
 		return b, nil
@@ -444,31 +447,79 @@ func buildBinary() (string, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return "", errors.New("go env GOMOD: not inside the module")
 	}
-	dir, err := os.MkdirTemp("", "sidecartest-bin-")
-	if err != nil {
+	// One shared, content-addressed directory per user: identical sources
+	// give an identical binary, so test processes reuse one file instead of
+	// leaving a copy each. Binaries unused for a day are pruned.
+	dir := filepath.Join(os.TempDir(), "sidecartest-bin-"+strconv.Itoa(os.Getuid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "agent-sidecar")
-	cmd := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar")
+	prune(dir)
+	tmp, err := os.CreateTemp(dir, "build-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), "./sidecar/cmd/agent-sidecar")
 	cmd.Dir = filepath.Dir(gomod)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build ./sidecar/cmd/agent-sidecar: %v\n%s", err, buf.String())
 	}
+	sum, err := fileSHA256(tmp.Name())
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "agent-sidecar-"+sum[:16])
+	now := time.Now()
+	if _, err := os.Stat(bin); err == nil {
+		_ = os.Chtimes(bin, now, now) // in use: keep it from being pruned
+		return bin, nil
+	}
+	if err := os.Chmod(tmp.Name(), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), bin); err != nil {
+		return "", err
+	}
 	return bin, nil
 }
 
-// Cleanup removes the binary Binary built. Call it from TestMain after
-// m.Run if the temp dir should not keep it.
-func Cleanup() {
-	if build.bin != "" && os.Getenv("AGENT_SIDECAR_BIN") == "" {
-		os.RemoveAll(filepath.Dir(build.bin))
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// prune removes binaries and stale partial builds older than a day.
+func prune(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
 	}
 }
+
+// Cleanup is kept for callers' TestMain; binaries now live in a shared,
+// content-addressed cache directory (pruned after a day), so there is
+// nothing to remove per process.
+func Cleanup() {}
 
 type lockedBuffer struct {
 	mu sync.Mutex
