@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -132,5 +133,9 @@ func wantErr(t *testing.T, err error, code Code, reason Reason) {
 	}
 	if de.Code != code || de.Reason != reason {
 		t.Fatalf("want %v/%s, got %v/%s (%q)", code, reason, de.Code, de.Reason, de.Message)
+	}
+	// Messages never carry a host path (every test tree is under TempDir).
+	if strings.Contains(de.Message, os.TempDir()+"/") || de.Message == "" {
+		t.Fatalf("unsafe or empty message %q", de.Message)
 	}
 }
