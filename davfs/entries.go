@@ -365,6 +365,10 @@ const staleTempAge = time.Hour
 // Types come from d_type; only DT_UNKNOWN names are stat'ed.
 func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed, error) {
 	var st unix.Stat_t
+	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalAgents {
+		// Global's AGENTS.md only counts as a file.
+		return -1, st, nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
+	}
 	fd, err := f.open(w, oDirRead)
 	if err != nil {
 		if ReasonOf(err) == ReasonNotFound {
