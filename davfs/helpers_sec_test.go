@@ -17,6 +17,8 @@ package davfs_test
 //	"a => target"   symlink; a target starting with "/" is made absolute under base
 //	"a == b"        hard link: a becomes another name of base/b
 //	"a |"           FIFO
+//	"a @tmpfs"      a small tmpfs mounted at a (needs root; unmounted in Cleanup)
+//	"a @ b"         base/b bind-mounted at a (needs root; unmounted in Cleanup)
 //
 // A file is a canary ("secret") when davfs must never return or change it
 // through the path under test: everything under outside/, every CODEX_HOME
@@ -42,6 +44,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"golang.org/x/sys/unix"
 )
 
 const secSecretMark = "SECRET:"
@@ -99,6 +102,9 @@ func secBuild(tb testing.TB, base string, layout []string) {
 	tb.Helper()
 	for _, line := range layout {
 		switch {
+		case strings.Contains(line, " @"):
+			name, src, _ := strings.Cut(line, " @")
+			secMount(tb, filepath.Join(base, name), strings.TrimSpace(src), base)
 		case strings.Contains(line, " => "):
 			name, target, _ := strings.Cut(line, " => ")
 			if strings.HasPrefix(target, "/") {
@@ -131,6 +137,29 @@ func secBuild(tb testing.TB, base string, layout []string) {
 			}
 		}
 	}
+}
+
+// secMount mounts a tmpfs (src "tmpfs") or bind-mounts base/src at dir and
+// unmounts it in Cleanup (before the temp dir is removed).
+func secMount(tb testing.TB, dir, src, base string) {
+	tb.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	var err error
+	if src == "tmpfs" {
+		err = unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m,mode=0755")
+	} else {
+		err = unix.Mount(filepath.Join(base, src), dir, "", unix.MS_BIND, "")
+	}
+	if err != nil {
+		tb.Fatalf("mount at %s: %v (mount-point layouts need root or CAP_SYS_ADMIN; run `go test` as root)", filepath.Base(dir), err)
+	}
+	tb.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			_ = unix.Unmount(dir, unix.MNT_DETACH)
+		}
+	})
 }
 
 func secMkParent(tb testing.TB, base, name string) {

@@ -181,6 +181,15 @@ func secRows() []secRow {
 		{name: "global dot-dot", ws: G, path: "skills/../auth.json", want: secWantInvalid, davWant: &secWantOutsideOrInvalid},
 		{name: "absolute path", ws: P, path: "/ok.txt", want: secWantInvalid, noDav: true},
 
+		// Mount points inside a project (RESOLVE_NO_XDEV): never crossed.
+		{name: "tmpfs mounted in the project", layout: []string{"projects/p/mnt @tmpfs", "projects/p/mnt/secret-mnt.txt"}, ws: P, path: "mnt/secret-mnt.txt", want: secDeny()},
+		{name: "tmpfs mount point itself", layout: []string{"projects/p/mnt @tmpfs", "projects/p/mnt/secret-mnt.txt"}, ws: P, path: "mnt", want: secDeny().or(secWant{codes: []davfs.Code{davfs.CodeFailedPrecondition}}), finalExists: true},
+		// A bind mount from the same file system has the parent's st_dev:
+		// only a mount-id check (openat2 RESOLVE_NO_XDEV, or statx
+		// STATX_MNT_ID / STATX_ATTR_MOUNT_ROOT per segment in the fallback
+		// walk) sees it.
+		{name: "bind mount of an outside dir", layout: []string{"projects/p/bind @ outside/dir"}, ws: P, path: "bind/canary.txt", want: secDeny()},
+
 		// A legitimate directory holding traps: any outcome is acceptable,
 		// but a recursive delete or a move must never follow the links
 		// (the canaries and the tree outside "tree" must stay intact).
@@ -690,9 +699,20 @@ func secExpectedNames(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) [
 		t.Fatal(err)
 	}
 	var dirs, files []string
+	var dirSt unix.Stat_t
+	if err := unix.Lstat(host, &dirSt); err != nil {
+		t.Fatal(err)
+	}
 	for _, de := range des {
 		if secForbiddenNames[de.Name()] {
 			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(host, de.Name()), &st); err == nil && st.Dev != dirSt.Dev {
+			continue // a mount point (another file system) is never shown
+		}
+		if secIsMountRoot(filepath.Join(host, de.Name())) {
+			continue // a bind mount: see secWalkVisible
 		}
 		switch {
 		case de.Type().IsDir():
@@ -720,6 +740,13 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 		if en.Type == davfs.TypeUnspecified {
 			continue // a FIFO may be shown as neither file nor directory
 		}
+		if secIsMountRoot(filepath.Join(e.base, secHostRel(ws, en.Path))) {
+			// A same-file-system bind mount has the parent's st_dev, so a
+			// listing cannot tell it from a directory without statx; it
+			// may be shown, but it is never entered (checked by the rows).
+			t.Logf("ListEntries(%s) shows bind mount %q", where, en.Name)
+			continue
+		}
 		got = append(got, en.Name)
 		if wantPath := path.Join(dir, en.Name); en.Path != wantPath {
 			t.Errorf("ListEntries(%s): entry %q has Path %q; want %q", where, en.Name, en.Path, wantPath)
@@ -738,7 +765,7 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 	} else {
 		var names []string
 		for _, en := range rd {
-			if en.Type != davfs.TypeUnspecified {
+			if en.Type != davfs.TypeUnspecified && !secIsMountRoot(filepath.Join(e.base, secHostRel(ws, en.Path))) {
 				names = append(names, en.Name)
 			}
 		}
@@ -759,7 +786,7 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 		}
 		var names []string
 		for _, fi := range fis {
-			if fi.IsDir() || fi.Mode().IsRegular() {
+			if (fi.IsDir() || fi.Mode().IsRegular()) && !secIsMountRoot(filepath.Join(e.base, secHostRel(ws, path.Join(dir, fi.Name())))) {
 				names = append(names, fi.Name())
 			}
 			if _, ok := fi.(webdav.ETager); !ok {
@@ -1262,4 +1289,14 @@ func TestSecProjectsRoot(t *testing.T) {
 			})
 		}
 	})
+}
+
+// secIsMountRoot reports whether p is the root of a mount (statx
+// STATX_ATTR_MOUNT_ROOT, Linux 5.8+).
+func secIsMountRoot(p string) bool {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &stx); err != nil {
+		return false
+	}
+	return stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 }
