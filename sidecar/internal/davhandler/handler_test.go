@@ -428,6 +428,7 @@ func TestMoveCopySemantics(t *testing.T) {
 	e.want("MOVE", "/projects/demo/c3/", map[string]string{"Destination": "/projects/demo/c3/sub/in"}, "", 403)
 	e.want("COPY", "/projects/demo/c3/", map[string]string{"Destination": "/projects/demo/c3"}, "", 403)
 	e.want("MOVE", "/projects/demo/b.txt", nil, "", 400)
+	e.want("COPY", "/projects/demo/b.txt", map[string]string{"Destination": "http://elsewhere.example/projects/demo/z.txt"}, "", 502)
 }
 
 func TestLocks(t *testing.T) {

@@ -98,9 +98,13 @@ func (q *request) delete() {
 func (q *request) copyMove() {
 	move := q.r.Method == "MOVE"
 	src := resolve(q.r.URL.Path)
-	dst, ok := destination(q.r.Header.Get("Destination"))
+	dst, otherHost, ok := destination(q.r.Header.Get("Destination"), q.r.Host)
 	if !ok {
 		q.status(http.StatusBadRequest, "missing or malformed Destination header")
+		return
+	}
+	if otherHost {
+		q.status(http.StatusBadGateway, "the Destination is on another server")
 		return
 	}
 	dst = resolve(q.local(dst.href))

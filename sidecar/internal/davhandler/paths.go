@@ -92,15 +92,20 @@ func escapeHref(p string, dir bool) string {
 	return b.String()
 }
 
-// destination parses a Destination header into a target. Only its path is
-// used: the sidecar sits behind the gateway, which rewrites the header.
-func destination(v string) (target, bool) {
+// destination parses a Destination header. The gateway rewrites it to a
+// path; a client talking to the sidecar directly may send an absolute URI,
+// whose authority must then be this server (otherwise: 502, RFC 4918
+// §9.8.5).
+func destination(v, host string) (t target, otherHost, ok bool) {
 	if v == "" {
-		return target{}, false
+		return target{}, false, false
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.Path == "" {
-		return target{}, false
+	if err != nil || u.Path == "" || u.Opaque != "" {
+		return target{}, false, false
 	}
-	return resolve(u.Path), true
+	if u.Host != "" && !strings.EqualFold(u.Host, host) {
+		return target{}, true, true
+	}
+	return resolve(u.Path), false, true
 }
