@@ -24,6 +24,7 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentworkspace/files/davfs"
 	"golang.org/x/net/webdav"
@@ -54,7 +55,7 @@ var (
 	secWantSymlink          = secDeny(davfs.ReasonSymlink)
 	secWantDenied           = secDeny(davfs.ReasonDenylisted)
 	secWantOutside          = secDeny(davfs.ReasonOutsideGlobal)
-	secWantInvalid          = secWant{codes: []davfs.Code{davfs.CodeInvalidArgument}, reasons: []davfs.Reason{davfs.ReasonInvalidPath}}
+	secWantInvalid          = secWant{codes: []davfs.Code{davfs.CodeInvalidArgument}, reasons: []davfs.Reason{davfs.ReasonInvalidPath, davfs.ReasonInvalidName}}
 	secWantExists           = secWant{codes: []davfs.Code{davfs.CodeAlreadyExists}, reasons: []davfs.Reason{davfs.ReasonAlreadyExists}}
 	secWantNotDir           = secWant{codes: []davfs.Code{davfs.CodeFailedPrecondition}, reasons: []davfs.Reason{davfs.ReasonNotADirectory}}
 	secWantMultiple         = secWant{codes: []davfs.Code{davfs.CodePermissionDenied, davfs.CodeFailedPrecondition}, reasons: []davfs.Reason{davfs.ReasonMultipleLinks}}
@@ -219,6 +220,9 @@ func secRows() []secRow {
 			"MoveSrc": secDeny(davfs.ReasonProtected), "WebDAV.RenameS": secDeny(davfs.ReasonProtected),
 			"MoveDst": secDeny(davfs.ReasonProtected).or(secWantExists), "WebDAV.RenameD": secDeny(davfs.ReasonProtected).or(secWantExists),
 		}},
+
+		// Odd but legal names, and one no API path can address.
+		{name: "odd names", layout: []string{"projects/p/weird/new\nline.txt", "projects/p/weird/back\\slash.txt", "projects/p/weird/sp ace.txt", "projects/p/weird/bad\xff.txt"}, ws: P, path: "weird/bad\xff.txt", want: secWantInvalid},
 
 		// FIFOs are never opened for content: no request may hang.
 		{name: "fifo", layout: []string{"projects/p/pipe |"}, ws: P, path: "pipe", over: fifo, finalExists: true},
@@ -704,7 +708,7 @@ func secExpectedNames(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) [
 		t.Fatal(err)
 	}
 	for _, de := range des {
-		if secForbiddenNames[de.Name()] {
+		if secForbiddenNames[de.Name()] || !utf8.ValidString(de.Name()) {
 			continue
 		}
 		var st unix.Stat_t
@@ -748,6 +752,7 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 			continue
 		}
 		got = append(got, en.Name)
+		secCheckSameRevision(t, e, ws, en)
 		if wantPath := path.Join(dir, en.Name); en.Path != wantPath {
 			t.Errorf("ListEntries(%s): entry %q has Path %q; want %q", where, en.Name, en.Path, wantPath)
 		}
@@ -789,8 +794,12 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 			if (fi.IsDir() || fi.Mode().IsRegular()) && !secIsMountRoot(filepath.Join(e.base, secHostRel(ws, path.Join(dir, fi.Name())))) {
 				names = append(names, fi.Name())
 			}
-			if _, ok := fi.(webdav.ETager); !ok {
+			if et, ok := fi.(webdav.ETager); !ok {
 				t.Errorf("WebDAV Readdir(%s): FileInfo %q does not implement webdav.ETager", where, fi.Name())
+			} else if tag, err := et.ETag(ctx); err != nil {
+				t.Errorf("WebDAV Readdir(%s): ETag of %q: %v", where, fi.Name(), err)
+			} else if en, err := e.fs.Stat(ctx, ws, path.Join(dir, fi.Name())); err == nil && tag != `"`+en.Revision+`"` {
+				t.Errorf("WebDAV Readdir(%s): ETag of %q is %s; Stat revision is %q", where, fi.Name(), tag, en.Revision)
 			}
 		}
 		// x/net/webdav sorts itself; compare as sets.
@@ -1299,4 +1308,20 @@ func secIsMountRoot(p string) bool {
 		return false
 	}
 	return stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+}
+
+// secCheckSameRevision: a listed entry is addressable by its Path and Stat
+// gives the same revision (one revision on every surface).
+func secCheckSameRevision(t *testing.T, e *secEnv, ws davfs.Workspace, en davfs.Entry) {
+	t.Helper()
+	var st davfs.Entry
+	err := secTry(func() (err error) { st, err = e.fs.Stat(context.Background(), ws, en.Path); return err })
+	switch {
+	case err != nil:
+		t.Errorf("listed %q, but Stat of its Path fails: %v", en.Path, err)
+	case st.Revision != en.Revision:
+		t.Errorf("%q: listing revision %q, Stat revision %q", en.Path, en.Revision, st.Revision)
+	case st.Type != en.Type || st.Size != en.Size:
+		t.Errorf("%q: listing says type %v size %d, Stat says %v %d", en.Path, en.Type, en.Size, st.Type, st.Size)
+	}
 }
