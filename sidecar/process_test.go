@@ -179,9 +179,10 @@ func TestSIGTERMDrainsInFlightPUT(t *testing.T) {
 	path := setupFile(t, sc, "original")
 	body := bytes.Repeat([]byte("n"), 1<<20)
 	pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", int64(len(body)))
-	if _, err := pw.Write(body[:1000]); err != nil {
+	if _, err := pw.Write(body[:64<<10]); err != nil {
 		t.Fatal(err)
 	}
+	waitInFlight(t, filepath.Dir(path))
 	sc.Terminate()
 	waitLog(t, sc, `"shutting down"`)
 	time.Sleep(100 * time.Millisecond)
@@ -189,7 +190,7 @@ func TestSIGTERMDrainsInFlightPUT(t *testing.T) {
 		t.Fatal("partial upload visible")
 	}
 	// The in-flight upload is drained: it completes and commits.
-	if _, err := pw.Write(body[1000:]); err != nil {
+	if _, err := pw.Write(body[64<<10:]); err != nil {
 		t.Fatal(err)
 	}
 	pw.Close()
@@ -210,7 +211,8 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 		sc := sidecartest.Start(t, sidecartest.Options{})
 		path := setupFile(t, sc, "original")
 		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
-		pw.Write(bytes.Repeat([]byte("p"), 4096))
+		pw.Write(bytes.Repeat([]byte("p"), 64<<10))
+		waitInFlight(t, filepath.Dir(path))
 		sc.Terminate()
 		waitLog(t, sc, `"shutting down"`)
 		pw.CloseWithError(errors.New("client gave up"))
@@ -228,8 +230,8 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 		path := setupFile(t, sc, "original")
 		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
 		defer pw.Close()
-		pw.Write(bytes.Repeat([]byte("p"), 4096))
-		time.Sleep(50 * time.Millisecond)
+		pw.Write(bytes.Repeat([]byte("p"), 64<<10))
+		waitInFlight(t, filepath.Dir(path))
 		start := time.Now()
 		if err := sc.Stop(); err != nil {
 			t.Fatalf("exit: %v", err)
@@ -252,7 +254,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
 		defer pw.Close()
 		pw.Write(bytes.Repeat([]byte("k"), 64<<10))
-		time.Sleep(100 * time.Millisecond)
+		waitInFlight(t, filepath.Dir(path))
 		sc.Kill()
 		pw.CloseWithError(errors.New("test done"))
 		<-res
@@ -266,6 +268,23 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 			t.Errorf("content %q", f.GetContent())
 		}
 	})
+}
+
+// waitInFlight waits until an upload into dir is being streamed by the
+// sidecar: davfs's temp file for it exists beside f.txt.
+func waitInFlight(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.Name() != "f.txt" && e.Name() != ".git" {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the upload never reached the sidecar (no temp file)")
 }
 
 // checkNoTemp: the directory holds only f.txt (no temp file left over).
@@ -335,7 +354,13 @@ func TestSIGTERMDrainsInFlightRPC(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(bin) })
 	os.Chmod(bin, 0o755)
-	if err := os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\nsleep 1\nexec "+git+" \"$@\"\n"), 0o755); err != nil {
+	marks := filepath.Join(bin, "marks")
+	if err := os.Mkdir(marks, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(marks, 0o777) // the sidecar (UID 1000) writes the marker
+	script := "#!/bin/sh\ntouch " + marks + "/started\nsleep 1\nexec " + git + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sc := sidecartest.Start(t, sidecartest.Options{Env: []string{"PATH=" + bin + ":" + os.Getenv("PATH")}})
@@ -345,7 +370,16 @@ func TestSIGTERMDrainsInFlightRPC(t *testing.T) {
 		_, err := c.CreateProject(ctxT(t), &workspacev1.CreateProjectRequest{Name: "slow"})
 		res <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(marks, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("git init never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	sc.Terminate()
 	if err := <-res; err != nil {
 		t.Fatalf("in-flight CreateProject: %v", err)
