@@ -164,14 +164,9 @@ func setupFile(t *testing.T, sc *sidecartest.Sidecar, content string) string {
 // waitLog waits until the sidecar logged msg.
 func waitLog(t *testing.T, sc *sidecartest.Sidecar, msg string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if strings.Contains(sc.Logs(), msg) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !sc.WaitLog(msg, 10*time.Second) {
+		t.Fatalf("no %q in the logs", msg)
 	}
-	t.Fatalf("no %q in the logs", msg)
 }
 
 func TestSIGTERMDrainsInFlightPUT(t *testing.T) {

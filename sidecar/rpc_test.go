@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -175,7 +176,7 @@ func TestGitInitRollback(t *testing.T) {
 	if got := metric(t, sc, "sidecar_git_init_failures_total"); got != "1" {
 		t.Errorf("git init failures metric = %q, want 1", got)
 	}
-	if !strings.Contains(sc.Logs(), "simulated failure") {
+	if !sc.WaitLog("simulated failure", 5*time.Second) {
 		t.Error("git's output is not in the log")
 	}
 }
@@ -493,6 +494,7 @@ func TestRequestIDAndLogs(t *testing.T) {
 	if got := hdr.Get("x-request-id"); len(got) != 1 || got[0] == "" {
 		t.Errorf("generated x-request-id header %v", got)
 	}
+	sc.WaitLog(`"method":"/workspace.v1.WorkspaceService/ListProjects"`, 5*time.Second) // logged after UpdateFile
 	found := false
 	for _, l := range sc.LogLines() {
 		if l["@message"] == "rpc" && l["method"] == "/workspace.v1.WorkspaceService/UpdateFile" {

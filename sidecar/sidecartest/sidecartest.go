@@ -176,6 +176,22 @@ func (s *Sidecar) Conn(t testing.TB) *grpc.ClientConn {
 // Logs returns everything the process (all its runs) wrote to stderr.
 func (s *Sidecar) Logs() string { return s.logs.String() }
 
+// WaitLog waits up to timeout for substr to appear in Logs and reports
+// whether it did. Log lines reach the harness through a pipe, so a line the
+// sidecar wrote before answering a call may arrive a moment after the answer.
+func (s *Sidecar) WaitLog(substr string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if strings.Contains(s.Logs(), substr) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // LogLines returns the JSON log lines of Logs, decoded (other lines skipped).
 func (s *Sidecar) LogLines() []map[string]any {
 	var out []map[string]any
