@@ -10,8 +10,10 @@ package davfs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,7 +30,7 @@ import (
 const (
 	secRaceWorkers    = 3
 	secRaceIterations = 4000 // per worker
-	secRaceTimeCap    = 1200 * time.Millisecond
+	secRaceTimeCap    = 800 * time.Millisecond
 )
 
 type secRaceScenario struct {
@@ -63,6 +65,17 @@ func secRaceScenarios() []secRaceScenario {
 			},
 			ws: secProject("r"), prefix: "",
 			swapA: "projects/r", swapB: "projects/rswap", outside: "outside/r",
+		},
+		{
+			// The name f.txt keeps trading places with a hard link to
+			// CODEX_HOME/auth.json: its content must never be served.
+			name: "hard link swapped in",
+			layout: []string{
+				"projects/p/d/f.txt", "projects/p/d/x.txt",
+				"projects/p/d/hl == codex/auth.json",
+			},
+			ws: secProject("p"), prefix: "d/",
+			swapA: "projects/p/d/f.txt", swapB: "projects/p/d/hl", outside: "codex",
 		},
 		{
 			name: "global skills subdirectory",
@@ -156,10 +169,13 @@ func secRunRace(t *testing.T, sc secRaceScenario, tweak func(*davfs.Config)) {
 	if swaps.Load() < 100 {
 		t.Errorf("only %d swaps happened; the race was not exercised", swaps.Load())
 	}
-	for _, op := range []string{"ReadFile", "UpdateFile", "ListEntries"} {
+	for _, op := range []string{"ReadFile", "ListEntries"} {
 		if stats[op+" ok"] == 0 {
 			t.Errorf("no %s ever succeeded: the test exercised nothing (stats %v)", op, keys)
 		}
+	}
+	if stats["UpdateFile ok"]+stats["WriteStream ok"]+stats["CreateEntry ok"] == 0 {
+		t.Errorf("no write ever succeeded: the test exercised nothing (stats %v)", keys)
 	}
 
 	for _, d := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
@@ -180,7 +196,7 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 	dir := strings.TrimSuffix(sc.prefix, "/")
 	rev := func(name string) string { return secRev(ctx, e, sc.ws, p(name)) }
 	body := []byte(fmt.Sprintf("worker %d iteration %d\n", w, i))
-	switch i % 11 {
+	switch i % 13 {
 	case 0:
 		var f davfs.File
 		err := secTry(func() (err error) { f, err = e.fs.ReadFile(ctx, sc.ws, p("f.txt")); return err })
@@ -242,6 +258,29 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 	case 9:
 		r := rev(fmt.Sprintf("sub%d", w))
 		return "DeleteEntry", secTry(func() error { return e.fs.DeleteEntry(ctx, sc.ws, p(fmt.Sprintf("sub%d", w)), r, true) })
+	case 11:
+		return "WebDAV.Read", secTry(func() error {
+			fh, err := e.fs.WebDAV().OpenFile(ctx, secDavName(sc.ws, p("f.txt")), os.O_RDONLY, 0)
+			if err != nil {
+				return secDavToDav(err)
+			}
+			defer fh.Close()
+			b, err := io.ReadAll(fh)
+			secNoSecret(t, "WebDAV read", b)
+			return secDavToDav(err)
+		})
+	case 12:
+		return "WebDAV.Write", secTry(func() error {
+			fh, err := e.fs.WebDAV().OpenFile(ctx, secDavName(sc.ws, p(fmt.Sprintf("v%d.txt", w))), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err != nil {
+				return secDavToDav(err)
+			}
+			_, werr := fh.Write(body)
+			if cerr := fh.Close(); werr == nil {
+				werr = cerr
+			}
+			return secDavToDav(werr)
+		})
 	default:
 		var en davfs.Entry
 		err := secTry(func() (err error) { en, err = e.fs.Stat(ctx, sc.ws, p("only-outside.txt")); return err })
@@ -405,4 +444,31 @@ func TestSecSwapDuringUpload(t *testing.T) {
 			})
 		}
 	})
+}
+
+// secDavToDav turns a webdav.FileSystem error into something the race
+// statistics can classify: the davfs *Error inside when there is one,
+// else a synthetic davfs error naming the fs sentinel.
+func secDavToDav(err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *davfs.Error
+	if errors.As(err, &de) {
+		return de
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err // not a PathError: secCheckDavErr reports it
+	}
+	code, reason := davfs.CodeInternal, davfs.Reason("WEBDAV_"+strings.ToUpper(strings.ReplaceAll(pe.Err.Error(), " ", "_")))
+	switch {
+	case os.IsNotExist(err):
+		code = davfs.CodeNotFound
+	case os.IsPermission(err):
+		code = davfs.CodePermissionDenied
+	case os.IsExist(err):
+		code = davfs.CodeAlreadyExists
+	}
+	return &davfs.Error{Code: code, Reason: reason, Message: "webdav: " + pe.Err.Error()}
 }
