@@ -575,3 +575,26 @@ func TestPropfindLargeDirectory(t *testing.T) {
 		}
 	}
 }
+
+// Behind the gateway the tree sits under /dav/{agent_id}; with
+// X-Forwarded-Prefix the hrefs carry it and Destination may use it.
+func TestForwardedPrefix(t *testing.T) {
+	e := newEnv(t, nil)
+	e.put("/projects/demo/p.txt", "p")
+	pre := map[string]string{"Depth": "1", "X-Forwarded-Prefix": "/dav/codex-a"}
+	_, body := e.want("PROPFIND", "/projects/demo/", pre, "", 207)
+	for _, r := range parseMS(t, body).Responses {
+		if !strings.HasPrefix(r.Href, "/dav/codex-a/projects/demo/") {
+			t.Fatalf("href %q lacks the prefix", r.Href)
+		}
+	}
+	e.want("MOVE", "/projects/demo/p.txt", map[string]string{"X-Forwarded-Prefix": "/dav/codex-a", "Destination": "/dav/codex-a/projects/demo/q.txt"}, "", 201)
+	if got, _ := e.hostFile("q.txt"); got != "p" {
+		t.Fatalf("MOVE with prefixed Destination: %q", got)
+	}
+	// A malformed prefix is ignored.
+	_, body = e.want("PROPFIND", "/projects/demo/", map[string]string{"Depth": "0", "X-Forwarded-Prefix": "relative<x>"}, "", 207)
+	if !strings.Contains(body, "<D:href>/projects/demo/</D:href>") {
+		t.Fatalf("bad prefix used: %s", body)
+	}
+}
