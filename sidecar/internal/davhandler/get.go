@@ -33,12 +33,15 @@ func (q *request) get() {
 		return
 	}
 	defer f.Close()
+	// Canonical keys assigned directly: this is the hottest path.
 	h := q.w.Header()
-	h.Set("ETag", quoteETag(e.Revision))
-	h.Set("Content-Type", contentType(e.Name))
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Etag"] = []string{quoteETag(e.Revision)}
+	h["Content-Type"] = []string{contentType(e.Name)}
+	h["X-Content-Type-Options"] = nosniff
 	http.ServeContent(q.w, q.r, e.Name, e.ModTime, f)
 }
+
+var nosniff = []string{"nosniff"}
 
 // notAFile answers GET on a collection: there is no HTML listing, clients use
 // PROPFIND.
