@@ -49,6 +49,7 @@ async function eventually(fn, msg, timeout = 10_000) {
 const base = tempBase();
 let gw, sa, sb, browser, context, page;
 const leaks = [];
+const recent = []; // last HTTP errors the page saw (printed with a failure)
 
 async function setUp() {
   const bins = binaries(base, log);
@@ -87,6 +88,12 @@ async function setUp() {
   page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(10_000);
   page.on('pageerror', (err) => log('page error:', err.message));
+  page.on('response', (r) => {
+    if (r.status() >= 400) {
+      recent.push(`${new Date().toISOString().slice(11, 23)} ${r.request().method()} ${new URL(r.url()).pathname} -> ${r.status()}`);
+      if (recent.length > 12) recent.shift();
+    }
+  });
 }
 
 async function tearDown() {
@@ -207,6 +214,23 @@ test('logout signs out; a non-admin sees the no-access page', async () => {
   expect((await $('[data-testid="agent-select"]').count()) === 0, 'no agent selector for non-admins');
   await signIn();
   await $('[data-testid="agent-select"]').waitFor();
+});
+
+test('trusted proxy: an admin group member just works (no login, no sign-out), others get no access', async () => {
+  const proxied = await context.newPage();
+  try {
+    await proxied.setExtraHTTPHeaders({ 'X-Forwarded-User': 'carol', 'X-Forwarded-Groups': 'staff, workspace-admins' });
+    await proxied.goto(gw.url + '/');
+    await proxied.locator('[data-testid="agent-select"]').waitFor();
+    expect((await proxied.locator('[data-testid="operator"]').textContent()) === 'carol', 'operator from the proxy');
+    expect((await proxied.locator('[data-testid="logout"]').count()) === 0, 'no sign-out under a proxy');
+    await proxied.locator('.project-row[data-project="alpha-only"]').waitFor();
+    await proxied.setExtraHTTPHeaders({ 'X-Forwarded-User': 'dave', 'X-Forwarded-Groups': 'staff' });
+    await proxied.goto(gw.url + '/');
+    await proxied.locator('[data-testid="no-access"]').waitFor();
+  } finally {
+    await proxied.close();
+  }
 });
 
 test('create project: name validated as you type, Git initialised on disk', async () => {
@@ -663,6 +687,7 @@ try {
   for (const t of tests) {
     if (only && !only.test(t.name)) continue;
     const started = Date.now();
+    recent.length = 0;
     try {
       await t.fn();
       await checkNoLeaks(t.name);
@@ -671,6 +696,7 @@ try {
     } catch (err) {
       failed++;
       console.log(`FAIL ${t.name}\n     ${err instanceof Check ? err.message : err.stack}`);
+      if (recent.length) console.log(`     recent HTTP errors:\n       ${recent.join('\n       ')}`);
       fs.mkdirSync(OUT, { recursive: true });
       const file = path.join(OUT, t.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60) + '.png');
       await page?.screenshot({ path: file }).catch(() => {});

@@ -922,7 +922,9 @@ export class App {
         >
         <span class="spacer"></span>
         <span class="operator" data-testid="operator">${this.#session?.operator}</span>
-        <button class="btn btn-small" data-testid="logout" @click=${() => void this.#logout()}>Sign out</button>
+        ${this.#session?.csrf_token
+          ? html`<button class="btn btn-small" data-testid="logout" @click=${() => void this.#logout()}>Sign out</button>`
+          : nothing /* signed in by the trusted proxy: nothing to sign out of here */}
       </header>
       ${this.#noticeView()}
       ${this.#agentsError
