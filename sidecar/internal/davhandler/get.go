@@ -37,11 +37,9 @@ func (q *request) get() {
 	h := q.w.Header()
 	h["Etag"] = []string{quoteETag(e.Revision)}
 	h["Content-Type"] = []string{contentType(e.Name)}
-	h["X-Content-Type-Options"] = nosniff
+	h["X-Content-Type-Options"] = []string{"nosniff"}
 	http.ServeContent(q.w, q.r, e.Name, e.ModTime, f)
 }
-
-var nosniff = []string{"nosniff"}
 
 // notAFile answers GET on a collection: there is no HTML listing, clients use
 // PROPFIND.

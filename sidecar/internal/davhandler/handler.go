@@ -91,6 +91,7 @@ func New(fs *davfs.FS, opts Options) http.Handler {
 		props:     newDeadProps(),
 		bufs:      sync.Pool{New: func() any { return newPropWriter() }},
 		chunks:    sync.Pool{New: func() any { return &propWriter{buf: make([]byte, 0, 192<<10)} }},
+		small:     sync.Pool{New: func() any { b := make([]byte, smallBody); return &b }},
 	}
 }
 
@@ -105,11 +106,13 @@ type handler struct {
 	props     *deadProps
 	bufs      sync.Pool // *propWriter with a bufio.Writer, one per response
 	chunks    sync.Pool // *propWriter buffers for parallel rendering
+	small     sync.Pool // *[]byte for small GET bodies
 }
 
 // statusWriter records the status for logs and metrics.
 type statusWriter struct {
 	http.ResponseWriter
+	small  *sync.Pool // *[]byte of smallBody bytes
 	status int
 	bytes  int64
 }
@@ -135,8 +138,6 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 // flush and the sendfile calls cost more syscalls than a single write.
 const smallBody = 32 << 10
 
-var smallBufs = sync.Pool{New: func() any { b := make([]byte, smallBody); return &b }}
-
 // ReadFrom keeps sendfile working for big GETs through http.ServeContent
 // (net/http hands an *os.File to the socket), and copies small ones in one
 // write.
@@ -145,8 +146,8 @@ func (s *statusWriter) ReadFrom(src io.Reader) (int64, error) {
 		s.status = http.StatusOK
 	}
 	if lr, ok := src.(*io.LimitedReader); ok && lr.N <= smallBody {
-		bp := smallBufs.Get().(*[]byte)
-		defer smallBufs.Put(bp)
+		bp := s.small.Get().(*[]byte)
+		defer s.small.Put(bp)
 		n, err := io.ReadFull(lr, (*bp)[:lr.N])
 		if err == io.ErrUnexpectedEOF {
 			err = nil
@@ -187,7 +188,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header()["X-Request-Id"] = []string{rid}
 	req := &request{h: h, r: r, rid: rid}
-	req.sw = statusWriter{ResponseWriter: w}
+	req.sw = statusWriter{ResponseWriter: w, small: &h.small}
 	req.w = &req.sw
 	sw := req.w
 	req.serve()
