@@ -22,7 +22,7 @@ type cursorData struct {
 
 const (
 	cursorVersion = 1
-	maxCursorLen  = 4096
+	maxCursorLen  = 16 << 10 // a 4096-byte path plus a name, in base64 JSON
 )
 
 func encodeCursor(c cursorData) string {

@@ -278,3 +278,24 @@ func TestRevisionsStableAndMoving(t *testing.T) {
 		t.Fatal("directory revision did not change after adding an entry")
 	}
 }
+
+// TestCursorDeepPath: a cursor for a long, deep directory still decodes.
+func TestCursorDeepPath(t *testing.T) {
+	e := newEnv(t, nil)
+	seg := strings.Repeat("d", 60)
+	var segs []string
+	for range 60 {
+		segs = append(segs, seg)
+	}
+	dir := strings.Join(segs, "/")
+	for i := range 3 {
+		e.write(fmt.Sprintf("projects/p/%s/%s%d", dir, strings.Repeat("n", 200), i), "x")
+	}
+	pg, err := e.fs.ListEntries(bg, proj("p"), dir, 1, "")
+	must(t, err)
+	pg2, err := e.fs.ListEntries(bg, proj("p"), dir, 1, pg.NextCursor)
+	must(t, err)
+	if len(pg2.Entries) != 1 || pg2.Entries[0].Name == pg.Entries[0].Name {
+		t.Fatalf("second page %+v", pg2.Entries)
+	}
+}
