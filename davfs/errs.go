@@ -47,6 +47,8 @@ func fsErr(err error, rel string) error {
 		return newErr(CodePermissionDenied, ReasonReadOnly, err, "%q is on a read-only file system", rel)
 	case unix.ENOSPC, unix.EDQUOT:
 		return newErr(CodeResourceExhausted, ReasonNoSpace, err, "no space left while writing %q", rel)
+	case unix.EFBIG:
+		return newErr(CodeResourceExhausted, ReasonTooLarge, err, "%q is too large for the file system", rel)
 	case unix.ENOTEMPTY:
 		return newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty", rel)
 	case unix.EISDIR:
