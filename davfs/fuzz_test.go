@@ -300,3 +300,46 @@ func FuzzOps(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCursor: forged cursors never panic, are refused as a *davfs.Error,
+// and never make a listing show entries of another directory or workspace.
+func FuzzCursor(f *testing.F) {
+	e := secNewEnv(f, "", []string{
+		"projects/p/a/1.txt", "projects/p/a/2.txt", "projects/p/a/3.txt",
+		"projects/p/b/4.txt", "projects/p/b/5.txt", "projects/p/b/6.txt",
+		"projects/q/7.txt", "projects/q/8.txt", "projects/q/9.txt",
+		"codex/skills/s1.md", "codex/skills/s2.md", "codex/skills/s3.md",
+	}, nil)
+	ctx := context.Background()
+	f.Add("")
+	f.Add("not a cursor")
+	for _, src := range []struct {
+		ws  davfs.Workspace
+		dir string
+	}{{secProject("p"), "a"}, {secProject("p"), "b"}, {secProject("q"), ""}, {secGlobal, "skills"}} {
+		if pg, err := e.fs.ListEntries(ctx, src.ws, src.dir, 1, ""); err == nil && pg.NextCursor != "" {
+			f.Add(pg.NextCursor)
+			f.Add(pg.NextCursor[:len(pg.NextCursor)/2])
+			f.Add(pg.NextCursor + "A")
+		}
+	}
+	if pp, err := e.fs.ListProjects(ctx, 1, ""); err == nil && pp.NextCursor != "" {
+		f.Add(pp.NextCursor)
+	}
+	f.Fuzz(func(t *testing.T, cursor string) {
+		pg, err := e.fs.ListEntries(ctx, secProject("p"), "a", 2, cursor)
+		secCheckDavErr(t, "ListEntries", err, e.base)
+		for _, en := range pg.Entries {
+			if !strings.HasPrefix(en.Path, "a/") {
+				t.Errorf("cursor %q made ListEntries(p, a) return %q", cursor, en.Path)
+			}
+		}
+		pp, err := e.fs.ListProjects(ctx, 2, cursor)
+		secCheckDavErr(t, "ListProjects", err, e.base)
+		for _, p := range pp.Projects {
+			if p.Name != "p" && p.Name != "q" {
+				t.Errorf("cursor %q made ListProjects return %q", cursor, p.Name)
+			}
+		}
+	})
+}

@@ -1325,3 +1325,37 @@ func secCheckSameRevision(t *testing.T, e *secEnv, ws davfs.Workspace, en davfs.
 		t.Errorf("%q: listing says type %v size %d, Stat says %v %d", en.Path, en.Type, en.Size, st.Type, st.Size)
 	}
 }
+
+// TestSecCursorConfinement: a cursor is valid only for the workspace and
+// directory (and directory revision) it came from (PRD 7.5).
+func TestSecCursorConfinement(t *testing.T) {
+	e := secNewEnv(t, "", []string{
+		"projects/p/a/1.txt", "projects/p/a/2.txt", "projects/p/a/3.txt",
+		"projects/p/b/1.txt", "projects/p/b/2.txt", "projects/p/b/3.txt",
+		"projects/q/a/1.txt", "projects/q/a/2.txt", "projects/q/a/3.txt",
+		"codex/skills/a/1.txt", "codex/skills/a/2.txt", "codex/skills/a/3.txt",
+	}, nil)
+	ctx := context.Background()
+	pg, err := e.fs.ListEntries(ctx, secProject("p"), "a", 1, "")
+	if err != nil || pg.NextCursor == "" {
+		t.Fatalf("first page: %v (cursor %q)", err, pg.NextCursor)
+	}
+	cursor := pg.NextCursor
+	refused := secWant{codes: []davfs.Code{davfs.CodeAborted, davfs.CodeInvalidArgument}, reasons: []davfs.Reason{davfs.ReasonCursorStale, davfs.ReasonInvalidCursor}}
+	for _, other := range []struct {
+		ws  davfs.Workspace
+		dir string
+	}{{secProject("p"), "b"}, {secProject("q"), "a"}, {secGlobal, "skills/a"}, {secProject("p"), ""}} {
+		_, err := e.fs.ListEntries(ctx, other.ws, other.dir, 1, cursor)
+		secCheckOutcome(t, secOp{name: fmt.Sprintf("ListEntries(%v %q, cursor of p/a)", other.ws, other.dir)}, refused, secOpResult{err: err}, e.base)
+	}
+	if _, err := e.fs.ListEntries(ctx, secProject("p"), "a", 1, cursor); err != nil {
+		t.Errorf("the cursor no longer works where it came from: %v", err)
+	}
+	// A change of the directory invalidates it: Aborted/CURSOR_STALE.
+	if _, err := e.fs.CreateEntry(ctx, secProject("p"), "a", "4.txt", davfs.TypeFile); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.fs.ListEntries(ctx, secProject("p"), "a", 1, cursor)
+	secCheckOutcome(t, secOp{name: "ListEntries after a change"}, secWant{codes: []davfs.Code{davfs.CodeAborted}, reasons: []davfs.Reason{davfs.ReasonCursorStale}}, secOpResult{err: err}, e.base)
+}
