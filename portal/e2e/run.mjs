@@ -205,6 +205,7 @@ test('logout signs out; a non-admin sees the no-access page', async () => {
   expect(r === 401, `API refuses after logout (got ${r})`);
   await signIn();
   await $('[data-testid="agent-select"]').waitFor();
+  await projectRow('alpha-only').waitFor(); // nothing in flight when the cookie goes
   await context.clearCookies();
   await $('[data-testid="tab-global"]').click();
   await eventually(async () => (await $('[data-testid="login-form"] [role="alert"]').textContent())?.includes('session has ended'), 'expired session returns to login');
