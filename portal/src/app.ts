@@ -231,6 +231,7 @@ export class App {
     closeMenu();
     this.#notice = null;
     const scope = this.#scopes.switchTo(agentId);
+    this.#editor.load('', 'plain'); // nothing of the previous agent stays in the editor
     const agent = this.#agents.find((a) => a.agent_id === agentId);
     this.update();
     if (agent?.project_management_enabled) void this.#loadProjects(scope);
