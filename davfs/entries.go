@@ -35,7 +35,7 @@ func errNotRegular(rel string) *Error {
 // device too (NOT_REGULAR): such names never appear in listings either.
 func (f *FS) statEntry(dirfd int, w wsPath, name string) (Entry, error) {
 	var st unix.Stat_t
-	if err := fstatat(dirfd, name, &st); err != nil {
+	if err := lstatOn(w.r, dirfd, name, &st); err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
 	return f.entryFromStat(dirfd, w, name, &st, 0)
@@ -65,9 +65,9 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 	default:
 		c, ok := f.cache.get(keyOf(st))
 		if !ok {
-			fd, err := unix.Openat(dirfd, name, oFile|oCommon, 0)
+			fd, err := f.openName(w.r, dirfd, name, oFile)
 			if err != nil {
-				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 					return Entry{}, fsErr(classifyAt(dirfd, name, err), w.rel)
 				}
 				// Unreadable (permissions): metadata only.
@@ -75,7 +75,7 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 				break
 			}
 			var now unix.Stat_t
-			err = unix.Fstat(fd, &now)
+			err = fstatOn(w.r, fd, &now)
 			if err == nil && (now.Ino != st.Ino || now.Dev != st.Dev || !isType(&now, unix.S_IFREG) || now.Nlink != 1) {
 				// Replaced between fstatat and open: start again from the new state.
 				unix.Close(fd)
@@ -89,6 +89,9 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 				c, _, err = f.fileContent(fd, st, false)
 			}
 			unix.Close(fd)
+			if err == unix.EXDEV {
+				return Entry{}, fsErr(err, w.rel) // a file bind mount
+			}
 			if err != nil {
 				e.Reason, e.Revision = NotEditableUnknown, statRevision(st)
 				break
@@ -162,7 +165,7 @@ func (f *FS) globalRoot() (Entry, []Entry, error) {
 	root := Entry{Type: TypeDirectory}
 	h := xxhash.New()
 	var b [8]byte
-	if err := fstatat(f.codex.fd, globalSkills, &st); err == nil && isType(&st, unix.S_IFDIR) && st.Dev == f.codex.dev {
+	if err := lstatOn(f.codex, f.codex.fd, globalSkills, &st); err == nil && isType(&st, unix.S_IFDIR) {
 		kids = append(kids, Entry{Name: globalSkills, Path: globalSkills, Type: TypeDirectory, ModTime: modTime(&st), Revision: dirRevision(&st)})
 		binary.LittleEndian.PutUint64(b[:], statSum(&st))
 		h.Write(b[:])
@@ -251,7 +254,7 @@ func (f *FS) openFile(w wsPath) (int, unix.Stat_t, int, error) {
 		unix.Close(pfd)
 		return -1, st, -1, err
 	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := fstatOn(w.r, fd, &st); err != nil {
 		unix.Close(fd)
 		unix.Close(pfd)
 		return -1, st, -1, fsErr(err, w.rel)
@@ -268,13 +271,13 @@ func (f *FS) openFile(w wsPath) (int, unix.Stat_t, int, error) {
 // regular single-link file.
 func (f *FS) openFileAt(pfd int, w wsPath) (int, error) {
 	var st unix.Stat_t
-	if err := fstatat(pfd, w.name(), &st); err != nil {
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return -1, fsErr(err, w.rel)
 	}
 	if err := checkRegular(&st, w); err != nil {
 		return -1, err
 	}
-	fd, err := unix.Openat(pfd, w.name(), oFile|oCommon, 0)
+	fd, err := f.openName(w.r, pfd, w.name(), oFile)
 	if err != nil {
 		return -1, fsErr(classifyAt(pfd, w.name(), err), w.rel)
 	}

@@ -78,6 +78,7 @@ type FS struct {
 type root struct {
 	fd  int
 	dev uint64
+	mnt uint64 // mount ID, 0 if the kernel does not report one
 }
 
 // Open validates cfg, opens the roots, ensures $CODEX_HOME/skills exists and
@@ -123,11 +124,12 @@ func openRoot(path, key string) (root, error) {
 		return root{fd: -1}, fmt.Errorf("davfs: %s: open %s: %w (it must be an existing directory, not a symlink)", key, path, err)
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, &st)
+	if err != nil {
 		unix.Close(fd)
 		return root{fd: -1}, fmt.Errorf("davfs: %s: stat %s: %w", key, path, err)
 	}
-	return root{fd: fd, dev: st.Dev}, nil
+	return root{fd: fd, dev: st.Dev, mnt: mnt}, nil
 }
 
 // ensureSkills makes $CODEX_HOME/skills a real directory (0755) if it is

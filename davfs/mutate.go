@@ -195,7 +195,7 @@ func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevisi
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
-	if err := fstatat(pfd, w.name(), &st); err != nil {
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return fsErr(err, w.rel)
 	}
 	e, err := f.entryFromStat(pfd, w, w.name(), &st, 0)
@@ -215,7 +215,7 @@ func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevisi
 			if !recursive {
 				return newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", path)
 			}
-			err = removeDir(context.WithoutCancel(ctx), pfd, w.name(), st.Dev, st.Ino)
+			err = removeDir(context.WithoutCancel(ctx), pfd, w.name(), w.r, st.Ino)
 		}
 		if err != nil {
 			return removeErr(err, w.rel)

@@ -13,16 +13,16 @@ import (
 // projectAt builds the Project named name in the projects root dirfd;
 // errors for anything that is not a real directory on the root's device.
 func (f *FS) projectAt(dirfd int, name string) (Project, error) {
-	fd, err := unix.Openat(dirfd, name, oDirPath|oCommon, 0)
+	fd, err := f.openName(f.projects, dirfd, name, oDirPath)
 	if err != nil {
 		return Project{}, fsErr(classifyAt(dirfd, name, err), name)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := fstatOn(f.projects, fd, &st); err != nil {
 		return Project{}, fsErr(err, name)
 	}
-	if !isType(&st, unix.S_IFDIR) || st.Dev != f.projects.dev {
+	if !isType(&st, unix.S_IFDIR) {
 		return Project{}, errSymlink(name)
 	}
 	p := Project{Name: name, ModTime: modTime(&st), Revision: dirRevision(&st)}
@@ -150,7 +150,7 @@ func (f *FS) rollbackProject(ctx context.Context, name string, st unix.Stat_t) {
 		unix.Unlinkat(f.projects.fd, name, unix.AT_REMOVEDIR)
 		return
 	}
-	if err := removeDir(context.WithoutCancel(ctx), f.projects.fd, name, st.Dev, st.Ino); err != nil {
+	if err := removeDir(context.WithoutCancel(ctx), f.projects.fd, name, f.projects, st.Ino); err != nil {
 		f.log.Error("could not remove a half-created project", "project", name, "error", err)
 	}
 }
@@ -190,10 +190,10 @@ func (f *FS) DeleteProject(ctx context.Context, name, confirmName string) error 
 		return err
 	}
 	var st unix.Stat_t
-	if err := fstatat(f.projects.fd, name, &st); err != nil {
+	if err := lstatOn(f.projects, f.projects.fd, name, &st); err != nil {
 		return fsErr(err, name)
 	}
-	if err := removeDir(context.WithoutCancel(ctx), f.projects.fd, name, st.Dev, st.Ino); err != nil {
+	if err := removeDir(context.WithoutCancel(ctx), f.projects.fd, name, f.projects, st.Ino); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return newErr(CodeNotFound, ReasonProjectNotFound, err, "project %q not found", name)
 		}

@@ -20,28 +20,31 @@ var errMount = errors.New("davfs: refusing to delete across a mount point")
 // entered; nothing outside name is touched. Denylisted names inside are
 // removed like any other (the denylist applies to requests, not to the
 // content of a deleted tree).
-func removeDir(ctx context.Context, pfd int, name string, dev, ino uint64) error {
+func removeDir(ctx context.Context, pfd int, name string, r root, ino uint64) error {
 	fd, err := unix.Openat(pfd, name, oDirRead|oCommon, 0)
 	if err != nil {
 		return err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := fstatOn(r, fd, &st); err != nil {
 		unix.Close(fd)
+		if err == unix.EXDEV {
+			return errMount
+		}
 		return err
 	}
-	if st.Dev != dev || st.Ino != ino {
+	if st.Ino != ino {
 		unix.Close(fd)
 		return unix.ESTALE // swapped since it was checked
 	}
-	return removeOpenDir(ctx, pfd, name, fd, dev, 0)
+	return removeOpenDir(ctx, pfd, name, fd, r, 0)
 }
 
 // removeOpenDir empties the open directory fd (named name in pfd), closes
 // it and removes it.
-func removeOpenDir(ctx context.Context, pfd int, name string, fd int, dev uint64, depth int) error {
+func removeOpenDir(ctx context.Context, pfd int, name string, fd int, r root, depth int) error {
 	for round := 0; ; round++ {
-		err := emptyDir(ctx, fd, dev, depth)
+		err := emptyDir(ctx, fd, r, depth)
 		if err != nil {
 			unix.Close(fd)
 			return err
@@ -56,7 +59,7 @@ func removeOpenDir(ctx context.Context, pfd int, name string, fd int, dev uint64
 }
 
 // emptyDir removes every entry of the open directory fd.
-func emptyDir(ctx context.Context, fd int, dev uint64, depth int) error {
+func emptyDir(ctx context.Context, fd int, r root, depth int) error {
 	if depth >= maxRemoveDepth {
 		return errTooDeep
 	}
@@ -72,13 +75,13 @@ func emptyDir(ctx context.Context, fd int, dev uint64, depth int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := removeEntry(ctx, fd, d, dev, depth)
+		err := removeEntry(ctx, fd, d, r, depth)
 		if (err == unix.EACCES || err == unix.EPERM) && !fixedPerm {
 			// A read-only directory (e.g. a Go module cache): make it
 			// writable through its fd, then retry.
 			fixedPerm = true
 			if unix.Fchmod(fd, 0o700) == nil {
-				err = removeEntry(ctx, fd, d, dev, depth)
+				err = removeEntry(ctx, fd, d, r, depth)
 			}
 		}
 		if err != nil && err != unix.ENOENT {
@@ -88,7 +91,7 @@ func emptyDir(ctx context.Context, fd int, dev uint64, depth int) error {
 	return nil
 }
 
-func removeEntry(ctx context.Context, fd int, d dirent, dev uint64, depth int) error {
+func removeEntry(ctx context.Context, fd int, d dirent, r root, depth int) error {
 	if d.typ != unix.DT_DIR && d.typ != unix.DT_UNKNOWN {
 		err := unix.Unlinkat(fd, d.name, 0)
 		if err != unix.EISDIR {
@@ -104,13 +107,12 @@ func removeEntry(ctx context.Context, fd int, d dirent, dev uint64, depth int) e
 		return err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(cfd, &st); err != nil {
+	if err := fstatOn(r, cfd, &st); err != nil {
 		unix.Close(cfd)
+		if err == unix.EXDEV {
+			return errMount // never empty another mount
+		}
 		return err
 	}
-	if st.Dev != dev {
-		unix.Close(cfd)
-		return errMount
-	}
-	return removeOpenDir(ctx, fd, d.name, cfd, dev, depth+1)
+	return removeOpenDir(ctx, fd, d.name, cfd, r, depth+1)
 }

@@ -114,16 +114,12 @@ func walkBeneath(r root, segs []string, flags int) (int, error) {
 			return -1, err
 		}
 		var st unix.Stat_t
-		if err := unix.Fstat(next, &st); err != nil {
-			unix.Close(next)
-			closeCur()
-			return -1, err
-		}
+		err = fstatOn(r, next, &st) // EXDEV for a mount point
 		closeCur()
 		cur = next
-		if st.Dev != r.dev {
+		if err != nil {
 			closeCur()
-			return -1, unix.EXDEV
+			return -1, err
 		}
 	}
 	fd, err := unix.Openat(cur, segs[len(segs)-1], flags|oCommon, 0)
@@ -135,13 +131,9 @@ func walkBeneath(r root, segs []string, flags int) (int, error) {
 		return -1, err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := fstatOn(r, fd, &st); err != nil {
 		unix.Close(fd)
 		return -1, err
-	}
-	if st.Dev != r.dev {
-		unix.Close(fd)
-		return -1, unix.EXDEV
 	}
 	return fd, nil
 }
@@ -295,7 +287,7 @@ func (f *FS) wsErr(w wsPath) error {
 // under the projects root, nil if it is one.
 func (f *FS) projectErr(name string) error {
 	var st unix.Stat_t
-	err := unix.Fstatat(f.projects.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	mnt, err := statxInto(f.projects.fd, name, unix.AT_SYMLINK_NOFOLLOW, &st)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return newErr(CodeNotFound, ReasonProjectNotFound, err, "project %q not found", name)
@@ -305,8 +297,27 @@ func (f *FS) projectErr(name string) error {
 		return newErr(CodePermissionDenied, ReasonSymlink, nil, "project %q is a symbolic link", name)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return newErr(CodeNotFound, ReasonProjectNotFound, nil, "project %q not found (not a directory)", name)
-	case st.Dev != f.projects.dev:
-		return newErr(CodePermissionDenied, ReasonSymlink, nil, "project %q is on another file system", name)
+	case !f.projects.contains(&st, mnt):
+		return newErr(CodePermissionDenied, ReasonSymlink, nil, "project %q is a mount point", name)
 	}
 	return nil
+}
+
+// openName opens the single name in dirfd (a directory inside r) without
+// following a symlink or crossing a mount: openat2 with the resolve flags,
+// or openat(O_NOFOLLOW) and a mount check of the result.
+func (f *FS) openName(r root, dirfd int, name string, flags int) (int, error) {
+	if f.useOpenat2 {
+		return openat2Retry(dirfd, name, flags)
+	}
+	fd, err := unix.Openat(dirfd, name, flags|oCommon, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := fstatOn(r, fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }

@@ -1,8 +1,11 @@
 package davfs
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestSplitPath(t *testing.T) {
@@ -143,4 +146,26 @@ func TestProjectRefs(t *testing.T) {
 			wantErr(t, err, CodeInvalidArgument, ReasonInvalidWorkspace)
 		}
 	})
+}
+
+// TestStatxMatchesFstat: the statx-based stat fills the fields revisions
+// use exactly as fstat does, so every path yields the same revision.
+func TestStatxMatchesFstat(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("projects/p/f", "x")
+	for _, rel := range []string{"projects/p/f", "projects/p", "projects"} {
+		fd, err := unix.Open(filepath.Join(e.dir, rel), unix.O_PATH|unix.O_NOFOLLOW, 0)
+		must(t, err)
+		var a, b unix.Stat_t
+		must(t, unix.Fstat(fd, &a))
+		mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, &b)
+		unix.Close(fd)
+		must(t, err)
+		if statSum(&a) != statSum(&b) || keyOf(&a) != keyOf(&b) || a.Mode != b.Mode || a.Nlink != b.Nlink {
+			t.Fatalf("%s: fstat %+v statx %+v", rel, a, b)
+		}
+		if mnt == 0 || mnt != e.fs.projects.mnt {
+			t.Fatalf("%s: mount id %d, root %d", rel, mnt, e.fs.projects.mnt)
+		}
+	}
 }

@@ -183,7 +183,7 @@ func (f *FS) openParentDir(w wsPath) (int, error) {
 // fails unless it still has revision want and is editable.
 func (f *FS) editableTarget(pfd int, w wsPath, want string) (Entry, uint32, error) {
 	var st unix.Stat_t
-	if err := fstatat(pfd, w.name(), &st); err != nil {
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return Entry{}, 0, fsErr(err, w.rel)
 	}
 	if err := checkRegular(&st, w); err != nil {
@@ -213,7 +213,7 @@ func (f *FS) editableTarget(pfd int, w wsPath, want string) (Entry, uint32, erro
 // the content hash is cached (the full check runs under the lock anyway).
 func (f *FS) precheckTarget(pfd int, w wsPath, want string) (uint32, error) {
 	var st unix.Stat_t
-	if err := fstatat(pfd, w.name(), &st); err != nil {
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return 0, fsErr(err, w.rel)
 	}
 	if err := checkRegular(&st, w); err != nil {
@@ -332,7 +332,7 @@ func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (unix.Stat_t,
 // The revision is only computed when needRev (an If-Match to check).
 func (f *FS) streamTarget(pfd int, w wsPath, needRev bool) (exists bool, rev string, mode uint32, err error) {
 	var st unix.Stat_t
-	if err := fstatat(pfd, w.name(), &st); err != nil {
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return false, "", 0o644, nil
 		}
