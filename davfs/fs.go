@@ -8,7 +8,9 @@
 // RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV, or a per-segment O_NOFOLLOW walk
 // where openat2 is missing). Mutations act through *at calls on the resolved
 // parent fd, re-checked right before they happen, under one mutation lock per
-// FS. File writes are atomic (temp file, fsync, rename, fsync dir).
+// FS. File writes are atomic (temp file, fsync, rename, fsync dir). No
+// operation crosses a mount point, a same-file-system bind mount included
+// (RESOLVE_NO_XDEV, or the statx mount ID; see mount.go).
 //
 // Names read from the disk are validated like names from a request: a
 // listing never shows a symlink, a FIFO/socket/device, a denylisted or
