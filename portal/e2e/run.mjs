@@ -523,6 +523,9 @@ test('non-editable: a binary file shows metadata and the reason, with no save or
   await row('latin1.txt').click();
   await eventually(async () => (await $('[data-testid="non-editable-reason"]').textContent()).includes('UTF-8'), 'reason: not UTF-8');
   sa.write('demo/huge.log', 'x'.repeat(1024 * 1024 + 10));
+  // A second hard link to a canary file inside this test's own volume.
+  const canary = sa.write('demo/linked-a.txt', 'canary\n');
+  fs.linkSync(canary, path.join(path.dirname(canary), 'linked-b.txt'));
   await row('latin1.txt').click({ button: 'right' });
   await page.keyboard.press('Escape');
   await $('.sidebar-section.files h2').click();
@@ -532,8 +535,10 @@ test('non-editable: a binary file shows metadata and the reason, with no save or
   await eventually(async () => (await $('[data-testid="non-editable-reason"]').textContent()).includes('larger than 1 MiB'), 'reason: too large');
   expect((await $('[data-testid="non-editable"]').textContent()).includes('1.0 MiB'), 'size of the large file shown');
   expect((await $('[data-testid="save"]').count()) === 0, 'no Save for the large file');
+  await row('linked-b.txt').click();
+  await eventually(async () => (await $('[data-testid="non-editable-reason"]').textContent()).includes('more than one hard link'), 'reason: hard links');
   await row('latin1.txt').click();
-  await $('[data-testid="non-editable-reason"]').waitFor();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'latin1.txt', 'latin1 shown for the screenshot');
   await shot('non-editable.png');
 });
 

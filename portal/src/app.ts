@@ -517,7 +517,7 @@ export class App {
       void this.#loadMoreDir(scope, tree, row.dir);
     } else if (row.kind === 'entry') {
       if (isDir(row.entry)) void this.#toggleDir(tree, row.entry);
-      else void this.#openFile(tree.workspace, row.entry.path ?? '');
+      else void this.#openFile(tree.workspace, row.entry.path ?? '', false, row.entry);
     }
   }
 
@@ -543,7 +543,7 @@ export class App {
       items.push({ label: 'New folder…', run: () => void this.#newEntry(tree, entry.path ?? '', 'ENTRY_TYPE_DIRECTORY') });
       items.push({ label: 'Refresh', run: () => this.#scope && void this.#reloadDir(this.#scope, tree, entry.path ?? '') });
     } else {
-      items.push({ label: 'Open', hint: 'Enter', run: () => void this.#openFile(tree.workspace, entry.path ?? '') });
+      items.push({ label: 'Open', hint: 'Enter', run: () => void this.#openFile(tree.workspace, entry.path ?? '', false, entry) });
     }
     if (can.rename) items.push({ label: 'Rename…', hint: 'F2', run: () => void this.#rename(tree, entry) });
     if (can.move) items.push({ label: 'Move to folder…', run: () => void this.#move(tree, entry) });
@@ -727,7 +727,8 @@ export class App {
     this.#editor.load('', 'plain');
   }
 
-  async #openFile(ws: WorkspaceRef, path: string, force = false): Promise<void> {
+  /** listed is the entry as the tree listed it (metadata for files the server will not read). */
+  async #openFile(ws: WorkspaceRef, path: string, force = false, listed?: Entry): Promise<void> {
     const scope = this.#scope;
     if (!scope) return;
     const st = scope.state;
@@ -746,6 +747,14 @@ export class App {
     } catch (err) {
       if (isStale(err) || req !== st.fileRequest) return;
       if (isUnauthenticated(err)) return this.#fail(err);
+      if (listed && asApiError(err).reason === 'MULTIPLE_LINKS') {
+        // The server refuses to read a file with several hard links: show what the listing knows.
+        st.file = ed.openFile(workspaceKey(ws), path, {
+          entry: { ...listed, editable: false, non_editable_reason: 'NON_EDITABLE_REASON_MULTIPLE_LINKS' },
+        });
+        this.#editor.load('', 'plain');
+        return;
+      }
       st.file = null;
       st.fileError = { path, ws, error: asApiError(err) };
     } finally {
