@@ -389,61 +389,101 @@ func secBuildQuiet(base string, files []string) {
 	}
 }
 
-// TestSecSwapDuringUpload: an upload is streaming into its temp file when
-// its directory is renamed away and replaced by a symlink to an outside
-// canary dir. The commit must land in the original directory (the fd davfs
-// resolved) or fail; it must never create or replace anything outside.
+// TestSecSwapDuringUpload: an upload (WriteStream, or a webdav.File
+// opened for writing) is streaming into its temp file when its directory
+// is renamed away and replaced by a symlink to an outside canary dir. The
+// commit must land in the original directory (the fd davfs resolved) or
+// fail; it must never create or replace anything outside, and no temp file
+// may stay behind.
 func TestSecSwapDuringUpload(t *testing.T) {
 	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
-		for _, target := range []string{"d/new.txt", "d/f.txt"} {
-			t.Run(target, func(t *testing.T) {
-				e := secNewEnv(t, "", []string{"projects/p/d/f.txt", "outside/d/f.txt", "outside/d/keep.txt"}, tweak)
-				outsideBefore := secSnapshot(t, filepath.Join(e.base, "outside"))
-				ctx := context.Background()
-				P := secProject("p")
-				pre := davfs.Precondition{}
-				if target == "d/f.txt" {
-					pre.IfMatch = secRev(ctx, e, P, target)
-				}
-				pr, pw := io.Pipe()
-				done := make(chan error, 1)
-				go func() {
-					done <- secTry(func() error {
-						_, _, err := e.fs.WriteStream(ctx, P, target, pr, 1<<20, pre)
-						return err
-					})
-				}()
-				if _, err := pw.Write([]byte("first half ")); err != nil {
-					t.Fatalf("upload ended early: %v", err)
-				}
-				d := filepath.Join(e.projects(), "p", "d")
-				if err := os.Rename(d, d+"-moved"); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink("../../outside/d", d); err != nil {
-					t.Fatal(err)
-				}
-				_, _ = pw.Write([]byte("second half\n"))
-				_ = pw.Close()
-				var err error
-				select {
-				case err = <-done:
-				case <-time.After(10 * time.Second):
-					t.Fatal("WriteStream did not return")
-				}
-				secCheckDavErr(t, "WriteStream", err, e.base)
-				t.Logf("WriteStream after the swap: %v", err)
-				for _, df := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
-					t.Errorf("upload wrote outside the root: %s", df)
-				}
-				for _, n := range secDirNames(t, d+"-moved") {
-					if n != "f.txt" && !(err == nil && n == "new.txt") {
-						t.Errorf("the original directory holds %q after the upload (a temp file left behind?)", n)
-					}
-				}
-			})
+		for _, via := range []string{"WriteStream", "WebDAV"} {
+			for _, target := range []string{"d/new.txt", "d/f.txt"} {
+				t.Run(via+" "+target, func(t *testing.T) { secSwapDuringUpload(t, tweak, via, target) })
+			}
 		}
 	})
+}
+
+func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target string) {
+	e := secNewEnv(t, "", []string{"projects/p/d/f.txt", "outside/d/f.txt", "outside/d/keep.txt"}, tweak)
+	outsideBefore := secSnapshot(t, filepath.Join(e.base, "outside"))
+	ctx := context.Background()
+	P := secProject("p")
+	pre := davfs.Precondition{}
+	if target == "d/f.txt" {
+		pre.IfMatch = secRev(ctx, e, P, target)
+	} else {
+		pre.IfNoneMatch = true
+	}
+
+	var write func([]byte) error
+	var finish func() error
+	switch via {
+	case "WriteStream":
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- secTry(func() error {
+				_, _, err := e.fs.WriteStream(ctx, P, target, pr, 1<<20, pre)
+				return err
+			})
+		}()
+		write = func(b []byte) error { _, err := pw.Write(b); return err }
+		finish = func() error {
+			_ = pw.Close()
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(10 * time.Second):
+				t.Fatal("WriteStream did not return")
+				return nil
+			}
+		}
+	default:
+		var fh interface {
+			io.Writer
+			io.Closer
+		}
+		err := secTry(func() (err error) {
+			fh, err = e.fs.WebDAV().OpenFile(davfs.WithPrecondition(ctx, pre), secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("WebDAV OpenFile: %v", err)
+		}
+		write = func(b []byte) error { _, err := fh.Write(b); return err }
+		finish = func() error { return secTry(fh.Close) }
+	}
+
+	if err := write([]byte("first half ")); err != nil {
+		t.Fatalf("upload ended early: %v", err)
+	}
+	d := filepath.Join(e.projects(), "p", "d")
+	if err := os.Rename(d, d+"-moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../outside/d", d); err != nil {
+		t.Fatal(err)
+	}
+	werr := write([]byte("second half\n"))
+	err := finish()
+	if err == nil {
+		err = werr
+	}
+	if via == "WebDAV" {
+		err = secDavToDav(err)
+	}
+	secCheckDavErr(t, via, err, e.base)
+	t.Logf("%s after the swap: %v", via, err)
+	for _, df := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+		t.Errorf("upload wrote outside the root: %s", df)
+	}
+	for _, n := range secDirNames(t, d+"-moved") {
+		if n != "f.txt" && !(err == nil && n == "new.txt") {
+			t.Errorf("the original directory holds %q after the upload (a temp file left behind?)", n)
+		}
+	}
 }
 
 // secDavToDav turns a webdav.FileSystem error into something the race
