@@ -1104,6 +1104,9 @@ func TestSecFullDisk(t *testing.T) {
 			return err
 		})
 		secExpectNoSpace(t, "WriteStream new file", err, e.base)
+		// WebDAV PUT: the sidecar answers 507 from the davfs error inside.
+		err = secTry(func() error { return secDavPut(ctx, e.fs, secDavName(P, "big.txt"), content, davfs.Precondition{IfMatch: rev}) })
+		secExpectNoSpace(t, "WebDAV PUT", err, "")
 
 		for _, d := range secDiff(before, secSnapshot(t, base), nil) {
 			t.Errorf("failed write on a full disk changed the tree: %s", d)
@@ -1357,4 +1360,40 @@ func TestSecCursorConfinement(t *testing.T) {
 	}
 	_, err = e.fs.ListEntries(ctx, secProject("p"), "a", 1, cursor)
 	secCheckOutcome(t, secOp{name: "ListEntries after a change"}, secWant{codes: []davfs.Code{davfs.CodeAborted}, reasons: []davfs.Reason{davfs.ReasonCursorStale}}, secOpResult{err: err}, e.base)
+}
+
+// secDavPut writes body through the webdav.FileSystem like a PUT does.
+func secDavPut(ctx context.Context, f *davfs.FS, name string, body []byte, pre davfs.Precondition) error {
+	fh, err := f.WebDAV().OpenFile(davfs.WithPrecondition(ctx, pre), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := fh.Write(body)
+	if cerr := fh.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// TestSecWebDAVUploadTooLarge: a WebDAV upload over MaxUploadSize commits
+// nothing, leaves no temp file, and carries TOO_LARGE for the 413.
+func TestSecWebDAVUploadTooLarge(t *testing.T) {
+	e := secNewEnv(t, "", nil, func(c *davfs.Config) { c.MaxUploadSize = 4096 })
+	ctx := context.Background()
+	before := secSnapshot(t, e.base)
+	for _, name := range []string{"ok.txt", "okdir/new.bin"} {
+		err := secTry(func() error {
+			return secDavPut(ctx, e.fs, secDavName(secProject("p"), name), []byte(strings.Repeat("x", 8192)), davfs.Precondition{})
+		})
+		if err == nil {
+			t.Errorf("WebDAV PUT of 8 KiB over a 4 KiB limit succeeded (%s)", name)
+			continue
+		}
+		if c, r := davfs.CodeOf(err), davfs.ReasonOf(err); c != davfs.CodeResourceExhausted || r != davfs.ReasonTooLarge {
+			t.Errorf("WebDAV PUT too large (%s): got %v/%s (%v); want ResourceExhausted/TOO_LARGE reachable with errors.As", name, c, r, err)
+		}
+	}
+	for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+		t.Errorf("a refused upload changed the tree: %s", d)
+	}
 }
