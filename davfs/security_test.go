@@ -1397,3 +1397,47 @@ func TestSecWebDAVUploadTooLarge(t *testing.T) {
 		t.Errorf("a refused upload changed the tree: %s", d)
 	}
 }
+
+// TestSecUseAfterClose: after Close, the FS's old root fd numbers get
+// reused by the process (here: by directories outside the roots). No
+// operation may then act relative to those reused fds: every call fails
+// with a *davfs.Error, returns no canary content, changes nothing.
+func TestSecUseAfterClose(t *testing.T) {
+	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+		e := secNewEnv(t, "", []string{"outside/dir/ok.txt", "outside/dir/skills/ok.md", "outside/dir/okdir/"}, tweak)
+		if err := secClose(e.fs); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		// Grab the freed descriptor numbers with outside directories.
+		for range 32 {
+			d, err := os.Open(filepath.Join(e.base, "outside", "dir"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+		}
+		before := secSnapshot(t, e.base)
+		ctx := context.Background()
+		for _, ws := range []davfs.Workspace{secProject("p"), secGlobal} {
+			for _, p := range []string{"canary.txt", "ok.txt", "skills/ok.md", "okdir"} {
+				for _, op := range secOps() {
+					r := op.run(ctx, e, ws, p)
+					for _, c := range r.contents {
+						secNoSecret(t, op.name+" after Close", c)
+					}
+					if r.err == nil {
+						t.Errorf("%s(%v, %q) succeeded after Close", op.name, ws.Scope, p)
+					} else if secIsPanic(r.err) {
+						t.Errorf("%s(%v, %q) after Close: %v", op.name, ws.Scope, p, r.err)
+					}
+				}
+			}
+		}
+		if err := secTry(func() error { _, err := e.fs.ListProjects(ctx, 0, ""); return err }); err == nil || secIsPanic(err) {
+			t.Errorf("ListProjects after Close: %v; want an error", err)
+		}
+		for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+			t.Errorf("an operation after Close changed the tree: %s", d)
+		}
+	})
+}
