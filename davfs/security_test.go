@@ -1441,3 +1441,65 @@ func TestSecUseAfterClose(t *testing.T) {
 		}
 	})
 }
+
+// TestSecInitializerRollback: a failing initializer that planted links
+// (inside the new project, or in place of it) is rolled back without
+// following them: nothing outside changes, the project is gone.
+func TestSecInitializerRollback(t *testing.T) {
+	plants := map[string]func(dir string) error{
+		"links inside": func(dir string) error {
+			if err := os.MkdirAll(filepath.Join(dir, ".git", "objects"), 0o755); err != nil {
+				return err
+			}
+			if err := os.Symlink("../../outside/dir", filepath.Join(dir, "link")); err != nil {
+				return err
+			}
+			return os.Symlink("../../../outside", filepath.Join(dir, ".git", "objects", "up"))
+		},
+		"project replaced by a symlink": func(dir string) error {
+			if err := os.Remove(dir); err != nil {
+				return err
+			}
+			return os.Symlink("../outside/dir", dir)
+		},
+		"project renamed away": func(dir string) error {
+			return os.Rename(dir, dir+"-away")
+		},
+	}
+	for name, plant := range plants {
+		t.Run(name, func(t *testing.T) {
+			secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+				base := t.TempDir()
+				initErr := errors.New("git init failed")
+				e := secNewEnv(t, base, nil, func(c *davfs.Config) {
+					tweak(c)
+					c.Initializer = func(ctx context.Context, dir string) error {
+						if err := plant(dir); err != nil {
+							t.Errorf("planting: %v", err)
+						}
+						return initErr
+					}
+				})
+				outside := secSnapshot(t, filepath.Join(e.base, "outside"))
+				codex := secSnapshot(t, e.codex())
+				_, err := e.fs.CreateProject(context.Background(), "newproj")
+				if err == nil {
+					t.Fatal("CreateProject succeeded with a failing initializer")
+				}
+				secCheckDavErr(t, "CreateProject", err, e.base)
+				if r := davfs.ReasonOf(err); r != davfs.ReasonGitInitFailed {
+					t.Errorf("CreateProject: reason %s; want GIT_INIT_FAILED", r)
+				}
+				for _, d := range secDiff(outside, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+					t.Errorf("rollback changed outside the root: %s", d)
+				}
+				for _, d := range secDiff(codex, secSnapshot(t, e.codex()), nil) {
+					t.Errorf("rollback changed CODEX_HOME: %s", d)
+				}
+				if fi, err := os.Lstat(filepath.Join(e.projects(), "newproj")); err == nil && fi.IsDir() {
+					t.Errorf("the new project directory survived the rollback")
+				}
+			})
+		})
+	}
+}
