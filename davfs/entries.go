@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -366,7 +367,9 @@ const staleTempAge = time.Hour
 // listDir opens the directory w and returns its fd (O_RDONLY), stat and
 // visible names in order: directories first, then byte-wise by name.
 // Types come from d_type; only DT_UNKNOWN names are stat'ed.
-func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed, error) {
+//
+// ListEntries passes sorted=false and orders only its page (pageAfter).
+func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat_t, []listed, error) {
 	var st unix.Stat_t
 	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalAgents {
 		// Global's AGENTS.md only counts as a file.
@@ -422,7 +425,9 @@ func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed,
 			items = append(items, listed{name: d.name})
 		}
 	}
-	slices.SortFunc(items, listedLess)
+	if sorted {
+		slices.SortFunc(items, listedLess)
+	}
 	return fd, st, items, nil
 }
 
@@ -491,24 +496,27 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 		}
 		return p, nil
 	}
-	fd, st, items, err := f.listDir(ctx, w)
+	fd, st, items, err := f.listDir(ctx, w, false)
 	if err != nil {
 		return Page{}, err
 	}
 	defer unix.Close(fd)
 	rev := dirRevision(&st)
-	start, err := startAfter(items, cur, rev)
-	if err != nil {
-		return Page{}, err
+	var after *listed
+	if cur != nil {
+		if cur.Rev != rev {
+			return Page{}, errCursorStale()
+		}
+		after = &listed{name: cur.Name, dir: cur.IsDir}
 	}
-	end := min(start+n, len(items))
-	entries, err := f.entriesOf(ctx, fd, w, items[start:end])
+	page, more := pageAfter(items, after, n)
+	entries, err := f.entriesOf(ctx, fd, w, page)
 	if err != nil {
 		return Page{}, err
 	}
 	p := Page{Entries: entries, DirectoryRevision: rev}
-	if end < len(items) {
-		p.NextCursor = f.nextCursor(w, dir, rev, items[end-1])
+	if more && len(page) > 0 {
+		p.NextCursor = f.nextCursor(w, dir, rev, page[len(page)-1])
 	}
 	return p, nil
 }
@@ -531,6 +539,60 @@ func startAfter(items []listed, cur *cursorData, rev string) (int, error) {
 		i++
 	}
 	return i, nil
+}
+
+// pageAfter returns, in listing order, the first n items that sort after
+// after (nil: from the start), and whether more follow. items is unsorted
+// and reordered in place: a filter, a selection of the n smallest
+// (quickselect, expected O(len)) and a sort of those n only, so a page of a large
+// directory does not sort the whole directory.
+func pageAfter(items []listed, after *listed, n int) ([]listed, bool) {
+	if after != nil {
+		k := 0
+		for _, it := range items {
+			if listedLess(*after, it) < 0 {
+				items[k] = it
+				k++
+			}
+		}
+		items = items[:k]
+	}
+	more := len(items) > n
+	if more {
+		selectSmallest(items, n)
+		items = items[:n]
+	}
+	slices.SortFunc(items, listedLess)
+	return items, more
+}
+
+// selectSmallest reorders a so that its n smallest items (listedLess) come
+// first, in any order. 0 < n < len(a).
+func selectSmallest(a []listed, n int) {
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		// A random pivot: no name set an agent can craft makes this
+		// quadratic in expectation.
+		r := lo + rand.IntN(hi-lo+1)
+		a[r], a[hi] = a[hi], a[r]
+		p := a[hi]
+		i := lo
+		for j := lo; j < hi; j++ {
+			if listedLess(a[j], p) < 0 {
+				a[i], a[j] = a[j], a[i]
+				i++
+			}
+		}
+		a[i], a[hi] = a[hi], a[i]
+		switch {
+		case i == n || i == n-1:
+			return
+		case i < n:
+			lo = i + 1
+		default:
+			hi = i - 1
+		}
+	}
 }
 
 // entriesOf stats the items of the open directory dirfd (the listing of w).
@@ -565,7 +627,7 @@ func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, er
 		_, kids, err := f.globalRoot()
 		return kids, err
 	}
-	fd, _, items, err := f.listDir(ctx, w)
+	fd, _, items, err := f.listDir(ctx, w, true)
 	if err != nil {
 		return nil, err
 	}
