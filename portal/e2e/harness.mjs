@@ -58,10 +58,19 @@ function chownR(p) {
   if (fs.lstatSync(p).isDirectory()) for (const e of fs.readdirSync(p)) chownR(path.join(p, e));
 }
 
+// Every process started here is killed when the runner exits, also on Ctrl-C.
+const children = new Set();
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
 /** Starts cmd and resolves with {server: address} once every wanted "listening" line arrived. */
 function startProcess(name, cmd, args, opts, want, logs) {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'ignore', 'pipe'] });
+    children.add(child);
+    child.once('exit', () => children.delete(child));
     const addrs = {};
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
