@@ -179,8 +179,8 @@ func secOpsNames() map[string]bool {
 	return m
 }
 
-// FuzzOps decodes bytes into a sequence of operations (3 bytes each: op,
-// a, b) on a fresh small fixture with symlink traps, and checks after each
+// FuzzOps decodes bytes into a sequence of operations (3 bytes each: op
+// (davfs API 0-9, webdav.FileSystem 10-13), a, b) on a fresh small fixture with symlink traps, and checks after each
 // step and at the end: no panic, only *davfs.Error with known codes, no
 // canary content returned, listings show no symlink/denylisted/temp name,
 // nothing outside the project and the Global allowlist changed, the traps
@@ -197,7 +197,7 @@ func FuzzOps(f *testing.F) {
 		ctx := context.Background()
 		unblock := func() { secUnblockFIFOs(e.base, secFuzzLayout) }
 		for i := 0; i+2 < len(data); i += 3 {
-			op, a, b := data[i]%10, data[i+1], data[i+2]
+			op, a, b := data[i]%14, data[i+1], data[i+2]
 			ws := secProject("p")
 			if a&0x80 != 0 {
 				ws = secGlobal
@@ -258,11 +258,37 @@ func FuzzOps(f *testing.F) {
 						contents = append(contents, bs)
 					}
 					return err
-				default:
+				case 9:
 					what = "ReadDir"
 					es, err := e.fs.ReadDir(ctx, ws, pa)
 					listed = es
 					return err
+				case 10:
+					what = "WebDAV.Read"
+					fh, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, pa), os.O_RDONLY, 0)
+					if err != nil {
+						return secDavToDav(err)
+					}
+					defer fh.Close()
+					if fis, err := fh.Readdir(-1); err == nil {
+						for _, fi := range fis {
+							listed = append(listed, davfs.Entry{Name: fi.Name(), Path: path.Join(pa, fi.Name())})
+						}
+						return nil
+					}
+					bs, err := io.ReadAll(fh)
+					contents = append(contents, bs)
+					return secDavToDav(err)
+				case 11:
+					what = "WebDAV.Write"
+					pre := davfs.Precondition{IfMatch: map[bool]string{true: rev}[b&2 == 2], IfNoneMatch: b&4 == 4}
+					return secDavToDav(secDavPut(ctx, e.fs, secDavName(ws, pa), body, pre))
+				case 12:
+					what = "WebDAV.Rename"
+					return secDavToDav(e.fs.WebDAV().Rename(davfs.WithPrecondition(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa), secDavName(ws, pb)))
+				default:
+					what = "WebDAV.RemoveAll"
+					return secDavToDav(e.fs.WebDAV().RemoveAll(davfs.WithPrecondition(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa)))
 				}
 			})
 			secCheckDavErr(t, what, err, e.base)
