@@ -19,6 +19,7 @@ package davfs_test
 //	"a |"           FIFO
 //	"a @tmpfs"      a small tmpfs mounted at a (needs root; unmounted in Cleanup)
 //	"a @ b"         base/b bind-mounted at a (needs root; unmounted in Cleanup)
+//	"-a"            remove a (to replace something the base layout made)
 //
 // A file is a canary ("secret") when davfs must never return or change it
 // through the path under test: everything under outside/, every CODEX_HOME
@@ -102,6 +103,10 @@ func secBuild(tb testing.TB, base string, layout []string) {
 	tb.Helper()
 	for _, line := range layout {
 		switch {
+		case strings.HasPrefix(line, "-"):
+			if err := os.RemoveAll(filepath.Join(base, line[1:])); err != nil {
+				tb.Fatal(err)
+			}
 		case strings.Contains(line, " @"):
 			name, src, _ := strings.Cut(line, " @")
 			secMount(tb, filepath.Join(base, name), strings.TrimSpace(src), base)

@@ -44,11 +44,15 @@ func secDeny(reasons ...davfs.Reason) secWant {
 }
 
 func (w secWant) or(o secWant) secWant {
-	return secWant{
+	r := secWant{
 		ok:      w.ok || o.ok,
 		codes:   append(append([]davfs.Code(nil), w.codes...), o.codes...),
 		reasons: append(append([]davfs.Reason(nil), w.reasons...), o.reasons...),
 	}
+	if (len(w.codes) > 0 && len(w.reasons) == 0) || (len(o.codes) > 0 && len(o.reasons) == 0) {
+		r.reasons = nil // one side accepts any reason for its codes
+	}
+	return r
 }
 
 var (
@@ -172,6 +176,24 @@ func secRows() []secRow {
 		{name: "global case variant Skills/", layout: []string{"codex/Skills/", "codex/Skills/x.md"}, ws: G, path: "Skills/x.md", want: secWantOutside},
 		{name: "global case variant AGENTS.MD", layout: []string{"codex/AGENTS.MD"}, ws: G, path: "AGENTS.MD", want: secWantOutside},
 		{name: "global case variant agents.md (missing)", ws: G, path: "agents.md", want: secWantOutside},
+		// AGENTS.md replaced by a link to a secret: Global's own rules
+		// (PROTECTED, OUTSIDE_GLOBAL) may answer before the link check;
+		// any refusal will do, as long as nothing is served or changed.
+		{name: "global AGENTS.md symlink to auth.json", layout: []string{"-codex/AGENTS.md", "codex/AGENTS.md => auth.json"}, ws: G, path: "AGENTS.md", want: secWantRefused, finalExists: true},
+		{name: "global AGENTS.md hard link to auth.json", layout: []string{"-codex/AGENTS.md", "codex/AGENTS.md == codex/auth.json"}, ws: G, path: "AGENTS.md", over: secMerge(hard, map[string]secWant{
+			"MoveSrc":        secWantRefused,
+			"WebDAV.RenameS": secWantRefused,
+			"MoveDst":        secWantRefused,
+			"WebDAV.RenameD": secWantRefused,
+			"ListEntries":    secWantRefused,
+			"ReadDir":        secWantRefused,
+			"WebDAV.Readdir": secWantRefused,
+			"CreateIn":       secWantRefused,
+			"CreateAt":       secWantRefused,
+			"CreateDirAt":    secWantRefused,
+			"WebDAV.Mkdir":   secWantRefused,
+		}), finalExists: true},
+		{name: "global AGENTS.md is a directory", layout: []string{"-codex/AGENTS.md", "codex/AGENTS.md/x.md"}, ws: G, path: "AGENTS.md/x.md", want: secWant{codes: []davfs.Code{davfs.CodePermissionDenied, davfs.CodeNotFound, davfs.CodeFailedPrecondition}}},
 		{name: "hard link in project to auth.json", layout: []string{"projects/p/h.json == codex/auth.json"}, ws: P, path: "h.json", over: hard, finalExists: true},
 		{name: "hard link in skills to auth.json", layout: []string{"codex/skills/h.json == codex/auth.json"}, ws: G, path: "skills/h.json", over: hard, finalExists: true},
 		{name: "hard link in project to outside canary", layout: []string{"projects/p/okdir/h.txt == outside/canary.txt"}, ws: P, path: "okdir/h.txt", over: hard, finalExists: true},
@@ -228,6 +250,10 @@ func secRows() []secRow {
 		{name: "fifo", layout: []string{"projects/p/pipe |"}, ws: P, path: "pipe", over: fifo, finalExists: true},
 	}
 }
+
+// secWantRefused: any refusal (the security property is checked by the
+// content and tree assertions).
+var secWantRefused = secWant{codes: []davfs.Code{davfs.CodePermissionDenied, davfs.CodeFailedPrecondition, davfs.CodeAlreadyExists, davfs.CodeNotFound}}
 
 // secWantRootRefused: a workspace root cannot be moved or deleted.
 var secWantRootRefused = secWant{codes: []davfs.Code{davfs.CodePermissionDenied, davfs.CodeInvalidArgument, davfs.CodeFailedPrecondition}}
@@ -1205,10 +1231,14 @@ func TestSecConcurrentUpdateOneWinner(t *testing.T) {
 	}
 }
 
-// secAllLayouts is the union of every row's layout, each line once.
+// secAllLayouts is the union of every row's layout, each line once (rows
+// that replace base-layout names are left out: they conflict).
 func secAllLayouts() []string {
 	var all []string
 	for _, row := range secRows() {
+		if slices.ContainsFunc(row.layout, func(l string) bool { return strings.HasPrefix(l, "-") }) {
+			continue
+		}
 		for _, l := range row.layout {
 			if !slices.Contains(all, l) {
 				all = append(all, l)
@@ -1502,4 +1532,15 @@ func TestSecInitializerRollback(t *testing.T) {
 			})
 		})
 	}
+}
+
+func secMerge(a, b map[string]secWant) map[string]secWant {
+	m := map[string]secWant{}
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
 }
