@@ -7,7 +7,8 @@ out="${BENCH_OUT:-bin/bench}"
 mkdir -p "$out"
 
 echo "== davfs vs raw os/x/sys/unix (go test -bench) =="
-go test -run '^$' -bench . -benchmem -count=1 ./davfs/ | tee "$out/davfs.txt"
+go test ./davfs/ -run '^$' -bench '(ListPage500of10k|Read1MiB|Update1MiB|Stat10k)' -count "${BENCH_COUNT:-5}" | tee "$out/davfs.txt"
+awk -f deploy/scripts/davfs-ratio.awk "$out/davfs.txt" | tee "$out/davfs-ratios.md"
 
 if [ -d deploy/bench/davbench ]; then
   echo "== WebDAV: sidecar vs x/net/webdav vs nginx =="
