@@ -145,23 +145,32 @@ func fsyncDir(dirfd int) error {
 	return err
 }
 
+// fdIdentity is the device and inode of an open fd: fixed for the fd's
+// life, so it is taken before the mutation lock.
+type fdIdentity struct{ dev, ino uint64 }
+
+func identityOf(fd int, rel string) (fdIdentity, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fdIdentity{}, fsErr(err, rel)
+	}
+	return fdIdentity{dev: st.Dev, ino: st.Ino}, nil
+}
+
 // recheckParent verifies, under the mutation lock, that the parent directory
-// fd still is what w's parent path resolves to (not moved or swapped for a
-// symlink since it was opened).
-func (f *FS) recheckParent(w wsPath, pfd int) error {
+// fd (whose identity is pid) still is what w's parent path resolves to (not
+// moved or swapped for a symlink since it was opened).
+func (f *FS) recheckParent(w wsPath, pid fdIdentity) error {
 	fd, err := f.openParent(w, oDirPath)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	var a, b unix.Stat_t
+	var a unix.Stat_t
 	if err := unix.Fstat(fd, &a); err != nil {
 		return fsErr(err, w.rel)
 	}
-	if err := unix.Fstat(pfd, &b); err != nil {
-		return fsErr(err, w.rel)
-	}
-	if a.Dev != b.Dev || a.Ino != b.Ino {
+	if a.Dev != pid.dev || a.Ino != pid.ino {
 		return newErr(CodeAborted, ReasonRevisionMismatch, nil, "the parent directory of %q changed", w.rel)
 	}
 	return nil
@@ -240,8 +249,10 @@ func (f *FS) precheckTarget(pfd int, w wsPath, want string) (uint32, error) {
 // a temp file in the same directory (written and fsynced before the mutation
 // lock is taken) with the original's permission bits; under the lock the
 // parent and the revision are checked again (Aborted/REVISION_MISMATCH),
-// then rename and directory fsync. Any failure leaves the original intact
-// and removes the temp file.
+// then the rename; the directory fsync follows after the lock is released
+// (so commits do not queue behind it) and before success is returned. Any
+// failure before the rename leaves the original intact and removes the
+// temp file.
 func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content []byte, expectedRevision string) (Entry, error) {
 	if expectedRevision == "" {
 		return Entry{}, errRevisionRequired()
@@ -269,6 +280,10 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 	if err != nil {
 		return Entry{}, err
 	}
+	pid, err := identityOf(pfd, w.rel)
+	if err != nil {
+		return Entry{}, err
+	}
 	t, err := f.writeTemp(ctx, pfd, w.rel, bytes.NewReader(content), -1, mode, nil)
 	if err != nil {
 		return Entry{}, err
@@ -276,29 +291,42 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 	if f.hooks.beforeLock != nil {
 		f.hooks.beforeLock()
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.recheckParent(w, pfd); err != nil {
-		t.discard(pfd)
-		return Entry{}, err
-	}
-	if _, _, err := f.editableTarget(pfd, w, expectedRevision); err != nil {
-		t.discard(pfd)
-		return Entry{}, err
-	}
-	st, err := f.commit(pfd, w, t, false)
+	st, err := f.lockedUpdate(pfd, pid, w, t, expectedRevision)
 	if err != nil {
 		return Entry{}, err
 	}
+	// The directory fsync runs after the unlock (other commits need not
+	// queue behind it); success is only returned once it is done.
+	err = fsyncDir(pfd)
 	unix.Close(t.fd)
+	if err != nil {
+		return Entry{}, fsErr(err, w.rel)
+	}
 	return Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st),
 		Revision: contentRevision(c.sum, &st), Editable: true}, nil
 }
 
+// lockedUpdate is UpdateFile's part under the mutation lock: the parent
+// and revision re-checks and the rename. On failure t is discarded.
+func (f *FS) lockedUpdate(pfd int, pid fdIdentity, w wsPath, t tempFile, want string) (unix.Stat_t, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.recheckParent(w, pid); err != nil {
+		t.discard(pfd)
+		return unix.Stat_t{}, err
+	}
+	if _, _, err := f.editableTarget(pfd, w, want); err != nil {
+		t.discard(pfd)
+		return unix.Stat_t{}, err
+	}
+	return f.commit(pfd, w, t, false)
+}
+
 // commit renames the temp file t onto w.name() in pfd (noReplace: the
-// target must not exist), fsyncs the directory and returns the new file's
-// stat. It runs under f.mu. On failure t is discarded; on success the
-// caller closes t.fd.
+// target must not exist) and returns the new file's stat. It runs under
+// f.mu. The caller fsyncs pfd after unlocking (fsyncDir) and reports
+// success only after that. On failure t is discarded and closed; on success
+// the caller closes t.fd.
 func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	if f.hooks.beforeRename != nil {
@@ -318,10 +346,6 @@ func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (unix.Stat_t,
 		return st, fsErr(err, w.rel)
 	}
 	if err := unix.Fstat(t.fd, &st); err != nil {
-		unix.Close(t.fd)
-		return st, fsErr(err, w.rel)
-	}
-	if err := fsyncDir(pfd); err != nil {
 		unix.Close(t.fd)
 		return st, fsErr(err, w.rel)
 	}
@@ -365,7 +389,8 @@ func checkPrecondition(w wsPath, pre Precondition, exists bool, rev string) erro
 // the mutation lock, so a slow upload never stalls others), fsyncs it, keeps
 // the original's mode (0644 for a new file), then under the mutation lock
 // checks pre (If-Match revision / If-None-Match) against the target and
-// renames over it, and fsyncs the directory. Any bytes are accepted up to
+// renames over it; the directory fsync follows after the unlock, before
+// success is returned. Any bytes are accepted up to
 // maxSize (ResourceExhausted/TOO_LARGE above it, nothing written); a read
 // error from r (an aborted upload) commits nothing. The parent must exist
 // (NotFound otherwise). created reports whether the file is new.
@@ -400,6 +425,10 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	if err := checkPrecondition(w, pre, exists, rev); err != nil {
 		return Entry{}, false, err
 	}
+	pid, err := identityOf(pfd, w.rel)
+	if err != nil {
+		return Entry{}, false, err
+	}
 	scan := newTextScan()
 	t, err := f.writeTemp(ctx, pfd, w.rel, r, maxSize, mode, scan)
 	if err != nil {
@@ -408,29 +437,17 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	if f.hooks.beforeLock != nil {
 		f.hooks.beforeLock()
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.recheckParent(w, pfd); err != nil {
-		t.discard(pfd)
-		return Entry{}, false, err
-	}
-	exists, rev, _, err = f.streamTarget(pfd, w, pre.IfMatch != "")
-	if err == nil {
-		err = checkPrecondition(w, pre, exists, rev)
-	}
+	st, exists, err := f.lockedStream(pfd, pid, w, t, pre)
 	if err != nil {
-		t.discard(pfd)
 		return Entry{}, false, err
 	}
-	st, err := f.commit(pfd, w, t, !exists)
-	if err != nil {
-		if !exists && ReasonOf(err) == ReasonAlreadyExists {
-			// Created by someone else between the check and the rename.
-			err = newErr(CodeAborted, ReasonRevisionMismatch, err, "%q was created concurrently", w.rel)
-		}
-		return Entry{}, false, err
-	}
+	// The directory fsync runs after the unlock; success is only returned
+	// once it is done.
+	err = fsyncDir(pfd)
 	unix.Close(t.fd)
+	if err != nil {
+		return Entry{}, false, fsErr(err, w.rel)
+	}
 	// The revision binds what was streamed with the committed inode's stat:
 	// if anything rewrites the file after the rename, its stat moves on and
 	// the next read reports a different revision.
@@ -446,4 +463,33 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	}
 	e.Size, e.ModTime = st.Size, modTime(&st)
 	return e, !exists, nil
+}
+
+// lockedStream is WriteStream's part under the mutation lock: the parent
+// and precondition re-checks and the rename. It reports whether the target
+// existed. On failure t is discarded.
+func (f *FS) lockedStream(pfd int, pid fdIdentity, w wsPath, t tempFile, pre Precondition) (unix.Stat_t, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.recheckParent(w, pid); err != nil {
+		t.discard(pfd)
+		return unix.Stat_t{}, false, err
+	}
+	exists, rev, _, err := f.streamTarget(pfd, w, pre.IfMatch != "")
+	if err == nil {
+		err = checkPrecondition(w, pre, exists, rev)
+	}
+	if err != nil {
+		t.discard(pfd)
+		return unix.Stat_t{}, false, err
+	}
+	st, err := f.commit(pfd, w, t, !exists)
+	if err != nil {
+		if !exists && ReasonOf(err) == ReasonAlreadyExists {
+			// Created by someone else between the check and the rename.
+			err = newErr(CodeAborted, ReasonRevisionMismatch, err, "%q was created concurrently", w.rel)
+		}
+		return unix.Stat_t{}, false, err
+	}
+	return st, exists, nil
 }
