@@ -2,28 +2,27 @@
 // package (gateway integration tests, portal e2e, deploy acceptance).
 //
 // Start builds ./gateway/cmd/agent-gateway once per test process (go build
-// into a temp dir; set AGENT_GATEWAY_BIN to use a prebuilt binary), writes a
+// into $TMPDIR/proctest-bin-UID, content-addressed so processes share one
+// file; set AGENT_GATEWAY_BIN to use a prebuilt binary), writes a
 // config for the given agents with an admin and a non-admin token (random,
 // stored as SHA-256) and an audit file, starts the binary on 127.0.0.1:0,
 // waits for its "listening" line(s) and /readyz, and stops it (SIGTERM) in
 // t.Cleanup. It fails the test, never skips, when anything is missing.
+//
+// The process mechanics (build cache, start, logs, listening lines, /readyz,
+// stop) live in deploy/proctest, shared with sidecar/sidecartest.
 package gatewaytest
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -31,6 +30,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/internal/config"
 )
@@ -89,12 +89,10 @@ type Gateway struct {
 	t    testing.TB
 	opts Options
 	bin  string
-	logs *lockedBuffer
+	logs *proctest.Log
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{}
-	exitErr error
+	mu   sync.Mutex
+	proc *proctest.Process // nil until started
 }
 
 func randomToken(t testing.TB) string {
@@ -175,7 +173,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 		t.Fatalf("gatewaytest: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	g := &Gateway{t: t, opts: opts, bin: bin, logs: &lockedBuffer{},
+	g := &Gateway{t: t, opts: opts, bin: bin, logs: &proctest.Log{},
 		AdminToken: randomToken(t), UserToken: randomToken(t),
 		AuditFile: filepath.Join(base, "audit.jsonl")}
 	cfg := opts.config(g.AdminToken, g.UserToken, g.AuditFile)
@@ -197,11 +195,11 @@ func Start(t testing.TB, opts Options) *Gateway {
 			}
 		}
 		if t.Failed() {
-			t.Logf("gateway logs:\n%s", tail(g.Logs(), 200))
+			t.Logf("gateway logs:\n%s", g.logs.Tail(200))
 		}
 	})
 	if err := g.start(); err != nil {
-		t.Fatalf("gatewaytest: %v\nlogs:\n%s", err, tail(g.Logs(), 100))
+		t.Fatalf("gatewaytest: %v\nlogs:\n%s", err, g.logs.Tail(100))
 	}
 	return g
 }
@@ -211,14 +209,7 @@ func (g *Gateway) Logs() string { return g.logs.String() }
 
 // LogLines returns the JSON log lines, parsed.
 func (g *Gateway) LogLines() []map[string]any {
-	var out []map[string]any
-	for _, line := range strings.Split(g.Logs(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	return g.logs.Lines()
 }
 
 // AuditRecords returns the records in the audit file, parsed.
@@ -262,219 +253,68 @@ func (g *Gateway) NewRequest(t testing.TB, method, path string, body io.Reader) 
 
 // Stop sends SIGTERM and waits (SIGKILL after 15 s).
 func (g *Gateway) Stop() error {
-	g.signal(syscall.SIGTERM)
-	select {
-	case <-g.doneChan():
-	case <-time.After(15 * time.Second):
-		g.signal(syscall.SIGKILL)
-		<-g.doneChan()
+	p := g.current()
+	if p == nil {
+		return errors.New("gatewaytest: not started")
+	}
+	p.Signal(syscall.SIGTERM)
+	err, killed := p.Wait(15 * time.Second)
+	if killed {
 		return errors.New("gateway did not exit within 15s of SIGTERM")
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.exitErr
+	return err
 }
 
-func (g *Gateway) doneChan() chan struct{} {
+func (g *Gateway) current() *proctest.Process {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.done
+	return g.proc
 }
 
 func (g *Gateway) running() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.done == nil {
-		return false
-	}
-	select {
-	case <-g.done:
-		return false
-	default:
-		return true
-	}
+	p := g.current()
+	return p != nil && p.Running()
 }
-
-func (g *Gateway) signal(sig syscall.Signal) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cmd != nil && g.cmd.Process != nil {
-		_ = g.cmd.Process.Signal(sig)
-	}
-}
-
-type listening struct{ server, address string }
 
 func (g *Gateway) start() error {
-	cmd := exec.Command(g.bin, "--config", g.ConfigPath)
-	cmd.Env = append(os.Environ(), g.opts.Env...)
-	cmd.Dir = filepath.Dir(g.ConfigPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
+	servers := []string{"http"}
+	if g.opts.MetricsServer {
+		servers = append(servers, "metrics")
+	}
+	p, addrs, err := proctest.Start(proctest.Command{
+		Name:         "gateway",
+		Path:         g.bin,
+		Args:         []string{"--config", g.ConfigPath},
+		Env:          g.opts.Env,
+		Dir:          filepath.Dir(g.ConfigPath),
+		Servers:      servers,
+		ReadyServer:  "http",
+		StartTimeout: g.opts.StartTimeout,
+	}, g.logs)
 	if err != nil {
 		return err
 	}
-	cmd.Stdout = g.logs
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", g.bin, err)
-	}
-	done := make(chan struct{})
-	lc := make(chan listening, 4)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			g.logs.Write(append(append([]byte(nil), line...), '\n'))
-			var m struct {
-				Message string `json:"@message"`
-				Server  string `json:"server"`
-				Address string `json:"address"`
-			}
-			if json.Unmarshal(line, &m) == nil && m.Message == "listening" {
-				select {
-				case lc <- listening{m.Server, m.Address}:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(g.logs, stderr)
-	}()
 	g.mu.Lock()
-	g.cmd, g.done = cmd, done
+	g.proc = p
 	g.mu.Unlock()
-	go func() {
-		<-readDone
-		err := cmd.Wait()
-		g.mu.Lock()
-		g.exitErr = err
-		g.mu.Unlock()
-		close(done)
-	}()
-
-	want := []string{"http"}
-	if g.opts.MetricsServer {
-		want = append(want, "metrics")
-	}
-	deadline := time.After(g.opts.StartTimeout)
-	addrs := map[string]string{}
-	for len(addrs) < len(want) {
-		select {
-		case l := <-lc:
-			addrs[l.server] = l.address
-		case <-done:
-			return fmt.Errorf("gateway exited during start-up: %v", g.exitErr)
-		case <-deadline:
-			g.signal(syscall.SIGKILL)
-			return fmt.Errorf("no \"listening\" lines after %s (got %v)", g.opts.StartTimeout, addrs)
-		}
-	}
-	for _, k := range want {
-		if addrs[k] == "" {
-			g.signal(syscall.SIGKILL)
-			return fmt.Errorf("no \"listening\" line for server=%s (got %v)", k, addrs)
-		}
-	}
 	g.Addr = addrs["http"]
 	g.URL = "http://" + g.Addr
 	if a := addrs["metrics"]; a != "" {
 		g.MetricsURL = "http://" + a
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.opts.StartTimeout)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.URL+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("gateway exited during start-up: %v", g.exitErr)
-		case <-ctx.Done():
-			g.signal(syscall.SIGKILL)
-			return fmt.Errorf("/readyz not ready after %s", g.opts.StartTimeout)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return nil
 }
 
-// builder builds the binary once per test process.
-type builder struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
-var build builder
+// build is the once-per-process build cache (the package's only state).
+var build = proctest.Builder{Pkg: "./gateway/cmd/agent-gateway", EnvVar: "AGENT_GATEWAY_BIN"}
 
 // Binary returns the path of an agent-gateway binary: $AGENT_GATEWAY_BIN if
 // set, else one built once per test process from ./gateway/cmd/agent-gateway.
 func Binary() (string, error) {
-	if b := os.Getenv("AGENT_GATEWAY_BIN"); b != "" {
-		return b, nil
-	}
-	build.once.Do(func() { build.bin, build.err = buildBinary() })
-	return build.bin, build.err
+	return build.Binary()
 }
 
-func buildBinary() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w (is Go installed? run make setup)", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("go env GOMOD: not inside the module")
-	}
-	dir, err := os.MkdirTemp("", "gatewaytest-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "agent-gateway")
-	cmd := exec.Command("go", "build", "-o", bin, "./gateway/cmd/agent-gateway")
-	cmd.Dir = filepath.Dir(gomod)
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./gateway/cmd/agent-gateway: %v\n%s", err, buf.String())
-	}
-	return bin, nil
-}
-
-// Cleanup removes the binary Binary built; call from TestMain after m.Run.
-func Cleanup() {
-	if build.bin != "" && os.Getenv("AGENT_GATEWAY_BIN") == "" {
-		os.RemoveAll(filepath.Dir(build.bin))
-	}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+// Cleanup is kept for callers' TestMain; binaries now live in a shared,
+// content-addressed cache directory (pruned after a day), so there is
+// nothing to remove per process.
+func Cleanup() {}

@@ -2,7 +2,7 @@
 // package (sidecar, gateway, deploy acceptance, portal e2e drivers).
 //
 // Start builds ./sidecar/cmd/agent-sidecar once per test process (go build
-// into $TMPDIR/sidecartest-bin-UID, content-addressed so processes share one
+// into $TMPDIR/proctest-bin-UID, content-addressed so processes share one
 // file; set AGENT_SIDECAR_BIN to use a prebuilt binary instead),
 // creates the two volumes (or takes existing ones), writes a config with
 // 127.0.0.1:0 listeners, starts the binary, waits for its three "listening"
@@ -12,24 +12,16 @@
 // the volumes are chowned to 1000; files a test writes into a volume as root
 // afterwards must be handed over with Chown. Otherwise it runs as the current
 // user.
+//
+// The process mechanics (build cache, start, logs, listening lines, /readyz,
+// stop) live in deploy/proctest, shared with gateway/gatewaytest.
 package sidecartest
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,6 +33,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/sidecar"
 )
 
@@ -84,12 +77,10 @@ type Sidecar struct {
 	t    testing.TB
 	opts Options
 	bin  string
-	logs *lockedBuffer
+	logs *proctest.Log
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{}
-	exitErr error
+	mu   sync.Mutex
+	proc *proctest.Process // the current run; nil before the first
 }
 
 // Start starts a sidecar and registers its Stop in t.Cleanup. It fails the
@@ -117,7 +108,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatalf("sidecartest: %v", err)
 	}
-	s := &Sidecar{t: t, opts: opts, bin: bin, logs: &lockedBuffer{}}
+	s := &Sidecar{t: t, opts: opts, bin: bin, logs: &proctest.Log{}}
 	s.ProjectsDir = volume(t, opts.ProjectsDir, filepath.Join(base, "projects"))
 	s.CodexHome = volume(t, opts.CodexHome, filepath.Join(base, "codex-home"))
 
@@ -146,11 +137,11 @@ func Start(t testing.TB, opts Options) *Sidecar {
 			}
 		}
 		if t.Failed() {
-			t.Logf("sidecar logs:\n%s", tail(s.Logs(), 200))
+			t.Logf("sidecar logs:\n%s", s.logs.Tail(200))
 		}
 	})
 	if err := s.start(); err != nil {
-		t.Fatalf("sidecartest: %v\nlogs:\n%s", err, tail(s.Logs(), 100))
+		t.Fatalf("sidecartest: %v\nlogs:\n%s", err, s.logs.Tail(100))
 	}
 	return s
 }
@@ -180,28 +171,12 @@ func (s *Sidecar) Logs() string { return s.logs.String() }
 // whether it did. Log lines reach the harness through a pipe, so a line the
 // sidecar wrote before answering a call may arrive a moment after the answer.
 func (s *Sidecar) WaitLog(substr string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if strings.Contains(s.Logs(), substr) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return s.logs.WaitFor(substr, timeout)
 }
 
 // LogLines returns the JSON log lines of Logs, decoded (other lines skipped).
 func (s *Sidecar) LogLines() []map[string]any {
-	var out []map[string]any
-	for _, line := range strings.Split(s.Logs(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	return s.logs.Lines()
 }
 
 // Terminate sends SIGTERM and returns at once (use Wait).
@@ -211,22 +186,15 @@ func (s *Sidecar) Terminate() { s.signal(syscall.SIGTERM) }
 // status 0). It kills the process if it has not exited after the shutdown
 // timeout plus 10 s.
 func (s *Sidecar) Wait() error {
-	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
-	if done == nil {
+	p := s.current()
+	if p == nil {
 		return errors.New("sidecartest: not started")
 	}
-	select {
-	case <-done:
-	case <-time.After(s.opts.ShutdownTimeout + 10*time.Second):
-		s.signal(syscall.SIGKILL)
-		<-done
+	err, killed := p.Wait(s.opts.ShutdownTimeout + 10*time.Second)
+	if killed {
 		return errors.New("sidecartest: sidecar did not exit in time; killed")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.exitErr
+	return err
 }
 
 // Stop sends SIGTERM and waits for a drained exit; nil means exit status 0.
@@ -251,7 +219,7 @@ func (s *Sidecar) Restart() {
 		}
 	}
 	if err := s.start(); err != nil {
-		s.t.Fatalf("sidecartest: restart: %v\nlogs:\n%s", err, tail(s.Logs(), 100))
+		s.t.Fatalf("sidecartest: restart: %v\nlogs:\n%s", err, s.logs.Tail(100))
 	}
 }
 
@@ -274,125 +242,48 @@ func Chown(t testing.TB, path string) {
 	}
 }
 
-func (s *Sidecar) running() bool {
+func (s *Sidecar) current() *proctest.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done == nil {
-		return false
-	}
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
+	return s.proc
+}
+
+func (s *Sidecar) running() bool {
+	p := s.current()
+	return p != nil && p.Running()
 }
 
 func (s *Sidecar) signal(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(sig)
+	if p := s.current(); p != nil {
+		p.Signal(sig)
 	}
 }
 
-type listening struct{ server, address string }
-
 func (s *Sidecar) start() error {
-	cmd := exec.Command(s.bin, "--config", s.ConfigPath, "--shutdown-timeout", s.opts.ShutdownTimeout.String())
-	cmd.Env = append(os.Environ(), s.opts.Env...)
-	cmd.Dir = filepath.Dir(s.ConfigPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if os.Geteuid() == 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: UID, Gid: GID}
+	c := proctest.Command{
+		Name:         "sidecar",
+		Path:         s.bin,
+		Args:         []string{"--config", s.ConfigPath, "--shutdown-timeout", s.opts.ShutdownTimeout.String()},
+		Env:          s.opts.Env,
+		Dir:          filepath.Dir(s.ConfigPath),
+		Servers:      []string{"rpc", "dav", "metrics"},
+		ReadyServer:  "metrics",
+		StartTimeout: s.opts.StartTimeout,
 	}
-	stderr, err := cmd.StderrPipe()
+	if os.Geteuid() == 0 {
+		c.Credential = &syscall.Credential{Uid: UID, Gid: GID}
+	}
+	p, addrs, err := proctest.Start(c, s.logs)
 	if err != nil {
 		return err
 	}
-	cmd.Stdout = s.logs
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", s.bin, err)
-	}
-	done := make(chan struct{})
-	lc := make(chan listening, 3)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			s.logs.Write(append(append([]byte(nil), line...), '\n'))
-			var m struct {
-				Message string `json:"@message"`
-				Server  string `json:"server"`
-				Address string `json:"address"`
-			}
-			if json.Unmarshal(line, &m) == nil && m.Message == "listening" {
-				select {
-				case lc <- listening{m.Server, m.Address}:
-				default:
-				}
-			}
-		}
-		io.Copy(s.logs, stderr)
-	}()
 	s.mu.Lock()
-	s.cmd, s.done = cmd, done
+	s.proc = p
 	s.mu.Unlock()
-	go func() {
-		<-readDone
-		err := cmd.Wait()
-		s.mu.Lock()
-		s.exitErr = err
-		s.mu.Unlock()
-		close(done)
-	}()
-
-	deadline := time.After(s.opts.StartTimeout)
-	addrs := map[string]string{}
-	for len(addrs) < 3 {
-		select {
-		case l := <-lc:
-			addrs[l.server] = l.address
-		case <-done:
-			return fmt.Errorf("sidecar exited during start-up: %v", s.exitErr)
-		case <-deadline:
-			s.Kill()
-			return fmt.Errorf("no three \"listening\" lines after %s (got %v)", s.opts.StartTimeout, addrs)
-		}
-	}
-	for _, k := range []string{"rpc", "dav", "metrics"} {
-		if addrs[k] == "" {
-			s.Kill()
-			return fmt.Errorf("no \"listening\" line for server=%s (got %v)", k, addrs)
-		}
-	}
 	s.RPCAddr = addrs["rpc"]
 	s.DavURL = "http://" + addrs["dav"]
 	s.MetricsURL = "http://" + addrs["metrics"]
-
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StartTimeout)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.MetricsURL+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("sidecar exited during start-up: %v", s.exitErr)
-		case <-ctx.Done():
-			s.Kill()
-			return fmt.Errorf("/readyz not ready after %s", s.opts.StartTimeout)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return nil
 }
 
 // volume returns dir (made usable by UID 1000) or creates fresh.
@@ -434,130 +325,15 @@ func traversable(t testing.TB, dir string) {
 	}
 }
 
-// builder builds the binary once per test process.
-type builder struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
-var build builder
+// build is the once-per-process build cache (the package's only state).
+var build = proctest.Builder{Pkg: "./sidecar/cmd/agent-sidecar", EnvVar: "AGENT_SIDECAR_BIN"}
 
 // Binary returns the path of an agent-sidecar binary: $AGENT_SIDECAR_BIN if
 // set, else one built (once per test process) from this module's
 // ./sidecar/cmd/agent-sidecar into a shared directory readable by UID 1000.
-func Binary() (string, error) {
-	if b := os.Getenv("AGENT_SIDECAR_BIN"); b != "" {
-		return b, nil
-	}
-	build.once.Do(func() { build.bin, build.err = buildBinary() })
-	return build.bin, build.err
-}
-
-func buildBinary() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w (is Go installed? run make setup)", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("go env GOMOD: not inside the module")
-	}
-	// One shared, content-addressed directory per user: identical sources
-	// give an identical binary, so test processes reuse one file instead of
-	// leaving a copy each. Binaries unused for a day are pruned.
-	dir := filepath.Join(os.TempDir(), "sidecartest-bin-"+strconv.Itoa(os.Getuid()))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return "", err
-	}
-	prune(dir)
-	tmp, err := os.CreateTemp(dir, "build-*")
-	if err != nil {
-		return "", err
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	cmd := exec.Command("go", "build", "-o", tmp.Name(), "./sidecar/cmd/agent-sidecar")
-	cmd.Dir = filepath.Dir(gomod)
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./sidecar/cmd/agent-sidecar: %v\n%s", err, buf.String())
-	}
-	sum, err := fileSHA256(tmp.Name())
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "agent-sidecar-"+sum[:16])
-	now := time.Now()
-	if _, err := os.Stat(bin); err == nil {
-		_ = os.Chtimes(bin, now, now) // in use: keep it from being pruned
-		return bin, nil
-	}
-	if err := os.Chmod(tmp.Name(), 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), bin); err != nil {
-		return "", err
-	}
-	return bin, nil
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// prune removes binaries and stale partial builds older than a day.
-func prune(dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
-}
+func Binary() (string, error) { return build.Binary() }
 
 // Cleanup is kept for callers' TestMain; binaries now live in a shared,
 // content-addressed cache directory (pruned after a day), so there is
 // nothing to remove per process.
 func Cleanup() {}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append([]string{"... (" + strconv.Itoa(len(lines)-n) + " lines cut)"}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
-}
