@@ -158,9 +158,13 @@ func TestWritablePreconditions(t *testing.T) {
 			{"overwrite without If-Match", "PUT", readme, nil, 428},
 			{"overwrite with If-None-Match", "PUT", readme, []string{"If-None-Match", "*"}, 412},
 			{"overwrite stale If-Match", "PUT", readme, []string{"If-Match", `"stale"`}, 412},
+			{"overwrite with If-Match: * (names no revision)", "PUT", readme, []string{"If-Match", "*"}, 428},
+			{"overwrite with a weak ETag", "PUT", readme, []string{"If-Match", `W/"abc"`}, 428},
 			{"overwrite current If-Match", "PUT", readme, []string{"If-Match", "{etag}"}, 204},
 			{"delete without If-Match", "DELETE", "/dav/a/projects/demo/new.txt", nil, 428},
 			{"delete stale", "DELETE", "/dav/a/projects/demo/new.txt", []string{"If-Match", `"stale"`}, 412},
+			{"delete with If-Match: *", "DELETE", "/dav/a/projects/demo/new.txt", []string{"If-Match", "*"}, 428},
+			{"move with If-Match: *", "MOVE", "/dav/a/projects/demo/new.txt", []string{"Destination", "/dav/a/projects/demo/src/new.txt", "If-Match", "*"}, 428},
 			{"delete missing", "DELETE", "/dav/a/projects/demo/missing.txt", nil, 404},
 			{"move without If-Match", "MOVE", "/dav/a/projects/demo/new.txt", []string{"Destination", "/dav/a/projects/demo/src/new.txt"}, 428},
 			{"move", "MOVE", "/dav/a/projects/demo/new.txt", []string{"Destination", "http://{host}/dav/a/projects/demo/src/new.txt", "If-Match", "{etag}"}, 201},
@@ -275,8 +279,12 @@ func TestHrefAndLocationRewriting(t *testing.T) {
 func TestHeadersTowardsSidecar(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		e := newEnv(t, false, be)
+		// X-Forwarded-Prefix would change where the sidecar puts a COPY/MOVE
+		// destination (and so make the audit record lie); the CSRF token is
+		// the browser session's. Neither may reach the sidecar.
 		e.do(t, "GET", "/dav/a/projects/demo/README.md", nil,
-			"X-Operator", "mallory", "Authorization", "Bearer secret", "Cookie", "session=secret", "X-Request-ID", "client-rid")
+			"X-Operator", "mallory", "Authorization", "Bearer secret", "Cookie", "session=secret", "X-Request-ID", "client-rid",
+			"X-Forwarded-Prefix", "/projects/demo/sub", "X-CSRF-Token", "csrf-secret", "Forwarded", "for=10.0.0.1", "X-Forwarded-Host", "evil.example")
 		if e.a.real != nil {
 			// The real sidecar logs the operator and request ID it received.
 			found := false
@@ -299,7 +307,7 @@ func TestHeadersTowardsSidecar(t *testing.T) {
 		if h.Get("X-Operator") != "alice" || h.Get("X-Request-ID") != "rid-GET" {
 			t.Errorf("X-Operator %q, X-Request-ID %q", h.Get("X-Operator"), h.Get("X-Request-ID"))
 		}
-		for _, k := range []string{"Authorization", "Cookie", "X-Forwarded-For", "Forwarded"} {
+		for _, k := range []string{"Authorization", "Cookie", "X-Forwarded-For", "Forwarded", "X-Forwarded-Prefix", "X-Forwarded-Host", "X-Csrf-Token"} {
 			if v := h.Get(k); v != "" {
 				t.Errorf("%s reached the sidecar: %q", k, v)
 			}

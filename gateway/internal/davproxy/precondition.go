@@ -27,6 +27,13 @@ import (
 func (h *handler) checkPrecondition(w *recorder, r *http.Request, st *state) bool {
 	ifMatch := strings.TrimSpace(r.Header.Get("If-Match")) != ""
 	noneStar := strings.TrimSpace(r.Header.Get("If-None-Match")) == "*"
+	if ifMatch && !strongETags(r.Header.Values("If-Match")) {
+		// "If-Match: *" or a weak ETag names no revision: it would let a
+		// write through without the lost-update check.
+		h.refuse(w, http.StatusPreconditionRequired, "precondition_required",
+			"precondition required: If-Match must name the current strong ETag (not * or W/)")
+		return false
+	}
 	if r.Method == http.MethodPut && !ifMatch && !noneStar {
 		h.preconditionRequired(w)
 		return false
@@ -53,7 +60,30 @@ func (h *handler) checkPrecondition(w *recorder, r *http.Request, st *state) boo
 		h.refuse(w, http.StatusPreconditionFailed, "not_found_if_match", "precondition failed: the resource does not exist (If-Match)")
 		return false
 	}
+	// Missing: a DELETE or MOVE goes on (the sidecar answers 404), but if the
+	// target appears before the sidecar acts it must not be removed or moved
+	// unchecked.
+	r.Header.Set("If-None-Match", "*")
 	return true
+}
+
+// strongETags reports whether every If-Match value is a list of strong,
+// quoted entity tags.
+func strongETags(values []string) bool {
+	n := 0
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimSpace(t)
+			if t == "" {
+				continue
+			}
+			if len(t) < 2 || t[0] != '"' || t[len(t)-1] != '"' {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
 
 // probeTimeout bounds the existence check; a sidecar that cannot answer a

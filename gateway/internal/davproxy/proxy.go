@@ -58,7 +58,12 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL = u
 	pr.Out.Host = ""
 	hdr := pr.Out.Header
-	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Operator", "X-Request-Id"} {
+	// Credentials, identity and anything that could change how the sidecar
+	// maps paths (X-Forwarded-Prefix rewrites its Destination and hrefs) are
+	// the gateway's to set, never the client's.
+	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Operator", "X-Request-Id",
+		"X-Csrf-Token", "Forwarded", "X-Forwarded-Prefix", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-For",
+		"X-Forwarded-User", "X-Forwarded-Groups", "X-Real-Ip"} {
 		hdr.Del(k)
 	}
 	if st.operator != "" {
