@@ -35,6 +35,12 @@ type Config struct {
 // dir is the absolute host path of that directory: it is only ever handed to
 // the initializer (git init), never logged or returned to a client. If it
 // returns an error, CreateProject removes exactly what it created.
+//
+// Limit: this is the one place davfs hands out a path string (git has no
+// fd interface). CreateProject runs it under the mutation lock and checks
+// afterwards that the project is still the directory it made; a process
+// with the volume's UID could still race git itself, which gains it nothing
+// it could not do directly.
 type ProjectInitializer func(ctx context.Context, dir string) error
 
 // Scope selects the namespace of a Workspace.

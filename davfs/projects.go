@@ -131,6 +131,16 @@ func (f *FS) CreateProject(ctx context.Context, name string) (Project, error) {
 			f.rollbackProject(ctx, name, st)
 			return Project{}, newErr(CodeInternal, ReasonGitInitFailed, err, "initializing project %q failed; nothing was kept", name)
 		}
+		// git has no fd interface, so the initializer works on a path. The
+		// agent (same UID) could swap the directory meanwhile; that gains it
+		// nothing it could not do itself, but the project must still be the
+		// directory this call made.
+		var now unix.Stat_t
+		if err := unix.Fstatat(f.projects.fd, name, &now, unix.AT_SYMLINK_NOFOLLOW); err != nil ||
+			now.Ino != st.Ino || now.Dev != st.Dev || now.Mode&unix.S_IFMT != unix.S_IFDIR {
+			f.log.Warn("project directory replaced during initialization", "project", name)
+			return Project{}, newErr(CodeInternal, ReasonGitInitFailed, err, "project %q was replaced while it was being initialized", name)
+		}
 	}
 	if err := f.syncRoot(); err != nil {
 		return Project{}, fsErr(err, name)
