@@ -31,6 +31,22 @@ func (q *request) stat(t target) (resource, error) {
 	return resource{exists: true, dir: e.Type == davfs.TypeDirectory, entry: e}, nil
 }
 
+// existing stats t for a request that needs it to exist (DELETE, COPY,
+// MOVE, PROPPATCH). It answers the request itself (the davfs error's status,
+// or 404) and returns ok=false when t cannot be acted on.
+func (q *request) existing(t target) (cur resource, ok bool) {
+	cur, err := q.stat(t)
+	if err != nil {
+		q.fail(err, false)
+		return resource{}, false
+	}
+	if !cur.exists {
+		q.status(http.StatusNotFound, "")
+		return resource{}, false
+	}
+	return cur, true
+}
+
 // preconditions evaluates If-Match, If-None-Match and If: for a modifying
 // request on t (whose current state is cur), and the locks on reqs. It
 // answers the request itself (412, 423, 400) and returns ok=false when the

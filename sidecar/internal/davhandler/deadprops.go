@@ -165,13 +165,8 @@ func escapedText(s string) string {
 // proppatch sets or removes dead properties; DAV: properties are protected.
 func (q *request) proppatch() {
 	t := resolve(q.r.URL.Path)
-	cur, err := q.stat(t)
-	if err != nil {
-		q.fail(err, false)
-		return
-	}
-	if !cur.exists {
-		q.status(http.StatusNotFound, "")
+	cur, ok := q.existing(t)
+	if !ok {
 		return
 	}
 	if _, ok := q.preconditions(t, cur, []lockReq{{name: t.href}}); !ok {

@@ -258,6 +258,14 @@ func TestStatusCodes(t *testing.T) {
 		{"PROPFIND", "/projects/demo/", map[string]string{"Depth": "infinity"}, "", 403},
 		{"PROPFIND", "/projects/demo/", nil, "", 403},
 		{"PROPFIND", "/projects/demo/missing", map[string]string{"Depth": "0"}, "", 404},
+		// DELETE, COPY, MOVE and PROPPATCH share the "must exist" check:
+		// 404 when missing, the davfs error's status when Stat fails.
+		{"COPY", "/projects/demo/missing.txt", map[string]string{"Destination": "/projects/demo/c.txt"}, "", 404},
+		{"PROPPATCH", "/projects/demo/missing.txt", nil, "", 404},
+		{"DELETE", "/projects/demo/linkdir/x", nil, "", 403},
+		{"COPY", "/projects/demo/linkdir/x", map[string]string{"Destination": "/projects/demo/c.txt"}, "", 403},
+		{"MOVE", "/projects/demo/linkdir/x", map[string]string{"Destination": "/projects/demo/c.txt"}, "", 403},
+		{"PROPPATCH", "/projects/demo/linkdir/x", nil, "", 403},
 		{"BREW", "/projects/demo/", nil, "", 405},
 	}
 	for _, c := range cases {

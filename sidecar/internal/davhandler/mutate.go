@@ -63,13 +63,8 @@ func (q *request) delete() {
 		q.status(http.StatusBadRequest, "DELETE requires Depth: infinity")
 		return
 	}
-	cur, err := q.stat(t)
-	if err != nil {
-		q.fail(err, false)
-		return
-	}
-	if !cur.exists {
-		q.status(http.StatusNotFound, "")
+	cur, ok := q.existing(t)
+	if !ok {
 		return
 	}
 	if q.readOnlyLevel(t) {
@@ -130,13 +125,8 @@ func (q *request) copyMove() {
 		q.status(http.StatusBadRequest, "Depth must be 0 or infinity")
 		return
 	}
-	cur, err := q.stat(src)
-	if err != nil {
-		q.fail(err, false)
-		return
-	}
-	if !cur.exists {
-		q.status(http.StatusNotFound, "")
+	cur, ok := q.existing(src)
+	if !ok {
 		return
 	}
 	if src.kind != kindEntry || src.isWorkspaceRoot() {
