@@ -249,7 +249,10 @@ const CSRFHeader = "X-CSRF-Token"
 // methods: a cookie session must echo its CSRF token in X-CSRF-Token, and a
 // trusted-proxy identity (the proxy usually keys it on its own cookie) must
 // not come from a cross-site page (Sec-Fetch-Site, else Origin vs Host).
-// Bearer and Basic credentials are never sent by a browser on its own.
+// Bearer credentials are never sent by a browser on its own; Basic ones are
+// (a browser caches them after the /dav/ challenge), so they get the same
+// cross-site check as a proxy identity. Non-browser clients send neither
+// Sec-Fetch-Site nor Origin and pass.
 func CheckCSRF(id Identity, r *http.Request) bool {
 	if SafeMethod(r.Method) {
 		return true
@@ -257,7 +260,7 @@ func CheckCSRF(id Identity, r *http.Request) bool {
 	switch id.Method {
 	case MethodSession:
 		return id.Session != nil && id.Session.CheckCSRF(r.Header.Get(CSRFHeader)) && sameOrigin(r)
-	case MethodProxy:
+	case MethodProxy, MethodBasic:
 		return sameOrigin(r)
 	}
 	return true

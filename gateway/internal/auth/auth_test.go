@@ -176,6 +176,9 @@ func TestCrossSiteRefused(t *testing.T) {
 		{"proxy no browser headers", "10.0.0.1:1", map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "admins"}, false, true},
 		{"proxy same origin via forwarded host", "10.0.0.1:1", map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "admins", "Origin": "https://files.example", "X-Forwarded-Host": "files.example"}, false, true},
 		{"proxy cross-site", "10.0.0.1:1", map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "admins", "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, false, false},
+		// A browser resends cached Basic credentials (after the /dav/ challenge) on its own.
+		{"basic from a WebDAV client", "", map[string]string{"Authorization": "Basic " + b64("any:admin-token")}, false, true},
+		{"basic cross-site", "", map[string]string{"Authorization": "Basic " + b64("any:admin-token"), "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "http://gw.example/api", nil)
