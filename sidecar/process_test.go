@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -343,12 +344,7 @@ func TestSIGTERMDrainsInFlightRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal("git is not installed: run make setup")
 	}
-	bin, err := os.MkdirTemp("", "slowgit-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(bin) })
-	os.Chmod(bin, 0o755)
+	bin := proctest.TempDir(t, "slowgit-")
 	marks := filepath.Join(bin, "marks")
 	if err := os.Mkdir(marks, 0o777); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -148,12 +149,7 @@ func TestProjects(t *testing.T) {
 
 func TestGitInitRollback(t *testing.T) {
 	// A fake git first in PATH that fails like a broken git would.
-	bin, err := os.MkdirTemp("", "fakegit-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(bin) })
-	os.Chmod(bin, 0o755)
+	bin := proctest.TempDir(t, "fakegit-")
 	if err := os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\necho 'fatal: simulated failure' >&2\nexit 128\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +157,7 @@ func TestGitInitRollback(t *testing.T) {
 	c := sc.Dial(t)
 	ctx := ctxT(t)
 
-	_, err = c.CreateProject(ctx, &workspacev1.CreateProjectRequest{Name: "doomed"})
+	_, err := c.CreateProject(ctx, &workspacev1.CreateProjectRequest{Name: "doomed"})
 	wantErr(t, err, codes.Internal, "GIT_INIT_FAILED")
 	if strings.Contains(err.Error(), sc.ProjectsDir) || strings.Contains(err.Error(), "simulated") {
 		t.Errorf("client message leaks detail: %v", err)

@@ -178,3 +178,20 @@ func TestBuilderEnvOverride(t *testing.T) {
 		t.Fatalf("Binary() = %q, %v", got, err)
 	}
 }
+
+func TestTempDirIsTraversableAndRemoved(t *testing.T) {
+	var dir string
+	t.Run("use", func(t *testing.T) {
+		dir = TempDir(t, "proctest-test-")
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o755 {
+			t.Errorf("mode = %v, want 0755", got)
+		}
+	})
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("after the test: Stat = %v, want not-exist", err)
+	}
+}

@@ -100,14 +100,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 			t.Fatalf("sidecartest: %v", err)
 		}
 	}
-	base, err := os.MkdirTemp("", "sidecartest-")
-	if err != nil {
-		t.Fatalf("sidecartest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatalf("sidecartest: %v", err)
-	}
+	base := proctest.TempDir(t, "sidecartest-")
 	s := &Sidecar{t: t, opts: opts, bin: bin, logs: &proctest.Log{}}
 	s.ProjectsDir = volume(t, opts.ProjectsDir, filepath.Join(base, "projects"))
 	s.CodexHome = volume(t, opts.CodexHome, filepath.Join(base, "codex-home"))

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -36,14 +37,7 @@ func startStack(t *testing.T, writable bool, agentIDs ...string) *stack {
 	st := &stack{sidecars: map[string]*sidecartest.Sidecar{}}
 	var agents []gatewaytest.Agent
 	for _, id := range agentIDs {
-		base, err := os.MkdirTemp("", "davproxy-gw-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(base) })
-		if err := os.Chmod(base, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		base := proctest.TempDir(t, "davproxy-gw-")
 		projects, home := filepath.Join(base, "projects"), filepath.Join(base, "home")
 		for _, d := range []string{filepath.Join(projects, "demo/src"), filepath.Join(home, "skills")} {
 			if err := os.MkdirAll(d, 0o755); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -110,14 +112,7 @@ func newUpstream(t *testing.T, b backend) *upstream {
 		f := newFakeSidecar(t)
 		return &upstream{base: f.url(t), projects: filepath.Join(f.root, "projects"), codexHome: filepath.Join(f.root, "global"), fake: f}
 	}
-	base, err := os.MkdirTemp("", "davproxy-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := proctest.TempDir(t, "davproxy-test-")
 	projects, codexHome := filepath.Join(base, "projects"), filepath.Join(base, "codex-home")
 	populate(t, projects, codexHome)
 	s := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: codexHome})
@@ -237,9 +232,7 @@ type env struct {
 func newEnv(t *testing.T, writable bool, be backend) *env {
 	t.Helper()
 	e := &env{a: newUpstream(t, be), b: newUpstream(t, be), reg: prometheus.NewRegistry()}
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL, _ := url.Parse(down.URL)
-	down.Close()
+	downURL := &url.URL{Scheme: "http", Host: refusingAddr(t)}
 	e.downAddr = downURL.Host
 	agents := map[string]*url.URL{"a": e.a.base, "b": e.b.base, "nodav": nil, "down": downURL}
 	h, err := New(Options{
@@ -376,4 +369,25 @@ func (u *upstream) skipWhileStubbed(t *testing.T, method, rel string) {
 	if (err != nil || resp.StatusCode >= 500) && strings.Contains(u.real.Logs(), "davfs: not implemented") {
 		t.Skipf("WAITING ON DAVFS: the real sidecar's %s %s panics with \"davfs: not implemented\"", method, rel)
 	}
+}
+
+// refusingAddr returns a loopback address that refuses connections for the
+// whole test: a socket bound to the port but never listening answers every
+// SYN with a reset, and holding it keeps any other listener (such as the
+// next httptest server) from taking the port, as a closed port would allow.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
 }

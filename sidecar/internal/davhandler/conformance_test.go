@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -23,14 +24,7 @@ import (
 // holding the given projects (each a map of relative path -> content).
 func startSidecar(t *testing.T, projects map[string]map[string]string) *sidecartest.Sidecar {
 	t.Helper()
-	base, err := os.MkdirTemp("", "davhandler-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := proctest.TempDir(t, "davhandler-")
 	root := filepath.Join(base, "projects")
 	for name, files := range projects {
 		if err := os.MkdirAll(filepath.Join(root, name), 0o755); err != nil {
