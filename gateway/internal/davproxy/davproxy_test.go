@@ -169,6 +169,7 @@ func TestWritablePreconditions(t *testing.T) {
 			{"move without If-Match", "MOVE", "/dav/a/projects/demo/new.txt", []string{"Destination", "/dav/a/projects/demo/src/new.txt"}, 428},
 			{"move", "MOVE", "/dav/a/projects/demo/new.txt", []string{"Destination", "http://{host}/dav/a/projects/demo/src/new.txt", "If-Match", "{etag}"}, 201},
 			{"move onto an existing file is refused", "MOVE", "/dav/a/projects/demo/src/new.txt", []string{"Destination", "/dav/a/projects/demo/src/main.go", "If-Match", "{etag}", "Overwrite", "T"}, 412},
+			{"lock of a missing resource creates it: needs If-None-Match", "LOCK", "/dav/a/projects/demo/locked-new.txt", nil, 428},
 			{"mkcol", "MKCOL", "/dav/a/projects/demo/dir", nil, 201},
 			{"copy", "COPY", "/dav/a/projects/demo/src/main.go", []string{"Destination", "/dav/a/projects/demo/dir/main.go"}, 201},
 			{"delete", "DELETE", "/dav/a/projects/demo/src/new.txt", []string{"If-Match", "{etag}"}, 204},

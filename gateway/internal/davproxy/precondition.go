@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// checkPrecondition enforces the write rule for PUT, DELETE and MOVE:
+// checkPrecondition enforces the write rule for PUT, DELETE, MOVE and LOCK
+// (only when LOCK would create the resource):
 // changing or removing an existing resource needs If-Match, creating one
 // needs "If-None-Match: *"; otherwise 428 Precondition Required.
 //
@@ -39,6 +40,15 @@ func (h *handler) checkPrecondition(w *recorder, r *http.Request, st *state) boo
 		return false
 	}
 	exists, status := h.probe(r, st)
+	if r.Method == "LOCK" && status == 0 {
+		// Locking an existing resource changes no content; locking a missing
+		// one creates an empty file, which is a create like any other.
+		if !exists && !noneStar {
+			h.preconditionRequired(w)
+			return false
+		}
+		return true
+	}
 	switch {
 	case status != 0:
 		if status >= 500 {

@@ -133,7 +133,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				m.DestinationPath = dst.auditPath()
 			}
 		}
-		if r.Method == http.MethodPut || r.Method == http.MethodDelete || r.Method == "MOVE" {
+		if r.Method == http.MethodPut || r.Method == http.MethodDelete || r.Method == "MOVE" || r.Method == "LOCK" {
 			if !h.checkPrecondition(rec, r, st) {
 				return
 			}
