@@ -1,15 +1,12 @@
 package sidecar_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,16 +17,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/sidecar"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestInProcessInitializerOverride runs New/Run in the test process with a
 // failing Initializer from Deps: CreateProject rolls back and the failure
@@ -45,7 +35,7 @@ func TestInProcessInitializerOverride(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs syncBuf
+	var logs proctest.Log
 	reg := prometheus.NewRegistry()
 	called := 0
 	s, err := sidecar.New(cfg, sidecar.Deps{
@@ -69,9 +59,8 @@ func TestInProcessInitializerOverride(t *testing.T) {
 	addrs := map[string]string{}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(addrs) < 3 && time.Now().Before(deadline) {
-		for _, l := range strings.Split(logs.String(), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(l), &m) == nil && m["@message"] == "listening" {
+		for _, m := range logs.Lines() {
+			if m["@message"] == "listening" {
 				addrs[m["server"].(string)] = m["address"].(string)
 			}
 		}

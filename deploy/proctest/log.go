@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// Log collects a process's output; it is safe for concurrent use. The zero
-// value is ready to use.
+// Log collects a process's output, or any log written and read by several
+// goroutines (an in-process logger's sink); it is safe for concurrent use.
+// The zero value is ready to use.
 type Log struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

@@ -173,10 +173,7 @@ func TestAbortedUploadNeverCommits(t *testing.T) {
 		conn.Close()
 	}
 	// The handler sees the read error and answers; wait for it.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && !strings.Contains(e.logs.String(), `"path":"/projects/demo/fresh.txt"`) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.logs.WaitFor(`"path":"/projects/demo/fresh.txt"`, 5*time.Second)
 	if got, _ := e.hostFile("keep.txt"); got != "original" {
 		t.Fatalf("aborted upload replaced the file: %q", got)
 	}

@@ -1,7 +1,6 @@
 package davhandler
 
 import (
-	"bytes"
 	"encoding/xml"
 	"io"
 	"net/http"
@@ -17,25 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/deploy/proctest"
 )
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fakeClock is a settable clock for lock expiry.
 type fakeClock struct {
@@ -63,7 +45,7 @@ type env struct {
 	fs       *davfs.FS
 	projects string // host path of the projects root
 	codex    string // host path of CODEX_HOME
-	logs     *syncBuffer
+	logs     *proctest.Log
 	reg      *prometheus.Registry
 	clock    *fakeClock
 	client   *http.Client
@@ -77,7 +59,7 @@ func newEnvTB(tb testing.TB, t *testing.T, mod func(*Options)) *env {
 	tb.Helper()
 	root := tb.TempDir()
 	e := &env{t: t, projects: filepath.Join(root, "projects"), codex: filepath.Join(root, "codex"),
-		logs: &syncBuffer{}, reg: prometheus.NewRegistry(),
+		logs: &proctest.Log{}, reg: prometheus.NewRegistry(),
 		clock: &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
 	for _, d := range []string{e.projects, e.codex, filepath.Join(e.projects, "demo"), filepath.Join(e.projects, "other")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

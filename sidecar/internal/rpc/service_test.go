@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/deploy/proctest"
 )
 
 // fakeFS is a hand-written FS: it records the last call and returns err.
@@ -61,9 +61,9 @@ func (f *fakeFS) ListEntries(ctx context.Context, ws davfs.Workspace, dir string
 	return davfs.Page{Entries: []davfs.Entry{{Name: "big.bin", Path: "big.bin", Type: davfs.TypeFile, Reason: davfs.NotEditableUnknown}}}, nil
 }
 
-func startService(t *testing.T, fs FS) (workspacev1.WorkspaceServiceClient, *bytes.Buffer) {
+func startService(t *testing.T, fs FS) (workspacev1.WorkspaceServiceClient, *proctest.Log) {
 	t.Helper()
-	var buf lockedBuf
+	var buf proctest.Log
 	log := hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: &buf, Level: hclog.Debug})
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(Interceptor(log, nil)))
 	workspacev1.RegisterWorkspaceServiceServer(srv, NewService(fs))
@@ -78,18 +78,7 @@ func startService(t *testing.T, fs FS) (workspacev1.WorkspaceServiceClient, *byt
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return workspacev1.NewWorkspaceServiceClient(conn), &buf.b
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+	return workspacev1.NewWorkspaceServiceClient(conn), &buf
 }
 
 var (
