@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,5 +194,48 @@ func TestTempDirIsTraversableAndRemoved(t *testing.T) {
 	})
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("after the test: Stat = %v, want not-exist", err)
+	}
+}
+
+func TestRunnerAndSuperviseStopAtCleanup(t *testing.T) {
+	var r Runner
+	var log Log
+	if r.Running() || r.Current() != nil {
+		t.Fatal("zero Runner has a run")
+	}
+	r.Signal(syscall.SIGTERM) // no run: nothing happens
+	stops := 0
+	t.Run("test", func(t *testing.T) {
+		Supervise(t, "child", &r, &log, func() error {
+			stops++
+			r.Signal(syscall.SIGTERM)
+			err, _ := r.Current().Wait(10 * time.Second)
+			return err
+		})
+		if _, err := r.Start(command(t, "serve"), &log); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if !r.Running() {
+			t.Fatal("Running() = false after Start")
+		}
+	})
+	if stops != 1 || r.Running() {
+		t.Errorf("after the test: stops=%d running=%v, want 1, false", stops, r.Running())
+	}
+	if !strings.Contains(log.String(), `"stopped"`) {
+		t.Errorf("no clean stop in the log:\n%s", log.String())
+	}
+}
+
+func TestWriteYAML(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	WriteYAML(t, p, map[string]any{"a": map[string]int{"b": 1}}, 0o600)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(p)
+	if string(data) != "a:\n    b: 1\n" || fi.Mode().Perm() != 0o600 {
+		t.Errorf("file = %q mode %v", data, fi.Mode().Perm())
 	}
 }

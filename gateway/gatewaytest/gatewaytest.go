@@ -23,12 +23,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/agentworkspace/files/deploy/proctest"
 	"github.com/agentworkspace/files/gateway"
@@ -91,8 +88,7 @@ type Gateway struct {
 	bin  string
 	logs *proctest.Log
 
-	mu   sync.Mutex
-	proc *proctest.Process // nil until started
+	run proctest.Runner
 }
 
 func randomToken(t testing.TB) string {
@@ -180,24 +176,9 @@ func Start(t testing.TB, opts Options) *Gateway {
 	if opts.Configure != nil {
 		opts.Configure(cfg)
 	}
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatalf("gatewaytest: %v", err)
-	}
 	g.ConfigPath = filepath.Join(base, "gateway.yaml")
-	if err := os.WriteFile(g.ConfigPath, data, 0o600); err != nil {
-		t.Fatalf("gatewaytest: %v", err)
-	}
-	t.Cleanup(func() {
-		if g.running() {
-			if err := g.Stop(); err != nil {
-				t.Errorf("gatewaytest: gateway did not stop cleanly: %v", err)
-			}
-		}
-		if t.Failed() {
-			t.Logf("gateway logs:\n%s", g.logs.Tail(200))
-		}
-	})
+	proctest.WriteYAML(t, g.ConfigPath, cfg, 0o600)
+	proctest.Supervise(t, "gateway", &g.run, g.logs, g.Stop)
 	if err := g.start(); err != nil {
 		t.Fatalf("gatewaytest: %v\nlogs:\n%s", err, g.logs.Tail(100))
 	}
@@ -253,7 +234,7 @@ func (g *Gateway) NewRequest(t testing.TB, method, path string, body io.Reader) 
 
 // Stop sends SIGTERM and waits (SIGKILL after 15 s).
 func (g *Gateway) Stop() error {
-	p := g.current()
+	p := g.run.Current()
 	if p == nil {
 		return errors.New("gatewaytest: not started")
 	}
@@ -265,23 +246,12 @@ func (g *Gateway) Stop() error {
 	return err
 }
 
-func (g *Gateway) current() *proctest.Process {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.proc
-}
-
-func (g *Gateway) running() bool {
-	p := g.current()
-	return p != nil && p.Running()
-}
-
 func (g *Gateway) start() error {
 	servers := []string{"http"}
 	if g.opts.MetricsServer {
 		servers = append(servers, "metrics")
 	}
-	p, addrs, err := proctest.Start(proctest.Command{
+	addrs, err := g.run.Start(proctest.Command{
 		Name:         "gateway",
 		Path:         g.bin,
 		Args:         []string{"--config", g.ConfigPath},
@@ -294,9 +264,6 @@ func (g *Gateway) start() error {
 	if err != nil {
 		return err
 	}
-	g.mu.Lock()
-	g.proc = p
-	g.mu.Unlock()
 	g.Addr = addrs["http"]
 	g.URL = "http://" + g.Addr
 	if a := addrs["metrics"]; a != "" {

@@ -23,14 +23,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"gopkg.in/yaml.v3"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/deploy/proctest"
@@ -79,8 +77,7 @@ type Sidecar struct {
 	bin  string
 	logs *proctest.Log
 
-	mu   sync.Mutex
-	proc *proctest.Process // the current run; nil before the first
+	run proctest.Runner // the current run
 }
 
 // Start starts a sidecar and registers its Stop in t.Cleanup. It fails the
@@ -115,24 +112,9 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	cfg.RPCServer.Address = "127.0.0.1:0"
 	cfg.DavServer.Address = "127.0.0.1:0"
 	cfg.MetricsServer.Address = "127.0.0.1:0"
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatalf("sidecartest: %v", err)
-	}
 	s.ConfigPath = filepath.Join(base, "config.yaml")
-	if err := os.WriteFile(s.ConfigPath, data, 0o644); err != nil {
-		t.Fatalf("sidecartest: %v", err)
-	}
-	t.Cleanup(func() {
-		if s.running() {
-			if err := s.Stop(); err != nil {
-				t.Errorf("sidecartest: sidecar did not stop cleanly: %v", err)
-			}
-		}
-		if t.Failed() {
-			t.Logf("sidecar logs:\n%s", s.logs.Tail(200))
-		}
-	})
+	proctest.WriteYAML(t, s.ConfigPath, cfg, 0o644)
+	proctest.Supervise(t, "sidecar", &s.run, s.logs, s.Stop)
 	if err := s.start(); err != nil {
 		t.Fatalf("sidecartest: %v\nlogs:\n%s", err, s.logs.Tail(100))
 	}
@@ -173,13 +155,13 @@ func (s *Sidecar) LogLines() []map[string]any {
 }
 
 // Terminate sends SIGTERM and returns at once (use Wait).
-func (s *Sidecar) Terminate() { s.signal(syscall.SIGTERM) }
+func (s *Sidecar) Terminate() { s.run.Signal(syscall.SIGTERM) }
 
 // Wait waits for the process to exit and returns its exit error (nil for
 // status 0). It kills the process if it has not exited after the shutdown
 // timeout plus 10 s.
 func (s *Sidecar) Wait() error {
-	p := s.current()
+	p := s.run.Current()
 	if p == nil {
 		return errors.New("sidecartest: not started")
 	}
@@ -198,7 +180,7 @@ func (s *Sidecar) Stop() error {
 
 // Kill sends SIGKILL and waits (a crash: nothing is drained).
 func (s *Sidecar) Kill() {
-	s.signal(syscall.SIGKILL)
+	s.run.Signal(syscall.SIGKILL)
 	_ = s.Wait()
 }
 
@@ -206,7 +188,7 @@ func (s *Sidecar) Kill() {
 // same volumes and config; the address fields get the new ports.
 func (s *Sidecar) Restart() {
 	s.t.Helper()
-	if s.running() {
+	if s.run.Running() {
 		if err := s.Stop(); err != nil {
 			s.t.Fatalf("sidecartest: stop before restart: %v", err)
 		}
@@ -235,23 +217,6 @@ func Chown(t testing.TB, path string) {
 	}
 }
 
-func (s *Sidecar) current() *proctest.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc
-}
-
-func (s *Sidecar) running() bool {
-	p := s.current()
-	return p != nil && p.Running()
-}
-
-func (s *Sidecar) signal(sig syscall.Signal) {
-	if p := s.current(); p != nil {
-		p.Signal(sig)
-	}
-}
-
 func (s *Sidecar) start() error {
 	c := proctest.Command{
 		Name:         "sidecar",
@@ -266,13 +231,10 @@ func (s *Sidecar) start() error {
 	if os.Geteuid() == 0 {
 		c.Credential = &syscall.Credential{Uid: UID, Gid: GID}
 	}
-	p, addrs, err := proctest.Start(c, s.logs)
+	addrs, err := s.run.Start(c, s.logs)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
 	s.RPCAddr = addrs["rpc"]
 	s.DavURL = "http://" + addrs["dav"]
 	s.MetricsURL = "http://" + addrs["metrics"]
