@@ -307,6 +307,39 @@ func checkRegular(st *unix.Stat_t, w wsPath) error {
 	return nil
 }
 
+// openFileFast is openFile's fast path with openat2 (3 syscalls instead of
+// 5): a statx of the relative path from the namespace root (a pre-check
+// only: a FIFO or device is never opened unless swapped in between, as in
+// openFile), then ONE openat2 of the whole path with RESOLVE_BENEATH|
+// RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV (confinement:
+// no symlink anywhere, no mount crossing), then a statx of the fd: the same
+// inode as pre-checked, regular, single link, on the root's mount (mount
+// ID). ok is false when openat2 is not in use or anything is not exactly
+// that; the caller then runs openFile, which reports the precise error (so
+// the pre-check, which may pass through a symlinked directory, never tells
+// a client anything).
+func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
+	var st unix.Stat_t
+	if !f.useOpenat2 || len(w.segs) == 0 {
+		return -1, st, false
+	}
+	rel := w.fullRel()
+	var pre unix.Stat_t
+	if _, err := statxInto(w.r.fd, rel, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &pre); err != nil ||
+		!isType(&pre, unix.S_IFREG) || pre.Nlink != 1 || pre.Dev != w.r.dev {
+		return -1, st, false
+	}
+	fd, err := openat2Retry(w.r.fd, rel, oFile)
+	if err != nil {
+		return -1, st, false
+	}
+	if fstatOn(w.r, fd, &st) != nil || st.Ino != pre.Ino || st.Dev != pre.Dev || checkRegular(&st, w) != nil {
+		unix.Close(fd)
+		return -1, st, false
+	}
+	return fd, st, true
+}
+
 // OpenRead opens a regular, single-link file for streaming (no size limit,
 // Seek and ReadAt work; memory stays constant). The caller closes it. This is
 // what WebDAV GET and Range reads use. The returned file's Name() is the
@@ -319,11 +352,15 @@ func (f *FS) OpenRead(ctx context.Context, ws Workspace, path string) (*os.File,
 	if w.isRoot() {
 		return nil, Entry{}, f.notAFile(w)
 	}
-	fd, st, pfd, err := f.openFile(w)
-	if err != nil {
-		return nil, Entry{}, err
+	fd, st, ok := f.openFileFast(w)
+	if !ok {
+		var pfd int
+		fd, st, pfd, err = f.openFile(w)
+		if err != nil {
+			return nil, Entry{}, err
+		}
+		unix.Close(pfd)
 	}
-	unix.Close(pfd)
 	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
 	if f.hashedByContent(&st) {
 		c, _, err := f.fileContent(fd, &st, false)
@@ -339,7 +376,8 @@ func (f *FS) OpenRead(ctx context.Context, ws Workspace, path string) (*os.File,
 		e.Reason, e.Revision = NotEditableTooLarge, statRevision(&st)
 	}
 	e.Size, e.ModTime = st.Size, modTime(&st)
-	if err := unix.SetNonblock(fd, false); err != nil {
+	// Clear O_NONBLOCK (the only status flag set at open) in one fcntl.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
 		unix.Close(fd)
 		return nil, Entry{}, fsErr(err, w.rel)
 	}

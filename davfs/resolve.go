@@ -190,6 +190,35 @@ func (w wsPath) parent() wsPath {
 	return p
 }
 
+// fullRel is the path from the namespace root to w ("/"-joined full()).
+func (w wsPath) fullRel() string {
+	if len(w.base) == 0 {
+		return strings.Join(w.segs, "/")
+	}
+	n := len(w.segs) + len(w.base) - 1
+	for _, s := range w.base {
+		n += len(s)
+	}
+	for _, s := range w.segs {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, s := range w.base {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(s)
+	}
+	for _, s := range w.segs {
+		if b.Len() > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
 // childRel is w joined with name for statEntry, which reads only rel and
 // r; dir is strings.Join(w.segs, "/"), computed once per listing. segs stay
 // w's own (no per-entry slice), so the result is not for opening.
