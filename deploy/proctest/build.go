@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -46,6 +47,20 @@ func (b *Builder) Binary() (string, error) {
 	}
 	b.once.Do(func() { b.bin, b.err = build(b.Pkg) })
 	return b.bin, b.err
+}
+
+// Path returns bin when it is set (a harness's Options.Binary), else
+// Binary(), failing the test when the build fails.
+func (b *Builder) Path(t testing.TB, bin string) string {
+	t.Helper()
+	if bin != "" {
+		return bin
+	}
+	bin, err := b.Binary()
+	if err != nil {
+		t.Fatalf("proctest: %v", err)
+	}
+	return bin
 }
 
 func build(pkg string) (string, error) {

@@ -2,19 +2,26 @@
 // that start real binaries (sidecar/sidecartest, gateway/gatewaytest): build
 // a ./cmd package once per test process, start it, collect its output, find
 // its ports from its "listening" log lines, wait for /readyz, and stop it.
+// A harness keeps one Builder (its only package-level state), one Log and
+// one Runner per started binary, writes the config with WriteYAML into a
+// TempDir, and registers Supervise.
 //
 // It guarantees that:
 //   - a started process gets SIGKILL when the test process dies (Pdeathsig),
 //     so a crashed test leaves no server behind;
 //   - everything the process writes to stdout and stderr, over all its runs,
-//     is kept in its Log, whole lines only, safe for concurrent use;
+//     is kept in its Log (stderr a line at a time), safe for concurrent use;
 //   - Start returns only once every wanted server has logged
 //     {"@message":"listening","server":NAME,"address":"127.0.0.1:PORT"} and
 //     GET /readyz on the ready server answered 200; when that does not
 //     happen in time, or the process exits first, it returns an error and
 //     the process is killed and reaped;
 //   - Wait never blocks longer than its timeout plus the time the kernel
-//     takes to deliver SIGKILL.
+//     takes to deliver SIGKILL;
+//   - Supervise stops a still-running process when the test ends and logs
+//     its last lines when the test failed;
+//   - TempDir is traversable by the other user a process may run as (a
+//     sidecar as UID 1000), unlike t.TempDir().
 //
 // It does not choose users, volumes or config files (the harnesses do), and
 // it does not retry: a binary that does not come up is a test failure.

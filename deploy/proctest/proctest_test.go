@@ -239,3 +239,10 @@ func TestWriteYAML(t *testing.T) {
 		t.Errorf("file = %q mode %v", data, fi.Mode().Perm())
 	}
 }
+
+func TestBuilderPathPrefersExplicit(t *testing.T) {
+	b := Builder{Pkg: "./does/not/exist", EnvVar: "PROCTEST_TEST_UNSET"}
+	if got := b.Path(t, "/explicit/bin"); got != "/explicit/bin" {
+		t.Fatalf("Path = %q", got)
+	}
+}

@@ -157,13 +157,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	bin := opts.Binary
-	if bin == "" {
-		var err error
-		if bin, err = Binary(); err != nil {
-			t.Fatalf("gatewaytest: %v", err)
-		}
-	}
+	bin := build.Path(t, opts.Binary)
 	base, err := os.MkdirTemp("", "gatewaytest-")
 	if err != nil {
 		t.Fatalf("gatewaytest: %v", err)

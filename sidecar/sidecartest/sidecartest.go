@@ -90,13 +90,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	bin := opts.Binary
-	if bin == "" {
-		var err error
-		if bin, err = Binary(); err != nil {
-			t.Fatalf("sidecartest: %v", err)
-		}
-	}
+	bin := build.Path(t, opts.Binary)
 	base := proctest.TempDir(t, "sidecartest-")
 	s := &Sidecar{t: t, opts: opts, bin: bin, logs: &proctest.Log{}}
 	s.ProjectsDir = volume(t, opts.ProjectsDir, filepath.Join(base, "projects"))
