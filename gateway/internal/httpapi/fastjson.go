@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/bits"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -165,7 +164,7 @@ func (e *enc) timestamp(t *timestamppb.Timestamp) {
 		return
 	}
 	e.b = append(e.b, '"')
-	e.b = time.Unix(secs, 0).UTC().AppendFormat(e.b, "2006-01-02T15:04:05")
+	e.b = appendDateTime(e.b, secs)
 	switch {
 	case nanos == 0:
 	case nanos%1000000 == 0:
@@ -176,6 +175,41 @@ func (e *enc) timestamp(t *timestamppb.Timestamp) {
 		e.b = appendDigits(append(e.b, '.'), int(nanos), 9)
 	}
 	e.b = append(e.b, 'Z', '"')
+}
+
+// appendDateTime appends secs (seconds since the Unix epoch, in protojson's
+// range: years 0001..9999) as "2006-01-02T15:04:05" in UTC, as
+// time.Unix(secs, 0).UTC().AppendFormat does, without the layout
+// interpretation that made it most of a 100-entry listing's encoding time.
+// The date is Howard Hinnant's days_from_civil inverse (civil_from_days).
+func appendDateTime(b []byte, secs int64) []byte {
+	days := secs / 86400
+	sod := secs % 86400
+	if sod < 0 {
+		sod += 86400
+		days--
+	}
+	z := days + 719468 // days since 0000-03-01: >= 306 from 0001-01-01 on
+	era := z / 146097
+	doe := z - era*146097                                  // [0, 146096]
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // [0, 399]
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100) // [0, 365]
+	mp := (5*doy + 2) / 153                  // [0, 11], March-based
+	d := doy - (153*mp+2)/5 + 1              // [1, 31]
+	m := mp + 3
+	if m > 12 {
+		m -= 12
+	}
+	if m <= 2 {
+		y++
+	}
+	b = appendDigits(b, int(y), 4)
+	b = appendDigits(append(b, '-'), int(m), 2)
+	b = appendDigits(append(b, '-'), int(d), 2)
+	b = appendDigits(append(b, 'T'), int(sod/3600), 2)
+	b = appendDigits(append(b, ':'), int(sod/60%60), 2)
+	return appendDigits(append(b, ':'), int(sod%60), 2)
 }
 
 // appendDigits appends v zero-padded to width digits.

@@ -106,6 +106,31 @@ func TestFastJSONMatchesProtojson(t *testing.T) {
 	}
 }
 
+// TestAppendDateTime compares the hand-written date formatting with the
+// time package over protojson's whole range: both ends, leap days and
+// century rules, the epoch, negative seconds, and a spread of values.
+func TestAppendDateTime(t *testing.T) {
+	const lo, hi = -62135596800, 253402300799 // 0001-01-01T00:00:00Z, 9999-12-31T23:59:59Z
+	secs := []int64{lo, lo + 1, lo + 86399, lo + 86400, hi, hi - 1, hi - 86400, -1, 0, 1, 86399, 86400, -86400, -86401}
+	for _, d := range []string{"0004-02-29", "0100-02-28", "0100-03-01", "0400-02-29", "1600-02-29", "1700-03-01",
+		"1900-02-28", "1900-03-01", "1969-12-31", "2000-02-29", "2000-03-01", "2024-02-29", "2100-03-01", "9996-02-29"} {
+		tm, err := time.Parse(time.DateOnly, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secs = append(secs, tm.Unix()-1, tm.Unix(), tm.Unix()+86399)
+	}
+	for s := int64(lo); s <= hi; s += 7777777 + s%9973 {
+		secs = append(secs, s)
+	}
+	for _, s := range secs {
+		want := time.Unix(s, 0).UTC().Format("2006-01-02T15:04:05")
+		if got := string(appendDateTime(nil, s)); got != want {
+			t.Fatalf("appendDateTime(%d) = %s, want %s", s, got, want)
+		}
+	}
+}
+
 func BenchmarkMarshalListEntries(b *testing.B) {
 	ref := &runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}}
 	resp := &workspacev1.ListEntriesResponse{}
