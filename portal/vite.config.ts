@@ -9,7 +9,19 @@ export default defineConfig({
     outDir: 'dist',
     emptyOutDir: true,
     sourcemap: false,
-    chunkSizeWarningLimit: 2000,
+    // The main chunk (CodeMirror core, lit-html, the app) stays below 500 kB;
+    // each language package is a lazily loaded chunk (src/ui/languages.ts).
+    chunkSizeWarningLimit: 500,
+    rollupOptions: {
+      output: {
+        // Name lazy chunks after their package ("lang-go-<hash>.js", not "dist-<hash>.js").
+        chunkFileNames: (chunk) => {
+          const ids = [chunk.facadeModuleId ?? '', ...chunk.moduleIds].join('\n');
+          const name = /@codemirror\/(lang-[a-z]+)\//.exec(ids)?.[1] ?? /@lezer\/([a-z]+)\//.exec(ids)?.[1];
+          return `assets/${name ?? '[name]'}-[hash].js`;
+        },
+      },
+    },
   },
   test: {
     include: ['src/**/*.test.ts'],

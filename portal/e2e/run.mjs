@@ -46,10 +46,26 @@ async function eventually(fn, msg, timeout = 10_000) {
 // ---------------------------------------------------------------------------
 // stack
 
+const MANY_PROJECTS = 120;
+// [file, text, CodeMirror language the editor must switch to]
+const LANGUAGE_FILES = [
+  ['app.js', 'export function add(a, b) {\n  return a + b; // sum\n}\n', 'javascript'],
+  ['view.tsx', 'export const View = (p: { n: number }) => <b>{p.n}</b>;\n', 'tsx'],
+  ['data.json', '{ "name": "langs", "count": 3, "ok": true }\n', 'json'],
+  ['notes.md', '# Title\n\nSome *emphasis* and `code`.\n', 'markdown'],
+  ['tool.py', 'def main() -> int:\n    return 42  # answer\n', 'python'],
+  ['main.go', 'package main\n\nfunc main() { println("hi") }\n', 'go'],
+  ['ci.yaml', 'name: ci\non: [push]\njobs: {}\n', 'yaml'],
+  ['index.html', '<!doctype html>\n<p class="x">Hello</p>\n', 'html'],
+  ['site.css', 'body { color: #333; margin: 0 }\n', 'css'],
+];
+
 const base = tempBase();
 let gw, sa, sb, browser, context, page;
 const leaks = [];
 const recent = []; // last HTTP errors the page saw (printed with a failure)
+const pageErrors = []; // uncaught errors in the page
+const requested = []; // paths of every request the page made
 
 async function setUp() {
   const bins = binaries(base, log);
@@ -61,6 +77,11 @@ async function setUp() {
   sb.mkdir('beta-only');
   sb.write('beta-only/notes.txt', 'Only agent codex-b has this project.\n');
   sa.mkdir('paging');
+  // One file per language family the editor highlights (loaded lazily, one chunk per language).
+  for (const [file, text] of LANGUAGE_FILES) sa.write(`langs/${file}`, text);
+  // More than one page of projects (page size 100) on codex-b: "beta-only" plus these.
+  for (let i = 0; i < MANY_PROJECTS; i++) fs.mkdirSync(path.join(sb.projects, `many-${String(i).padStart(3, '0')}`), { mode: 0o755 });
+  sb.mkdir('many-000'); // chowns the volume to the sidecar's user
   for (let i = 0; i < 130; i++) sa.write(`paging/big/f${String(i).padStart(3, '0')}.txt`, `file ${i}\n`);
   await Promise.all([sa.start(), sb.start()]);
   gw = new Gateway(base, bins.gateway, [sa, sb]);
@@ -87,7 +108,11 @@ async function setUp() {
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
   page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(10_000);
-  page.on('pageerror', (err) => log('page error:', err.message));
+  page.on('pageerror', (err) => {
+    pageErrors.push(err.message);
+    log('page error:', err.message);
+  });
+  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
   page.on('response', (r) => {
     if (r.status() >= 400) {
       recent.push(`${new Date().toISOString().slice(11, 23)} ${r.request().method()} ${new URL(r.url()).pathname} -> ${r.status()}`);
@@ -589,6 +614,103 @@ test('Global tab: skills always shown without delete/move/rename; AGENTS.md crea
   expect((await row('auth.json').count()) === 0 && (await row('config.toml').count()) === 0, 'no other CODEX_HOME files');
   await shot('global.png');
   await $('[data-testid="tab-projects"]').click();
+});
+
+test('editor: each language family is loaded on first use and highlights its file', async () => {
+  await ensureSignedIn();
+  // A fresh page load fetches no language chunk until a file needs one.
+  requested.length = 0;
+  await page.reload();
+  await $('[data-testid="agent-select"]').waitFor();
+  await projectRow('alpha-only').waitFor();
+  expect(!requested.some((p) => /\/assets\/lang-/.test(p)), `no language chunk on page load (${requested.filter((p) => p.startsWith('/assets/')).join(', ')})`);
+  const errorsBefore = pageErrors.length;
+  await openProject('langs');
+  for (const [file, , lang] of LANGUAGE_FILES) {
+    await row(file).click();
+    await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === file, `${file} opened`);
+    await eventually(
+      async () => (await $('.cm-editor').getAttribute('data-language')) === lang,
+      `${file}: editor language ${lang} (got ${await $('.cm-editor').getAttribute('data-language')})`,
+    );
+    // Highlighted tokens are spans with CodeMirror's generated (non "cm-") classes.
+    await eventually(
+      () => page.evaluate(() => [...document.querySelectorAll('.cm-content .cm-line span')].some((s) => s.className && !s.className.startsWith('cm-'))),
+      `${file}: highlighted tokens`,
+    );
+    expect((await editorText()) === LANGUAGE_FILES.find((f) => f[0] === file)[1], `${file}: text shown unchanged`);
+    await $('[data-testid="clean"]').waitFor(); // switching the language does not make the file dirty
+  }
+  for (const chunk of ['lang-javascript', 'lang-json', 'lang-markdown', 'lang-python', 'lang-go', 'lang-yaml', 'lang-html', 'lang-css']) {
+    expect(requested.some((p) => p.startsWith(`/assets/${chunk}-`)), `chunk ${chunk} fetched on first use`);
+  }
+  expect(pageErrors.length === errorsBefore, `no page errors (${pageErrors.slice(errorsBefore).join('; ')})`);
+  // Plain text stays plain.
+  await row('app.js').click({ button: 'right' });
+  await clickMenu('Rename');
+  await dialog('rename-dialog').locator('input').fill('app.txt');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await row('app.txt').waitFor();
+  await row('app.txt').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'app.txt', 'app.txt opened');
+  await eventually(async () => (await $('.cm-editor').getAttribute('data-language')) === 'plain', 'plain text for .txt');
+});
+
+test('projects: more than one page lists 100, then "Load more projects" at the end of the list appends the rest', async () => {
+  await ensureSignedIn();
+  await selectAgent('codex-b');
+  await projectRow('beta-only').waitFor();
+  const rows = () => page.locator('.project-row').count();
+  expect((await rows()) === 100, `first page holds 100 projects (got ${await rows()})`);
+  const more = $('[data-testid="load-more-projects"]');
+  await more.waitFor();
+  const last = await page.evaluate(() => document.querySelector('[data-testid="project-list"]')?.lastElementChild?.querySelector('[data-testid="load-more-projects"]') !== null);
+  expect(last, '"Load more projects" is the last item of the list');
+  await more.scrollIntoViewIfNeeded();
+  await shot('projects-load-more.png');
+  await more.focus();
+  await page.keyboard.press('Enter'); // keyboard-usable
+  await eventually(async () => (await rows()) === MANY_PROJECTS + 1, `second page appended (got ${await rows()})`);
+  expect((await more.count()) === 0, 'no more pages');
+  const names = await page.locator('.project-row').evaluateAll((els) => els.map((e) => e.getAttribute('data-project')));
+  expect(new Set(names).size === names.length, 'no project listed twice');
+  expect(names[0] === 'beta-only' && names.at(-1) === `many-${String(MANY_PROJECTS - 1).padStart(3, '0')}`, 'sorted by name across pages');
+  // A project from the second page opens like any other.
+  await openProject('many-119');
+  await $('[data-testid="root-new-file"]').waitFor();
+  await selectAgent('codex-a');
+  await projectRow('alpha-only').waitFor();
+});
+
+test('agent list: a failed load shows an actionable error; Retry loads it', async () => {
+  await ensureSignedIn();
+  const isAgents = (url) => new URL(url).pathname === '/api/v1/agent-gateway/agents';
+  const failures = ['bad-gateway', 'unreachable'];
+  await page.route(isAgents, async (route) => {
+    const f = failures.shift();
+    if (f === 'bad-gateway') return route.fulfill({ status: 502, contentType: 'text/html', body: '<html>502 Bad Gateway from 10.1.2.3:8080</html>' });
+    if (f === 'unreachable') return route.abort('connectionrefused');
+    return route.continue();
+  });
+  try {
+    await page.reload();
+    const err = $('[data-testid="agents-error"]');
+    await err.waitFor();
+    let text = await err.textContent();
+    expect(text.includes('could not be loaded') && text.includes('gateway is not answering') && text.includes('Retry'), `actionable 5xx text (${text.trim()})`);
+    expect(!text.includes('10.1.2.3'), 'no endpoint from the error body');
+    await checkNoLeaks('agent list error');
+    await shot('agents-error.png');
+    await $('[data-testid="agents-retry"]').click();
+    await eventually(async () => (await err.textContent()).includes('could not be reached'), 'unreachable gateway explained');
+    await $('[data-testid="agents-retry"]').click();
+    await projectRow('alpha-only').waitFor();
+    expect((await err.count()) === 0, 'error gone after Retry');
+    expect((await $('[data-testid="agent-select"] option').count()) === 3, 'agents listed after Retry');
+    expect(failures.length === 0, 'both failures were served');
+  } finally {
+    await page.unroute(isAgents);
+  }
 });
 
 test('agent switch: never shows the previous agent\'s projects or files, even from a late response', async () => {

@@ -5,7 +5,7 @@
 import { html, nothing, render, svg, type TemplateResult } from 'lit-html';
 import { repeat } from 'lit-html/directives/repeat.js';
 import { createApi, type Api } from './api/client';
-import { ApiError, asApiError, describeError, isConflict, isUnauthenticated, isUnavailable } from './api/errors';
+import { ApiError, asApiError, describeError, describeGatewayError, isConflict, isUnauthenticated, isUnavailable } from './api/errors';
 import { currentSession, login, logout, type SessionInfo } from './api/session';
 import type { Agent, Entry, EntryType, Project, WorkspaceRef } from './api/types';
 import * as ed from './state/editorState';
@@ -920,6 +920,7 @@ export class App {
           <select
             data-testid="agent-select"
             aria-label="Agent"
+            ?disabled=${this.#agents.length === 0}
             @change=${(e: Event) => void this.#changeAgent(e.target as HTMLSelectElement)}
           >
             ${this.#agents.map(
@@ -938,9 +939,9 @@ export class App {
       </header>
       ${this.#noticeView()}
       ${this.#agentsError
-        ? html`<div class="panel-message" role="alert">
-            <p>The agent list could not be loaded. ${describeError(this.#agentsError)}</p>
-            <button class="btn btn-primary" @click=${() => void this.#loadAgents()}>Retry</button>
+        ? html`<div class="panel-message" role="alert" data-testid="agents-error">
+            <p>The agent list could not be loaded. ${describeGatewayError(this.#agentsError)}</p>
+            <button class="btn btn-primary" data-testid="agents-retry" @click=${() => void this.#loadAgents()}>Retry</button>
           </div>`
         : !scope || !st || !agent
           ? html`<div class="panel-message"><p>${this.#agents.length ? 'Select an agent.' : 'No agents are configured on the gateway.'}</p></div>`
@@ -1050,13 +1051,22 @@ export class App {
               </button>
             </li>`;
           })}
+          ${hasMore(st.projects)
+            ? html`<li class="project-more">
+                <button
+                  class="btn btn-small load-more"
+                  data-testid="load-more-projects"
+                  ?disabled=${st.projectsLoading}
+                  @click=${() => void this.#loadProjects(scope, true)}
+                >
+                  ${st.projectsLoading ? 'Loading…' : 'Load more projects'}
+                </button>
+              </li>`
+            : nothing}
         </ul>
-        ${st.projectsLoading ? html`<p class="muted">Loading…</p>` : nothing}
+        ${st.projectsLoading && !hasMore(st.projects) ? html`<p class="muted">Loading…</p>` : nothing}
         ${!st.projectsLoading && st.projects.loaded && st.projects.items.length === 0
           ? html`<p class="muted">No projects yet. Create one to get started.</p>`
-          : nothing}
-        ${hasMore(st.projects) && !st.projectsLoading
-          ? html`<button class="btn btn-small load-more" @click=${() => void this.#loadProjects(scope, true)}>Load more projects</button>`
           : nothing}
       </div>
       ${tree && st.selectedProject

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, describeError, isConflict, isStaleCursor, isUnavailable, sanitize } from './errors';
+import { ApiError, describeError, describeGatewayError, isConflict, isStaleCursor, isUnavailable, sanitize } from './errors';
 
 const status = (code: number, message: string, reason?: string) => ({
   code,
@@ -40,5 +40,19 @@ describe('describeError never shows endpoints or host paths', () => {
   it('sanitize keeps ordinary text', () => {
     expect(sanitize('name must not be empty')).toBe('name must not be empty');
     expect(sanitize('failed on localhost:8080 at /home/node/.codex/auth.json')).not.toMatch(/localhost|\/home/);
+  });
+});
+
+describe('describeGatewayError', () => {
+  it('blames the gateway, not a sidecar, for a 5xx from a proxy', () => {
+    const text = describeGatewayError(ApiError.from(502, '<html>bad gateway at 10.0.0.7:8080</html>'));
+    expect(text).toContain('gateway is not answering');
+    expect(text).not.toContain('10.0.0.7');
+  });
+  it('says the gateway could not be reached when there was no answer', () => {
+    expect(describeGatewayError(ApiError.network())).toContain('could not be reached');
+  });
+  it('falls back to the usual text for other errors', () => {
+    expect(describeGatewayError(ApiError.from(500, status(13, 'boom')))).toBe(describeError(ApiError.from(500, status(13, 'boom'))));
   });
 });

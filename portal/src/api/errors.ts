@@ -185,3 +185,15 @@ export function describeError(err: unknown): string {
   }
   return generic;
 }
+
+/**
+ * The message for a failed gateway-level call (the agent list): there is no
+ * sidecar involved, so "unavailable" means the gateway (or a proxy in front of
+ * it) is not answering.
+ */
+export function describeGatewayError(err: unknown): string {
+  const e = asApiError(err);
+  if (e.reason === 'NETWORK') return REASON_TEXT['NETWORK']!;
+  if (e.status >= 500 && isUnavailable(e)) return 'The gateway is not answering right now; it may be restarting. Retry in a moment.';
+  return describeError(e);
+}

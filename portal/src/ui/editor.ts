@@ -1,64 +1,32 @@
 // CodeMirror 6 wrapper: one editor view, reused for every file; the document
 // (and its undo history) is replaced when another file is opened, and the
-// language follows the file's extension.
+// language follows the file's extension. Language packages are loaded lazily
+// (languages.ts): a file shows as plain text until its language has arrived,
+// then the language is switched on without touching the text or undo history.
 import { basicSetup } from 'codemirror';
-import { Compartment, EditorState, type Extension } from '@codemirror/state';
+import { Compartment, EditorState } from '@codemirror/state';
 import { EditorView, keymap } from '@codemirror/view';
-import { javascript } from '@codemirror/lang-javascript';
-import { json } from '@codemirror/lang-json';
-import { markdown } from '@codemirror/lang-markdown';
-import { python } from '@codemirror/lang-python';
-import { go } from '@codemirror/lang-go';
-import { yaml } from '@codemirror/lang-yaml';
-import { html } from '@codemirror/lang-html';
-import { css } from '@codemirror/lang-css';
 import type { LanguageId } from '../state/language';
-
-export function languageExtension(id: LanguageId): Extension {
-  switch (id) {
-    case 'javascript':
-      return javascript();
-    case 'jsx':
-      return javascript({ jsx: true });
-    case 'typescript':
-      return javascript({ typescript: true });
-    case 'tsx':
-      return javascript({ typescript: true, jsx: true });
-    case 'json':
-      return json();
-    case 'markdown':
-      return markdown();
-    case 'python':
-      return python();
-    case 'go':
-      return go();
-    case 'yaml':
-      return yaml();
-    case 'html':
-      return html();
-    case 'css':
-      return css();
-    case 'plain':
-      return [];
-  }
-}
+import { LanguageCache } from './languages';
 
 export class CodeEditor {
   readonly view: EditorView;
   readonly #language = new Compartment();
   readonly #onChange: (text: string) => void;
   readonly #onSave: () => void;
+  readonly #languages = new LanguageCache();
+  #generation = 0; // bumped on every load: a late language for an older document is dropped
   #silent = false;
 
   constructor(onChange: (text: string) => void, onSave: () => void) {
     this.#onChange = onChange;
     this.#onSave = onSave;
-    this.view = new EditorView({ state: this.#state('', 'plain') });
+    this.view = new EditorView({ state: this.#state('') });
     this.view.dom.classList.add('cm-host');
     this.view.dom.setAttribute('data-testid', 'code-editor');
   }
 
-  #state(text: string, lang: LanguageId): EditorState {
+  #state(text: string): EditorState {
     return EditorState.create({
       doc: text,
       extensions: [
@@ -74,7 +42,7 @@ export class CodeEditor {
         ]),
         basicSetup,
         EditorView.lineWrapping,
-        this.#language.of(languageExtension(lang)),
+        this.#language.of([]),
         EditorView.contentAttributes.of({ 'aria-label': 'File content' }),
         EditorView.updateListener.of((u) => {
           if (u.docChanged && !this.#silent) this.#onChange(u.state.doc.toString());
@@ -85,12 +53,28 @@ export class CodeEditor {
 
   /** Shows text as a fresh document (new undo history) in the given language. */
   load(text: string, lang: LanguageId): void {
+    const generation = ++this.#generation;
     this.#silent = true;
     try {
-      this.view.setState(this.#state(text, lang));
+      this.view.setState(this.#state(text));
     } finally {
       this.#silent = false;
     }
+    this.view.dom.dataset.language = 'plain';
+    const pending = this.#languages.load(lang);
+    if (!pending) return;
+    this.view.dom.dataset.language = 'loading';
+    pending.then(
+      (support) => {
+        if (generation !== this.#generation) return;
+        this.view.dispatch({ effects: this.#language.reconfigure(support) });
+        this.view.dom.dataset.language = lang;
+      },
+      () => {
+        // The chunk could not be fetched (offline, redeployed): the file stays editable as plain text.
+        if (generation === this.#generation) this.view.dom.dataset.language = 'plain';
+      },
+    );
   }
 
   /** Replaces the whole text (Cancel), keeping undo history so it can be undone. */
