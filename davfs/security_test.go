@@ -1131,7 +1131,9 @@ func TestSecFullDisk(t *testing.T) {
 		})
 		secExpectNoSpace(t, "WriteStream new file", err, e.base)
 		// WebDAV PUT: the sidecar answers 507 from the davfs error inside.
-		err = secTry(func() error { return secDavPut(ctx, e.fs, secDavName(P, "big.txt"), content, davfs.Precondition{IfMatch: rev}) })
+		err = secTry(func() error {
+			return secDavPut(ctx, e.fs, secDavName(P, "big.txt"), content, davfs.Precondition{IfMatch: rev})
+		})
 		secExpectNoSpace(t, "WebDAV PUT", err, "")
 
 		for _, d := range secDiff(before, secSnapshot(t, base), nil) {
