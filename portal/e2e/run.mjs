@@ -616,7 +616,7 @@ test('Global tab: skills always shown without delete/move/rename; AGENTS.md crea
   await $('[data-testid="tab-projects"]').click();
 });
 
-test('editor: each language family is loaded on first use and highlights its file', async () => {
+test('editor: each language family is loaded on first use and highlights its file; a file delete asks first', async () => {
   await ensureSignedIn();
   // A fresh page load fetches no language chunk until a file needs one.
   requested.length = 0;
@@ -654,6 +654,21 @@ test('editor: each language family is loaded on first use and highlights its fil
   await row('app.txt').click();
   await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'app.txt', 'app.txt opened');
   await eventually(async () => (await $('.cm-editor').getAttribute('data-language')) === 'plain', 'plain text for .txt');
+  // Deleting a file asks first too; the open file is closed with it.
+  await row('app.txt').focus();
+  await page.keyboard.press('Delete');
+  const dd = dialog('delete-entry-dialog');
+  await dd.waitFor();
+  const body = await dd.textContent();
+  expect(body.includes('permanently deletes the file') && body.includes('cannot be undone'), `file delete text (${body.trim()})`);
+  await dd.locator('[data-action="cancel"]').click();
+  expect(sa.exists('langs/app.txt'), 'cancel keeps the file');
+  await row('app.txt').click({ button: 'right' });
+  await clickMenu('Delete');
+  await dialog('delete-entry-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await row('app.txt').count()) === 0, 'file gone from the tree');
+  expect(!sa.exists('langs/app.txt'), 'file deleted on disk');
+  expect((await $('[data-testid="file-path"]').count()) === 0, 'deleted file closed in the editor');
 });
 
 test('projects: more than one page lists 100, then "Load more projects" at the end of the list appends the rest', async () => {
@@ -764,7 +779,7 @@ test('delete project: the full name is required, the text says permanent; editor
   expect((await $('[data-testid="file-path"]').count()) === 0, 'editor cleared');
 });
 
-test('unavailable sidecar: agent stays selectable, Retry works after restart, no endpoint shown', async () => {
+test('unavailable sidecar: agent stays selectable, both tabs say so, Retry works after restart, no endpoint shown', async () => {
   await ensureSignedIn();
   await selectAgent('codex-a');
   await projectRow('alpha-only').waitFor();
@@ -776,6 +791,12 @@ test('unavailable sidecar: agent stays selectable, Retry works after restart, no
   expect(!(await $('[data-testid="agent-select"]').isDisabled()), 'agent selector still usable');
   await checkNoLeaks('unavailable state');
   await shot('unavailable.png');
+  // The Global tab says the same, and coming back to Projects tries again.
+  await $('[data-testid="tab-global"]').click();
+  await eventually(async () => (await $('[data-testid="unavailable"]').textContent())?.includes('Global files'), 'Global tab shows the unavailable state');
+  await checkNoLeaks('unavailable Global tab');
+  await $('[data-testid="tab-projects"]').click();
+  await eventually(async () => (await $('[data-testid="unavailable"]').textContent())?.includes('its projects'), 'Projects tab unavailable again');
   await $('[data-testid="retry"]').click();
   await $('[data-testid="unavailable"]').waitFor(); // still down
   await sb.start();
