@@ -107,6 +107,9 @@ func New(opts Options) (*Server, error) {
 	if err := workspacev1.RegisterWorkspaceManagementServiceHandlerServer(context.Background(), s.mux, opts.Service); err != nil {
 		return nil, err
 	}
+	if err := s.registerFastGets(); err != nil {
+		return nil, err
+	}
 
 	e := echo.New()
 	e.HideBanner = true

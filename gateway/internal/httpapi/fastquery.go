@@ -1,0 +1,234 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+)
+
+// The two hot GET routes (directory listing, file read) replace the
+// generated grpc-gateway handlers with ones that decode the common query
+// strings by hand: runtime.PopulateQueryParameters resolves every parameter
+// by protoreflect and a regexp, a visible share of a REST call's own CPU.
+// Anything the hand decoder does not recognise exactly (unknown, repeated
+// or agent_id parameters, enum numbers, non-decimal page sizes, bad
+// escapes, ';') goes to runtime.PopulateQueryParameters unchanged, so what
+// is accepted or refused (400) is grpc-gateway's decision
+// (TestFastQueryMatchesGrpcGateway compares both on a corpus). Everything
+// else is what the generated handler does: same context annotation, error
+// handler and response forwarding.
+
+const (
+	entriesPattern = APIPrefix + "/agents/{agent_id}/projects/entries"
+	filesPattern   = APIPrefix + "/agents/{agent_id}/projects/files"
+)
+
+// agentIDFilter is the generated handlers' filter: agent_id comes from the path.
+var agentIDFilter = utilities.NewDoubleArray([][]string{{"agent_id"}})
+
+// registerFastGets overrides the generated handlers of the two GET routes
+// (runtime.ServeMux dispatches to the last registered matching handler).
+func (s *Server) registerFastGets() error {
+	svc := s.opts.Service
+	if err := s.mux.HandlePath(http.MethodGet, entriesPattern, s.fastGet("/workspace.v1.WorkspaceManagementService/ListProjectEntries", entriesPattern,
+		func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
+			req := &workspacev1.ListProjectEntriesRequest{AgentId: agentID}
+			if _, err := decodeEntriesQuery(r, req); err != nil {
+				return nil, err
+			}
+			return svc.ListProjectEntries(ctx, req)
+		})); err != nil {
+		return err
+	}
+	return s.mux.HandlePath(http.MethodGet, filesPattern, s.fastGet("/workspace.v1.WorkspaceManagementService/GetProjectFile", filesPattern,
+		func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
+			req := &workspacev1.GetProjectFileRequest{AgentId: agentID}
+			if _, err := decodeFileQuery(r, req); err != nil {
+				return nil, err
+			}
+			return svc.GetProjectFile(ctx, req)
+		}))
+}
+
+// fastGet is the generated local handler's body with call in place of
+// "parse the query and call the service".
+func (s *Server) fastGet(rpc, pattern string, call func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error)) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		_, outbound := runtime.MarshalerForRequest(s.mux, req)
+		annotated, err := runtime.AnnotateIncomingContext(ctx, s.mux, req, rpc, runtime.WithHTTPPathPattern(pattern))
+		if err != nil {
+			runtime.HTTPError(ctx, s.mux, outbound, w, req, err)
+			return
+		}
+		var resp proto.Message
+		agentID, ok := pathParams["agent_id"]
+		if !ok {
+			err = status.Errorf(codes.InvalidArgument, "missing parameter %s", "agent_id")
+		} else {
+			resp, err = call(annotated, req, agentID)
+		}
+		annotated = runtime.NewServerMetadataContext(annotated, runtime.ServerMetadata{HeaderMD: stream.Header(), TrailerMD: stream.Trailer()})
+		if err != nil {
+			runtime.HTTPError(annotated, s.mux, outbound, w, req, err)
+			return
+		}
+		runtime.ForwardResponseMessage(annotated, s.mux, outbound, w, req, resp, s.mux.GetForwardResponseOptions()...)
+	}
+}
+
+// populateSlow is exactly what the generated handler does with the query.
+func populateSlow(r *http.Request, m proto.Message) error {
+	if err := r.ParseForm(); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(m, r.Form, agentIDFilter); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	return nil
+}
+
+// queryParams calls set for each key=value of a plain query string (no ';',
+// valid escapes), decoded as url.ParseQuery does. It reports false as soon
+// as set does or the query needs grpc-gateway's own parser.
+func queryParams(raw string, set func(k, v string) bool) bool {
+	if strings.IndexByte(raw, ';') >= 0 {
+		return false
+	}
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		if kv == "" {
+			continue // url.ParseQuery skips empty pairs
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil {
+			return false
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			return false
+		}
+		if !set(k, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// workspaceParam sets the WorkspaceRef fields; it reports false for any
+// other key or a value it does not decode itself.
+func workspaceParam(w **workspacev1.WorkspaceRef, seen *uint8, k, v string) bool {
+	switch k {
+	case "workspace.scope":
+		n, ok := workspacev1.WorkspaceScope_value[v]
+		if !ok || !once(seen, 1) {
+			return false // enum numbers and bad names: grpc-gateway decides
+		}
+		ref(w).Scope = workspacev1.WorkspaceScope(n)
+	case "workspace.project_name", "workspace.projectName":
+		if !once(seen, 2) {
+			return false
+		}
+		ref(w).ProjectName = v
+	default:
+		return false
+	}
+	return true
+}
+
+func ref(w **workspacev1.WorkspaceRef) *workspacev1.WorkspaceRef {
+	if *w == nil {
+		*w = &workspacev1.WorkspaceRef{}
+	}
+	return *w
+}
+
+// once marks bit in seen and reports whether it was clear: a field named
+// twice (also as snake_case and lowerCamelCase) is left to grpc-gateway.
+func once(seen *uint8, bit uint8) bool {
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	return true
+}
+
+// decimal32 parses a plain decimal int32 as strconv.ParseInt(v, 10, 32).
+func decimal32(v string) (int32, bool) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	return int32(n), err == nil
+}
+
+// decodeEntriesQuery fills req (AgentId already set) from the query; fast
+// reports whether the hand decoder did it.
+func decodeEntriesQuery(r *http.Request, req *workspacev1.ListProjectEntriesRequest) (fast bool, err error) {
+	var seen uint8
+	ok := queryParams(r.URL.RawQuery, func(k, v string) bool {
+		switch k {
+		case "path":
+			if !once(&seen, 4) {
+				return false
+			}
+			req.Path = v
+		case "page_size", "pageSize":
+			n, ok := decimal32(v)
+			if !ok || !once(&seen, 8) {
+				return false
+			}
+			req.PageSize = n
+		case "cursor":
+			if !once(&seen, 16) {
+				return false
+			}
+			req.Cursor = v
+		default:
+			return workspaceParam(&req.Workspace, &seen, k, v)
+		}
+		return true
+	})
+	if ok {
+		return true, nil
+	}
+	agentID := req.AgentId
+	proto.Reset(req)
+	req.AgentId = agentID
+	return false, populateSlow(r, req)
+}
+
+// decodeFileQuery fills req (AgentId already set) from the query; fast
+// reports whether the hand decoder did it.
+func decodeFileQuery(r *http.Request, req *workspacev1.GetProjectFileRequest) (fast bool, err error) {
+	var seen uint8
+	ok := queryParams(r.URL.RawQuery, func(k, v string) bool {
+		if k == "path" {
+			if !once(&seen, 4) {
+				return false
+			}
+			req.Path = v
+			return true
+		}
+		return workspaceParam(&req.Workspace, &seen, k, v)
+	})
+	if ok {
+		return true, nil
+	}
+	agentID := req.AgentId
+	proto.Reset(req)
+	req.AgentId = agentID
+	return false, populateSlow(r, req)
+}
