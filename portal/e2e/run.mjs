@@ -687,6 +687,10 @@ test('projects: more than one page lists 100, then "Load more projects" at the e
   await page.keyboard.press('Enter'); // keyboard-usable
   await eventually(async () => (await rows()) === MANY_PROJECTS + 1, `second page appended (got ${await rows()})`);
   expect((await more.count()) === 0, 'no more pages');
+  await eventually(
+    () => page.evaluate(() => document.activeElement?.closest('.project-row')?.getAttribute('data-project') === 'many-099'),
+    'focus moved to the first project of the new page',
+  );
   const names = await page.locator('.project-row').evaluateAll((els) => els.map((e) => e.getAttribute('data-project')));
   expect(new Set(names).size === names.length, 'no project listed twice');
   expect(names[0] === 'beta-only' && names.at(-1) === `many-${String(MANY_PROJECTS - 1).padStart(3, '0')}`, 'sorted by name across pages');

@@ -259,6 +259,9 @@ export class App {
 
   async #loadProjects(scope: AgentScope<AgentState>, more = false): Promise<void> {
     const st = scope.state;
+    // "Load more" used from the keyboard: focus moves to the first project it added.
+    const focusNew = more && !!document.activeElement?.closest('[data-testid="load-more-projects"]');
+    const before = st.projects.items.length;
     st.projectsLoading = true;
     st.projectsError = null;
     this.update();
@@ -266,6 +269,8 @@ export class App {
       st.projects = more
         ? (await loadMore(st.projects, this.#projectPages(scope), (p) => p.name ?? '')).listing
         : await loadFirst(this.#projectPages(scope));
+      const added = st.projects.items[before];
+      if (focusNew && added) this.#focusAfterRender = 'p:' + (added.name ?? '');
       if (st.selectedProject && !st.projects.items.some((p) => p.name === st.selectedProject) && !hasMore(st.projects)) {
         st.selectedProject = null;
       }
@@ -1040,7 +1045,7 @@ export class App {
             const name = p.name ?? '';
             const selected = st.selectedProject === name;
             return html`<li class="project-row ${selected ? 'selected' : ''}" data-project=${name}>
-              <button class="project-name" aria-current=${selected ? 'true' : 'false'} @click=${() => void this.#selectProject(name)}>
+              <button class="project-name" data-key="p:${name}" aria-current=${selected ? 'true' : 'false'} @click=${() => void this.#selectProject(name)}>
                 <span class="name">${name}</span>
                 <span class="badge ${p.git_initialized ? 'git' : 'nogit'}" title=${p.git_initialized ? 'Git repository' : 'Not a Git repository'}
                   >${p.git_initialized ? 'Git' : 'No Git'}</span
