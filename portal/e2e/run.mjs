@@ -282,6 +282,14 @@ test('create project: name validated as you type, Git initialised on disk', asyn
   await projectRow('demo').waitFor();
   expect((await projectRow('demo').textContent()).includes('Git'), 'Git badge');
   expect(sa.exists('demo/.git/HEAD'), 'demo/.git exists on disk');
+  // Refresh shows projects made behind the portal's back, and drops removed ones.
+  sa.mkdir('made-by-agent');
+  await $('[data-testid="refresh-projects"]').click();
+  await projectRow('made-by-agent').waitFor();
+  fs.rmdirSync(path.join(sa.projects, 'made-by-agent'));
+  await $('[data-testid="refresh-projects"]').click();
+  await eventually(async () => (await projectRow('made-by-agent').count()) === 0, 'removed project gone after Refresh');
+  expect((await projectRow('demo').count()) === 1, 'demo still listed');
   // Esc closes a dialog without doing anything.
   await $('[data-testid="new-project"]').click();
   await dialog('create-project-dialog').waitFor();

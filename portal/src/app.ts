@@ -1033,7 +1033,18 @@ export class App {
       <div class="sidebar-section projects">
         <div class="section-head">
           <h2>Projects</h2>
-          <button class="btn btn-small" data-testid="new-project" @click=${() => void this.#createProject()}>New project</button>
+          <span class="head-actions">
+            <button class="btn btn-small" data-testid="new-project" @click=${() => void this.#createProject()}>New project</button>
+            <button
+              class="btn btn-small"
+              data-testid="refresh-projects"
+              title="Reload the project list"
+              ?disabled=${st.projectsLoading}
+              @click=${() => void this.#loadProjects(scope)}
+            >
+              Refresh
+            </button>
+          </span>
         </div>
         ${st.projectsError
           ? html`<div class="inline-error" role="alert">
