@@ -85,6 +85,14 @@ func (e *enc) str(s string) {
 	e.b = append(e.b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Skip 8 bytes at a time while none needs attention (non-ASCII,
+		// control, '"', '\\'): most file content is plain ASCII text.
+		for i+8 <= len(s) && plain8(load8(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, n := utf8.DecodeRuneInString(s[i:])
@@ -124,6 +132,31 @@ func (e *enc) str(s string) {
 	}
 	e.b = append(e.b, s[start:]...)
 	e.b = append(e.b, '"')
+}
+
+const (
+	lsb8 = 0x0101010101010101
+	msb8 = 0x8080808080808080
+)
+
+// plain8 reports whether none of the 8 bytes in x is >= 0x80, < 0x20, '"'
+// or '\\' (exact bit tricks: "has zero byte" and "has byte less than n"
+// are exact once no byte has its high bit set).
+func plain8(x uint64) bool {
+	if x&msb8 != 0 {
+		return false
+	}
+	less := (x - lsb8*' ') & ^x & msb8
+	q := x ^ (lsb8 * '"')
+	bs := x ^ (lsb8 * '\\')
+	return less|((q-lsb8)&^q&msb8)|((bs-lsb8)&^bs&msb8) == 0
+}
+
+// load8 returns s[i:i+8] as a little-endian word (one load once compiled).
+func load8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
 func (e *enc) boolean(v bool) {

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -131,6 +133,46 @@ func TestAppendDateTime(t *testing.T) {
 	}
 }
 
+// TestPlain8 checks the 8-bytes-at-once test against the byte table: every
+// byte value at every position among plain bytes, and random words.
+func TestPlain8(t *testing.T) {
+	needs := func(c byte) bool { return c >= utf8.RuneSelf || asciiEscape[c] }
+	check := func(w [8]byte) {
+		want := true
+		for _, c := range w {
+			if needs(c) {
+				want = false
+			}
+		}
+		if got := plain8(load8(string(w[:]), 0)); got != want {
+			t.Fatalf("plain8(%q) = %v, want %v", w[:], got, want)
+		}
+	}
+	for pos := 0; pos < 8; pos++ {
+		for c := 0; c < 256; c++ {
+			for _, fill := range []byte{'a', ' ', '!', '#', '[', ']', '~', 0x7f} {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				check(w)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		var w [8]byte
+		for i := range w {
+			w[i] = byte(rng.IntN(256))
+			if rng.IntN(4) != 0 {
+				w[i] = byte(0x20 + rng.IntN(0x60)) // mostly printable
+			}
+		}
+		check(w)
+	}
+}
+
 func BenchmarkMarshalListEntries(b *testing.B) {
 	ref := &runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}}
 	resp := &workspacev1.ListEntriesResponse{}
@@ -139,10 +181,17 @@ func BenchmarkMarshalListEntries(b *testing.B) {
 			ModifiedAt: timestamppb.Now(), Revision: "abcdef0123456789", Editable: true})
 	}
 	file := &workspacev1.GetFileResponse{Entry: resp.Entries[0], Content: strings.Repeat("hello world\n", 1<<20/12)}
+	line := "the quick brown fox jumps over the lazy dog 0123456789 abcdefghi\n" // gatewaybench's small.txt
+	text := &workspacev1.GetFileResponse{Entry: resp.Entries[0], Content: strings.Repeat(line, 16<<10/len(line))}
 	for name, m := range map[string]runtime.Marshaler{"protojson": ref, "fast": fastJSON{ref}} {
 		b.Run(name+"/list100", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				_, _ = m.Marshal(resp)
+			}
+		})
+		b.Run(name+"/text16KiB", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				_, _ = m.Marshal(text)
 			}
 		})
 		b.Run(name+"/file1MiB", func(b *testing.B) {
