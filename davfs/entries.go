@@ -135,13 +135,14 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		return e, err
 	}
 	if w.isRoot() {
-		fd, err := f.open(w, oDirPath)
+		fd, err := f.openRootPath(w)
 		if err != nil {
 			return Entry{}, err
 		}
-		defer unix.Close(fd)
 		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
+		err = unix.Fstat(fd, &st)
+		closePath(fd)
+		if err != nil {
 			return Entry{}, fsErr(err, w.rel)
 		}
 		if !isType(&st, unix.S_IFDIR) {
@@ -149,17 +150,62 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		}
 		return Entry{Name: w.name(), Type: TypeDirectory, ModTime: modTime(&st), Revision: dirRevision(&st)}, nil
 	}
-	pfd, err := f.openParent(w, oDirPath)
-	if err != nil {
-		return Entry{}, err
+	var e Entry
+	var err error
+	if len(w.base) == 0 && len(w.segs) == 1 {
+		// An entry directly in a held root (Global): statx on the root fd
+		// itself, no parent to open. A PROJECT workspace's root is the
+		// project directory, resolved from the projects root on every call.
+		e, err = f.statEntry(w.r.fd, w, w.name())
+	} else {
+		pfd, perr := f.openParentPath(w)
+		if perr != nil {
+			return Entry{}, perr
+		}
+		e, err = f.statEntry(pfd, w, w.name())
+		closePath(pfd)
 	}
-	defer unix.Close(pfd)
-	e, err := f.statEntry(pfd, w, w.name())
 	if err == nil && w.isGlobal() && len(w.segs) == 1 && (e.Type == TypeDirectory) != (w.segs[0] == globalSkills) {
 		// Global's two names only count with their proper types.
 		return Entry{}, newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q has an unexpected type", w.rel)
 	}
 	return e, err
+}
+
+// openParentPath is openParent(w, oDirPath) without building the segment
+// slice and the joined path on the heap. On any error it defers to
+// openParent, which classifies the error (and may win a race).
+func (f *FS) openParentPath(w wsPath) (int, error) {
+	if f.useOpenat2 {
+		var c cpath
+		ok := true
+		for _, s := range w.base {
+			ok = ok && c.add(s)
+		}
+		for _, s := range w.segs[:len(w.segs)-1] {
+			ok = ok && c.add(s)
+		}
+		if ok && c.n > 0 {
+			if fd, err := openat2C(w.r.fd, &c, oDirPath); err == nil {
+				return fd, nil
+			}
+		}
+	}
+	return f.openParent(w, oDirPath)
+}
+
+// openRootPath is open(w, oDirPath) for a workspace root, the project
+// directory opened from the projects root without heap copies of its name.
+func (f *FS) openRootPath(w wsPath) (int, error) {
+	if f.useOpenat2 && len(w.base) == 1 {
+		var c cpath
+		if c.set(w.base[0], "") {
+			if fd, err := openat2C(w.r.fd, &c, oDirPath); err == nil {
+				return fd, nil
+			}
+		}
+	}
+	return f.open(w, oDirPath)
 }
 
 // globalRoot returns the virtual Global root and its visible children.

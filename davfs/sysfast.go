@@ -1,0 +1,90 @@
+package davfs
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Allocation-free variants of the few system calls on davfs's hot paths
+// (Stat, listings): golang.org/x/sys/unix copies every path argument into
+// a fresh heap slice to NUL-terminate it. Here short paths are
+// NUL-terminated in a caller's stack buffer instead; longer ones take the
+// ordinary unix wrappers. Behaviour (flags, retries, errors) is exactly the
+// wrappers'.
+
+// cpathMax is the longest path (without its NUL) the stack buffers hold.
+const cpathMax = 511
+
+// cpath is a NUL-terminated path in a stack buffer.
+type cpath struct {
+	n   int
+	buf [cpathMax + 1]byte
+}
+
+// set stores a, "/" when both are non-empty, and b. It reports false
+// when the result does not fit in the buffer.
+func (c *cpath) set(a, b string) bool {
+	c.n = 0
+	return c.add(a) && c.add(b)
+}
+
+// add appends "/" (unless c is empty) and s; an empty s adds nothing. It
+// reports false when the result does not fit in the buffer.
+func (c *cpath) add(s string) bool {
+	if s == "" {
+		c.buf[c.n] = 0
+		return true
+	}
+	n := c.n + len(s)
+	if c.n > 0 {
+		n++
+	}
+	if n > cpathMax {
+		return false
+	}
+	i := c.n
+	if i > 0 {
+		c.buf[i] = '/'
+		i++
+	}
+	i += copy(c.buf[i:], s)
+	c.buf[i] = 0
+	c.n = i
+	return true
+}
+
+func (c *cpath) ptr() *byte { return &c.buf[0] }
+
+// openat2C is openat2Retry for a path already in c.
+func openat2C(dirfd int, c *cpath, flags int) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flags | oCommon), Resolve: resolveFlags}
+	for i := 0; ; i++ {
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT2, uintptr(dirfd), uintptr(unsafe.Pointer(c.ptr())),
+			uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+		if e == 0 {
+			return int(r), nil
+		}
+		if (e == unix.EAGAIN || e == unix.EINTR) && i < 16 {
+			continue
+		}
+		return -1, e
+	}
+}
+
+// statxC is the statx system call on a path in c.
+func statxC(dirfd int, c *cpath, flags, mask int, sx *unix.Statx_t) error {
+	_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(c.ptr())),
+		uintptr(flags), uintptr(mask), uintptr(unsafe.Pointer(sx)), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// closePath closes an O_PATH fd. Closing one never blocks (O_PATH files
+// have no flush operation and hold no locks), so it is a raw system call,
+// without the scheduler hand-off of unix.Close.
+func closePath(fd int) {
+	unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+}
