@@ -45,7 +45,44 @@ func (f *FS) statEntry(dirfd int, w wsPath, name string) (Entry, error) {
 	return f.entryFromStat(dirfd, w, name, &st, 0)
 }
 
+// quickEntry builds the Entry of a directory or regular file from its
+// stat alone when no read is needed: a directory on r's device, a file
+// with several links or over the editable size, or one whose content hash
+// is cached. ok is false for anything else (entryFromStat then decides).
+func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (e Entry, ok bool) {
+	e = Entry{Name: name, Path: rel}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		if st.Dev != r.dev {
+			return Entry{}, false
+		}
+		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), dirRevision(st)
+		return e, true
+	case unix.S_IFREG:
+	default:
+		return Entry{}, false
+	}
+	e.Type = TypeFile
+	switch {
+	case st.Nlink > 1:
+		e.Reason, e.Revision = NotEditableMultipleLinks, statRevision(st)
+	case st.Size > f.cfg.MaxEditableFileSize:
+		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
+	default:
+		c, hit := f.cache.get(keyOf(st))
+		if !hit {
+			return Entry{}, false
+		}
+		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
+	}
+	e.Size, e.ModTime = st.Size, modTime(st)
+	return e, true
+}
+
 func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, attempt int) (Entry, error) {
+	if e, ok := f.quickEntry(w.r, name, w.rel, st); ok {
+		return e, nil
+	}
 	e := Entry{Name: name, Path: w.rel}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -122,11 +159,50 @@ func skip(err error) bool {
 // children. A symlink is refused (PermissionDenied/SYMLINK); FIFOs,
 // sockets and devices are FailedPrecondition/NOT_REGULAR.
 func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error) {
+	if e, ok := f.statQuick(ws, path); ok {
+		return e, nil
+	}
 	w, err := f.resolve(ws, path)
 	if err != nil {
 		return Entry{}, err
 	}
 	return f.stat(w)
+}
+
+// statQuick is Stat of an entry below a PROJECT workspace root whose
+// Entry needs no file read (see quickEntry), with the same checks as the
+// full path (resolve, openParent, lstatOn) but no heap allocation besides
+// the revision string. ok is false for anything else, errors included:
+// Stat then takes the full path, which also reports errors exactly.
+func (f *FS) statQuick(ws Workspace, p string) (Entry, bool) {
+	if !f.useOpenat2 || ws.Scope != ScopeProject || p == "" || f.alive() != nil || f.checkProjectRef(ws.Project) != nil {
+		return Entry{}, false
+	}
+	var buf [8]string
+	segs, err := f.splitPathBuf(p, buf[:])
+	if err != nil || len(segs) == 0 {
+		return Entry{}, false
+	}
+	var c cpath
+	ok := c.add(ws.Project)
+	for _, s := range segs[:len(segs)-1] {
+		ok = ok && c.add(s)
+	}
+	if !ok {
+		return Entry{}, false
+	}
+	pfd, err := openat2C(f.projects.fd, &c, oDirPath)
+	if err != nil {
+		return Entry{}, false
+	}
+	name := segs[len(segs)-1]
+	var st unix.Stat_t
+	err = lstatOn(f.projects, pfd, name, &st)
+	closePath(pfd)
+	if err != nil {
+		return Entry{}, false
+	}
+	return f.quickEntry(f.projects, name, p, &st)
 }
 
 func (f *FS) stat(w wsPath) (Entry, error) {

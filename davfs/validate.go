@@ -24,7 +24,11 @@ var projectNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // splitPath validates a workspace-relative path (PRD §8.1) and returns its
 // segments; "" is the workspace root (no segments). It does not consult the
 // file system: symlinks are refused during resolution.
-func (f *FS) splitPath(p string) ([]string, error) {
+func (f *FS) splitPath(p string) ([]string, error) { return f.splitPathBuf(p, nil) }
+
+// splitPathBuf is splitPath putting the segments into dst when they fit
+// (a caller's stack array, so that Stat allocates no slice).
+func (f *FS) splitPathBuf(p string, dst []string) ([]string, error) {
 	if p == "" {
 		return nil, nil
 	}
@@ -41,11 +45,26 @@ func (f *FS) splitPath(p string) ([]string, error) {
 	if p[0] == '/' {
 		return nil, errInvalidPath(p, "absolute paths are not allowed")
 	}
-	if n := strings.Count(p, "/") + 1; n > f.cfg.MaxPathDepth {
+	n := strings.Count(p, "/") + 1
+	if n > f.cfg.MaxPathDepth {
 		return nil, newErr(CodeResourceExhausted, ReasonPathTooDeep, nil,
 			"path is deeper than %d segments", f.cfg.MaxPathDepth)
 	}
-	segs := strings.Split(p, "/")
+	var segs []string
+	if n <= cap(dst) {
+		segs = dst[:0:n]
+		for rest := p; ; {
+			i := strings.IndexByte(rest, '/')
+			if i < 0 {
+				segs = append(segs, rest)
+				break
+			}
+			segs = append(segs, rest[:i])
+			rest = rest[i+1:]
+		}
+	} else {
+		segs = strings.Split(p, "/")
+	}
 	for _, s := range segs {
 		if err := f.checkSegment(p, s); err != nil {
 			return nil, err
