@@ -9,15 +9,18 @@ export default defineConfig({
     outDir: 'dist',
     emptyOutDir: true,
     sourcemap: false,
-    // The main chunk (CodeMirror core, lit-html, the app) stays below 500 kB;
-    // each language package is a lazily loaded chunk (src/ui/languages.ts).
+    // The main chunk is the app, lit-html and openapi-fetch; CodeMirror
+    // (src/ui/lazyEditor.ts) and each language package (src/ui/languages.ts)
+    // are chunks loaded on demand.
     chunkSizeWarningLimit: 500,
     rollupOptions: {
       output: {
-        // Name lazy chunks after their package ("lang-go-<hash>.js", not "dist-<hash>.js").
+        // Name lazy chunks after what they hold ("lang-go-<hash>.js", not "dist-<hash>.js").
         chunkFileNames: (chunk) => {
           const ids = [chunk.facadeModuleId ?? '', ...chunk.moduleIds].join('\n');
-          const name = /@codemirror\/(lang-[a-z]+)\//.exec(ids)?.[1] ?? /@lezer\/([a-z]+)\//.exec(ids)?.[1];
+          const name =
+            /@codemirror\/(lang-[a-z]+)\//.exec(ids)?.[1] ??
+            (ids.includes('@codemirror/view/') ? 'codemirror' : /@lezer\/([a-z]+)\//.exec(ids)?.[1]);
           return `assets/${name ?? '[name]'}-[hash].js`;
         },
       },

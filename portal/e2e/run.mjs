@@ -202,8 +202,11 @@ test('login: a wrong token is refused, an admin token opens the Agents page', as
   await signIn('not-a-valid-token');
   await eventually(async () => (await $('[data-testid="login-form"] [role="alert"]').textContent())?.includes('not accepted'), 'refusal message');
   await shot('login.png');
+  const editorChunks = () => requested.filter((p) => /^\/assets\/(codemirror|editor)-/.test(p));
+  expect(editorChunks().length === 0, `the sign-in page loads no CodeMirror (${editorChunks().join(', ')})`);
   await signIn();
   await $('[data-testid="agent-select"]').waitFor();
+  await eventually(() => editorChunks().length === 2, 'CodeMirror preloaded once an admin is signed in');
   expect((await $('[data-testid="operator"]').textContent()) === 'alice', 'operator name shown');
 });
 

@@ -16,7 +16,7 @@ import { emptyListing, hasMore, loadFirst, loadMore, type Listing, type Page } f
 import { isStale, ScopeManager, type AgentScope } from './state/scope';
 import { dirState, isDir, knownDirectories, newTree, visibleRows, workspaceKey, type Row, type TreeState } from './state/tree';
 import { initialAgent } from './state/agents';
-import { CodeEditor } from './ui/editor';
+import { LazyEditor } from './ui/lazyEditor';
 import { confirmDialog, conflictDialog, copyText, promptDialog } from './ui/dialogs';
 import { closeMenu, openMenu, type MenuItem } from './ui/menu';
 
@@ -81,14 +81,14 @@ export class App {
   #notice: Notice | null = null;
   #noticeSerial = 0;
   readonly #api: Api;
-  readonly #editor: CodeEditor;
+  readonly #editor: LazyEditor;
   #scheduled = false;
   #focusAfterRender: string | null = null;
 
   constructor(root: HTMLElement) {
     this.#root = root;
     this.#api = createApi({ csrf: () => this.#session?.csrf_token ?? '' });
-    this.#editor = new CodeEditor(
+    this.#editor = new LazyEditor(
       (text) => this.#onEdit(text),
       () => void this.save(),
     );
@@ -207,6 +207,7 @@ export class App {
     try {
       const r = await this.#api.listAgents();
       this.#agents = r.agents ?? [];
+      void this.#editor.preload().catch(() => {}); // an admin: fetch CodeMirror while the projects load
       const first = initialAgent(this.#agents);
       if (first?.agent_id) this.#selectAgent(first.agent_id);
       else this.update();
@@ -1248,7 +1249,7 @@ export class App {
           </div>`
         : nothing}
       ${f.editable
-        ? html`<div class="editor-box">${this.#editor.view.dom}</div>
+        ? html`<div class="editor-box">${this.#editor.dom}</div>
             <div class="editor-actions">
               <span class="muted">${navigator.platform.startsWith('Mac') ? '⌘S' : 'Ctrl+S'} saves. Nothing is saved automatically.</span>
               <button class="btn" data-testid="cancel" ?disabled=${!dirty || f.saving} @click=${() => this.#cancelEdits()}>Cancel</button>
