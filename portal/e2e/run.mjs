@@ -682,6 +682,29 @@ test('editor: each language family is loaded on first use and highlights its fil
   expect((await $('[data-testid="file-path"]').count()) === 0, 'deleted file closed in the editor');
 });
 
+test('editor: a language chunk that cannot be fetched leaves the file readable and editable as plain text', async () => {
+  await ensureSignedIn();
+  const isPython = (url) => /\/assets\/lang-python-[^/]*\.js$/.test(new URL(url).pathname);
+  await page.route(isPython, (route) => route.abort('connectionrefused'));
+  try {
+    await page.reload();
+    await $('[data-testid="agent-select"]').waitFor();
+    await openProject('langs');
+    await row('tool.py').click();
+    await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'tool.py', 'tool.py opened');
+    await eventually(async () => (await $('.cm-editor').getAttribute('data-language')) === 'plain', 'falls back to plain text');
+    expect((await editorText()).includes('return 42'), 'text shown');
+    await $('.cm-content').click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.insertText('# edited\n');
+    await $('[data-testid="dirty"]').waitFor();
+    await $('[data-testid="cancel"]').click();
+    await $('[data-testid="clean"]').waitFor();
+  } finally {
+    await page.unroute(isPython);
+  }
+});
+
 test('projects: more than one page lists 100, then "Load more projects" at the end of the list appends the rest', async () => {
   await ensureSignedIn();
   await selectAgent('codex-b');
