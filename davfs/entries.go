@@ -170,10 +170,15 @@ func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error)
 }
 
 // statQuick is Stat of an entry below a PROJECT workspace root whose
-// Entry needs no file read (see quickEntry), with the same checks as the
-// full path (resolve, openParent, lstatOn) but no heap allocation besides
-// the revision string. ok is false for anything else, errors included:
-// Stat then takes the full path, which also reports errors exactly.
+// Entry needs no file read (see quickEntry), with the same validation as
+// resolve and no heap allocation besides the revision string. The entry
+// itself is opened with O_PATH|O_NOFOLLOW by openat2 with the resolve
+// flags (no symlink followed anywhere, a trailing one yields an fd of the
+// link, which quickEntry refuses; no mount crossed, the last segment
+// included) and fstat'ed: measured slightly cheaper than opening the
+// parent and statx'ing the name. ok is false for anything else, errors
+// included: Stat then takes the full path, which also reports errors
+// exactly.
 func (f *FS) statQuick(ws Workspace, p string) (Entry, bool) {
 	if !f.useOpenat2 || ws.Scope != ScopeProject || p == "" || f.alive() != nil || f.checkProjectRef(ws.Project) != nil {
 		return Entry{}, false
@@ -185,24 +190,23 @@ func (f *FS) statQuick(ws Workspace, p string) (Entry, bool) {
 	}
 	var c cpath
 	ok := c.add(ws.Project)
-	for _, s := range segs[:len(segs)-1] {
+	for _, s := range segs {
 		ok = ok && c.add(s)
 	}
 	if !ok {
 		return Entry{}, false
 	}
-	pfd, err := openat2C(f.projects.fd, &c, oDirPath)
+	fd, err := openat2C(f.projects.fd, &c, oAny)
 	if err != nil {
 		return Entry{}, false
 	}
-	name := segs[len(segs)-1]
 	var st unix.Stat_t
-	err = lstatOn(f.projects, pfd, name, &st)
-	closePath(pfd)
-	if err != nil {
+	err = unix.Fstat(fd, &st)
+	closePath(fd)
+	if err != nil || !f.projects.contains(&st, 0) {
 		return Entry{}, false
 	}
-	return f.quickEntry(f.projects, name, p, &st)
+	return f.quickEntry(f.projects, segs[len(segs)-1], p, &st)
 }
 
 func (f *FS) stat(w wsPath) (Entry, error) {
