@@ -48,41 +48,64 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 			return Entry{}, errProtected("%q at the Global root can only be a file", name)
 		}
 	}
+	pfd, e, err := f.lockedCreate(w, name, typ)
+	if pfd < 0 {
+		return Entry{}, err
+	}
+	defer unix.Close(pfd)
+	// The directory fsync runs after the unlock (other mutations need not
+	// queue behind it); success is only returned once it is done.
+	if err := fsyncDir(pfd); err != nil {
+		return Entry{}, fsErr(err, w.rel)
+	}
+	return e, err
+}
+
+// lockedCreate is CreateEntry's part under the mutation lock: the create
+// and the new entry's stat. Once the entry is created it returns the
+// parent directory (O_RDONLY, for the fsync; the caller closes it) with
+// the stat's result, else -1 and the error.
+func (f *FS) lockedCreate(w wsPath, name string, typ EntryType) (int, Entry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pfd, err := f.openParentDir(w)
 	if err != nil {
-		return Entry{}, err
+		return -1, Entry{}, err
 	}
-	defer unix.Close(pfd)
+	if err := createIn(pfd, w, name, typ); err != nil {
+		unix.Close(pfd)
+		return -1, Entry{}, err
+	}
+	e, err := f.statEntry(pfd, w, name)
+	return pfd, e, err
+}
+
+func createIn(pfd int, w wsPath, name string, typ EntryType) error {
 	if typ == TypeFile {
 		fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|oCommon, 0o644)
 		if err != nil {
-			return Entry{}, fsErr(err, w.rel)
+			return fsErr(err, w.rel)
 		}
 		err = unix.Fchmod(fd, 0o644)
 		unix.Close(fd)
 		if err != nil {
-			return Entry{}, fsErr(err, w.rel)
+			return fsErr(err, w.rel)
 		}
-	} else {
-		if err := unix.Mkdirat(pfd, name, 0o755); err != nil {
-			return Entry{}, fsErr(err, w.rel)
-		}
-		fd, err := unix.Openat(pfd, name, oDirRead|oCommon, 0)
-		if err != nil {
-			return Entry{}, fsErr(err, w.rel)
-		}
-		err = unix.Fchmod(fd, 0o755)
-		unix.Close(fd)
-		if err != nil {
-			return Entry{}, fsErr(err, w.rel)
-		}
+		return nil
 	}
-	if err := fsyncDir(pfd); err != nil {
-		return Entry{}, fsErr(err, w.rel)
+	if err := unix.Mkdirat(pfd, name, 0o755); err != nil {
+		return fsErr(err, w.rel)
 	}
-	return f.statEntry(pfd, w, name)
+	fd, err := unix.Openat(pfd, name, oDirRead|oCommon, 0)
+	if err != nil {
+		return fsErr(err, w.rel)
+	}
+	err = unix.Fchmod(fd, 0o755)
+	unix.Close(fd)
+	if err != nil {
+		return fsErr(err, w.rel)
+	}
+	return nil
 }
 
 // MoveEntry renames src to dst inside one workspace; dst must not exist
@@ -130,38 +153,63 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 	if strings.HasPrefix(dst, src+"/") {
 		return Entry{}, newErr(CodeFailedPrecondition, ReasonMoveIntoSelf, nil, "cannot move %q into itself", src)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	spfd, err := f.openParentDir(sw)
-	if err != nil {
+	spfd, dpfd, e, err := f.lockedMove(sw, dw, src, dst, expectedRevision)
+	if spfd < 0 {
 		return Entry{}, err
 	}
 	defer unix.Close(spfd)
-	dpfd, err := f.openParentDir(dw)
-	if err != nil {
-		return Entry{}, err
-	}
 	defer unix.Close(dpfd)
-	e, err := f.statEntry(spfd, sw, sw.name())
-	if err != nil {
-		return Entry{}, err
-	}
-	if e.Revision != expectedRevision {
-		return Entry{}, errStale(src)
-	}
-	if err := unix.Renameat2(spfd, sw.name(), dpfd, dw.name(), unix.RENAME_NOREPLACE); err != nil {
-		if err == unix.EINVAL {
-			return Entry{}, newErr(CodeFailedPrecondition, ReasonMoveIntoSelf, err, "cannot move %q into itself", src)
-		}
-		return Entry{}, fsErr(err, dst)
-	}
+	// The directory fsyncs run after the unlock; success is only returned
+	// once they are done.
 	if err := fsyncDir(dpfd); err != nil {
 		return Entry{}, fsErr(err, dst)
 	}
 	if err := fsyncDir(spfd); err != nil {
 		return Entry{}, fsErr(err, src)
 	}
-	return f.statEntry(dpfd, dw, dw.name())
+	return e, err
+}
+
+// lockedMove is MoveEntry's part under the mutation lock: the revision
+// check, the rename and the moved entry's stat. Once renamed it returns
+// both parent directories (O_RDONLY, for the fsyncs; the caller closes
+// them) with the stat's result, else -1, -1 and the error.
+func (f *FS) lockedMove(sw, dw wsPath, src, dst, expectedRevision string) (int, int, Entry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	spfd, err := f.openParentDir(sw)
+	if err != nil {
+		return -1, -1, Entry{}, err
+	}
+	dpfd, err := f.openParentDir(dw)
+	if err != nil {
+		unix.Close(spfd)
+		return -1, -1, Entry{}, err
+	}
+	if err := f.renameChecked(spfd, dpfd, sw, dw, src, dst, expectedRevision); err != nil {
+		unix.Close(spfd)
+		unix.Close(dpfd)
+		return -1, -1, Entry{}, err
+	}
+	e, err := f.statEntry(dpfd, dw, dw.name())
+	return spfd, dpfd, e, err
+}
+
+func (f *FS) renameChecked(spfd, dpfd int, sw, dw wsPath, src, dst, expectedRevision string) error {
+	e, err := f.statEntry(spfd, sw, sw.name())
+	if err != nil {
+		return err
+	}
+	if e.Revision != expectedRevision {
+		return errStale(src)
+	}
+	if err := unix.Renameat2(spfd, sw.name(), dpfd, dw.name(), unix.RENAME_NOREPLACE); err != nil {
+		if err == unix.EINVAL {
+			return newErr(CodeFailedPrecondition, ReasonMoveIntoSelf, err, "cannot move %q into itself", src)
+		}
+		return fsErr(err, dst)
+	}
+	return nil
 }
 
 // DeleteEntry permanently deletes a file or directory (non-empty only with
@@ -187,13 +235,37 @@ func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevisi
 	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
 		return errProtected("the skills root cannot be deleted")
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	pfd, err := f.openParentDir(w)
+	pfd, err := f.lockedDelete(ctx, w, path, expectedRevision, recursive)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(pfd)
+	// The directory fsync runs after the unlock; success is only returned
+	// once it is done.
+	if err := fsyncDir(pfd); err != nil {
+		return fsErr(err, w.rel)
+	}
+	return nil
+}
+
+// lockedDelete is DeleteEntry's part under the mutation lock: the revision
+// check and the unlink. It returns the parent directory (O_RDONLY, for the
+// fsync), which the caller closes.
+func (f *FS) lockedDelete(ctx context.Context, w wsPath, path, expectedRevision string, recursive bool) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pfd, err := f.openParentDir(w)
+	if err != nil {
+		return -1, err
+	}
+	if err := f.deleteIn(ctx, pfd, w, path, expectedRevision, recursive); err != nil {
+		unix.Close(pfd)
+		return -1, err
+	}
+	return pfd, nil
+}
+
+func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, path, expectedRevision string, recursive bool) error {
 	var st unix.Stat_t
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return fsErr(err, w.rel)
@@ -209,20 +281,17 @@ func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevisi
 		if err := unix.Unlinkat(pfd, w.name(), 0); err != nil {
 			return fsErr(err, w.rel)
 		}
-	} else {
-		err := unix.Unlinkat(pfd, w.name(), unix.AT_REMOVEDIR)
-		if err == unix.ENOTEMPTY || err == unix.EEXIST {
-			if !recursive {
-				return newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", path)
-			}
-			err = removeDir(context.WithoutCancel(ctx), pfd, w.name(), w.r, st.Ino)
-		}
-		if err != nil {
-			return removeErr(err, w.rel)
-		}
+		return nil
 	}
-	if err := fsyncDir(pfd); err != nil {
-		return fsErr(err, w.rel)
+	err = unix.Unlinkat(pfd, w.name(), unix.AT_REMOVEDIR)
+	if err == unix.ENOTEMPTY || err == unix.EEXIST {
+		if !recursive {
+			return newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", path)
+		}
+		err = removeDir(context.WithoutCancel(ctx), pfd, w.name(), w.r, st.Ino)
+	}
+	if err != nil {
+		return removeErr(err, w.rel)
 	}
 	return nil
 }
