@@ -33,3 +33,13 @@ func TestAppendHTTPTimeMatchesStdlib(t *testing.T) {
 		check(time.Unix(r.Int64N(1<<38)-(1<<37), 0))
 	}
 }
+
+func TestAppendEscapedFastPathAgreesWithSlowPath(t *testing.T) {
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cd"} {
+			if got, want := string(appendEscaped(nil, s)), string(appendEscapedSlow(nil, s)); got != want {
+				t.Fatalf("appendEscaped(%q) = %q, want %q", s, got, want)
+			}
+		}
+	}
+}
