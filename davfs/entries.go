@@ -593,7 +593,7 @@ func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat
 		}
 	}
 	if sorted {
-		slices.SortFunc(items, listedLess)
+		sortListed(items)
 	}
 	return fd, st, items, nil
 }
