@@ -43,7 +43,11 @@ func readDirents(fd int) ([]dirent, error) {
 // linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name[].
 const direntNameOff = int(unsafe.Offsetof(unix.Dirent{}.Name))
 
+// parseDirents appends the records of the getdents64 buffer b to out. The
+// names of one buffer share one allocation (arena, never written again
+// once a name is cut from it) instead of one allocation per name.
 func parseDirents(b []byte, out []dirent) []dirent {
+	arena := make([]byte, 0, len(b))
 	for len(b) >= direntNameOff {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 		if reclen < direntNameOff || reclen > len(b) {
@@ -61,7 +65,9 @@ func parseDirents(b []byte, out []dirent) []dirent {
 		if len(nameb) == 0 || (len(nameb) == 1 && nameb[0] == '.') || (len(nameb) == 2 && nameb[0] == '.' && nameb[1] == '.') {
 			continue
 		}
-		out = append(out, dirent{name: string(nameb), typ: typ})
+		start := len(arena)
+		arena = append(arena, nameb...)
+		out = append(out, dirent{name: unsafe.String(&arena[start], len(nameb)), typ: typ})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
@@ -826,6 +827,7 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 	}
 	work := func() {
 		defer wg.Done()
+		var rels []string
 		for {
 			lo := int(next.Add(entriesChunk)) - entriesChunk
 			if lo >= len(items) {
@@ -841,9 +843,13 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 				fail(lo, ctxErr(ctx))
 				return
 			}
-			for i := lo; i < min(lo+entriesChunk, len(items)); i++ {
+			hi := min(lo+entriesChunk, len(items))
+			rels = childRels(dir, items[lo:hi], rels[:0])
+			for i := lo; i < hi; i++ {
 				name := items[i].name
-				e, err := f.statEntry(dirfd, w.childRel(dir, name), name)
+				c := w
+				c.rel = rels[i-lo]
+				e, err := f.statEntry(dirfd, c, name)
 				if err != nil {
 					if !skip(err) {
 						fail(i, err)
@@ -873,6 +879,30 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 	}
 	clear(out[k:])
 	return out[:k], nil
+}
+
+// childRels appends to dst the paths dir/name of items (childRel's rel),
+// cut from one allocation.
+func childRels(dir string, items []listed, dst []string) []string {
+	if dir == "" {
+		for _, it := range items {
+			dst = append(dst, it.name)
+		}
+		return dst
+	}
+	n := 0
+	for _, it := range items {
+		n += len(dir) + 1 + len(it.name)
+	}
+	b := make([]byte, 0, n)
+	for _, it := range items {
+		start := len(b)
+		b = append(b, dir...)
+		b = append(b, '/')
+		b = append(b, it.name...)
+		dst = append(dst, unsafe.String(&b[start], len(b)-start))
+	}
+	return dst
 }
 
 // ReadDir returns every visible entry of a directory (directories first, then
