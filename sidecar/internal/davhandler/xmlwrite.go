@@ -105,16 +105,12 @@ func (p *propWriter) segment(name string) {
 func appendEscaped(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x40 && escapeMask>>c&1 != 0 || c >= utf8.RuneSelf {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'' {
 			return appendEscapedSlow(append(dst, s[:i]...), s[i:])
 		}
 	}
 	return append(dst, s...)
 }
-
-// escapeMask has bit c set for each byte c below 0x40 that appendEscaped
-// cannot copy as is: the control characters and " & ' < >.
-const escapeMask = 1<<0x20 - 1 | 1<<'"' | 1<<'&' | 1<<'\'' | 1<<'<' | 1<<'>'
 
 func appendEscapedSlow(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
