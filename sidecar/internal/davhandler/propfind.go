@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path"
 	"runtime"
 	"strings"
 	"time"
@@ -17,14 +18,15 @@ const maxXMLBody = 1 << 20
 
 // propEntry is what PROPFIND reports about one resource.
 type propEntry struct {
-	href string // escaped, with trailing slash for collections; "" = base + name
-	base string // escaped parent href with trailing slash, when href is ""
-	path string // unescaped URL path without trailing slash (lock/prop keys)
-	name string
-	dir  bool
-	size int64
-	mod  time.Time
-	etag string // revision, unquoted
+	href  string // escaped, with trailing slash for collections; "" = base + name
+	base  string // escaped parent href with trailing slash, when href is ""
+	path  string // unescaped URL path without trailing slash (lock/prop keys)
+	name  string
+	dir   bool
+	size  int64
+	mod   time.Time
+	etag  string // revision, unquoted
+	ctype string // content type when already known; "" = from name
 }
 
 // propfindReq is a parsed PROPFIND body.
@@ -166,10 +168,19 @@ func (q *request) writeEntries(pw *propWriter, self propEntry, t target, entries
 	pbase := t.href + "/"
 	withPaths := q.h.locks.count.Load() > 0 || q.h.props.any()
 	render := func(dst *propWriter, es []davfs.Entry) {
+		// A directory's files mostly share a few extensions: look each
+		// extension's content type up once per run of equal extensions.
+		var lastExt, lastType string
 		for i := range es {
 			e := &es[i]
 			pe := propEntry{base: base, name: e.Name, dir: e.Type == davfs.TypeDirectory,
 				size: e.Size, mod: e.ModTime, etag: e.Revision}
+			if !pe.dir {
+				if ext := path.Ext(e.Name); ext != lastExt || lastType == "" {
+					lastExt, lastType = ext, contentType(e.Name)
+				}
+				pe.ctype = lastType
+			}
 			if withPaths {
 				pe.path = pbase + e.Name
 			}
@@ -319,7 +330,11 @@ func (q *request) writeLive(pw *propWriter, e *propEntry, local string) bool {
 			return false
 		}
 		pw.str(`<D:getcontenttype>`)
-		pw.text(contentType(e.name))
+		ct := e.ctype
+		if ct == "" {
+			ct = contentType(e.name)
+		}
+		pw.text(ct)
 		pw.str(`</D:getcontenttype>`)
 	case "getetag":
 		if e.etag == "" {
