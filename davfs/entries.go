@@ -84,63 +84,57 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 	if e, ok := f.quickEntry(w.r, name, w.rel, st); ok {
 		return e, nil
 	}
-	e := Entry{Name: name, Path: w.rel}
+	// quickEntry declined: a directory on another device, something that
+	// is neither a directory nor a regular file, or a regular file with one
+	// link, within the editable size, whose content hash is not cached yet.
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		if st.Dev != w.r.dev {
-			return Entry{}, newErr(CodePermissionDenied, ReasonSymlink, nil, "%q is a mount point", w.rel)
-		}
-		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), dirRevision(st)
-		return e, nil
+		return Entry{}, newErr(CodePermissionDenied, ReasonSymlink, nil, "%q is a mount point", w.rel)
 	case unix.S_IFLNK:
 		return Entry{}, errSymlink(w.rel)
 	case unix.S_IFREG:
 	default:
 		return Entry{}, errNotRegular(w.rel)
 	}
-	e.Type = TypeFile
-	switch {
-	case st.Nlink > 1:
-		e.Reason, e.Revision = NotEditableMultipleLinks, statRevision(st)
-	case st.Size > f.cfg.MaxEditableFileSize:
-		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
-	default:
-		c, ok := f.cache.get(keyOf(st))
-		if !ok {
-			fd, err := f.openName(w.r, dirfd, name, oFile)
-			if err != nil {
-				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
-					return Entry{}, fsErr(classifyAt(dirfd, name, err), w.rel)
-				}
-				// Unreadable (permissions): metadata only.
-				e.Reason, e.Revision = NotEditableUnknown, statRevision(st)
-				break
-			}
-			var now unix.Stat_t
-			err = fstatOn(w.r, fd, &now)
-			if err == nil && (now.Ino != st.Ino || now.Dev != st.Dev || !isType(&now, unix.S_IFREG) || now.Nlink != 1) {
-				// Replaced between fstatat and open: start again from the new state.
-				unix.Close(fd)
-				if attempt >= 3 {
-					return Entry{}, newErr(CodeAborted, ReasonRevisionMismatch, nil, "%q keeps changing", w.rel)
-				}
-				return f.entryFromStat(dirfd, w, name, &now, attempt+1)
-			}
-			if err == nil {
-				*st = now
-				c, _, err = f.fileContent(fd, st, false)
-			}
-			unix.Close(fd)
-			if err == unix.EXDEV {
-				return Entry{}, fsErr(err, w.rel) // a file bind mount
-			}
-			if err != nil {
-				e.Reason, e.Revision = NotEditableUnknown, statRevision(st)
-				break
-			}
-		}
-		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
+	e := Entry{Name: name, Path: w.rel, Type: TypeFile}
+	// metadataOnly is the Entry of a file whose content cannot be read.
+	metadataOnly := func() Entry {
+		e.Reason, e.Revision = NotEditableUnknown, statRevision(st)
+		e.Size, e.ModTime = st.Size, modTime(st)
+		return e
 	}
+	c, ok := f.cache.get(keyOf(st))
+	if !ok {
+		fd, err := f.openName(w.r, dirfd, name, oFile)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+				return Entry{}, fsErr(classifyAt(dirfd, name, err), w.rel)
+			}
+			return metadataOnly(), nil // unreadable (permissions)
+		}
+		var now unix.Stat_t
+		err = fstatOn(w.r, fd, &now)
+		if err == nil && (now.Ino != st.Ino || now.Dev != st.Dev || !isType(&now, unix.S_IFREG) || now.Nlink != 1) {
+			// Replaced between fstatat and open: start again from the new state.
+			unix.Close(fd)
+			if attempt >= 3 {
+				return Entry{}, newErr(CodeAborted, ReasonRevisionMismatch, nil, "%q keeps changing", w.rel)
+			}
+			return f.entryFromStat(dirfd, w, name, &now, attempt+1)
+		}
+		if err == nil {
+			*st = now
+			c, _, err = f.fileContent(fd, st, false)
+		}
+		unix.Close(fd)
+		if err == unix.EXDEV {
+			return Entry{}, fsErr(err, w.rel) // a file bind mount
+		}
+		if err != nil {
+			return metadataOnly(), nil
+		}
+	}
+	e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
 	e.Size, e.ModTime = st.Size, modTime(st)
 	return e, nil
 }
