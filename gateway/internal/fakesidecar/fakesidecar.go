@@ -188,6 +188,22 @@ func entry(path, content string) *workspacev1.Entry {
 		ModifiedAt: timestamppb.New(time.Unix(1700000000, 0)), Revision: revision(content), Editable: true}
 }
 
+// open records a workspace call, applies the path's special behaviour and
+// returns the workspace's files with s.mu held; the caller unlocks.
+func (s *Server) open(ctx context.Context, method, path string, w *workspacev1.WorkspaceRef) (map[string]string, error) {
+	s.record(ctx, method)
+	if err := special(ctx, path); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	m, err := s.ws(w)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	return m, nil
+}
+
 func (s *Server) ws(w *workspacev1.WorkspaceRef) (map[string]string, error) {
 	k, err := key(w)
 	if err != nil {
@@ -246,16 +262,11 @@ func (s *Server) DeleteProject(ctx context.Context, req *workspacev1.DeleteProje
 }
 
 func (s *Server) ListEntries(ctx context.Context, req *workspacev1.ListEntriesRequest) (*workspacev1.ListEntriesResponse, error) {
-	s.record(ctx, "ListEntries")
-	if err := special(ctx, req.GetPath()); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, err := s.ws(req.GetWorkspace())
+	m, err := s.open(ctx, "ListEntries", req.GetPath(), req.GetWorkspace())
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	out := &workspacev1.ListEntriesResponse{DirectoryRevision: "dir"}
 	for p, c := range m {
 		out.Entries = append(out.Entries, entry(p, c))
@@ -265,16 +276,11 @@ func (s *Server) ListEntries(ctx context.Context, req *workspacev1.ListEntriesRe
 }
 
 func (s *Server) GetFile(ctx context.Context, req *workspacev1.GetFileRequest) (*workspacev1.GetFileResponse, error) {
-	s.record(ctx, "GetFile")
-	if err := special(ctx, req.GetPath()); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, err := s.ws(req.GetWorkspace())
+	m, err := s.open(ctx, "GetFile", req.GetPath(), req.GetWorkspace())
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	c, ok := m[req.GetPath()]
 	if !ok {
 		return nil, Err(codes.NotFound, "NOT_FOUND", "file not found")
@@ -283,20 +289,15 @@ func (s *Server) GetFile(ctx context.Context, req *workspacev1.GetFileRequest) (
 }
 
 func (s *Server) CreateEntry(ctx context.Context, req *workspacev1.CreateEntryRequest) (*workspacev1.Entry, error) {
-	s.record(ctx, "CreateEntry")
 	p := req.GetName()
 	if req.GetParentPath() != "" {
 		p = req.GetParentPath() + "/" + p
 	}
-	if err := special(ctx, p); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, err := s.ws(req.GetWorkspace())
+	m, err := s.open(ctx, "CreateEntry", p, req.GetWorkspace())
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	if _, ok := m[p]; ok {
 		return nil, Err(codes.AlreadyExists, "ALREADY_EXISTS", "entry already exists")
 	}
@@ -305,16 +306,11 @@ func (s *Server) CreateEntry(ctx context.Context, req *workspacev1.CreateEntryRe
 }
 
 func (s *Server) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileRequest) (*workspacev1.Entry, error) {
-	s.record(ctx, "UpdateFile")
-	if err := special(ctx, req.GetPath()); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, err := s.ws(req.GetWorkspace())
+	m, err := s.open(ctx, "UpdateFile", req.GetPath(), req.GetWorkspace())
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	c, ok := m[req.GetPath()]
 	if !ok {
 		return nil, Err(codes.NotFound, "NOT_FOUND", "file not found")
