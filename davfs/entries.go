@@ -532,23 +532,9 @@ const staleTempAge = time.Hour
 //
 // ListEntries passes sorted=false and orders only its page (pageAfter).
 func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat_t, []listed, error) {
-	var st unix.Stat_t
-	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalAgents {
-		// Global's AGENTS.md only counts as a file.
-		return -1, st, nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
-	}
-	fd, err := f.open(w, oDirRead)
+	fd, st, err := f.openDir(w)
 	if err != nil {
-		if ReasonOf(err) == ReasonNotFound {
-			if _, serr := f.stat(w); serr == nil || ReasonOf(serr) == ReasonNotRegular {
-				return -1, st, nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
-			}
-		}
 		return -1, st, nil, err
-	}
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, st, nil, fsErr(err, w.rel)
 	}
 	ents, err := readDirents(fd)
 	if err != nil {
@@ -561,36 +547,72 @@ func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat
 			unix.Close(fd)
 			return -1, st, nil, ctxErr(ctx)
 		}
-		if !f.visibleName(d.name) {
-			if strings.HasPrefix(d.name, tempPrefix) {
-				f.sweepTemp(fd, d.name, staleTempAge)
-			}
-			continue
-		}
-		typ := d.typ
-		if typ == unix.DT_UNKNOWN {
-			var cst unix.Stat_t
-			if fstatat(fd, d.name, &cst) != nil {
-				continue
-			}
-			switch cst.Mode & unix.S_IFMT {
-			case unix.S_IFDIR:
-				typ = unix.DT_DIR
-			case unix.S_IFREG:
-				typ = unix.DT_REG
-			}
-		}
-		switch typ {
-		case unix.DT_DIR:
-			items = append(items, listed{name: d.name, dir: true})
-		case unix.DT_REG:
-			items = append(items, listed{name: d.name})
+		if it, ok := f.keepDirent(fd, d); ok {
+			items = append(items, it)
 		}
 	}
 	if sorted {
 		sortListed(items)
 	}
 	return fd, st, items, nil
+}
+
+// openDir opens the directory w for reading its names (O_RDONLY) and
+// fstats it.
+func (f *FS) openDir(w wsPath) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalAgents {
+		// Global's AGENTS.md only counts as a file.
+		return -1, st, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
+	}
+	fd, err := f.open(w, oDirRead)
+	if err != nil {
+		if ReasonOf(err) == ReasonNotFound {
+			if _, serr := f.stat(w); serr == nil || ReasonOf(serr) == ReasonNotRegular {
+				return -1, st, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
+			}
+		}
+		return -1, st, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, fsErr(err, w.rel)
+	}
+	return fd, st, nil
+}
+
+// keepDirent turns a name read from the directory fd into a listed item,
+// or says to leave it out: hidden (denylist, temp files, names a request
+// could not use) or neither a directory nor a regular file. Stale davfs
+// temp files met on the way are removed. Types come from d_type; only
+// DT_UNKNOWN names are stat'ed.
+func (f *FS) keepDirent(fd int, d dirent) (listed, bool) {
+	if !f.visibleName(d.name) {
+		if strings.HasPrefix(d.name, tempPrefix) {
+			f.sweepTemp(fd, d.name, staleTempAge)
+		}
+		return listed{}, false
+	}
+	typ := d.typ
+	if typ == unix.DT_UNKNOWN {
+		var cst unix.Stat_t
+		if fstatat(fd, d.name, &cst) != nil {
+			return listed{}, false
+		}
+		switch cst.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			typ = unix.DT_DIR
+		case unix.S_IFREG:
+			typ = unix.DT_REG
+		}
+	}
+	switch typ {
+	case unix.DT_DIR:
+		return listed{name: d.name, dir: true}, true
+	case unix.DT_REG:
+		return listed{name: d.name}, true
+	}
+	return listed{}, false
 }
 
 // sweepTemp removes name from dirfd if it is one of davfs's temp files
