@@ -57,52 +57,98 @@ type content struct {
 	class NonEditableReason // EditableOK, NotEditableBinary or NotEditableNotUTF8
 }
 
-// hashCache is a bounded, concurrency-safe map from statKey to content. It
-// keeps two generations: when the current one is full it becomes the old
-// one and the previous old one is dropped (an approximate LRU at O(1)).
+// hashCache is a bounded, concurrency-safe map from statKey to content,
+// split into shards by inode so parallel listings do not queue on one
+// mutex. Each shard keeps two generations: when the current one is full it
+// becomes the old one and the previous old one is dropped (an approximate
+// LRU at O(1)).
 type hashCache struct {
-	mu       sync.Mutex
-	cur, old map[statKey]content
-	max      int
+	shards []cacheShard
 }
+
+type cacheShard struct {
+	mu sync.Mutex
+	// Maps are keyed by inode (mixed with the device): a file has one
+	// current content state, so an entry for an older state of the same
+	// inode is replaced rather than kept beside it, and the lookup hashes
+	// one word. The full key is compared on every hit.
+	cur, old map[uint64]cacheEntry
+	max      int
+	_        [64]byte // keep shards' mutexes on separate cache lines
+}
+
+type cacheEntry struct {
+	key statKey
+	val content
+}
+
+// cacheShards is the shard count of a cache of at least
+// cacheShards*minShardEntries entries; smaller caches have one shard.
+const (
+	cacheShards     = 16
+	minShardEntries = 1024
+)
 
 func newHashCache(max int) *hashCache {
 	if max < 2 {
 		max = 2
 	}
-	return &hashCache{cur: map[statKey]content{}, old: map[statKey]content{}, max: max}
+	n := 1
+	if max >= cacheShards*minShardEntries {
+		n = cacheShards
+	}
+	c := &hashCache{shards: make([]cacheShard, n)}
+	for i := range c.shards {
+		c.shards[i] = cacheShard{cur: map[uint64]cacheEntry{}, old: map[uint64]cacheEntry{}, max: max / n}
+	}
+	return c
+}
+
+// slot is the map key of k: the inode mixed with the device.
+func (k *statKey) slot() uint64 { return k.ino ^ (k.dev * 0x9E3779B97F4A7C15) }
+
+func (c *hashCache) shard(k *statKey) *cacheShard {
+	return &c.shards[int(k.ino%uint64(len(c.shards)))]
 }
 
 func (c *hashCache) get(k statKey) (content, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.cur[k]; ok {
-		return v, true
+	s := c.shard(&k)
+	slot := k.slot()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.cur[slot]; ok {
+		return v.val, v.key == k
 	}
-	if v, ok := c.old[k]; ok {
-		c.putLocked(k, v)
-		return v, true
+	if v, ok := s.old[slot]; ok && v.key == k {
+		s.putLocked(slot, v)
+		return v.val, true
 	}
 	return content{}, false
 }
 
 func (c *hashCache) put(k statKey, v content) {
-	c.mu.Lock()
-	c.putLocked(k, v)
-	c.mu.Unlock()
+	s := c.shard(&k)
+	s.mu.Lock()
+	s.putLocked(k.slot(), cacheEntry{key: k, val: v})
+	s.mu.Unlock()
 }
 
-func (c *hashCache) putLocked(k statKey, v content) {
-	if len(c.cur) >= c.max/2 {
-		c.old, c.cur = c.cur, make(map[statKey]content, c.max/2)
+func (s *cacheShard) putLocked(slot uint64, e cacheEntry) {
+	if _, ok := s.cur[slot]; !ok && len(s.cur) >= s.max/2 {
+		s.old, s.cur = s.cur, make(map[uint64]cacheEntry, s.max/2)
 	}
-	c.cur[k] = v
+	s.cur[slot] = e
 }
 
 func (c *hashCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.cur) + len(c.old)
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += len(s.cur) + len(s.old)
+		s.mu.Unlock()
+	}
+	return n
 }
 
 func statSum(st *unix.Stat_t) uint64 {
