@@ -346,7 +346,17 @@ func TestPropfind(t *testing.T) {
 	if self.ResourceType.Collection == nil || self.ETag == "" || self.SupportedLock == nil || self.LockDiscovery == nil {
 		t.Fatalf("collection props missing: %+v", self)
 	}
-	f := ms.Responses[1].Propstats[0].Prop
+	// Members come in directory order (RFC 4918 sets none): find f00.txt.
+	fi := -1
+	for i, r := range ms.Responses {
+		if strings.HasSuffix(r.Href, "/f00.txt") {
+			fi = i
+		}
+	}
+	if fi < 1 {
+		t.Fatal("f00.txt not listed after the directory itself")
+	}
+	f := ms.Responses[fi].Propstats[0].Prop
 	if f.Length != "7" || f.ContentType != "text/plain; charset=utf-8" || f.LastModified == "" || f.ETag == "" || f.DisplayName != "f00.txt" {
 		t.Fatalf("file props: %+v", f)
 	}
@@ -558,7 +568,8 @@ func TestTraversalIsRefused(t *testing.T) {
 	}
 }
 
-// A listing big enough for the parallel renderer keeps order and stays
+// A listing big enough for many streamed chunks lists every member exactly
+// once (in directory order, which RFC 4918 leaves open) and stays
 // well-formed.
 func TestPropfindLargeDirectory(t *testing.T) {
 	e := newEnv(t, nil)
@@ -573,10 +584,19 @@ func TestPropfindLargeDirectory(t *testing.T) {
 	if len(ms.Responses) != n+1 {
 		t.Fatalf("%d responses, want %d\n%.600s", len(ms.Responses), n+1, body)
 	}
+	if ms.Responses[0].Href != "/projects/demo/big/" {
+		t.Fatalf("first response is %q, want the directory itself", ms.Responses[0].Href)
+	}
+	seen := map[string]bool{}
 	for i, r := range ms.Responses[1:] {
-		want := fmt.Sprintf("/projects/demo/big/f-%05d%%20&%%20%%3Cx%%3E.txt", i)
-		if r.Href != want || r.Propstats[0].Prop.ETag == "" {
-			t.Fatalf("response %d: href %q, want %q", i, r.Href, want)
+		if seen[r.Href] || r.Propstats[0].Prop.ETag == "" {
+			t.Fatalf("response %d: href %q repeated or without ETag", i, r.Href)
+		}
+		seen[r.Href] = true
+	}
+	for i := 0; i < n; i++ {
+		if want := fmt.Sprintf("/projects/demo/big/f-%05d%%20&%%20%%3Cx%%3E.txt", i); !seen[want] {
+			t.Fatalf("%s missing", want)
 		}
 	}
 }
@@ -601,5 +621,26 @@ func TestForwardedPrefix(t *testing.T) {
 	_, body = e.want("PROPFIND", "/projects/demo/", map[string]string{"Depth": "0", "X-Forwarded-Prefix": "relative<x>"}, "", 207)
 	if !strings.Contains(body, "<D:href>/projects/demo/</D:href>") {
 		t.Fatalf("bad prefix used: %s", body)
+	}
+}
+
+// Members of a directory whose own name needs XML escaping (the parent
+// href is escaped once per listing) get well-formed, correct hrefs, and
+// so does a content type written from the per-extension cache.
+func TestPropfindEscapedParent(t *testing.T) {
+	e := newEnv(t, nil)
+	e.want("MKCOL", "/projects/demo/a%20&%20'b'", nil, "", 201)
+	e.put("/projects/demo/a%20&%20'b'/c<1>.txt", "x")
+	e.put("/projects/demo/a%20&%20'b'/d.txt", "y")
+	_, body := e.want("PROPFIND", "/projects/demo/a%20&%20'b'/", map[string]string{"Depth": "1"}, "", 207)
+	ms := parseMS(t, body)
+	got := map[string]string{}
+	for _, r := range ms.Responses {
+		got[r.Href] = r.Propstats[0].Prop.ContentType
+	}
+	for _, want := range []string{"/projects/demo/a%20&%20%27b%27/c%3C1%3E.txt", "/projects/demo/a%20&%20%27b%27/d.txt"} {
+		if ct, ok := got[want]; !ok || ct != "text/plain; charset=utf-8" {
+			t.Fatalf("%s: listed %v with content type %q; hrefs %v", want, ok, ct, got)
+		}
 	}
 }

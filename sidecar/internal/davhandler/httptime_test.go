@@ -35,10 +35,43 @@ func TestAppendHTTPTimeMatchesStdlib(t *testing.T) {
 }
 
 func TestAppendEscapedFastPathAgreesWithSlowPath(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		if got, want := string(appendEscaped(nil, s)), string(appendEscapedSlow(nil, s)); got != want {
+			t.Fatalf("appendEscaped(%q) = %q, want %q", s, got, want)
+		}
+	}
 	for c := range 256 {
-		for _, s := range []string{string(rune(c)), string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cd"} {
-			if got, want := string(appendEscaped(nil, s)), string(appendEscapedSlow(nil, s)); got != want {
-				t.Fatalf("appendEscaped(%q) = %q, want %q", s, got, want)
+		check(string(rune(c)))
+		// Every byte at every position of a word, and in the tail.
+		for pos := range 19 {
+			b := []byte("0123456789abcdefghi")
+			b[pos] = byte(c)
+			check(string(b))
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(0x20 + r.IntN(0x60))
+			if r.IntN(30) == 0 {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		check(string(b))
+	}
+}
+
+// TestXMLPlain8: the 8-bytes-at-a-time check agrees with the byte table for
+// every byte value at every position.
+func TestXMLPlain8(t *testing.T) {
+	for c := range 256 {
+		for pos := range 8 {
+			b := []byte("abcdefgh")
+			b[pos] = byte(c)
+			if got, want := xmlPlain8(load8(string(b), 0)), xmlPlain[c]; got != want {
+				t.Fatalf("byte %#x at %d: xmlPlain8 %v, table %v", c, pos, got, want)
 			}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"path"
-	"runtime"
 	"strings"
 	"time"
 
@@ -19,14 +18,14 @@ const maxXMLBody = 1 << 20
 // propEntry is what PROPFIND reports about one resource.
 type propEntry struct {
 	href  string // escaped, with trailing slash for collections; "" = base + name
-	base  string // escaped parent href with trailing slash, when href is ""
+	base  string // escaped parent href with trailing slash, when href is "", XML-escaped too
 	path  string // unescaped URL path without trailing slash (lock/prop keys)
 	name  string
 	dir   bool
 	size  int64
 	mod   time.Time
 	etag  string // revision, unquoted
-	ctype string // content type when already known; "" = from name
+	ctype string // content type when already known, XML-escaped; "" = from name
 }
 
 // propfindReq is a parsed PROPFIND body.
@@ -119,55 +118,105 @@ func (q *request) propfind() {
 		q.fail(err, false)
 		return
 	}
+	if depth == "1" && self.dir && t.kind == kindEntry {
+		q.propfindDir(self, t, pf)
+		return
+	}
 	var virtual []propEntry
-	var entries []davfs.Entry
 	if depth == "1" && self.dir {
-		if t.kind == kindEntry {
-			entries, err = q.h.fs.ReadDir(q.ctx(), t.ws, t.rel)
-		} else {
-			virtual, err = q.virtualChildren(t, self)
-		}
+		virtual, err = q.virtualChildren(t, self)
 		if err != nil {
 			q.fail(err, false)
 			return
 		}
 	}
-	pw := q.h.bufs.Get().(*propWriter)
+	pw := q.startMultistatus(self, pf)
 	defer q.h.bufs.Put(pw)
+	for i := range virtual {
+		q.writeResponse(pw, &virtual[i], pf)
+	}
+	q.endMultistatus(pw)
+}
+
+// startMultistatus sends the 207 header and the opening of the body with
+// the request target's own response; the caller puts pw back in q.h.bufs.
+func (q *request) startMultistatus(self propEntry, pf propfindReq) *propWriter {
+	pw := q.h.bufs.Get().(*propWriter)
 	pw.reset(q.w)
 	q.w.Header().Set("Content-Type", "application/xml; charset=utf-8")
 	q.w.WriteHeader(http.StatusMultiStatus)
 	pw.str(`<?xml version="1.0" encoding="utf-8"?>` + "\n" + `<D:multistatus xmlns:D="DAV:">`)
 	q.writeResponse(pw, &self, pf)
-	for i := range virtual {
-		q.writeResponse(pw, &virtual[i], pf)
-	}
-	if len(entries) > 0 {
-		q.writeEntries(pw, self, t, entries, pf)
-	}
+	return pw
+}
+
+func (q *request) endMultistatus(pw *propWriter) {
 	pw.str("</D:multistatus>\n")
 	_ = pw.flushEntry()
 	_ = pw.bw.Flush()
 	pw.bw.Reset(nil)
 }
 
-// Rendering of big listings runs on parallelChunk-entry chunks on up to
-// GOMAXPROCS goroutines, at most maxInFlight chunks ahead of the writer, so
-// memory stays bounded (a few hundred KiB) whatever the directory size.
-const (
-	parallelChunk = 256
-	maxInFlight   = 3
-)
+// propfindDir answers Depth 1 on a davfs directory. The members stream
+// from davfs.ReadDirChunks in directory order: chunks are stat'ed and
+// rendered on up to GOMAXPROCS goroutines while earlier chunks are written,
+// so a 10,000-entry listing starts leaving after its first chunk and holds a
+// few chunks in memory at a time (x/net/webdav builds every response in
+// memory through reflection-based encoding/xml and is ~15x slower).
+//
+// The 207 header is sent with the first chunk, so an error before it (the
+// directory vanished, is not readable...) still gets its own status. An
+// error after some members were sent aborts the connection: the client sees
+// a broken response rather than a well-formed but incomplete listing.
+func (q *request) propfindDir(self propEntry, t target, pf propfindReq) {
+	render := q.entryRenderer(self, t, pf)
+	var pw *propWriter
+	err := davfs.ReadDirChunks(q.ctx(), q.h.fs, t.ws, t.rel, func(es []davfs.Entry) *propWriter {
+		cw := q.h.chunks.Get().(*propWriter)
+		render(cw, es)
+		return cw
+	}, func(cw *propWriter) error {
+		if pw == nil {
+			pw = q.startMultistatus(self, pf)
+			if err := pw.flushEntry(); err != nil {
+				return err
+			}
+		}
+		_, err := pw.bw.Write(cw.buf)
+		cw.buf = cw.buf[:0]
+		q.h.chunks.Put(cw)
+		return err
+	})
+	if pw != nil {
+		defer q.h.bufs.Put(pw)
+	}
+	switch {
+	case err != nil && pw == nil:
+		q.fail(err, false)
+	case err != nil:
+		pw.bw.Reset(nil)
+		q.h.log.Warn("PROPFIND listing broken off after the response started", "error", err)
+		panic(http.ErrAbortHandler)
+	default:
+		if pw == nil {
+			pw = q.startMultistatus(self, pf)
+			defer q.h.bufs.Put(pw)
+		}
+		q.endMultistatus(pw)
+	}
+}
 
-// writeEntries streams the members of a davfs directory.
-func (q *request) writeEntries(pw *propWriter, self propEntry, t target, entries []davfs.Entry, pf propfindReq) {
+// entryRenderer returns what writes the responses of davfs entries that are
+// members of the directory self.
+func (q *request) entryRenderer(self propEntry, t target, pf propfindReq) func(dst *propWriter, es []davfs.Entry) {
 	base := self.href
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
+	base = string(appendEscaped(nil, base))
 	pbase := t.href + "/"
 	withPaths := q.h.locks.count.Load() > 0 || q.h.props.any()
-	render := func(dst *propWriter, es []davfs.Entry) {
+	return func(dst *propWriter, es []davfs.Entry) {
 		// A directory's files mostly share a few extensions: look each
 		// extension's content type up once per run of equal extensions.
 		var lastExt, lastType string
@@ -177,7 +226,7 @@ func (q *request) writeEntries(pw *propWriter, self propEntry, t target, entries
 				size: e.Size, mod: e.ModTime, etag: e.Revision}
 			if !pe.dir {
 				if ext := path.Ext(e.Name); ext != lastExt || lastType == "" {
-					lastExt, lastType = ext, contentType(e.Name)
+					lastExt, lastType = ext, string(appendEscaped(nil, contentType(e.Name)))
 				}
 				pe.ctype = lastType
 			}
@@ -186,47 +235,6 @@ func (q *request) writeEntries(pw *propWriter, self propEntry, t target, entries
 			}
 			q.writeResponse(dst, &pe, pf)
 		}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	if len(entries) < 2*parallelChunk || workers < 2 {
-		for i := 0; i < len(entries); i += 64 {
-			render(pw, entries[i:min(i+64, len(entries))])
-			if pw.flushEntry() != nil {
-				return
-			}
-		}
-		return
-	}
-	if pw.flushEntry() != nil { // what precedes the chunks
-		return
-	}
-	n := (len(entries) + parallelChunk - 1) / parallelChunk
-	results := make([]chan *propWriter, n)
-	for k := range results {
-		results[k] = make(chan *propWriter, 1)
-	}
-	slots := make(chan struct{}, maxInFlight)
-	go func() {
-		for k := 0; k < n; k++ {
-			slots <- struct{}{}
-			go func(k int) {
-				cw := q.h.chunks.Get().(*propWriter)
-				render(cw, entries[k*parallelChunk:min((k+1)*parallelChunk, len(entries))])
-				results[k] <- cw
-			}(k)
-		}
-	}()
-	failed := false
-	for k := 0; k < n; k++ {
-		cw := <-results[k]
-		if !failed {
-			if _, err := pw.bw.Write(cw.buf); err != nil {
-				failed = true
-			}
-		}
-		cw.buf = cw.buf[:0]
-		q.h.chunks.Put(cw)
-		<-slots
 	}
 }
 
@@ -268,6 +276,7 @@ func (q *request) virtualChildren(t target, self propEntry) ([]propEntry, error)
 	if pbase != "/" {
 		pbase += "/"
 	}
+	base = string(appendEscaped(nil, base))
 	mk := func(name string) propEntry {
 		return propEntry{base: base, path: pbase + name, name: name, dir: true}
 	}
@@ -330,11 +339,11 @@ func (q *request) writeLive(pw *propWriter, e *propEntry, local string) bool {
 			return false
 		}
 		pw.str(`<D:getcontenttype>`)
-		ct := e.ctype
-		if ct == "" {
-			ct = contentType(e.name)
+		if e.ctype != "" {
+			pw.str(e.ctype)
+		} else {
+			pw.text(contentType(e.name))
 		}
-		pw.text(ct)
 		pw.str(`</D:getcontenttype>`)
 	case "getetag":
 		if e.etag == "" {
@@ -377,7 +386,7 @@ func (q *request) writeResponse(pw *propWriter, e *propEntry, pf propfindReq) {
 	if e.href != "" {
 		pw.text(e.href)
 	} else {
-		pw.text(e.base)
+		pw.str(e.base)
 		pw.segment(e.name)
 		if e.dir {
 			pw.str("/")

@@ -103,13 +103,53 @@ func (p *propWriter) segment(name string) {
 // 1.0 cannot carry (control characters, invalid UTF-8) with U+FFFD so the
 // document stays well-formed whatever a file is called.
 func appendEscaped(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'' {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if !xmlPlain8(load8(s, i)) {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if !xmlPlain[s[i]] {
 			return appendEscapedSlow(append(dst, s[:i]...), s[i:])
 		}
 	}
 	return append(dst, s...)
+}
+
+// xmlPlain says which bytes appendEscaped copies as they are.
+var xmlPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `&<>"'` {
+		t[c] = false
+	}
+	return t
+}()
+
+const (
+	lsb8 = 0x0101010101010101
+	msb8 = 0x8080808080808080
+)
+
+// xmlPlain8 reports whether all 8 bytes of x are xmlPlain ("has a zero
+// byte" and "has a byte below n" bit tricks, exact once no byte has its
+// high bit set).
+func xmlPlain8(x uint64) bool {
+	if x&msb8 != 0 {
+		return false
+	}
+	eq := func(c uint64) uint64 { y := x ^ (lsb8 * c); return (y - lsb8) &^ y & msb8 }
+	less := (x - lsb8*0x20) &^ x & msb8
+	return less|eq('&')|eq('<')|eq('>')|eq('"')|eq('\'') == 0
+}
+
+// load8 returns s[i:i+8] as a little-endian word (one load once compiled).
+func load8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
 func appendEscapedSlow(dst []byte, s string) []byte {
