@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,12 +48,13 @@ func main() {
 	quick := flag.Bool("quick", false, "smaller counts and shorter phases")
 	files := flag.Int("files", 10000, "files in the PROPFIND directory")
 	keep := flag.Bool("keep", false, "keep the prepared directory")
+	only := flag.String("only", "", "comma-separated figures to run (propfind,get,small,put,p99); default all")
 	flag.Parse()
 	if *serveXNet != "" {
 		serveXNetChild(*serveXNet)
 		return
 	}
-	if err := run(*quick, *files, *keep); err != nil {
+	if err := run(*quick, *files, *keep, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "davbench:", err)
 		os.Exit(1)
 	}
@@ -83,7 +85,7 @@ type config struct {
 	files int
 }
 
-func run(quick bool, files int, keep bool) error {
+func run(quick bool, files int, keep bool, only string) error {
 	cfg := config{quick: quick, files: files}
 	modRoot, err := moduleRoot()
 	if err != nil {
@@ -136,12 +138,25 @@ func run(quick bool, files int, keep bool) error {
 	fmt.Printf("machine: %s, %d CPUs, %s/%s, %s; sidecar=real agent-sidecar binary, x/net=child process, nginx %s\n",
 		host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), nginxVersion())
 
+	want := func(name string) bool {
+		return only == "" || slices.Contains(strings.Split(only, ","), name)
+	}
 	var rows []row
-	rows = append(rows, benchPropfind(cfg, servers)...)
-	rows = append(rows, benchBigGet(cfg, servers))
-	rows = append(rows, benchSmallGet(cfg, servers)...)
-	rows = append(rows, benchSmallPut(cfg, servers)...)
-	rows = append(rows, benchLatencyUnderUpload(cfg, servers)...)
+	if want("propfind") {
+		rows = append(rows, benchPropfind(cfg, servers)...)
+	}
+	if want("get") {
+		rows = append(rows, benchBigGet(cfg, servers))
+	}
+	if want("small") {
+		rows = append(rows, benchSmallGet(cfg, servers)...)
+	}
+	if want("put") {
+		rows = append(rows, benchSmallPut(cfg, servers)...)
+	}
+	if want("p99") {
+		rows = append(rows, benchLatencyUnderUpload(cfg, servers)...)
+	}
 	rows = append(rows, peakRows(servers))
 	printRows(rows)
 	return nil
