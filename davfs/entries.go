@@ -1,9 +1,11 @@
 package davfs
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -466,43 +468,119 @@ func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
 // what WebDAV GET and Range reads use. The returned file's Name() is the
 // workspace-relative path, never a host path.
 func (f *FS) OpenRead(ctx context.Context, ws Workspace, path string) (*os.File, Entry, error) {
-	w, err := f.resolve(ws, path)
+	fd, w, st, err := f.openRead(ws, path)
 	if err != nil {
 		return nil, Entry{}, err
 	}
+	return f.osFile(fd, w, &st)
+}
+
+// Reader is the content of a file opened by OpenReader.
+type Reader interface {
+	io.ReadSeeker
+	io.ReaderAt
+	io.Closer
+}
+
+// smallReadMax: OpenReader reads files up to this size whole.
+const smallReadMax = 64 << 10
+
+var smallReadPool = sync.Pool{New: func() any { b := make([]byte, 0, smallReadMax+1); return &b }}
+
+// OpenReader is OpenRead for servers. A file of up to smallReadMax bytes
+// whose revision covers its content is read whole while open (one pread;
+// the descriptor is closed before OpenReader returns) and served from
+// memory, so the bytes are exactly those the returned revision describes,
+// with no further system call; a larger file is an *os.File, so
+// http.ServeContent can use sendfile. The caller closes the Reader.
+func (f *FS) OpenReader(ctx context.Context, ws Workspace, path string) (Reader, Entry, error) {
+	fd, w, st, err := f.openRead(ws, path)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	if st.Size > smallReadMax || !f.hashedByContent(&st) {
+		return f.osFile(fd, w, &st)
+	}
+	bp := smallReadPool.Get().(*[]byte)
+	c, data, err := f.fileContentInto(fd, &st, true, (*bp)[:0])
+	unix.Close(fd)
+	if err != nil {
+		smallReadPool.Put(bp)
+		return nil, Entry{}, contentErr(err, w)
+	}
+	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st),
+		Revision: contentRevision(c.sum, &st), Reason: c.class, Editable: c.class == EditableOK}
+	r := &memReader{buf: bp}
+	r.Reset(data)
+	return r, e, nil
+}
+
+// memReader is a small file's content (OpenReader).
+type memReader struct {
+	bytes.Reader
+	buf *[]byte
+}
+
+func (r *memReader) Close() error {
+	if r.buf != nil {
+		r.Reset(nil)
+		smallReadPool.Put(r.buf)
+		r.buf = nil
+	}
+	return nil
+}
+
+// openRead opens the regular, single-link file path, with its fstat.
+func (f *FS) openRead(ws Workspace, path string) (int, wsPath, unix.Stat_t, error) {
+	var st unix.Stat_t
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return -1, w, st, err
+	}
 	if w.isRoot() {
-		return nil, Entry{}, f.notAFile(w)
+		return -1, w, st, f.notAFile(w)
 	}
 	fd, st, ok := f.openFileFast(w)
 	if !ok {
 		var pfd int
 		fd, st, pfd, err = f.openFile(w)
 		if err != nil {
-			return nil, Entry{}, err
+			return -1, w, st, err
 		}
 		unix.Close(pfd)
 	}
+	return fd, w, st, nil
+}
+
+// osFile describes the file open as fd (from openRead) and turns fd into an
+// *os.File; on error it closes fd.
+func (f *FS) osFile(fd int, w wsPath, st *unix.Stat_t) (*os.File, Entry, error) {
 	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
-	if f.hashedByContent(&st) {
-		c, _, err := f.fileContent(fd, &st, false)
+	if f.hashedByContent(st) {
+		c, _, err := f.fileContent(fd, st, false)
 		if err != nil {
 			unix.Close(fd)
-			if errors.Is(err, errBusy) {
-				return nil, Entry{}, newErr(CodeAborted, ReasonRevisionMismatch, err, "%q kept changing while being read", w.rel)
-			}
-			return nil, Entry{}, fsErr(err, w.rel)
+			return nil, Entry{}, contentErr(err, w)
 		}
-		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
+		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
 	} else {
-		e.Reason, e.Revision = NotEditableTooLarge, statRevision(&st)
+		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
 	}
-	e.Size, e.ModTime = st.Size, modTime(&st)
+	e.Size, e.ModTime = st.Size, modTime(st)
 	// Clear O_NONBLOCK (the only status flag set at open) in one fcntl.
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
 		unix.Close(fd)
 		return nil, Entry{}, fsErr(err, w.rel)
 	}
 	return os.NewFile(uintptr(fd), w.rel), e, nil
+}
+
+// contentErr is the error of a failed content read of w.
+func contentErr(err error, w wsPath) error {
+	if errors.Is(err, errBusy) {
+		return newErr(CodeAborted, ReasonRevisionMismatch, err, "%q kept changing while being read", w.rel)
+	}
+	return fsErr(err, w.rel)
 }
 
 // listed is one visible name of a directory, in listing order.

@@ -54,6 +54,8 @@ func TestReadFileClassification(t *testing.T) {
 		wantErr(t, err, CodePermissionDenied, ReasonMultipleLinks)
 		_, _, err = e.fs.OpenRead(bg, proj("p"), "hard")
 		wantErr(t, err, CodePermissionDenied, ReasonMultipleLinks)
+		_, _, err = e.fs.OpenReader(bg, proj("p"), "hard")
+		wantErr(t, err, CodePermissionDenied, ReasonMultipleLinks)
 		// A FIFO is never opened: the call returns at once.
 		done := make(chan error, 1)
 		go func() { _, err := e.fs.ReadFile(bg, proj("p"), "fifo"); done <- err }()
@@ -112,6 +114,76 @@ func TestOpenRead(t *testing.T) {
 	if st.Revision != ent.Revision {
 		t.Fatal("OpenRead and Stat revisions differ")
 	}
+}
+
+// TestOpenReader: small files come from memory with the content their
+// revision describes (editable or not), larger ones and files whose
+// revision does not cover their content are *os.File; both read, seek and
+// ReadAt like the file, and report what Stat reports.
+func TestOpenReader(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxEditableFileSize = 32 << 10 })
+	files := map[string]string{
+		"small.txt": "hello, small world\n",
+		"empty.txt": "",
+		"bin.dat":   "a\x00b\x00c",
+		"mid.txt":   strings.Repeat("m", 40<<10), // over the editable limit: stat revision
+		"limit.txt": strings.Repeat("l", 32<<10),
+		"big.txt":   strings.Repeat("0123456789", 10000),
+	}
+	for name, content := range files {
+		e.write("projects/p/"+name, content)
+	}
+	for name, content := range files {
+		r, ent, err := e.fs.OpenReader(bg, proj("p"), name)
+		must(t, err)
+		_, isFile := r.(*os.File)
+		if wantFile := len(content) > 32<<10; isFile != wantFile {
+			t.Errorf("%s: *os.File %v, want %v", name, isFile, wantFile)
+		}
+		st, err := e.fs.Stat(bg, proj("p"), name)
+		must(t, err)
+		if ent.Revision != st.Revision || ent.Size != int64(len(content)) || ent.Editable != st.Editable ||
+			ent.Reason != st.Reason || !ent.ModTime.Equal(st.ModTime) || ent.Name != name || ent.Path != name {
+			t.Errorf("%s: OpenReader %+v, Stat %+v", name, ent, st)
+		}
+		b, err := io.ReadAll(r)
+		must(t, err)
+		if string(b) != content {
+			t.Errorf("%s: read %d bytes, want %d", name, len(b), len(content))
+		}
+		if len(content) > 3 {
+			if _, err := r.Seek(1, io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			p := make([]byte, 2)
+			if _, err := io.ReadFull(r, p); err != nil || string(p) != content[1:3] {
+				t.Errorf("%s: after Seek read %q %v", name, p, err)
+			}
+			if n, err := r.ReadAt(p, int64(len(content)-2)); n != 2 || string(p) != content[len(content)-2:] {
+				t.Errorf("%s: ReadAt %q %d %v", name, p, n, err)
+			}
+		}
+		must(t, r.Close())
+	}
+	// The bytes served are those of the revision returned, even when the
+	// file is replaced right after.
+	r, ent, err := e.fs.OpenReader(bg, proj("p"), "small.txt")
+	must(t, err)
+	e.write("projects/p/small.txt", "replaced")
+	b, _ := io.ReadAll(r)
+	r.Close()
+	if string(b) != files["small.txt"] {
+		t.Fatalf("read %q after the file was replaced", b)
+	}
+	if st, _ := e.fs.Stat(bg, proj("p"), "small.txt"); st.Revision == ent.Revision {
+		t.Fatal("the replaced file kept its revision")
+	}
+	for _, p := range []string{"", "missing", "small.txt/x"} {
+		if _, _, err := e.fs.OpenReader(bg, proj("p"), p); err == nil {
+			t.Errorf("OpenReader(%q) succeeded", p)
+		}
+	}
+	e.checkCanaries()
 }
 
 func TestListEntriesOrderAndDenylist(t *testing.T) {

@@ -30,6 +30,9 @@ func TestNoFDLeaks(t *testing.T) {
 				if f, _, err := e.fs.OpenRead(bg, proj("p"), p); err == nil {
 					f.Close()
 				}
+				if f, _, err := e.fs.OpenReader(bg, proj("p"), p); err == nil {
+					f.Close()
+				}
 				e.fs.UpdateFile(bg, proj("p"), p, []byte("y"), "bad")
 				e.fs.WriteStream(bg, proj("p"), p, strings.NewReader("z"), 0, Precondition{IfMatch: "bad"})
 				e.fs.DeleteEntry(bg, proj("p"), p, "bad", true)

@@ -121,6 +121,16 @@ func FuzzPath(f *testing.F) {
 					return err
 				})
 				secCheckDavErr(t, "OpenRead", err, env.base)
+				err = secWithTimeout(t, 5*time.Second, unblock, func() error {
+					fh, _, err := env.fs.OpenReader(ctx, ws, p)
+					if err == nil {
+						b, _ := io.ReadAll(io.LimitReader(fh, 1<<20))
+						_ = fh.Close()
+						secNoSecret(t, "OpenReader", b)
+					}
+					return err
+				})
+				secCheckDavErr(t, "OpenReader", err, env.base)
 				var pg davfs.Page
 				err = secWithTimeout(t, 5*time.Second, unblock, func() (err error) { pg, err = env.fs.ListEntries(ctx, ws, p, 0, ""); return err })
 				secCheckDavErr(t, "ListEntries", err, env.base)

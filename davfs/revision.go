@@ -231,10 +231,13 @@ func readAllAt(fd int, size int64, dst []byte) ([]byte, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		if m == 0 {
+		n += m
+		if m == 0 || n < need {
+			// A regular file reads short only at its end; anything else
+			// (a spurious short read) leaves n != size, which the caller
+			// treats as "changed" and reads again.
 			break
 		}
-		n += m
 	}
 	return dst[:n], int64(n) == size, nil
 }
@@ -243,13 +246,19 @@ func readAllAt(fd int, size int64, dst []byte) ([]byte, bool, error) {
 // fstat is st, using the cache. If keep is true the bytes are returned too
 // (ReadFile). st is refreshed when the file changed while being read.
 func (f *FS) fileContent(fd int, st *unix.Stat_t, keep bool) (content, []byte, error) {
+	return f.fileContentInto(fd, st, keep, nil)
+}
+
+// fileContentInto is fileContent reading kept bytes into dst's array when
+// it is large enough.
+func (f *FS) fileContentInto(fd int, st *unix.Stat_t, keep bool, dst []byte) (content, []byte, error) {
 	if !keep {
 		if c, ok := f.cache.get(keyOf(st)); ok {
 			return c, nil, nil
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		var buf []byte
+		buf := dst
 		var pooled *[]byte
 		if !keep {
 			pooled = bufPool.Get().(*[]byte)

@@ -8,9 +8,10 @@ import (
 	"github.com/agentworkspace/files/davfs"
 )
 
-// get serves GET and HEAD with http.ServeContent over the davfs *os.File:
-// Range, If-Match, If-None-Match, If-Modified-Since work, and sendfile is
-// used on plain connections. ETag is the revision.
+// get serves GET and HEAD with http.ServeContent over davfs.OpenReader:
+// Range, If-Match, If-None-Match, If-Modified-Since work; a small file is
+// served from the one read that hashed it, a larger one with sendfile on
+// plain connections. ETag is the revision.
 func (q *request) get() {
 	t := resolve(q.r.URL.Path)
 	switch t.kind {
@@ -21,7 +22,7 @@ func (q *request) get() {
 		q.notAFile()
 		return
 	}
-	f, e, err := q.h.fs.OpenRead(q.ctx(), t.ws, t.rel)
+	f, e, err := q.h.fs.OpenReader(q.ctx(), t.ws, t.rel)
 	if err != nil {
 		if davfs.ReasonOf(err) == davfs.ReasonNotAFile || t.rel == "" {
 			if rs, serr := q.stat(t); serr == nil && rs.dir {
