@@ -69,8 +69,9 @@ type FS struct {
 	// mutation run under it; reads never take it.
 	mu sync.Mutex
 
-	cache  *hashCache
-	closed atomic.Bool
+	cache    *hashCache
+	dirSyncs dirSyncs // group directory fsync (syncDir)
+	closed   atomic.Bool
 
 	// hooks inject failures in tests; zero in production.
 	hooks hooks

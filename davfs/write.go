@@ -17,6 +17,7 @@ import (
 type hooks struct {
 	write        func(fd int, b []byte) (int, error) // replaces unix.Write on temp files
 	fsync        func(fd int) error                  // replaces unix.Fsync on temp files
+	fsyncDir     func(fd int) error                  // replaces fsyncDir in syncDir
 	beforeRename func() error                        // runs under the lock right before the rename
 	beforeLock   func()                              // runs after the temp file is complete
 }
@@ -296,8 +297,9 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 		return Entry{}, err
 	}
 	// The directory fsync runs after the unlock (other commits need not
-	// queue behind it); success is only returned once it is done.
-	err = fsyncDir(pfd)
+	// queue behind it) and is shared with concurrent writes into the same
+	// directory; success is only returned once it is done.
+	err = f.syncDir(pfd, pid)
 	unix.Close(t.fd)
 	if err != nil {
 		return Entry{}, fsErr(err, w.rel)
@@ -441,9 +443,10 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	if err != nil {
 		return Entry{}, false, err
 	}
-	// The directory fsync runs after the unlock; success is only returned
-	// once it is done.
-	err = fsyncDir(pfd)
+	// The directory fsync runs after the unlock and is shared with
+	// concurrent writes into the same directory (syncDir); success is only
+	// returned once it is done.
+	err = f.syncDir(pfd, pid)
 	unix.Close(t.fd)
 	if err != nil {
 		return Entry{}, false, fsErr(err, w.rel)
