@@ -73,10 +73,15 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 			return resp, err
 		}
 
-		fields := []any{"method", info.FullMethod, "request_id", ci.RequestID, "operator", ci.Operator}
-		fields = append(fields, requestFields(req)...)
-		if dl, ok := ctx.Deadline(); ok {
-			fields = append(fields, "deadline_ms", time.Until(dl).Milliseconds())
+		// The log fields are built only for a line that is written (and
+		// for a panic).
+		fields := func() []any {
+			f := []any{"method", info.FullMethod, "request_id", ci.RequestID, "operator", ci.Operator}
+			f = append(f, requestFields(req)...)
+			if dl, ok := ctx.Deadline(); ok {
+				f = append(f, "deadline_ms", time.Until(dl).Milliseconds())
+			}
+			return f
 		}
 
 		var cause error
@@ -84,7 +89,7 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 			defer func() {
 				if p := recover(); p != nil {
 					cause = fmt.Errorf("panic: %v", p)
-					log.Error("panic in handler", append(fields, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))...)
+					log.Error("panic in handler", append(fields(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))...)
 				}
 			}()
 			if ctx.Err() != nil {
@@ -96,23 +101,40 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 
 		st, reason := toStatus(cause)
 		d := time.Since(start)
-		fields = append(fields, "code", st.Code().String(), "duration", d.String())
 		if obs != nil {
 			obs.Observe(action, st.Code().String(), reason, d)
 		}
+		// Like the WebDAV handler: a successful read is a debug line (the
+		// gateway's access log has it already), mutations and failures are
+		// info, internal errors error.
+		level := hclog.Info
 		switch {
-		case cause == nil:
-			log.Info("rpc", fields...)
-			return resp, nil
+		case cause == nil && readRPCs[action]:
+			level = hclog.Debug
 		case st.Code() == codes.Internal:
-			// The detail (wrapped cause) goes to the log only.
-			log.Error("rpc", append(fields, "reason", string(reason), "error", errorDetail(cause))...)
-		default:
-			log.Info("rpc", append(fields, "reason", string(reason), "error", st.Message())...)
+			level = hclog.Error
 		}
-		return nil, st.Err()
+		if level >= log.GetLevel() {
+			f := append(fields(), "code", st.Code().String(), "duration", d.String())
+			switch {
+			case cause == nil:
+			case st.Code() == codes.Internal:
+				// The detail (wrapped cause) goes to the log only.
+				f = append(f, "reason", string(reason), "error", errorDetail(cause))
+			default:
+				f = append(f, "reason", string(reason), "error", st.Message())
+			}
+			log.Log(level, "rpc", f...)
+		}
+		if cause != nil {
+			return nil, st.Err()
+		}
+		return resp, nil
 	}
 }
+
+// readRPCs change nothing; their successes log at debug.
+var readRPCs = map[string]bool{"ListProjects": true, "ListEntries": true, "GetFile": true}
 
 // errorDetail is the full error chain for logs. davfs promises its causes hold
 // no file content.

@@ -212,6 +212,28 @@ func TestInterceptor(t *testing.T) {
 		}
 	})
 
+	t.Run("levels: successful reads debug, mutations and failures info", func(t *testing.T) {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), RequestIDKey, "req-read", OperatorKey, "bob")
+		if _, err := c.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: project, Path: "dir/a.txt"}); err != nil {
+			t.Fatal(err)
+		}
+		if l := findLine(t, logs.String(), "req-read"); l["@level"] != "debug" || l["operator"] != "bob" || l["path"] != "dir/a.txt" {
+			t.Errorf("read logged as %v", l)
+		}
+		if l := findLine(t, logs.String(), "req-123"); l["@level"] != "info" {
+			t.Errorf("mutation logged at %v", l["@level"])
+		}
+		fs.err = &davfs.Error{Code: davfs.CodeNotFound, Reason: davfs.ReasonNotFound, Message: "not found"}
+		defer func() { fs.err = nil }()
+		ctx = metadata.AppendToOutgoingContext(context.Background(), RequestIDKey, "req-miss")
+		if _, err := c.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: project, Path: "nope"}); status.Code(err) != codes.NotFound {
+			t.Fatalf("err = %v", err)
+		}
+		if l := findLine(t, logs.String(), "req-miss"); l["@level"] != "info" || l["reason"] != "NOT_FOUND" {
+			t.Errorf("failed read logged as %v", l)
+		}
+	})
+
 	t.Run("request ID generated when missing or malformed", func(t *testing.T) {
 		for _, id := range []string{"", "bad id {\"x\":1}", strings.Repeat("a", 200)} {
 			ctx := context.Background()
