@@ -71,7 +71,10 @@ type FS struct {
 
 	cache    *hashCache
 	dirSyncs dirSyncs // group directory fsync (syncDir)
-	closed   atomic.Bool
+	// noTmpfile: unnamed (O_TMPFILE) temp files are unavailable here
+	// (createTemp).
+	noTmpfile atomic.Bool
+	closed    atomic.Bool
 
 	// hooks inject failures in tests; zero in production.
 	hooks hooks
@@ -113,6 +116,7 @@ func Open(cfg Config) (*FS, error) {
 		return nil, err
 	}
 	f.useOpenat2 = !cfg.DisableOpenat2 && probeOpenat2(f.projects.fd)
+	f.noTmpfile.Store(cfg.DisableTmpfile)
 	if err := f.ensureSkills(); err != nil {
 		f.Close()
 		return nil, err
