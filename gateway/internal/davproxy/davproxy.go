@@ -20,7 +20,9 @@
 //   - Towards the sidecar, Authorization, Cookie and any client X-Operator are
 //     removed; X-Operator and X-Request-ID come from the Options getters.
 //   - Bodies stream both ways (FlushInterval -1); nothing is held in memory
-//     beyond a copy buffer, except small (≤ 64 KiB) error bodies.
+//     beyond a copy buffer, except small (≤ 64 KiB) error bodies. A GET's
+//     file content goes from the sidecar's socket to the client's with
+//     splice(2) where it can (splice.go).
 //
 // What it does not do: authenticate (the gateway's auth middleware runs in
 // front and sets the identity read by Options.Operator), compare revisions
@@ -106,6 +108,7 @@ type handler struct {
 	now     func() time.Time
 	proxy   *httputil.ReverseProxy
 	rt      http.RoundTripper
+	raw     *rawPool // GETs with splice (splice.go); nil with a custom Transport
 	metrics *metrics
 	bufs    sync.Pool
 }
@@ -128,6 +131,7 @@ func New(opts Options) (http.Handler, error) {
 	}
 	if h.rt == nil {
 		h.rt = newTransport()
+		h.raw = newRawPool()
 	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {

@@ -139,6 +139,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if h.serveGet(rec, r, st) {
+		return
+	}
 	h.proxy.ServeHTTP(rec, r)
 }
 
