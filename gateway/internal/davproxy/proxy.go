@@ -276,7 +276,7 @@ func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		}
 		return
 	}
-	h.log.Warn("sidecar WebDAV request failed", "agent_id", st.route.agentID, "method", r.Method, "request_id", st.requestID, "error", err)
+	h.log.Warn("sidecar WebDAV request failed", "agent_id", st.route.agentID, "method", r.Method, "request_id", st.requestID, "error", scrubErr(err))
 	h.metrics.unavailable.WithLabelValues(st.route.agentID).Inc()
 	msg := fmt.Sprintf("the WebDAV service of agent %q is unavailable", st.route.agentID)
 	if rec != nil {
@@ -284,6 +284,24 @@ func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	http.Error(w, msg, http.StatusServiceUnavailable)
+}
+
+// scrubErr is err for a log line without the sidecar's address: a network
+// error keeps only its cause ("connect: connection refused", "i/o
+// timeout"), a failed DNS lookup says only that.
+func scrubErr(err error) error {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsNotFound {
+			return errors.New("sidecar host name not found")
+		}
+		return errors.New("sidecar host name lookup failed")
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return fmt.Errorf("%s: %w", oe.Op, oe.Err)
+	}
+	return err
 }
 
 func upstreamHosts(target *url.URL) []string {

@@ -299,11 +299,7 @@ func (h *handler) serveGet(w *recorder, r *http.Request, st *state) bool {
 		// The status line is out: all that is left is to cut the client's
 		// connection, as the ReverseProxy does (http.ErrAbortHandler).
 		if r.Context().Err() == nil {
-			var oe *net.OpError
-			if errors.As(err, &oe) {
-				err = oe.Err // without the addresses
-			}
-			h.log.Warn("sidecar WebDAV response body failed", "agent_id", st.route.agentID, "request_id", st.requestID, "error", err)
+			h.log.Warn("sidecar WebDAV response body failed", "agent_id", st.route.agentID, "request_id", st.requestID, "error", scrubErr(err))
 		}
 		if r.Context().Value(http.ServerContextKey) != nil {
 			panic(http.ErrAbortHandler)
