@@ -235,11 +235,12 @@ func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevisi
 	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
 		return errProtected("the skills root cannot be deleted")
 	}
-	pfd, err := f.lockedDelete(ctx, w, path, expectedRevision, recursive)
+	pfd, old, err := f.lockedDelete(ctx, w, path, expectedRevision, recursive)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(pfd)
+	defer closeRef(old) // frees a deleted file, outside the lock (commit)
 	// The directory fsync runs after the unlock; success is only returned
 	// once it is done.
 	if err := fsyncDir(pfd); err != nil {
@@ -250,50 +251,57 @@ func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevisi
 
 // lockedDelete is DeleteEntry's part under the mutation lock: the revision
 // check and the unlink. It returns the parent directory (O_RDONLY, for the
-// fsync), which the caller closes.
-func (f *FS) lockedDelete(ctx context.Context, w wsPath, path, expectedRevision string, recursive bool) (int, error) {
+// fsync) and, for a file, a reference to it (as commit's old), which the
+// caller closes.
+func (f *FS) lockedDelete(ctx context.Context, w wsPath, path, expectedRevision string, recursive bool) (int, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pfd, err := f.openParentDir(w)
 	if err != nil {
-		return -1, err
+		return -1, -1, err
 	}
-	if err := f.deleteIn(ctx, pfd, w, path, expectedRevision, recursive); err != nil {
+	old, err := f.deleteIn(ctx, pfd, w, path, expectedRevision, recursive)
+	if err != nil {
 		unix.Close(pfd)
-		return -1, err
+		return -1, -1, err
 	}
-	return pfd, nil
+	return pfd, old, nil
 }
 
-func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, path, expectedRevision string, recursive bool) error {
+func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, path, expectedRevision string, recursive bool) (int, error) {
 	var st unix.Stat_t
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
-		return fsErr(err, w.rel)
+		return -1, fsErr(err, w.rel)
 	}
 	e, err := f.entryFromStat(pfd, w, w.name(), &st, 0)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	if e.Revision != expectedRevision {
-		return errStale(path)
+		return -1, errStale(path)
 	}
 	if e.Type == TypeFile {
-		if err := unix.Unlinkat(pfd, w.name(), 0); err != nil {
-			return fsErr(err, w.rel)
+		old, oerr := unix.Openat(pfd, w.name(), unix.O_PATH|oCommon, 0)
+		if oerr != nil {
+			old = -1 // no reference: the unlink frees the file itself
 		}
-		return nil
+		if err := unix.Unlinkat(pfd, w.name(), 0); err != nil {
+			closeRef(old)
+			return -1, fsErr(err, w.rel)
+		}
+		return old, nil
 	}
 	err = unix.Unlinkat(pfd, w.name(), unix.AT_REMOVEDIR)
 	if err == unix.ENOTEMPTY || err == unix.EEXIST {
 		if !recursive {
-			return newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", path)
+			return -1, newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", path)
 		}
 		err = removeDir(context.WithoutCancel(ctx), pfd, w.name(), w.r, st.Ino)
 	}
 	if err != nil {
-		return removeErr(err, w.rel)
+		return -1, removeErr(err, w.rel)
 	}
-	return nil
+	return -1, nil
 }
 
 func removeErr(err error, rel string) error {

@@ -418,10 +418,11 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 	if f.hooks.beforeLock != nil {
 		f.hooks.beforeLock()
 	}
-	st, err := f.lockedUpdate(pfd, pid, w, t, expectedRevision)
+	st, old, err := f.lockedUpdate(pfd, pid, w, t, expectedRevision)
 	if err != nil {
 		return Entry{}, err
 	}
+	defer closeRef(old) // frees the replaced file, outside the lock
 	// The directory fsync runs after the unlock (other commits need not
 	// queue behind it) and is shared with concurrent writes into the same
 	// directory; success is only returned once it is done.
@@ -436,16 +437,16 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 
 // lockedUpdate is UpdateFile's part under the mutation lock: the parent
 // and revision re-checks and the rename. On failure t is discarded.
-func (f *FS) lockedUpdate(pfd int, pid fdIdentity, w wsPath, t tempFile, want string) (unix.Stat_t, error) {
+func (f *FS) lockedUpdate(pfd int, pid fdIdentity, w wsPath, t tempFile, want string) (unix.Stat_t, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.recheckParent(w, pid); err != nil {
 		t.discard(pfd)
-		return unix.Stat_t{}, err
+		return unix.Stat_t{}, -1, err
 	}
 	if _, _, err := f.editableTarget(pfd, w, want); err != nil {
 		t.discard(pfd)
-		return unix.Stat_t{}, err
+		return unix.Stat_t{}, -1, err
 	}
 	return f.commit(pfd, w, t, false)
 }
@@ -455,29 +456,49 @@ func (f *FS) lockedUpdate(pfd int, pid fdIdentity, w wsPath, t tempFile, want st
 // f.mu. The caller fsyncs pfd after unlocking (fsyncDir) and reports
 // success only after that. On failure t is discarded and closed; on success
 // the caller closes t.fd.
-func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (unix.Stat_t, error) {
-	var st unix.Stat_t
+//
+// When a file is replaced, old is an O_PATH reference to it (else -1),
+// taken right before the rename, for the caller to close after unlocking:
+// the replaced inode is freed when its last reference goes, and freeing
+// (truncating, releasing and, on a file system mounted with discard,
+// discarding its blocks) is device I/O that would otherwise run under the
+// mutation lock, in front of every other commit.
+func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (st unix.Stat_t, old int, err error) {
+	old = -1
 	if f.hooks.beforeRename != nil {
 		if err := f.hooks.beforeRename(); err != nil {
 			t.discard(pfd)
-			return st, fsErr(err, w.rel)
+			return st, -1, fsErr(err, w.rel)
 		}
 	}
-	var err error
 	if noReplace {
 		err = unix.Renameat2(pfd, t.name, pfd, w.name(), unix.RENAME_NOREPLACE)
 	} else {
+		// O_PATH|O_NOFOLLOW opens nothing for I/O and follows nothing: a
+		// reference to whatever the name is, even a symlink.
+		if fd, oerr := unix.Openat(pfd, w.name(), unix.O_PATH|oCommon, 0); oerr == nil {
+			old = fd
+		}
 		err = unix.Renameat(pfd, t.name, pfd, w.name())
 	}
 	if err != nil {
+		closeRef(old)
 		t.discard(pfd)
-		return st, fsErr(err, w.rel)
+		return st, -1, fsErr(err, w.rel)
 	}
 	if err := unix.Fstat(t.fd, &st); err != nil {
+		closeRef(old)
 		unix.Close(t.fd)
-		return st, fsErr(err, w.rel)
+		return st, -1, fsErr(err, w.rel)
 	}
-	return st, nil
+	return st, old, nil
+}
+
+// closeRef closes a reference fd from commit (-1: none).
+func closeRef(fd int) {
+	if fd >= 0 {
+		unix.Close(fd)
+	}
 }
 
 // streamTarget is the state of WriteStream's target.
@@ -565,10 +586,11 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	if f.hooks.beforeLock != nil {
 		f.hooks.beforeLock()
 	}
-	st, exists, err := f.lockedStream(pfd, pid, w, t, pre)
+	st, exists, old, err := f.lockedStream(pfd, pid, w, t, pre)
 	if err != nil {
 		return Entry{}, false, err
 	}
+	defer closeRef(old) // frees the replaced file, outside the lock
 	// The directory fsync runs after the unlock and is shared with
 	// concurrent writes into the same directory (syncDir); success is only
 	// returned once it is done.
@@ -597,12 +619,12 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 // lockedStream is WriteStream's part under the mutation lock: the parent
 // and precondition re-checks and the rename. It reports whether the target
 // existed. On failure t is discarded.
-func (f *FS) lockedStream(pfd int, pid fdIdentity, w wsPath, t tempFile, pre Precondition) (unix.Stat_t, bool, error) {
+func (f *FS) lockedStream(pfd int, pid fdIdentity, w wsPath, t tempFile, pre Precondition) (unix.Stat_t, bool, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.recheckParent(w, pid); err != nil {
 		t.discard(pfd)
-		return unix.Stat_t{}, false, err
+		return unix.Stat_t{}, false, -1, err
 	}
 	exists, rev, _, err := f.streamTarget(pfd, w, pre.IfMatch != "")
 	if err == nil {
@@ -610,15 +632,15 @@ func (f *FS) lockedStream(pfd int, pid fdIdentity, w wsPath, t tempFile, pre Pre
 	}
 	if err != nil {
 		t.discard(pfd)
-		return unix.Stat_t{}, false, err
+		return unix.Stat_t{}, false, -1, err
 	}
-	st, err := f.commit(pfd, w, t, !exists)
+	st, old, err := f.commit(pfd, w, t, !exists)
 	if err != nil {
 		if !exists && ReasonOf(err) == ReasonAlreadyExists {
 			// Created by someone else between the check and the rename.
 			err = newErr(CodeAborted, ReasonRevisionMismatch, err, "%q was created concurrently", w.rel)
 		}
-		return unix.Stat_t{}, false, err
+		return unix.Stat_t{}, false, -1, err
 	}
-	return st, exists, nil
+	return st, exists, old, nil
 }
