@@ -878,13 +878,22 @@ func (f *FS) entriesOf(ctx context.Context, dirfd int, w wsPath, items []listed)
 
 // entriesSeq is entriesOf on the calling goroutine.
 func (f *FS) entriesSeq(ctx context.Context, dirfd int, w wsPath, items []listed) ([]Entry, error) {
-	dir := strings.Join(w.segs, "/")
-	out := make([]Entry, 0, len(items))
+	return f.statItems(ctx, dirfd, w, strings.Join(w.segs, "/"), items, make([]Entry, 0, len(items)))
+}
+
+// statItems appends the Entries of items (names in the open directory
+// dirfd, the listing of w; dir is strings.Join(w.segs, "/")) to out,
+// leaving out names that vanished or became a symlink, a special file or a
+// mount point; the first other error fails it.
+func (f *FS) statItems(ctx context.Context, dirfd int, w wsPath, dir string, items []listed, out []Entry) ([]Entry, error) {
+	rels := childRels(dir, items, make([]string, 0, len(items)))
 	for i, it := range items {
 		if i&63 == 63 && ctx.Err() != nil {
 			return nil, ctxErr(ctx)
 		}
-		e, err := f.statEntry(dirfd, w.childRel(dir, it.name), it.name)
+		c := w
+		c.rel = rels[i]
+		e, err := f.statEntry(dirfd, c, it.name)
 		if err != nil {
 			if skip(err) {
 				continue

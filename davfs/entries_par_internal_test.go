@@ -19,26 +19,7 @@ import (
 func TestEntriesParallelMatchesSequential(t *testing.T) {
 	forModes(t, func(t *testing.T, e *env) {
 		const n = 700
-		for i := range n {
-			name := fmt.Sprintf("projects/p/big/f%04d.txt", i)
-			switch i % 50 {
-			case 7:
-				e.symlink("outside/canary.txt", name)
-			case 11:
-				must(t, syscall.Mkfifo(filepath.Join(e.dir, name), 0o644))
-			case 13:
-				e.mkdir(name)
-			case 17:
-				e.write(name, "bin\x00ary")
-			case 19:
-				e.write(name, "linked")
-				must(t, os.Link(filepath.Join(e.dir, name), filepath.Join(e.dir, name+".hl")))
-			default:
-				e.write(name, fmt.Sprintf("file %d\n", i))
-			}
-		}
-		e.write("projects/p/big/.env", "SECRET")
-		e.mkdir("projects/p/big/node_modules")
+		e.mixedDir("projects/p/big", n)
 		for _, dir := range []string{"big"} {
 			w, err := e.fs.resolve(proj("p"), dir)
 			must(t, err)
@@ -75,6 +56,34 @@ func TestEntriesParallelMatchesSequential(t *testing.T) {
 		}
 		e.checkCanaries()
 	})
+}
+
+// mixedDir fills dir (relative to the env dir) with n names f0000.txt...:
+// mostly text files, and every 50 a symlink to a canary, a FIFO, a
+// directory, a binary file and a hard-linked pair; plus a .env and a
+// denylisted node_modules.
+func (e *env) mixedDir(dir string, n int) {
+	e.t.Helper()
+	for i := range n {
+		name := fmt.Sprintf("%s/f%04d.txt", dir, i)
+		switch i % 50 {
+		case 7:
+			e.symlink("outside/canary.txt", name)
+		case 11:
+			must(e.t, syscall.Mkfifo(filepath.Join(e.dir, name), 0o644))
+		case 13:
+			e.mkdir(name)
+		case 17:
+			e.write(name, "bin\x00ary")
+		case 19:
+			e.write(name, "linked")
+			must(e.t, os.Link(filepath.Join(e.dir, name), filepath.Join(e.dir, name+".hl")))
+		default:
+			e.write(name, fmt.Sprintf("file %d\n", i))
+		}
+	}
+	e.write(dir+"/.env", "SECRET")
+	e.mkdir(dir + "/node_modules")
 }
 
 // BenchmarkEntries10k: the stat/revision pass of a warm 10,000-file

@@ -223,19 +223,6 @@ func (w wsPath) fullRel() string {
 	return b.String()
 }
 
-// childRel is w joined with name for statEntry, which reads only rel and
-// r; dir is strings.Join(w.segs, "/"), computed once per listing. segs stay
-// w's own (no per-entry slice), so the result is not for opening.
-func (w wsPath) childRel(dir, name string) wsPath {
-	c := w
-	if dir == "" {
-		c.rel = name
-	} else {
-		c.rel = dir + "/" + name
-	}
-	return c
-}
-
 // child returns w joined with name.
 func (w wsPath) child(name string) wsPath {
 	c := w

@@ -237,21 +237,5 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 // statChunk appends the Entries of items (names in the open directory
 // s.fd) to out, leaving out what ReadDir leaves out.
 func (s *dirStream[T]) statChunk(items []listed, out []Entry) ([]Entry, error) {
-	rels := childRels(s.dir, items, make([]string, 0, len(items)))
-	for i, it := range items {
-		if i&63 == 0 && s.ctx.Err() != nil {
-			return nil, ctxErr(s.ctx)
-		}
-		c := s.w
-		c.rel = rels[i]
-		e, err := s.f.statEntry(s.fd, c, it.name)
-		if err != nil {
-			if skip(err) {
-				continue
-			}
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return s.f.statItems(s.ctx, s.fd, s.w, s.dir, items, out)
 }
