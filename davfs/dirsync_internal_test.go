@@ -168,3 +168,33 @@ func TestUnnamedTempFiles(t *testing.T) {
 	}
 	e.checkCanaries()
 }
+
+// TestLocalFS: the test's temp dir is on a local file system, so replaced
+// files are freed after the lock; NFS, SMB and FUSE are not treated as
+// local (they may leave a visible placeholder for a busy file).
+func TestLocalFS(t *testing.T) {
+	e := newEnv(t, nil)
+	if !e.fs.projects.localFS {
+		var sf unix.Statfs_t
+		_ = unix.Statfs(e.dir, &sf)
+		t.Fatalf("the test's temp dir (statfs type %#x) is not recognised as a local file system", sf.Type)
+	}
+	for _, magic := range []int64{unix.NFS_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC, unix.CIFS_SUPER_MAGIC, unix.FUSE_SUPER_MAGIC, unix.CEPH_SUPER_MAGIC, unix.V9FS_MAGIC} {
+		if localFSTypes[magic] {
+			t.Errorf("file system type %#x treated as local", magic)
+		}
+	}
+	// A replaced and a deleted file leave nothing behind and no fd open.
+	e.write("projects/p/r.txt", "one")
+	before := openFDs(t)
+	st, _ := e.fs.Stat(bg, proj("p"), "r.txt")
+	st2, err := e.fs.UpdateFile(bg, proj("p"), "r.txt", []byte("two"), st.Revision)
+	must(t, err)
+	must(t, e.fs.DeleteEntry(bg, proj("p"), "r.txt", st2.Revision, false))
+	if after := openFDs(t); after != before {
+		t.Fatalf("fds: %d before, %d after", before, after)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.dir, "projects/p")); len(ents) != 0 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}

@@ -84,6 +84,12 @@ type FS struct {
 type root struct {
 	fd  int
 	dev uint64
+	// localFS: the root's file system is a local one, where a file unlinked
+	// while referenced is freed, invisibly, when the last reference goes.
+	// Only then do commit and deleteIn keep a replaced or deleted file
+	// referenced past the mutation lock: network and FUSE file systems may
+	// rename a busy file to a visible placeholder instead (NFS's .nfsXXXX).
+	localFS bool
 	mnt uint64 // mount ID, 0 if the kernel does not report one
 }
 
@@ -136,7 +142,23 @@ func openRoot(path, key string) (root, error) {
 		unix.Close(fd)
 		return root{fd: -1}, fmt.Errorf("davfs: %s: stat %s: %w", key, path, err)
 	}
-	return root{fd: fd, dev: st.Dev, mnt: mnt}, nil
+	return root{fd: fd, dev: st.Dev, mnt: mnt, localFS: isLocalFS(fd)}, nil
+}
+
+// localFSTypes are the statfs magics of local disk and memory file systems.
+var localFSTypes = map[int64]bool{
+	unix.EXT4_SUPER_MAGIC: true, unix.XFS_SUPER_MAGIC: true, unix.BTRFS_SUPER_MAGIC: true,
+	unix.TMPFS_MAGIC: true, unix.F2FS_SUPER_MAGIC: true, unix.OVERLAYFS_SUPER_MAGIC: true,
+	0x2fc12fc1: true, // zfs
+}
+
+// isLocalFS reports whether fd is on a local file system (localFSTypes).
+func isLocalFS(fd int) bool {
+	var sf unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sf); err != nil {
+		return false
+	}
+	return localFSTypes[int64(sf.Type)]
 }
 
 // ensureSkills makes $CODEX_HOME/skills a real directory (0755) if it is

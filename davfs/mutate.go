@@ -281,10 +281,7 @@ func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, path, expectedRevi
 		return -1, errStale(path)
 	}
 	if e.Type == TypeFile {
-		old, oerr := unix.Openat(pfd, w.name(), unix.O_PATH|oCommon, 0)
-		if oerr != nil {
-			old = -1 // no reference: the unlink frees the file itself
-		}
+		old := holdForFree(w, pfd)
 		if err := unix.Unlinkat(pfd, w.name(), 0); err != nil {
 			closeRef(old)
 			return -1, fsErr(err, w.rel)

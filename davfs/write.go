@@ -474,11 +474,7 @@ func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (st unix.Stat
 	if noReplace {
 		err = unix.Renameat2(pfd, t.name, pfd, w.name(), unix.RENAME_NOREPLACE)
 	} else {
-		// O_PATH|O_NOFOLLOW opens nothing for I/O and follows nothing: a
-		// reference to whatever the name is, even a symlink.
-		if fd, oerr := unix.Openat(pfd, w.name(), unix.O_PATH|oCommon, 0); oerr == nil {
-			old = fd
-		}
+		old = holdForFree(w, pfd)
 		err = unix.Renameat(pfd, t.name, pfd, w.name())
 	}
 	if err != nil {
@@ -492,6 +488,21 @@ func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (st unix.Stat
 		return st, -1, fsErr(err, w.rel)
 	}
 	return st, old, nil
+}
+
+// holdForFree returns an O_PATH reference to w's name in pfd (about to be
+// replaced or unlinked), or -1 where that is not wanted (root.localFS) or
+// the name is gone. O_PATH|O_NOFOLLOW opens nothing for I/O and follows
+// nothing: a reference to whatever the name is, even a symlink.
+func holdForFree(w wsPath, pfd int) int {
+	if !w.r.localFS {
+		return -1
+	}
+	fd, err := unix.Openat(pfd, w.name(), unix.O_PATH|oCommon, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
 }
 
 // closeRef closes a reference fd from commit (-1: none).
