@@ -90,7 +90,7 @@ type root struct {
 	// referenced past the mutation lock: network and FUSE file systems may
 	// rename a busy file to a visible placeholder instead (NFS's .nfsXXXX).
 	localFS bool
-	mnt uint64 // mount ID, 0 if the kernel does not report one
+	mnt     uint64 // mount ID, 0 if the kernel does not report one
 }
 
 // Open validates cfg, opens the roots, ensures $CODEX_HOME/skills exists and
