@@ -153,10 +153,18 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	if maxMsg < 4<<20 {
 		maxMsg = 4 << 20
 	}
+	win := min(maxMsg, 16<<20)
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), m)),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
+		// Fixed flow-control windows as large as a whole message: a call
+		// never waits for a window update, and grpc-go's bandwidth
+		// estimation (on by default, off with a fixed window) no longer
+		// answers every received request with a PING the client must
+		// acknowledge, an extra round trip per call on the caller's side.
+		grpc.InitialWindowSize(int32(win)),
+		grpc.InitialConnWindowSize(int32(2*win)),
 	)
 	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
 	s.health = health.NewServer()

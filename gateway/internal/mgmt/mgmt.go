@@ -68,6 +68,10 @@ type Deps struct {
 }
 
 // New creates one lazily-connecting gRPC client per agent with a sidecar.
+// sidecarWindow is the flow-control window of the sidecar connections:
+// larger than a message of a whole editable file (1 MiB by default).
+const sidecarWindow = 4 << 20
+
 // grpc.NewClient does not dial, so a sidecar that is down at start only
 // affects its own calls.
 func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
@@ -102,6 +106,10 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 					Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
 					MinConnectTimeout: 2 * time.Second,
 				}),
+				// Fixed flow-control windows (as the sidecar's): no PING
+				// round trip for bandwidth estimation after each response.
+				grpc.WithInitialWindowSize(sidecarWindow),
+				grpc.WithInitialConnWindowSize(2*sidecarWindow),
 			}, d.DialOptions...)
 			conn, err := grpc.NewClient(a.Sidecar.Endpoint, opts...)
 			if err != nil {
