@@ -109,7 +109,7 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 				// Fixed flow-control windows (as the sidecar's): no PING
 				// round trip for bandwidth estimation after each response.
 				grpc.WithInitialWindowSize(sidecarWindow),
-				grpc.WithInitialConnWindowSize(2*sidecarWindow),
+				grpc.WithInitialConnWindowSize(2 * sidecarWindow),
 			}, d.DialOptions...)
 			conn, err := grpc.NewClient(a.Sidecar.Endpoint, opts...)
 			if err != nil {
