@@ -18,5 +18,7 @@ fi
 if [ -d deploy/bench/gatewaybench ]; then
   echo "== gateway vs direct sidecar =="
   go run ./deploy/bench/gatewaybench | tee "$out/gateway.txt"
+  echo "== the same with the gateway as deploy/k8s runs it (1 CPU: GOMAXPROCS=1) =="
+  go run ./deploy/bench/gatewaybench -gateway-procs 1 | tee "$out/gateway-1cpu.txt"
 fi
 echo "bench: results in $out/"

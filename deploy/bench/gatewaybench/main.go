@@ -46,6 +46,8 @@ type params struct {
 	agentID   string
 	project   string
 	smallSize int
+	// gatewayProcs is the gateway's GOMAXPROCS (0: Go's default).
+	gatewayProcs int
 }
 
 func main() {
@@ -55,6 +57,7 @@ func main() {
 	flag.IntVar(&p.calls, "calls", 300, "measured calls per RPC and path (after 30 warm-up), alternating")
 	flag.IntVar(&p.entries, "entries", 100, "files in the listed directory")
 	flag.DurationVar(&p.timeout, "timeout", 10*time.Minute, "abort the whole run after this long")
+	flag.IntVar(&p.gatewayProcs, "gateway-procs", 0, "GOMAXPROCS of the gateway process; 0 = Go's default (deploy/k8s limits the gateway to 1 CPU, so Go runs it with 1 there)")
 	flag.Parse()
 	p.agentID, p.project, p.smallSize = "bench-a", "bench", 16<<10
 
@@ -118,8 +121,13 @@ func run(b verboseTB, p params) (*report, error) {
 	}
 	// Production log level: sidecartest defaults to debug, one line per call.
 	sc := sidecartest.Start(b, sidecartest.Options{ProjectsDir: projects, Configure: func(c *sidecar.Config) { c.Log.Level = "info" }})
+	var env []string
+	if p.gatewayProcs > 0 {
+		env = []string{fmt.Sprintf("GOMAXPROCS=%d", p.gatewayProcs)}
+	}
 	gw := gatewaytest.Start(b, gatewaytest.Options{
 		Agents: []gatewaytest.Agent{{ID: p.agentID, RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
+		Env:    env,
 	})
 	rep := &report{}
 
@@ -353,6 +361,11 @@ func verdict(ok bool) string {
 
 func (r *report) print(w io.Writer, p params) {
 	fmt.Fprintf(w, "gatewaybench: %s, %d CPUs, %s/%s, %s, load average %s\n", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), loadAvg())
+	procs := "Go's default"
+	if p.gatewayProcs > 0 {
+		procs = fmt.Sprint(p.gatewayProcs)
+	}
+	fmt.Fprintf(w, "gateway GOMAXPROCS: %s (deploy/k8s: limits.cpu 1, so Go runs it with 1); sidecar and client: Go's default\n", procs)
 	fmt.Fprintf(w, "\nWebDAV GET %d MiB (%d rounds, alternating)\n", p.sizeMiB, p.rounds)
 	d, g := median(r.getDirect), median(r.getGateway)
 	bd, bg := slices.Max(r.getDirect), slices.Max(r.getGateway)
