@@ -29,10 +29,6 @@ type Config struct {
 	Now func() time.Time
 	// DisableOpenat2 forces the per-segment O_NOFOLLOW fallback walk (tests).
 	DisableOpenat2 bool
-	// DisableTmpfile makes writes use named temp files from the start
-	// instead of unnamed (O_TMPFILE) ones (tests; davfs also falls back by
-	// itself where unnamed files or linking them are unavailable).
-	DisableTmpfile bool
 }
 
 // ProjectInitializer initialises a freshly created, empty project directory.

@@ -3,13 +3,14 @@ package davfs
 import (
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSyncDirGroups: sixteen concurrent writes into one directory share
@@ -117,54 +118,6 @@ func TestSyncDirFailure(t *testing.T) {
 	e.fs.hooks.fsyncDir = nil
 	if _, _, err := e.fs.WriteStream(bg, proj("p"), "up/g", strings.NewReader("x"), 0, Precondition{}); err != nil {
 		t.Fatal(err)
-	}
-	e.checkCanaries()
-}
-
-// TestUnnamedTempFiles: writes go through unnamed temp files; when linking
-// one fails the content is copied into a named temp file instead (same
-// bytes, same mode, nothing left behind) and named files are used from
-// then on; a link that fails for lack of space fails the write and
-// changes nothing.
-func TestUnnamedTempFiles(t *testing.T) {
-	e := newEnv(t, nil)
-	e.write("projects/p/keep.txt", "old")
-	if e.fs.noTmpfile.Load() {
-		t.Fatal("unnamed temp files unavailable on this file system; the path cannot be tested")
-	}
-	links := 0
-	e.fs.hooks.linkTemp = func(fd, dirfd int, name string) error {
-		links++
-		return unix.ENOSPC
-	}
-	st, _ := e.fs.Stat(bg, proj("p"), "keep.txt")
-	if _, err := e.fs.UpdateFile(bg, proj("p"), "keep.txt", []byte("new"), st.Revision); ReasonOf(err) == "" || links != 1 {
-		t.Fatalf("write with a failing link: %v after %d links", err, links)
-	}
-	if got := e.read("projects/p/keep.txt"); got != "old" || len(e.tempFiles()) != 0 {
-		t.Fatalf("failed write changed the file (%q) or left temp files %v", got, e.tempFiles())
-	}
-
-	e.fs.hooks.linkTemp = func(fd, dirfd int, name string) error {
-		links++
-		return unix.EPERM // e.g. no /proc
-	}
-	body := strings.Repeat("0123456789", 50000)
-	if _, _, err := e.fs.WriteStream(bg, proj("p"), "big.txt", strings.NewReader(body), 0, Precondition{}); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.read("projects/p/big.txt"); got != body {
-		t.Fatalf("copied temp file holds %d bytes, want %d", len(got), len(body))
-	}
-	if fi, err := os.Stat(filepath.Join(e.dir, "projects/p/big.txt")); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Fatalf("mode after the copy: %v %v", fi.Mode(), err)
-	}
-	if !e.fs.noTmpfile.Load() || len(e.tempFiles()) != 0 {
-		t.Fatalf("after a failed link: noTmpfile=%v, temp files %v", e.fs.noTmpfile.Load(), e.tempFiles())
-	}
-	n := links
-	if _, _, err := e.fs.WriteStream(bg, proj("p"), "next.txt", strings.NewReader("x"), 0, Precondition{}); err != nil || links != n {
-		t.Fatalf("next write: %v, %d more links", err, links-n)
 	}
 	e.checkCanaries()
 }

@@ -71,10 +71,7 @@ type FS struct {
 
 	cache    *hashCache
 	dirSyncs dirSyncs // group directory fsync (syncDir)
-	// noTmpfile: unnamed (O_TMPFILE) temp files are unavailable here
-	// (createTemp).
-	noTmpfile atomic.Bool
-	closed    atomic.Bool
+	closed   atomic.Bool
 
 	// hooks inject failures in tests; zero in production.
 	hooks hooks
@@ -122,7 +119,6 @@ func Open(cfg Config) (*FS, error) {
 		return nil, err
 	}
 	f.useOpenat2 = !cfg.DisableOpenat2 && probeOpenat2(f.projects.fd)
-	f.noTmpfile.Store(cfg.DisableTmpfile)
 	if err := f.ensureSkills(); err != nil {
 		f.Close()
 		return nil, err

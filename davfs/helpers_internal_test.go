@@ -25,13 +25,12 @@ var modes = []struct {
 	disable bool
 }{{"openat2", false}, {"fallback", true}}
 
-// forModes runs fn once with openat2 resolution and unnamed (O_TMPFILE)
-// temp files and once with the per-segment O_NOFOLLOW fallback and named
-// temp files.
+// forModes runs fn once with openat2 resolution and once with the
+// per-segment O_NOFOLLOW fallback.
 func forModes(t *testing.T, fn func(t *testing.T, e *env)) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			e := newEnv(t, func(c *Config) { c.DisableOpenat2, c.DisableTmpfile = m.disable, m.disable })
+			e := newEnv(t, func(c *Config) { c.DisableOpenat2 = m.disable })
 			if !m.disable && !e.fs.useOpenat2 {
 				t.Fatal("openat2 is not available on this kernel; the openat2 mode cannot be tested")
 			}

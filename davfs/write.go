@@ -15,12 +15,11 @@ import (
 // hooks let internal tests inject failures into the atomic write path.
 // All nil in production.
 type hooks struct {
-	write        func(fd int, b []byte) (int, error)    // replaces unix.Write on temp files
-	fsync        func(fd int) error                     // replaces unix.Fsync on temp files
-	fsyncDir     func(fd int) error                     // replaces fsyncDir in syncDir
-	linkTemp     func(fd, dirfd int, name string) error // replaces the linkat of unnamed temp files
-	beforeRename func() error                           // runs under the lock right before the rename
-	beforeLock   func()                                 // runs after the temp file is complete
+	write        func(fd int, b []byte) (int, error) // replaces unix.Write on temp files
+	fsync        func(fd int) error                  // replaces unix.Fsync on temp files
+	fsyncDir     func(fd int) error                  // replaces fsyncDir in syncDir
+	beforeRename func() error                        // runs under the lock right before the rename
+	beforeLock   func()                              // runs after the temp file is complete
 }
 
 func (f *FS) writeFD(fd int, b []byte) (int, error) {
@@ -41,40 +40,10 @@ func (f *FS) fsyncFD(fd int) error {
 type tempFile struct {
 	fd   int // O_RDWR
 	name string
-	// anon: an O_TMPFILE file that has no name yet (nothing to remove on
-	// failure; linkTemp names it once it is complete and fsynced).
-	anon bool
 }
-
-// A temp file starts unnamed (O_TMPFILE) where the file system supports
-// it: it is written and fsynced without a directory entry, so its fsync
-// does not also write the directory (ext4 without a journal syncs the
-// parent of a newly created file on its fsync), and a crash mid-upload
-// leaves nothing behind. It gets its temp name only once complete, by
-// linkat through /proc/self/fd (linking by AT_EMPTY_PATH needs
-// CAP_DAC_READ_SEARCH), and is then renamed over the target as before.
-// Where either step is unavailable, named temp files are used from then on.
 
 // createTemp makes a new, empty temp file (0600) in dirfd.
-func (f *FS) createTemp(dirfd int) (tempFile, error) {
-	if !f.noTmpfile.Load() {
-		fd, err := unix.Openat(dirfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
-		if err == nil {
-			return tempFile{fd: fd, anon: true}, nil
-		}
-		switch err {
-		case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
-			// No O_TMPFILE here: named temp files from now on.
-			f.noTmpfile.Store(true)
-		default:
-			return tempFile{}, err
-		}
-	}
-	return createNamedTemp(dirfd)
-}
-
-// createNamedTemp makes a new, empty temp file (0600) named with tempPrefix.
-func createNamedTemp(dirfd int) (tempFile, error) {
+func createTemp(dirfd int) (tempFile, error) {
 	for range 16 {
 		name := tempPrefix + strconv.FormatUint(rand.Uint64(), 36)
 		fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|oCommon, 0o600)
@@ -94,97 +63,7 @@ func (t tempFile) discard(dirfd int) {
 	if t.fd >= 0 {
 		unix.Close(t.fd)
 	}
-	if !t.anon {
-		unix.Unlinkat(dirfd, t.name, 0)
-	}
-}
-
-// linkTemp gives the complete, fsynced unnamed temp file t its temp name in
-// dirfd. If linking is unavailable it copies t into a named temp file
-// (fsynced) instead and stops using unnamed ones. On error t is discarded.
-func (f *FS) linkTemp(dirfd int, t tempFile) (tempFile, error) {
-	link := f.hooks.linkTemp
-	if link == nil {
-		link = func(fd, dirfd int, name string) error {
-			return unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
-		}
-	}
-	var err error
-	for range 16 {
-		name := tempPrefix + strconv.FormatUint(rand.Uint64(), 36)
-		err = link(t.fd, dirfd, name)
-		if err == nil {
-			t.name, t.anon = name, false
-			return t, nil
-		}
-		if err != unix.EEXIST {
-			break
-		}
-	}
-	if err == unix.EEXIST || err == unix.ENOSPC || err == unix.EDQUOT || err == unix.EROFS {
-		t.discard(dirfd)
-		return tempFile{}, err
-	}
-	// No usable /proc or no linking of unnamed files: copy.
-	f.noTmpfile.Store(true)
-	n, err := createNamedTemp(dirfd)
-	if err != nil {
-		t.discard(dirfd)
-		return tempFile{}, err
-	}
-	_, err = io.Copy(fdWriter(n.fd), io.NewSectionReader(fdReaderAt(t.fd), 0, 1<<62))
-	if err == nil {
-		var st unix.Stat_t
-		if err = unix.Fstat(t.fd, &st); err == nil {
-			err = unix.Fchmod(n.fd, st.Mode&0o7777)
-		}
-	}
-	if err == nil {
-		err = f.fsyncFD(n.fd)
-	}
-	t.discard(dirfd)
-	if err != nil {
-		n.discard(dirfd)
-		return tempFile{}, err
-	}
-	return n, nil
-}
-
-// fdWriter and fdReaderAt are raw descriptors as io interfaces (linkTemp's
-// copy).
-type fdWriter int
-
-func (w fdWriter) Write(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		m, err := unix.Write(int(w), p[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		n += m
-	}
-	return n, nil
-}
-
-type fdReaderAt int
-
-func (r fdReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	for {
-		n, err := unix.Pread(int(r), p, off)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		if n == 0 && len(p) > 0 {
-			return 0, io.EOF
-		}
-		return n, nil
-	}
+	unix.Unlinkat(dirfd, t.name, 0)
 }
 
 var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
@@ -203,7 +82,7 @@ func errTooLarge(rel string, max int64) *Error {
 // If scan is set, the bytes also go through it while the total stays within
 // the editable limit (beyond it revisions are stat-only and scan is unused).
 func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, max int64, mode uint32, scan *textScan) (tempFile, error) {
-	t, err := f.createTemp(dirfd)
+	t, err := createTemp(dirfd)
 	if err != nil {
 		return tempFile{}, fsErr(err, rel)
 	}
@@ -254,11 +133,6 @@ func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, 
 	}
 	if err := f.fsyncFD(t.fd); err != nil {
 		return fail(fsErr(err, rel))
-	}
-	if t.anon {
-		if t, err = f.linkTemp(dirfd, t); err != nil {
-			return tempFile{}, fsErr(err, rel)
-		}
 	}
 	return t, nil
 }

@@ -3,7 +3,6 @@ package sidecar_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -179,7 +178,7 @@ func TestSIGTERMDrainsInFlightPUT(t *testing.T) {
 	if _, err := pw.Write(body[:64<<10]); err != nil {
 		t.Fatal(err)
 	}
-	waitInFlight(t, sc, filepath.Dir(path))
+	waitInFlight(t, filepath.Dir(path))
 	sc.Terminate()
 	waitLog(t, sc, `"shutting down"`)
 	time.Sleep(100 * time.Millisecond)
@@ -209,7 +208,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 		path := setupFile(t, sc, "original")
 		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
 		pw.Write(bytes.Repeat([]byte("p"), 64<<10))
-		waitInFlight(t, sc, filepath.Dir(path))
+		waitInFlight(t, filepath.Dir(path))
 		sc.Terminate()
 		waitLog(t, sc, `"shutting down"`)
 		pw.CloseWithError(errors.New("client gave up"))
@@ -228,7 +227,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
 		defer pw.Close()
 		pw.Write(bytes.Repeat([]byte("p"), 64<<10))
-		waitInFlight(t, sc, filepath.Dir(path))
+		waitInFlight(t, filepath.Dir(path))
 		start := time.Now()
 		if err := sc.Stop(); err != nil {
 			t.Fatalf("exit: %v", err)
@@ -251,7 +250,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
 		defer pw.Close()
 		pw.Write(bytes.Repeat([]byte("k"), 64<<10))
-		waitInFlight(t, sc, filepath.Dir(path))
+		waitInFlight(t, filepath.Dir(path))
 		sc.Kill()
 		pw.CloseWithError(errors.New("test done"))
 		<-res
@@ -268,22 +267,14 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 }
 
 // waitInFlight waits until an upload into dir is being streamed by the
-// sidecar: the sidecar holds davfs's temp file for it open, unnamed
-// (O_TMPFILE: /proc shows "dir/#inode (deleted)") or named beside f.txt.
-func waitInFlight(t *testing.T, sc *sidecartest.Sidecar, dir string) {
+// sidecar: davfs's temp file for it exists beside f.txt.
+func waitInFlight(t *testing.T, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if e.Name() != "f.txt" && e.Name() != ".git" {
-				return
-			}
-		}
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", sc.Pid()))
-		for _, fd := range fds {
-			target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", sc.Pid(), fd.Name()))
-			if err == nil && strings.HasPrefix(target, dir+"/#") {
 				return
 			}
 		}

@@ -185,9 +185,6 @@ func (p *Process) kill() {
 	<-p.done
 }
 
-// Pid is the process ID.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
 // Signal sends sig to the process (nothing if it has exited).
 func (p *Process) Signal(sig syscall.Signal) {
 	_ = p.cmd.Process.Signal(sig)

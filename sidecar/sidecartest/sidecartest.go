@@ -148,14 +148,6 @@ func (s *Sidecar) LogLines() []map[string]any {
 	return s.logs.Lines()
 }
 
-// Pid is the current run's process ID (0 when not running).
-func (s *Sidecar) Pid() int {
-	if p := s.run.Current(); p != nil {
-		return p.Pid()
-	}
-	return 0
-}
-
 // Terminate sends SIGTERM and returns at once (use Wait).
 func (s *Sidecar) Terminate() { s.run.Signal(syscall.SIGTERM) }
 
