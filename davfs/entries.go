@@ -485,8 +485,6 @@ type Reader interface {
 // smallReadMax: OpenReader reads files up to this size whole.
 const smallReadMax = 64 << 10
 
-var smallReadPool = sync.Pool{New: func() any { b := make([]byte, 0, smallReadMax+1); return &b }}
-
 // OpenReader is OpenRead for servers. A file of up to smallReadMax bytes
 // whose revision covers its content is read whole while open (one pread;
 // the descriptor is closed before OpenReader returns) and served from
@@ -501,34 +499,23 @@ func (f *FS) OpenReader(ctx context.Context, ws Workspace, path string) (Reader,
 	if st.Size > smallReadMax || !f.hashedByContent(&st) {
 		return f.osFile(fd, w, &st)
 	}
-	bp := smallReadPool.Get().(*[]byte)
-	c, data, err := f.fileContentInto(fd, &st, true, (*bp)[:0])
+	// Not pooled: http.ServeContent may still read a multi-range body in
+	// its own goroutine after the handler closed the Reader.
+	c, data, err := f.fileContentInto(fd, &st, true, make([]byte, 0, st.Size+1))
 	unix.Close(fd)
 	if err != nil {
-		smallReadPool.Put(bp)
 		return nil, Entry{}, contentErr(err, w)
 	}
 	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st),
 		Revision: contentRevision(c.sum, &st), Reason: c.class, Editable: c.class == EditableOK}
-	r := &memReader{buf: bp}
-	r.Reset(data)
-	return r, e, nil
+	return memReader{bytes.NewReader(data)}, e, nil
 }
 
-// memReader is a small file's content (OpenReader).
-type memReader struct {
-	bytes.Reader
-	buf *[]byte
-}
+// memReader is a small file's content (OpenReader); Close has nothing to
+// release.
+type memReader struct{ *bytes.Reader }
 
-func (r *memReader) Close() error {
-	if r.buf != nil {
-		r.Reset(nil)
-		smallReadPool.Put(r.buf)
-		r.buf = nil
-	}
-	return nil
-}
+func (memReader) Close() error { return nil }
 
 // openRead opens the regular, single-link file path, with its fstat.
 func (f *FS) openRead(ws Workspace, path string) (int, wsPath, unix.Stat_t, error) {
