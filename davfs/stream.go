@@ -2,6 +2,7 @@ package davfs
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -62,19 +63,55 @@ func ReadDirChunks[T any](ctx context.Context, f *FS, ws Workspace, dir string, 
 	bp := direntBufPool.Get().(*[]byte)
 	s.buf = (*bp)[:streamDirBuf]
 	var wg sync.WaitGroup
+	finished := false
+	defer func() {
+		if !finished { // the caller's own produce or consume panicked
+			s.mu.Lock()
+			s.fail(errStreamAborted)
+			s.mu.Unlock()
+		}
+		// Every worker uses fd: wait for all of them before closing it, so
+		// none can ever stat through a recycled descriptor number.
+		wg.Wait()
+		direntBufPool.Put(bp)
+		unix.Close(fd)
+	}()
 	s.work(func() {
 		// More than one chunk: start the other workers.
 		for range runtime.GOMAXPROCS(0) - 1 {
-			wg.Go(func() { s.work(nil) })
+			wg.Go(func() {
+				// A panic in produce or consume on a worker is re-raised
+				// on the caller's goroutine (where the HTTP server
+				// recovers it), not left to kill the process.
+				defer func() {
+					if p := recover(); p != nil {
+						s.mu.Lock()
+						if s.panicked == nil {
+							s.panicked = &workerPanic{p}
+						}
+						s.fail(errStreamAborted)
+						s.mu.Unlock()
+					}
+				}()
+				s.work(nil)
+			})
 		}
 	})
-	// Every worker uses fd: wait for all of them before closing it, so none
-	// can ever stat through a recycled descriptor number.
+	// The others finish the chunks they hold (and consume them in turn).
 	wg.Wait()
-	direntBufPool.Put(bp)
-	unix.Close(fd)
+	finished = true
+	if s.panicked != nil {
+		panic(s.panicked.v)
+	}
 	return s.err
 }
+
+// errStreamAborted stops the workers after a panic (which is re-raised, so
+// it is never returned).
+var errStreamAborted = errors.New("davfs: listing stopped")
+
+// workerPanic carries a worker's panic value to the caller.
+type workerPanic struct{ v any }
 
 type chunkResult[T any] struct {
 	v   T
@@ -99,11 +136,12 @@ type dirStream[T any] struct {
 	eof   bool
 	taken int // chunks handed to workers
 	// Output (under mu).
-	done    map[int]chunkResult[T] // produced, waiting for their turn
-	next    int                    // the chunk whose turn it is
-	writing bool                   // a worker is consuming
-	turn    sync.Cond              // broadcast when next moves or the stream fails
-	err     error                  // first failure; stops everyone
+	done     map[int]chunkResult[T] // produced, waiting for their turn
+	next     int                    // the chunk whose turn it is
+	writing  bool                   // a worker is consuming
+	turn     sync.Cond              // broadcast when next moves or the stream fails
+	err      error                  // first failure; stops everyone
+	panicked *workerPanic           // a worker's panic, re-raised by the caller
 }
 
 // work takes chunks, stats and produces them, and consumes whatever is

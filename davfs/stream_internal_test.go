@@ -213,3 +213,44 @@ func TestHashCacheShards(t *testing.T) {
 		t.Fatal("same inode number on another device missing")
 	}
 }
+
+// TestReadDirChunksPanic: a panic in produce or consume, on whichever
+// goroutine, reaches the caller (where an HTTP server recovers it) instead
+// of killing the process, after every worker stopped; no fd is left open.
+func TestReadDirChunksPanic(t *testing.T) {
+	e := newEnv(t, nil)
+	for i := range 8 * streamChunk {
+		e.write(fmt.Sprintf("projects/p/d/f%05d", i), "x")
+	}
+	before := openFDs(t)
+	for _, where := range []string{"produce", "consume"} {
+		var running atomic.Int32
+		got := func() (p any) {
+			defer func() { p = recover() }()
+			n := 0
+			_ = ReadDirChunks(bg, e.fs, proj("p"), "d", func(es []Entry) int {
+				running.Add(1)
+				defer running.Add(-1)
+				if where == "produce" && len(es) > 0 {
+					panic("boom in produce")
+				}
+				return len(es)
+			}, func(int) error {
+				if n++; where == "consume" && n == 3 {
+					panic("boom in consume")
+				}
+				return nil
+			})
+			return nil
+		}()
+		if got != "boom in "+where {
+			t.Fatalf("%s: recovered %v", where, got)
+		}
+		if running.Load() != 0 {
+			t.Fatalf("%s: produce still running after the panic reached the caller", where)
+		}
+	}
+	if after := openFDs(t); after != before {
+		t.Fatalf("fds: %d before, %d after", before, after)
+	}
+}
