@@ -46,8 +46,10 @@ type rawPool struct {
 	idleTimeout   time.Duration
 	maxIdle       int // per address
 
-	mu   sync.Mutex
-	idle map[string][]*rawConn
+	mu      sync.Mutex
+	idle    map[string][]*rawConn
+	nIdle   int         // idle connections over all addresses (at most maxIdleTotal)
+	janitor *time.Timer // set while idle connections wait to expire (sweep)
 
 	// For tests and debugging.
 	dials   atomic.Int64 // connections dialed
@@ -65,6 +67,10 @@ func newRawPool() *rawPool {
 		idle:          map[string][]*rawConn{},
 	}
 }
+
+// maxIdleTotal caps the idle connections over all sidecars (as
+// newTransport's MaxIdleConns).
+const maxIdleTotal = 256
 
 // rawConn is one connection to a sidecar. Reads go through br, which reads
 // through the rawConn itself so that a response head can be bounded.
@@ -117,6 +123,7 @@ func (p *rawPool) get(ctx context.Context, addr string, fresh bool) (*rawConn, e
 		for l := p.idle[addr]; len(l) > 0; l = p.idle[addr] {
 			c := l[len(l)-1]
 			p.idle[addr] = l[:len(l)-1]
+			p.nIdle--
 			if time.Since(c.idleAt) < p.idleTimeout {
 				p.mu.Unlock()
 				c.reused = true
@@ -157,11 +164,51 @@ func (p *rawPool) release(c *rawConn, reusable bool) {
 	c.idleAt = time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.idle[c.addr]) >= p.maxIdle {
+	if len(p.idle[c.addr]) >= p.maxIdle || p.nIdle >= maxIdleTotal {
 		c.close()
 		return
 	}
 	p.idle[c.addr] = append(p.idle[c.addr], c)
+	p.nIdle++
+	if p.janitor == nil {
+		p.janitor = time.AfterFunc(p.idleTimeout, p.sweep)
+	}
+}
+
+// sweep closes the connections idle for idleTimeout or longer (a sidecar
+// that went away, or a quiet period), and comes back while any remain.
+func (p *rawPool) sweep() {
+	p.mu.Lock()
+	var expired []*rawConn
+	now := time.Now()
+	next := time.Duration(-1)
+	for addr, l := range p.idle {
+		keep := l[:0]
+		for _, c := range l {
+			if age := now.Sub(c.idleAt); age >= p.idleTimeout {
+				expired = append(expired, c)
+				p.nIdle--
+			} else {
+				keep = append(keep, c)
+				if left := p.idleTimeout - age; next < 0 || left < next {
+					next = left
+				}
+			}
+		}
+		if len(keep) == 0 {
+			delete(p.idle, addr)
+		} else {
+			p.idle[addr] = keep
+		}
+	}
+	p.janitor = nil
+	if next >= 0 {
+		p.janitor = time.AfterFunc(next, p.sweep)
+	}
+	p.mu.Unlock()
+	for _, c := range expired {
+		c.close()
+	}
 }
 
 // dropIdle closes the idle connections to addr (after one turned out stale,
@@ -170,6 +217,7 @@ func (p *rawPool) dropIdle(addr string) {
 	p.mu.Lock()
 	l := p.idle[addr]
 	delete(p.idle, addr)
+	p.nIdle -= len(l)
 	p.mu.Unlock()
 	for _, c := range l {
 		c.close()

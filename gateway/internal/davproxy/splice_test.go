@@ -388,3 +388,37 @@ func TestSpliceNotUsed(t *testing.T) {
 		t.Error("a custom Transport still gets a GET pool")
 	}
 }
+
+// Idle connections to a sidecar are closed once idle for idleTimeout, even
+// when no request for that sidecar comes again (a sidecar replaced or
+// removed must not keep connections open for the gateway's life).
+func TestSpliceIdleConnectionsExpire(t *testing.T) {
+	up := newUpstream(t, realSidecar)
+	up.writeFile(t, "projects/demo/f.bin", randomBytes(64<<10))
+	h, err := New(Options{Agents: func(string) (*url.URL, bool) { return up.base, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.(*handler).raw.idleTimeout = 300 * time.Millisecond
+	gw := httptest.NewServer(h)
+	defer gw.Close()
+	raw := rawPoolOf(t, gw)
+	for range 3 {
+		resp, err := gw.Client().Get(gw.URL + "/dav/a/projects/demo/f.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if raw.open.Load() != 1 {
+		t.Fatalf("%d sidecar connections open after 3 sequential GETs, want 1 pooled", raw.open.Load())
+	}
+	waitFor(t, "the idle sidecar connection to be closed", func() bool { return raw.open.Load() == 0 })
+	raw.mu.Lock()
+	n, janitor := raw.nIdle, raw.janitor
+	raw.mu.Unlock()
+	if n != 0 || janitor != nil {
+		t.Fatalf("after expiry: %d idle, janitor scheduled %v", n, janitor != nil)
+	}
+}
