@@ -186,8 +186,10 @@ func (s *dirStream[T]) work(more func()) {
 		} else if len(es) > 0 {
 			r.v, r.ok = s.produce(es), true
 		}
-		clear(es)
-		*ep = es[:0]
+		if es != nil {
+			clear(es)
+			*ep = es[:0]
+		}
 		entryChunkPool.Put(ep)
 
 		s.mu.Lock()

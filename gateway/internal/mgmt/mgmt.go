@@ -67,11 +67,11 @@ type Deps struct {
 	DialOptions []grpc.DialOption
 }
 
-// New creates one lazily-connecting gRPC client per agent with a sidecar.
 // sidecarWindow is the flow-control window of the sidecar connections:
 // larger than a message of a whole editable file (1 MiB by default).
 const sidecarWindow = 4 << 20
 
+// New creates one lazily-connecting gRPC client per agent with a sidecar.
 // grpc.NewClient does not dial, so a sidecar that is down at start only
 // affects its own calls.
 func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
