@@ -311,12 +311,8 @@ func (s *Server) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileRequ
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	c, ok := m[req.GetPath()]
-	if !ok {
-		return nil, Err(codes.NotFound, "NOT_FOUND", "file not found")
-	}
-	if revision(c) != req.GetExpectedRevision() {
-		return nil, Err(codes.Aborted, "REVISION_MISMATCH", "the file changed since it was read")
+	if _, err := current(m, req.GetPath(), req.GetExpectedRevision(), "file"); err != nil {
+		return nil, err
 	}
 	m[req.GetPath()] = req.GetContent()
 	return entry(req.GetPath(), req.GetContent()), nil
@@ -330,12 +326,9 @@ func (s *Server) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryReques
 	if err != nil {
 		return nil, err
 	}
-	c, ok := m[req.GetSourcePath()]
-	if !ok {
-		return nil, Err(codes.NotFound, "NOT_FOUND", "entry not found")
-	}
-	if revision(c) != req.GetExpectedRevision() {
-		return nil, Err(codes.Aborted, "REVISION_MISMATCH", "the entry changed")
+	c, err := current(m, req.GetSourcePath(), req.GetExpectedRevision(), "entry")
+	if err != nil {
+		return nil, err
 	}
 	if _, ok := m[req.GetDestinationPath()]; ok {
 		return nil, Err(codes.AlreadyExists, "ALREADY_EXISTS", "destination exists")
@@ -353,15 +346,24 @@ func (s *Server) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryRe
 	if err != nil {
 		return nil, err
 	}
-	c, ok := m[req.GetPath()]
-	if !ok {
-		return nil, Err(codes.NotFound, "NOT_FOUND", "entry not found")
-	}
-	if revision(c) != req.GetExpectedRevision() {
-		return nil, Err(codes.Aborted, "REVISION_MISMATCH", "the entry changed")
+	if _, err := current(m, req.GetPath(), req.GetExpectedRevision(), "entry"); err != nil {
+		return nil, err
 	}
 	delete(m, req.GetPath())
 	return &workspacev1.DeleteEntryResponse{}, nil
+}
+
+// current returns the content at path in m if its revision is expected;
+// what names the path in the errors ("file", "entry").
+func current(m map[string]string, path, expected, what string) (string, error) {
+	c, ok := m[path]
+	if !ok {
+		return "", Err(codes.NotFound, "NOT_FOUND", what+" not found")
+	}
+	if revision(c) != expected {
+		return "", Err(codes.Aborted, "REVISION_MISMATCH", "the "+what+" changed since it was read")
+	}
+	return c, nil
 }
 
 // Revision exposes the fake's revision function.

@@ -298,14 +298,7 @@ func (e *enc) listEntries(m *workspacev1.ListEntriesResponse) {
 	e.b = make([]byte, 0, 256*len(m.GetEntries())+128)
 	e.b = append(e.b, '{')
 	e.key("entries", true)
-	e.b = append(e.b, '[')
-	for i, x := range m.GetEntries() {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
-		e.entry(x)
-	}
-	e.b = append(e.b, ']')
+	encArray(e, m.GetEntries(), e.entry)
 	e.key("next_cursor", false)
 	e.str(m.GetNextCursor())
 	e.key("directory_revision", false)
@@ -330,18 +323,23 @@ func (e *enc) project(m *workspacev1.Project) {
 	e.b = append(e.b, '}')
 }
 
+// encArray writes xs as a JSON array, each element by one.
+func encArray[T any](e *enc, xs []T, one func(T)) {
+	e.b = append(e.b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		one(x)
+	}
+	e.b = append(e.b, ']')
+}
+
 func (e *enc) listProjects(m *workspacev1.ListProjectsResponse) {
 	e.b = make([]byte, 0, 160*len(m.GetProjects())+64)
 	e.b = append(e.b, '{')
 	e.key("projects", true)
-	e.b = append(e.b, '[')
-	for i, x := range m.GetProjects() {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
-		e.project(x)
-	}
-	e.b = append(e.b, ']')
+	encArray(e, m.GetProjects(), e.project)
 	e.key("next_cursor", false)
 	e.str(m.GetNextCursor())
 	e.b = append(e.b, '}')
