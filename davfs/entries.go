@@ -341,10 +341,7 @@ func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, err
 	}
 	c, data, err := f.fileContent(fd, &st, true)
 	if err != nil {
-		if errors.Is(err, errBusy) {
-			return File{}, newErr(CodeAborted, ReasonRevisionMismatch, err, "%q kept changing while being read", w.rel)
-		}
-		return File{}, fsErr(err, w.rel)
+		return File{}, contentErr(err, w)
 	}
 	e.Size, e.ModTime = st.Size, modTime(&st)
 	e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
