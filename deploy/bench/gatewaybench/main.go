@@ -8,6 +8,12 @@
 //     same calls as direct gRPC to the sidecar (target: gateway latency
 //     ≤ 1.5× direct).
 //
+// As a reference for the REST figures it also measures a "transport floor":
+// this same binary re-executed as a bare forwarder (net/http server, one
+// grpc-go client, no auth, no routing, no JSON, no logs) that answers the
+// same two calls through the same sidecar. It is the least any gateway built
+// on net/http and grpc-go pays on this machine for its extra process.
+//
 // It starts the real binaries (sidecar/sidecartest and gateway/gatewaytest
 // build them with `go build`, or use $AGENT_SIDECAR_BIN / $AGENT_GATEWAY_BIN)
 // on 127.0.0.1 only; every loop is bounded in count, and -timeout bounds the
@@ -16,12 +22,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -29,6 +39,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
@@ -51,6 +63,9 @@ type params struct {
 }
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == floorFlag {
+		os.Exit(floorForwarder(os.Args[2]))
+	}
 	var p params
 	flag.IntVar(&p.sizeMiB, "size", 256, "size of the WebDAV GET file, MiB")
 	flag.IntVar(&p.rounds, "rounds", 7, "measured GETs per path (after one warm-up each), alternating")
@@ -129,6 +144,10 @@ func run(b verboseTB, p params) (*report, error) {
 		Agents: []gatewaytest.Agent{{ID: p.agentID, RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
 		Env:    env,
 	})
+	floorURL, err := startFloor(b, sc.RPCAddr, env)
+	if err != nil {
+		return nil, err
+	}
 	rep := &report{}
 
 	// --- WebDAV GET throughput ---
@@ -170,6 +189,7 @@ func run(b verboseTB, p params) (*report, error) {
 		name   string
 		direct func() error
 		rest   func() error
+		floor  func() error
 	}{
 		{"ListProjectEntries",
 			func() error {
@@ -181,6 +201,9 @@ func run(b verboseTB, p params) (*report, error) {
 			},
 			func() error {
 				return restGet(client, api+"entries?"+q+fmt.Sprintf("&path=dir&page_size=%d", p.entries), gw.AdminToken)
+			},
+			func() error {
+				return restGet(client, floorURL+"/entries?"+url.Values{"project": {p.project}, "n": {fmt.Sprint(p.entries)}}.Encode(), "")
 			}},
 		{"GetProjectFile",
 			func() error {
@@ -190,7 +213,8 @@ func run(b verboseTB, p params) (*report, error) {
 				}
 				return err
 			},
-			func() error { return restGet(client, api+"files?"+q+"&path=small.txt", gw.AdminToken) }},
+			func() error { return restGet(client, api+"files?"+q+"&path=small.txt", gw.AdminToken) },
+			func() error { return restGet(client, floorURL+"/file?project="+url.QueryEscape(p.project), "") }},
 	}
 	for _, c := range calls {
 		var lat latency
@@ -204,7 +228,12 @@ func run(b verboseTB, p params) (*report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s via gateway: %w", c.name, err)
 			}
+			d3, err := timed(c.floor)
+			if err != nil {
+				return nil, fmt.Errorf("%s via the transport floor: %w", c.name, err)
+			}
 			if i >= 30 {
+				lat.floor = append(lat.floor, d3)
 				lat.direct = append(lat.direct, d1)
 				lat.gateway = append(lat.gateway, d2)
 			}
@@ -330,8 +359,8 @@ func timed(f func() error) (time.Duration, error) {
 }
 
 type latency struct {
-	name            string
-	direct, gateway []time.Duration
+	name                   string
+	direct, gateway, floor []time.Duration
 }
 
 type report struct {
@@ -371,16 +400,18 @@ func (r *report) print(w io.Writer, p params) {
 	bd, bg := slices.Max(r.getDirect), slices.Max(r.getGateway)
 	fmt.Fprintf(w, "| path | median MiB/s | best MiB/s |\n|---|---|---|\n| sidecar direct | %.0f | %.0f |\n| gateway /dav/ | %.0f | %.0f |\n", d, bd, g, bg)
 	fmt.Fprintf(w, "ratio gateway/direct = %.2fx median, %.2fx best (target >= 0.70x): %s\n", g/d, bg/bd, verdict(g/d >= 0.7))
-	fmt.Fprintf(w, "\nREST via gateway vs direct gRPC (%d calls each, sequential)\n", p.calls)
-	fmt.Fprintf(w, "| call | direct p50 | gateway p50 | direct p90 | gateway p90 | direct p99 | gateway p99 | ratio p50 |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\nREST via gateway vs direct gRPC (%d calls each, sequential, the three paths alternating)\n", p.calls)
+	fmt.Fprintf(w, "| call | direct p50 | gateway p50 | direct p90 | gateway p90 | direct p99 | gateway p99 | ratio p50 | transport floor p50 | floor ratio p50 |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	var verdicts []string
 	for _, l := range r.latencies {
 		ratio := float64(median(l.gateway)) / float64(median(l.direct))
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.2fx |\n", l.name,
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.2fx | %s | %.2fx |\n", l.name,
 			us(median(l.direct)), us(median(l.gateway)), us(pct(l.direct, .9)), us(pct(l.gateway, .9)),
-			us(pct(l.direct, .99)), us(pct(l.gateway, .99)), ratio)
+			us(pct(l.direct, .99)), us(pct(l.gateway, .99)), ratio,
+			us(median(l.floor)), float64(median(l.floor))/float64(median(l.direct)))
 		verdicts = append(verdicts, fmt.Sprintf("%s p50 ratio %.2fx (target <= 1.50x): %s", l.name, ratio, verdict(ratio <= 1.5)))
 	}
+	fmt.Fprintf(w, "transport floor: a bare net/http -> grpc-go forwarder (this binary, same GOMAXPROCS as the gateway; no auth, no JSON, no logs) for the same calls\n")
 	fmt.Fprintf(w, "reference: bare HTTP round trip to the gateway (GET /healthz) p50 %s, p90 %s\n", us(median(r.healthz)), us(pct(r.healthz, .9)))
 	fmt.Fprintf(w, "reference: authenticated REST call with no sidecar hop (ListAgents) p50 %s, p90 %s\n", us(median(r.listAgents)), us(pct(r.listAgents, .9)))
 	for _, v := range verdicts {
@@ -415,4 +446,102 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return f[0]
+}
+
+// floorFlag re-executes this binary as the transport-floor forwarder.
+const floorFlag = "-run-transport-floor"
+
+// startFloor starts the transport-floor forwarder in front of the sidecar at
+// rpcAddr, with the gateway's environment (GOMAXPROCS), and returns its URL.
+func startFloor(b verboseTB, rpcAddr string, env []string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(self, floorFlag, rpcAddr)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := bufio.NewReader(out).ReadString('\n')
+		ch <- result{line, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return "", fmt.Errorf("transport floor: no address: %w", r.err)
+		}
+		return "http://" + strings.TrimSpace(r.line), nil
+	case <-time.After(30 * time.Second):
+		return "", fmt.Errorf("transport floor: no address after 30s")
+	}
+}
+
+// floorForwarder is the transport floor: an HTTP server on 127.0.0.1:0 that
+// turns GET /file?project=P and GET /entries?project=P&n=N into the
+// sidecar's GetFile("small.txt") and ListEntries("dir") over one grpc-go
+// connection configured like the gateway's (same metadata, same fixed flow
+// control windows), and answers with the file's bytes or the entry names.
+// It prints its address on stdout and serves until killed.
+func floorForwarder(rpcAddr string) int {
+	conn, err := grpc.NewClient(rpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(8<<20))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "transport floor:", err)
+		return 1
+	}
+	rpc := workspacev1.NewWorkspaceServiceClient(conn)
+	call := func(r *http.Request) (context.Context, *workspacev1.WorkspaceRef) {
+		ctx := metadata.AppendToOutgoingContext(r.Context(), "x-operator", gatewaytest.AdminOperator, "x-request-id", "floor")
+		return ctx, &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: r.URL.Query().Get("project")}
+	}
+	fail := func(w http.ResponseWriter, err error) { http.Error(w, err.Error(), http.StatusBadGateway) }
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /file", func(w http.ResponseWriter, r *http.Request) {
+		ctx, ws := call(r)
+		resp, err := rpc.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: ws, Path: "small.txt"})
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(resp.GetContent())))
+		io.WriteString(w, resp.GetContent())
+	})
+	mux.HandleFunc("GET /entries", func(w http.ResponseWriter, r *http.Request) {
+		ctx, ws := call(r)
+		var n int32
+		fmt.Sscan(r.URL.Query().Get("n"), &n)
+		resp, err := rpc.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: ws, Path: "dir", PageSize: n})
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		var buf []byte
+		for _, e := range resp.GetEntries() {
+			buf = append(append(buf, e.GetName()...), '\n')
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(buf)))
+		w.Write(buf)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "transport floor:", err)
+		return 1
+	}
+	fmt.Println(ln.Addr().String())
+	err = http.Serve(ln, mux)
+	fmt.Fprintln(os.Stderr, "transport floor:", err)
+	return 1
 }
