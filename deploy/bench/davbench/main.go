@@ -104,12 +104,19 @@ func run(quick bool, files int, keep bool, only string) error {
 		return err
 	}
 	syscall.Sync() // no writeback of the prepared tree during the measurements
-	bin := filepath.Join(work, "agent-sidecar")
-	build := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar")
-	build.Dir = modRoot
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building agent-sidecar: %w", err)
+	// $AGENT_SIDECAR_BIN (as in sidecartest) runs a prebuilt binary, for
+	// side-by-side runs of two builds.
+	bin := os.Getenv("AGENT_SIDECAR_BIN")
+	if bin == "" {
+		bin = filepath.Join(work, "agent-sidecar")
+		build := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar")
+		build.Dir = modRoot
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building agent-sidecar: %w", err)
+		}
+	} else {
+		fmt.Printf("davbench: sidecar binary from $AGENT_SIDECAR_BIN\n")
 	}
 
 	var servers []*server
