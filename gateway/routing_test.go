@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -220,5 +221,79 @@ func TestRestartedSidecarRecovers(t *testing.T) {
 			t.Fatalf("still %d five seconds after the sidecar came back: %s", r.Status, r.Body)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Projects named like the REST API's sub-resources ("entries", "files")
+// are valid project names (PRD §7.3) and must be deletable through
+// DELETE /projects/{name}: DELETE /projects/entries is also DeleteEntry's
+// route, and the gateway tells the two apart by their query (DeleteProject
+// has confirm_name and no workspace or path).
+func TestProjectsNamedLikeRoutes(t *testing.T) {
+	g, a, _ := twoFakes(t, gatewaytest.Options{})
+	listed := func(name string) bool {
+		r := admin(t, g, http.MethodGet, api+"/agents/codex-a/projects", "")
+		if r.Status != http.StatusOK {
+			t.Fatalf("list: %d %s", r.Status, r.Body)
+		}
+		var got struct {
+			Projects []struct{ Name string } `json:"projects"`
+		}
+		if err := json.Unmarshal(r.Body, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range got.Projects {
+			if p.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range []string{"entries", "files"} {
+		if r := admin(t, g, http.MethodPost, api+"/agents/codex-a/projects", `{"name":"`+name+`"}`); r.Status != http.StatusOK {
+			t.Fatalf("create %s: %d %s", name, r.Status, r.Body)
+		}
+		if !listed(name) {
+			t.Fatalf("project %s not listed after create", name)
+		}
+		// A wrong confirmation is still DeleteProject's error, not DeleteEntry's.
+		r := admin(t, g, http.MethodDelete, api+"/agents/codex-a/projects/"+name+"?confirm_name=nope", "")
+		if r.Status != http.StatusBadRequest || r.reason(t) != "CONFIRMATION_MISMATCH" {
+			t.Errorf("delete %s with a wrong confirmation: %d %s, want 400 CONFIRMATION_MISMATCH", name, r.Status, r.Body)
+		}
+		if !listed(name) {
+			t.Fatalf("project %s gone after a refused delete", name)
+		}
+		r = admin(t, g, http.MethodDelete, api+"/agents/codex-a/projects/"+name+"?confirm_name="+name, "")
+		if r.Status != http.StatusOK {
+			t.Errorf("delete %s: %d %s", name, r.Status, r.Body)
+		}
+		if listed(name) {
+			t.Errorf("project %s still listed after delete", name)
+		}
+	}
+	// DeleteEntry keeps its route: a file in project "demo".
+	a.Put("demo", "gone.txt", "x")
+	r := admin(t, g, http.MethodDelete, api+"/agents/codex-a/projects/entries?workspace.scope=PROJECT&workspace.project_name=demo&path=gone.txt&expected_revision="+fakesidecar.Revision("x"), "")
+	if r.Status != http.StatusOK {
+		t.Errorf("DeleteEntry: %d %s", r.Status, r.Body)
+	}
+	// One audit record per delete, naming the project (or the entry).
+	var deletes []string
+	for _, rec := range g.AuditRecords(t) {
+		if a, _ := rec["action"].(string); strings.HasPrefix(a, "delete_") {
+			deletes = append(deletes, fmt.Sprintf("%s %v %v %v", a, rec["project_name"], rec["source_path"], rec["result"]))
+		}
+	}
+	want := "delete_project entries  error|delete_project entries  ok|delete_project files  error|delete_project files  ok|delete_entry demo gone.txt ok"
+	if got := strings.Join(deletes, "|"); got != want {
+		t.Errorf("audit deletes:\n got %s\nwant %s", got, want)
+	}
+	var methods []string
+	for _, c := range a.Calls() {
+		methods = append(methods, c.Method)
+	}
+	if got := strings.Join(methods, ","); !strings.Contains(got, "DeleteProject") || !strings.HasSuffix(got, "DeleteEntry") {
+		t.Errorf("sidecar calls = %s", got)
 	}
 }

@@ -95,8 +95,9 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * A project literally named "entries" or "files" cannot be deleted through
-         *     this route (those paths belong to the entry routes); use WebDAV or rename.
+         * A project named "entries" shares its path with DeleteProjectEntry: a
+         *     DELETE of .../projects/entries whose query is confirm_name alone deletes
+         *     the project, any other query deletes an entry.
          */
         delete: operations["WorkspaceManagementService_DeleteProject"];
         options?: never;

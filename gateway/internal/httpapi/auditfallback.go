@@ -11,9 +11,9 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 )
 
-// mutationRoute names the REST mutation a request targets, or "" for reads
-// and unknown routes.
-func mutationRoute(method, path string) (action, agentID, project string) {
+// mutationRoute names the REST mutation a request with this path and raw
+// query targets, or "" for reads and unknown routes.
+func mutationRoute(method, path, rawQuery string) (action, agentID, project string) {
 	rest, ok := strings.CutPrefix(path, APIPrefix+"/agents/")
 	if !ok {
 		return "", "", ""
@@ -35,9 +35,9 @@ func mutationRoute(method, path string) (action, agentID, project string) {
 		return "move_entry", agentID, ""
 	case len(seg) == 3 && method == http.MethodPut && seg[2] == "files":
 		return "update_file", agentID, ""
-	case len(seg) == 3 && method == http.MethodDelete && seg[2] == "entries":
+	case len(seg) == 3 && method == http.MethodDelete && seg[2] == "entries" && !deletesProject(rawQuery):
 		return "delete_entry", agentID, ""
-	case len(seg) == 3 && method == http.MethodDelete && seg[2] != "files":
+	case len(seg) == 3 && method == http.MethodDelete:
 		return "delete_project", agentID, seg[2]
 	}
 	return "", "", ""
@@ -50,7 +50,7 @@ func mutationRoute(method, path string) (action, agentID, project string) {
 func (s *Server) auditRefused(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		action, agentID, project := mutationRoute(r.Method, r.URL.Path)
+		action, agentID, project := mutationRoute(r.Method, r.URL.Path, r.URL.RawQuery)
 		if s.opts.Audit == nil || action == "" {
 			return next(c)
 		}

@@ -51,14 +51,65 @@ func (s *Server) registerFastGets() error {
 		})); err != nil {
 		return err
 	}
-	return s.mux.HandlePath(http.MethodGet, filesPattern, s.fastGet("/workspace.v1.WorkspaceManagementService/GetProjectFile", filesPattern,
+	if err := s.mux.HandlePath(http.MethodGet, filesPattern, s.fastGet("/workspace.v1.WorkspaceManagementService/GetProjectFile", filesPattern,
 		func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
 			req := &workspacev1.GetProjectFileRequest{AgentId: agentID}
 			if _, err := decodeFileQuery(r, req); err != nil {
 				return nil, err
 			}
 			return svc.GetProjectFile(ctx, req)
-		}))
+		})); err != nil {
+		return err
+	}
+	return s.registerDeleteEntries()
+}
+
+// A project may be called "entries" (PRD §7.3 allows it, and an agent may
+// have made the directory), but DELETE .../projects/entries is also
+// DeleteProjectEntry's route, which the generated mux prefers, so such a
+// project could not be deleted over REST. A DELETE of that path whose
+// query names only DeleteProject's own field (confirm_name) is therefore
+// DeleteProject of the project "entries"; any other query (workspace.*,
+// path, expected_revision, or nothing) stays DeleteProjectEntry, as
+// generated. ("files" has no DELETE route of its own and needs nothing.)
+const projectPattern = APIPrefix + "/agents/{agent_id}/projects/{name}"
+
+// projectFilter is the generated DeleteProject handler's filter.
+var projectFilter = utilities.NewDoubleArray([][]string{{"agent_id"}, {"name"}})
+
+func (s *Server) registerDeleteEntries() error {
+	svc := s.opts.Service
+	project := s.fastGet("/workspace.v1.WorkspaceManagementService/DeleteProject", projectPattern,
+		func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
+			req := &workspacev1.DeleteAgentProjectRequest{AgentId: agentID, Name: "entries"}
+			if err := populateSlow(r, req, projectFilter); err != nil {
+				return nil, err
+			}
+			return svc.DeleteProject(ctx, req)
+		})
+	entry := s.fastGet("/workspace.v1.WorkspaceManagementService/DeleteProjectEntry", entriesPattern,
+		func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
+			req := &workspacev1.DeleteProjectEntryRequest{AgentId: agentID}
+			if err := populateSlow(r, req, agentIDFilter); err != nil {
+				return nil, err
+			}
+			return svc.DeleteProjectEntry(ctx, req)
+		})
+	return s.mux.HandlePath(http.MethodDelete, entriesPattern, func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
+		if deletesProject(r.URL.RawQuery) {
+			project(w, r, pathParams)
+			return
+		}
+		entry(w, r, pathParams)
+	})
+}
+
+// deletesProject reports whether a DELETE .../projects/entries with this raw
+// query is DeleteProject: its only parameter is confirm_name, once. A query
+// that does not parse is left to DeleteProjectEntry (which refuses it).
+func deletesProject(rawQuery string) bool {
+	q, err := url.ParseQuery(rawQuery)
+	return err == nil && len(q) == 1 && len(q["confirm_name"]) == 1
 }
 
 // fastGet is the generated local handler's body with call in place of
@@ -92,11 +143,12 @@ func (s *Server) fastGet(rpc, pattern string, call func(ctx context.Context, r *
 }
 
 // populateSlow is exactly what the generated handler does with the query.
-func populateSlow(r *http.Request, m proto.Message) error {
+// filter names the route's path parameters, which the query may not set.
+func populateSlow(r *http.Request, m proto.Message, filter *utilities.DoubleArray) error {
 	if err := r.ParseForm(); err != nil {
 		return status.Errorf(codes.InvalidArgument, "%v", err)
 	}
-	if err := runtime.PopulateQueryParameters(m, r.Form, agentIDFilter); err != nil {
+	if err := runtime.PopulateQueryParameters(m, r.Form, filter); err != nil {
 		return status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	return nil
@@ -207,7 +259,7 @@ func decodeEntriesQuery(r *http.Request, req *workspacev1.ListProjectEntriesRequ
 	agentID := req.AgentId
 	proto.Reset(req)
 	req.AgentId = agentID
-	return false, populateSlow(r, req)
+	return false, populateSlow(r, req, agentIDFilter)
 }
 
 // decodeFileQuery fills req (AgentId already set) from the query; fast
@@ -230,5 +282,5 @@ func decodeFileQuery(r *http.Request, req *workspacev1.GetProjectFileRequest) (f
 	agentID := req.AgentId
 	proto.Reset(req)
 	req.AgentId = agentID
-	return false, populateSlow(r, req)
+	return false, populateSlow(r, req, agentIDFilter)
 }

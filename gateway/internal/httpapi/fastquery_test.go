@@ -66,7 +66,7 @@ func TestFastQueryMatchesGrpcGateway(t *testing.T) {
 			case *workspacev1.GetProjectFileRequest:
 				fast, ferr = decodeFileQuery(r.Clone(context.Background()), m)
 			}
-			serr := populateSlow(r.Clone(context.Background()), c.slow)
+			serr := populateSlow(r.Clone(context.Background()), c.slow, agentIDFilter)
 			if (ferr == nil) != (serr == nil) {
 				t.Errorf("%s %q: fast error %v, grpc-gateway error %v", c.name, q, ferr, serr)
 				continue

@@ -171,7 +171,12 @@ func TestMutationRoute(t *testing.T) {
 		{"POST", p, "create_project", ""},
 		{"GET", p, "", ""},
 		{"DELETE", p + "/demo", "delete_project", "demo"},
-		{"DELETE", p + "/files", "", ""},
+		{"DELETE", p + "/demo?confirm_name=demo", "delete_project", "demo"},
+		{"DELETE", p + "/files", "delete_project", "files"},
+		{"DELETE", p + "/entries?confirm_name=entries", "delete_project", "entries"},
+		{"DELETE", p + "/entries?confirm_name=", "delete_project", "entries"},
+		{"DELETE", p + "/entries?confirm_name=entries&path=x", "delete_entry", ""},
+		{"DELETE", p + "/entries?workspace.scope=GLOBAL&path=x", "delete_entry", ""},
 		{"POST", p + "/entries", "create_entry", ""},
 		{"POST", p + "/entries:move", "move_entry", ""},
 		{"PUT", p + "/files", "update_file", ""},
@@ -180,7 +185,8 @@ func TestMutationRoute(t *testing.T) {
 		{"POST", APIPrefix + "/session", "", ""},
 		{"POST", APIPrefix + "/agents/x/other", "", ""},
 	} {
-		action, agent, project := mutationRoute(c.method, c.path)
+		path, query, _ := strings.Cut(c.path, "?")
+		action, agent, project := mutationRoute(c.method, path, query)
 		if action != c.action || project != c.project || (action != "" && agent != "codex-a") {
 			t.Errorf("%s %s = %q %q %q", c.method, c.path, action, agent, project)
 		}

@@ -43,8 +43,9 @@ type WorkspaceManagementServiceClient interface {
 	ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error)
 	ListProjects(ctx context.Context, in *ListAgentProjectsRequest, opts ...grpc.CallOption) (*ListProjectsResponse, error)
 	CreateProject(ctx context.Context, in *CreateAgentProjectRequest, opts ...grpc.CallOption) (*Project, error)
-	// A project literally named "entries" or "files" cannot be deleted through
-	// this route (those paths belong to the entry routes); use WebDAV or rename.
+	// A project named "entries" shares its path with DeleteProjectEntry: a
+	// DELETE of .../projects/entries whose query is confirm_name alone deletes
+	// the project, any other query deletes an entry.
 	DeleteProject(ctx context.Context, in *DeleteAgentProjectRequest, opts ...grpc.CallOption) (*DeleteProjectResponse, error)
 	ListProjectEntries(ctx context.Context, in *ListProjectEntriesRequest, opts ...grpc.CallOption) (*ListEntriesResponse, error)
 	GetProjectFile(ctx context.Context, in *GetProjectFileRequest, opts ...grpc.CallOption) (*GetFileResponse, error)
@@ -169,8 +170,9 @@ type WorkspaceManagementServiceServer interface {
 	ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error)
 	ListProjects(context.Context, *ListAgentProjectsRequest) (*ListProjectsResponse, error)
 	CreateProject(context.Context, *CreateAgentProjectRequest) (*Project, error)
-	// A project literally named "entries" or "files" cannot be deleted through
-	// this route (those paths belong to the entry routes); use WebDAV or rename.
+	// A project named "entries" shares its path with DeleteProjectEntry: a
+	// DELETE of .../projects/entries whose query is confirm_name alone deletes
+	// the project, any other query deletes an entry.
 	DeleteProject(context.Context, *DeleteAgentProjectRequest) (*DeleteProjectResponse, error)
 	ListProjectEntries(context.Context, *ListProjectEntriesRequest) (*ListEntriesResponse, error)
 	GetProjectFile(context.Context, *GetProjectFileRequest) (*GetFileResponse, error)
