@@ -148,7 +148,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHT
 
 func (s *Server) davHandler() echo.HandlerFunc {
 	if s.opts.DAV == nil {
-		// TODO(davproxy): replaced by the davproxy handler when it is wired.
+		// Only a Server built without a WebDAV view (unit tests); the
+		// gateway always mounts davproxy.
 		return func(c echo.Context) error {
 			s.writeError(c.Response(), codes.Unimplemented, workspacev1.ErrorReason_INTERNAL, "the WebDAV view is not available in this build")
 			return nil
