@@ -12,6 +12,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -57,11 +58,19 @@ type Logger struct {
 	log  hclog.Logger
 	now  func() time.Time
 	mu   sync.Mutex
+	path string
 	file *os.File
+	fi   os.FileInfo // of file, to notice it was rotated away
+	// closed is set by Close: later records go to the log only.
+	closed bool
 }
 
 // Open returns a Logger writing to log and, when path is not empty, appending
 // to path (created 0600).
+//
+// The file may be rotated by renaming or deleting it (logrotate's default
+// mode, no signal needed): before each record the Logger checks that path
+// still names the file it has open, and otherwise opens path anew.
 func Open(log hclog.Logger, path string, now func() time.Time) (*Logger, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -69,21 +78,53 @@ func Open(log hclog.Logger, path string, now func() time.Time) (*Logger, error) 
 	if now == nil {
 		now = time.Now
 	}
-	l := &Logger{log: log.Named("audit"), now: now}
+	l := &Logger{log: log.Named("audit"), now: now, path: path}
 	if path != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
+		if err := l.open(); err != nil {
 			return nil, fmt.Errorf("audit.file: %w", err)
 		}
-		l.file = f
 	}
 	return l, nil
+}
+
+// open opens l.path for appending, replacing the open file; l.mu is held
+// (or l is not shared yet).
+func (l *Logger) open() error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file")
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if l.file != nil {
+		l.file.Close()
+	}
+	l.file, l.fi = f, fi
+	return nil
+}
+
+// current makes sure l.file is the file at l.path, reopening it after a
+// rotation; l.mu is held.
+func (l *Logger) current() error {
+	if l.file != nil {
+		if fi, err := os.Stat(l.path); err == nil && os.SameFile(fi, l.fi) {
+			return nil
+		}
+	}
+	return l.open()
 }
 
 // Close closes the audit file.
 func (l *Logger) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	if l.file == nil {
 		return nil
 	}
@@ -134,9 +175,7 @@ func (l *Logger) Record(ctx context.Context, r Record) {
 		"action", r.Action, "source_path", r.SourcePath, "destination_path", r.DestinationPath,
 		"result", r.Result, "grpc_code", r.GRPCCode, "reason", r.Reason,
 		"http_status", r.HTTPStatus, "duration_ms", r.DurationMS)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.file == nil {
+	if l.path == "" {
 		return
 	}
 	line, err := json.Marshal(r)
@@ -144,9 +183,27 @@ func (l *Logger) Record(ctx context.Context, r Record) {
 		return
 	}
 	line = append(line, '\n')
-	if _, err := l.file.Write(line); err != nil {
-		l.log.Error("audit file write failed", "error", err.Error())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
 	}
+	if err := l.current(); err != nil {
+		l.log.Error("audit file could not be reopened; record only in the log", "request_id", r.RequestID, "error", causeOnly(err))
+		return
+	}
+	if _, err := l.file.Write(line); err != nil {
+		l.log.Error("audit file write failed", "request_id", r.RequestID, "error", causeOnly(err))
+	}
+}
+
+// causeOnly is err without the file's path (a *PathError's Op and Path).
+func causeOnly(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // RedactGlobalPath keeps a GLOBAL-scope path only when it names the global

@@ -94,3 +94,85 @@ func TestOpenFailsForBadPath(t *testing.T) {
 		t.Errorf("Open = %v", err)
 	}
 }
+
+// Rotation by renaming (logrotate's default "create" mode) or deleting the
+// file: the next record starts a new file at the configured path, and the
+// rotated file keeps what it had.
+func TestFileRotatedByRename(t *testing.T) {
+	var logBuf bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logBuf, JSONFormat: true})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	l, err := Open(log, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rec := func(id string) {
+		l.Record(context.Background(), Record{RequestID: id, Operator: "alice", AgentID: "codex-a", Action: "delete_project", ProjectName: "p", GRPCCode: "OK"})
+	}
+	ids := func(p string) string {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("%s: %q is not JSON", p, line)
+			}
+			out = append(out, m["request_id"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	rec("1")
+	rec("2")
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	rec("3")
+	if got := ids(path + ".1"); got != "1,2" {
+		t.Errorf("rotated file has %s, want 1,2", got)
+	}
+	if got := ids(path); got != "3" {
+		t.Errorf("new file has %s, want 3", got)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("new file: %v %v", fi, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	rec("4")
+	rec("5")
+	if got := ids(path); got != "4,5" {
+		t.Errorf("file after delete has %s, want 4,5", got)
+	}
+	if got := ids(path + ".1"); got != "1,2" {
+		t.Errorf("rotated file changed: %s", got)
+	}
+	// A path that cannot be reopened: the record still reaches the log, the
+	// failure is logged (without the path), and the next record retries.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec("6")
+	if !strings.Contains(logBuf.String(), `"request_id":"6"`) {
+		t.Error("record 6 missing from the log")
+	}
+	if !strings.Contains(logBuf.String(), "audit file") || strings.Contains(logBuf.String(), dir) {
+		t.Errorf("reopen failure not logged, or logged with the path:\n%s", logBuf.String())
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	rec("7")
+	if got := ids(path); got != "7" {
+		t.Errorf("file after the failed reopen has %s, want 7", got)
+	}
+}
