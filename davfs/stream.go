@@ -205,18 +205,17 @@ func (s *dirStream[T]) work(more func()) {
 // turn. Called with mu held; consume runs without it.
 func (s *dirStream[T]) drain() {
 	s.writing = true
-	defer func() { s.writing = false }()
 	for s.err == nil {
 		r, ok := s.done[s.next]
 		if !ok {
-			return
+			break
 		}
 		delete(s.done, s.next)
 		s.next++
 		s.turn.Broadcast()
 		if r.err != nil {
 			s.fail(r.err)
-			return
+			break
 		}
 		if !r.ok {
 			continue // every name of the chunk was left out
@@ -228,6 +227,9 @@ func (s *dirStream[T]) drain() {
 			s.fail(err)
 		}
 	}
+	// Not deferred: if consume panics (mu is not held then), writing stays
+	// set, so no other worker consumes until the stream is failed.
+	s.writing = false
 }
 
 func (s *dirStream[T]) fail(err error) {

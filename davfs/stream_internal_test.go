@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // chunkNames lists dir with ReadDirChunks and returns every entry in the
@@ -252,5 +253,44 @@ func TestReadDirChunksPanic(t *testing.T) {
 	}
 	if after := openFDs(t); after != before {
 		t.Fatalf("fds: %d before, %d after", before, after)
+	}
+}
+
+// TestReadDirChunksConsumePanicRace: a consume that panics on a worker
+// while other workers are finishing chunks leaves the stream's state
+// consistent (run with -race): nothing is written outside the lock on the
+// way out, and no consume starts after one panicked.
+func TestReadDirChunksConsumePanicRace(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	e := newEnv(t, nil)
+	for i := range 12 * streamChunk {
+		e.write(fmt.Sprintf("projects/p/d/f%05d", i), "x")
+	}
+	for range 5 {
+		var consumed, afterPanic atomic.Int32
+		var panicked atomic.Bool
+		got := func() (p any) {
+			defer func() { p = recover() }()
+			_ = ReadDirChunks(bg, e.fs, proj("p"), "d", func(es []Entry) int { return len(es) }, func(int) error {
+				if panicked.Load() {
+					afterPanic.Add(1)
+				}
+				if consumed.Add(1) == 2 {
+					// Let the other workers finish their chunks (and look
+					// at the stream's state) while this consume runs.
+					time.Sleep(20 * time.Millisecond)
+					panicked.Store(true)
+					panic("boom in consume")
+				}
+				return nil
+			})
+			return nil
+		}()
+		if got != "boom in consume" {
+			t.Fatalf("recovered %v", got)
+		}
+		if n := afterPanic.Load(); n != 0 {
+			t.Fatalf("%d consume calls after one panicked", n)
+		}
 	}
 }
