@@ -124,7 +124,7 @@ func (p *rawPool) get(ctx context.Context, addr string, fresh bool) (*rawConn, e
 			c := l[len(l)-1]
 			p.idle[addr] = l[:len(l)-1]
 			p.nIdle--
-			if time.Since(c.idleAt) < p.idleTimeout {
+			if time.Since(c.idleAt) < p.idleTimeout && !c.hasBytesWaiting() {
 				p.mu.Unlock()
 				c.reused = true
 				return c, nil

@@ -1,6 +1,7 @@
 package davproxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -420,5 +421,77 @@ func TestSpliceIdleConnectionsExpire(t *testing.T) {
 	raw.mu.Unlock()
 	if n != 0 || janitor != nil {
 		t.Fatalf("after expiry: %d idle, janitor scheduled %v", n, janitor != nil)
+	}
+}
+
+// A sidecar that sends more than its Content-Length (a bug, or a body the
+// gateway could not see the end of) must not have the surplus read as the
+// response to the next GET on the pooled connection: like http.Transport
+// ("unsolicited response on idle HTTP channel"), a pooled connection with
+// bytes waiting is closed, not reused.
+func TestSpliceSurplusBytesAreNotTheNextResponse(t *testing.T) {
+	const forged = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nFORGED"
+	for _, c := range []struct {
+		name  string
+		body  int           // Content-Length of the first response
+		delay time.Duration // before the surplus is sent
+	}{
+		{"beyond the head buffer", 100 << 10, 0},
+		{"after the body", 5, 100 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer conn.Close()
+						br := bufio.NewReader(conn)
+						for {
+							req, err := http.ReadRequest(br)
+							if err != nil {
+								return
+							}
+							if req.URL.Path == "/projects/p/first" {
+								fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", c.body, strings.Repeat("a", c.body))
+								time.Sleep(c.delay)
+								_, _ = io.WriteString(conn, forged)
+								continue
+							}
+							_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecond")
+						}
+					}()
+				}
+			}()
+			ep := &url.URL{Scheme: "http", Host: ln.Addr().String()}
+			h, err := New(Options{Agents: func(string) (*url.URL, bool) { return ep, true }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewServer(h)
+			defer gw.Close()
+			get := func(name string) string {
+				t.Helper()
+				resp, err := gw.Client().Get(gw.URL + "/dav/a/projects/p/" + name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return readAll(t, resp.Body)
+			}
+			if b := get("first"); len(b) != c.body {
+				t.Fatalf("first GET: %d bytes, want %d", len(b), c.body)
+			}
+			time.Sleep(2 * c.delay)
+			if b := get("second"); b != "second" {
+				t.Fatalf("second GET answered with %q", b)
+			}
+		})
 	}
 }
