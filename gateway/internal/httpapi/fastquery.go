@@ -155,10 +155,11 @@ func populateSlow(r *http.Request, m proto.Message, filter *utilities.DoubleArra
 }
 
 // queryParams calls set for each key=value of a plain query string (no ';',
-// valid escapes), decoded as url.ParseQuery does. It reports false as soon
-// as set does or the query needs grpc-gateway's own parser.
+// valid escapes, at most maxFastPairs '&'-separated pairs), decoded as
+// url.ParseQuery does. It reports false as soon as set does or the query
+// needs grpc-gateway's own parser.
 func queryParams(raw string, set func(k, v string) bool) bool {
-	if strings.IndexByte(raw, ';') >= 0 {
+	if strings.IndexByte(raw, ';') >= 0 || strings.Count(raw, "&") >= maxFastPairs {
 		return false
 	}
 	for raw != "" {
@@ -181,6 +182,12 @@ func queryParams(raw string, set func(k, v string) bool) bool {
 	}
 	return true
 }
+
+// maxFastPairs bounds the pairs (empty ones included) the hand decoder
+// takes: url.ParseQuery refuses a query with more parameters than
+// GODEBUG urlmaxqueryparams allows (10000 by default), so a long query is
+// left to it. The routes have at most five parameters.
+const maxFastPairs = 8
 
 // workspaceParam sets the WorkspaceRef fields; it reports false for any
 // other key or a value it does not decode itself.
