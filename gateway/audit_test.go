@@ -137,3 +137,19 @@ func TestAuditRecords(t *testing.T) {
 		t.Error("audit records are not in the log")
 	}
 }
+
+// grpc-gateway's X-HTTP-Method-Override (a form POST that its mux serves
+// as another method) must not reach a mutation the audit fallback does not
+// see as one: a POST .../projects/demo served as DELETE and refused before
+// the service (a repeated confirm_name) left no audit record.
+func TestMethodOverrideIsNotAnUnauditedMutation(t *testing.T) {
+	g, _, _ := twoFakes(t, gatewaytest.Options{})
+	req := g.NewRequest(t, http.MethodPost, api+"/agents/codex-a/projects/demo?confirm_name=a&confirm_name=b", strings.NewReader("x=1"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-HTTP-Method-Override", "DELETE")
+	r := do(t, req)
+	recs := g.AuditRecords(t)
+	if r.Status < 400 || (r.Status != http.StatusNotFound && r.Status != http.StatusMethodNotAllowed && len(recs) != 1) {
+		t.Fatalf("POST with X-HTTP-Method-Override: DELETE: %d %s, %d audit records %v", r.Status, r.Body, len(recs), recs)
+	}
+}

@@ -103,6 +103,10 @@ func New(opts Options) (*Server, error) {
 		// its own x-request-id/x-operator), so no request header is copied
 		// into metadata.
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		// No X-HTTP-Method-Override: a form POST served as DELETE (or any
+		// other method) would be a mutation that auditRefused, which goes by
+		// the request's method, does not know it is auditing.
+		runtime.WithDisablePathLengthFallback(),
 	)
 	if err := workspacev1.RegisterWorkspaceManagementServiceHandlerServer(context.Background(), s.mux, opts.Service); err != nil {
 		return nil, err
