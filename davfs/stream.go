@@ -82,9 +82,17 @@ func ReadDirChunks[T any](ctx context.Context, f *FS, ws Workspace, dir string, 
 			wg.Go(func() {
 				// A panic in produce or consume on a worker is re-raised
 				// on the caller's goroutine (where the HTTP server
-				// recovers it), not left to kill the process.
+				// recovers it), not left to kill the process. So is a
+				// runtime.Goexit there (recover sees nil), which would
+				// otherwise leave its chunk missing and the others
+				// waiting for it.
+				returned := false
 				defer func() {
-					if p := recover(); p != nil {
+					p := recover()
+					if p == nil && !returned {
+						p = errWorkerGoexit
+					}
+					if p != nil {
 						s.mu.Lock()
 						if s.panicked == nil {
 							s.panicked = &workerPanic{p}
@@ -94,6 +102,7 @@ func ReadDirChunks[T any](ctx context.Context, f *FS, ws Workspace, dir string, 
 					}
 				}()
 				s.work(nil)
+				returned = true
 			})
 		}
 	})
@@ -109,6 +118,10 @@ func ReadDirChunks[T any](ctx context.Context, f *FS, ws Workspace, dir string, 
 // errStreamAborted stops the workers after a panic (which is re-raised, so
 // it is never returned).
 var errStreamAborted = errors.New("davfs: listing stopped")
+
+// errWorkerGoexit is re-raised on the caller when produce or consume ended a
+// worker's goroutine with runtime.Goexit.
+var errWorkerGoexit = errors.New("davfs: produce or consume called runtime.Goexit on a ReadDirChunks worker")
 
 // workerPanic carries a worker's panic value to the caller.
 type workerPanic struct{ v any }

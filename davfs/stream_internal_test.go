@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -291,6 +292,42 @@ func TestReadDirChunksConsumePanicRace(t *testing.T) {
 		}
 		if n := afterPanic.Load(); n != 0 {
 			t.Fatalf("%d consume calls after one panicked", n)
+		}
+	}
+}
+
+// A produce that ends its goroutine with runtime.Goexit (t.FailNow in a
+// test's callback) on a worker must not leave the chunk it held missing
+// and the caller waiting forever: the caller panics instead.
+func TestReadDirChunksWorkerGoexit(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	e := newEnv(t, nil)
+	for i := range 12 * streamChunk {
+		e.write(fmt.Sprintf("projects/p/d/f%05d", i), "x")
+	}
+	for range 5 {
+		var calls atomic.Int32
+		done := make(chan any, 1)
+		go func() {
+			var p any
+			defer func() { done <- p }()
+			defer func() { p = recover() }()
+			_ = ReadDirChunks(bg, e.fs, proj("p"), "d", func(es []Entry) int {
+				if calls.Add(1) == 3 {
+					runtime.Goexit()
+				}
+				return len(es)
+			}, func(int) error { return nil })
+		}()
+		select {
+		case p := <-done:
+			// On the caller's goroutine Goexit ends it (p nil); on a
+			// worker's the caller panics.
+			if p != nil && !strings.Contains(fmt.Sprint(p), "Goexit") {
+				t.Fatalf("recovered %v", p)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("ReadDirChunks still waiting for the chunk of a worker that called runtime.Goexit")
 		}
 	}
 }
