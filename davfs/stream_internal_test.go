@@ -263,10 +263,7 @@ func TestReadDirChunksPanic(t *testing.T) {
 // way out, and no consume starts after one panicked.
 func TestReadDirChunksConsumePanicRace(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	e := newEnv(t, nil)
-	for i := range 12 * streamChunk {
-		e.write(fmt.Sprintf("projects/p/d/f%05d", i), "x")
-	}
+	e := twelveChunks(t)
 	for range 5 {
 		var consumed, afterPanic atomic.Int32
 		var panicked atomic.Bool
@@ -301,10 +298,7 @@ func TestReadDirChunksConsumePanicRace(t *testing.T) {
 // and the caller waiting forever: the caller panics instead.
 func TestReadDirChunksWorkerGoexit(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	e := newEnv(t, nil)
-	for i := range 12 * streamChunk {
-		e.write(fmt.Sprintf("projects/p/d/f%05d", i), "x")
-	}
+	e := twelveChunks(t)
 	for range 5 {
 		var calls atomic.Int32
 		done := make(chan any, 1)
@@ -330,4 +324,14 @@ func TestReadDirChunksWorkerGoexit(t *testing.T) {
 			t.Fatal("ReadDirChunks still waiting for the chunk of a worker that called runtime.Goexit")
 		}
 	}
+}
+
+// twelveChunks is a project p whose directory d lists in 12 chunks.
+func twelveChunks(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, nil)
+	for i := range 12 * streamChunk {
+		e.write(fmt.Sprintf("projects/p/d/f%05d", i), "x")
+	}
+	return e
 }
