@@ -140,7 +140,7 @@ func (p *rawPool) get(ctx context.Context, addr string, fresh bool) (*rawConn, e
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		nc.Close()
-		return nil, fmt.Errorf("dial %s: not a TCP connection", addr)
+		return nil, errors.New("sidecar dial: not a TCP connection")
 	}
 	p.dials.Add(1)
 	p.open.Add(1)
