@@ -38,30 +38,37 @@ const (
 var agentIDFilter = utilities.NewDoubleArray([][]string{{"agent_id"}})
 
 // registerFastGets overrides the generated handlers of the two GET routes
-// (runtime.ServeMux dispatches to the last registered matching handler).
+// and of DELETE .../projects/entries (runtime.ServeMux dispatches to the
+// last registered matching handler).
 func (s *Server) registerFastGets() error {
 	svc := s.opts.Service
-	if err := s.mux.HandlePath(http.MethodGet, entriesPattern, s.fastGet("/workspace.v1.WorkspaceManagementService/ListProjectEntries", entriesPattern,
-		func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
-			req := &workspacev1.ListProjectEntriesRequest{AgentId: agentID}
-			if _, err := decodeEntriesQuery(r, req); err != nil {
-				return nil, err
-			}
-			return svc.ListProjectEntries(ctx, req)
-		})); err != nil {
-		return err
+	for _, r := range []struct {
+		method, pattern string
+		h               runtime.HandlerFunc
+	}{
+		{http.MethodGet, entriesPattern, s.fastGet("/workspace.v1.WorkspaceManagementService/ListProjectEntries", entriesPattern,
+			func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
+				req := &workspacev1.ListProjectEntriesRequest{AgentId: agentID}
+				if _, err := decodeEntriesQuery(r, req); err != nil {
+					return nil, err
+				}
+				return svc.ListProjectEntries(ctx, req)
+			})},
+		{http.MethodGet, filesPattern, s.fastGet("/workspace.v1.WorkspaceManagementService/GetProjectFile", filesPattern,
+			func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
+				req := &workspacev1.GetProjectFileRequest{AgentId: agentID}
+				if _, err := decodeFileQuery(r, req); err != nil {
+					return nil, err
+				}
+				return svc.GetProjectFile(ctx, req)
+			})},
+		{http.MethodDelete, entriesPattern, s.deleteEntries()},
+	} {
+		if err := s.mux.HandlePath(r.method, r.pattern, r.h); err != nil {
+			return err
+		}
 	}
-	if err := s.mux.HandlePath(http.MethodGet, filesPattern, s.fastGet("/workspace.v1.WorkspaceManagementService/GetProjectFile", filesPattern,
-		func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
-			req := &workspacev1.GetProjectFileRequest{AgentId: agentID}
-			if _, err := decodeFileQuery(r, req); err != nil {
-				return nil, err
-			}
-			return svc.GetProjectFile(ctx, req)
-		})); err != nil {
-		return err
-	}
-	return s.registerDeleteEntries()
+	return nil
 }
 
 // A project may be called "entries" (PRD §7.3 allows it, and an agent may
@@ -77,7 +84,7 @@ const projectPattern = APIPrefix + "/agents/{agent_id}/projects/{name}"
 // projectFilter is the generated DeleteProject handler's filter.
 var projectFilter = utilities.NewDoubleArray([][]string{{"agent_id"}, {"name"}})
 
-func (s *Server) registerDeleteEntries() error {
+func (s *Server) deleteEntries() runtime.HandlerFunc {
 	svc := s.opts.Service
 	project := s.fastGet("/workspace.v1.WorkspaceManagementService/DeleteProject", projectPattern,
 		func(ctx context.Context, r *http.Request, agentID string) (proto.Message, error) {
@@ -95,13 +102,13 @@ func (s *Server) registerDeleteEntries() error {
 			}
 			return svc.DeleteProjectEntry(ctx, req)
 		})
-	return s.mux.HandlePath(http.MethodDelete, entriesPattern, func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
+	return func(w http.ResponseWriter, r *http.Request, pathParams map[string]string) {
 		if deletesProject(r.URL.RawQuery) {
 			project(w, r, pathParams)
 			return
 		}
 		entry(w, r, pathParams)
-	})
+	}
 }
 
 // deletesProject reports whether a DELETE .../projects/entries with this raw
