@@ -445,7 +445,7 @@ func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
 	}
 	rel := w.fullRel()
 	var pre unix.Stat_t
-	if _, err := statxInto(w.r.fd, rel, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &pre); err != nil ||
+	if _, err := statxInto(w.r.fd, rel, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &pre, w.r.localFS); err != nil ||
 		!isType(&pre, unix.S_IFREG) || pre.Nlink != 1 || pre.Dev != w.r.dev {
 		return -1, st, false
 	}
@@ -598,7 +598,7 @@ func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat
 	if err != nil {
 		return -1, st, nil, err
 	}
-	ents, err := readDirents(fd)
+	ents, err := readDirents(fd, w.r.localFS)
 	if err != nil {
 		unix.Close(fd)
 		return -1, st, nil, fsErr(err, w.rel)

@@ -20,15 +20,16 @@ func (r root) contains(st *unix.Stat_t, mnt uint64) bool {
 
 // statxInto stats name in dirfd (flags: AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH)
 // into st, the same fields as fstatat would fill, and returns the mount ID
-// (0 when the kernel does not report one).
-func statxInto(dirfd int, name string, flags int, st *unix.Stat_t) (uint64, error) {
+// (0 when the kernel does not report one). raw: a raw system call, for a
+// dirfd on a local file system (sysfast.go).
+func statxInto(dirfd int, name string, flags int, st *unix.Stat_t, raw bool) (uint64, error) {
 	var sx unix.Statx_t
 	var err error
 	var c cpath
 	short := c.set(name, "")
 	for {
 		if short {
-			err = statxC(dirfd, &c, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx)
+			err = statxC(dirfd, &c, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx, raw)
 		} else {
 			err = unix.Statx(dirfd, name, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx)
 		}
@@ -66,7 +67,7 @@ func statxInto(dirfd int, name string, flags int, st *unix.Stat_t) (uint64, erro
 // lstatOn stats name in dirfd without following a symlink and fails with
 // EXDEV if it is not on r's mount (a mount point or bind mount).
 func lstatOn(r root, dirfd int, name string, st *unix.Stat_t) error {
-	mnt, err := statxInto(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, st)
+	mnt, err := statxInto(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, st, r.localFS)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func lstatOn(r root, dirfd int, name string, st *unix.Stat_t) error {
 
 // fstatOn is lstatOn for an open fd.
 func fstatOn(r root, fd int, st *unix.Stat_t) error {
-	mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, st)
+	mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, st, r.localFS)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package davfs
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,23 +151,75 @@ func TestProjectRefs(t *testing.T) {
 }
 
 // TestStatxMatchesFstat: the statx-based stat fills the fields revisions
-// use exactly as fstat does, so every path yields the same revision.
+// use exactly as fstat does, so every path yields the same revision, as a
+// raw system call (local file systems) and as an ordinary one.
 func TestStatxMatchesFstat(t *testing.T) {
 	e := newEnv(t, nil)
 	e.write("projects/p/f", "x")
-	for _, rel := range []string{"projects/p/f", "projects/p", "projects"} {
-		fd, err := unix.Open(filepath.Join(e.dir, rel), unix.O_PATH|unix.O_NOFOLLOW, 0)
-		must(t, err)
-		var a, b unix.Stat_t
-		must(t, unix.Fstat(fd, &a))
-		mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, &b)
-		unix.Close(fd)
-		must(t, err)
-		if statSum(&a) != statSum(&b) || keyOf(&a) != keyOf(&b) || a.Mode != b.Mode || a.Nlink != b.Nlink {
-			t.Fatalf("%s: fstat %+v statx %+v", rel, a, b)
+	for _, raw := range []bool{false, true} {
+		for _, rel := range []string{"projects/p/f", "projects/p", "projects"} {
+			fd, err := unix.Open(filepath.Join(e.dir, rel), unix.O_PATH|unix.O_NOFOLLOW, 0)
+			must(t, err)
+			var a, b unix.Stat_t
+			must(t, unix.Fstat(fd, &a))
+			mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, &b, raw)
+			unix.Close(fd)
+			must(t, err)
+			if statSum(&a) != statSum(&b) || keyOf(&a) != keyOf(&b) || a.Mode != b.Mode || a.Nlink != b.Nlink {
+				t.Fatalf("raw=%v %s: fstat %+v statx %+v", raw, rel, a, b)
+			}
+			if mnt == 0 || mnt != e.fs.projects.mnt {
+				t.Fatalf("raw=%v %s: mount id %d, root %d", raw, rel, mnt, e.fs.projects.mnt)
+			}
 		}
-		if mnt == 0 || mnt != e.fs.projects.mnt {
-			t.Fatalf("%s: mount id %d, root %d", rel, mnt, e.fs.projects.mnt)
+		// Errors come back as the same errno either way.
+		var st unix.Stat_t
+		if _, err := statxInto(e.fs.projects.fd, "missing", unix.AT_SYMLINK_NOFOLLOW, &st, raw); err != unix.ENOENT {
+			t.Fatalf("raw=%v: missing name: %v, want ENOENT", raw, err)
 		}
+		if _, err := statxInto(e.fs.projects.fd, "p/f/x", unix.AT_SYMLINK_NOFOLLOW, &st, raw); err != unix.ENOTDIR {
+			t.Fatalf("raw=%v: through a file: %v, want ENOTDIR", raw, err)
+		}
+	}
+}
+
+// TestGetdentsRawMatches: getdents64 as a raw system call reads the same
+// records as unix.Getdents, and fails the same way on a non-directory.
+func TestGetdentsRawMatches(t *testing.T) {
+	e := newEnv(t, nil)
+	for i := 0; i < 700; i++ { // several 16 KiB batches
+		e.write(fmt.Sprintf("projects/p/name-%04d-%s", i, strings.Repeat("n", i%40)), "")
+	}
+	read := func(raw bool) []string {
+		fd, err := unix.Open(filepath.Join(e.dir, "projects/p"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		must(t, err)
+		defer unix.Close(fd)
+		buf := make([]byte, 16<<10)
+		var names []string
+		for {
+			n, err := getdents(fd, buf, raw)
+			must(t, err)
+			if n == 0 {
+				return names
+			}
+			for _, d := range parseDirents(buf[:n], nil) {
+				names = append(names, d.name)
+			}
+		}
+	}
+	plain, raw := read(false), read(true)
+	if len(plain) != 700 || !slices.Equal(plain, raw) {
+		t.Fatalf("getdents: %d names plain, %d raw (or a different order)", len(plain), len(raw))
+	}
+	fd, err := unix.Open(filepath.Join(e.dir, "projects/p/name-0000-"), unix.O_RDONLY, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	for _, r := range []bool{false, true} {
+		if _, err := getdents(fd, make([]byte, 4096), r); err != unix.ENOTDIR {
+			t.Fatalf("raw=%v: getdents of a file: %v, want ENOTDIR", r, err)
+		}
+	}
+	if !e.fs.projects.localFS {
+		t.Errorf("the test's temp dir is not detected as a local file system: the raw calls are not exercised by the other tests")
 	}
 }

@@ -53,7 +53,14 @@ type env struct {
 
 func newEnv(t *testing.T, mod func(*Options)) *env { return newEnvTB(t, t, mod) }
 
-func newBenchEnv(b *testing.B) *env { return newEnvTB(b, nil, nil) }
+// newBenchEnv logs at info, as the sidecar does by default: successful
+// reads log at debug, and a debug logger would put JSON encoding (and an
+// ever-growing in-memory log) into every measured request.
+func newBenchEnv(b *testing.B) *env {
+	return newEnvTB(b, nil, func(o *Options) {
+		o.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard, JSONFormat: true, Level: hclog.Info})
+	})
+}
 
 func newEnvTB(tb testing.TB, t *testing.T, mod func(*Options)) *env {
 	tb.Helper()
