@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math/bits"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -68,18 +69,95 @@ type hashCache struct {
 
 type cacheShard struct {
 	mu sync.Mutex
-	// Maps are keyed by inode (mixed with the device): a file has one
+	// Tables are keyed by inode (mixed with the device): a file has one
 	// current content state, so an entry for an older state of the same
-	// inode is replaced rather than kept beside it, and the lookup hashes
-	// one word. The full key is compared on every hit.
-	cur, old map[uint64]cacheEntry
+	// inode is replaced rather than kept beside it. The full key is
+	// compared on every hit.
+	cur, old slotTable
 	max      int
 	_        [64]byte // keep shards' mutexes on separate cache lines
 }
 
-type cacheEntry struct {
-	key statKey
-	val content
+// cacheSlot is one entry of a slotTable: exactly 64 bytes, one cache line
+// (tables are power-of-two arrays of at least 4 KiB, so slots are 64-byte
+// aligned; TestCacheSlotLayout), so a warm
+// listing's lookup costs one memory access per entry where a Go map of
+// the same entries costs about three (control word, key, value).
+type cacheSlot struct {
+	slot  uint64 // statKey.slot()
+	key   statKey
+	sum   uint64
+	class int32
+	used  uint32 // 0: an empty slot
+}
+
+// slotTable is an open-addressing hash table (linear probing, at most three
+// quarters full: the next probes are the next cache lines) from
+// statKey.slot() to the latest entry for it. Entries are never
+// removed one by one: a generation is dropped whole.
+type slotTable struct {
+	slots []cacheSlot // len is 0 or a power of two
+	n     int
+	shift uint8 // 64 - log2(len(slots))
+}
+
+// find returns the index of slot's entry, or of the empty slot where it
+// would go; ok reports which. The table must not be full.
+func (t *slotTable) find(slot uint64) (int, bool) {
+	mask := len(t.slots) - 1
+	// Fibonacci hashing: a shard holds inodes ≡ i mod cacheShards, so the
+	// low bits of slot alone would use a sixteenth of the table.
+	i := int((slot * 0x9E3779B97F4A7C15) >> t.shift)
+	for {
+		e := &t.slots[i]
+		if e.used == 0 {
+			return i, false
+		}
+		if e.slot == slot {
+			return i, true
+		}
+		i = (i + 1) & mask
+	}
+}
+
+func (t *slotTable) get(slot uint64) *cacheSlot {
+	if t.n == 0 {
+		return nil
+	}
+	if i, ok := t.find(slot); ok {
+		return &t.slots[i]
+	}
+	return nil
+}
+
+// put stores e (e.slot set, e.used set), replacing the entry of the same
+// slot, and reports whether the table gained an entry.
+func (t *slotTable) put(e cacheSlot) bool {
+	if 4*(t.n+1) > 3*len(t.slots) {
+		t.grow()
+	}
+	i, ok := t.find(e.slot)
+	t.slots[i] = e
+	if !ok {
+		t.n++
+	}
+	return !ok
+}
+
+func (t *slotTable) grow() {
+	size := 64
+	if len(t.slots) > 0 {
+		size = 2 * len(t.slots)
+	}
+	old := t.slots
+	t.slots = make([]cacheSlot, size)
+	t.shift = uint8(64 - bits.TrailingZeros(uint(size)))
+	for i := range old {
+		if old[i].used != 0 {
+			j, _ := t.find(old[i].slot)
+			t.slots[j] = old[i]
+		}
+	}
 }
 
 // cacheShards is the shard count of a cache of at least
@@ -99,12 +177,12 @@ func newHashCache(max int) *hashCache {
 	}
 	c := &hashCache{shards: make([]cacheShard, n)}
 	for i := range c.shards {
-		c.shards[i] = cacheShard{cur: map[uint64]cacheEntry{}, old: map[uint64]cacheEntry{}, max: max / n}
+		c.shards[i].max = max / n
 	}
 	return c
 }
 
-// slot is the map key of k: the inode mixed with the device.
+// slot is the table key of k: the inode mixed with the device.
 func (k *statKey) slot() uint64 { return k.ino ^ (k.dev * 0x9E3779B97F4A7C15) }
 
 func (c *hashCache) shard(k *statKey) *cacheShard {
@@ -115,29 +193,33 @@ func (c *hashCache) get(k statKey) (content, bool) {
 	s := c.shard(&k)
 	slot := k.slot()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v, ok := s.cur[slot]; ok {
-		return v.val, v.key == k
+	if e := s.cur.get(slot); e != nil {
+		v, hit := content{sum: e.sum, class: NonEditableReason(e.class)}, e.key == k
+		s.mu.Unlock()
+		return v, hit
 	}
-	if v, ok := s.old[slot]; ok && v.key == k {
-		s.putLocked(slot, v)
-		return v.val, true
+	if e := s.old.get(slot); e != nil && e.key == k {
+		v := *e
+		s.putLocked(v)
+		s.mu.Unlock()
+		return content{sum: v.sum, class: NonEditableReason(v.class)}, true
 	}
+	s.mu.Unlock()
 	return content{}, false
 }
 
 func (c *hashCache) put(k statKey, v content) {
 	s := c.shard(&k)
 	s.mu.Lock()
-	s.putLocked(k.slot(), cacheEntry{key: k, val: v})
+	s.putLocked(cacheSlot{slot: k.slot(), key: k, sum: v.sum, class: int32(v.class), used: 1})
 	s.mu.Unlock()
 }
 
-func (s *cacheShard) putLocked(slot uint64, e cacheEntry) {
-	if _, ok := s.cur[slot]; !ok && len(s.cur) >= s.max/2 {
-		s.old, s.cur = s.cur, make(map[uint64]cacheEntry, s.max/2)
+func (s *cacheShard) putLocked(e cacheSlot) {
+	if s.cur.get(e.slot) == nil && s.cur.n >= s.max/2 {
+		s.old, s.cur = s.cur, slotTable{}
 	}
-	s.cur[slot] = e
+	s.cur.put(e)
 }
 
 func (c *hashCache) len() int {
@@ -145,7 +227,7 @@ func (c *hashCache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += len(s.cur) + len(s.old)
+		n += s.cur.n + s.old.n
 		s.mu.Unlock()
 	}
 	return n
