@@ -505,14 +505,26 @@ func (f *FS) OpenReader(ctx context.Context, ws Workspace, path string) (Reader,
 	}
 	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st),
 		Revision: contentRevision(c.sum, &st), Reason: c.class, Editable: c.class == EditableOK}
-	return memReader{bytes.NewReader(data)}, e, nil
+	return memReader{bytes.NewReader(data), data}, e, nil
 }
 
 // memReader is a small file's content (OpenReader); Close has nothing to
 // release.
-type memReader struct{ *bytes.Reader }
+type memReader struct {
+	*bytes.Reader
+	data []byte
+}
 
 func (memReader) Close() error { return nil }
+
+// ReaderBytes returns the whole content of a Reader that OpenReader served
+// from memory (ok false for a file Reader). The caller must not modify it.
+func ReaderBytes(r Reader) (data []byte, ok bool) {
+	if m, ok := r.(memReader); ok {
+		return m.data, true
+	}
+	return nil, false
+}
 
 // openRead opens the regular, single-link file path, with its fstat.
 func (f *FS) openRead(ws Workspace, path string) (int, wsPath, unix.Stat_t, error) {
