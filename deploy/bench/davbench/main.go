@@ -49,6 +49,8 @@ func main() {
 	files := flag.Int("files", 10000, "files in the PROPFIND directory")
 	keep := flag.Bool("keep", false, "keep the prepared directory")
 	only := flag.String("only", "", "comma-separated figures to run (propfind,get,small,put,p99); default all")
+	flag.IntVar(&propfindIters, "propfind-iters", propfindIters, "measured PROPFINDs per peer")
+	flag.IntVar(&smallRounds, "small-rounds", smallRounds, "rounds of the 1 KiB GET figure (the best counts)")
 	flag.Parse()
 	if *serveXNet != "" {
 		serveXNetChild(*serveXNet)
@@ -71,6 +73,16 @@ func serveXNetChild(dir string) {
 	h := &webdav.Handler{FileSystem: webdav.Dir(dir), LockSystem: webdav.NewMemLS()}
 	_ = http.Serve(ln, h)
 }
+
+var (
+	propfindIters = 20
+	smallRounds   = 3
+	// abMode: $AGENT_SIDECAR_BIN_B names a second sidecar build, which
+	// takes x/net/webdav's place (column and ratio), so two builds run
+	// side by side, interleaved, in one run; x/net's targets are not
+	// judged then.
+	abMode = os.Getenv("AGENT_SIDECAR_BIN_B") != ""
+)
 
 // server is one peer under test.
 type server struct {
@@ -130,9 +142,18 @@ func run(quick bool, files int, keep bool, only string) error {
 		return fmt.Errorf("sidecar: %w", err)
 	}
 	servers = append(servers, sc)
-	xn, err := startXNet(root)
+	var xn *server
+	if abMode {
+		fmt.Printf("davbench: A/B run, build B from $AGENT_SIDECAR_BIN_B in x/net/webdav's place\n")
+		bdir := filepath.Join(work, "b")
+		if err = os.Mkdir(bdir, 0o755); err == nil {
+			xn, err = startSidecar(bdir, os.Getenv("AGENT_SIDECAR_BIN_B"), root)
+		}
+	} else {
+		xn, err = startXNet(root)
+	}
 	if err != nil {
-		return fmt.Errorf("x/net/webdav: %w", err)
+		return fmt.Errorf("%s: %w", peerName(), err)
 	}
 	servers = append(servers, xn)
 	ng, err := startNginx(work, root)
@@ -181,9 +202,16 @@ type row struct {
 
 func printRows(rows []row) {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nfigure\tsidecar\tx/net/webdav\tnginx\tsidecar/xnet\tsidecar/nginx\ttarget\tresult")
+	peer, vs := "x/net/webdav", "sidecar/xnet"
+	if abMode {
+		peer, vs = "sidecar B", "A/B"
+	}
+	fmt.Fprintf(tw, "\nfigure\tsidecar\t%s\tnginx\t%s\tsidecar/nginx\ttarget\tresult\n", peer, vs)
 	for _, r := range rows {
 		res := ""
+		if abMode && strings.Contains(r.target, "x/net") {
+			r.target, r.pass = "", nil
+		}
 		if r.pass != nil {
 			res = "FAIL"
 			if *r.pass {
@@ -587,7 +615,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 const allprop = `<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`
 
 func benchPropfind(cfg config, servers []*server) []row {
-	iters := 20
+	iters := propfindIters
 	if cfg.quick {
 		iters = 5
 	}
@@ -812,7 +840,7 @@ func bestRate(servers []*server, rounds int, dur time.Duration, what string, fn 
 }
 
 func benchSmallGet(cfg config, servers []*server) []row {
-	dur, rounds := 2*time.Second, 3
+	dur, rounds := 2*time.Second, smallRounds
 	if cfg.quick {
 		dur, rounds = time.Second, 1
 	}
@@ -934,4 +962,11 @@ func benchLatencyUnderUpload(cfg config, servers []*server) []row {
 	}
 	rel.pass = boolp(rel.vals[0] <= 2)
 	return []row{idle, busy, rel}
+}
+
+func peerName() string {
+	if abMode {
+		return "sidecar B"
+	}
+	return "x/net/webdav"
 }
