@@ -51,6 +51,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated figures to run (propfind,get,small,put,p99); default all")
 	flag.IntVar(&propfindIters, "propfind-iters", propfindIters, "measured PROPFINDs per peer")
 	flag.IntVar(&smallRounds, "small-rounds", smallRounds, "rounds of the 1 KiB GET figure (the best counts)")
+	flag.IntVar(&bigGetIters, "get-iters", bigGetIters, "measured 256 MiB GETs per peer (the best counts)")
 	flag.Parse()
 	if *serveXNet != "" {
 		serveXNetChild(*serveXNet)
@@ -77,6 +78,7 @@ func serveXNetChild(dir string) {
 var (
 	propfindIters = 20
 	smallRounds   = 3
+	bigGetIters   = 15
 	// abMode: $AGENT_SIDECAR_BIN_B names a second sidecar build, which
 	// takes x/net/webdav's place (column and ratio), so two builds run
 	// side by side, interleaved, in one run; x/net's targets are not
@@ -709,7 +711,7 @@ func countResponses(c *http.Client, url string) (int, error) {
 }
 
 func benchBigGet(cfg config, servers []*server) row {
-	iters := 5
+	iters := bigGetIters
 	if cfg.quick {
 		iters = 2
 	}
