@@ -489,6 +489,13 @@ const smallReadMax = 64 << 10
 // with no further system call; a larger file is an *os.File, so
 // http.ServeContent can use sendfile. The caller closes the Reader.
 func (f *FS) OpenReader(ctx context.Context, ws Workspace, path string) (Reader, Entry, error) {
+	return f.OpenReaderBuf(ctx, ws, path, nil)
+}
+
+// OpenReaderBuf is OpenReader reading a small file into buf's array when
+// it holds the file and one byte more (else into a new one). buf belongs
+// to the Reader until the caller is done with it.
+func (f *FS) OpenReaderBuf(ctx context.Context, ws Workspace, path string, buf []byte) (Reader, Entry, error) {
 	fd, w, st, err := f.openRead(ws, path)
 	if err != nil {
 		return nil, Entry{}, err
@@ -496,9 +503,10 @@ func (f *FS) OpenReader(ctx context.Context, ws Workspace, path string) (Reader,
 	if st.Size > smallReadMax || !f.hashedByContent(&st) {
 		return f.osFile(fd, w, &st)
 	}
-	// Not pooled: http.ServeContent may still read a multi-range body in
-	// its own goroutine after the handler closed the Reader.
-	c, data, err := f.fileContentInto(fd, &st, true, make([]byte, 0, st.Size+1))
+	if int64(cap(buf)) < st.Size+1 {
+		buf = make([]byte, 0, st.Size+1)
+	}
+	c, data, err := f.fileContentInto(fd, &st, true, buf[:0])
 	unix.Close(fd)
 	if err != nil {
 		return nil, Entry{}, contentErr(err, w)

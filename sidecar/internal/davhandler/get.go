@@ -24,7 +24,18 @@ func (q *request) get() {
 		q.notAFile()
 		return
 	}
-	f, e, err := q.h.fs.OpenReader(q.ctx(), t.ws, t.rel)
+	// A plain GET is answered from memory before get returns, so a small
+	// file can be read into a pooled buffer. Not otherwise:
+	// http.ServeContent may still read a multi-range body in its own
+	// goroutine after the handler returned.
+	plain := plainGet(q.r)
+	var buf []byte
+	if plain {
+		bp := q.h.small.Get().(*[]byte)
+		defer q.h.small.Put(bp)
+		buf = *bp
+	}
+	f, e, err := q.h.fs.OpenReaderBuf(q.ctx(), t.ws, t.rel, buf)
 	if err != nil {
 		if davfs.ReasonOf(err) == davfs.ReasonNotAFile || t.rel == "" {
 			if rs, serr := q.stat(t); serr == nil && rs.dir {
@@ -41,7 +52,7 @@ func (q *request) get() {
 	h["Etag"] = []string{quoteETag(e.Revision)}
 	h["Content-Type"] = []string{contentType(e.Name)}
 	h["X-Content-Type-Options"] = []string{"nosniff"}
-	if data, ok := davfs.ReaderBytes(f); ok && plainGet(q.r) {
+	if data, ok := davfs.ReaderBytes(f); ok && plain {
 		q.writeWhole(h, e.ModTime, data)
 		return
 	}
