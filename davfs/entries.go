@@ -42,7 +42,7 @@ func errNotRegular(rel string) *Error {
 // device too (NOT_REGULAR): such names never appear in listings either.
 func (f *FS) statEntry(dirfd int, w wsPath, name string) (Entry, error) {
 	var st unix.Stat_t
-	if err := lstatOn(w.r, dirfd, name, &st); err != nil {
+	if err := lstatRead(w.r, dirfd, name, &st); err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
 	return f.entryFromStat(dirfd, w, name, &st, 0)
@@ -453,7 +453,7 @@ func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
 	if err != nil {
 		return -1, st, false
 	}
-	if fstatOn(w.r, fd, &st) != nil || st.Ino != pre.Ino || st.Dev != pre.Dev || checkRegular(&st, w) != nil {
+	if fstatRead(w.r, fd, &st) != nil || st.Ino != pre.Ino || st.Dev != pre.Dev || checkRegular(&st, w) != nil {
 		unix.Close(fd)
 		return -1, st, false
 	}

@@ -67,7 +67,17 @@ func statxInto(dirfd int, name string, flags int, st *unix.Stat_t, raw bool) (ui
 // lstatOn stats name in dirfd without following a symlink and fails with
 // EXDEV if it is not on r's mount (a mount point or bind mount).
 func lstatOn(r root, dirfd int, name string, st *unix.Stat_t) error {
-	mnt, err := statxInto(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, st, r.localFS)
+	return lstatAt(r, dirfd, name, st, false)
+}
+
+// lstatRead is lstatOn for read paths (listings, Stat): a raw system call
+// on a local file system (sysfast.go).
+func lstatRead(r root, dirfd int, name string, st *unix.Stat_t) error {
+	return lstatAt(r, dirfd, name, st, r.localFS)
+}
+
+func lstatAt(r root, dirfd int, name string, st *unix.Stat_t, raw bool) error {
+	mnt, err := statxInto(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, st, raw)
 	if err != nil {
 		return err
 	}
@@ -79,7 +89,16 @@ func lstatOn(r root, dirfd int, name string, st *unix.Stat_t) error {
 
 // fstatOn is lstatOn for an open fd.
 func fstatOn(r root, fd int, st *unix.Stat_t) error {
-	mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, st, r.localFS)
+	return fstatAt(r, fd, st, false)
+}
+
+// fstatRead is fstatOn for read paths (lstatRead).
+func fstatRead(r root, fd int, st *unix.Stat_t) error {
+	return fstatAt(r, fd, st, r.localFS)
+}
+
+func fstatAt(r root, fd int, st *unix.Stat_t, raw bool) error {
+	mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, st, raw)
 	if err != nil {
 		return err
 	}

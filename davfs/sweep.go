@@ -35,7 +35,7 @@ func (f *FS) sweepAtOpen() {
 		if err != nil {
 			continue
 		}
-		ents, err := readDirents(fd, d.r.localFS)
+		ents, err := readDirents(fd, false)
 		if err != nil {
 			unix.Close(fd)
 			continue

@@ -13,8 +13,9 @@ import (
 // ordinary unix wrappers. Behaviour (flags, retries, errors) is exactly the
 // wrappers'.
 //
-// Raw calls. On a local file system (root.localFS) statx and getdents64
-// are made as raw system calls (the raw argument), without the runtime's
+// Raw calls. On a local file system (root.localFS) the statx and
+// getdents64 calls of read paths (listings, Stat, a GET's open checks) are
+// made as raw system calls (the raw argument), without the runtime's
 // entersyscall/exitsyscall. A listing makes one statx per entry and reads
 // names in 16 KiB getdents batches of ≈ 90 µs each; as ordinary calls,
 // every one that spans a sysmon tick (20 µs) while the other Ps are busy
@@ -23,9 +24,12 @@ import (
 // files, docs/benchmarks/webdav.md, session 4): server CPU per PROPFIND
 // 38.5 / 39.0 ms → 33.0 / 35.0 ms. The cost is that the P stays with the
 // calling goroutine for the call's duration: microseconds on a warm cache,
-// one disk read on a cold one; the scheduler still preempts the goroutine
-// between calls. On network and FUSE file systems, where a call can wait
-// on a server for seconds, they stay ordinary calls.
+// one disk read on a cold one, and a lookup that misses the dentry cache
+// waits for the directory's lock, which a concurrent create or rename (or,
+// without a journal, a directory fsync) holds across device writes;
+// the scheduler still preempts the goroutine between calls. Mutation paths
+// (bounded by fsync anyway) and network and FUSE file systems, where a
+// call can wait on a server for seconds, keep ordinary calls.
 
 // cpathMax is the longest path (without its NUL) the stack buffers hold.
 const cpathMax = 511
