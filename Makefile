@@ -33,8 +33,9 @@ build: portal ## Build agent-sidecar and agent-gateway into bin/
 	$(GO) build -o $(BIN)/agent-gateway ./gateway/cmd/agent-gateway
 
 .PHONY: vet
-vet: ## go vet and gofmt
+vet: ## go vet and gofmt (also for linux/arm64: images build for the builder's architecture)
 	$(GO) vet ./...
+	GOARCH=arm64 $(GO) vet ./...
 	cd deploy/k8s && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'); exit 1; }
 

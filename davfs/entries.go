@@ -42,7 +42,7 @@ func errNotRegular(rel string) *Error {
 // device too (NOT_REGULAR): such names never appear in listings either.
 func (f *FS) statEntry(dirfd int, w wsPath, name string) (Entry, error) {
 	var st unix.Stat_t
-	if err := lstatRead(w.r, dirfd, name, &st); err != nil {
+	if err := lstatOn(w.r, dirfd, name, &st); err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
 	return f.entryFromStat(dirfd, w, name, &st, 0)
@@ -445,7 +445,7 @@ func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
 	}
 	rel := w.fullRel()
 	var pre unix.Stat_t
-	if _, err := statxInto(w.r.fd, rel, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &pre, w.r.localFS); err != nil ||
+	if _, err := statxInto(w.r.fd, rel, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &pre); err != nil ||
 		!isType(&pre, unix.S_IFREG) || pre.Nlink != 1 || pre.Dev != w.r.dev {
 		return -1, st, false
 	}
@@ -453,7 +453,7 @@ func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
 	if err != nil {
 		return -1, st, false
 	}
-	if fstatRead(w.r, fd, &st) != nil || st.Ino != pre.Ino || st.Dev != pre.Dev || checkRegular(&st, w) != nil {
+	if fstatOn(w.r, fd, &st) != nil || st.Ino != pre.Ino || st.Dev != pre.Dev || checkRegular(&st, w) != nil {
 		unix.Close(fd)
 		return -1, st, false
 	}

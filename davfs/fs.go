@@ -133,7 +133,7 @@ func openRoot(path, key string) (root, error) {
 		return root{fd: -1}, fmt.Errorf("davfs: %s: open %s: %w (it must be an existing directory, not a symlink)", key, path, err)
 	}
 	var st unix.Stat_t
-	mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, &st, false)
+	mnt, err := statxInto(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, &st)
 	if err != nil {
 		unix.Close(fd)
 		return root{fd: -1}, fmt.Errorf("davfs: %s: stat %s: %w", key, path, err)

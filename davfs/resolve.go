@@ -320,7 +320,7 @@ func (f *FS) wsErr(w wsPath) error {
 // under the projects root, nil if it is one.
 func (f *FS) projectErr(name string) error {
 	var st unix.Stat_t
-	mnt, err := statxInto(f.projects.fd, name, unix.AT_SYMLINK_NOFOLLOW, &st, false)
+	mnt, err := statxInto(f.projects.fd, name, unix.AT_SYMLINK_NOFOLLOW, &st)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return newErr(CodeNotFound, ReasonProjectNotFound, err, "project %q not found", name)

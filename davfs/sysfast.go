@@ -13,23 +13,23 @@ import (
 // ordinary unix wrappers. Behaviour (flags, retries, errors) is exactly the
 // wrappers'.
 //
-// Raw calls. On a local file system (root.localFS) the statx and
-// getdents64 calls of read paths (listings, Stat, a GET's open checks) are
-// made as raw system calls (the raw argument), without the runtime's
-// entersyscall/exitsyscall. A listing makes one statx per entry and reads
-// names in 16 KiB getdents batches of ≈ 90 µs each; as ordinary calls,
-// every one that spans a sysmon tick (20 µs) while the other Ps are busy
-// has its P handed to another thread and back, and keeps sysmon at its
-// fastest tick. Measured on the real sidecar (PROPFIND Depth 1 of 10,000
-// files, docs/benchmarks/webdav.md, session 4): server CPU per PROPFIND
-// 38.5 / 39.0 ms → 33.0 / 35.0 ms. The cost is that the P stays with the
-// calling goroutine for the call's duration: microseconds on a warm cache,
-// one disk read on a cold one, and a lookup that misses the dentry cache
-// waits for the directory's lock, which a concurrent create or rename (or,
-// without a journal, a directory fsync) holds across device writes;
-// the scheduler still preempts the goroutine between calls. Mutation paths
-// (bounded by fsync anyway) and network and FUSE file systems, where a
-// call can wait on a server for seconds, keep ordinary calls.
+// Raw getdents64. On a local file system (root.localFS) listings read
+// names with getdents64 as a raw system call (the raw argument), without
+// the runtime's entersyscall/exitsyscall. A listing reads names in 16 KiB
+// batches of ≈ 90 µs each, under the stream's lock; as an ordinary call,
+// one that spans a sysmon tick (20 µs) while the other P is busy has its P
+// handed to another thread, and on return waits for a P while the other
+// workers wait for the lock. Measured on the real sidecar (PROPFIND Depth 1
+// of 10,000 files, A/B, docs/benchmarks/webdav.md, session 4): 5–9 % less
+// wall time. Only getdents, and only on a directory davfs opened itself
+// beneath a local root without crossing a mount, so the call never reaches
+// a network or FUSE file system. A raw call keeps its P (and holds up a
+// stop-the-world) while it waits: for a cold directory block, or for the
+// directory's lock while a create, rename or (without a journal) a
+// directory fsync in it writes — milliseconds at worst on a local disk.
+// statx stays an ordinary call: it is short (≈ 1 µs, 1–3 % measured),
+// and a stat of a listed name can cross into a mount point's file system
+// before davfs refuses it.
 
 // cpathMax is the longest path (without its NUL) the stack buffers hold.
 const cpathMax = 511
@@ -90,13 +90,9 @@ func openat2C(dirfd int, c *cpath, flags int) (int, error) {
 	}
 }
 
-// statxC is the statx system call on a path in c (raw: see above).
-func statxC(dirfd int, c *cpath, flags, mask int, sx *unix.Statx_t, raw bool) error {
-	call := unix.Syscall6
-	if raw {
-		call = unix.RawSyscall6
-	}
-	_, _, e := call(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(c.ptr())),
+// statxC is the statx system call on a path in c.
+func statxC(dirfd int, c *cpath, flags, mask int, sx *unix.Statx_t) error {
+	_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(c.ptr())),
 		uintptr(flags), uintptr(mask), uintptr(unsafe.Pointer(sx)), 0)
 	if e != 0 {
 		return e
@@ -105,7 +101,7 @@ func statxC(dirfd int, c *cpath, flags, mask int, sx *unix.Statx_t, raw bool) er
 }
 
 // getdents is unix.Getdents (getdents64), a raw system call when raw is
-// set (see above).
+// set: fd is a directory davfs opened beneath a local root (see above).
 func getdents(fd int, buf []byte, raw bool) (int, error) {
 	if !raw || len(buf) == 0 {
 		return unix.Getdents(fd, buf)
