@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -385,5 +386,30 @@ func TestSIGTERMDrainsInFlightRPC(t *testing.T) {
 	stop, done := strings.Index(logs, `"shutting down"`), strings.Index(logs, `"method":"/workspace.v1.WorkspaceService/CreateProject"`)
 	if stop < 0 || done < 0 || stop > done {
 		t.Errorf("SIGTERM did not arrive while CreateProject was in flight (shutdown at %d, call logged at %d)", stop, done)
+	}
+}
+
+// TestDavServesHTTP1Only: the WebDAV listener answers an HTTP/2
+// prior-knowledge preface as HTTP/1.1 (the handler's pooled small-GET
+// buffers rely on HTTP/1 Write semantics).
+func TestDavServesHTTP1Only(t *testing.T) {
+	sc := sidecartest.Start(t, sidecartest.Options{})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(sc.DavURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 9)
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		t.Fatalf("no answer to the HTTP/2 preface: %v", err)
+	}
+	if !strings.HasPrefix(string(buf), "HTTP/1.1 ") {
+		t.Fatalf("HTTP/2 preface answered with %q, want an HTTP/1.1 status line", buf)
 	}
 }

@@ -207,11 +207,17 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	}
 	rpcLn, davLn, metricsLn := lns[0], lns[1], lns[2]
 
+	// HTTP/1.1 only, pinned: the WebDAV handler writes small GET bodies
+	// from pooled buffers, which is safe because an HTTP/1 Write is done
+	// with its bytes when it returns (HTTP/2's may not be).
+	davProtocols := new(http.Protocols)
+	davProtocols.SetHTTP1(true)
 	davSrv := &http.Server{
 		Handler:           s.dav,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          s.log.Named("dav").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		Protocols:         davProtocols,
 	}
 	metricsSrv := &http.Server{
 		Handler:           s.metricsMux(),

@@ -25,9 +25,11 @@ func (q *request) get() {
 		return
 	}
 	// A plain GET is answered from memory before get returns, so a small
-	// file can be read into a pooled buffer. Not otherwise:
-	// http.ServeContent may still read a multi-range body in its own
-	// goroutine after the handler returned.
+	// file can be read into a pooled buffer: an HTTP/1 Write is done with
+	// its bytes when it returns (the sidecar serves WebDAV over HTTP/1.1
+	// only, TestDavServesHTTP1Only). Not otherwise: http.ServeContent may
+	// still read a multi-range body in its own goroutine after the handler
+	// returned.
 	plain := plainGet(q.r)
 	var buf []byte
 	if plain {
