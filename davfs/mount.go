@@ -70,9 +70,11 @@ func setWidths[N ~uint32 | ~uint64, B ~int32 | ~int64](nlink *N, blksize *B, n, 
 }
 
 // lstatOn stats name in dirfd without following a symlink and fails with
-// EXDEV if it is not on r's mount (a mount point or bind mount).
+// EXDEV if it is not on r's mount (a mount point or bind mount). An
+// automount point is not mounted by the stat (AT_NO_AUTOMOUNT): it is
+// refused as what it is.
 func lstatOn(r root, dirfd int, name string, st *unix.Stat_t) error {
-	mnt, err := statxInto(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, st)
+	mnt, err := statxInto(dirfd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, st)
 	if err != nil {
 		return err
 	}
