@@ -10,10 +10,11 @@ import (
 	"github.com/agentworkspace/files/davfs"
 )
 
-// get serves GET and HEAD with http.ServeContent over davfs.OpenReader:
-// Range, If-Match, If-None-Match, If-Modified-Since work; a small file is
-// served from the one read that hashed it, a larger one with sendfile on
-// plain connections. ETag is the revision.
+// get serves GET and HEAD over davfs.OpenReaderBuf. A small file is served
+// from the one read that hashed it: without Range or conditional headers
+// by writeWhole, otherwise by http.ServeContent (Range, If-Match,
+// If-None-Match, If-Modified-Since work); a larger one by ServeContent
+// with sendfile on plain connections. ETag is the revision.
 func (q *request) get() {
 	t := resolve(q.r.URL.Path)
 	switch t.kind {
