@@ -60,24 +60,12 @@ func TestPlainGetMatchesServeContent(t *testing.T) {
 
 	get := func(url, method string, hdr map[string]string) (*http.Response, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(method, url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("X-Request-ID", "fixed-id")
+		h := map[string]string{"X-Request-ID": "fixed-id"}
 		for k, v := range hdr {
-			req.Header.Set(k, v)
+			h[k] = v
 		}
-		resp, err := e.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp, b
+		resp, b := e.doURL(method, url, h, nil)
+		return resp, []byte(b)
 	}
 	names := make([]string, 0, len(files))
 	for name := range files {

@@ -98,7 +98,13 @@ func newEnvTB(tb testing.TB, t *testing.T, mod func(*Options)) *env {
 // do sends one request and returns the response with its body read.
 func (e *env) do(method, path string, hdr map[string]string, body io.Reader) (*http.Response, string) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, body)
+	return e.doURL(method, e.url+path, hdr, body)
+}
+
+// doURL is do for a whole URL (another server on loopback).
+func (e *env) doURL(method, url string, hdr map[string]string, body io.Reader) (*http.Response, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -110,12 +116,12 @@ func (e *env) do(method, path string, hdr map[string]string, body io.Reader) (*h
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		e.t.Fatalf("%s %s: %v", method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatalf("%s %s: reading body: %v", method, path, err)
+		e.t.Fatalf("%s %s: reading body: %v", method, req.URL.Path, err)
 	}
 	return resp, string(b)
 }
