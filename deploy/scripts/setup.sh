@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
 # Installs what `make run`, `make test` and `make bench` need on a fresh Debian
-# machine of this kind (Go, Node.js and git are already there). Idempotent and
-# quiet when everything is present. Debian packages need root; without root
-# it says what is missing and fails.
+# machine of this kind (Go, Node.js and git are already there), then checks
+# that each thing the later steps rely on really works, failing with one line
+# that names the package when it does not. Idempotent and quiet when
+# everything is present. Debian packages need root; without root it says what
+# is missing and fails.
+#
+# Every package is installed with --no-install-recommends, so each one's
+# Recommends were checked for what the later steps need:
+#   protobuf-compiler  recommends libprotobuf-dev: the well-known types
+#                      (google/protobuf/timestamp.proto) that make generate
+#                      imports, so it is listed explicitly.
+#   chromium           recommends fonts-liberation: without any font the
+#                      portal's screenshots and text layout come out empty.
+#                      The rest (upower, udev, chromium-sandbox, ...) is not
+#                      needed headless.
+#   libnginx-mod-http-dav-ext  recommends nginx, listed explicitly.
+#   litmus, rclone     nothing recommended that is needed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone chromium fonts-liberation nginx libnginx-mod-http-dav-ext)
+
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in protobuf-compiler git litmus rclone chromium nginx libnginx-mod-http-dav-ext; do
+for p in "${packages[@]}"; do
   have "$p" || need+=("$p")
 done
 if ((${#need[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: missing Debian packages: ${need[*]} (run as root, or: sudo apt-get install -y ${need[*]})" >&2
+    echo "setup: missing Debian packages: ${need[*]} (run as root, or: sudo apt-get install -y --no-install-recommends ${need[*]})" >&2
     exit 1
   fi
   echo "setup: installing ${need[*]}"
@@ -30,3 +46,62 @@ for d in contracts portal; do
     (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 done
+
+# Verify what the later steps rely on, each with one line naming the package.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "setup: $*" >&2; exit 1; }
+
+printf 'syntax = "proto3";\nimport "google/protobuf/timestamp.proto";\nmessage M { google.protobuf.Timestamp t = 1; }\n' >"$tmp/m.proto"
+protoc -I "$tmp" --descriptor_set_out="$tmp/m.pb" "$tmp/m.proto" 2>"$tmp/protoc.err" ||
+  fail "protoc cannot find google/protobuf/timestamp.proto: install libprotobuf-dev (and protobuf-compiler)"
+
+chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --user-data-dir="$tmp/chromium" --dump-dom 'data:text/html,<p>ok</p>' >"$tmp/dom" 2>/dev/null ||
+  fail "chromium does not start headless: install chromium"
+grep -q '<p>ok</p>' "$tmp/dom" || fail "chromium started but rendered nothing: install chromium"
+fc-list 2>/dev/null | grep -qi liberation || fail "no Liberation font for chromium: install fonts-liberation"
+
+command -v litmus >/dev/null && litmus --version >/dev/null 2>&1 || fail "litmus does not run: install litmus"
+rclone version >/dev/null 2>&1 || fail "rclone does not run: install rclone"
+
+mods=""
+for m in /usr/lib/nginx/modules/ngx_http_dav_ext_module.so /usr/share/nginx/modules/ngx_http_dav_ext_module.so; do
+  [ -f "$m" ] && mods="$m"
+done
+[ -n "$mods" ] || fail "nginx's dav-ext module is missing: install libnginx-mod-http-dav-ext"
+# Start nginx with the module on a loopback port and ask it for a PROPFIND,
+# as the bench does (a few random ports, in case one is taken).
+mkdir -p "$tmp/nginx/logs" "$tmp/www"
+chmod 755 "$tmp" "$tmp/www"  # nginx workers run as nobody when started as root
+nginx_ok=""
+for _ in 1 2 3 4 5; do
+  port=$((20000 + RANDOM % 30000))
+  cat >"$tmp/nginx/nginx.conf" <<EOF
+load_module $mods;
+daemon off;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/logs/error.log;
+events {}
+http {
+  access_log off;
+  client_body_temp_path $tmp/nginx;
+  server { listen 127.0.0.1:$port; location / { root $tmp/www; dav_ext_methods PROPFIND OPTIONS; } }
+}
+EOF
+  nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>"$tmp/nginx.err" &
+  npid=$!
+  for _ in $(seq 50); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X PROPFIND -H 'Depth: 0' "http://127.0.0.1:$port/" 2>/dev/null || true)
+    [ "$code" = 207 ] && { nginx_ok=1; break; }
+    kill -0 "$npid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$npid" 2>/dev/null || true
+  wait "$npid" 2>/dev/null || true
+  [ -n "$nginx_ok" ] && break
+done
+[ -n "$nginx_ok" ] || fail "nginx with dav-ext does not answer PROPFIND: install nginx and libnginx-mod-http-dav-ext ($(tail -n1 "$tmp/nginx.err" 2>/dev/null))"
+
+command -v kubectl >/dev/null || fail "kubectl is missing (it renders the Kustomize overlays): it ships with this machine kind's image"
