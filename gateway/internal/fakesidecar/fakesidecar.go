@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 )
 
@@ -126,27 +127,7 @@ func Err(c codes.Code, reason, msg string) error {
 // CodeOf returns the gRPC code of a reason (the enum's numbering groups
 // reasons by code, see types.proto).
 func CodeOf(reason workspacev1.ErrorReason) codes.Code {
-	switch n := int32(reason); {
-	case n >= 1 && n < 10:
-		return codes.InvalidArgument
-	case n < 20:
-		return codes.NotFound
-	case n < 30:
-		return codes.AlreadyExists
-	case n < 40:
-		return codes.PermissionDenied
-	case n < 50:
-		return codes.Aborted
-	case n < 60:
-		return codes.ResourceExhausted
-	case n < 70:
-		return codes.FailedPrecondition
-	case n < 80:
-		return codes.Unavailable
-	case n < 90:
-		return codes.Internal
-	}
-	return codes.Unauthenticated
+	return errtable.For(reason.String()).Code
 }
 
 func special(ctx context.Context, path string) error {

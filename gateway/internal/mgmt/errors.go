@@ -9,11 +9,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 )
 
-// Domain is the google.rpc.ErrorInfo domain of every workspace error.
-const Domain = "workspace.agentworkspace.dev"
+// Domain is the google.rpc.ErrorInfo domain of every workspace error
+// (defined once, in contracts/errtable).
+const Domain = errtable.Domain
 
 // Error returns a gRPC status error with an ErrorInfo carrying reason.
 func Error(code codes.Code, reason workspacev1.ErrorReason, msg string) error {
@@ -37,25 +39,7 @@ func Reason(st *status.Status) string {
 // DefaultReason names a reason for a code when the error carries none (for
 // example grpc-gateway's own request-decoding errors).
 func DefaultReason(c codes.Code) workspacev1.ErrorReason {
-	switch c {
-	case codes.InvalidArgument, codes.OutOfRange:
-		return workspacev1.ErrorReason_INVALID_ARGUMENT
-	case codes.NotFound:
-		return workspacev1.ErrorReason_NOT_FOUND
-	case codes.AlreadyExists:
-		return workspacev1.ErrorReason_ALREADY_EXISTS
-	case codes.PermissionDenied:
-		return workspacev1.ErrorReason_FORBIDDEN
-	case codes.Unauthenticated:
-		return workspacev1.ErrorReason_UNAUTHENTICATED
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return workspacev1.ErrorReason_SIDECAR_UNAVAILABLE
-	case codes.Aborted:
-		return workspacev1.ErrorReason_REVISION_MISMATCH
-	case codes.ResourceExhausted:
-		return workspacev1.ErrorReason_TOO_LARGE
-	}
-	return workspacev1.ErrorReason_INTERNAL
+	return workspacev1.ErrorReason(workspacev1.ErrorReason_value[errtable.DefaultReason(c)])
 }
 
 // rewrap turns anything a sidecar call returned into a client-safe status.

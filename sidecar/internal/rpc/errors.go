@@ -8,38 +8,26 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	"github.com/agentworkspace/files/davfs"
 )
 
 // ErrorDomain is the google.rpc.ErrorInfo domain of every error the sidecar
-// returns.
-const ErrorDomain = "workspace.agentworkspace.dev"
+// returns (defined once, in contracts/errtable).
+const ErrorDomain = errtable.Domain
 
-// grpcCode is the one table from davfs codes to gRPC codes. The numbers are
-// the same by construction; the literals keep it checkable against PRD §10.3.
-// An unknown code is Internal.
-func grpcCode(c davfs.Code) codes.Code {
-	switch c {
-	case davfs.CodeOK:
-		return codes.OK
-	case davfs.CodeInvalidArgument:
-		return codes.InvalidArgument // 3
-	case davfs.CodeNotFound:
-		return codes.NotFound // 5
-	case davfs.CodeAlreadyExists:
-		return codes.AlreadyExists // 6
-	case davfs.CodePermissionDenied:
-		return codes.PermissionDenied // 7
-	case davfs.CodeResourceExhausted:
-		return codes.ResourceExhausted // 8
-	case davfs.CodeFailedPrecondition:
-		return codes.FailedPrecondition // 9
-	case davfs.CodeAborted:
-		return codes.Aborted // 10
-	case davfs.CodeInternal:
-		return codes.Internal // 13
-	case davfs.CodeUnavailable:
-		return codes.Unavailable // 14
+// grpcCode is the gRPC code of a davfs error: the one table's row for its
+// reason, or, for a reason the table does not know, the davfs code itself
+// (davfs codes carry the gRPC numbers by construction). An unknown code is
+// Internal.
+func grpcCode(c davfs.Code, reason davfs.Reason) codes.Code {
+	if row, ok := errtable.Lookup(string(reason)); ok {
+		return row.Code
+	}
+	switch code := codes.Code(c); code {
+	case codes.OK, codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied,
+		codes.ResourceExhausted, codes.FailedPrecondition, codes.Aborted, codes.Internal, codes.Unavailable:
+		return code
 	}
 	return codes.Internal
 }
@@ -62,7 +50,7 @@ func toStatus(err error) (*status.Status, davfs.Reason) {
 	var de *davfs.Error
 	switch {
 	case errors.As(err, &de):
-		code := grpcCode(de.Code)
+		code := grpcCode(de.Code, de.Reason)
 		if code == codes.OK { // an *Error must never mean success
 			code = codes.Internal
 		}

@@ -12,74 +12,46 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
 )
 
-// reasonTable is every davfs Reason with the code PRD §10.3 (and the
-// contract's ErrorReason grouping) gives it. TestEveryReasonIsInTable keeps
-// it complete against davfs/errors.go.
-var reasonTable = []struct {
-	reason davfs.Reason
-	code   davfs.Code
-}{
-	{davfs.ReasonInvalidPath, davfs.CodeInvalidArgument},
-	{davfs.ReasonInvalidName, davfs.CodeInvalidArgument},
-	{davfs.ReasonInvalidWorkspace, davfs.CodeInvalidArgument},
-	{davfs.ReasonInvalidCursor, davfs.CodeInvalidArgument},
-	{davfs.ReasonInvalidArgument, davfs.CodeInvalidArgument},
-	{davfs.ReasonConfirmationMismatch, davfs.CodeInvalidArgument},
-	{davfs.ReasonNotText, davfs.CodeInvalidArgument},
-	{davfs.ReasonNotFound, davfs.CodeNotFound},
-	{davfs.ReasonProjectNotFound, davfs.CodeNotFound},
-	{davfs.ReasonAlreadyExists, davfs.CodeAlreadyExists},
-	{davfs.ReasonDenylisted, davfs.CodePermissionDenied},
-	{davfs.ReasonSymlink, davfs.CodePermissionDenied},
-	{davfs.ReasonOutsideGlobal, davfs.CodePermissionDenied},
-	{davfs.ReasonProtected, davfs.CodePermissionDenied},
-	{davfs.ReasonMultipleLinks, davfs.CodePermissionDenied},
-	{davfs.ReasonReadOnly, davfs.CodePermissionDenied},
-	{davfs.ReasonRevisionMismatch, davfs.CodeAborted},
-	{davfs.ReasonCursorStale, davfs.CodeAborted},
-	{davfs.ReasonTooLarge, davfs.CodeResourceExhausted},
-	{davfs.ReasonPathTooLong, davfs.CodeResourceExhausted},
-	{davfs.ReasonPathTooDeep, davfs.CodeResourceExhausted},
-	{davfs.ReasonPageSizeTooLarge, davfs.CodeResourceExhausted},
-	{davfs.ReasonNoSpace, davfs.CodeResourceExhausted},
-	{davfs.ReasonNotAFile, davfs.CodeFailedPrecondition},
-	{davfs.ReasonNotADirectory, davfs.CodeFailedPrecondition},
-	{davfs.ReasonDirectoryNotEmpty, davfs.CodeFailedPrecondition},
-	{davfs.ReasonMoveIntoSelf, davfs.CodeFailedPrecondition},
-	{davfs.ReasonNotRegular, davfs.CodeFailedPrecondition},
-	{davfs.ReasonGitInitFailed, davfs.CodeInternal},
-	{davfs.ReasonInternal, davfs.CodeInternal},
-}
-
-// TestEveryReasonIsInTable reads the Reason constants out of davfs/errors.go
-// so a reason added there cannot stay unmapped here.
-func TestEveryReasonIsInTable(t *testing.T) {
+// davfsReasons reads the Reason constants out of davfs/errors.go, so a
+// reason added there cannot stay out of the one table (contracts/errtable).
+func davfsReasons(t *testing.T) []davfs.Reason {
+	t.Helper()
 	src, err := os.ReadFile("../../../davfs/errors.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	re := regexp.MustCompile(`(?m)^\s*Reason\w+\s+Reason\s*=\s*"([A-Z_]+)"`)
-	inTable := map[davfs.Reason]bool{}
-	for _, r := range reasonTable {
-		inTable[r.reason] = true
-	}
 	found := re.FindAllStringSubmatch(string(src), -1)
 	if len(found) == 0 {
 		t.Fatal("no Reason constants found in davfs/errors.go")
 	}
+	out := make([]davfs.Reason, 0, len(found))
 	for _, m := range found {
-		if !inTable[davfs.Reason(m[1])] {
-			t.Errorf("davfs reason %s is not in reasonTable", m[1])
+		out = append(out, davfs.Reason(m[1]))
+	}
+	return out
+}
+
+// TestEveryReasonIsInTable: every davfs reason has a row in the one table.
+func TestEveryReasonIsInTable(t *testing.T) {
+	for _, r := range davfsReasons(t) {
+		if _, ok := errtable.Lookup(string(r)); !ok {
+			t.Errorf("davfs reason %s has no row in contracts/errtable", r)
 		}
 	}
 }
 
 func TestErrorMapping(t *testing.T) {
-	for _, tc := range reasonTable {
+	for _, r := range davfsReasons(t) {
+		tc := struct {
+			reason davfs.Reason
+			code   davfs.Code
+		}{r, davfs.Code(errtable.For(string(r)).Code)}
 		t.Run(string(tc.reason), func(t *testing.T) {
 			if _, ok := workspacev1.ErrorReason_value[string(tc.reason)]; !ok {
 				t.Errorf("reason %s is not a workspace.v1.ErrorReason", tc.reason)
@@ -126,8 +98,9 @@ func TestErrorMappingOther(t *testing.T) {
 	}
 	checkInfo(t, st, davfs.ReasonInternal)
 
-	// A davfs code outside the table is Internal, never OK or Unknown.
-	st, _ = toStatus(&davfs.Error{Code: davfs.Code(99), Reason: davfs.ReasonNotFound, Message: "m"})
+	// A davfs code outside the table, with a reason the table does not
+	// know, is Internal, never OK or Unknown.
+	st, _ = toStatus(&davfs.Error{Code: davfs.Code(99), Reason: "NOT_A_REASON", Message: "m"})
 	if st.Code() != codes.Internal {
 		t.Errorf("unknown code -> %v", st.Code())
 	}
@@ -153,7 +126,7 @@ func TestGRPCCodeNumbers(t *testing.T) {
 	for _, c := range []davfs.Code{davfs.CodeOK, davfs.CodeInvalidArgument, davfs.CodeNotFound, davfs.CodeAlreadyExists,
 		davfs.CodePermissionDenied, davfs.CodeResourceExhausted, davfs.CodeFailedPrecondition, davfs.CodeAborted,
 		davfs.CodeInternal, davfs.CodeUnavailable} {
-		if got := grpcCode(c); int(got) != int(c) || got.String() != c.String() {
+		if got := grpcCode(c, ""); int(got) != int(c) || got.String() != c.String() {
 			t.Errorf("grpcCode(%s=%d) = %s=%d", c, int(c), got, int(got))
 		}
 	}

@@ -224,6 +224,9 @@ const (
 	// Aborted
 	ErrorReason_REVISION_MISMATCH ErrorReason = 40
 	ErrorReason_CURSOR_STALE      ErrorReason = 41
+	// WebDAV only: the resource is locked by a lock the request does not hold
+	// (423 Locked).
+	ErrorReason_LOCKED ErrorReason = 42
 	// ResourceExhausted
 	ErrorReason_TOO_LARGE           ErrorReason = 50
 	ErrorReason_PATH_TOO_LONG       ErrorReason = 51
@@ -237,6 +240,12 @@ const (
 	ErrorReason_MOVE_INTO_SELF              ErrorReason = 63
 	ErrorReason_NOT_REGULAR                 ErrorReason = 64
 	ErrorReason_PROJECT_MANAGEMENT_DISABLED ErrorReason = 65
+	// WebDAV only: a write carried neither a precondition (If-Match,
+	// If-None-Match, an entity tag in If:) nor a lock (428).
+	ErrorReason_PRECONDITION_REQUIRED ErrorReason = 66
+	// WebDAV only: Depth: infinity, a method or a request the server refuses
+	// by design (403 with the DAV:propfind-finite-depth precondition, or 405).
+	ErrorReason_NOT_SUPPORTED ErrorReason = 67
 	// Unavailable
 	ErrorReason_SIDECAR_UNAVAILABLE ErrorReason = 70
 	// Internal
@@ -270,6 +279,7 @@ var (
 		36: "FORBIDDEN",
 		40: "REVISION_MISMATCH",
 		41: "CURSOR_STALE",
+		42: "LOCKED",
 		50: "TOO_LARGE",
 		51: "PATH_TOO_LONG",
 		52: "PATH_TOO_DEEP",
@@ -281,6 +291,8 @@ var (
 		63: "MOVE_INTO_SELF",
 		64: "NOT_REGULAR",
 		65: "PROJECT_MANAGEMENT_DISABLED",
+		66: "PRECONDITION_REQUIRED",
+		67: "NOT_SUPPORTED",
 		70: "SIDECAR_UNAVAILABLE",
 		80: "GIT_INIT_FAILED",
 		81: "INTERNAL",
@@ -308,6 +320,7 @@ var (
 		"FORBIDDEN":                   36,
 		"REVISION_MISMATCH":           40,
 		"CURSOR_STALE":                41,
+		"LOCKED":                      42,
 		"TOO_LARGE":                   50,
 		"PATH_TOO_LONG":               51,
 		"PATH_TOO_DEEP":               52,
@@ -319,6 +332,8 @@ var (
 		"MOVE_INTO_SELF":              63,
 		"NOT_REGULAR":                 64,
 		"PROJECT_MANAGEMENT_DISABLED": 65,
+		"PRECONDITION_REQUIRED":       66,
+		"NOT_SUPPORTED":               67,
 		"SIDECAR_UNAVAILABLE":         70,
 		"GIT_INIT_FAILED":             80,
 		"INTERNAL":                    81,
@@ -701,7 +716,7 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x1aNON_EDITABLE_REASON_BINARY\x10\x02\x12 \n" +
 	"\x1cNON_EDITABLE_REASON_NOT_UTF8\x10\x03\x12&\n" +
 	"\"NON_EDITABLE_REASON_MULTIPLE_LINKS\x10\x04\x12\x1f\n" +
-	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\xd4\x05\n" +
+	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\x8e\x06\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINVALID_PATH\x10\x01\x12\x10\n" +
@@ -725,7 +740,9 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\tREAD_ONLY\x10#\x12\r\n" +
 	"\tFORBIDDEN\x10$\x12\x15\n" +
 	"\x11REVISION_MISMATCH\x10(\x12\x10\n" +
-	"\fCURSOR_STALE\x10)\x12\r\n" +
+	"\fCURSOR_STALE\x10)\x12\n" +
+	"\n" +
+	"\x06LOCKED\x10*\x12\r\n" +
 	"\tTOO_LARGE\x102\x12\x11\n" +
 	"\rPATH_TOO_LONG\x103\x12\x11\n" +
 	"\rPATH_TOO_DEEP\x104\x12\x17\n" +
@@ -737,7 +754,9 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x13DIRECTORY_NOT_EMPTY\x10>\x12\x12\n" +
 	"\x0eMOVE_INTO_SELF\x10?\x12\x0f\n" +
 	"\vNOT_REGULAR\x10@\x12\x1f\n" +
-	"\x1bPROJECT_MANAGEMENT_DISABLED\x10A\x12\x17\n" +
+	"\x1bPROJECT_MANAGEMENT_DISABLED\x10A\x12\x19\n" +
+	"\x15PRECONDITION_REQUIRED\x10B\x12\x11\n" +
+	"\rNOT_SUPPORTED\x10C\x12\x17\n" +
 	"\x13SIDECAR_UNAVAILABLE\x10F\x12\x13\n" +
 	"\x0fGIT_INIT_FAILED\x10P\x12\f\n" +
 	"\bINTERNAL\x10Q\x12\x13\n" +
