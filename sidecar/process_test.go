@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
-	"github.com/agentworkspace/files/deploy/proctest"
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 

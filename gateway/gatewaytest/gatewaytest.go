@@ -10,7 +10,7 @@
 // t.Cleanup. It fails the test, never skips, when anything is missing.
 //
 // The process mechanics (build cache, start, logs, listening lines, /readyz,
-// stop) live in deploy/proctest, shared with sidecar/sidecartest.
+// stop) live in internal/proctest, shared with sidecar/sidecartest.
 package gatewaytest
 
 import (
@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentworkspace/files/deploy/proctest"
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/internal/config"
 )

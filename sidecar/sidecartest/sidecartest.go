@@ -14,7 +14,7 @@
 // user.
 //
 // The process mechanics (build cache, start, logs, listening lines, /readyz,
-// stop) live in deploy/proctest, shared with gateway/gatewaytest.
+// stop) live in internal/proctest, shared with gateway/gatewaytest.
 package sidecartest
 
 import (
@@ -31,7 +31,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
-	"github.com/agentworkspace/files/deploy/proctest"
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar"
 )
 

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentworkspace/files/deploy/proctest"
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )

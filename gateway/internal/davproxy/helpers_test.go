@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentworkspace/files/deploy/proctest"
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"

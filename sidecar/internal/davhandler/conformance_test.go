@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentworkspace/files/deploy/proctest"
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 

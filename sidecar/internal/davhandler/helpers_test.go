@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentworkspace/files/davfs"
-	"github.com/agentworkspace/files/deploy/proctest"
+	"github.com/agentworkspace/files/internal/proctest"
 )
 
 // fakeClock is a settable clock for lock expiry.
