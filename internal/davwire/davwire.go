@@ -1,0 +1,38 @@
+// Package davwire names the headers the gateway and the sidecar's WebDAV
+// server use between themselves. The gateway sets each request header after
+// stripping any copy a client sent, and strips each response header before a
+// response leaves it; the sidecar trusts them because only the gateway
+// reaches its WebDAV port (NetworkPolicy).
+package davwire
+
+import (
+	"regexp"
+
+	"github.com/agentworkspace/files/contracts/errtable"
+)
+
+const (
+	// PrefixHeader carries the path prefix under which the gateway serves
+	// this sidecar's tree ("/dav/{agent_id}"). The gateway forwards request
+	// paths (and Destination) unchanged, so they start with the prefix; the
+	// sidecar strips it and emits every href, Location and Destination it
+	// writes under it (x/net/webdav's Handler.Prefix).
+	PrefixHeader = "X-Forwarded-Prefix"
+	// ReadOnlyHeader, set to "true", says the gateway's view is read-only
+	// (webdav.writable false): the sidecar then advertises "DAV: 1", no
+	// DAV:supportedlock, and refuses every write itself too.
+	ReadOnlyHeader = "X-Workspace-Read-Only"
+	// OperatorHeader is the authenticated operator, for the sidecar's logs.
+	OperatorHeader = "X-Operator"
+	// RequestIDHeader travels both ways.
+	RequestIDHeader = "X-Request-ID"
+	// ReasonHeader names the errtable reason of an error response.
+	ReasonHeader = errtable.ReasonHeader
+)
+
+var prefixRE = regexp.MustCompile(`^/dav/[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// ValidPrefix reports whether p is a prefix the sidecar accepts: "/dav/"
+// and one agent ID of safe characters (nothing that needs escaping in a URL
+// or in XML), no trailing slash.
+func ValidPrefix(p string) bool { return prefixRE.MatchString(p) }
