@@ -171,7 +171,6 @@ func TestLitmusReadOnly(t *testing.T) {
 func TestLitmusWritable(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		e := newEnv(t, true, be)
-		e.a.skipWhileStubbed(t, "MKCOL", "projects/demo/stub-probe")
 		results, out := runLitmus(t, e.srv.URL+"/dav/a/projects/demo/")
 		t.Logf("litmus:\n%s", out)
 		for name, want := range map[string]string{

@@ -9,16 +9,78 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
 )
+
+// capturedLog is a logger whose output a test reads.
+type capturedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (c *capturedLog) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.Write(p)
+}
+
+func (c *capturedLog) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.String()
+}
+
+func (c *capturedLog) logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Output: c, Level: hclog.Trace, JSONFormat: true})
+}
+
+// assertNoAddress fails when the log names addr, its port or its host.
+func (c *capturedLog) assertNoAddress(t *testing.T, addrs ...string) {
+	t.Helper()
+	s := c.String()
+	for _, addr := range addrs {
+		_, port, _ := net.SplitHostPort(addr)
+		if strings.Contains(s, addr) || (port != "" && strings.Contains(s, ":"+port)) {
+			t.Errorf("the sidecar address %s reached the log:\n%s", addr, s)
+		}
+	}
+	if addrRE.MatchString(s) {
+		t.Errorf("an address reached the log:\n%s", s)
+	}
+}
+
+// proxyTo is the handler in front of one upstream, as agent "a".
+func proxyTo(t *testing.T, upstream string, timeout time.Duration, log hclog.Logger, onMutation func(*http.Request, Mutation)) *httptest.Server {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{
+		Agents:     func(string) (*url.URL, bool) { return u, true },
+		Timeout:    func(string) time.Duration { return timeout },
+		Writable:   true,
+		Logger:     log,
+		OnMutation: onMutation,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(h)
+	t.Cleanup(gw.Close)
+	return gw
+}
 
 // A sidecar that dies in the middle of a body must not look like a
 // complete answer to the client: the client sees the connection end early,
-// and the gateway keeps serving.
+// the gateway keeps serving, and its log names no address (ReverseProxy's
+// own "read error during body copy" line carries the connection's).
 func TestSidecarDiesMidBody(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/projects/p/ok.txt" {
+		if r.URL.Path == "/dav/a/projects/p/ok.txt" {
 			_, _ = io.WriteString(w, "ok")
 			return
 		}
@@ -32,13 +94,8 @@ func TestSidecarDiesMidBody(t *testing.T) {
 		}
 	}))
 	defer up.Close()
-	upURL, _ := url.Parse(up.URL)
-	h, err := New(Options{Agents: func(string) (*url.URL, bool) { return upURL, true }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(h)
-	defer gw.Close()
+	var logs capturedLog
+	gw := proxyTo(t, up.URL, time.Second, logs.logger(), nil)
 
 	resp, err := gw.Client().Get(gw.URL + "/dav/a/projects/p/big.bin")
 	if err != nil {
@@ -58,30 +115,27 @@ func TestSidecarDiesMidBody(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != "ok" {
 		t.Errorf("after a failure: %d %q", resp.StatusCode, b)
 	}
+	time.Sleep(50 * time.Millisecond) // the copy error is logged as the handler returns
+	if !strings.Contains(logs.String(), "sidecar WebDAV response failed") {
+		t.Errorf("the failed body copy is not logged:\n%s", logs.String())
+	}
+	logs.assertNoAddress(t, strings.TrimPrefix(up.URL, "http://"))
 }
 
 // A sidecar that cannot be reached gives 503 naming the agent only, and
-// the gateway's log line names the cause without the sidecar's address,
-// on the splice path (GET) and the proxy path (PROPFIND) alike.
+// the gateway's log line names the cause without the sidecar's address.
 func TestUnreachableSidecarLogsNoAddress(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	upURL, _ := url.Parse("http://" + addr)
-	var logs strings.Builder
+	addr := refusingAddr(t)
+	var logs capturedLog
 	var mu sync.Mutex
-	log := hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logs, mu: &mu}, Level: hclog.Debug})
-	h, err := New(Options{Agents: func(string) (*url.URL, bool) { return upURL, true }, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(h)
-	defer gw.Close()
-	for _, method := range []string{http.MethodGet, "PROPFIND"} {
-		req, _ := http.NewRequest(method, gw.URL+"/dav/a/projects/p/f.txt", nil)
+	var muts []Mutation
+	gw := proxyTo(t, "http://"+addr, time.Second, logs.logger(), func(_ *http.Request, m Mutation) {
+		mu.Lock()
+		muts = append(muts, m)
+		mu.Unlock()
+	})
+	for _, method := range []string{http.MethodGet, "PROPFIND", http.MethodPut} {
+		req, _ := http.NewRequest(method, gw.URL+"/dav/a/projects/p/f.txt", strings.NewReader("x"))
 		req.Header.Set("Depth", "0")
 		resp, err := gw.Client().Do(req)
 		if err != nil {
@@ -89,28 +143,79 @@ func TestUnreachableSidecarLogsNoAddress(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(string(b), addr) {
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `agent "a"`) || strings.Contains(string(b), addr) {
 			t.Errorf("%s: %d %q", method, resp.StatusCode, b)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(logs.String(), "connection refused") {
 		t.Errorf("the cause is not logged:\n%s", logs.String())
 	}
-	_, port, _ := net.SplitHostPort(addr)
-	if strings.Contains(logs.String(), addr) || strings.Contains(logs.String(), ":"+port) {
-		t.Errorf("the sidecar address reached the log:\n%s", logs.String())
+	logs.assertNoAddress(t, addr)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(muts) != 1 || muts[0].Code != codes.Unavailable || muts[0].Reason != "SIDECAR_UNAVAILABLE" || muts[0].Status != 503 {
+		t.Errorf("mutations %+v", muts)
 	}
 }
 
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
+// A hung sidecar (connection accepted, no response headers) gets 504
+// within its sidecar.timeout, for a read and for a write with a body, and
+// the log names no address.
+func TestHungSidecarTimesOut(t *testing.T) {
+	f := NewContractSidecar(t)
+	var logs capturedLog
+	var mu sync.Mutex
+	var muts []Mutation
+	const timeout = 300 * time.Millisecond
+	gw := proxyTo(t, f.URL, timeout, logs.logger(), func(_ *http.Request, m Mutation) {
+		mu.Lock()
+		muts = append(muts, m)
+		mu.Unlock()
+	})
+	for _, method := range []string{http.MethodGet, "PROPFIND", http.MethodPut} {
+		req, _ := http.NewRequest(method, gw.URL+"/dav/a/projects/demo/stall", strings.NewReader("body"))
+		req.Header.Set("If-None-Match", "*")
+		start := time.Now()
+		resp, err := gw.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(b), `agent "a"`) {
+			t.Errorf("%s: %d %q", method, resp.StatusCode, b)
+		}
+		if took > timeout+2*time.Second {
+			t.Errorf("%s: answered after %v, timeout %v", method, took, timeout)
+		}
+	}
+	logs.assertNoAddress(t, strings.TrimPrefix(f.URL, "http://"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(muts) != 1 || muts[0].Code != codes.DeadlineExceeded || muts[0].Reason != "SIDECAR_UNAVAILABLE" || muts[0].Status != 504 {
+		t.Errorf("mutations %+v", muts)
+	}
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// The header timeout never cuts a body: a GET that streams for several
+// times the timeout completes.
+func TestLongGetOutlivesTimeout(t *testing.T) {
+	f := NewContractSidecar(t)
+	f.DripSize, f.DripTime = 4<<20, 1500*time.Millisecond
+	const timeout = 200 * time.Millisecond
+	gw := proxyTo(t, f.URL, timeout, nil, nil)
+	start := time.Now()
+	resp, err := gw.Client().Get(gw.URL + "/dav/a/projects/demo/drip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err != nil || n != f.DripSize {
+		t.Fatalf("GET: %d, %d of %d bytes, %v", resp.StatusCode, n, f.DripSize, err)
+	}
+	if took := time.Since(start); took < 3*timeout {
+		t.Fatalf("the body took %v: not longer than the timeout, the test proves nothing", took)
+	}
 }

@@ -93,7 +93,6 @@ func TestStreamingGetAndPut(t *testing.T) {
 		}
 		t.Logf("GET heap growth %d KiB", hw.growth()>>10)
 
-		e.a.skipWhileStubbed(t, "MKCOL", "projects/demo/stub-probe")
 		hw = newHeapWatch()
 		pr, pw := io.Pipe()
 		go func() {
