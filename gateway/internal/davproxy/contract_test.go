@@ -53,7 +53,8 @@ type ContractSidecar struct {
 	seen []http.Header
 	// stalled counts requests held by /stall; done releases them.
 	stalled int
-	done    chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // NewContractSidecar starts one on 127.0.0.1 over a populated tree.
@@ -68,10 +69,23 @@ func NewContractSidecar(t testing.TB) *ContractSidecar {
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.done = make(chan struct{})
-	t.Cleanup(func() { close(f.done) }) // before srv.Close: releases any stall
+	t.Cleanup(func() { f.closeOnce.Do(func() { close(f.done) }) }) // before srv.Close: releases any stall
 	f.URL = f.srv.URL
 	return f
 }
+
+// Close stops the server (a stopped sidecar); stalled requests are let go.
+func (f *ContractSidecar) Close() {
+	f.closeOnce.Do(func() { close(f.done) })
+	f.srv.CloseClientConnections()
+	f.srv.Close()
+}
+
+// Addr is the listener's 127.0.0.1:PORT.
+func (f *ContractSidecar) Addr() string { return f.srv.Listener.Addr().String() }
+
+// RefusingAddr is refusingAddr for package davproxy_test.
+func RefusingAddr(t *testing.T) string { return refusingAddr(t) }
 
 // Seen returns the request headers received so far.
 func (f *ContractSidecar) Seen() []http.Header {

@@ -54,6 +54,9 @@ func (p *patternReader) Read(b []byte) (int, error) {
 func TestStreamingGetAndPut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		e := newEnv(t, true, be)
+		if e.a.fake != nil {
+			e.a.fake.MaxBody = 2 * streamSize
+		}
 		f, err := os.Create(e.a.path("projects/demo/big.bin"))
 		if err != nil {
 			t.Fatal(err)
