@@ -18,6 +18,7 @@ package davproxy
 // ending in /drip streams DripSize bytes over DripTime.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -212,13 +213,17 @@ func (f *ContractSidecar) serve(rw http.ResponseWriter, r *http.Request) {
 		}
 		defer os.Remove(tmp.Name())
 		defer tmp.Close()
-		n, err := io.Copy(tmp, io.LimitReader(r.Body, f.MaxBody+1))
-		if err != nil {
-			fail(w, 500, "INTERNAL", "spool")
+		// MaxBytesReader on the connection's own writer: net/http then
+		// closes the connection gracefully after the 413, as the sidecar's
+		// does, so the client reads the answer before any reset.
+		_, err = io.Copy(tmp, http.MaxBytesReader(rw, r.Body, f.MaxBody))
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			fail(w, http.StatusRequestEntityTooLarge, "TOO_LARGE", "the body exceeds the upload limit")
 			return
 		}
-		if n > f.MaxBody {
-			fail(w, http.StatusRequestEntityTooLarge, "TOO_LARGE", "the body exceeds the upload limit")
+		if err != nil {
+			fail(w, 500, "INTERNAL", "spool")
 			return
 		}
 		if _, err := tmp.Seek(0, 0); err != nil {

@@ -108,7 +108,7 @@ func TestGatewayWebDAVExpectContinue(t *testing.T) {
 				return
 			}
 			rec := waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == rid }, 1)[0]
-			if fmt.Sprint(rec["http_status"]) != fmt.Sprint(want) || rec["grpc_code"] != code || fmt.Sprint(rec["reason"]) != reason {
+			if got, _ := rec["reason"].(string); fmt.Sprint(rec["http_status"]) != fmt.Sprint(want) || rec["grpc_code"] != code || got != reason {
 				t.Errorf("%s: audit %v, want %d %s %q", name, rec, want, code, reason)
 			}
 		}
