@@ -6,8 +6,8 @@ package davproxy
 // independently of the real sidecar: it serves under X-Forwarded-Prefix
 // (hrefs come out as /dav/{agent}/...), refuses writes on a read-only view,
 // names the errtable reason of every error in X-Workspace-Error-Reason, and
-// is the authority for preconditions (428 without If-Match / If-None-Match
-// / If / a lock token, 412 on a stale one, 413 over its upload limit, 423
+// is the authority for preconditions (428 for a write onto an existing name
+// without If-Match / If-None-Match / If, 412 on a stale one, 413 over its upload limit, 423
 // from x/net's locks). PUT spools its body before deciding, as the real
 // sidecar streams an upload before it takes its mutation lock, so a client
 // that sent "Expect: 100-continue" gets its 100 and then the final status.
@@ -239,9 +239,10 @@ func (f *ContractSidecar) serve(rw http.ResponseWriter, r *http.Request) {
 	(&webdav.Handler{Prefix: prefix, FileSystem: webdav.Dir(f.Root), LockSystem: f.ls}).ServeHTTP(w, r)
 }
 
-// precondition is the sidecar's write rule, roughly: an existing target
-// needs If-Match (current), If or a lock token; a create needs
-// If-None-Match: * or If-Match fails.
+// precondition is the sidecar's write rule, roughly (DESIGN "WebDAV
+// writes"): a write onto an existing name needs If-Match (current),
+// If-None-Match or an If header; a create needs none; If-Match on a
+// missing name and If-None-Match: * on an existing one fail.
 func (f *ContractSidecar) precondition(r *http.Request, rel, prefix string) (int, string) {
 	target := rel
 	switch r.Method {
@@ -270,7 +271,7 @@ func (f *ContractSidecar) precondition(r *http.Request, rel, prefix string) (int
 		return http.StatusPreconditionFailed, "REVISION_MISMATCH"
 	case inm == "*" && exists:
 		return http.StatusPreconditionFailed, "REVISION_MISMATCH"
-	case im == "" && inm == "" && ifh == "" && (exists || r.Method == http.MethodPut):
+	case im == "" && inm == "" && ifh == "" && exists:
 		return http.StatusPreconditionRequired, "PRECONDITION_REQUIRED"
 	}
 	return 0, ""

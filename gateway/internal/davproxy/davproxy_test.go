@@ -165,9 +165,9 @@ func TestWritablePreconditions(t *testing.T) {
 			hdr    []string
 			want   int
 		}{
-			{"create without If-None-Match", "PUT", "/dav/a/projects/demo/new.txt", nil, 428},
 			{"create with If-Match", "PUT", "/dav/a/projects/demo/new.txt", []string{"If-Match", `"abc"`}, 412},
 			{"create", "PUT", "/dav/a/projects/demo/new.txt", []string{"If-None-Match", "*"}, 201},
+			{"create without a precondition", "PUT", "/dav/a/projects/demo/new2.txt", nil, 201},
 			{"overwrite without If-Match", "PUT", readme, nil, 428},
 			{"overwrite with If-None-Match", "PUT", readme, []string{"If-None-Match", "*"}, 412},
 			{"overwrite stale If-Match", "PUT", readme, []string{"If-Match", `"stale"`}, 412},
@@ -211,7 +211,7 @@ func TestWritablePreconditions(t *testing.T) {
 		want := map[string]Mutation{
 			"move":                         {Action: "webdav.MOVE", Scope: "PROJECT", Project: "demo", SourcePath: "new.txt", DestinationPath: "src/new.txt", Status: 201, Code: codes.OK},
 			"global skill":                 {Action: "webdav.PUT", Scope: "GLOBAL", SourcePath: "skills/tool/extra.md", Status: 201, Code: codes.OK},
-			"create without If-None-Match": {Action: "webdav.PUT", Scope: "PROJECT", Project: "demo", SourcePath: "new.txt", Status: 428, Reason: "PRECONDITION_REQUIRED", Code: codes.FailedPrecondition},
+			"overwrite without If-Match":   {Action: "webdav.PUT", Scope: "PROJECT", Project: "demo", SourcePath: "README.md", Status: 428, Reason: "PRECONDITION_REQUIRED", Code: codes.FailedPrecondition},
 			"overwrite stale If-Match":     {Action: "webdav.PUT", Scope: "PROJECT", Project: "demo", SourcePath: "README.md", Status: 412, Reason: "REVISION_MISMATCH", Code: codes.Aborted},
 		}
 		for i, s := range steps {
