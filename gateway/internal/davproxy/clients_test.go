@@ -176,8 +176,8 @@ func TestLitmusWritable(t *testing.T) {
 		for name, want := range map[string]string{
 			"init": "pass", "begin": "pass", "options": "pass", "mkcol": "pass", "mkcol_again": "pass",
 			"mkcol_no_parent": "pass", "mkcol_with_body": "pass", "delete_null": "pass",
-			"put_get": "pass", // a create needs no precondition
-			"delete": "FAIL", "delete_coll": "FAIL", // 428: litmus deletes without If-Match
+			"put_get": "pass",                        // a create needs no precondition
+			"delete":  "FAIL", "delete_coll": "FAIL", // 428: litmus deletes without If-Match
 		} {
 			if got := results["basic"][name]; got != want {
 				t.Errorf("litmus basic/%s = %q, want %s", name, got, want)

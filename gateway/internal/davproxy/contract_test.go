@@ -53,7 +53,7 @@ type ContractSidecar struct {
 	mu   sync.Mutex
 	seen []http.Header
 	// stalled counts requests held by /stall; done releases them.
-	stalled int
+	stalled   int
 	done      chan struct{}
 	closeOnce sync.Once
 }

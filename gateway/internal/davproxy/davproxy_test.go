@@ -209,10 +209,10 @@ func TestWritablePreconditions(t *testing.T) {
 		}
 		muts := e.waitMutations(t, len(steps))
 		want := map[string]Mutation{
-			"move":                         {Action: "webdav.MOVE", Scope: "PROJECT", Project: "demo", SourcePath: "new.txt", DestinationPath: "src/new.txt", Status: 201, Code: codes.OK},
-			"global skill":                 {Action: "webdav.PUT", Scope: "GLOBAL", SourcePath: "skills/tool/extra.md", Status: 201, Code: codes.OK},
-			"overwrite without If-Match":   {Action: "webdav.PUT", Scope: "PROJECT", Project: "demo", SourcePath: "README.md", Status: 428, Reason: "PRECONDITION_REQUIRED", Code: codes.FailedPrecondition},
-			"overwrite stale If-Match":     {Action: "webdav.PUT", Scope: "PROJECT", Project: "demo", SourcePath: "README.md", Status: 412, Reason: "REVISION_MISMATCH", Code: codes.Aborted},
+			"move":                       {Action: "webdav.MOVE", Scope: "PROJECT", Project: "demo", SourcePath: "new.txt", DestinationPath: "src/new.txt", Status: 201, Code: codes.OK},
+			"global skill":               {Action: "webdav.PUT", Scope: "GLOBAL", SourcePath: "skills/tool/extra.md", Status: 201, Code: codes.OK},
+			"overwrite without If-Match": {Action: "webdav.PUT", Scope: "PROJECT", Project: "demo", SourcePath: "README.md", Status: 428, Reason: "PRECONDITION_REQUIRED", Code: codes.FailedPrecondition},
+			"overwrite stale If-Match":   {Action: "webdav.PUT", Scope: "PROJECT", Project: "demo", SourcePath: "README.md", Status: 412, Reason: "REVISION_MISMATCH", Code: codes.Aborted},
 		}
 		for i, s := range steps {
 			w, ok := want[s.name]

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -88,6 +89,6 @@ func newScrubbedLog(l hclog.Logger) *log.Logger {
 type scrubWriter struct{ l hclog.Logger }
 
 func (w scrubWriter) Write(p []byte) (int, error) {
-	w.l.Warn("sidecar WebDAV response failed", "error", scrubAddrs(string(p)))
+	w.l.Warn("sidecar WebDAV response failed", "error", scrubAddrs(strings.TrimSpace(string(p))))
 	return len(p), nil
 }
