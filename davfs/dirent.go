@@ -19,15 +19,14 @@ var direntBufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); retur
 
 // readDirents reads every name of the directory open as fd (O_RDONLY, at
 // offset 0), without "." and "..". Names are raw bytes from the disk: the
-// caller validates them like request names. raw: fd is on a local file
-// system (getdents).
-func readDirents(fd int, raw bool) ([]dirent, error) {
+// caller validates them like request names.
+func readDirents(fd int) ([]dirent, error) {
 	bp := direntBufPool.Get().(*[]byte)
 	defer direntBufPool.Put(bp)
 	buf := *bp
 	var out []dirent
 	for {
-		n, err := getdents(fd, buf, raw)
+		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}

@@ -41,7 +41,7 @@ func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat
 	if err != nil {
 		return -1, st, nil, err
 	}
-	ents, err := readDirents(fd, w.r.localFS)
+	ents, err := readDirents(fd)
 	if err != nil {
 		unix.Close(fd)
 		return -1, st, nil, fsErr(err, w.rel)
@@ -57,7 +57,7 @@ func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat
 		}
 	}
 	if sorted {
-		sortListed(items)
+		slices.SortFunc(items, listedLess)
 	}
 	return fd, st, items, nil
 }

@@ -66,7 +66,7 @@ func emptyDir(ctx context.Context, fd int, r root, depth int) error {
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return err
 	}
-	ents, err := readDirents(fd, false) // a mutation path: ordinary calls (sysfast.go)
+	ents, err := readDirents(fd)
 	if err != nil {
 		return err
 	}

@@ -158,14 +158,13 @@ func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error)
 
 // statQuick is Stat of an entry below a PROJECT workspace root whose
 // Entry needs no file read (see quickEntry), with the same validation as
-// resolve and no heap allocation besides the revision string. The entry
-// itself is opened with O_PATH|O_NOFOLLOW by openat2 with the resolve
-// flags (no symlink followed anywhere, a trailing one yields an fd of the
-// link, which quickEntry refuses; no mount crossed, the last segment
-// included) and fstat'ed: measured slightly cheaper than opening the
-// parent and statx'ing the name. ok is false for anything else, errors
-// included: Stat then takes the full path, which also reports errors
-// exactly.
+// resolve. The entry itself is opened with O_PATH|O_NOFOLLOW by openat2
+// with the resolve flags (no symlink followed anywhere, a trailing one
+// yields an fd of the link, which quickEntry refuses; no mount crossed,
+// the last segment included) and fstat'ed: measured slightly cheaper than
+// opening the parent and statx'ing the name. ok is false for anything
+// else, errors included: Stat then takes the full path, which also
+// reports errors exactly.
 func (f *FS) statQuick(ws Workspace, p string) (Entry, bool) {
 	if !f.useOpenat2 || ws.Scope != ScopeProject || p == "" || f.alive() != nil || f.checkProjectRef(ws.Project) != nil {
 		return Entry{}, false
@@ -175,21 +174,14 @@ func (f *FS) statQuick(ws Workspace, p string) (Entry, bool) {
 	if err != nil || len(segs) == 0 {
 		return Entry{}, false
 	}
-	var c cpath
-	ok := c.add(ws.Project)
-	for _, s := range segs {
-		ok = ok && c.add(s)
-	}
-	if !ok {
-		return Entry{}, false
-	}
-	fd, err := openat2C(f.projects.fd, &c, oAny)
+	// p is validated: its segments joined by "/" are p itself.
+	fd, err := openat2Retry(f.projects.fd, ws.Project+"/"+p, oAny)
 	if err != nil {
 		return Entry{}, false
 	}
 	var st unix.Stat_t
 	err = unix.Fstat(fd, &st)
-	closePath(fd)
+	unix.Close(fd)
 	if err != nil || !f.projects.contains(&st, 0) {
 		return Entry{}, false
 	}
@@ -202,13 +194,13 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		return e, err
 	}
 	if w.isRoot() {
-		fd, err := f.openRootPath(w)
+		fd, err := f.open(w, oDirPath)
 		if err != nil {
 			return Entry{}, err
 		}
 		var st unix.Stat_t
 		err = unix.Fstat(fd, &st)
-		closePath(fd)
+		unix.Close(fd)
 		if err != nil {
 			return Entry{}, fsErr(err, w.rel)
 		}
@@ -225,54 +217,18 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		// project directory, resolved from the projects root on every call.
 		e, err = f.statEntry(w.r.fd, w, w.name())
 	} else {
-		pfd, perr := f.openParentPath(w)
+		pfd, perr := f.openParent(w, oDirPath)
 		if perr != nil {
 			return Entry{}, perr
 		}
 		e, err = f.statEntry(pfd, w, w.name())
-		closePath(pfd)
+		unix.Close(pfd)
 	}
 	if err == nil && w.isGlobal() && len(w.segs) == 1 && (e.Type == TypeDirectory) != (w.segs[0] == globalSkills) {
 		// Global's two names only count with their proper types.
 		return Entry{}, newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q has an unexpected type", w.rel)
 	}
 	return e, err
-}
-
-// openParentPath is openParent(w, oDirPath) without building the segment
-// slice and the joined path on the heap. On any error it defers to
-// openParent, which classifies the error (and may win a race).
-func (f *FS) openParentPath(w wsPath) (int, error) {
-	if f.useOpenat2 {
-		var c cpath
-		ok := true
-		for _, s := range w.base {
-			ok = ok && c.add(s)
-		}
-		for _, s := range w.segs[:len(w.segs)-1] {
-			ok = ok && c.add(s)
-		}
-		if ok && c.n > 0 {
-			if fd, err := openat2C(w.r.fd, &c, oDirPath); err == nil {
-				return fd, nil
-			}
-		}
-	}
-	return f.openParent(w, oDirPath)
-}
-
-// openRootPath is open(w, oDirPath) for a workspace root, the project
-// directory opened from the projects root without heap copies of its name.
-func (f *FS) openRootPath(w wsPath) (int, error) {
-	if f.useOpenat2 && len(w.base) == 1 {
-		var c cpath
-		if c.set(w.base[0], "") {
-			if fd, err := openat2C(w.r.fd, &c, oDirPath); err == nil {
-				return fd, nil
-			}
-		}
-	}
-	return f.open(w, oDirPath)
 }
 
 // globalRoot returns the virtual Global root and its visible children.

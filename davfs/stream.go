@@ -264,7 +264,7 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 			if err := s.ctx.Err(); err != nil {
 				return nil, ctxErr(s.ctx)
 			}
-			n, err := getdents(s.fd, s.buf, s.w.r.localFS)
+			n, err := unix.Getdents(s.fd, s.buf)
 			if err == unix.EINTR {
 				continue
 			}
