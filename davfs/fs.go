@@ -70,6 +70,7 @@ type FS struct {
 	mu sync.Mutex
 
 	cache    *hashCache
+	seen     *dirSeen // when directory revisions were handed out (seen.go)
 	dirSyncs dirSyncs // group directory fsync (syncDir)
 	closed   atomic.Bool
 
@@ -111,6 +112,7 @@ func Open(cfg Config) (*FS, error) {
 		f.deny[n] = struct{}{}
 	}
 	f.cache = newHashCache(defaultCacheEntries)
+	f.seen = newDirSeen(defaultSeenEntries)
 	if f.projects, err = openRoot(cfg.ProjectsRoot, "projectsRootDir"); err != nil {
 		return nil, err
 	}

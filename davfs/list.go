@@ -190,7 +190,7 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 		return Page{}, err
 	}
 	defer unix.Close(fd)
-	rev := dirRevision(&st)
+	rev := f.dirRev(&st)
 	var after *listed
 	if cur != nil {
 		if cur.Rev != rev {

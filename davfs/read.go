@@ -78,7 +78,7 @@ func (f *FS) openFile(w wsPath) (int, unix.Stat_t, int, error) {
 		unix.Close(pfd)
 		return -1, st, -1, fsErr(err, w.rel)
 	}
-	if err := checkRegular(&st, w); err != nil {
+	if err := checkRegular(&st, w, linkRead); err != nil {
 		unix.Close(fd)
 		unix.Close(pfd)
 		return -1, st, -1, err
@@ -93,7 +93,7 @@ func (f *FS) openFileAt(pfd int, w wsPath) (int, error) {
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return -1, fsErr(err, w.rel)
 	}
-	if err := checkRegular(&st, w); err != nil {
+	if err := checkRegular(&st, w, linkRead); err != nil {
 		return -1, err
 	}
 	fd, err := f.openName(w.r, pfd, w.name(), oFile)
@@ -103,7 +103,9 @@ func (f *FS) openFileAt(pfd int, w wsPath) (int, error) {
 	return fd, nil
 }
 
-func checkRegular(st *unix.Stat_t, w wsPath) error {
+// checkRegular refuses anything but a regular file on w's root device
+// that op may be done to under the hard-link policy (links.go).
+func checkRegular(st *unix.Stat_t, w wsPath, op linkOp) error {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 	case unix.S_IFDIR:
@@ -113,8 +115,8 @@ func checkRegular(st *unix.Stat_t, w wsPath) error {
 	default:
 		return errNotRegular(w.rel)
 	}
-	if st.Nlink > 1 {
-		return newErr(CodePermissionDenied, ReasonMultipleLinks, nil, "%q has more than one hard link", w.rel)
+	if err := checkLinks(st, w.rel, op); err != nil {
+		return err
 	}
 	if st.Dev != w.r.dev {
 		return newErr(CodePermissionDenied, ReasonSymlink, nil, "%q is on another file system", w.rel)
@@ -148,7 +150,7 @@ func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
 	if err != nil {
 		return -1, st, false
 	}
-	if fstatOn(w.r, fd, &st) != nil || st.Ino != pre.Ino || st.Dev != pre.Dev || checkRegular(&st, w) != nil {
+	if fstatOn(w.r, fd, &st) != nil || st.Ino != pre.Ino || st.Dev != pre.Dev || checkRegular(&st, w, linkRead) != nil {
 		unix.Close(fd)
 		return -1, st, false
 	}

@@ -49,7 +49,7 @@ func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (e Entry, ok 
 		if st.Dev != r.dev {
 			return Entry{}, false
 		}
-		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), dirRevision(st)
+		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), f.dirRev(st)
 		return e, true
 	case unix.S_IFREG:
 	default:
@@ -58,7 +58,7 @@ func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (e Entry, ok 
 	e.Type = TypeFile
 	switch {
 	case st.Nlink > 1:
-		e.Reason, e.Revision = NotEditableMultipleLinks, statRevision(st)
+		e.Reason, e.Revision, e.MultipleLinks = NotEditableMultipleLinks, statRevision(st), true
 	case st.Size > f.cfg.MaxEditableFileSize:
 		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
 	default:
