@@ -27,6 +27,8 @@ type tree struct {
 	changedAfter int64
 	// replace: refuse regular files with several links (DeleteOptions.Replace).
 	replace bool
+	// afterCheck runs between the passes (tests; nil in production).
+	afterCheck func()
 }
 
 // check is the per-entry rule of both passes.
@@ -72,6 +74,9 @@ func (t *tree) remove(ctx context.Context, pfd int, name string, ino uint64) err
 	// Nothing is deleted yet: a cancelled request may stop the check.
 	if err := t.walk(ctx, fd, 0, false); err != nil {
 		return err
+	}
+	if t.afterCheck != nil {
+		t.afterCheck()
 	}
 	// Once deleting, finish: a half-deleted tree helps nobody.
 	ctx = context.WithoutCancel(ctx)

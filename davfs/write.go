@@ -20,6 +20,7 @@ type hooks struct {
 	fsyncDir     func(fd int) error                  // replaces fsyncDir in syncDir
 	beforeRename func() error                        // runs under the lock right before the rename
 	beforeLock   func()                              // runs after the temp file is complete
+	afterCheck   func()                              // runs between a recursive delete's two passes
 }
 
 func (f *FS) writeFD(fd int, b []byte) (int, error) {
