@@ -80,7 +80,7 @@ func TestMultipleLinksPolicy(t *testing.T) {
 		}, true},
 	}
 	targets := []struct {
-		ws            Workspace
+		ws         Workspace
 		path, host string // the linked name, and the same name relative to e.dir
 		secret     string // its bytes
 	}{
