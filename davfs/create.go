@@ -56,6 +56,7 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 	if err := fsyncDir(pfd); err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
+	f.handOut(ctx, e)
 	return e, err
 }
 

@@ -190,7 +190,7 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 		return Page{}, err
 	}
 	defer unix.Close(fd)
-	rev := f.dirRev(&st)
+	rev := dirRevision(&st)
 	var after *listed
 	if cur != nil {
 		if cur.Rev != rev {
@@ -203,6 +203,8 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 	if err != nil {
 		return Page{}, err
 	}
+	f.handOut(ctx, entries...)
+	f.handOut(ctx, Entry{Type: TypeDirectory, Revision: rev})
 	p := Page{Entries: entries, DirectoryRevision: rev}
 	if more && len(page) > 0 {
 		p.NextCursor = f.nextCursor(w, dir, rev, page[len(page)-1])
@@ -301,5 +303,7 @@ func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, er
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return f.entriesOf(ctx, fd, w, items)
+	es, err := f.entriesOf(ctx, fd, w, items)
+	f.handOut(ctx, es...)
+	return es, err
 }

@@ -66,6 +66,7 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 	if err := fsyncDir(spfd); err != nil {
 		return Entry{}, fsErr(err, src)
 	}
+	f.handOut(ctx, e)
 	return e, err
 }
 

@@ -1,17 +1,17 @@
 package davfs
 
 import (
+	"context"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A directory's revision binds its own stat only: a file changed three
 // levels down leaves it as it was. A recursive delete that carries a
 // directory revision must still not destroy work done after that revision
 // was read, so davfs remembers when it last handed each directory revision
-// out (Stat, listings, and so every surface), and the delete's own walk
+// out (Stat, the listings, CreateEntry and MoveEntry: what every surface
+// shows a client; see handOut and ForMutation), and the delete's own walk
 // refuses as soon as it meets an entry whose ctime is later (remove.go).
 //
 // ctime, not mtime: the kernel sets ctime to the current time on every
@@ -87,10 +87,29 @@ func (s *dirSeen) len() int {
 	return len(s.cur) + len(s.old)
 }
 
-// dirRev is dirRevision for a directory revision davfs hands out: it is
-// remembered with the time (see above).
-func (f *FS) dirRev(st *unix.Stat_t) string {
-	rev := dirRevision(st)
-	f.seen.note(rev)
-	return rev
+type forMutationKey struct{}
+
+// ForMutation marks ctx as serving a request that changes something (a
+// WebDAV DELETE, MOVE or COPY, with the precondition checks before it).
+// Directory revisions handed out under it, such as by the handler's own
+// Stat right before it deletes, are not recorded as a client's read: the
+// record would otherwise say the revision the client sent was read just
+// now, and a recursive delete would accept work the client never saw.
+// Reads made to show a client something (PROPFIND, GET, the REST reads)
+// must not carry it.
+func ForMutation(ctx context.Context) context.Context {
+	return context.WithValue(ctx, forMutationKey{}, true)
+}
+
+// handOut records the directory revisions among es as read now, unless
+// ctx is ForMutation's.
+func (f *FS) handOut(ctx context.Context, es ...Entry) {
+	if ctx != nil && ctx.Value(forMutationKey{}) != nil {
+		return
+	}
+	for i := range es {
+		if es[i].Type == TypeDirectory && es[i].Revision != "" {
+			f.seen.note(es[i].Revision)
+		}
+	}
 }

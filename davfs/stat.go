@@ -49,7 +49,7 @@ func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (e Entry, ok 
 		if st.Dev != r.dev {
 			return Entry{}, false
 		}
-		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), f.dirRev(st)
+		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), dirRevision(st)
 		return e, true
 	case unix.S_IFREG:
 	default:
@@ -147,13 +147,18 @@ func skip(err error) bool {
 // sockets and devices are FailedPrecondition/NOT_REGULAR.
 func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error) {
 	if e, ok := f.statQuick(ws, path); ok {
+		f.handOut(ctx, e)
 		return e, nil
 	}
 	w, err := f.resolve(ws, path)
 	if err != nil {
 		return Entry{}, err
 	}
-	return f.stat(w)
+	e, err := f.stat(w)
+	if err == nil {
+		f.handOut(ctx, e)
+	}
+	return e, err
 }
 
 // statQuick is Stat of an entry below a PROJECT workspace root whose
