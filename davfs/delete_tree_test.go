@@ -1,7 +1,7 @@
 package davfs
 
 import (
-		"fmt"
+	"fmt"
 	"io"
 	"io/fs"
 	"maps"
