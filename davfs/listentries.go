@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // parallelEntries: a listing with more items than this stats them on
@@ -38,13 +37,12 @@ func (f *FS) entriesSeq(ctx context.Context, dirfd int, w wsPath, items []listed
 // leaving out names that vanished or became a symlink, a special file or a
 // mount point; the first other error fails it.
 func (f *FS) statItems(ctx context.Context, dirfd int, w wsPath, dir string, items []listed, out []Entry) ([]Entry, error) {
-	rels := childRels(dir, items, make([]string, 0, len(items)))
 	for i, it := range items {
 		if i&63 == 63 && ctx.Err() != nil {
 			return nil, ctxErr(ctx)
 		}
 		c := w
-		c.rel = rels[i]
+		c.rel = childRel(dir, it.name)
 		e, err := f.statEntry(dirfd, c, it.name)
 		if err != nil {
 			if skip(err) {
@@ -82,7 +80,6 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 	}
 	work := func() {
 		defer wg.Done()
-		var rels []string
 		for {
 			lo := int(next.Add(entriesChunk)) - entriesChunk
 			if lo >= len(items) {
@@ -99,11 +96,10 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 				return
 			}
 			hi := min(lo+entriesChunk, len(items))
-			rels = childRels(dir, items[lo:hi], rels[:0])
 			for i := lo; i < hi; i++ {
 				name := items[i].name
 				c := w
-				c.rel = rels[i-lo]
+				c.rel = childRel(dir, name)
 				e, err := f.statEntry(dirfd, c, name)
 				if err != nil {
 					if !skip(err) {
@@ -136,26 +132,10 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 	return out[:k], nil
 }
 
-// childRels appends to dst the paths dir/name of items (childRel's rel),
-// cut from one allocation.
-func childRels(dir string, items []listed, dst []string) []string {
+// childRel is the workspace path of name in the directory dir.
+func childRel(dir, name string) string {
 	if dir == "" {
-		for _, it := range items {
-			dst = append(dst, it.name)
-		}
-		return dst
+		return name
 	}
-	n := 0
-	for _, it := range items {
-		n += len(dir) + 1 + len(it.name)
-	}
-	b := make([]byte, 0, n)
-	for _, it := range items {
-		start := len(b)
-		b = append(b, dir...)
-		b = append(b, '/')
-		b = append(b, it.name...)
-		dst = append(dst, unsafe.String(&b[start], len(b)-start))
-	}
-	return dst
+	return dir + "/" + name
 }

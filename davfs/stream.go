@@ -276,8 +276,8 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 				s.eof = true
 				break
 			}
-			// parseDirents cuts the names of one buffer from a fresh
-			// arena, so they stay valid after buf is read into again.
+			// parseDirents copies the names out, so they stay valid
+			// after buf is read into again.
 			s.names, s.ni = parseDirents(s.buf[:n], s.names[:0]), 0
 			continue // the buffer may have held only "." and ".."
 		}
