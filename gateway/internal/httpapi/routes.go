@@ -18,7 +18,7 @@ import (
 // routing rule stands in front of them (projectNamedEntries).
 
 // newAPI builds the REST handler: the routing rule, then the generated
-// routes, behind the body-size limit and the body decoder's refusal slot.
+// routes, behind the body-size limit, with the decoder's refusal slot.
 func (s *Server) newAPI() (http.Handler, error) {
 	mux, err := s.newMux(runtime.UnescapingModeLegacy) // grpc-gateway's default
 	if err != nil {
@@ -37,7 +37,7 @@ func (s *Server) newAPI() (http.Handler, error) {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	return withRefusalSlot(http.MaxBytesHandler(routes, MaxAPIBody)), nil
+	return http.MaxBytesHandler(withRefusalSlot(routes), MaxAPIBody), nil
 }
 
 func (s *Server) newMux(mode runtime.UnescapingMode) (*runtime.ServeMux, error) {
