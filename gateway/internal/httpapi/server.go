@@ -67,8 +67,8 @@ type Options struct {
 	// request's body (see deadline.go). 0 disables them (unit tests).
 	BodyReadTimeout time.Duration
 	BodyIdleTimeout time.Duration
-	Logger hclog.Logger
-	Now    func() time.Time
+	Logger          hclog.Logger
+	Now             func() time.Time
 }
 
 // Server is the gateway's HTTP handler.
