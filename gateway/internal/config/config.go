@@ -57,15 +57,15 @@ const (
 type HTTPServer struct {
 	Address string `yaml:"address"`
 	// ReadHeaderTimeout bounds reading a request's line and headers.
-	ReadHeaderTimeout *time.Duration `yaml:"readHeaderTimeout"`
+	ReadHeaderTimeout *time.Duration `yaml:"readHeaderTimeout,omitempty"`
 	// BodyReadTimeout bounds the whole body of a request that is not
 	// authenticated (the login; what a refused client sends).
-	BodyReadTimeout *time.Duration `yaml:"bodyReadTimeout"`
+	BodyReadTimeout *time.Duration `yaml:"bodyReadTimeout,omitempty"`
 	// BodyIdleTimeout bounds each read of an authenticated request's body:
 	// an upload is never cut while it makes progress.
-	BodyIdleTimeout *time.Duration `yaml:"bodyIdleTimeout"`
+	BodyIdleTimeout *time.Duration `yaml:"bodyIdleTimeout,omitempty"`
 	// IdleTimeout bounds a kept-alive connection between requests.
-	IdleTimeout *time.Duration `yaml:"idleTimeout"`
+	IdleTimeout *time.Duration `yaml:"idleTimeout,omitempty"`
 }
 
 func orDefault(d *time.Duration, def time.Duration) time.Duration {
