@@ -89,6 +89,11 @@ type Entry struct {
 	Revision string // opaque; equals the WebDAV ETag without quotes
 	Editable bool
 	Reason   NonEditableReason
+	// MultipleLinks: a regular file with more than one hard link. Its
+	// content is never read, written, copied or replaced by any surface
+	// (links.go); Reason is NotEditableMultipleLinks and Revision is
+	// stat-only. Its name may be deleted or renamed.
+	MultipleLinks bool
 }
 
 // Project is a first-level directory under the projects root.

@@ -1,6 +1,7 @@
 package davfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"sync"
 	"unsafe"
@@ -19,15 +20,14 @@ var direntBufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); retur
 
 // readDirents reads every name of the directory open as fd (O_RDONLY, at
 // offset 0), without "." and "..". Names are raw bytes from the disk: the
-// caller validates them like request names. raw: fd is on a local file
-// system (getdents).
-func readDirents(fd int, raw bool) ([]dirent, error) {
+// caller validates them like request names.
+func readDirents(fd int) ([]dirent, error) {
 	bp := direntBufPool.Get().(*[]byte)
 	defer direntBufPool.Put(bp)
 	buf := *bp
 	var out []dirent
 	for {
-		n, err := getdents(fd, buf, raw)
+		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -44,11 +44,8 @@ func readDirents(fd int, raw bool) ([]dirent, error) {
 // linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name[].
 const direntNameOff = int(unsafe.Offsetof(unix.Dirent{}.Name))
 
-// parseDirents appends the records of the getdents64 buffer b to out. The
-// names of one buffer share one allocation (arena, never written again
-// once a name is cut from it) instead of one allocation per name.
+// parseDirents appends the records of the getdents64 buffer b to out.
 func parseDirents(b []byte, out []dirent) []dirent {
-	arena := make([]byte, 0, len(b))
 	for len(b) >= direntNameOff {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 		if reclen < direntNameOff || reclen > len(b) {
@@ -56,19 +53,13 @@ func parseDirents(b []byte, out []dirent) []dirent {
 		}
 		typ := b[18]
 		nameb := b[direntNameOff:reclen]
-		for i, c := range nameb {
-			if c == 0 {
-				nameb = nameb[:i]
-				break
-			}
+		if i := bytes.IndexByte(nameb, 0); i >= 0 {
+			nameb = nameb[:i]
 		}
 		b = b[reclen:]
-		if len(nameb) == 0 || (len(nameb) == 1 && nameb[0] == '.') || (len(nameb) == 2 && nameb[0] == '.' && nameb[1] == '.') {
-			continue
+		if name := string(nameb); name != "" && name != "." && name != ".." {
+			out = append(out, dirent{name: name, typ: typ})
 		}
-		start := len(arena)
-		arena = append(arena, nameb...)
-		out = append(out, dirent{name: unsafe.String(&arena[start], len(nameb)), typ: typ})
 	}
 	return out
 }

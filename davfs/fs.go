@@ -17,9 +17,12 @@
 // invalid (non-UTF-8, over 255 bytes) name, or davfs's temp files. Regular
 // files are opened only after fstatat says they are regular, with
 // O_NOFOLLOW|O_NONBLOCK, and checked again with fstat; a file with more
-// than one hard link is never read or written (it may be another name of a
-// CODEX_HOME secret). Recursive deletes walk by fds and unlink symlinks
-// instead of following them.
+// than one hard link (it may be another name of a CODEX_HOME secret) is
+// never read, copied, written or replaced, while its name may be deleted
+// or renamed: one policy for every surface, links.go. Recursive deletes
+// walk by fds, unlink symlinks instead of following them, and refuse,
+// before deleting anything, a tree with work newer than the revision they
+// carry (DeleteEntryWith, seen.go).
 //
 // Choices: a page size above Config.MaxPageSize is refused
 // (ResourceExhausted/PAGE_SIZE_TOO_LARGE), not clamped. Temp files are named
@@ -70,6 +73,7 @@ type FS struct {
 	mu sync.Mutex
 
 	cache    *hashCache
+	seen     *dirSeen // when directory revisions were handed out (seen.go)
 	dirSyncs dirSyncs // group directory fsync (syncDir)
 	closed   atomic.Bool
 
@@ -111,6 +115,7 @@ func Open(cfg Config) (*FS, error) {
 		f.deny[n] = struct{}{}
 	}
 	f.cache = newHashCache(defaultCacheEntries)
+	f.seen = newDirSeen(defaultSeenEntries)
 	if f.projects, err = openRoot(cfg.ProjectsRoot, "projectsRootDir"); err != nil {
 		return nil, err
 	}

@@ -24,14 +24,8 @@ func (r root) contains(st *unix.Stat_t, mnt uint64) bool {
 func statxInto(dirfd int, name string, flags int, st *unix.Stat_t) (uint64, error) {
 	var sx unix.Statx_t
 	var err error
-	var c cpath
-	short := c.set(name, "")
 	for {
-		if short {
-			err = statxC(dirfd, &c, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx)
-		} else {
-			err = unix.Statx(dirfd, name, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx)
-		}
+		err = unix.Statx(dirfd, name, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx)
 		if err != unix.EINTR {
 			break
 		}

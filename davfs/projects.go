@@ -61,7 +61,7 @@ func (f *FS) ListProjects(ctx context.Context, pageSize int, cursor string) (Pro
 		return ProjectPage{}, fsErr(err, "")
 	}
 	defer unix.Close(fd)
-	ents, err := readDirents(fd, f.projects.localFS)
+	ents, err := readDirents(fd)
 	if err != nil {
 		return ProjectPage{}, fsErr(err, "")
 	}

@@ -3,70 +3,108 @@ package davfs
 import (
 	"context"
 	"errors"
+	"math"
 
 	"golang.org/x/sys/unix"
 )
 
-// maxRemoveDepth bounds the recursion of removeTree (one fd per level).
+// maxRemoveDepth bounds the recursion of a tree walk (one fd per level).
 const maxRemoveDepth = 4096
 
-var errTooDeep = errors.New("davfs: directory tree too deep to delete")
-var errMount = errors.New("davfs: refusing to delete across a mount point")
+var (
+	errTooDeep       = errors.New("davfs: directory tree too deep to delete")
+	errMount         = errors.New("davfs: refusing to delete across a mount point")
+	errChangedInside = errors.New("davfs: an entry changed after the directory's revision was read")
+	errLinkedInside  = errors.New("davfs: a file to be replaced has more than one hard link")
+)
 
-// removeDir recursively deletes the directory name in pfd. It opens it with
-// O_DIRECTORY|O_NOFOLLOW (never a symlink), checks it is still the inode
-// (dev, ino) the caller validated, then removes its content through fds:
-// a symlink inside is unlinked, never followed; no other file system is
-// entered; nothing outside name is touched. Denylisted names inside are
-// removed like any other (the denylist applies to requests, not to the
-// content of a deleted tree).
+// tree is one recursive delete (DeleteEntryWith): what each entry is
+// checked against, in both passes.
+type tree struct {
+	r root
+	// changedAfter (Unix ns): an entry whose ctime is later was changed
+	// after the directory's revision was read (seen.go).
+	changedAfter int64
+	// replace: refuse regular files with several links (DeleteOptions.Replace).
+	replace bool
+	// afterCheck runs between the passes (tests; nil in production).
+	afterCheck func()
+}
+
+// check is the per-entry rule of both passes.
+func (t *tree) check(st *unix.Stat_t) error {
+	if st.Ctim.Nano() > t.changedAfter {
+		return errChangedInside
+	}
+	if t.replace && checkLinks(st, "", linkReplace) != nil {
+		return errLinkedInside
+	}
+	return nil
+}
+
+// removeDir recursively deletes the directory name (inode ino) in pfd with
+// no check on its entries' times (DeleteProject and CreateProject's
+// rollback, which carry no revision): a tree whose every entry may go.
 func removeDir(ctx context.Context, pfd int, name string, r root, ino uint64) error {
+	t := &tree{r: r, changedAfter: math.MaxInt64}
+	return t.remove(ctx, pfd, name, ino)
+}
+
+// remove recursively deletes the directory name in pfd. It opens it with
+// O_DIRECTORY|O_NOFOLLOW (never a symlink), checks it is still the inode
+// the caller validated (ino), checks the whole tree (walk with del unset)
+// and only then deletes it (walk with del set). Nothing outside name is
+// touched.
+func (t *tree) remove(ctx context.Context, pfd int, name string, ino uint64) error {
 	fd, err := unix.Openat(pfd, name, oDirRead|oCommon, 0)
 	if err != nil {
 		return err
 	}
+	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := fstatOn(r, fd, &st); err != nil {
-		unix.Close(fd)
+	if err := fstatOn(t.r, fd, &st); err != nil {
 		if err == unix.EXDEV {
 			return errMount
 		}
 		return err
 	}
 	if st.Ino != ino {
-		unix.Close(fd)
 		return unix.ESTALE // swapped since it was checked
 	}
-	return removeOpenDir(ctx, pfd, name, fd, r, 0)
-}
-
-// removeOpenDir empties the open directory fd (named name in pfd), closes
-// it and removes it.
-func removeOpenDir(ctx context.Context, pfd int, name string, fd int, r root, depth int) error {
+	// Nothing is deleted yet: a cancelled request may stop the check.
+	if err := t.walk(ctx, fd, 0, false); err != nil {
+		return err
+	}
+	if t.afterCheck != nil {
+		t.afterCheck()
+	}
+	// Once deleting, finish: a half-deleted tree helps nobody.
+	ctx = context.WithoutCancel(ctx)
 	for round := 0; ; round++ {
-		err := emptyDir(ctx, fd, r, depth)
-		if err != nil {
-			unix.Close(fd)
+		if err := t.walk(ctx, fd, 0, true); err != nil {
 			return err
 		}
-		err = unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
+		err := unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
 		if (err == unix.ENOTEMPTY || err == unix.EEXIST) && round < 8 {
-			continue // something was added meanwhile: empty it again
+			continue // something was added meanwhile: check and empty it again
 		}
-		unix.Close(fd)
 		return err
 	}
 }
 
-// emptyDir removes every entry of the open directory fd.
-func emptyDir(ctx context.Context, fd int, r root, depth int) error {
+// walk visits every entry below the open directory fd, checking each
+// (check). With del it deletes them too, each right after its check: a
+// directory is checked on its own fd, emptied and removed; anything else
+// (a symlink included, which is unlinked, never followed) is checked with
+// fstatat and unlinked.
+func (t *tree) walk(ctx context.Context, fd int, depth int, del bool) error {
 	if depth >= maxRemoveDepth {
 		return errTooDeep
 	}
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return err
 	}
-	ents, err := readDirents(fd, false) // a mutation path: ordinary calls (sysfast.go)
+	ents, err := readDirents(fd)
 	if err != nil {
 		return err
 	}
@@ -75,13 +113,13 @@ func emptyDir(ctx context.Context, fd int, r root, depth int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := removeEntry(ctx, fd, d, r, depth)
-		if (err == unix.EACCES || err == unix.EPERM) && !fixedPerm {
+		err := t.entry(ctx, fd, d.name, depth, del)
+		if del && (err == unix.EACCES || err == unix.EPERM) && !fixedPerm {
 			// A read-only directory (e.g. a Go module cache): make it
 			// writable through its fd, then retry.
 			fixedPerm = true
 			if unix.Fchmod(fd, 0o700) == nil {
-				err = removeEntry(ctx, fd, d, r, depth)
+				err = t.entry(ctx, fd, d.name, depth, del)
 			}
 		}
 		if err != nil && err != unix.ENOENT {
@@ -91,28 +129,57 @@ func emptyDir(ctx context.Context, fd int, r root, depth int) error {
 	return nil
 }
 
-func removeEntry(ctx context.Context, fd int, d dirent, r root, depth int) error {
-	if d.typ != unix.DT_DIR && d.typ != unix.DT_UNKNOWN {
-		err := unix.Unlinkat(fd, d.name, 0)
+// entry checks (and with del deletes) the name in the directory fd.
+func (t *tree) entry(ctx context.Context, fd int, name string, depth int, del bool) error {
+	var st unix.Stat_t
+	if err := lstatOn(t.r, fd, name, &st); err != nil {
+		if err == unix.EXDEV {
+			return errMount // never check or empty another mount
+		}
+		return err
+	}
+	if !isType(&st, unix.S_IFDIR) {
+		if err := t.check(&st); err != nil {
+			return err
+		}
+		if !del {
+			return nil
+		}
+		err := unix.Unlinkat(fd, name, 0)
 		if err != unix.EISDIR {
 			return err
 		}
+		// Replaced by a directory since the stat: open it as one.
 	}
-	// A directory (or unknown): open it without following a symlink.
-	cfd, err := unix.Openat(fd, d.name, oDirRead|oCommon, 0)
+	cfd, err := unix.Openat(fd, name, oDirRead|oCommon, 0)
 	if err == unix.ENOTDIR || err == unix.ELOOP {
-		return unix.Unlinkat(fd, d.name, 0) // not a directory (any more)
+		return unix.ESTALE // no longer a directory: changed during the delete
 	}
 	if err != nil {
 		return err
 	}
-	var st unix.Stat_t
-	if err := fstatOn(r, cfd, &st); err != nil {
-		unix.Close(cfd)
+	defer unix.Close(cfd)
+	if err := fstatOn(t.r, cfd, &st); err != nil {
 		if err == unix.EXDEV {
-			return errMount // never empty another mount
+			return errMount
 		}
 		return err
 	}
-	return removeOpenDir(ctx, fd, d.name, cfd, r, depth+1)
+	if err := t.check(&st); err != nil {
+		return err
+	}
+	if err := t.walk(ctx, cfd, depth+1, del); err != nil || !del {
+		return err
+	}
+	for round := 0; ; round++ {
+		err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
+		if (err == unix.ENOTEMPTY || err == unix.EEXIST) && round < 8 {
+			// Something was added meanwhile: check and empty it again.
+			if err := t.walk(ctx, cfd, depth+1, del); err != nil {
+				return err
+			}
+			continue
+		}
+		return err
+	}
 }

@@ -83,10 +83,6 @@ func (f *FS) openBeneath(r root, segs []string, flags int) (int, error) {
 }
 
 func openat2Retry(dirfd int, path string, flags int) (int, error) {
-	var c cpath
-	if c.set(path, "") {
-		return openat2C(dirfd, &c, flags)
-	}
 	how := unix.OpenHow{Flags: uint64(flags | oCommon), Resolve: resolveFlags}
 	for i := 0; ; i++ {
 		fd, err := unix.Openat2(dirfd, path, &how)

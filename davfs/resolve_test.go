@@ -2,8 +2,9 @@ package davfs
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -172,43 +173,42 @@ func TestStatxMatchesFstat(t *testing.T) {
 	}
 }
 
-// TestGetdentsRawMatches: getdents64 as a raw system call reads the same
-// records as unix.Getdents, and fails the same way on a non-directory.
-func TestGetdentsRawMatches(t *testing.T) {
+// TestReadDirentsMatchesOSReadDir: readDirents (unix.Getdents and
+// parseDirents) reads the same names and types as os.ReadDir, over several
+// getdents batches, and fails on a non-directory.
+func TestReadDirentsMatchesOSReadDir(t *testing.T) {
 	e := newEnv(t, nil)
-	for i := 0; i < 700; i++ { // several 16 KiB batches
+	for i := 0; i < 700; i++ { // several 64 KiB batches
 		e.write(fmt.Sprintf("projects/p/name-%04d-%s", i, strings.Repeat("n", i%40)), "")
 	}
-	read := func(raw bool) []string {
-		fd, err := unix.Open(filepath.Join(e.dir, "projects/p"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		must(t, err)
-		defer unix.Close(fd)
-		buf := make([]byte, 16<<10)
-		var names []string
-		for {
-			n, err := getdents(fd, buf, raw)
-			must(t, err)
-			if n == 0 {
-				return names
-			}
-			for _, d := range parseDirents(buf[:n], nil) {
-				names = append(names, d.name)
-			}
-		}
-	}
-	plain, raw := read(false), read(true)
-	if len(plain) != 700 || !slices.Equal(plain, raw) {
-		t.Fatalf("getdents: %d names plain, %d raw (or a different order)", len(plain), len(raw))
-	}
-	fd, err := unix.Open(filepath.Join(e.dir, "projects/p/name-0000-"), unix.O_RDONLY, 0)
+	e.mkdir("projects/p/sub")
+	must(t, os.Symlink("name-0000-", filepath.Join(e.dir, "projects/p/link")))
+	dir := filepath.Join(e.dir, "projects/p")
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	must(t, err)
 	defer unix.Close(fd)
-	for _, r := range []bool{false, true} {
-		if _, err := getdents(fd, make([]byte, 4096), r); err != unix.ENOTDIR {
-			t.Fatalf("raw=%v: getdents of a file: %v, want ENOTDIR", r, err)
+	ents, err := readDirents(fd)
+	must(t, err)
+	got := map[string]uint8{}
+	for _, d := range ents {
+		got[d.name] = d.typ
+	}
+	want, err := os.ReadDir(dir)
+	must(t, err)
+	if len(got) != len(want) || len(ents) != len(want) {
+		t.Fatalf("readDirents: %d names (%d distinct), os.ReadDir %d", len(ents), len(got), len(want))
+	}
+	types := map[fs.FileMode]uint8{0: unix.DT_REG, fs.ModeDir: unix.DT_DIR, fs.ModeSymlink: unix.DT_LNK}
+	for _, d := range want {
+		typ, ok := got[d.Name()]
+		if !ok || (typ != unix.DT_UNKNOWN && typ != types[d.Type()]) {
+			t.Fatalf("%q: d_type %d, os.ReadDir type %v", d.Name(), typ, d.Type())
 		}
 	}
-	if !e.fs.projects.localFS {
-		t.Errorf("the test's temp dir is not detected as a local file system: the raw calls are not exercised by the other tests")
+	ffd, err := unix.Open(filepath.Join(dir, "name-0000-"), unix.O_RDONLY, 0)
+	must(t, err)
+	defer unix.Close(ffd)
+	if _, err := readDirents(ffd); err != unix.ENOTDIR {
+		t.Fatalf("readDirents of a file: %v, want ENOTDIR", err)
 	}
 }

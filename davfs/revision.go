@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"math/bits"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -62,102 +61,28 @@ type content struct {
 // split into shards by inode so parallel listings do not queue on one
 // mutex. Each shard keeps two generations: when the current one is full it
 // becomes the old one and the previous old one is dropped (an approximate
-// LRU at O(1)).
+// LRU at O(1)); a hit in the old generation moves the entry to the current
+// one. A shard holds at most max entries (max/2 per generation).
 type hashCache struct {
 	shards []cacheShard
 }
 
+// fileID is a file's identity. The generations are keyed by it, not by the
+// full statKey: a file has one current content state, so an entry for an
+// older state of the same inode is replaced rather than kept beside it.
+// The full key is compared on every hit.
+type fileID struct{ dev, ino uint64 }
+
+type cacheEntry struct {
+	key statKey
+	c   content
+}
+
 type cacheShard struct {
-	mu sync.Mutex
-	// Tables are keyed by inode (mixed with the device): a file has one
-	// current content state, so an entry for an older state of the same
-	// inode is replaced rather than kept beside it. The full key is
-	// compared on every hit.
-	cur, old slotTable
+	mu       sync.Mutex
+	cur, old map[fileID]cacheEntry
 	max      int
 	_        [64]byte // keep shards' mutexes on separate cache lines
-}
-
-// cacheSlot is one entry of a slotTable: exactly 64 bytes, one cache line
-// (tables are power-of-two arrays of at least 4 KiB, so slots are 64-byte
-// aligned; TestCacheSlotLayout), so a warm
-// listing's lookup costs one memory access per entry where a Go map of
-// the same entries costs about three (control word, key, value).
-type cacheSlot struct {
-	slot  uint64 // statKey.slot()
-	key   statKey
-	sum   uint64
-	class int32
-	used  uint32 // 0: an empty slot
-}
-
-// slotTable is an open-addressing hash table (linear probing, at most three
-// quarters full: the next probes are the next cache lines) from
-// statKey.slot() to the latest entry for it. Entries are never
-// removed one by one: a generation is dropped whole.
-type slotTable struct {
-	slots []cacheSlot // len is 0 or a power of two
-	n     int
-	shift uint8 // 64 - log2(len(slots))
-}
-
-// find returns the index of slot's entry, or of the empty slot where it
-// would go; ok reports which. The table must not be full.
-func (t *slotTable) find(slot uint64) (int, bool) {
-	mask := len(t.slots) - 1
-	// Fibonacci hashing: a shard holds inodes ≡ i mod cacheShards, so the
-	// low bits of slot alone would use a sixteenth of the table.
-	i := int((slot * 0x9E3779B97F4A7C15) >> t.shift)
-	for {
-		e := &t.slots[i]
-		if e.used == 0 {
-			return i, false
-		}
-		if e.slot == slot {
-			return i, true
-		}
-		i = (i + 1) & mask
-	}
-}
-
-func (t *slotTable) get(slot uint64) *cacheSlot {
-	if t.n == 0 {
-		return nil
-	}
-	if i, ok := t.find(slot); ok {
-		return &t.slots[i]
-	}
-	return nil
-}
-
-// put stores e (e.slot set, e.used set), replacing the entry of the same
-// slot, and reports whether the table gained an entry.
-func (t *slotTable) put(e cacheSlot) bool {
-	if 4*(t.n+1) > 3*len(t.slots) {
-		t.grow()
-	}
-	i, ok := t.find(e.slot)
-	t.slots[i] = e
-	if !ok {
-		t.n++
-	}
-	return !ok
-}
-
-func (t *slotTable) grow() {
-	size := 64
-	if len(t.slots) > 0 {
-		size = 2 * len(t.slots)
-	}
-	old := t.slots
-	t.slots = make([]cacheSlot, size)
-	t.shift = uint8(64 - bits.TrailingZeros(uint(size)))
-	for i := range old {
-		if old[i].used != 0 {
-			j, _ := t.find(old[i].slot)
-			t.slots[j] = old[i]
-		}
-	}
 }
 
 // cacheShards is the shard count of a cache of at least
@@ -182,8 +107,7 @@ func newHashCache(max int) *hashCache {
 	return c
 }
 
-// slot is the table key of k: the inode mixed with the device.
-func (k *statKey) slot() uint64 { return k.ino ^ (k.dev * 0x9E3779B97F4A7C15) }
+func (k *statKey) id() fileID { return fileID{dev: k.dev, ino: k.ino} }
 
 func (c *hashCache) shard(k *statKey) *cacheShard {
 	return &c.shards[int(k.ino%uint64(len(c.shards)))]
@@ -191,35 +115,34 @@ func (c *hashCache) shard(k *statKey) *cacheShard {
 
 func (c *hashCache) get(k statKey) (content, bool) {
 	s := c.shard(&k)
-	slot := k.slot()
+	id := k.id()
 	s.mu.Lock()
-	if e := s.cur.get(slot); e != nil {
-		v, hit := content{sum: e.sum, class: NonEditableReason(e.class)}, e.key == k
-		s.mu.Unlock()
-		return v, hit
+	defer s.mu.Unlock()
+	if e, ok := s.cur[id]; ok {
+		return e.c, e.key == k
 	}
-	if e := s.old.get(slot); e != nil && e.key == k {
-		v := *e
-		s.putLocked(v)
-		s.mu.Unlock()
-		return content{sum: v.sum, class: NonEditableReason(v.class)}, true
+	if e, ok := s.old[id]; ok && e.key == k {
+		s.putLocked(id, e)
+		return e.c, true
 	}
-	s.mu.Unlock()
 	return content{}, false
 }
 
 func (c *hashCache) put(k statKey, v content) {
 	s := c.shard(&k)
 	s.mu.Lock()
-	s.putLocked(cacheSlot{slot: k.slot(), key: k, sum: v.sum, class: int32(v.class), used: 1})
+	s.putLocked(k.id(), cacheEntry{key: k, c: v})
 	s.mu.Unlock()
 }
 
-func (s *cacheShard) putLocked(e cacheSlot) {
-	if s.cur.get(e.slot) == nil && s.cur.n >= s.max/2 {
-		s.old, s.cur = s.cur, slotTable{}
+func (s *cacheShard) putLocked(id fileID, e cacheEntry) {
+	if _, ok := s.cur[id]; !ok && len(s.cur) >= s.max/2 {
+		s.old, s.cur = s.cur, nil
 	}
-	s.cur.put(e)
+	if s.cur == nil {
+		s.cur = make(map[fileID]cacheEntry)
+	}
+	s.cur[id] = e
 }
 
 func (c *hashCache) len() int {
@@ -227,7 +150,7 @@ func (c *hashCache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += s.cur.n + s.old.n
+		n += len(s.cur) + len(s.old)
 		s.mu.Unlock()
 	}
 	return n

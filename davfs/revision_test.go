@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -131,68 +130,65 @@ func TestTextScanMatchesContentOf(t *testing.T) {
 	}
 }
 
-// TestCacheSlotLayout: one cache slot is one 64-byte cache line, and a
-// table's slots start on one.
-func TestCacheSlotLayout(t *testing.T) {
-	if n := unsafe.Sizeof(cacheSlot{}); n != 64 {
-		t.Fatalf("cacheSlot is %d bytes", n)
-	}
-	for _, size := range []int{64, 128, 1024, 8192} {
-		tb := slotTable{}
-		for tb.slots == nil || len(tb.slots) < size {
-			tb.grow()
-		}
-		if p := uintptr(unsafe.Pointer(&tb.slots[0])); p%64 != 0 {
-			t.Fatalf("table of %d slots at %#x", len(tb.slots), p)
-		}
-	}
-}
-
-// mapCache is the reference model of a hashCache shard: the same two
-// generations over Go maps.
-type mapCache struct {
-	cur, old map[uint64]cacheSlot
+// modelCache is the reference model of a hashCache shard: the two
+// generations written out as plainly as possible, over slices.
+type modelCache struct {
+	cur, old []cacheEntry
 	max      int
 }
 
-func (m *mapCache) get(k statKey) (content, bool) {
-	slot := k.slot()
-	if v, ok := m.cur[slot]; ok {
-		return content{sum: v.sum, class: NonEditableReason(v.class)}, v.key == k
+func modelFind(gen []cacheEntry, id fileID) int {
+	for i, e := range gen {
+		if e.key.id() == id {
+			return i
+		}
 	}
-	if v, ok := m.old[slot]; ok && v.key == k {
-		m.put(v)
-		return content{sum: v.sum, class: NonEditableReason(v.class)}, true
+	return -1
+}
+
+func (m *modelCache) get(k statKey) (content, bool) {
+	if i := modelFind(m.cur, k.id()); i >= 0 {
+		return m.cur[i].c, m.cur[i].key == k
+	}
+	if i := modelFind(m.old, k.id()); i >= 0 && m.old[i].key == k {
+		e := m.old[i]
+		m.put(e)
+		return e.c, true
 	}
 	return content{}, false
 }
 
-func (m *mapCache) put(e cacheSlot) {
-	if _, ok := m.cur[e.slot]; !ok && len(m.cur) >= m.max/2 {
-		m.old, m.cur = m.cur, map[uint64]cacheSlot{}
+func (m *modelCache) put(e cacheEntry) {
+	i := modelFind(m.cur, e.key.id())
+	if i >= 0 {
+		m.cur[i] = e
+		return
 	}
-	m.cur[e.slot] = e
+	if len(m.cur) >= m.max/2 {
+		m.old, m.cur = m.cur, nil
+	}
+	m.cur = append(m.cur, e)
 }
 
 // TestHashCacheMatchesModel: random puts and gets (inodes colliding,
 // several states per inode, two devices) answer exactly as the map model,
 // for a one-shard and a sharded cache.
 func TestHashCacheMatchesModel(t *testing.T) {
-	for _, max := range []int{8, 1000, defaultCacheEntries} {
+	for _, max := range []int{8, 1000, 2 * cacheShards * minShardEntries} {
 		c := newHashCache(max)
-		models := make([]*mapCache, len(c.shards))
+		models := make([]*modelCache, len(c.shards))
 		for i := range models {
-			models[i] = &mapCache{cur: map[uint64]cacheSlot{}, old: map[uint64]cacheSlot{}, max: c.shards[i].max}
+			models[i] = &modelCache{max: c.shards[i].max}
 		}
 		rng := rand.New(rand.NewPCG(uint64(max), 7))
 		inodes := uint64(3 * max)
-		for op := 0; op < 400000; op++ {
+		for op := 0; op < 100000; op++ {
 			k := statKey{dev: 1 + rng.Uint64N(2), ino: rng.Uint64N(inodes), size: int64(rng.IntN(3)), mtime: int64(rng.IntN(2))}
 			m := models[int(k.ino%uint64(len(c.shards)))]
 			if rng.IntN(2) == 0 {
 				v := content{sum: rng.Uint64(), class: NonEditableReason(rng.IntN(3))}
 				c.put(k, v)
-				m.put(cacheSlot{slot: k.slot(), key: k, sum: v.sum, class: int32(v.class), used: 1})
+				m.put(cacheEntry{key: k, c: v})
 				continue
 			}
 			got, gotOK := c.get(k)

@@ -197,6 +197,7 @@ func (s *dirStream[T]) work(more func()) {
 		if err != nil {
 			r.err = err
 		} else if len(es) > 0 {
+			s.f.handOut(s.ctx, es...)
 			r.v, r.ok = s.produce(es), true
 		}
 		if es != nil {
@@ -264,7 +265,7 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 			if err := s.ctx.Err(); err != nil {
 				return nil, ctxErr(s.ctx)
 			}
-			n, err := getdents(s.fd, s.buf, s.w.r.localFS)
+			n, err := unix.Getdents(s.fd, s.buf)
 			if err == unix.EINTR {
 				continue
 			}
@@ -275,8 +276,8 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 				s.eof = true
 				break
 			}
-			// parseDirents cuts the names of one buffer from a fresh
-			// arena, so they stay valid after buf is read into again.
+			// parseDirents copies the names out, so they stay valid
+			// after buf is read into again.
 			s.names, s.ni = parseDirents(s.buf[:n], s.names[:0]), 0
 			continue // the buffer may have held only "." and ".."
 		}

@@ -35,7 +35,7 @@ func (f *FS) sweepAtOpen() {
 		if err != nil {
 			continue
 		}
-		ents, err := readDirents(fd, false)
+		ents, err := readDirents(fd)
 		if err != nil {
 			unix.Close(fd)
 			continue

@@ -20,6 +20,7 @@ type hooks struct {
 	fsyncDir     func(fd int) error                  // replaces fsyncDir in syncDir
 	beforeRename func() error                        // runs under the lock right before the rename
 	beforeLock   func()                              // runs after the temp file is complete
+	afterCheck   func()                              // runs between a recursive delete's two passes
 }
 
 func (f *FS) writeFD(fd int, b []byte) (int, error) {
@@ -191,31 +192,32 @@ func (f *FS) openParentDir(w wsPath) (int, error) {
 
 // editableTarget returns the current Entry of the file w for UpdateFile and
 // fails unless it still has revision want and is editable.
-func (f *FS) editableTarget(pfd int, w wsPath, want string) (Entry, uint32, error) {
+// It returns the target's stat, for commit to check the file it replaces.
+func (f *FS) editableTarget(pfd int, w wsPath, want string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
-		return Entry{}, 0, fsErr(err, w.rel)
+		return st, fsErr(err, w.rel)
 	}
-	if err := checkRegular(&st, w); err != nil {
-		return Entry{}, 0, err
+	if err := checkRegular(&st, w, linkWrite); err != nil {
+		return st, err
 	}
 	e, err := f.entryFromStat(pfd, w, w.name(), &st, 0)
 	if err != nil {
-		return Entry{}, 0, err
+		return st, err
 	}
 	if e.Revision != want {
-		return Entry{}, 0, errStale(w.rel)
+		return st, errStale(w.rel)
 	}
 	switch e.Reason {
 	case EditableOK:
 	case NotEditableTooLarge:
-		return Entry{}, 0, newErr(CodeResourceExhausted, ReasonTooLarge, nil, "%q is larger than the editable limit", w.rel)
+		return st, newErr(CodeResourceExhausted, ReasonTooLarge, nil, "%q is larger than the editable limit", w.rel)
 	case NotEditableUnknown:
-		return Entry{}, 0, newErr(CodePermissionDenied, ReasonReadOnly, nil, "%q cannot be read", w.rel)
+		return st, newErr(CodePermissionDenied, ReasonReadOnly, nil, "%q cannot be read", w.rel)
 	default:
-		return Entry{}, 0, newErr(CodeFailedPrecondition, ReasonNotText, nil, "%q is not an editable text file", w.rel)
+		return st, newErr(CodeFailedPrecondition, ReasonNotText, nil, "%q is not an editable text file", w.rel)
 	}
-	return e, uint32(st.Mode & 0o777), nil
+	return st, nil
 }
 
 // precheckTarget is UpdateFile's cheap check before writing the temp file:
@@ -226,7 +228,7 @@ func (f *FS) precheckTarget(pfd int, w wsPath, want string) (uint32, error) {
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return 0, fsErr(err, w.rel)
 	}
-	if err := checkRegular(&st, w); err != nil {
+	if err := checkRegular(&st, w, linkWrite); err != nil {
 		return 0, err
 	}
 	if st.Size > f.cfg.MaxEditableFileSize {
@@ -318,26 +320,32 @@ func (f *FS) lockedUpdate(pfd int, pid fdIdentity, w wsPath, t tempFile, want st
 		t.discard(pfd)
 		return unix.Stat_t{}, -1, err
 	}
-	if _, _, err := f.editableTarget(pfd, w, want); err != nil {
+	target, err := f.editableTarget(pfd, w, want)
+	if err != nil {
 		t.discard(pfd)
 		return unix.Stat_t{}, -1, err
 	}
-	return f.commit(pfd, w, t, false)
+	return f.commit(pfd, w, t, &target)
 }
 
-// commit renames the temp file t onto w.name() in pfd (noReplace: the
-// target must not exist) and returns the new file's stat. It runs under
-// f.mu. The caller fsyncs pfd after unlocking (fsyncDir) and reports
-// success only after that. On failure t is discarded and closed; on success
-// the caller closes t.fd.
+// commit renames the temp file t onto w.name() in pfd and returns the new
+// file's stat. target is the stat of the file being replaced, as the
+// caller's revision check saw it, or nil when the name must not exist
+// (RENAME_NOREPLACE). It runs under f.mu. The caller fsyncs pfd after
+// unlocking (fsyncDir) and reports success only after that. On failure t
+// is discarded and closed; on success the caller closes t.fd.
 //
-// When a file is replaced, old is an O_PATH reference to it (else -1),
-// taken right before the rename, for the caller to close after unlocking:
-// the replaced inode is freed when its last reference goes, and freeing
-// (truncating, releasing and, on a file system mounted with discard,
-// discarding its blocks) is device I/O that would otherwise run under the
-// mutation lock, in front of every other commit.
-func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (st unix.Stat_t, old int, err error) {
+// A replaced file is opened (O_PATH) right before the rename and checked
+// on that fd (replaceRef): still the file the caller checked, and one that
+// the hard-link policy lets be replaced. On a local file system
+// (root.localFS) that reference is returned as old, for the caller to
+// close after unlocking: the replaced inode is freed when its last
+// reference goes, and freeing (truncating, releasing and, on a file system
+// mounted with discard, discarding its blocks) is device I/O that would
+// otherwise run under the mutation lock, in front of every other commit.
+// Elsewhere old is -1 (network and FUSE file systems may rename a busy
+// file to a visible placeholder, NFS's .nfsXXXX).
+func (f *FS) commit(pfd int, w wsPath, t tempFile, target *unix.Stat_t) (st unix.Stat_t, old int, err error) {
 	old = -1
 	if f.hooks.beforeRename != nil {
 		if err := f.hooks.beforeRename(); err != nil {
@@ -345,10 +353,13 @@ func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (st unix.Stat
 			return st, -1, fsErr(err, w.rel)
 		}
 	}
-	if noReplace {
+	if target == nil {
 		err = unix.Renameat2(pfd, t.name, pfd, w.name(), unix.RENAME_NOREPLACE)
 	} else {
-		old = holdForFree(w, pfd)
+		if old, err = replaceRef(pfd, w, target, linkWrite); err != nil {
+			t.discard(pfd)
+			return st, -1, err
+		}
 		err = unix.Renameat(pfd, t.name, pfd, w.name())
 	}
 	if err != nil {
@@ -364,19 +375,35 @@ func (f *FS) commit(pfd int, w wsPath, t tempFile, noReplace bool) (st unix.Stat
 	return st, old, nil
 }
 
-// holdForFree returns an O_PATH reference to w's name in pfd (about to be
-// replaced or unlinked), or -1 where that is not wanted (root.localFS) or
-// the name is gone. O_PATH|O_NOFOLLOW opens nothing for I/O and follows
-// nothing: a reference to whatever the name is, even a symlink.
-func holdForFree(w wsPath, pfd int) int {
-	if !w.r.localFS {
-		return -1
-	}
+// replaceRef opens w's name in pfd (about to be replaced or unlinked by op)
+// with O_PATH|O_NOFOLLOW, which opens nothing for I/O and follows nothing,
+// and checks it on that fd: the inode of target (the stat the caller's
+// revision check used) and allowed by the hard-link policy. It returns the
+// reference for the caller to close after unlocking on a local file system
+// (see commit), else -1 (the reference is closed before it returns).
+func replaceRef(pfd int, w wsPath, target *unix.Stat_t, op linkOp) (int, error) {
 	fd, err := unix.Openat(pfd, w.name(), unix.O_PATH|oCommon, 0)
 	if err != nil {
-		return -1
+		return -1, fsErr(err, w.rel)
 	}
-	return fd
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fsErr(err, w.rel)
+	}
+	if st.Dev != target.Dev || st.Ino != target.Ino || st.Mode&unix.S_IFMT != target.Mode&unix.S_IFMT {
+		unix.Close(fd)
+		return -1, errStale(w.rel) // swapped since the revision check
+	}
+	if err := checkLinks(&st, w.rel, op); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if !w.r.localFS {
+		unix.Close(fd)
+		return -1, nil
+	}
+	return fd, nil
 }
 
 // closeRef closes a reference fd from commit (-1: none).
@@ -388,25 +415,26 @@ func closeRef(fd int) {
 
 // streamTarget is the state of WriteStream's target.
 // The revision is only computed when needRev (an If-Match to check).
-func (f *FS) streamTarget(pfd int, w wsPath, needRev bool) (exists bool, rev string, mode uint32, err error) {
-	var st unix.Stat_t
-	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
+// exists is st != nil; st is the target's stat (for commit).
+func (f *FS) streamTarget(pfd int, w wsPath, needRev bool) (st *unix.Stat_t, rev string, mode uint32, err error) {
+	st = new(unix.Stat_t)
+	if err := lstatOn(w.r, pfd, w.name(), st); err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return false, "", 0o644, nil
+			return nil, "", 0o644, nil
 		}
-		return false, "", 0, fsErr(err, w.rel)
+		return nil, "", 0, fsErr(err, w.rel)
 	}
-	if err := checkRegular(&st, w); err != nil {
-		return false, "", 0, err
+	if err := checkRegular(st, w, linkWrite); err != nil {
+		return nil, "", 0, err
 	}
 	if !needRev {
-		return true, "", uint32(st.Mode & 0o777), nil
+		return st, "", uint32(st.Mode & 0o777), nil
 	}
-	e, err := f.entryFromStat(pfd, w, w.name(), &st, 0)
+	e, err := f.entryFromStat(pfd, w, w.name(), st, 0)
 	if err != nil {
-		return false, "", 0, err
+		return nil, "", 0, err
 	}
-	return true, e.Revision, uint32(st.Mode & 0o777), nil
+	return st, e.Revision, uint32(st.Mode & 0o777), nil
 }
 
 func checkPrecondition(w wsPath, pre Precondition, exists bool, rev string) error {
@@ -452,11 +480,11 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 		return Entry{}, false, err
 	}
 	defer unix.Close(pfd)
-	exists, rev, mode, err := f.streamTarget(pfd, w, pre.IfMatch != "")
+	cur, rev, mode, err := f.streamTarget(pfd, w, pre.IfMatch != "")
 	if err != nil {
 		return Entry{}, false, err
 	}
-	if err := checkPrecondition(w, pre, exists, rev); err != nil {
+	if err := checkPrecondition(w, pre, cur != nil, rev); err != nil {
 		return Entry{}, false, err
 	}
 	pid, err := identityOf(pfd, w.rel)
@@ -489,8 +517,8 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	// the next read reports a different revision.
 	e = Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
 	switch {
-	case st.Nlink > 1:
-		e.Reason, e.Revision = NotEditableMultipleLinks, statRevision(&st)
+	case st.Nlink > 1: // linked by another process since the rename
+		e.Reason, e.Revision, e.MultipleLinks = NotEditableMultipleLinks, statRevision(&st), true
 	case f.hashedByContent(&st):
 		c := scan.result()
 		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
@@ -511,7 +539,8 @@ func (f *FS) lockedStream(pfd int, pid fdIdentity, w wsPath, t tempFile, pre Pre
 		t.discard(pfd)
 		return unix.Stat_t{}, false, -1, err
 	}
-	exists, rev, _, err := f.streamTarget(pfd, w, pre.IfMatch != "")
+	cur, rev, _, err := f.streamTarget(pfd, w, pre.IfMatch != "")
+	exists := cur != nil
 	if err == nil {
 		err = checkPrecondition(w, pre, exists, rev)
 	}
@@ -519,7 +548,7 @@ func (f *FS) lockedStream(pfd int, pid fdIdentity, w wsPath, t tempFile, pre Pre
 		t.discard(pfd)
 		return unix.Stat_t{}, false, -1, err
 	}
-	st, old, err := f.commit(pfd, w, t, !exists)
+	st, old, err := f.commit(pfd, w, t, cur)
 	if err != nil {
 		if !exists && ReasonOf(err) == ReasonAlreadyExists {
 			// Created by someone else between the check and the rename.

@@ -81,9 +81,9 @@ func TestAuditRecords(t *testing.T) {
 		{"DELETE", "/agents/codex-a/projects/newproj?confirm_name=newproj", "", 200,
 			map[string]any{"action": "delete_project", "project_name": "newproj", "result": "ok"}},
 		{"POST", "/agents/codex-a/projects", `{"name":"x","operator":"mallory"}`, 400,
-			map[string]any{"action": "create_project", "result": "error", "grpc_code": "InvalidArgument", "project_name": ""}},
+			map[string]any{"action": "create_project", "result": "error", "grpc_code": "InvalidArgument", "reason": "INVALID_ARGUMENT", "project_name": ""}},
 		{"DELETE", "/agents/codex-a/projects/entries?workspace.scope=BOGUS&path=x", "", 400,
-			map[string]any{"action": "delete_entry", "result": "error", "grpc_code": "InvalidArgument", "http_status": float64(400)}},
+			map[string]any{"action": "delete_entry", "result": "error", "grpc_code": "InvalidArgument", "reason": "INVALID_ARGUMENT", "http_status": float64(400)}},
 		{"POST", "/agents/ghost/projects", `{"name":"x"}`, 404,
 			map[string]any{"action": "create_project", "agent_id": "ghost", "result": "error", "grpc_code": "NotFound", "reason": "AGENT_NOT_FOUND"}},
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"time"
@@ -94,6 +95,7 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 	srv, err := httpapi.New(httpapi.Options{
 		Auth: authn, Service: svc, Metrics: m, Gatherer: reg, DAV: dav,
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
+		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
 	})
 	if err != nil {
 		svc.Close()
@@ -101,6 +103,12 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		return nil, err
 	}
 	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, handler: srv}, nil
+}
+
+// serverLog routes net/http's own server messages (accept errors, panics)
+// into the gateway's JSON log.
+func serverLog(l hclog.Logger) *log.Logger {
+	return l.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 }
 
 // Handler is the main HTTP handler (tests).
@@ -116,7 +124,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("httpServer.address: %w", err)
 	}
-	servers := []*http.Server{{Handler: g.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute}}
+	hs := g.cfg.HTTPServer
+	// No ReadTimeout or WriteTimeout: they would cut long uploads and
+	// downloads. Bodies are bounded by httpapi's body deadlines instead.
+	servers := []*http.Server{{Handler: g.handler, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: serverLog(g.log)}}
 	listeners := []net.Listener{ln}
 	names := []string{"http"}
 	if addr := g.cfg.MetricsServer.Address; addr != "" {
@@ -133,7 +144,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		mux.HandleFunc("GET /healthz", ok)
 		mux.HandleFunc("GET /readyz", ok)
-		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second})
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: serverLog(g.log)})
 		listeners = append(listeners, mln)
 		names = append(names, "metrics")
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc/grpclog"
 
 	"github.com/agentworkspace/files/gateway"
 )
@@ -42,6 +44,11 @@ func run(args []string) int {
 		}
 		return 2
 	}
+	// grpc-go's own log names dial targets and peer addresses in most of
+	// its lines (GRPC_GO_LOG_SEVERITY_LEVEL turns them on); no log line of
+	// the gateway may name a sidecar endpoint, and every sidecar failure is
+	// reported by the gateway itself (agent, code, reason), so it is off.
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 	log := hclog.New(&hclog.LoggerOptions{Name: "agent-gateway", Output: os.Stderr, JSONFormat: true, Level: hclog.Info})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

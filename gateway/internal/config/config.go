@@ -31,7 +31,7 @@ const RoleAdmin = "admin"
 
 // Config is the whole gateway configuration file.
 type Config struct {
-	HTTPServer    Server       `yaml:"httpServer"`
+	HTTPServer    HTTPServer   `yaml:"httpServer"`
 	MetricsServer Server       `yaml:"metricsServer"`
 	AgentRuntime  AgentRuntime `yaml:"agentRuntime"`
 	Auth          Auth         `yaml:"auth"`
@@ -43,6 +43,55 @@ type Config struct {
 type Server struct {
 	Address string `yaml:"address"`
 }
+
+// Defaults of the httpServer timeouts.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultBodyReadTimeout   = 10 * time.Second
+	DefaultBodyIdleTimeout   = 60 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+)
+
+// HTTPServer is the main listener and how long it waits for clients. A
+// client that trickles bytes holds a connection only this long.
+type HTTPServer struct {
+	Address string `yaml:"address"`
+	// ReadHeaderTimeout bounds reading a request's line and headers.
+	ReadHeaderTimeout *time.Duration `yaml:"readHeaderTimeout,omitempty"`
+	// BodyReadTimeout bounds the whole body of a request that is not
+	// authenticated (the login; what a refused client sends).
+	BodyReadTimeout *time.Duration `yaml:"bodyReadTimeout,omitempty"`
+	// BodyIdleTimeout bounds each read of an authenticated request's body:
+	// an upload is never cut while it makes progress.
+	BodyIdleTimeout *time.Duration `yaml:"bodyIdleTimeout,omitempty"`
+	// IdleTimeout bounds a kept-alive connection between requests.
+	IdleTimeout *time.Duration `yaml:"idleTimeout,omitempty"`
+}
+
+func orDefault(d *time.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return *d
+}
+
+// ReadHeader is httpServer.readHeaderTimeout or its default.
+func (s HTTPServer) ReadHeader() time.Duration {
+	return orDefault(s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+}
+
+// BodyRead is httpServer.bodyReadTimeout or its default.
+func (s HTTPServer) BodyRead() time.Duration {
+	return orDefault(s.BodyReadTimeout, DefaultBodyReadTimeout)
+}
+
+// BodyIdle is httpServer.bodyIdleTimeout or its default.
+func (s HTTPServer) BodyIdle() time.Duration {
+	return orDefault(s.BodyIdleTimeout, DefaultBodyIdleTimeout)
+}
+
+// Idle is httpServer.idleTimeout or its default.
+func (s HTTPServer) Idle() time.Duration { return orDefault(s.IdleTimeout, DefaultIdleTimeout) }
 
 // AgentRuntime lists the statically configured agents.
 type AgentRuntime struct {
@@ -233,6 +282,19 @@ func (c *Config) Validate() error {
 		}
 	}
 	checkAddr("httpServer.address", c.HTTPServer.Address)
+	for _, d := range []struct {
+		key string
+		v   *time.Duration
+	}{
+		{"httpServer.readHeaderTimeout", c.HTTPServer.ReadHeaderTimeout},
+		{"httpServer.bodyReadTimeout", c.HTTPServer.BodyReadTimeout},
+		{"httpServer.bodyIdleTimeout", c.HTTPServer.BodyIdleTimeout},
+		{"httpServer.idleTimeout", c.HTTPServer.IdleTimeout},
+	} {
+		if d.v != nil && *d.v <= 0 {
+			bad(d.key, "must be > 0 (for example 10s)")
+		}
+	}
 	if c.MetricsServer.Address != "" {
 		checkAddr("metricsServer.address", c.MetricsServer.Address)
 	}

@@ -207,3 +207,52 @@ func TestDeployConfigsParse(t *testing.T) {
 		}
 	}
 }
+
+// httpServer's timeouts: defaults when omitted, parsed as durations when
+// set, and each refused when not positive, naming its key.
+func TestHTTPServerTimeouts(t *testing.T) {
+	c, err := Parse(strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.HTTPServer
+	if h.ReadHeader() != DefaultReadHeaderTimeout || h.BodyRead() != DefaultBodyReadTimeout ||
+		h.BodyIdle() != DefaultBodyIdleTimeout || h.Idle() != DefaultIdleTimeout {
+		t.Errorf("defaults: %v %v %v %v", h.ReadHeader(), h.BodyRead(), h.BodyIdle(), h.Idle())
+	}
+	set := strings.Replace(good, `httpServer: { address: "127.0.0.1:0" }`,
+		`httpServer: { address: "127.0.0.1:0", readHeaderTimeout: 3s, bodyReadTimeout: 4s, bodyIdleTimeout: 2m, idleTimeout: 90s }`, 1)
+	c, err = Parse(strings.NewReader(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h = c.HTTPServer
+	if got := []string{h.ReadHeader().String(), h.BodyRead().String(), h.BodyIdle().String(), h.Idle().String()}; strings.Join(got, " ") != "3s 4s 2m0s 1m30s" {
+		t.Errorf("set: %v", got)
+	}
+	bad := strings.Replace(good, `httpServer: { address: "127.0.0.1:0" }`,
+		`httpServer: { address: "127.0.0.1:0", readHeaderTimeout: 0s, bodyReadTimeout: -1s, bodyIdleTimeout: 0s, idleTimeout: -5m }`, 1)
+	c, err = Parse(strings.NewReader(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil {
+		t.Fatal("non-positive timeouts accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	for _, key := range []string{"httpServer.readHeaderTimeout", "httpServer.bodyReadTimeout", "httpServer.bodyIdleTimeout", "httpServer.idleTimeout"} {
+		if !strings.Contains(err.Error(), key+": must be > 0") {
+			t.Errorf("%s not refused: %v", key, err)
+		}
+	}
+	if len(lines) != 4 {
+		t.Errorf("%d lines, want 4: %v", len(lines), err)
+	}
+	if _, err := Parse(strings.NewReader(strings.Replace(good, `address: "127.0.0.1:0"`, `address: "127.0.0.1:0", bodyReadTimeout: soon`, 1))); err == nil {
+		t.Error("a timeout that is not a duration parsed")
+	}
+}

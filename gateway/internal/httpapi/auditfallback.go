@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"google.golang.org/grpc/codes"
 
 	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
@@ -43,6 +45,24 @@ func mutationRoute(method, path, rawQuery string) (action, agentID, project stri
 	return "", "", ""
 }
 
+// outcome is the code and reason of the error response a refused REST
+// mutation got (set by respond), for its audit record.
+type outcome struct {
+	code   codes.Code
+	reason string
+	set    bool
+}
+
+type outcomeKey struct{}
+
+func outcomeOf(r *http.Request) *outcome {
+	if r == nil {
+		return nil
+	}
+	o, _ := r.Context().Value(outcomeKey{}).(*outcome)
+	return o
+}
+
 // auditRefused records REST mutations that were refused before they reached
 // the service (undecodable body, bad query), so every mutation attempt by an
 // authenticated admin leaves exactly one audit record; the service records
@@ -56,6 +76,8 @@ func (s *Server) auditRefused(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		start := s.now()
 		ctx, tr := audit.Track(r.Context())
+		o := &outcome{}
+		ctx = context.WithValue(ctx, outcomeKey{}, o)
 		c.SetRequest(r.WithContext(ctx))
 		err := next(c)
 		if tr.Recorded() {
@@ -65,8 +87,15 @@ func (s *Server) auditRefused(next echo.HandlerFunc) echo.HandlerFunc {
 		id, _ := auth.FromContext(ctx)
 		rec := audit.Record{
 			Time: start, RequestID: requestid.From(ctx), Operator: id.Operator, AgentID: agentID,
-			ProjectName: project, Action: action, GRPCCode: audit.CodeForHTTPStatus(status), HTTPStatus: status,
+			ProjectName: project, Action: action, HTTPStatus: status,
 			DurationMS: audit.Duration(s.now().Sub(start)), Result: audit.ResultError,
+		}
+		if o.set {
+			rec.GRPCCode, rec.Reason = o.code.String(), o.reason
+		} else {
+			// No error of ours wrote this response (none is known to reach
+			// here): only its HTTP status is known.
+			rec.GRPCCode = audit.CodeForHTTPStatus(status)
 		}
 		if project != "" || action == "create_project" {
 			rec.WorkspaceScope = "PROJECT"

@@ -28,10 +28,14 @@ func withReason(st *status.Status) *status.Status {
 	return st
 }
 
-// writeStatus writes st as grpc-gateway's error body {code, message, details}.
+// writeStatus writes st as grpc-gateway's error body {code, message,
+// details} with httpStatus, or the one table's status when it is 0.
 func writeStatus(w http.ResponseWriter, m runtime.Marshaler, st *status.Status, httpStatus int) {
 	st = withReason(st)
 	pb := st.Proto()
+	// A message that echoes a request (a protojson detail, a name) must
+	// not make the error body unmarshalable.
+	pb.Message = strings.ToValidUTF8(pb.Message, "\uFFFD")
 	buf, err := m.Marshal(pb)
 	if err != nil {
 		http.Error(w, `{"code":13,"message":"failed to marshal error"}`, http.StatusInternalServerError)
@@ -47,42 +51,55 @@ func writeStatus(w http.ResponseWriter, m runtime.Marshaler, st *status.Status, 
 	_, _ = w.Write(buf)
 }
 
-// errorHandler is grpc-gateway's error handler: status from our table.
-func (s *Server) errorHandler(_ context.Context, _ *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
-	var hs *runtime.HTTPStatusError
-	if errors.As(err, &hs) {
-		writeStatus(w, m, status.Convert(hs.Err), hs.HTTPStatus)
-		return
+// respond writes a REST error for r and tells r's audit (auditRefused) its
+// code and reason.
+func respond(w http.ResponseWriter, r *http.Request, m runtime.Marshaler, st *status.Status, httpStatus int) {
+	st = withReason(st)
+	if o := outcomeOf(r); o != nil {
+		o.code, o.reason, o.set = st.Code(), mgmt.Reason(st), true
 	}
-	st := status.Convert(err)
-	if st.Code() == codes.InvalidArgument && strings.Contains(st.Message(), "request body too large") {
-		st = status.New(codes.ResourceExhausted, "request body too large")
-		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: workspacev1.ErrorReason_TOO_LARGE.String(), Domain: mgmt.Domain}); derr == nil {
-			st = d
-		}
-	}
-	writeStatus(w, m, st, 0)
+	writeStatus(w, m, st, httpStatus)
 }
 
-// routingErrorHandler keeps grpc-gateway's 404/405 statuses.
-func (s *Server) routingErrorHandler(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
-	var st *status.Status
+// errorHandler is grpc-gateway's error handler: the decoder's refusal when
+// it refused the body, else the error's status with the table's status.
+func (s *Server) errorHandler(_ context.Context, _ *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	if rf := refusalOf(r); rf != nil {
+		respond(w, r, m, rf.st, rf.httpStatus)
+		return
+	}
+	var hs *runtime.HTTPStatusError
+	if errors.As(err, &hs) {
+		respond(w, r, m, status.Convert(hs.Err), hs.HTTPStatus)
+		return
+	}
+	respond(w, r, m, status.Convert(err), 0)
+}
+
+// routingErrorHandler answers grpc-gateway's routing failures with the
+// library's HTTP status.
+func (s *Server) routingErrorHandler(_ context.Context, _ *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	st, httpStatus := routingError(httpStatus)
+	respond(w, r, m, st, httpStatus)
+}
+
+// routingError is the error body of a request no route takes (grpc-gateway's
+// or echo's router): which failure it was, named by the router's HTTP
+// status, which is kept (405 is not the table's Unimplemented 501). Anything
+// else a router reports is an internal error.
+func routingError(httpStatus int) (*status.Status, int) {
 	switch httpStatus {
 	case http.StatusNotFound:
-		st = status.New(codes.NotFound, "no such API route")
+		return status.New(codes.NotFound, "no such API route"), httpStatus
 	case http.StatusMethodNotAllowed:
-		st = status.New(codes.Unimplemented, "method not allowed")
+		return status.New(codes.Unimplemented, "method not allowed"), httpStatus
 	case http.StatusBadRequest:
-		st = status.New(codes.InvalidArgument, "bad request")
-	default:
-		st = status.New(codes.Internal, "routing error")
+		return status.New(codes.InvalidArgument, "bad request"), httpStatus
 	}
-	s.errorHandler(ctx, mux, m, w, r, &runtime.HTTPStatusError{HTTPStatus: httpStatus, Err: st.Err()})
+	return status.New(codes.Internal, "internal error"), http.StatusInternalServerError
 }
 
 // writeError writes a gateway-made error in the REST error shape.
 func (s *Server) writeError(w http.ResponseWriter, code codes.Code, reason workspacev1.ErrorReason, msg string) {
 	writeStatus(w, s.marshaler, status.Convert(mgmt.Error(code, reason, msg)), 0)
 }
-
-func statusOf(c codes.Code, msg string) *status.Status { return status.New(c, msg) }

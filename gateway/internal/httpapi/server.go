@@ -10,7 +10,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,7 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/agentworkspace/files/contracts"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
@@ -63,9 +61,14 @@ type Options struct {
 	// Writable is webdav.writable (only for the fallback OPTIONS answer).
 	Writable bool
 	// Audit records REST mutations refused before reaching Service.
-	Audit  *audit.Logger
-	Logger hclog.Logger
-	Now    func() time.Time
+	Audit *audit.Logger
+	// BodyReadTimeout bounds the whole body of a request that is not (yet)
+	// authenticated; BodyIdleTimeout each read of an authenticated
+	// request's body (see deadline.go). 0 disables them (unit tests).
+	BodyReadTimeout time.Duration
+	BodyIdleTimeout time.Duration
+	Logger          hclog.Logger
+	Now             func() time.Time
 }
 
 // Server is the gateway's HTTP handler.
@@ -75,7 +78,6 @@ type Server struct {
 	log       hclog.Logger
 	now       func() time.Time
 	marshaler runtime.Marshaler
-	mux       *runtime.ServeMux
 }
 
 // New builds the echo server and registers every route.
@@ -87,31 +89,9 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.marshaler = fastJSON{&runtime.JSONPb{
-		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
-		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-	}}
-	s.mux = runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, s.marshaler),
-		runtime.WithErrorHandler(s.errorHandler),
-		runtime.WithRoutingErrorHandler(s.routingErrorHandler),
-		// One Content-Length response instead of chunked encoding: one write
-		// system call (and one client wake-up) less per REST response.
-		runtime.WithWriteContentLength(),
-		// The service runs in process and reads the identity and request ID
-		// from the context, never incoming metadata (it sends sidecars only
-		// its own x-request-id/x-operator), so no request header is copied
-		// into metadata.
-		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
-		// No X-HTTP-Method-Override: a form POST served as DELETE (or any
-		// other method) would be a mutation that auditRefused, which goes by
-		// the request's method, does not know it is auditing.
-		runtime.WithDisablePathLengthFallback(),
-	)
-	if err := workspacev1.RegisterWorkspaceManagementServiceHandlerServer(context.Background(), s.mux, opts.Service); err != nil {
-		return nil, err
-	}
-	if err := s.registerFastGets(); err != nil {
+	s.marshaler = newMarshaler()
+	restAPI, err := s.newAPI()
+	if err != nil {
 		return nil, err
 	}
 
@@ -119,7 +99,7 @@ func New(opts Options) (*Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.echoError
-	e.Use(s.requestID, s.recover, s.securityHeaders, s.sanitize, s.accessLog)
+	e.Use(s.bodyDeadline, s.requestID, s.recover, s.securityHeaders, s.sanitize, s.accessLog)
 
 	admin := s.requireAdmin
 
@@ -131,7 +111,7 @@ func New(opts Options) (*Server, error) {
 	e.GET(APIPrefix+"/session", s.whoami, admin)
 	e.DELETE(APIPrefix+"/session", s.logout)
 	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
-	api := echo.WrapHandler(http.MaxBytesHandler(s.mux, MaxAPIBody))
+	api := echo.WrapHandler(restAPI)
 	e.Any(APIPrefix+"/*", api, admin, s.auditRefused)
 	e.Any(APIPrefix, api, admin)
 
@@ -242,6 +222,11 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
+		if p := c.Request().URL.Path; p == "/api" || strings.HasPrefix(p, "/api/") {
+			// File content, listings, sessions: nothing of the API may be
+			// kept by a browser or a proxy cache.
+			h.Set("Cache-Control", "no-store")
+		}
 		return next(c)
 	}
 }
@@ -308,6 +293,7 @@ func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 			s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "missing or invalid "+auth.CSRFHeader+" header")
 			return nil
 		}
+		authenticatedBody(r, s.opts.BodyIdleTimeout)
 		c.SetRequest(r.WithContext(auth.WithIdentity(r.Context(), id)))
 		return next(c)
 	}
@@ -319,7 +305,8 @@ func (s *Server) authFailure(status string) {
 	}
 }
 
-// echoError renders echo's own errors (404, 405, panics) in the REST shape.
+// echoError renders echo's own errors (no route, method not allowed,
+// panics) in the REST shape.
 func (s *Server) echoError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -328,23 +315,8 @@ func (s *Server) echoError(err error, c echo.Context) {
 	if he, ok := err.(*echo.HTTPError); ok {
 		code = he.Code
 	}
-	var gc codes.Code
-	msg := http.StatusText(code)
-	switch code {
-	case http.StatusNotFound:
-		gc = codes.NotFound
-	case http.StatusMethodNotAllowed:
-		gc = codes.Unimplemented
-	case http.StatusBadRequest:
-		gc = codes.InvalidArgument
-	case http.StatusRequestEntityTooLarge:
-		gc = codes.ResourceExhausted
-	default:
-		gc = codes.Internal
-		code = http.StatusInternalServerError
-		msg = "internal error"
-	}
-	writeStatus(c.Response(), s.marshaler, statusOf(gc, msg), code)
+	st, code := routingError(code)
+	respond(c.Response(), c.Request(), s.marshaler, st, code)
 }
 
 // --- session (portal login) ---
@@ -359,7 +331,8 @@ func (s *Server) login(c echo.Context) error {
 	r := c.Request()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<10))
 	if err != nil {
-		s.writeError(c.Response(), codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, "unreadable body")
+		rf := readRefusal(err)
+		writeStatus(c.Response(), s.marshaler, rf.st, rf.httpStatus)
 		return nil
 	}
 	var in struct {

@@ -110,11 +110,13 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 				// round trip for bandwidth estimation after each response.
 				grpc.WithInitialWindowSize(sidecarWindow),
 				grpc.WithInitialConnWindowSize(2 * sidecarWindow),
+				grpc.WithChainUnaryInterceptor(refuseInvalidUTF8),
 			}, d.DialOptions...)
 			conn, err := grpc.NewClient(a.Sidecar.Endpoint, opts...)
 			if err != nil {
 				s.Close()
-				return nil, fmt.Errorf("agentRuntime.agents.%s.sidecar.endpoint: %w", id, err)
+				// grpc's error quotes the target; the key names it well enough.
+				return nil, fmt.Errorf("agentRuntime.agents.%s.sidecar.endpoint: not a usable gRPC target", id)
 			}
 			ag.conn = conn
 			ag.client = workspacev1.NewWorkspaceServiceClient(conn)

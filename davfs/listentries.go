@@ -1,0 +1,141 @@
+package davfs
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// parallelEntries: a listing with more items than this stats them on
+// GOMAXPROCS workers (entriesOf); smaller ones stay on one goroutine.
+const (
+	parallelEntries = 256
+	entriesChunk    = 64
+)
+
+// entriesOf stats the items of the open directory dirfd (the listing of w),
+// keeping their order. Items that vanished or became a symlink, a special
+// file or a mount point are left out; the first other error (in item order)
+// fails the listing.
+func (f *FS) entriesOf(ctx context.Context, dirfd int, w wsPath, items []listed) ([]Entry, error) {
+	workers := runtime.GOMAXPROCS(0)
+	if len(items) <= parallelEntries || workers < 2 {
+		return f.entriesSeq(ctx, dirfd, w, items)
+	}
+	return f.entriesPar(ctx, dirfd, w, items, workers)
+}
+
+// entriesSeq is entriesOf on the calling goroutine.
+func (f *FS) entriesSeq(ctx context.Context, dirfd int, w wsPath, items []listed) ([]Entry, error) {
+	return f.statItems(ctx, dirfd, w, strings.Join(w.segs, "/"), items, make([]Entry, 0, len(items)))
+}
+
+// statItems appends the Entries of items (names in the open directory
+// dirfd, the listing of w; dir is strings.Join(w.segs, "/")) to out,
+// leaving out names that vanished or became a symlink, a special file or a
+// mount point; the first other error fails it.
+func (f *FS) statItems(ctx context.Context, dirfd int, w wsPath, dir string, items []listed, out []Entry) ([]Entry, error) {
+	for i, it := range items {
+		if i&63 == 63 && ctx.Err() != nil {
+			return nil, ctxErr(ctx)
+		}
+		c := w
+		c.rel = childRel(dir, it.name)
+		e, err := f.statEntry(dirfd, c, it.name)
+		if err != nil {
+			if skip(err) {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// entriesPar is entriesOf on workers goroutines (the caller is one).
+func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed, workers int) ([]Entry, error) {
+	dir := strings.Join(w.segs, "/")
+	// Each worker claims chunks of entriesChunk items and writes entry i to
+	// out[i]; a hidden item leaves out[i] zero (Name ""; a listed name is
+	// never empty). The first failure by item index wins, as in the
+	// sequential loop; later chunks stop being claimed once one is known.
+	out := make([]Entry, len(items))
+	workers = min(workers, (len(items)+entriesChunk-1)/entriesChunk)
+	var (
+		next   atomic.Int64
+		mu     sync.Mutex
+		errIdx = len(items)
+		first  error
+		wg     sync.WaitGroup
+	)
+	fail := func(i int, err error) {
+		mu.Lock()
+		if i < errIdx {
+			errIdx, first = i, err
+		}
+		mu.Unlock()
+	}
+	work := func() {
+		defer wg.Done()
+		for {
+			lo := int(next.Add(entriesChunk)) - entriesChunk
+			if lo >= len(items) {
+				return
+			}
+			mu.Lock()
+			stop := errIdx < lo
+			mu.Unlock()
+			if stop {
+				return
+			}
+			if ctx.Err() != nil {
+				fail(lo, ctxErr(ctx))
+				return
+			}
+			hi := min(lo+entriesChunk, len(items))
+			for i := lo; i < hi; i++ {
+				name := items[i].name
+				c := w
+				c.rel = childRel(dir, name)
+				e, err := f.statEntry(dirfd, c, name)
+				if err != nil {
+					if !skip(err) {
+						fail(i, err)
+						return
+					}
+					continue
+				}
+				out[i] = e
+			}
+		}
+	}
+	wg.Add(workers)
+	for range workers - 1 {
+		go work()
+	}
+	work()
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	k := 0
+	for i := range out {
+		if out[i].Name != "" {
+			out[k] = out[i]
+			k++
+		}
+	}
+	clear(out[k:])
+	return out[:k], nil
+}
+
+// childRel is the workspace path of name in the directory dir.
+func childRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}

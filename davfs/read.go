@@ -1,0 +1,285 @@
+package davfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadFile returns a regular file's metadata, and its content when editable
+// (single link, at most MaxEditableFileSize, valid UTF-8 without NUL).
+// Otherwise Content is nil and Entry.Reason says why; a file with more than
+// one hard link is refused (PermissionDenied/MULTIPLE_LINKS) since a hard
+// link could bring a secret from outside the workspace into it.
+func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, error) {
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return File{}, err
+	}
+	if w.isRoot() {
+		return File{}, f.notAFile(w)
+	}
+	fd, st, pfd, err := f.openFile(w)
+	if err != nil {
+		return File{}, err
+	}
+	unix.Close(pfd)
+	defer unix.Close(fd)
+	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
+	if st.Size > f.cfg.MaxEditableFileSize {
+		e.Size, e.ModTime, e.Reason, e.Revision = st.Size, modTime(&st), NotEditableTooLarge, statRevision(&st)
+		return File{Entry: e}, nil
+	}
+	c, data, err := f.fileContent(fd, &st, true)
+	if err != nil {
+		return File{}, contentErr(err, w)
+	}
+	e.Size, e.ModTime = st.Size, modTime(&st)
+	e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
+	if !e.Editable {
+		data = nil
+	}
+	return File{Entry: e, Content: data}, nil
+}
+
+// notAFile is the error for reading a workspace root as a file: the root's
+// own problem (missing project, symlink) first.
+func (f *FS) notAFile(w wsPath) error {
+	if err := f.wsErr(w); err != nil {
+		return err
+	}
+	if _, err := f.stat(w); err != nil {
+		return err
+	}
+	return newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "the workspace root is a directory")
+}
+
+// openFile opens the regular, single-link file w for reading. It checks the
+// type with fstatat before opening (a FIFO or device is never opened) and
+// again with fstat after. It returns the file fd, its stat and the parent
+// directory fd (O_PATH); the caller closes both.
+func (f *FS) openFile(w wsPath) (int, unix.Stat_t, int, error) {
+	var st unix.Stat_t
+	pfd, err := f.openParent(w, oDirPath)
+	if err != nil {
+		return -1, st, -1, err
+	}
+	fd, err := f.openFileAt(pfd, w)
+	if err != nil {
+		unix.Close(pfd)
+		return -1, st, -1, err
+	}
+	if err := fstatOn(w.r, fd, &st); err != nil {
+		unix.Close(fd)
+		unix.Close(pfd)
+		return -1, st, -1, fsErr(err, w.rel)
+	}
+	if err := checkRegular(&st, w, linkRead); err != nil {
+		unix.Close(fd)
+		unix.Close(pfd)
+		return -1, st, -1, err
+	}
+	return fd, st, pfd, nil
+}
+
+// openFileAt opens w.name() in pfd for reading once fstatat says it is a
+// regular single-link file.
+func (f *FS) openFileAt(pfd int, w wsPath) (int, error) {
+	var st unix.Stat_t
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
+		return -1, fsErr(err, w.rel)
+	}
+	if err := checkRegular(&st, w, linkRead); err != nil {
+		return -1, err
+	}
+	fd, err := f.openName(w.r, pfd, w.name(), oFile)
+	if err != nil {
+		return -1, fsErr(classifyAt(pfd, w.name(), err), w.rel)
+	}
+	return fd, nil
+}
+
+// checkRegular refuses anything but a regular file on w's root device
+// that op may be done to under the hard-link policy (links.go).
+func checkRegular(st *unix.Stat_t, w wsPath, op linkOp) error {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "%q is a directory", w.rel)
+	case unix.S_IFLNK:
+		return errSymlink(w.rel)
+	default:
+		return errNotRegular(w.rel)
+	}
+	if err := checkLinks(st, w.rel, op); err != nil {
+		return err
+	}
+	if st.Dev != w.r.dev {
+		return newErr(CodePermissionDenied, ReasonSymlink, nil, "%q is on another file system", w.rel)
+	}
+	return nil
+}
+
+// openFileFast is openFile's fast path with openat2 (3 syscalls instead of
+// 5): a statx of the relative path from the namespace root (a pre-check
+// only: a FIFO or device is never opened unless swapped in between, as in
+// openFile), then ONE openat2 of the whole path with RESOLVE_BENEATH|
+// RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV (confinement:
+// no symlink anywhere, no mount crossing), then a statx of the fd: the same
+// inode as pre-checked, regular, single link, on the root's mount (mount
+// ID). ok is false when openat2 is not in use or anything is not exactly
+// that; the caller then runs openFile, which reports the precise error (so
+// the pre-check, which may pass through a symlinked directory, never tells
+// a client anything).
+func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
+	var st unix.Stat_t
+	if !f.useOpenat2 || len(w.segs) == 0 {
+		return -1, st, false
+	}
+	rel := w.fullRel()
+	var pre unix.Stat_t
+	if _, err := statxInto(w.r.fd, rel, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &pre); err != nil ||
+		!isType(&pre, unix.S_IFREG) || pre.Nlink != 1 || pre.Dev != w.r.dev {
+		return -1, st, false
+	}
+	fd, err := openat2Retry(w.r.fd, rel, oFile)
+	if err != nil {
+		return -1, st, false
+	}
+	if fstatOn(w.r, fd, &st) != nil || st.Ino != pre.Ino || st.Dev != pre.Dev || checkRegular(&st, w, linkRead) != nil {
+		unix.Close(fd)
+		return -1, st, false
+	}
+	return fd, st, true
+}
+
+// OpenRead opens a regular, single-link file for streaming (no size limit,
+// Seek and ReadAt work; memory stays constant). The caller closes it. This is
+// what WebDAV GET and Range reads use. The returned file's Name() is the
+// workspace-relative path, never a host path.
+func (f *FS) OpenRead(ctx context.Context, ws Workspace, path string) (*os.File, Entry, error) {
+	fd, w, st, err := f.openRead(ws, path)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	return f.osFile(fd, w, &st)
+}
+
+// Reader is the content of a file opened by OpenReader.
+type Reader interface {
+	io.ReadSeeker
+	io.ReaderAt
+	io.Closer
+}
+
+// smallReadMax: OpenReader reads files up to this size whole.
+const smallReadMax = 64 << 10
+
+// OpenReader is OpenRead for servers. A file of up to smallReadMax bytes
+// whose revision covers its content is read whole while open (one pread;
+// the descriptor is closed before OpenReader returns) and served from
+// memory, so the bytes are exactly those the returned revision describes,
+// with no further system call; a larger file is an *os.File, so
+// http.ServeContent can use sendfile. The caller closes the Reader.
+func (f *FS) OpenReader(ctx context.Context, ws Workspace, path string) (Reader, Entry, error) {
+	return f.OpenReaderBuf(ctx, ws, path, nil)
+}
+
+// OpenReaderBuf is OpenReader reading a small file into buf's array when
+// it holds the file and one byte more (else into a new one). buf belongs
+// to the Reader until the caller is done with it.
+func (f *FS) OpenReaderBuf(ctx context.Context, ws Workspace, path string, buf []byte) (Reader, Entry, error) {
+	fd, w, st, err := f.openRead(ws, path)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	if st.Size > smallReadMax || !f.hashedByContent(&st) {
+		return f.osFile(fd, w, &st)
+	}
+	if int64(cap(buf)) < st.Size+1 {
+		buf = make([]byte, 0, st.Size+1)
+	}
+	c, data, err := f.fileContentInto(fd, &st, true, buf[:0])
+	unix.Close(fd)
+	if err != nil {
+		return nil, Entry{}, contentErr(err, w)
+	}
+	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st),
+		Revision: contentRevision(c.sum, &st), Reason: c.class, Editable: c.class == EditableOK}
+	return memReader{bytes.NewReader(data), data}, e, nil
+}
+
+// memReader is a small file's content (OpenReader); Close has nothing to
+// release.
+type memReader struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (memReader) Close() error { return nil }
+
+// ReaderBytes returns the whole content of a Reader that OpenReader served
+// from memory (ok false for a file Reader). The caller must not modify it.
+func ReaderBytes(r Reader) (data []byte, ok bool) {
+	if m, ok := r.(memReader); ok {
+		return m.data, true
+	}
+	return nil, false
+}
+
+// openRead opens the regular, single-link file path, with its fstat.
+func (f *FS) openRead(ws Workspace, path string) (int, wsPath, unix.Stat_t, error) {
+	var st unix.Stat_t
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return -1, w, st, err
+	}
+	if w.isRoot() {
+		return -1, w, st, f.notAFile(w)
+	}
+	fd, st, ok := f.openFileFast(w)
+	if !ok {
+		var pfd int
+		fd, st, pfd, err = f.openFile(w)
+		if err != nil {
+			return -1, w, st, err
+		}
+		unix.Close(pfd)
+	}
+	return fd, w, st, nil
+}
+
+// osFile describes the file open as fd (from openRead) and turns fd into an
+// *os.File; on error it closes fd.
+func (f *FS) osFile(fd int, w wsPath, st *unix.Stat_t) (*os.File, Entry, error) {
+	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
+	if f.hashedByContent(st) {
+		c, _, err := f.fileContent(fd, st, false)
+		if err != nil {
+			unix.Close(fd)
+			return nil, Entry{}, contentErr(err, w)
+		}
+		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
+	} else {
+		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
+	}
+	e.Size, e.ModTime = st.Size, modTime(st)
+	// Clear O_NONBLOCK (the only status flag set at open) in one fcntl.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+		unix.Close(fd)
+		return nil, Entry{}, fsErr(err, w.rel)
+	}
+	return os.NewFile(uintptr(fd), w.rel), e, nil
+}
+
+// contentErr is the error of a failed content read of w.
+func contentErr(err error, w wsPath) error {
+	if errors.Is(err, errBusy) {
+		return newErr(CodeAborted, ReasonRevisionMismatch, err, "%q kept changing while being read", w.rel)
+	}
+	return fsErr(err, w.rel)
+}

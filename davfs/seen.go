@@ -1,0 +1,115 @@
+package davfs
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A directory's revision binds its own stat only: a file changed three
+// levels down leaves it as it was. A recursive delete that carries a
+// directory revision must still not destroy work done after that revision
+// was read, so davfs remembers when it last handed each directory revision
+// out (Stat, the listings, CreateEntry and MoveEntry: what every surface
+// shows a client; see handOut and ForMutation), and the delete's own walk
+// refuses as soon as it meets an entry whose ctime is later (remove.go).
+//
+// ctime, not mtime: the kernel sets ctime to the current time on every
+// change of a file's content or metadata (a link, a rename, a chmod
+// included) and no system call sets it to anything else, where mtime can
+// be set to any value (touch -d, tar, rsync -t).
+//
+// Limits, documented where the guarantee is stated (DeleteEntry):
+//   - a revision handed out more than once is remembered with the latest
+//     time: a client that read it earlier is protected only from changes
+//     after the last read by anyone;
+//   - a revision davfs has not handed out (or no longer remembers: the
+//     record is bounded, and it does not survive a restart) falls back to
+//     the directory's own ctime, which is never later than the read: sound,
+//     but it also refuses work done between the directory's last own change
+//     and the read; reading the revision again (Stat) and retrying works;
+//   - the kernel stamps ctime from a clock that advances in ticks (a few
+//     milliseconds; kernels with multigrain timestamps, 6.13+, are finer),
+//     so a change within one tick after the read may carry a ctime no later
+//     than the read and go unnoticed. The times are the kernel's wall clock
+//     (time.Now), not Config.Now: they are compared with kernel ctimes.
+
+const defaultSeenEntries = 1 << 15
+
+// dirSeen maps a directory revision to the last time (Unix ns) davfs
+// handed it out. Bounded like hashCache: two generations of at most max/2
+// entries each; a hit in the old one moves the entry to the current one.
+type dirSeen struct {
+	mu       sync.Mutex
+	cur, old map[string]int64
+	max      int
+}
+
+func newDirSeen(max int) *dirSeen { return &dirSeen{max: max} }
+
+// note records that rev is being handed out now.
+func (s *dirSeen) note(rev string) {
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	s.putLocked(rev, now)
+	s.mu.Unlock()
+}
+
+func (s *dirSeen) putLocked(rev string, at int64) {
+	if _, ok := s.cur[rev]; !ok && len(s.cur) >= s.max/2 {
+		s.old, s.cur = s.cur, nil
+	}
+	if s.cur == nil {
+		s.cur = make(map[string]int64)
+	}
+	if at > s.cur[rev] {
+		s.cur[rev] = at
+	}
+}
+
+// last returns the last time rev was handed out, if it is remembered.
+func (s *dirSeen) last(rev string) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.cur[rev]; ok {
+		return at, true
+	}
+	if at, ok := s.old[rev]; ok {
+		s.putLocked(rev, at)
+		return at, true
+	}
+	return 0, false
+}
+
+func (s *dirSeen) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.cur) + len(s.old)
+}
+
+type forMutationKey struct{}
+
+// ForMutation marks ctx as serving a request that changes something (a
+// WebDAV DELETE, MOVE or COPY, with the precondition checks before it).
+// Directory revisions handed out under it, such as by the handler's own
+// Stat right before it deletes, are not recorded as a client's read: the
+// record would otherwise say the revision the client sent was read just
+// now, and a recursive delete would accept work the client never saw.
+// Reads made to show a client something (PROPFIND, GET, the REST reads)
+// must not carry it.
+func ForMutation(ctx context.Context) context.Context {
+	return context.WithValue(ctx, forMutationKey{}, true)
+}
+
+// handOut records the directory revisions among es as read now, unless
+// ctx is ForMutation's.
+func (f *FS) handOut(ctx context.Context, es ...Entry) {
+	if ctx != nil && ctx.Value(forMutationKey{}) != nil {
+		return
+	}
+	for i := range es {
+		if es[i].Type == TypeDirectory && es[i].Revision != "" {
+			f.seen.note(es[i].Revision)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package mgmt
+
+import (
+	"context"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+)
+
+// refuseInvalidUTF8 is the sidecar clients' interceptor: a request with a
+// string field that is not valid UTF-8 is refused (InvalidArgument, with
+// the reason of the field) before protobuf refuses to marshal it, which
+// would surface as Internal. A REST query string is where such strings come
+// from: runtime.PopulateQueryParameters sets them as they are.
+func refuseInvalidUTF8(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if m, ok := req.(proto.Message); ok {
+		if err := StringFieldError(m, func(s string) bool { return !utf8.ValidString(s) }, "is not valid UTF-8"); err != nil {
+			return err
+		}
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// StringFieldError returns an InvalidArgument error naming the first
+// string field of m (in field-number order, nested messages included) for
+// which bad reports true, "<field> <problem>", with the reason that fits
+// the field (fieldReason); nil when there is none.
+func StringFieldError(m proto.Message, bad func(string) bool, problem string) error {
+	name, leaf, ok := findString(m.ProtoReflect(), "", bad)
+	if !ok {
+		return nil
+	}
+	return Error(codes.InvalidArgument, fieldReason(leaf), name+" "+problem)
+}
+
+func findString(m protoreflect.Message, prefix string, bad func(string) bool) (name string, leaf protoreflect.Name, found bool) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len() && !found; i++ {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
+		full := prefix + string(fd.Name())
+		v := m.Get(fd)
+		hit := func(s string) bool {
+			if bad(s) {
+				name, leaf, found = full, fd.Name(), true
+			}
+			return found
+		}
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for j := 0; j < l.Len() && !found; j++ {
+				if fd.Kind() == protoreflect.StringKind {
+					hit(l.Get(j).String())
+				} else if fd.Kind() == protoreflect.MessageKind {
+					name, leaf, found = findString(l.Get(j).Message(), full+".", bad)
+				}
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if fd.MapKey().Kind() == protoreflect.StringKind && hit(k.String()) {
+					return false
+				}
+				switch fd.MapValue().Kind() {
+				case protoreflect.StringKind:
+					hit(mv.String())
+				case protoreflect.MessageKind:
+					name, leaf, found = findString(mv.Message(), full+".", bad)
+				}
+				return !found
+			})
+		case fd.Kind() == protoreflect.StringKind:
+			hit(v.String())
+		case fd.Kind() == protoreflect.MessageKind:
+			name, leaf, found = findString(v.Message(), full+".", bad)
+		}
+	}
+	return name, leaf, found
+}
+
+// fieldReason is the reason of a malformed string field, by the field's
+// name in the contract: paths are INVALID_PATH, the workspace's project
+// INVALID_WORKSPACE, names INVALID_NAME, cursors INVALID_CURSOR, anything
+// else INVALID_ARGUMENT.
+func fieldReason(field protoreflect.Name) workspacev1.ErrorReason {
+	switch field {
+	case "path", "parent_path", "source_path", "destination_path":
+		return workspacev1.ErrorReason_INVALID_PATH
+	case "project_name":
+		return workspacev1.ErrorReason_INVALID_WORKSPACE
+	case "name":
+		return workspacev1.ErrorReason_INVALID_NAME
+	case "cursor":
+		return workspacev1.ErrorReason_INVALID_CURSOR
+	}
+	return workspacev1.ErrorReason_INVALID_ARGUMENT
+}
