@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -217,5 +219,49 @@ func TestLongGetOutlivesTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took < 3*timeout {
 		t.Fatalf("the body took %v: not longer than the timeout, the test proves nothing", took)
+	}
+}
+
+// failingBody yields some bytes, then the error a body deadline gives.
+type failingBody struct{ left int }
+
+func (b *failingBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, errBodyTimeout
+	}
+	n := min(len(p), b.left)
+	b.left -= n
+	return n, nil
+}
+
+func (b *failingBody) Close() error { return nil }
+
+var errBodyTimeout = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+
+// A client body that stops (the gateway's body deadline fired) is the
+// client's failure: 408, never the 200 of an empty answer, and the sidecar
+// is not blamed.
+func TestStalledClientBodyIs408(t *testing.T) {
+	f := NewContractSidecar(t)
+	u, _ := url.Parse(f.URL)
+	var muts []Mutation
+	h, err := New(Options{Agents: func(string) (*url.URL, bool) { return u, true }, Writable: true,
+		OnMutation: func(_ *http.Request, m Mutation) { muts = append(muts, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("PUT", "/dav/a/projects/demo/stalled.bin", &failingBody{left: 1000})
+	req.ContentLength = 1 << 20
+	req.Header.Set("If-None-Match", "*")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusRequestTimeout {
+		t.Errorf("stalled body: %d %q", w.Code, w.Body.String())
+	}
+	if len(muts) != 1 || muts[0].Status != 408 || muts[0].Code != codes.InvalidArgument {
+		t.Errorf("mutations %+v", muts)
+	}
+	if _, err := os.Stat(filepath.Join(f.Root, "projects/demo/stalled.bin")); err == nil {
+		t.Error("the stalled upload left a file")
 	}
 }

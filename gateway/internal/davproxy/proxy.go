@@ -112,6 +112,15 @@ const contentCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:
 func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateOf(r.Context())
 	rec := st.rec
+	if st.body != nil && st.body.err != nil {
+		// The client's body stopped (the gateway's body deadline, or the
+		// connection broke): its fault, not the sidecar's. net/http
+		// canceled the request's context when the read failed, so this
+		// comes first.
+		rec.Header().Set("Connection", "close")
+		h.refuse(rec, http.StatusRequestTimeout, "INVALID_ARGUMENT", "the request body did not arrive in time")
+		return
+	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away; nothing to answer.
 		rec.status, rec.code = 499, codes.Canceled
@@ -252,13 +261,19 @@ func (r *recorder) outcome() (codes.Code, string) {
 	return codes.Unknown, ""
 }
 
+// countingBody counts the client's body bytes and keeps the first error
+// reading it.
 type countingBody struct {
 	io.ReadCloser
-	n int64
+	n   int64
+	err error
 }
 
 func (c *countingBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
 	return n, err
 }

@@ -39,6 +39,7 @@ type state struct {
 	operator  string
 	requestID string
 	rec       *recorder
+	body      *countingBody // the client's request body, nil without one
 }
 
 type stateKey struct{}
@@ -58,6 +59,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt, perr := parseRoute(r.URL.EscapedPath())
 	st := &state{route: rt, rec: rec}
+	if inBytes.ReadCloser != nil {
+		st.body = &inBytes
+	}
 	if h.opts.Operator != nil {
 		st.operator = h.opts.Operator(r)
 	}
