@@ -52,8 +52,7 @@ type ContractSidecar struct {
 	ls   webdav.LockSystem
 	mu   sync.Mutex
 	seen []http.Header
-	// stalled counts requests held by /stall; done releases them.
-	stalled   int
+	// done releases requests held by /stall.
 	done      chan struct{}
 	closeOnce sync.Once
 }
@@ -174,9 +173,6 @@ func (f *ContractSidecar) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case strings.HasSuffix(rel, "/stall"):
-		f.mu.Lock()
-		f.stalled++
-		f.mu.Unlock()
 		// Read the body first: net/http notices the client closing the
 		// connection only once the body is consumed.
 		_, _ = io.Copy(io.Discard, r.Body)

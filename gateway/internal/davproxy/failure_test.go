@@ -54,6 +54,28 @@ func (c *capturedLog) assertNoAddress(t *testing.T, addrs ...string) {
 	}
 }
 
+// mutations records OnMutation calls.
+type mutations struct {
+	mu  sync.Mutex
+	got []Mutation
+}
+
+func (m *mutations) record(_ *http.Request, mu Mutation) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.got = append(m.got, mu)
+}
+
+// expectOne fails unless exactly one mutation with this outcome arrived.
+func (m *mutations) expectOne(t *testing.T, status int, code codes.Code, reason string) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.got) != 1 || m.got[0].Status != status || m.got[0].Code != code || m.got[0].Reason != reason {
+		t.Errorf("mutations %+v, want one %d %s %s", m.got, status, code, reason)
+	}
+}
+
 // proxyTo is the handler in front of one upstream, as agent "a".
 func proxyTo(t *testing.T, upstream string, timeout time.Duration, log hclog.Logger, onMutation func(*http.Request, Mutation)) *httptest.Server {
 	t.Helper()
@@ -129,13 +151,8 @@ func TestSidecarDiesMidBody(t *testing.T) {
 func TestUnreachableSidecarLogsNoAddress(t *testing.T) {
 	addr := refusingAddr(t)
 	var logs capturedLog
-	var mu sync.Mutex
-	var muts []Mutation
-	gw := proxyTo(t, "http://"+addr, time.Second, logs.logger(), func(_ *http.Request, m Mutation) {
-		mu.Lock()
-		muts = append(muts, m)
-		mu.Unlock()
-	})
+	var muts mutations
+	gw := proxyTo(t, "http://"+addr, time.Second, logs.logger(), muts.record)
 	for _, method := range []string{http.MethodGet, "PROPFIND", http.MethodPut} {
 		req, _ := http.NewRequest(method, gw.URL+"/dav/a/projects/p/f.txt", strings.NewReader("x"))
 		req.Header.Set("Depth", "0")
@@ -153,11 +170,7 @@ func TestUnreachableSidecarLogsNoAddress(t *testing.T) {
 		t.Errorf("the cause is not logged:\n%s", logs.String())
 	}
 	logs.assertNoAddress(t, addr)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(muts) != 1 || muts[0].Code != codes.Unavailable || muts[0].Reason != "SIDECAR_UNAVAILABLE" || muts[0].Status != 503 {
-		t.Errorf("mutations %+v", muts)
-	}
+	muts.expectOne(t, 503, codes.Unavailable, "SIDECAR_UNAVAILABLE")
 }
 
 // A hung sidecar (connection accepted, no response headers) gets 504
@@ -166,14 +179,9 @@ func TestUnreachableSidecarLogsNoAddress(t *testing.T) {
 func TestHungSidecarTimesOut(t *testing.T) {
 	f := NewContractSidecar(t)
 	var logs capturedLog
-	var mu sync.Mutex
-	var muts []Mutation
+	var muts mutations
 	const timeout = 300 * time.Millisecond
-	gw := proxyTo(t, f.URL, timeout, logs.logger(), func(_ *http.Request, m Mutation) {
-		mu.Lock()
-		muts = append(muts, m)
-		mu.Unlock()
-	})
+	gw := proxyTo(t, f.URL, timeout, logs.logger(), muts.record)
 	for _, method := range []string{http.MethodGet, "PROPFIND", http.MethodPut} {
 		req, _ := http.NewRequest(method, gw.URL+"/dav/a/projects/demo/stall", strings.NewReader("body"))
 		req.Header.Set("If-None-Match", "*")
@@ -193,11 +201,7 @@ func TestHungSidecarTimesOut(t *testing.T) {
 		}
 	}
 	logs.assertNoAddress(t, strings.TrimPrefix(f.URL, "http://"))
-	mu.Lock()
-	defer mu.Unlock()
-	if len(muts) != 1 || muts[0].Code != codes.DeadlineExceeded || muts[0].Reason != "SIDECAR_UNAVAILABLE" || muts[0].Status != 504 {
-		t.Errorf("mutations %+v", muts)
-	}
+	muts.expectOne(t, 504, codes.DeadlineExceeded, "SIDECAR_UNAVAILABLE")
 }
 
 // The header timeout never cuts a body: a GET that streams for several
@@ -244,9 +248,8 @@ var errBodyTimeout = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExc
 func TestStalledClientBodyIs408(t *testing.T) {
 	f := NewContractSidecar(t)
 	u, _ := url.Parse(f.URL)
-	var muts []Mutation
-	h, err := New(Options{Agents: func(string) (*url.URL, bool) { return u, true }, Writable: true,
-		OnMutation: func(_ *http.Request, m Mutation) { muts = append(muts, m) }})
+	var muts mutations
+	h, err := New(Options{Agents: func(string) (*url.URL, bool) { return u, true }, Writable: true, OnMutation: muts.record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,9 +261,7 @@ func TestStalledClientBodyIs408(t *testing.T) {
 	if w.Code != http.StatusRequestTimeout {
 		t.Errorf("stalled body: %d %q", w.Code, w.Body.String())
 	}
-	if len(muts) != 1 || muts[0].Status != 408 || muts[0].Code != codes.InvalidArgument {
-		t.Errorf("mutations %+v", muts)
-	}
+	muts.expectOne(t, 408, codes.InvalidArgument, "INVALID_ARGUMENT")
 	if _, err := os.Stat(filepath.Join(f.Root, "projects/demo/stalled.bin")); err == nil {
 		t.Error("the stalled upload left a file")
 	}
