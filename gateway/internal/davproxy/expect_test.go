@@ -52,6 +52,18 @@ func (st *stack) curl(t *testing.T, method, path, file string, hdr ...string) cu
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stderr = &stderr
+	start := time.Now()
+	defer func() {
+		// curl waits up to --expect100-timeout (10 s) for a 100 before it
+		// sends the body anyway: an answer that takes that long was held
+		// back until the body arrived, though the sidecar had answered
+		// without it. (net/http does that when a middleware replaces the
+		// server's own *http.Request Body: it then reads the body before
+		// writing any response header.)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("curl %s %s took %v: the answer waited for curl's expect timeout", method, path, d)
+		}
+	}()
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("curl %s %s: %v\n%s", method, path, err, stderr.String())
 	}
