@@ -232,11 +232,14 @@ func (d *davFS) Mkdir(ctx context.Context, name string, perm os.FileMode) error 
 	}
 	switch {
 	case t.isWorkspaceRoot():
+		if _, err := d.fs.Stat(ctx, t.ws, ""); err == nil {
+			return wrapErr(ctx, op, t.name, errAlreadyExists()) // 405, RFC 4918 §9.3.1
+		}
 		return readOnlyErr(ctx, op, t.name, "projects are created only through CreateProject")
 	case t.level == levelNone:
 		return readOnlyErr(ctx, op, t.name, "only projects/ and global/ exist at the top level")
 	case t.level != levelWorkspace:
-		return readOnlyErr(ctx, op, t.name, "this directory is read-only")
+		return wrapErr(ctx, op, t.name, errAlreadyExists())
 	}
 	if pre := preconditionFor(ctx, t.name); pre.IfMatch != "" {
 		// There is no current representation to match (RFC 9110 §13.1.1).

@@ -26,6 +26,7 @@ type davInfo struct {
 func (i *davInfo) Name() string { return i.name }
 func (i *davInfo) Size() int64  { return i.size }
 func (i *davInfo) IsDir() bool  { return i.dir }
+
 // Sys returns the davfs Entry of a name inside a workspace (so a handler
 // can see, for example, that a file has several hard links), nil for the
 // virtual levels.

@@ -1,4 +1,4 @@
-package davhandler_test
+package dav_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -43,7 +44,10 @@ func startSidecar(t *testing.T, projects map[string]map[string]string) *sidecart
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return sidecartest.Start(t, sidecartest.Options{ProjectsDir: root})
+	// litmus and rclone write without If-Match: plain WebDAV semantics.
+	return sidecartest.Start(t, sidecartest.Options{ProjectsDir: root, Configure: func(c *sidecar.Config) {
+		c.DavServer.AllowUnconditionalWrites = true
+	}})
 }
 
 func lookTool(t *testing.T, name string) string {
