@@ -356,8 +356,13 @@ func (q *request) serve() {
 	}
 	switch r.Method {
 	case "PROPFIND", "PROPPATCH", "LOCK":
-		if msg := bufferXMLBody(r); msg != "" {
-			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", msg)
+		refused, malformed := bufferXMLBody(r)
+		switch {
+		case refused != "":
+			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", refused)
+			return
+		case malformed != "":
+			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", malformed)
 			return
 		}
 	}
