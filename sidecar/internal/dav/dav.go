@@ -73,7 +73,8 @@ type Options struct {
 	MaxLocks int
 	// MaxLockTimeout caps the timeout a LOCK may ask for. 0: 1 hour.
 	MaxLockTimeout time.Duration
-	// Now is the clock. Nil: time.Now.
+	// Now is the clock of durations in logs and metrics. Nil: time.Now.
+	// (Locks use x/net/webdav's clock, time.Now.)
 	Now func() time.Time
 }
 
@@ -107,12 +108,14 @@ func New(fs *davfs.FS, opts Options) *Handler {
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
+	var lb [16]byte
+	_, _ = rand.Read(lb[:])
 	return &Handler{
 		fs:        fs.WebDAV(),
 		opts:      opts,
 		log:       opts.Logger,
 		metrics:   newMetrics(opts.Registerer),
-		locks:     newLockPins(opts.MaxLocks, opts.Now),
+		locks:     newLockPins(opts.MaxLocks, hex.EncodeToString(lb[:])+"-"),
 		ridPrefix: hex.EncodeToString(b[:]) + "-",
 	}
 }

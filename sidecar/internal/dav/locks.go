@@ -20,9 +20,9 @@ var errTooManyLocks = errors.New("dav: too many locks")
 // client that locks instead of sending If-Match. A successful write under
 // the lock moves the pin to the revision it wrote.
 type lockPins struct {
-	mem webdav.LockSystem
-	max int
-	now func() time.Time
+	mem    webdav.LockSystem
+	max    int
+	prefix string // makes x/net's numeric tokens absolute URIs (RFC 4918 §6.5)
 
 	mu    sync.Mutex
 	locks map[string]*pinnedLock // by token
@@ -36,8 +36,17 @@ type pinnedLock struct {
 	revs      map[string]string // WebDAV name → pinned revision
 }
 
-func newLockPins(max int, now func() time.Time) *lockPins {
-	return &lockPins{mem: webdav.NewMemLS(), max: max, now: now, locks: map[string]*pinnedLock{}}
+func newLockPins(max int, id string) *lockPins {
+	return &lockPins{mem: webdav.NewMemLS(), max: max, prefix: "opaquelocktoken:" + id, locks: map[string]*pinnedLock{}}
+}
+
+// inner is x/net's token for a client's token ("" names no lock).
+func (p *lockPins) inner(token string) string {
+	t, ok := strings.CutPrefix(token, p.prefix)
+	if !ok || t == "" {
+		return "\x00none"
+	}
+	return t
 }
 
 func (l *pinnedLock) covers(name string) bool {
@@ -54,11 +63,11 @@ func (p *lockPins) purge(now time.Time) {
 }
 
 // valid reports whether token is a live lock covering name.
-func (p *lockPins) valid(token, name string) bool {
+func (p *lockPins) valid(now time.Time, token, name string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.locks[token]
-	return l != nil && p.now().Before(l.expires) && l.covers(name)
+	return l != nil && now.Before(l.expires) && l.covers(name)
 }
 
 // pin returns what a write of name under token must find: the pinned
@@ -125,7 +134,7 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 				etags[resource] = c.ETag
 			}
 		case c.Not:
-			if rl.p.valid(c.Token, resource) {
+			if rl.p.valid(now, c.Token, resource) {
 				return nil, webdav.ErrConfirmationFailed
 			}
 		default:
@@ -134,7 +143,11 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 	}
 	var release func()
 	if len(tokens) > 0 {
-		r, err := rl.p.mem.Confirm(now, name0, name1, tokens...)
+		inner := make([]webdav.Condition, len(tokens))
+		for i, c := range tokens {
+			inner[i] = webdav.Condition{Token: rl.p.inner(c.Token)}
+		}
+		r, err := rl.p.mem.Confirm(now, name0, name1, inner...)
 		if err != nil {
 			return nil, err
 		}
@@ -182,11 +195,14 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 	if full {
 		return "", errTooManyLocks
 	}
-	tok, err := p.mem.Create(now, d)
+	in, err := p.mem.Create(now, d)
 	if err != nil {
 		return "", err
 	}
-	l := &pinnedLock{root: cleanName(d.Root), zeroDepth: d.ZeroDepth, created: p.now(), revs: map[string]string{}}
+	tok := p.prefix + in
+	// The lock's times are the handler's clock (time.Now), the one file
+	// modification times are compared with.
+	l := &pinnedLock{root: cleanName(d.Root), zeroDepth: d.ZeroDepth, created: now, revs: map[string]string{}}
 	l.expires = l.created.Add(d.Duration)
 	// Pin what the resource is now; a LOCK of a missing name creates an
 	// empty file afterwards, pinned when the request ends.
@@ -201,11 +217,11 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 }
 
 func (rl *requestLocks) Refresh(now time.Time, token string, duration time.Duration) (webdav.LockDetails, error) {
-	d, err := rl.p.mem.Refresh(now, token, duration)
+	d, err := rl.p.mem.Refresh(now, rl.p.inner(token), duration)
 	if err == nil {
 		rl.p.mu.Lock()
 		if l := rl.p.locks[token]; l != nil {
-			l.expires = rl.p.now().Add(duration)
+			l.expires = now.Add(duration)
 		}
 		rl.p.mu.Unlock()
 	}
@@ -213,7 +229,11 @@ func (rl *requestLocks) Refresh(now time.Time, token string, duration time.Durat
 }
 
 func (rl *requestLocks) Unlock(now time.Time, token string) error {
-	err := rl.p.mem.Unlock(now, token)
+	if rl.q.r.Method != "UNLOCK" {
+		// The handler releasing a temporary lock it took with Create.
+		return rl.p.mem.Unlock(now, token)
+	}
+	err := rl.p.mem.Unlock(now, rl.p.inner(token))
 	if err == nil {
 		rl.p.mu.Lock()
 		delete(rl.p.locks, token)

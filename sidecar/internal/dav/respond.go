@@ -95,8 +95,8 @@ func (r *recorder) finish() {
 // byte (its value is a constant, and nothing a client controls can contain
 // it: names and hrefs are XML-escaped), for allprop and propname answers.
 var supportedLock = [][]byte{
-	[]byte(`<supportedlock xmlns="DAV:"><D:lockentry xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry></supportedlock>`),
-	[]byte(`<supportedlock xmlns="DAV:"></supportedlock>`),
+	[]byte(`<D:supportedlock><D:lockentry xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry></D:supportedlock>`),
+	[]byte(`<D:supportedlock></D:supportedlock>`),
 }
 
 // lockFilter removes DAV:supportedlock from a multistatus stream: a
@@ -145,7 +145,8 @@ func (q *request) refine(status int, err error) (int, string, string) {
 	}
 	if ok {
 		reason := string(de.Reason)
-		st := errtable.WebDAVStatus(reason, false)
+		m := q.r.Method
+		st := errtable.WebDAVStatus(reason, m == http.MethodPut || m == "MKCOL" || m == "LOCK")
 		if de.Code == davfs.CodeNotFound && (status == http.StatusConflict || status == http.StatusNotFound) {
 			st = status // the library knows a missing parent (409) from a missing target
 		}
