@@ -237,6 +237,12 @@ func (q *request) serve() {
 			return
 		}
 	}
+	if strings.HasPrefix(r.RequestURI, "//") {
+		// net/http reads "//a/b" as host "a", path "/b": refuse rather
+		// than act on a path the client did not write.
+		q.fail(http.StatusBadRequest, "INVALID_PATH", "the path must not contain empty segments")
+		return
+	}
 	var ok bool
 	if q.src, ok = q.name(r.URL.EscapedPath()); !ok {
 		return
