@@ -35,11 +35,15 @@ import (
 // completed (Close) and the precondition still holds.
 //
 // What it does not do: x/net/webdav ignores If-Match/If-None-Match and does
-// not map davfs reasons to 412/413/507; a thin wrapper handler must place
-// the request's preconditions in the context (WithPrecondition), refuse a
-// MOVE that CheckWebDAVMove refuses before x/net/webdav deletes an
-// "Overwrite: T" destination, and refine statuses (ErrorFromWebDAV). Dead
-// properties (PROPPATCH) are not stored (403 per property). x/net/webdav
+// not map davfs reasons to 412/413/507; a thin wrapper handler (the
+// sidecar's) places each written name's precondition in the context
+// (WithPreconditions: If-Match, If: entity tags, lock pins, Required,
+// Replacing), puts an ErrorLog there to recover the specific reason of
+// every error, refuses unsafe names and cross-workspace MOVE/COPY before
+// x/net/webdav acts (CheckWebDAVMove), and refines statuses. Dead
+// properties are not stored (PROPPATCH answers 403 per property, except the
+// Windows redirector's Win32 properties: 200, dropped). Listings omit files
+// with more than one hard link, which are never read either. x/net/webdav
 // lets http.ServeContent sniff a GET's Content-Type; set it from
 // ContentType first.
 //
