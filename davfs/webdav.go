@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/webdav"
 )
@@ -42,8 +43,10 @@ import (
 // every error, refuses unsafe names and cross-workspace MOVE/COPY before
 // x/net/webdav acts (CheckWebDAVMove), and refines statuses. Dead
 // properties are not stored (PROPPATCH answers 403 per property, except the
-// Windows redirector's Win32 properties: 200, dropped). Listings omit files
-// with more than one hard link, which are never read either. x/net/webdav
+// Windows redirector's Win32 properties: 200, dropped). A file with more
+// than one hard link is listed (its FileInfo's Sys() is its Entry, whose
+// Reason says so) but never read; a server that must not offer it filters
+// it from Readdir. x/net/webdav
 // lets http.ServeContent sniff a GET's Content-Type; set it from
 // ContentType first.
 //
@@ -104,6 +107,45 @@ func preconditionFor(ctx context.Context, name string) Precondition {
 		return Precondition{}
 	}
 	return of(name)
+}
+
+// listingKey marks a context in which listings are reused.
+type listingKey struct{}
+
+// listing holds the entries the directory listings of one request
+// returned, by WebDAV name.
+type listing struct {
+	mu sync.Mutex
+	m  map[string]Entry
+}
+
+// WithListingReuse returns ctx in which the entries a directory listing
+// (Readdir) returned answer, for the rest of that request, the Stat and
+// read-only OpenFile of the same names. x/net/webdav answers a PROPFIND
+// Depth 1 by listing the directory and then stat-ing and opening every
+// member: without this each member is looked up three times. Use it for
+// PROPFIND only: an entry may be as old as the listing (content reads stay
+// safe: a file is opened only if it still has the listed revision).
+func WithListingReuse(ctx context.Context) context.Context {
+	return context.WithValue(ctx, listingKey{}, &listing{m: map[string]Entry{}})
+}
+
+func listingFrom(ctx context.Context) *listing {
+	l, _ := ctx.Value(listingKey{}).(*listing)
+	return l
+}
+
+// entry stats a workspace name, from the request's listings when it can.
+func (d *davFS) entry(ctx context.Context, t target) (Entry, error) {
+	if l := listingFrom(ctx); l != nil {
+		l.mu.Lock()
+		e, ok := l.m[t.name]
+		l.mu.Unlock()
+		if ok {
+			return e, nil
+		}
+	}
+	return d.fs.Stat(ctx, t.ws, t.path)
 }
 
 // davFS is the webdav.FileSystem of an FS. It holds no state of its own:
@@ -386,7 +428,7 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 		}
 		return virtualDirInfo(dirGlobal, children), nil
 	case levelWorkspace:
-		e, err := d.fs.Stat(ctx, t.ws, t.path)
+		e, err := d.entry(ctx, t)
 		if err != nil {
 			return nil, wrapErr(ctx, op, t.name, err)
 		}
@@ -472,7 +514,7 @@ func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File,
 		}
 		return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
 	case levelWorkspace:
-		e, err := d.fs.Stat(ctx, t.ws, t.path)
+		e, err := d.entry(ctx, t)
 		if err != nil {
 			return nil, wrapErr(ctx, op, t.name, err)
 		}

@@ -137,13 +137,14 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 			return nil, wrapErr(f.ctx, op, f.t.name, err)
 		}
 		out := make([]os.FileInfo, 0, len(entries))
-		for _, e := range entries {
-			// A file with several hard links is never read or written
-			// here; a listing that offered it would make a client's
-			// copy fail half-way (rclone copy), so it is not listed.
-			if e.Reason == NotEditableMultipleLinks {
-				continue
+		if l := listingFrom(f.ctx); l != nil {
+			l.mu.Lock()
+			for _, e := range entries {
+				l.m[f.t.name+"/"+e.Name] = e
 			}
+			l.mu.Unlock()
+		}
+		for _, e := range entries {
 			out = append(out, entryInfo(e.Name, e))
 		}
 		return out, nil

@@ -1332,7 +1332,8 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 		t.Fatalf("without the log only the generic reason: %v", de)
 	}
 
-	// A file with two hard links: not listed, not read, not replaced.
+	// A file with two hard links: listed with its reason (the sidecar
+	// filters it), never read, never replaced.
 	if err := os.WriteFile(filepath.Join(e.projects, "demo", "canary.txt"), []byte("canary"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -1345,10 +1346,14 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 	}
 	list, _ := dir.Readdir(-1)
 	dir.Close()
+	listed := false
 	for _, fi := range list {
-		if fi.Name() == "canary.txt" {
-			t.Error("a multi-link file is listed")
+		if en, ok := fi.Sys().(davfs.Entry); ok && fi.Name() == "canary.txt" {
+			listed = en.Reason == davfs.NotEditableMultipleLinks
 		}
+	}
+	if !listed {
+		t.Error("the multi-link file is not listed with its reason")
 	}
 	fi, err := d.Stat(base, "/projects/demo/canary.txt")
 	if err != nil {

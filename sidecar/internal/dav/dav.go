@@ -111,7 +111,7 @@ func New(fs *davfs.FS, opts Options) *Handler {
 	var lb [16]byte
 	_, _ = rand.Read(lb[:])
 	return &Handler{
-		fs:        fs.WebDAV(),
+		fs:        noMultiLinks{fs.WebDAV()},
 		opts:      opts,
 		log:       opts.Logger,
 		metrics:   newMetrics(opts.Registerer),
@@ -326,6 +326,8 @@ func (q *request) serve() {
 		hdr.Set("X-Content-Type-Options", "nosniff")
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
+		q.r = q.r.WithContext(davfs.WithListingReuse(q.ctx))
+		r = q.r
 		switch r.Header.Get("Depth") {
 		case "0", "1":
 		case "", "infinity":
