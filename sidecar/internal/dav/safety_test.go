@@ -394,3 +394,17 @@ func TestErrorReasons(t *testing.T) {
 		t.Error("an upload over the limit was written")
 	}
 }
+
+// Collections carry no ETag over WebDAV, so a client removes one under a
+// lock: the lock pinned its revision.
+func TestDeleteCollectionUnderLock(t *testing.T) {
+	e := newEnv(t, strict)
+	e.want("MKCOL", "/projects/demo/d", nil, "", 201)
+	e.want("PUT", "/projects/demo/d/x.txt", nil, "x", 201)
+	e.wantReason("DELETE", "/projects/demo/d", nil, "", 428, "PRECONDITION_REQUIRED")
+	tok := e.lock("/projects/demo/d", nil, 200)
+	e.want("DELETE", "/projects/demo/d", map[string]string{"If": "(" + tok + ")"}, "", 204)
+	if _, err := os.Stat(filepath.Join(e.projects, "demo", "d")); err == nil {
+		t.Fatal("DELETE under the lock left the directory")
+	}
+}
