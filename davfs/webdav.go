@@ -315,7 +315,11 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return wrapErr(ctx, op, t.name, d.fs.DeleteEntry(ctx, t.ws, t.path, expected, true))
+	// A removal that makes room for a COPY or MOVE destination never takes
+	// a file with more than one hard link: DeleteEntryWith checks that on an
+	// fd under the mutation lock.
+	replacing := preconditionFor(ctx, t.name).Replacing
+	return wrapErr(ctx, op, t.name, d.fs.DeleteEntryWith(ctx, t.ws, t.path, expected, DeleteOptions{Recursive: true, Replace: replacing}))
 }
 
 // Rename moves an entry within one workspace. Moves across projects or
@@ -387,7 +391,7 @@ func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (stri
 	case pre.IfNoneMatch:
 		return "", wrapErr(ctx, op, t.name, errRevisionMismatch())
 	case pre.Replacing && e.Reason == NotEditableMultipleLinks:
-		return "", wrapErr(ctx, op, t.name, errMultipleLinks())
+		return "", wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 	case pre.IfMatch != "":
 		return pre.IfMatch, nil
 	case pre.Required:
@@ -560,7 +564,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 		}
 		if e.Reason == NotEditableMultipleLinks {
 			// WriteStream refuses it too; say so before reading the body.
-			return nil, wrapErr(ctx, op, t.name, errMultipleLinks())
+			return nil, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 		}
 		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
 			return nil, wrapErr(ctx, op, t.name, &Error{

@@ -213,6 +213,3 @@ func errAlreadyExists() *Error {
 	return &Error{Code: CodeAlreadyExists, Reason: ReasonAlreadyExists, Message: "the resource already exists"}
 }
 
-func errMultipleLinks() *Error {
-	return &Error{Code: CodePermissionDenied, Reason: ReasonMultipleLinks, Message: "the file has more than one hard link"}
-}

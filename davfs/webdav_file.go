@@ -182,7 +182,7 @@ func (f *readFile) file() (*os.File, error) {
 		return f.f, f.err
 	}
 	if f.info.entry.Reason == NotEditableMultipleLinks {
-		f.err = wrapErr(f.ctx, "read", f.t.name, errMultipleLinks())
+		f.err = wrapErr(f.ctx, "read", f.t.name, errMultipleLinks(f.t.path))
 		return nil, f.err
 	}
 	osf, e, err := f.d.fs.OpenRead(f.ctx, f.t.ws, f.t.path)

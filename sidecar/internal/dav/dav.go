@@ -146,6 +146,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(davwire.RequestIDHeader, rid)
 	q := &request{h: h, rec: &recorder{w: w}, ifETags: map[string]string{}}
 	q.ctx, q.errs = davfs.WithErrorLog(r.Context())
+	switch r.Method {
+	case "DELETE", "MOVE", "COPY":
+		// The handler's and the library's own looks at the target before
+		// a delete are not a client's read of its revision (recursive
+		// deletes keep work newer than the revision the client read).
+		q.ctx = davfs.ForMutation(q.ctx)
+	}
 	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
 	q.r = r.WithContext(q.ctx)
 	q.serve()
