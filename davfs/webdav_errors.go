@@ -212,4 +212,3 @@ func errPreconditionRequired() *Error {
 func errAlreadyExists() *Error {
 	return &Error{Code: CodeAlreadyExists, Reason: ReasonAlreadyExists, Message: "the resource already exists"}
 }
-
