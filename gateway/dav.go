@@ -17,12 +17,16 @@ import (
 
 // newDAV builds the WebDAV view (package davproxy) over the configured
 // agents' davEndpoints, with the operator and request ID from the gateway's
-// auth and request-ID middleware, and every mutation audited.
+// auth and request-ID middleware, each agent's sidecar.timeout as its
+// header timeout, and every mutation audited with the errtable reason the
+// sidecar (or the view itself) gave.
 func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time) (http.Handler, error) {
 	endpoints := map[string]*url.URL{}
+	timeouts := map[string]time.Duration{}
 	var ids []string
 	for id, a := range cfg.AgentRuntime.Agents {
 		endpoints[id] = nil
+		timeouts[id] = a.Sidecar.CallTimeout()
 		if a.Sidecar == nil || a.Sidecar.DavEndpoint == "" {
 			continue
 		}
@@ -43,6 +47,7 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 			c := *u
 			return &c, true
 		},
+		Timeout:  func(id string) time.Duration { return timeouts[id] },
 		AgentIDs: func() []string { return append([]string(nil), ids...) },
 		Writable: cfg.WebDAV.Writable,
 		Operator: func(r *http.Request) string {
@@ -61,7 +66,7 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 				Action:          m.Action,
 				SourcePath:      m.SourcePath,
 				DestinationPath: m.DestinationPath,
-				GRPCCode:        audit.CodeForHTTPStatus(m.Status),
+				GRPCCode:        m.Code.String(), // errtable.For(m.Reason).Code for failures
 				Reason:          m.Reason,
 				HTTPStatus:      m.Status,
 				DurationMS:      audit.Duration(m.Duration),

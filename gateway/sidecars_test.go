@@ -289,6 +289,12 @@ func TestWritableWebDAVWithRealSidecar(t *testing.T) {
 	if puts[1]["result"] != "error" || puts[2]["result"] != "error" {
 		t.Errorf("refused PUTs not recorded as errors: %v %v", puts[1], puts[2])
 	}
+	// The codes come from the reason the sidecar named (errtable), not
+	// from the status.
+	if puts[1]["grpc_code"] != "FailedPrecondition" || puts[1]["reason"] != "PRECONDITION_REQUIRED" ||
+		puts[2]["grpc_code"] != "Aborted" || puts[2]["reason"] != "REVISION_MISMATCH" {
+		t.Errorf("refused PUTs audited as %v/%v and %v/%v", puts[1]["grpc_code"], puts[1]["reason"], puts[2]["grpc_code"], puts[2]["reason"])
+	}
 	data, _ := os.ReadFile(g.AuditFile)
 	if strings.Contains(string(data), body) || strings.Contains(string(data), "mallory") {
 		t.Error("audit holds content or the forged operator")

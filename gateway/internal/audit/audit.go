@@ -15,12 +15,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+
+	"github.com/agentworkspace/files/contracts/errtable"
 )
 
 // Redacted replaces GLOBAL paths outside the allowlist.
@@ -225,31 +229,32 @@ func Duration(d time.Duration) float64 {
 	return float64(d.Microseconds()) / 1000
 }
 
-// CodeForHTTPStatus names the gRPC code equivalent to an HTTP status, for the
-// grpc_code field of records made at the HTTP layer (WebDAV, or REST
-// requests refused before they reached the service).
+// CodeForHTTPStatus names a gRPC code for an HTTP status, for records made
+// at the HTTP layer where no reason is known (REST requests refused before
+// they reached the service). It holds no table of its own: the code is the
+// one whose default errtable row has that REST status, else the code of the
+// first reason (in name order) whose row has it. Callers that know the
+// reason should use errtable.For(reason).Code instead; the WebDAV view
+// does.
 func CodeForHTTPStatus(status int) string {
-	switch {
-	case status < 400:
-		return "OK"
-	case status == 400:
-		return "InvalidArgument"
-	case status == 401:
-		return "Unauthenticated"
-	case status == 403, status == 405:
-		return "PermissionDenied"
-	case status == 404:
-		return "NotFound"
-	case status == 409, status == 412:
-		return "Aborted"
-	case status == 413, status == 507:
-		return "ResourceExhausted"
-	case status == 423, status == 428, status == 415:
-		return "FailedPrecondition"
-	case status == 502, status == 503, status == 504:
-		return "Unavailable"
-	case status < 500:
-		return "InvalidArgument"
+	if status < 400 {
+		return codes.OK.String()
 	}
-	return "Internal"
+	for _, c := range []codes.Code{codes.InvalidArgument, codes.Unauthenticated, codes.PermissionDenied, codes.NotFound,
+		codes.Aborted, codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Internal} {
+		if errtable.RESTStatus(c, "") == status {
+			return c.String()
+		}
+	}
+	reasons := errtable.Reasons()
+	slices.Sort(reasons)
+	for _, r := range reasons {
+		if row := errtable.For(r); row.REST == status || row.WebDAV == status {
+			return row.Code.String()
+		}
+	}
+	if status < 500 {
+		return codes.InvalidArgument.String()
+	}
+	return codes.Internal.String()
 }

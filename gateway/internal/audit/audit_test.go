@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentworkspace/files/contracts/errtable"
 )
 
 func TestRedactGlobalPath(t *testing.T) {
@@ -174,5 +176,29 @@ func TestFileRotatedByRename(t *testing.T) {
 	rec("7")
 	if got := ids(path); got != "7" {
 		t.Errorf("file after the failed reopen has %s, want 7", got)
+	}
+}
+
+// CodeForHTTPStatus reads the one error table: every status a reason maps
+// to on REST gives a code some reason with that status has.
+func TestCodeForHTTPStatusFollowsErrtable(t *testing.T) {
+	for _, r := range errtable.Reasons() {
+		row := errtable.For(r)
+		got := CodeForHTTPStatus(row.REST)
+		ok := false
+		for _, r2 := range errtable.Reasons() {
+			if row2 := errtable.For(r2); (row2.REST == row.REST || row2.WebDAV == row.REST) && row2.Code.String() == got {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("%s: CodeForHTTPStatus(%d) = %s, which no reason with that status has", r, row.REST, got)
+		}
+	}
+	for status, want := range map[int]string{200: "OK", 204: "OK", 400: "InvalidArgument", 401: "Unauthenticated", 403: "PermissionDenied",
+		404: "NotFound", 409: "Aborted", 413: "ResourceExhausted", 428: "FailedPrecondition", 503: "Unavailable", 504: "DeadlineExceeded", 500: "Internal"} {
+		if got := CodeForHTTPStatus(status); got != want {
+			t.Errorf("CodeForHTTPStatus(%d) = %s, want %s", status, got, want)
+		}
 	}
 }

@@ -1,33 +1,44 @@
 // Package davproxy is the gateway's WebDAV view: an http.Handler mounted at
-// /dav/ that reverse-proxies /dav/{agent_id}/projects/... and
-// /dav/{agent_id}/global/... to that agent's sidecar WebDAV server, which
-// serves the same tree at /projects/... and /global/....
+// /dav/ that reverse-proxies (net/http/httputil.ReverseProxy)
+// /dav/{agent_id}/projects/... and /dav/{agent_id}/global/... to that
+// agent's sidecar WebDAV server, and answers /dav/ and /dav/{agent_id}/
+// itself (virtual.go).
+//
+// The wire contract with the sidecar (internal/davwire):
+//   - Request paths and Destination headers are forwarded unchanged; the
+//     proxy sets X-Forwarded-Prefix: /dav/{agent_id} (after deleting any
+//     client copy) and the sidecar emits its hrefs under it. The client's
+//     Host is kept, so the sidecar's Destination host check matches.
+//   - X-Workspace-Read-Only: true when the view is read-only.
+//   - The sidecar names the errtable reason of every error response in
+//     X-Workspace-Error-Reason; the proxy strips it and audits with it.
 //
 // What it guarantees:
-//   - Read-mostly: unless Options.Writable is set, only OPTIONS, GET, HEAD and
-//     PROPFIND reach a sidecar; everything else is answered 405 with an Allow
-//     header. When writable, PUT, DELETE and MOVE of an existing resource need
-//     If-Match and creating one needs "If-None-Match: *", otherwise 428 (see
-//     precondition.go for how existence is learnt).
-//   - The client only ever sees /dav/{agent_id}/... paths: PROPFIND hrefs
-//     (rewritten while streaming, never buffered whole), Location,
-//     Content-Location and Destination are translated both ways, and a
-//     Destination in another agent, workspace or host is refused.
-//   - No sidecar address reaches the client: absolute hrefs become paths,
-//     Server and any header naming the upstream host are dropped, and a
-//     sidecar that cannot be reached gives 503 with a message naming only the
-//     agent.
-//   - Towards the sidecar, Authorization, Cookie and any client X-Operator are
-//     removed; X-Operator and X-Request-ID come from the Options getters.
-//   - Bodies stream both ways (FlushInterval -1); nothing is held in memory
-//     beyond a copy buffer, except small (≤ 64 KiB) error bodies. A GET's
-//     file content goes from the sidecar's socket to the client's with
-//     splice(2) where it can (splice.go).
+//   - Read-only unless Options.Writable: only OPTIONS, GET, HEAD and
+//     PROPFIND reach a sidecar; everything else is answered 405 with an
+//     Allow header.
+//   - Unsafe request paths and Destinations (dot or empty segments, encoded
+//     separators, invalid UTF-8) are refused with 400 and a reason, never
+//     normalised; a Destination in another agent or workspace is 403, on
+//     another host 502.
+//   - Statuses pass through faithfully, 1xx included (100 Continue reaches
+//     the client and the final status follows it).
+//   - Towards the sidecar, Authorization, Cookie, the CSRF header and any
+//     client X-Operator, X-Request-ID, X-Forwarded-* and X-Workspace-*
+//     headers are removed; X-Operator and X-Request-ID come from the
+//     Options getters.
+//   - No sidecar address reaches the client or the log: a sidecar that
+//     cannot be reached gives 503 (504 when it sends no response headers
+//     within its timeout) with a message naming only the agent; log lines
+//     carry the cause without the address; a response header naming the
+//     sidecar's host is dropped.
+//   - Bodies stream both ways (FlushInterval -1); the header timeout never
+//     cuts a body.
 //
 // What it does not do: authenticate (the gateway's auth middleware runs in
-// front and sets the identity read by Options.Operator), compare revisions
-// (the sidecar is the authority for If-Match and answers 412 itself), or look
-// inside file content.
+// front and sets the identity read by Options.Operator), check
+// preconditions or revisions (the sidecar is the authority: it answers 428
+// and 412 itself), or look inside bodies.
 package davproxy
 
 import (
@@ -40,16 +51,23 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
 )
 
 // Options configure the WebDAV view. Agents is required; everything else has
 // a safe default.
 type Options struct {
 	// Agents resolves an agent ID to its sidecar WebDAV endpoint
-	// (webdav base URL, e.g. http://agent-codex-a-sidecar:9092). ok=false
-	// means no such agent (404); ok=true with a nil endpoint means the agent
-	// exists but has no WebDAV view (404 with a message saying so).
+	// (webdav base URL, e.g. http://agent-codex-a-sidecar:9092, without a
+	// path). ok=false means no such agent (404); ok=true with a nil
+	// endpoint means the agent exists but has no WebDAV view (404 with a
+	// message saying so).
 	Agents func(agentID string) (davEndpoint *url.URL, ok bool)
+	// Timeout is the agent's sidecar.timeout: how long the proxy waits for
+	// the sidecar's response headers (after the request body is sent)
+	// before answering 504. Nil or a non-positive value uses
+	// DefaultTimeout.
+	Timeout func(agentID string) time.Duration
 	// AgentIDs lists the configured agents, for PROPFIND /dav/. Agents
 	// without a davEndpoint are left out. Nil lists none.
 	AgentIDs func() []string
@@ -71,11 +89,16 @@ type Options struct {
 	Logger hclog.Logger
 	// Registerer gets the metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
-	// Transport reaches the sidecars; nil uses a tuned *http.Transport.
+	// Transport, when set, reaches every sidecar (tests); nil gives each
+	// agent a tuned *http.Transport with its Timeout.
 	Transport http.RoundTripper
 	// Now is the clock for durations; nil uses time.Now.
 	Now func() time.Time
 }
+
+// DefaultTimeout is the header timeout when Options.Timeout gives none
+// (the gateway's default sidecar.timeout).
+const DefaultTimeout = 10 * time.Second
 
 // Mutation describes one mutation attempt for the audit log. Paths are
 // relative to the workspace root (a project directory, or the global root),
@@ -92,11 +115,15 @@ type Mutation struct {
 	Duration        time.Duration
 	RequestID       string
 	Operator        string
-	// Reason is a short machine-readable word for refusals made by the
-	// gateway itself ("read_only", "precondition_required",
-	// "destination_refused", "unknown_agent", "sidecar_unavailable", ...);
-	// empty when the sidecar answered.
+	// Reason is the errtable reason of a failure: the one the sidecar named
+	// in X-Workspace-Error-Reason, or the gateway's own for its refusals;
+	// empty on success (and when a sidecar error named none).
 	Reason string
+	// Code is the gRPC code of the outcome: OK below 400,
+	// errtable.For(Reason).Code for a failure with a reason,
+	// DeadlineExceeded for a sidecar that timed out, Canceled when the
+	// client went away, Unknown for a sidecar error without a reason.
+	Code codes.Code
 }
 
 // Redacted replaces GLOBAL paths outside skills/ and AGENTS.md in Mutation.
@@ -107,10 +134,11 @@ type handler struct {
 	log     hclog.Logger
 	now     func() time.Time
 	proxy   *httputil.ReverseProxy
-	rt      http.RoundTripper
-	raw     *rawPool // GETs with splice (splice.go); nil with a custom Transport
 	metrics *metrics
 	bufs    sync.Pool
+
+	mu         sync.Mutex
+	transports map[string]*agentTransport // by agent ID
 }
 
 // New returns the WebDAV view handler. It expects request paths that start
@@ -121,17 +149,13 @@ func New(opts Options) (http.Handler, error) {
 	if opts.Agents == nil {
 		return nil, errors.New("davproxy: Options.Agents is required")
 	}
-	h := &handler{opts: opts, log: opts.Logger, now: opts.Now, rt: opts.Transport}
+	h := &handler{opts: opts, log: opts.Logger, now: opts.Now, transports: map[string]*agentTransport{}}
 	if h.log == nil {
 		h.log = hclog.NewNullLogger()
 	}
 	h.log = h.log.Named("davproxy")
 	if h.now == nil {
 		h.now = time.Now
-	}
-	if h.rt == nil {
-		h.rt = newTransport()
-		h.raw = newRawPool()
 	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
@@ -141,12 +165,14 @@ func New(opts Options) (http.Handler, error) {
 	h.bufs.New = func() any { b := make([]byte, copyBufferSize); return &b }
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
-		Transport:      h.rt,
+		Transport:      roundTripper(h.roundTrip),
 		FlushInterval:  -1,
 		ModifyResponse: h.modifyResponse,
 		ErrorHandler:   h.proxyError,
 		BufferPool:     (*bufferPool)(&h.bufs),
-		ErrorLog:       h.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
+		// ReverseProxy logs body copy errors itself, with the connection's
+		// addresses in them: scrubbed (logwriter.go).
+		ErrorLog: newScrubbedLog(h.log),
 	}
 	return h, nil
 }

@@ -6,8 +6,10 @@ import (
 	"strings"
 )
 
-// checkDestination vets the Destination of a COPY or MOVE and stores the
-// sidecar form of it in the request state.
+// checkDestination is the gateway's policy on the Destination of a COPY or
+// MOVE. It never changes the header: the sidecar gets it as the client sent
+// it (paths are the same on both sides of the wire) and refuses unsafe
+// paths itself too.
 //
 // Refusals (RFC 4918 §9.8.5, §9.9.4):
 //   - another host (an absolute URI whose authority is not this request's
@@ -17,39 +19,34 @@ import (
 //     vs project, another project, or not a workspace path at all): 403
 //     Forbidden. Workspaces are isolation boundaries; the client may GET and
 //     PUT instead where it is allowed to.
-//   - missing or unparseable: 400.
+//   - missing, unparseable or an unsafe path (see parseRoute): 400.
 func (h *handler) checkDestination(w *recorder, r *http.Request, src route) (route, bool) {
-	st := stateOf(r.Context())
 	raw := strings.TrimSpace(r.Header.Get("Destination"))
 	if raw == "" {
-		h.refuse(w, http.StatusBadRequest, "bad_destination", "a Destination header is required")
+		h.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "a Destination header is required")
 		return route{}, false
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Opaque != "" {
-		h.refuse(w, http.StatusBadRequest, "bad_destination", "invalid Destination header")
+	if err != nil || u.Opaque != "" || u.User != nil {
+		h.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "invalid Destination header")
 		return route{}, false
 	}
-	if u.Host != "" && !strings.EqualFold(u.Host, r.Host) {
-		h.refuse(w, http.StatusBadGateway, "destination_refused", "the Destination is on another server")
+	if (u.Scheme != "" || u.Host != "") && !strings.EqualFold(u.Host, r.Host) {
+		h.refuse(w, http.StatusBadGateway, "FORBIDDEN", "the Destination is on another server")
 		return route{}, false
 	}
 	dst, err := parseRoute(u.EscapedPath())
 	if err != nil {
-		h.refuse(w, http.StatusBadRequest, "bad_destination", "invalid Destination path")
+		h.refuse(w, http.StatusBadRequest, "INVALID_PATH", "Destination: "+err.Error())
 		return route{}, false
 	}
 	switch {
-	case dst.kind != routeWorkspace:
-		h.refuse(w, http.StatusForbidden, "destination_refused", "the Destination must be in the same workspace as the source")
-		return route{}, false
-	case dst.agentID != src.agentID:
-		h.refuse(w, http.StatusForbidden, "destination_refused", "the Destination is in another agent's workspace")
+	case dst.kind == routeWorkspace && dst.agentID != src.agentID:
+		h.refuse(w, http.StatusForbidden, "FORBIDDEN", "the Destination is in another agent's workspace")
 		return route{}, false
 	case !sameWorkspace(src, dst) || (dst.scope == scopeProject && (dst.project == "" || dst.relPath == "")):
-		h.refuse(w, http.StatusForbidden, "destination_refused", "the Destination must be in the same workspace as the source")
+		h.refuse(w, http.StatusForbidden, "FORBIDDEN", "the Destination must be in the same workspace as the source")
 		return route{}, false
 	}
-	st.destination = sidecarURL(st.target, dst.restEsc).EscapedPath()
 	return dst, true
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,56 +21,158 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/gateway/internal/davproxy"
+	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
+// Backends: the real agent-sidecar binary, or davproxy.ContractSidecar
+// (x/net/webdav implementing the wire contract, in this process). Both sit
+// behind the real agent-gateway binary.
+const (
+	realBackend     = "sidecar"
+	contractBackend = "contract"
+)
+
+func forBackends(t *testing.T, f func(t *testing.T, be string)) {
+	for _, be := range []string{realBackend, contractBackend} {
+		t.Run(be, func(t *testing.T) { f(t, be) })
+	}
+}
+
 type stack struct {
-	gw       *gatewaytest.Gateway
-	sidecars map[string]*sidecartest.Sidecar
+	gw     *gatewaytest.Gateway
+	agents map[string]*stackAgent
+}
+
+// stackAgent is one agent's sidecar, of either backend.
+type stackAgent struct {
+	real        *sidecartest.Sidecar
+	fake        *davproxy.ContractSidecar
+	ProjectsDir string
+	davAddr     string
+	rpcAddr     string
+}
+
+// Stop stops the agent's WebDAV server.
+func (a *stackAgent) Stop() error {
+	if a.fake != nil {
+		a.fake.Close()
+		return nil
+	}
+	return a.real.Stop()
+}
+
+// operatorSeen reports the X-Operator the sidecar got with requestID.
+func (a *stackAgent) operatorSeen(t *testing.T, requestID string) (string, bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if a.fake != nil {
+			for _, h := range a.fake.Seen() {
+				if h.Get("X-Request-Id") == requestID {
+					return h.Get("X-Operator"), true
+				}
+			}
+			continue
+		}
+		for _, l := range a.real.LogLines() {
+			if l["@message"] == "webdav request" && l["request_id"] == requestID {
+				return fmt.Sprint(l["operator"]), true
+			}
+		}
+	}
+	return "", false
+}
+
+type stackOptions struct {
+	writable bool
+	backend  string
+	timeout  time.Duration // sidecar.timeout; 0: gatewaytest's default
+	maxBody  int64         // upload limit; 0: the sidecar's default
 }
 
 // startStack starts one sidecar per agent ID (each with project demo) and a
 // gateway in front of them.
-func startStack(t *testing.T, writable bool, agentIDs ...string) *stack {
+func startStack(t *testing.T, o stackOptions, agentIDs ...string) *stack {
 	t.Helper()
-	st := &stack{sidecars: map[string]*sidecartest.Sidecar{}}
+	st := &stack{agents: map[string]*stackAgent{}}
 	var agents []gatewaytest.Agent
 	for _, id := range agentIDs {
-		base := proctest.TempDir(t, "davproxy-gw-")
-		projects, home := filepath.Join(base, "projects"), filepath.Join(base, "home")
-		for _, d := range []string{filepath.Join(projects, "demo/src"), filepath.Join(home, "skills")} {
-			if err := os.MkdirAll(d, 0o755); err != nil {
+		a := &stackAgent{}
+		if o.backend == contractBackend {
+			f := davproxy.NewContractSidecar(t)
+			if o.maxBody > 0 {
+				f.MaxBody = o.maxBody
+			}
+			a.fake, a.ProjectsDir, a.davAddr, a.rpcAddr = f, filepath.Join(f.Root, "projects"), f.Addr(), davproxy.RefusingAddr(t)
+			if err := os.WriteFile(filepath.Join(a.ProjectsDir, "demo/README.md"), []byte("# demo of "+id+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}
-		for p, c := range map[string]string{
-			filepath.Join(projects, "demo/README.md"):   "# demo of " + id + "\n",
-			filepath.Join(projects, "demo/src/main.go"): "package main\n",
-			filepath.Join(home, "AGENTS.md"):            "agents\n",
-			filepath.Join(home, "auth.json"):            `{"token":"never-shown"}`,
-		} {
-			if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
-				t.Fatal(err)
+			for _, p := range []string{"demo/a b&c.txt", "other"} {
+				if err := os.RemoveAll(filepath.Join(a.ProjectsDir, p)); err != nil {
+					t.Fatal(err)
+				}
 			}
+		} else {
+			base := proctest.TempDir(t, "davproxy-gw-")
+			projects, home := filepath.Join(base, "projects"), filepath.Join(base, "home")
+			for _, d := range []string{filepath.Join(projects, "demo/src"), filepath.Join(home, "skills")} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for p, c := range map[string]string{
+				filepath.Join(projects, "demo/README.md"):   "# demo of " + id + "\n",
+				filepath.Join(projects, "demo/src/main.go"): "package main\n",
+				filepath.Join(home, "AGENTS.md"):            "agents\n",
+				filepath.Join(home, "auth.json"):            `{"token":"never-shown"}`,
+			} {
+				if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			so := sidecartest.Options{ProjectsDir: projects, CodexHome: home}
+			if o.maxBody > 0 {
+				so.Configure = func(c *sidecar.Config) { c.Services.Project.MaxUploadSize = o.maxBody }
+			}
+			s := sidecartest.Start(t, so)
+			u, _ := url.Parse(s.DavURL)
+			a.real, a.ProjectsDir, a.davAddr, a.rpcAddr = s, s.ProjectsDir, u.Host, s.RPCAddr
 		}
-		s := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: home})
-		st.sidecars[id] = s
-		agents = append(agents, gatewaytest.Agent{ID: id, RPCAddr: s.RPCAddr, DavURL: s.DavURL})
+		st.agents[id] = a
+		agents = append(agents, gatewaytest.Agent{ID: id, RPCAddr: a.rpcAddr, DavURL: "http://" + a.davAddr, Timeout: o.timeout})
 	}
-	st.gw = gatewaytest.Start(t, gatewaytest.Options{Agents: agents, Writable: writable})
+	st.gw = gatewaytest.Start(t, gatewaytest.Options{Agents: agents, Writable: o.writable})
 	return st
 }
 
 // secrets are strings no response may contain.
 func (st *stack) secrets() []string {
 	out := []string{st.gw.AdminToken, st.gw.UserToken, "never-shown"}
-	for _, s := range st.sidecars {
-		u, _ := url.Parse(s.DavURL)
-		out = append(out, u.Host, s.RPCAddr, s.ProjectsDir, s.CodexHome)
+	for _, a := range st.agents {
+		out = append(out, a.davAddr, a.rpcAddr, a.ProjectsDir)
+		if a.real != nil {
+			out = append(out, a.real.CodexHome)
+		}
 	}
 	return out
+}
+
+// assertLogsClean fails when the gateway's log names a sidecar address
+// (or just its port) or a host directory.
+func (st *stack) assertLogsClean(t *testing.T) {
+	t.Helper()
+	logs := st.gw.Logs()
+	for _, a := range st.agents {
+		_, port, _ := net.SplitHostPort(a.davAddr)
+		for _, s := range []string{a.davAddr, ":" + port, a.ProjectsDir} {
+			if strings.Contains(logs, s) {
+				t.Errorf("the gateway log names %q:\n%s", s, logs)
+			}
+		}
+	}
 }
 
 type reply struct {
@@ -123,157 +226,181 @@ func (st *stack) do(t *testing.T, authn, method, path string, body io.Reader, hd
 }
 
 func TestGatewayWebDAVAuthAndReads(t *testing.T) {
-	st := startStack(t, false, "codex-a", "codex-b")
-	for _, c := range []struct {
-		authn string
-		want  int
-	}{{"", 401}, {"bad", 401}, {"basic-user", 403}, {"basic", 207}, {"bearer", 207}} {
-		for _, p := range []string{"/dav/", "/dav/codex-a/", "/dav/codex-a/projects/demo/"} {
-			r := st.do(t, c.authn, "PROPFIND", p, nil, "Depth", "1")
-			if r.status != c.want {
-				t.Errorf("PROPFIND %s as %q: %d, want %d", p, c.authn, r.status, c.want)
-			}
-			if c.want == 401 && !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Basic") {
-				t.Errorf("PROPFIND %s as %q: WWW-Authenticate %q", p, c.authn, r.header.Get("WWW-Authenticate"))
-			}
-		}
-	}
-	r := st.do(t, "basic", "PROPFIND", "/dav/", nil, "Depth", "1")
-	for _, want := range []string{"<D:href>/dav/codex-a/</D:href>", "<D:href>/dav/codex-b/</D:href>"} {
-		if !strings.Contains(r.body, want) {
-			t.Errorf("PROPFIND /dav/ lacks %s:\n%s", want, r.body)
-		}
-	}
-	r = st.do(t, "basic", "PROPFIND", "/dav/codex-b/projects/demo/", nil, "Depth", "1")
-	if !strings.Contains(r.body, "/dav/codex-b/projects/demo/README.md") || strings.Contains(r.body, "<D:href>/projects/") {
-		t.Errorf("hrefs not rewritten:\n%s", r.body)
-	}
-	r = st.do(t, "basic", "GET", "/dav/codex-b/projects/demo/README.md", nil, "X-Operator", "mallory", "X-Request-ID", "rid-forged-op")
-	if r.status != 200 || r.body != "# demo of codex-b\n" || r.header.Get("ETag") == "" {
-		t.Errorf("GET: %d %q ETag %q", r.status, r.body, r.header.Get("ETag"))
-	}
-	if got := r.header.Values("X-Request-Id"); !slices.Equal(got, []string{"rid-forged-op"}) {
-		t.Errorf("X-Request-ID = %q", got)
-	}
-	// The sidecar saw the authenticated operator, not the forged header.
-	// (Its log arrives through a pipe: wait for the line.)
-	found := false
-	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, l := range st.sidecars["codex-b"].LogLines() {
-			if l["@message"] == "webdav request" && l["request_id"] == "rid-forged-op" {
-				found = true
-				if l["operator"] != gatewaytest.AdminOperator {
-					t.Errorf("sidecar saw operator %v", l["operator"])
+	forBackends(t, func(t *testing.T, be string) {
+		st := startStack(t, stackOptions{backend: be}, "codex-a", "codex-b")
+		for _, c := range []struct {
+			authn string
+			want  int
+		}{{"", 401}, {"bad", 401}, {"basic-user", 403}, {"basic", 207}, {"bearer", 207}} {
+			for _, p := range []string{"/dav/", "/dav/codex-a/", "/dav/codex-a/projects/demo/"} {
+				r := st.do(t, c.authn, "PROPFIND", p, nil, "Depth", "1")
+				if r.status != c.want {
+					t.Errorf("PROPFIND %s as %q: %d, want %d", p, c.authn, r.status, c.want)
+				}
+				if c.want == 401 && !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Basic") {
+					t.Errorf("PROPFIND %s as %q: WWW-Authenticate %q", p, c.authn, r.header.Get("WWW-Authenticate"))
 				}
 			}
 		}
-	}
-	if !found {
-		t.Error("the sidecar logged no request with the forwarded request ID")
-	}
-	for _, p := range []string{"/", "/dav/", "/dav/codex-a/"} {
-		r = st.do(t, "basic", "OPTIONS", p, nil)
-		if r.status != 200 || !strings.Contains(r.header.Get("DAV"), "1") || r.header.Get("Allow") == "" {
-			t.Errorf("OPTIONS %s: %d DAV %q Allow %q", p, r.status, r.header.Get("DAV"), r.header.Get("Allow"))
+		r := st.do(t, "basic", "PROPFIND", "/dav/", nil, "Depth", "1")
+		for _, want := range []string{"<D:href>/dav/codex-a/</D:href>", "<D:href>/dav/codex-b/</D:href>"} {
+			if !strings.Contains(r.body, want) {
+				t.Errorf("PROPFIND /dav/ lacks %s:\n%s", want, r.body)
+			}
 		}
-	}
-	if r = st.do(t, "basic", "GET", "/dav/codex-a/global/auth.json", nil); r.status != 404 && r.status != 403 {
-		t.Errorf("global/auth.json: %d", r.status)
-	}
-	if r = st.do(t, "basic", "PROPFIND", "/dav/nobody/projects/", nil, "Depth", "0"); r.status != 404 {
-		t.Errorf("unknown agent: %d", r.status)
-	}
+		if r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("PROPFIND /dav/: Cache-Control %q", r.header.Get("Cache-Control"))
+		}
+		r = st.do(t, "basic", "PROPFIND", "/dav/codex-b/projects/demo/", nil, "Depth", "1")
+		if !strings.Contains(r.body, "/dav/codex-b/projects/demo/README.md") || strings.Contains(r.body, "<D:href>/projects/") {
+			t.Errorf("hrefs not under the prefix:\n%s", r.body)
+		}
+		if r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("PROPFIND listing: Cache-Control %q", r.header.Get("Cache-Control"))
+		}
+		r = st.do(t, "basic", "GET", "/dav/codex-b/projects/demo/README.md", nil, "X-Operator", "mallory", "X-Request-ID", "rid-forged-op")
+		if r.status != 200 || r.body != "# demo of codex-b\n" || r.header.Get("ETag") == "" || r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("GET: %d %q ETag %q Cache-Control %q", r.status, r.body, r.header.Get("ETag"), r.header.Get("Cache-Control"))
+		}
+		if got := r.header.Values("X-Request-Id"); !slices.Equal(got, []string{"rid-forged-op"}) {
+			t.Errorf("X-Request-ID = %q", got)
+		}
+		// The sidecar saw the authenticated operator, not the forged header.
+		if op, ok := st.agents["codex-b"].operatorSeen(t, "rid-forged-op"); !ok || op != gatewaytest.AdminOperator {
+			t.Errorf("sidecar saw operator %q (request seen: %v)", op, ok)
+		}
+		for _, p := range []string{"/", "/dav/", "/dav/codex-a/"} {
+			r = st.do(t, "basic", "OPTIONS", p, nil)
+			if r.status != 200 || !strings.Contains(r.header.Get("DAV"), "1") || r.header.Get("Allow") == "" {
+				t.Errorf("OPTIONS %s: %d DAV %q Allow %q", p, r.status, r.header.Get("DAV"), r.header.Get("Allow"))
+			}
+		}
+		if r = st.do(t, "basic", "GET", "/dav/codex-a/global/auth.json", nil); r.status != 404 && r.status != 403 {
+			t.Errorf("global/auth.json: %d", r.status)
+		}
+		if r = st.do(t, "basic", "PROPFIND", "/dav/nobody/projects/", nil, "Depth", "0"); r.status != 404 {
+			t.Errorf("unknown agent: %d", r.status)
+		}
+		for _, p := range []string{"/dav/codex-a/projects/demo/%2e%2e/x", "/dav/codex-a/projects/demo%2Fsrc/main.go", "/dav/codex-a/projects//demo/README.md", "/dav/codex-a/projects/demo/%ff"} {
+			if r = st.do(t, "basic", "GET", p, nil); r.status != 400 || !strings.Contains(r.body, "invalid WebDAV path") {
+				t.Errorf("GET %s: %d %q, want 400 with a reason", p, r.status, r.body)
+			}
+		}
+		st.assertLogsClean(t)
+	})
 }
 
 func TestGatewayWebDAVReadOnlyAndAudit(t *testing.T) {
-	st := startStack(t, false, "codex-a")
-	for _, m := range []string{"PUT", "DELETE", "MKCOL", "MOVE", "COPY", "PROPPATCH", "LOCK"} {
-		r := st.do(t, "basic", m, "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"),
-			"If-Match", "*", "Destination", "/dav/codex-a/projects/demo/R2.md", "X-Request-ID", "rid-ro-"+m)
-		if r.status != 405 || r.header.Get("Allow") != "OPTIONS, GET, HEAD, PROPFIND" {
-			t.Errorf("%s: %d Allow %q", m, r.status, r.header.Get("Allow"))
+	forBackends(t, func(t *testing.T, be string) {
+		st := startStack(t, stackOptions{backend: be}, "codex-a")
+		for _, m := range []string{"PUT", "DELETE", "MKCOL", "MOVE", "COPY", "PROPPATCH", "LOCK"} {
+			r := st.do(t, "basic", m, "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"),
+				"If-Match", "*", "Destination", "/dav/codex-a/projects/demo/R2.md", "X-Request-ID", "rid-ro-"+m)
+			if r.status != 405 || r.header.Get("Allow") != "OPTIONS, GET, HEAD, PROPFIND" {
+				t.Errorf("%s: %d Allow %q", m, r.status, r.header.Get("Allow"))
+			}
 		}
-	}
-	b, _ := os.ReadFile(filepath.Join(st.sidecars["codex-a"].ProjectsDir, "demo/README.md"))
-	if string(b) != "# demo of codex-a\n" {
-		t.Errorf("README changed: %q", b)
-	}
-	recs := waitAudit(t, st.gw, func(r map[string]any) bool { return strings.HasPrefix(fmt.Sprint(r["request_id"]), "rid-ro-") }, 7)
-	for _, r := range recs {
-		if r["operator"] != gatewaytest.AdminOperator || r["agent_id"] != "codex-a" || r["workspace_scope"] != "PROJECT" ||
-			r["project_name"] != "demo" || r["source_path"] != "README.md" || r["result"] != "error" || fmt.Sprint(r["http_status"]) != "405" {
-			t.Errorf("audit record %v", r)
+		b, _ := os.ReadFile(filepath.Join(st.agents["codex-a"].ProjectsDir, "demo/README.md"))
+		if string(b) != "# demo of codex-a\n" {
+			t.Errorf("README changed: %q", b)
 		}
-		if !strings.HasPrefix(fmt.Sprint(r["action"]), "webdav.") {
-			t.Errorf("audit action %v", r["action"])
+		recs := waitAudit(t, st.gw, func(r map[string]any) bool { return strings.HasPrefix(fmt.Sprint(r["request_id"]), "rid-ro-") }, 7)
+		for _, r := range recs {
+			if r["operator"] != gatewaytest.AdminOperator || r["agent_id"] != "codex-a" || r["workspace_scope"] != "PROJECT" ||
+				r["project_name"] != "demo" || r["source_path"] != "README.md" || r["result"] != "error" || fmt.Sprint(r["http_status"]) != "405" ||
+				r["reason"] != "READ_ONLY" || r["grpc_code"] != "PermissionDenied" {
+				t.Errorf("audit record %v", r)
+			}
+			if !strings.HasPrefix(fmt.Sprint(r["action"]), "webdav.") {
+				t.Errorf("audit action %v", r["action"])
+			}
 		}
-	}
+	})
 }
 
+// The sidecar decides preconditions; the gateway passes its statuses on
+// and audits the reason it named.
 func TestGatewayWebDAVWritablePreconditions(t *testing.T) {
-	st := startStack(t, true, "codex-a")
-	r := st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"), "X-Request-ID", "rid-428")
-	if r.status != 428 {
-		t.Errorf("PUT without If-Match: %d %s", r.status, r.body)
-	}
-	r = st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"), "If-Match", `"stale"`)
-	if r.status != 412 {
-		t.Errorf("PUT with a stale If-Match: %d %s", r.status, r.body)
-	}
-	r = st.do(t, "basic", "MOVE", "/dav/codex-a/projects/demo/README.md", nil, "If-Match", "*", "Destination", "/dav/codex-a/global/skills/README.md")
-	if r.status != 403 {
-		t.Errorf("MOVE across workspaces: %d", r.status)
-	}
-	recs := waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == "rid-428" }, 1)
-	if recs[0]["action"] != "webdav.PUT" || fmt.Sprint(recs[0]["http_status"]) != "428" || recs[0]["source_path"] != "README.md" {
-		t.Errorf("audit %v", recs[0])
-	}
+	forBackends(t, func(t *testing.T, be string) {
+		st := startStack(t, stackOptions{writable: true, backend: be}, "codex-a")
+		r := st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"), "X-Request-ID", "rid-428")
+		if r.status != 428 {
+			t.Errorf("PUT without If-Match: %d %s", r.status, r.body)
+		}
+		r = st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/README.md", strings.NewReader("x"), "If-Match", `"stale"`, "X-Request-ID", "rid-412")
+		if r.status != 412 {
+			t.Errorf("PUT with a stale If-Match: %d %s", r.status, r.body)
+		}
+		r = st.do(t, "basic", "MOVE", "/dav/codex-a/projects/demo/README.md", nil, "If-Match", "*", "Destination", "/dav/codex-a/global/skills/README.md")
+		if r.status != 403 {
+			t.Errorf("MOVE across workspaces: %d", r.status)
+		}
+		for rid, want := range map[string][2]string{"rid-428": {"FailedPrecondition", "PRECONDITION_REQUIRED"}, "rid-412": {"Aborted", "REVISION_MISMATCH"}} {
+			rec := waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == rid }, 1)[0]
+			if rec["action"] != "webdav.PUT" || rec["source_path"] != "README.md" || rec["grpc_code"] != want[0] || rec["reason"] != want[1] {
+				t.Errorf("%s: audit %v", rid, rec)
+			}
+		}
 
-	// A create, then a move with the current ETag, both audited without
-	// content.
-	const content = "content-that-must-not-be-audited"
-	r = st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/src/new.txt", strings.NewReader(content), "If-None-Match", "*", "X-Request-ID", "rid-create")
-	if r.status != 201 {
-		t.Fatalf("create: %d %s", r.status, r.body)
-	}
-	etag := st.do(t, "basic", "HEAD", "/dav/codex-a/projects/demo/src/new.txt", nil).header.Get("ETag")
-	r = st.do(t, "basic", "MOVE", "/dav/codex-a/projects/demo/src/new.txt", nil, "If-Match", etag,
-		"Destination", st.gw.URL+"/dav/codex-a/projects/demo/moved.txt", "X-Request-ID", "rid-move")
-	if r.status != 201 && r.status != 204 {
-		t.Fatalf("move: %d %s", r.status, r.body)
-	}
-	b, _ := os.ReadFile(filepath.Join(st.sidecars["codex-a"].ProjectsDir, "demo/moved.txt"))
-	if string(b) != content {
-		t.Errorf("moved file = %q", b)
-	}
-	move := waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == "rid-move" }, 1)[0]
-	if move["action"] != "webdav.MOVE" || move["result"] != "ok" || move["source_path"] != "src/new.txt" ||
-		move["destination_path"] != "moved.txt" || move["operator"] != gatewaytest.AdminOperator {
-		t.Errorf("move audit %v", move)
-	}
-	waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == "rid-create" && r["result"] == "ok" }, 1)
-	raw, _ := os.ReadFile(st.gw.AuditFile)
-	if strings.Contains(string(raw), content) {
-		t.Error("the audit file contains file content")
-	}
+		// A create, then a move with the current ETag, both audited without
+		// content.
+		const content = "content-that-must-not-be-audited"
+		r = st.do(t, "basic", "PUT", "/dav/codex-a/projects/demo/src/new.txt", strings.NewReader(content), "If-None-Match", "*", "X-Request-ID", "rid-create")
+		if r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		etag := st.do(t, "basic", "HEAD", "/dav/codex-a/projects/demo/src/new.txt", nil).header.Get("ETag")
+		r = st.do(t, "basic", "MOVE", "/dav/codex-a/projects/demo/src/new.txt", nil, "If-Match", etag,
+			"Destination", st.gw.URL+"/dav/codex-a/projects/demo/moved.txt", "X-Request-ID", "rid-move")
+		if r.status != 201 && r.status != 204 {
+			t.Fatalf("move: %d %s", r.status, r.body)
+		}
+		b, _ := os.ReadFile(filepath.Join(st.agents["codex-a"].ProjectsDir, "demo/moved.txt"))
+		if string(b) != content {
+			t.Errorf("moved file = %q", b)
+		}
+		move := waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == "rid-move" }, 1)[0]
+		if move["action"] != "webdav.MOVE" || move["result"] != "ok" || move["grpc_code"] != "OK" || move["source_path"] != "src/new.txt" ||
+			move["destination_path"] != "moved.txt" || move["operator"] != gatewaytest.AdminOperator {
+			t.Errorf("move audit %v", move)
+		}
+		waitAudit(t, st.gw, func(r map[string]any) bool { return r["request_id"] == "rid-create" && r["result"] == "ok" }, 1)
+		raw, _ := os.ReadFile(st.gw.AuditFile)
+		if strings.Contains(string(raw), content) {
+			t.Error("the audit file contains file content")
+		}
+	})
 }
 
 func TestGatewayWebDAVStoppedSidecar(t *testing.T) {
-	st := startStack(t, false, "codex-a", "codex-b")
-	if err := st.sidecars["codex-a"].Stop(); err != nil {
-		t.Fatal(err)
-	}
-	r := st.do(t, "basic", "PROPFIND", "/dav/codex-a/projects/demo/", nil, "Depth", "1")
-	if r.status != 503 || !strings.Contains(r.body, "codex-a") {
-		t.Errorf("stopped sidecar: %d %s", r.status, r.body)
-	}
-	if r = st.do(t, "basic", "GET", "/dav/codex-b/projects/demo/README.md", nil); r.status != 200 {
-		t.Errorf("other agent: %d", r.status)
-	}
+	forBackends(t, func(t *testing.T, be string) {
+		st := startStack(t, stackOptions{backend: be}, "codex-a", "codex-b")
+		if err := st.agents["codex-a"].Stop(); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"PROPFIND", "GET"} {
+			r := st.do(t, "basic", m, "/dav/codex-a/projects/demo/", nil, "Depth", "1")
+			if r.status != 503 || !strings.Contains(r.body, `agent "codex-a"`) {
+				t.Errorf("%s, stopped sidecar: %d %s", m, r.status, r.body)
+			}
+		}
+		if r := st.do(t, "basic", "GET", "/dav/codex-b/projects/demo/README.md", nil); r.status != 200 {
+			t.Errorf("other agent: %d", r.status)
+		}
+		st.gw.Stop() // flush its log
+		if !strings.Contains(st.gw.Logs(), "sidecar WebDAV request failed") {
+			t.Errorf("the failure is not logged:\n%s", st.gw.Logs())
+		}
+		st.assertLogsClean(t)
+	})
 }
 
 func TestGatewayRclone(t *testing.T) {
-	st := startStack(t, false, "codex-a")
+	forBackends(t, testGatewayRclone)
+}
+
+func testGatewayRclone(t *testing.T, be string) {
+	st := startStack(t, stackOptions{backend: be}, "codex-a")
 	bin, err := exec.LookPath("rclone")
 	if err != nil {
 		t.Fatal("rclone is not installed: run `make setup`")
@@ -350,7 +477,11 @@ func waitAudit(t *testing.T, gw *gatewaytest.Gateway, keep func(map[string]any) 
 // read-only server can: init in every suite; begin (MKCOL) gets 405. See
 // docs/benchmarks/gateway.md.
 func TestGatewayLitmusReadOnly(t *testing.T) {
-	st := startStack(t, false, "codex-a")
+	forBackends(t, testGatewayLitmusReadOnly)
+}
+
+func testGatewayLitmusReadOnly(t *testing.T, be string) {
+	st := startStack(t, stackOptions{backend: be}, "codex-a")
 	bin, err := exec.LookPath("litmus")
 	if err != nil {
 		t.Fatal("litmus is not installed: run `make setup`")

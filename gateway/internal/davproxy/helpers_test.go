@@ -2,7 +2,6 @@ package davproxy
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"golang.org/x/sys/unix"
 	"io"
@@ -19,20 +18,21 @@ import (
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/webdav"
 )
 
 // backend names which sidecar WebDAV server a test runs against: the real
-// agent-sidecar binary (sidecar/sidecartest) or fakeSidecar, x/net/webdav
-// with If-Match added and some deliberately leaky headers.
+// agent-sidecar binary (sidecar/sidecartest) or ContractSidecar, x/net/webdav
+// with the wire contract added (contract_test.go). The real sidecar serves
+// the gateway's /dav/{agent}/ paths only once it implements the contract's
+// prefix (the sidecar side of issue #13).
 type backend string
 
 const (
-	realSidecar backend = "sidecar"
-	xnetSidecar backend = "xnet"
+	realSidecar     backend = "sidecar"
+	contractSidecar backend = "contract"
 )
 
-var backends = []backend{realSidecar, xnetSidecar}
+var backends = []backend{realSidecar, contractSidecar}
 
 // forEachBackend runs f as a subtest per backend.
 func forEachBackend(t *testing.T, f func(t *testing.T, b backend)) {
@@ -48,7 +48,7 @@ type upstream struct {
 	projects  string
 	codexHome string
 	real      *sidecartest.Sidecar
-	fake      *fakeSidecar
+	fake      *ContractSidecar
 }
 
 // path maps "projects/x/y" or "global/AGENTS.md" to the host file.
@@ -90,7 +90,7 @@ func (u *upstream) exists(rel string) bool {
 }
 
 // populate lays out the tree every test starts from.
-func populate(t *testing.T, projects, codexHome string) {
+func populate(t testing.TB, projects, codexHome string) {
 	t.Helper()
 	for _, d := range []string{filepath.Join(projects, "demo/src"), filepath.Join(projects, "other"), filepath.Join(codexHome, "skills/tool")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -108,9 +108,9 @@ func populate(t *testing.T, projects, codexHome string) {
 
 func newUpstream(t *testing.T, b backend) *upstream {
 	t.Helper()
-	if b == xnetSidecar {
-		f := newFakeSidecar(t)
-		return &upstream{base: f.url(t), projects: filepath.Join(f.root, "projects"), codexHome: filepath.Join(f.root, "global"), fake: f}
+	if b == contractSidecar {
+		f := NewContractSidecar(t)
+		return &upstream{base: f.url(t), projects: filepath.Join(f.Root, "projects"), codexHome: filepath.Join(f.Root, "global"), fake: f}
 	}
 	base := proctest.TempDir(t, "davproxy-test-")
 	projects, codexHome := filepath.Join(base, "projects"), filepath.Join(base, "codex-home")
@@ -123,94 +123,7 @@ func newUpstream(t *testing.T, b backend) *upstream {
 	return &upstream{base: u, projects: s.ProjectsDir, codexHome: s.CodexHome, real: s}
 }
 
-// fakeSidecar stands in for the sidecar's WebDAV server: x/net/webdav over
-// a directory holding projects/ and global/, plus what x/net/webdav lacks and
-// the real sidecar does (If-Match / If-None-Match on writes), plus a few
-// deliberately leaky headers (Server, an absolute Location naming its own
-// address) that the proxy must hide.
-type fakeSidecar struct {
-	srv  *httptest.Server
-	root string
-	mu   sync.Mutex
-	seen []http.Header // request headers received
-}
-
-func newFakeSidecar(t *testing.T) *fakeSidecar {
-	t.Helper()
-	root := t.TempDir()
-	populate(t, filepath.Join(root, "projects"), filepath.Join(root, "global"))
-	if err := os.Remove(filepath.Join(root, "global/auth.json")); err != nil { // x/net/webdav would serve it
-		t.Fatal(err)
-	}
-	fs := &fakeSidecar{root: root}
-	dav := &webdav.Handler{FileSystem: webdav.Dir(root), LockSystem: webdav.NewMemLS()}
-	fs.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fs.mu.Lock()
-		fs.seen = append(fs.seen, r.Header.Clone())
-		fs.mu.Unlock()
-		self := "http://" + r.Host
-		w.Header().Set("Server", "fake-sidecar "+self)
-		w.Header().Set("X-Upstream-Debug", "served by "+self)
-		w.Header().Set("X-Request-ID", "sidecar-made-"+r.Header.Get("X-Request-ID"))
-		if r.URL.Path == "/leak" {
-			http.Error(w, "boom at "+self, http.StatusInternalServerError)
-			return
-		}
-		if status := checkConditions(root, r); status != 0 {
-			http.Error(w, http.StatusText(status), status)
-			return
-		}
-		if r.Method == http.MethodPut || r.Method == "MKCOL" {
-			w.Header().Set("Location", self+r.URL.EscapedPath())
-		}
-		dav.ServeHTTP(w, r)
-	}))
-	t.Cleanup(fs.srv.Close)
-	return fs
-}
-
-// checkConditions applies If-Match / If-None-Match like the real sidecar.
-func checkConditions(root string, r *http.Request) int {
-	switch r.Method {
-	case http.MethodPut, http.MethodDelete, "MOVE", "COPY":
-	default:
-		return 0
-	}
-	fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(r.URL.Path)))
-	exists := err == nil
-	etag := ""
-	if exists {
-		etag = fmt.Sprintf(`"%x%x"`, fi.ModTime().UnixNano(), fi.Size())
-	}
-	if im := r.Header.Get("If-Match"); im != "" {
-		if !exists || (im != "*" && im != etag) {
-			return http.StatusPreconditionFailed
-		}
-	}
-	if r.Header.Get("If-None-Match") == "*" && exists {
-		return http.StatusPreconditionFailed
-	}
-	return 0
-}
-
-func (f *fakeSidecar) url(t *testing.T) *url.URL {
-	u, err := url.Parse(f.srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-func (f *fakeSidecar) lastHeaders() http.Header {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.seen) == 0 {
-		return nil
-	}
-	return f.seen[len(f.seen)-1]
-}
-
-func writeFile(t *testing.T, p, s string) {
+func writeFile(t testing.TB, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
@@ -319,21 +232,6 @@ func (e *env) takeMutations() []Mutation {
 	return m
 }
 
-func withState(ctx context.Context, st *state) context.Context {
-	return context.WithValue(ctx, stateKey{}, st)
-}
-
-func nopLogger() hclog.Logger { return hclog.NewNullLogger() }
-
-func mustMetrics(t *testing.T) *metrics {
-	t.Helper()
-	m, err := newMetrics(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func readAll(t *testing.T, r io.ReadCloser) string {
 	t.Helper()
 	defer r.Close()
@@ -342,33 +240,6 @@ func readAll(t *testing.T, r io.ReadCloser) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// skipWhileStubbed skips (loudly, with the reason) a real-sidecar subtest
-// whose sidecar operation still panics with "davfs: not implemented": the
-// davfs core is being written in parallel and a stub is not this package's
-// failure. The probe sends method to rel on the sidecar directly. Once
-// davfs is complete this never skips.
-func (u *upstream) skipWhileStubbed(t *testing.T, method, rel string) {
-	t.Helper()
-	if u.real == nil {
-		return
-	}
-	req, err := http.NewRequest(method, u.base.String()+"/"+rel, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Depth", "1")
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		resp.Body.Close()
-	}
-	if method == "MKCOL" && err == nil && resp.StatusCode == http.StatusCreated {
-		_ = os.Remove(u.path(rel))
-	}
-	if (err != nil || resp.StatusCode >= 500) && strings.Contains(u.real.Logs(), "davfs: not implemented") {
-		t.Skipf("WAITING ON DAVFS: the real sidecar's %s %s panics with \"davfs: not implemented\"", method, rel)
-	}
 }
 
 // refusingAddr returns a loopback address that refuses connections for the

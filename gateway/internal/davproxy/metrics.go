@@ -34,11 +34,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"direction"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_webdav_rejections_total",
-			Help: "WebDAV requests refused: read_only and method_not_allowed (405), precondition_required (428), exists/not_found_if_match/revision_conflict (412), destination_refused (403/502).",
+			Help: "WebDAV requests refused (400, 403, 405, 412, 423, 428, 502), by the errtable reason in lower case: read_only (405), precondition_required (428), revision_mismatch (412), locked (423), forbidden (a Destination elsewhere), invalid_path...",
 		}, []string{"reason"}),
 		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_webdav_sidecar_unavailable_total",
-			Help: "WebDAV requests answered 503 because the agent's sidecar could not be reached.",
+			Help: "WebDAV requests answered 503 or 504 because the agent's sidecar could not be reached or did not answer in time.",
 		}, []string{"agent_id"}),
 	}
 	if reg == nil {

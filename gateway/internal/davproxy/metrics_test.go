@@ -6,9 +6,9 @@ import (
 )
 
 func TestMetrics(t *testing.T) {
-	e := newEnv(t, true, xnetSidecar)
+	e := newEnv(t, true, contractSidecar)
 	e.do(t, "GET", "/dav/a/projects/demo/README.md", nil)
-	e.do(t, "PUT", "/dav/a/projects/demo/README.md", strings.NewReader("x"))                                // 428
+	e.do(t, "PUT", "/dav/a/projects/demo/README.md", strings.NewReader("x"))                                // 428 from the sidecar
 	e.do(t, "POST", "/dav/a/projects/demo/README.md", nil)                                                  // 405
 	e.do(t, "COPY", "/dav/a/projects/demo/README.md", nil, "Destination", "/dav/b/projects/demo/README.md") // 403
 	e.do(t, "PUT", "/dav/a/projects/demo/README.md", strings.NewReader("x"), "If-Match", `"stale"`)         // 412 from the sidecar
@@ -19,9 +19,9 @@ func TestMetrics(t *testing.T) {
 		want   float64
 	}{
 		{`agent_gateway_webdav_rejections_total{reason="precondition_required"}`, 1},
-		{`agent_gateway_webdav_rejections_total{reason="method_not_allowed"}`, 1},
-		{`agent_gateway_webdav_rejections_total{reason="destination_refused"}`, 1},
-		{`agent_gateway_webdav_rejections_total{reason="revision_conflict"}`, 1},
+		{`agent_gateway_webdav_rejections_total{reason="not_supported"}`, 1},
+		{`agent_gateway_webdav_rejections_total{reason="forbidden"}`, 1},
+		{`agent_gateway_webdav_rejections_total{reason="revision_mismatch"}`, 1},
 		{`agent_gateway_webdav_sidecar_unavailable_total{agent_id="down"}`, 1},
 		{`agent_gateway_webdav_requests_total{code="200",method="GET"}`, 1},
 		{`agent_gateway_webdav_requests_total{code="428",method="PUT"}`, 1},

@@ -1,9 +1,9 @@
 package davproxy
 
 import (
-	"errors"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // Where a request path points.
@@ -24,58 +24,85 @@ const (
 
 // route is a parsed /dav path.
 type route struct {
-	kind     routeKind
-	agentID  string // unescaped
-	agentEsc string // as it should appear in client-visible paths
-	// rest is the sidecar path ("/projects/x/a b"), unescaped; restEsc its
-	// escaped form, taken from the client's request so encoding survives.
-	rest, restEsc string
-	scope         string // scopeProject / scopeGlobal for routeWorkspace
-	project       string // first segment under /projects, may be ""
-	relPath       string // path inside the workspace root, no leading slash
+	kind    routeKind
+	agentID string // unescaped
+	// rest is the path below the agent ("/projects/x/a b"), unescaped.
+	rest    string
+	scope   string // scopeProject / scopeGlobal for routeWorkspace
+	project string // first segment under /projects, may be ""
+	relPath string // path inside the workspace root, no leading slash
 }
-
-var errBadPath = errors.New("bad path")
 
 // maxAgentIDLen bounds the agent ID taken from a path (it ends up in
 // messages, logs and audit records).
 const maxAgentIDLen = 128
 
-// parseRoute splits an escaped request path. It refuses "." and ".."
-// segments and empty inner segments: the sidecar would clean them and could
-// land in another workspace than the one checked and audited here.
+// pathError says why a path was refused; its text is safe for the client.
+type pathError struct{ why string }
+
+func (e *pathError) Error() string { return "invalid WebDAV path: " + e.why }
+
+var (
+	errDotSegment   = &pathError{"dot segment (. or ..)"}
+	errEmptySegment = &pathError{"empty segment (//)"}
+	errEncodedSep   = &pathError{"encoded separator (%2F or %5C) in a segment"}
+	errBadEscape    = &pathError{"invalid percent-encoding"}
+	errBadUTF8      = &pathError{"not valid UTF-8"}
+	errControl      = &pathError{"control character"}
+	errAgentID      = &pathError{"invalid agent ID"}
+)
+
+// parseRoute splits an escaped request path (or Destination path). It
+// refuses, never normalises: dot segments (also percent-encoded), empty
+// inner segments, an encoded / or \ inside a segment, bad escapes, invalid
+// UTF-8 and control characters. Whatever the gateway checks and audits is
+// then exactly what the sidecar acts on (the sidecar refuses them too).
 func parseRoute(escaped string) (route, error) {
-	var rt route
 	if escaped != "/dav" && !strings.HasPrefix(escaped, "/dav/") {
 		return route{kind: routeOutside}, nil
 	}
-	after := strings.TrimPrefix(strings.TrimPrefix(escaped, "/dav"), "/")
-	if after == "" {
+	raw := strings.Split(strings.TrimPrefix(escaped, "/dav/"), "/")
+	if escaped == "/dav" {
+		raw = nil
+	}
+	segs := make([]string, 0, len(raw))
+	for i, r := range raw {
+		last := i == len(raw)-1
+		if r == "" {
+			if !last {
+				return route{}, errEmptySegment
+			}
+			continue // one trailing slash: a collection
+		}
+		if l := strings.ToLower(r); strings.Contains(l, "%2f") || strings.Contains(l, "%5c") {
+			return route{}, errEncodedSep
+		}
+		s, err := url.PathUnescape(r)
+		switch {
+		case err != nil:
+			return route{}, errBadEscape
+		case !utf8.ValidString(s):
+			return route{}, errBadUTF8
+		case s == "." || s == "..":
+			return route{}, errDotSegment
+		case strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f }):
+			return route{}, errControl
+		}
+		segs = append(segs, s)
+	}
+	if len(segs) == 0 {
 		return route{kind: routeRoot}, nil
 	}
-	agentEsc, restEsc, _ := strings.Cut(after, "/")
-	agentID, err := url.PathUnescape(agentEsc)
-	if err != nil || agentID == "" || len(agentID) > maxAgentIDLen || strings.ContainsAny(agentID, "/\x00") {
-		return rt, errBadPath
+	rt := route{agentID: segs[0]}
+	if len(rt.agentID) > maxAgentIDLen || strings.Contains(rt.agentID, "\\") {
+		return route{}, errAgentID
 	}
-	rt.agentID = agentID
-	rt.agentEsc = url.PathEscape(agentID)
-	if restEsc == "" {
+	segs = segs[1:]
+	if len(segs) == 0 {
 		rt.kind = routeAgent
 		return rt, nil
 	}
-	rt.restEsc = "/" + restEsc
-	rest, err := url.PathUnescape(rt.restEsc)
-	if err != nil || strings.ContainsRune(rest, 0) {
-		return rt, errBadPath
-	}
-	rt.rest = rest
-	segs := strings.Split(strings.TrimPrefix(rest, "/"), "/")
-	for i, s := range segs {
-		if s == "." || s == ".." || (s == "" && i != len(segs)-1) {
-			return rt, errBadPath
-		}
-	}
+	rt.rest = "/" + strings.Join(segs, "/")
 	switch segs[0] {
 	case "projects":
 		rt.kind, rt.scope = routeWorkspace, scopeProject
@@ -91,7 +118,6 @@ func parseRoute(escaped string) (route, error) {
 	default:
 		rt.kind = routeUnknown
 	}
-	rt.relPath = strings.TrimSuffix(rt.relPath, "/")
 	return rt, nil
 }
 
@@ -116,11 +142,5 @@ func (rt route) auditPath() string {
 	return Redacted
 }
 
-// clientPath maps a sidecar path (escaped, "/projects/...") to the path the
-// client sees ("/dav/{agent}/projects/...").
-func (rt route) clientPath(sidecarEsc string) string {
-	if !strings.HasPrefix(sidecarEsc, "/") {
-		sidecarEsc = "/" + sidecarEsc
-	}
-	return "/dav/" + rt.agentEsc + sidecarEsc
-}
+// prefix is the X-Forwarded-Prefix for the route's agent.
+func (rt route) prefix() string { return "/dav/" + rt.agentID }

@@ -6,12 +6,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 const (
 	allowRead  = "OPTIONS, GET, HEAD, PROPFIND"
 	allowWrite = "OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH, LOCK, UNLOCK"
-	davClasses = "1, 2"
 )
 
 var (
@@ -34,11 +35,11 @@ func (h *handler) allow() string {
 type state struct {
 	route     route
 	target    *url.URL
+	transport http.RoundTripper
 	operator  string
 	requestID string
 	rec       *recorder
-	// destination is the vetted sidecar path for COPY/MOVE.
-	destination string
+	body      *countingBody // the client's request body, nil without one
 }
 
 type stateKey struct{}
@@ -58,13 +59,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt, perr := parseRoute(r.URL.EscapedPath())
 	st := &state{route: rt, rec: rec}
+	if inBytes.ReadCloser != nil {
+		st.body = &inBytes
+	}
 	if h.opts.Operator != nil {
 		st.operator = h.opts.Operator(r)
 	}
 	if h.opts.RequestID != nil {
 		st.requestID = h.opts.RequestID(r)
-		if st.requestID != "" && w.Header().Get("X-Request-ID") == "" {
-			w.Header().Set("X-Request-ID", st.requestID)
+		if st.requestID != "" && w.Header().Get(davwire.RequestIDHeader) == "" {
+			w.Header().Set(davwire.RequestIDHeader, st.requestID)
 		}
 	}
 	var m *Mutation
@@ -73,21 +77,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			AgentID: rt.agentID, Action: "webdav." + r.Method, Scope: rt.scope, Project: rt.project,
 			SourcePath: rt.auditPath(), RequestID: st.requestID, Operator: st.operator,
 		}
-		if rt.kind != routeWorkspace {
-			m.SourcePath = ""
-		}
 	}
 	defer func() {
 		d := h.now().Sub(start)
 		status := rec.statusCode()
 		h.metrics.observe(r.Method, status, d, inBytes.n, rec.n)
 		if m != nil && h.opts.OnMutation != nil {
-			m.Status, m.Duration, m.Reason = status, d, rec.reason
+			m.Status, m.Duration = status, d
+			m.Code, m.Reason = rec.outcome()
 			h.opts.OnMutation(r, *m)
 		}
 	}()
 	if perr != nil {
-		h.refuse(rec, http.StatusBadRequest, "bad_path", "invalid WebDAV path")
+		h.refuse(rec, http.StatusBadRequest, "INVALID_PATH", perr.Error())
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
@@ -98,7 +100,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.davOptions(rec)
 			return
 		}
-		h.refuse(rec, http.StatusNotFound, "not_found", "not found")
+		h.refuse(rec, http.StatusNotFound, "NOT_FOUND", "not found")
 		return
 	case routeRoot:
 		h.serveRoot(rec, r)
@@ -115,13 +117,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveAgentRoot(rec, r, rt)
 		return
 	case routeUnknown:
-		h.refuse(rec, http.StatusNotFound, "not_found", "not found: WebDAV paths are /dav/{agent_id}/projects/... and /dav/{agent_id}/global/...")
+		h.refuse(rec, http.StatusNotFound, "NOT_FOUND", "not found: WebDAV paths are /dav/{agent_id}/projects/... and /dav/{agent_id}/global/...")
 		return
 	}
 
 	if !readMethods[r.Method] {
 		if !h.opts.Writable || !mutationMethods[r.Method] {
-			h.methodNotAllowed(rec, "read_only")
+			h.methodNotAllowed(rec)
 			return
 		}
 		if r.Method == "COPY" || r.Method == "MOVE" {
@@ -129,19 +131,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			if m != nil {
-				m.DestinationPath = dst.auditPath()
-			}
-		}
-		if r.Method == http.MethodPut || r.Method == http.MethodDelete || r.Method == "MOVE" || r.Method == "LOCK" {
-			if !h.checkPrecondition(rec, r, st) {
-				return
-			}
+			m.DestinationPath = dst.auditPath()
 		}
 	}
-	if h.serveGet(rec, r, st) {
-		return
-	}
+	st.transport = h.transportFor(rt.agentID)
+	rec.pre = w.Header().Clone()
 	h.proxy.ServeHTTP(rec, r)
 }
 
@@ -149,61 +143,67 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *handler) lookup(w *recorder, agentID string) (*url.URL, bool) {
 	ep, ok := h.opts.Agents(agentID)
 	if !ok {
-		h.refuse(w, http.StatusNotFound, "unknown_agent", fmt.Sprintf("unknown agent %q", agentID))
+		h.refuse(w, http.StatusNotFound, "AGENT_NOT_FOUND", fmt.Sprintf("unknown agent %q", agentID))
 		return nil, false
 	}
 	if ep == nil {
-		h.refuse(w, http.StatusNotFound, "no_webdav", fmt.Sprintf("agent %q has no WebDAV view (no sidecar davEndpoint configured)", agentID))
+		h.refuse(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("agent %q has no WebDAV view (no sidecar davEndpoint configured)", agentID))
 		return nil, false
 	}
-	if (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" {
-		h.log.Error("agent has an unusable davEndpoint", "agent_id", agentID)
+	if (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" || (ep.Path != "" && ep.Path != "/") ||
+		!davwire.ValidPrefix("/dav/"+agentID) {
+		// Paths go to the sidecar unchanged, so a davEndpoint with a path
+		// of its own cannot serve this view.
+		h.log.Error("agent has an unusable davEndpoint (an http(s) URL without a path is required)", "agent_id", agentID)
 		h.metrics.unavailable.WithLabelValues(agentID).Inc()
-		h.refuse(w, http.StatusServiceUnavailable, "sidecar_unavailable", fmt.Sprintf("the WebDAV service of agent %q is unavailable", agentID))
+		h.refuse(w, http.StatusServiceUnavailable, "SIDECAR_UNAVAILABLE", fmt.Sprintf("the WebDAV service of agent %q is unavailable", agentID))
 		return nil, false
 	}
 	return ep, true
 }
 
-// refuse answers with a short plain-text message. reason feeds metrics and
-// Mutation.Reason.
+// refuse answers with a short plain-text message. reason is the errtable
+// reason, for the audit and (lower-cased) the rejection metric.
 func (h *handler) refuse(w *recorder, status int, reason, msg string) {
 	w.reason = reason
 	switch status {
 	case http.StatusMethodNotAllowed, http.StatusPreconditionRequired, http.StatusForbidden, http.StatusBadGateway,
-		http.StatusPreconditionFailed:
-		h.metrics.rejections.WithLabelValues(reason).Inc()
+		http.StatusPreconditionFailed, http.StatusBadRequest:
+		h.metrics.rejections.WithLabelValues(strings.ToLower(reason)).Inc()
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Del("Content-Length")
 	w.WriteHeader(status)
 	_, _ = fmt.Fprintln(w, msg)
 }
 
-func (h *handler) methodNotAllowed(w *recorder, reason string) {
+// methodNotAllowed refuses a write on the read-only view, or a method the
+// view does not serve at all.
+func (h *handler) methodNotAllowed(w *recorder) {
 	w.Header().Set("Allow", h.allow())
-	msg := "method not allowed: the WebDAV view is read-only"
 	if h.opts.Writable {
-		msg = "method not allowed here"
-		if reason == "read_only" {
-			reason = "method_not_allowed"
-		}
+		h.refuse(w, http.StatusMethodNotAllowed, "NOT_SUPPORTED", "method not allowed here")
+		return
 	}
-	h.refuse(w, http.StatusMethodNotAllowed, reason, msg)
+	h.refuse(w, http.StatusMethodNotAllowed, "READ_ONLY", "method not allowed: the WebDAV view is read-only")
+}
+
+// davClasses is the DAV compliance the view advertises: class 2 (locks)
+// only where clients may write.
+func (h *handler) davClasses() string {
+	if h.opts.Writable {
+		return "1, 2"
+	}
+	return "1"
 }
 
 func (h *handler) davOptions(w *recorder) {
-	w.Header().Set("DAV", davClasses)
+	w.Header().Set("DAV", h.davClasses())
 	w.Header().Set("MS-Author-Via", "DAV")
 	w.Header().Set("Allow", h.allow())
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
-}
-
-// isXMLContentType is true for text/xml and application/xml (and +xml).
-func isXMLContentType(ct string) bool {
-	ct = strings.ToLower(ct)
-	mt, _, _ := strings.Cut(ct, ";")
-	mt = strings.TrimSpace(mt)
-	return mt == "text/xml" || mt == "application/xml" || strings.HasSuffix(mt, "+xml")
 }

@@ -38,7 +38,7 @@ func (h *handler) serveRoot(w *recorder, r *http.Request) {
 }
 
 func (h *handler) serveAgentRoot(w *recorder, r *http.Request, rt route) {
-	base := "/dav/" + rt.agentEsc + "/"
+	base := "/dav/" + url.PathEscape(rt.agentID) + "/"
 	h.serveVirtual(w, r, virtualEntry{href: base, name: rt.agentID}, []virtualEntry{
 		{href: base + "projects/", name: "projects"},
 		{href: base + "global/", name: "global"},
@@ -70,6 +70,7 @@ func (h *handler) serveVirtual(w *recorder, r *http.Request, self virtualEntry, 
 		}
 		b.WriteString("</D:multistatus>\n")
 		w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
+		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Length", fmt.Sprint(b.Len()))
 		w.WriteHeader(http.StatusMultiStatus)
 		_, _ = w.Write(b.Bytes())
@@ -81,17 +82,16 @@ func (h *handler) serveVirtual(w *recorder, r *http.Request, self virtualEntry, 
 		}
 		b.WriteString("</ul>\n")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Length", fmt.Sprint(b.Len()))
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
 			_, _ = w.Write(b.Bytes())
 		}
 	default:
+		// PROPPATCH, LOCK and every write are refused on the virtual
+		// levels, writable view or not.
 		w.Header().Set("Allow", allowRead)
-		reason := "read_only"
-		if h.opts.Writable {
-			reason = "method_not_allowed"
-		}
-		h.refuse(w, http.StatusMethodNotAllowed, reason, "method not allowed on this collection")
+		h.refuse(w, http.StatusMethodNotAllowed, "READ_ONLY", "method not allowed on this collection")
 	}
 }
