@@ -60,6 +60,13 @@ const LANGUAGE_FILES = [
   ['site.css', 'body { color: #333; margin: 0 }\n', 'css'],
 ];
 
+// [file, bytes on disk, how the test edits it, bytes expected after saving]
+const BYTE_FILES = [
+  ['crlf.txt', 'one\r\ntwo\r\nthree\r\n'],
+  ['mixed.txt', 'a\r\nb\nc\r\nd'],
+  ['bom.txt', '\ufeff\tx = 1\r\n\ty = 2'],
+];
+
 const base = tempBase();
 let gw, sa, sb, browser, context, page;
 const leaks = [];
@@ -83,6 +90,10 @@ async function setUp() {
   for (let i = 0; i < MANY_PROJECTS; i++) fs.mkdirSync(path.join(sb.projects, `many-${String(i).padStart(3, '0')}`), { mode: 0o755 });
   sb.mkdir('many-000'); // chowns the volume to the sidecar's user
   for (let i = 0; i < 130; i++) sa.write(`paging/big/f${String(i).padStart(3, '0')}.txt`, `file ${i}\n`);
+  // Files whose bytes the editor must keep exactly (#14).
+  for (const [file, text] of BYTE_FILES) sa.write(`bytes/${file}`, text);
+  sa.write('keep/draft.txt', 'first line\n');
+  sa.write('keep/sub/a.txt', 'in a folder\n');
   await Promise.all([sa.start(), sb.start()]);
   gw = new Gateway(base, bins.gateway, [sa, sb]);
   await gw.start();
@@ -850,6 +861,267 @@ test('unavailable sidecar: agent stays selectable, both tabs say so, Retry works
     30_000,
   );
   expect((await $('[data-testid="unavailable"]').count()) === 0, 'unavailable state cleared');
+});
+
+// ---- #14: nothing typed is ever lost or altered -----------------------------
+
+async function openFile(p) {
+  await row(p).click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === p, `${p} opened`);
+  await eventually(async () => (await $('.cm-content').count()) === 1, 'editor shown');
+}
+
+/** Clicks line n (0-based) of the editor and puts the cursor at its end. */
+async function endOfLine(n) {
+  await page.locator('.cm-content .cm-line').nth(n).click();
+  await page.keyboard.press('End');
+}
+
+const hex = (b) => Buffer.from(b).toString('hex');
+
+/** codex-a selected with its projects listed (earlier tests may leave another agent selected). */
+async function onAgentA() {
+  await ensureSignedIn();
+  if ((await $('[data-testid="agent-select"]').inputValue()) !== 'codex-a') await selectAgent('codex-a');
+  await projectRow('alpha-only').waitFor();
+}
+
+test('bytes: CRLF, mixed endings, a BOM, tabs and a missing final newline are saved byte for byte; an undone edit saves nothing', async () => {
+  await onAgentA();
+  await $('[data-testid="refresh-projects"]').click();
+  await openProject('bytes');
+  const cases = [
+    // file, edit, expected bytes
+    ['crlf.txt', async () => {
+      await endOfLine(1);
+      await page.keyboard.press('Enter');
+      await page.keyboard.insertText('new line');
+    }, 'one\r\ntwo\r\nnew line\r\nthree\r\n'],
+    ['mixed.txt', async () => {
+      await endOfLine(1);
+      await page.keyboard.insertText('B');
+    }, 'a\r\nbB\nc\r\nd'],
+    ['bom.txt', async () => {
+      await $('.cm-content').click();
+      await page.keyboard.press('Control+End');
+      await page.keyboard.insertText(' ok');
+    }, '\ufeff\tx = 1\r\n\ty = 2 ok'],
+  ];
+  for (const [file, edit, want] of cases) {
+    const before = sa.readBytes(`bytes/${file}`);
+    await openFile(file);
+    // An edit undone is no edit: nothing to save, nothing written.
+    await endOfLine(0);
+    await page.keyboard.insertText('x');
+    await $('[data-testid="dirty"]').waitFor();
+    await page.keyboard.press('Backspace');
+    await $('[data-testid="clean"]').waitFor({ timeout: 3000 }).catch(() => {
+      throw new Check(`${file}: typing and deleting a character leaves the file dirty (line endings changed)`);
+    });
+    expect(await $('[data-testid="save"]').isDisabled(), `${file}: Save disabled without an edit`);
+    await page.keyboard.press('Control+S');
+    await sleep(300);
+    expect(hex(sa.readBytes(`bytes/${file}`)) === hex(before), `${file}: disk untouched by Ctrl+S without an edit`);
+    await edit();
+    await $('[data-testid="dirty"]').waitFor();
+    await page.keyboard.press('Control+S');
+    await $('[data-testid="clean"]').waitFor();
+    const got = sa.readBytes(`bytes/${file}`);
+    expect(hex(got) === hex(Buffer.from(want)), `${file}: bytes on disk ${JSON.stringify(got.toString())}, want ${JSON.stringify(want)}`);
+  }
+});
+
+test('session: a gateway restart keeps the session; a save refused for a lost session signs in again in place and is retried', async () => {
+  await onAgentA();
+  await $('[data-testid="refresh-projects"]').click();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText(' +restart');
+  await $('[data-testid="dirty"]').waitFor();
+  await gw.restart(); // same session key: the sealed cookie still opens
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('keep/draft.txt') === 'first line +restart\n', `saved across a restart (${JSON.stringify(sa.read('keep/draft.txt'))})`);
+  expect((await dialog('signin-dialog').count()) === 0, 'no sign-in needed after a restart');
+
+  // The session ends (the key it was sealed with is gone): sign in again in place, the save goes through.
+  await endOfLine(0);
+  await page.keyboard.insertText(' +again');
+  await $('[data-testid="dirty"]').waitFor();
+  await gw.restart({ newSessionKey: true });
+  await page.keyboard.press('Control+S');
+  const d = dialog('signin-dialog');
+  await d.waitFor();
+  expect((await editorText()) === 'first line +restart +again\n', `text kept under the sign-in dialog (${JSON.stringify(await editorText())})`);
+  await d.locator('input[name="token"]').fill('wrong-token');
+  await d.locator('[data-action="confirm"]').click();
+  await eventually(async () => (await d.locator('[role="alert"]').textContent()).includes('not accepted'), 'wrong token refused in the dialog');
+  await d.locator('input[name="token"]').fill(gw.adminToken);
+  await d.locator('[data-action="confirm"]').click();
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('keep/draft.txt') === 'first line +restart +again\n', 'the refused save was retried once signed in');
+
+  // Retried with the same expected revision: a change meanwhile takes the conflict path.
+  await endOfLine(0);
+  await page.keyboard.insertText(' +conflict');
+  await $('[data-testid="dirty"]').waitFor();
+  await gw.restart({ newSessionKey: true });
+  sa.write('keep/draft.txt', 'changed by the agent\n');
+  await page.keyboard.press('Control+S');
+  await d.waitFor();
+  await d.locator('input[name="token"]').fill(gw.adminToken);
+  await d.locator('[data-action="confirm"]').click();
+  const cd = dialog('conflict-dialog');
+  await cd.waitFor();
+  expect(sa.read('keep/draft.txt') === 'changed by the agent\n', 'the other writer is kept');
+  await cd.locator('[data-action="reload"]').click();
+  await eventually(async () => (await editorText()) === 'changed by the agent\n', 'server version loaded');
+  await $('[data-testid="clean"]').waitFor();
+});
+
+test('drafts: unsaved text survives a page reload and a declined sign-in, and is saved on the revision it was typed on', async () => {
+  await onAgentA();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText(' +draft');
+  await $('[data-testid="dirty"]').waitFor();
+  await sleep(500); // the draft is stored within 300 ms of typing
+  const accept = (dl) => dl.accept().catch(() => {});
+  page.on('dialog', accept); // "leave the page?" — yes
+  try {
+    await page.reload();
+  } finally {
+    page.off('dialog', accept);
+  }
+  await $('[data-testid="agent-select"]').waitFor();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await eventually(async () => (await editorText()) === 'changed by the agent +draft\n', `draft restored (${JSON.stringify(await editorText())})`);
+  await $('[data-testid="dirty"]').waitFor();
+  expect((await $('[data-testid="notice"]').textContent()).includes('restored'), 'says the changes were restored');
+  // The session ends and the user declines to sign in: the login page, and the draft is still kept.
+  await endOfLine(0);
+  await page.keyboard.insertText(' +more');
+  await context.clearCookies();
+  await page.keyboard.press('Control+S');
+  await dialog('signin-dialog').waitFor();
+  await dialog('signin-dialog').locator('[data-action="cancel"]').click();
+  await $('[data-testid="login-form"]').waitFor();
+  await signIn();
+  await $('[data-testid="agent-select"]').waitFor();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await eventually(async () => (await editorText()) === 'changed by the agent +draft +more\n', 'draft restored after signing in again');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('keep/draft.txt') === 'changed by the agent +draft +more\n', 'draft saved');
+  // Saved: nothing is restored any more.
+  await page.reload();
+  await $('[data-testid="agent-select"]').waitFor();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await $('[data-testid="clean"]').waitFor();
+});
+
+test('revert is undoable; Reload and the tree\'s Refresh show what changed elsewhere', async () => {
+  await onAgentA();
+  await openProject('keep');
+  await openFile('draft.txt');
+  const saved = await editorText();
+  await endOfLine(0);
+  await page.keyboard.insertText(' typed');
+  await $('[data-testid="dirty"]').waitFor();
+  await $('[data-testid="cancel"]').click();
+  await $('[data-testid="clean"]').waitFor();
+  expect((await editorText()) === saved, 'reverted to the saved text');
+  await $('[data-testid="undo-revert"]').click();
+  await $('[data-testid="dirty"]').waitFor();
+  expect((await editorText()).includes(' typed'), 'Undo brings the typed text back');
+  await $('[data-testid="cancel"]').click();
+  await $('[data-testid="clean"]').waitFor();
+  // A clean open file changed by the agent: Reload shows it.
+  sa.write('keep/draft.txt', 'agent wrote this\n');
+  await $('[data-testid="reload-file"]').click();
+  await eventually(async () => (await editorText()) === 'agent wrote this\n', 'Reload shows the new version');
+  // The tree's Refresh: the open file and the listed folders.
+  if ((await row('sub').getAttribute('aria-expanded')) !== 'true') await row('sub').click();
+  await row('sub/a.txt').waitFor();
+  sa.write('keep/draft.txt', 'and then this\n');
+  sa.write('keep/sub/new.txt', 'new\n');
+  await $('[data-testid="refresh-files"]').click();
+  await eventually(async () => (await editorText()) === 'and then this\n', 'Refresh reloads the open, clean file');
+  await row('sub/new.txt').waitFor();
+  // A dirty file is never replaced by Refresh.
+  await endOfLine(0);
+  await page.keyboard.insertText(' mine');
+  await $('[data-testid="dirty"]').waitFor();
+  sa.write('keep/draft.txt', 'behind the editor\n');
+  await $('[data-testid="refresh-files"]').click();
+  await sleep(500);
+  expect((await editorText()) === 'and then this mine\n', 'unsaved text kept on Refresh');
+  await $('[data-testid="reload-file"]').click();
+  await dialog('discard-dialog').waitFor();
+  await dialog('discard-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await editorText()) === 'behind the editor\n', 'Reload after confirming');
+});
+
+test('revisions: rename, move and delete right after a save succeed; a stale error clears once a retry succeeds', async () => {
+  await onAgentA();
+  await openProject('keep');
+  if ((await row('sub').getAttribute('aria-expanded')) !== 'true') await row('sub').click();
+  await openFile('sub/a.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText(' saved');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  // Rename the file just saved (its revision changed).
+  await row('sub/a.txt').focus();
+  await page.keyboard.press('F2');
+  await dialog('rename-dialog').locator('input').fill('b.txt');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await row('sub/b.txt').waitFor();
+  expect(sa.exists('keep/sub/b.txt'), 'renamed on disk right after the save');
+  // Save inside the folder, then rename the folder (its revision changed with the save).
+  await openFile('sub/b.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText(' again');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  await row('sub').focus();
+  await page.keyboard.press('F2');
+  await dialog('rename-dialog').locator('input').fill('moved');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await row('moved').waitFor();
+  expect(sa.exists('keep/moved/b.txt'), 'folder renamed right after a save inside it');
+  expect((await $('[data-testid="notice"]').count()) === 0 || !(await $('[data-testid="notice"]').textContent()).includes('changed elsewhere'), 'no conflict');
+  // Save, then delete the file.
+  if ((await row('moved').getAttribute('aria-expanded')) !== 'true') await row('moved').click();
+  await openFile('moved/b.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText('!');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  await row('moved/b.txt').focus();
+  await page.keyboard.press('Delete');
+  await dialog('delete-entry-dialog').locator('[data-action="confirm"]').click();
+  await eventually(() => !sa.exists('keep/moved/b.txt'), 'deleted on disk right after the save');
+  // A rename refused because the agent changed the file: the error goes once the retry succeeds.
+  if (!(await row('moved/new.txt').count())) await row('moved').click();
+  await row('moved/new.txt').waitFor();
+  sa.write('keep/moved/new.txt', 'changed by the agent\n');
+  await row('moved/new.txt').focus();
+  await page.keyboard.press('F2');
+  await dialog('rename-dialog').locator('input').fill('renamed.txt');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="notice"]').textContent())?.includes('was not moved'), 'stale rename refused');
+  await row('moved/new.txt').focus();
+  await page.keyboard.press('F2');
+  await dialog('rename-dialog').locator('input').fill('renamed.txt');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await row('moved/renamed.txt').waitFor();
+  await eventually(async () => (await $('[data-testid="notice"][role="alert"]').count()) === 0, 'the stale error is gone after the retry succeeded');
 });
 
 test('layout: readable on a narrow window', async () => {

@@ -14,10 +14,12 @@ import { LANGUAGE_LABEL, languageForPath } from './state/language';
 import { baseName, entryNameProblem, isWithin, joinPath, normaliseFolderPath, parentOf, projectNameProblem } from './state/names';
 import { emptyListing, hasMore, loadFirst, loadMore, type Listing, type Page } from './state/paging';
 import { isStale, ScopeManager, type AgentScope } from './state/scope';
-import { dirState, isDir, knownDirectories, newTree, visibleRows, workspaceKey, type Row, type TreeState } from './state/tree';
+import { dirState, isDir, knownDirectories, listingsToReload, newTree, patchEntry, visibleRows, workspaceKey, type Row, type TreeState } from './state/tree';
 import { initialAgent } from './state/agents';
 import { LazyEditor } from './ui/lazyEditor';
-import { confirmDialog, conflictDialog, copyText, promptDialog } from './ui/dialogs';
+import { confirmDialog, conflictDialog, copyText, promptDialog, signInDialog } from './ui/dialogs';
+import { browserStorage, Drafts } from './state/drafts';
+import { restoreLineEndings } from './state/lineEndings';
 import { closeMenu, openMenu, type MenuItem } from './ui/menu';
 
 type Tab = 'projects' | 'global';
@@ -48,6 +50,7 @@ interface Notice {
   kind: 'error' | 'info';
   text: string;
   id: number;
+  action?: { label: string; testid: string; run: () => void };
 }
 
 const FOLDER_ICON = svg`<svg class="icon folder" viewBox="0 0 16 16" aria-hidden="true"><path d="M1.5 3.5h4.2l1.5 1.5h7.3v8.5h-13z" /></svg>`;
@@ -84,6 +87,12 @@ export class App {
   readonly #editor: LazyEditor;
   #scheduled = false;
   #focusAfterRender: string | null = null;
+  readonly #drafts = new Drafts(browserStorage());
+  #draftTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The text the editor was last loaded with: the separators restored on every edit come from it. */
+  #editorBase = '';
+  /** An open sign-in-again dialog, shared by every request that found the session gone. */
+  #reauth: Promise<boolean> | null = null;
 
   constructor(root: HTMLElement) {
     this.#root = root;
@@ -92,7 +101,9 @@ export class App {
       (text) => this.#onEdit(text),
       () => void this.save(),
     );
+    window.addEventListener('pagehide', () => this.#flushDraft());
     window.addEventListener('beforeunload', (e) => {
+      this.#flushDraft();
       if (ed.isDirty(this.#scope?.state.file)) {
         e.preventDefault();
         e.returnValue = '';
@@ -172,31 +183,86 @@ export class App {
     this.update();
   }
 
-  /** Central error handling: a lost session goes back to the login form. */
+  /**
+   * Central error handling. A lost session with unsaved text on the page
+   * asks to sign in again in place (nothing on the page is dropped);
+   * without unsaved text it goes back to the login form.
+   */
   #fail(err: unknown, prefix = ''): void {
     if (isStale(err)) return;
     if (isUnauthenticated(err)) {
-      this.#session = null;
-      this.#scopes.clear();
-      this.#screen = { kind: 'login', message: 'Your session has ended. Sign in again.', busy: false };
-      this.update();
+      if (ed.isDirty(this.#scope?.state.file)) void this.#reauthenticate();
+      else this.#sessionEnded();
       return;
     }
     this.notify('error', (prefix ? prefix + ' ' : '') + describeError(err));
   }
 
-  notify(kind: Notice['kind'], text: string): void {
+  #sessionEnded(): void {
+    this.#flushDraft(); // unsaved text stays in the browser's storage for the next sign-in
+    this.#session = null;
+    this.#scopes.clear();
+    this.#screen = { kind: 'login', message: 'Your session has ended. Sign in again.', busy: false };
+    this.update();
+  }
+
+  /** Signs in again without leaving the page; true once signed in. Declined: the login form (drafts stay stored). */
+  #reauthenticate(): Promise<boolean> {
+    if (!this.#reauth) {
+      this.#flushDraft();
+      this.#reauth = signInDialog({
+        message:
+          'Your session has ended. Sign in again to carry on: your unsaved changes are kept, and a save that was refused is tried again once you are signed in.',
+        submit: async (token) => {
+          try {
+            const s = await login(token);
+            if (s.kind === 'signed-in') {
+              this.#session = s.session;
+              return null;
+            }
+            return s.kind === 'no-access' ? 'That token has no admin access.' : 'That token was not accepted. Check it and try again.';
+          } catch (err) {
+            return describeError(err);
+          }
+        },
+      }).then((ok) => {
+        this.#reauth = null;
+        if (ok) this.update();
+        else this.#sessionEnded();
+        return ok;
+      });
+    }
+    return this.#reauth;
+  }
+
+  notify(kind: Notice['kind'], text: string, action?: Notice['action']): void {
     const id = ++this.#noticeSerial;
-    this.#notice = { kind, text, id };
+    this.#notice = { kind, text, id, ...(action ? { action } : {}) };
     if (kind === 'info') {
-      setTimeout(() => {
-        if (this.#notice?.id === id) {
-          this.#notice = null;
-          this.update();
-        }
-      }, 6000);
+      setTimeout(
+        () => {
+          if (this.#notice?.id === id) {
+            this.#notice = null;
+            this.update();
+          }
+        },
+        action ? 12000 : 6000,
+      );
     }
     this.update();
+  }
+
+  /** A mutation succeeded: an error message about an earlier attempt is out of date. */
+  #succeeded(): void {
+    if (this.#notice?.kind === 'error') {
+      this.#notice = null;
+      this.update();
+    }
+  }
+
+  /** Reloads the listings whose revisions a mutation in dirs changed (see listingsToReload). */
+  async #afterMutation(scope: AgentScope<AgentState>, tree: TreeState, dirs: string[]): Promise<void> {
+    await Promise.all(listingsToReload(tree, dirs).map((d) => this.#reloadDir(scope, tree, d)));
   }
 
   // ---- agents ----------------------------------------------------------
@@ -232,7 +298,7 @@ export class App {
     closeMenu();
     this.#notice = null;
     const scope = this.#scopes.switchTo(agentId);
-    this.#editor.load('', 'plain'); // nothing of the previous agent stays in the editor
+    this.#loadEditor('', 'plain'); // nothing of the previous agent stays in the editor
     const agent = this.#agents.find((a) => a.agent_id === agentId);
     this.update();
     if (agent?.project_management_enabled) void this.#loadProjects(scope);
@@ -577,8 +643,10 @@ export class App {
   async #create(scope: AgentScope<AgentState>, tree: TreeState, parent: string, name: string, type: EntryType): Promise<void> {
     try {
       const created = await scope.guard(this.#api.createEntry(scope.agentId, tree.workspace, parent, name, type));
+      this.#succeeded();
       dirState(tree, parent).expanded = true;
-      await this.#reloadDir(scope, tree, parent);
+      await this.#afterMutation(scope, tree, [parent]);
+      if (!tree.dirs.get(parent)?.listing.loaded) await this.#reloadDir(scope, tree, parent);
       tree.focusKey = 'e:' + (created.path ?? joinPath(parent, name));
       if (type === 'ENTRY_TYPE_FILE') await this.#openFile(tree.workspace, created.path ?? joinPath(parent, name));
     } catch (err) {
@@ -656,11 +724,9 @@ export class App {
           st.file.entry = { ...st.file.entry, ...moved };
         }
       }
+      this.#succeeded();
       for (const k of [...tree.dirs.keys()]) if (k !== '' && isWithin(k, source)) tree.dirs.delete(k);
-      const targets = new Set([parentOf(source), parentOf(destination)]);
-      for (const dir of targets) {
-        if (dir === '' || tree.dirs.get(dir)?.listing.loaded) await this.#reloadDir(scope, tree, dir);
-      }
+      await this.#afterMutation(scope, tree, [parentOf(source), parentOf(destination)]);
       tree.focusKey = 'e:' + destination;
       this.#focusAfterRender = tree.focusKey;
       this.update();
@@ -698,10 +764,13 @@ export class App {
     if (!ok || !scope.alive) return;
     try {
       await scope.guard(this.#api.deleteEntry(scope.agentId, tree.workspace, entry, dir));
-      if (st.file && st.file.workspaceKey === workspaceKey(tree.workspace) && isWithin(st.file.path, path)) this.#closeFile(st);
+      if (st.file && st.file.workspaceKey === workspaceKey(tree.workspace) && isWithin(st.file.path, path)) {
+        this.#drafts.remove(scope.agentId, st.file.workspaceKey, st.file.path);
+        this.#closeFile(st);
+      }
       for (const k of [...tree.dirs.keys()]) if (k !== '' && isWithin(k, path)) tree.dirs.delete(k);
       this.notify('info', `${entry.name} was deleted.`);
-      await this.#reloadDir(scope, tree, parentOf(path));
+      await this.#afterMutation(scope, tree, [parentOf(path)]);
       if (parentOf(path) !== '') this.#focusRow(tree, 'e:' + parentOf(path));
     } catch (err) {
       this.#fail(err, `${entry.name} was not deleted.`);
@@ -715,7 +784,7 @@ export class App {
   async #confirmDiscard(action: string): Promise<boolean> {
     const f = this.#scope?.state.file;
     if (!ed.isDirty(f)) return true;
-    return confirmDialog({
+    const ok = await confirmDialog({
       title: 'Discard unsaved changes?',
       body: [html`<code>${f!.path}</code> has changes that are not saved. ${action} discards them.`],
       confirmLabel: 'Discard changes',
@@ -723,6 +792,46 @@ export class App {
       danger: true,
       testid: 'discard-dialog',
     });
+    if (ok) this.#discardDraft();
+    return ok;
+  }
+
+  // ---- drafts: unsaved text in the browser's storage ----------------------
+
+  #scheduleDraft(): void {
+    if (this.#draftTimer === null) this.#draftTimer = setTimeout(() => this.#flushDraft(), 300);
+  }
+
+  /** Stores the open file's unsaved text now (or forgets it once the file is clean). */
+  #flushDraft(): void {
+    if (this.#draftTimer !== null) {
+      clearTimeout(this.#draftTimer);
+      this.#draftTimer = null;
+    }
+    const scope = this.#scope;
+    const f = scope?.state.file;
+    if (!scope || !f || !f.editable) return;
+    if (ed.isDirty(f)) {
+      this.#drafts.put({ agentId: scope.agentId, workspaceKey: f.workspaceKey, path: f.path, baseRevision: f.revision, text: f.text });
+    } else {
+      this.#drafts.remove(scope.agentId, f.workspaceKey, f.path);
+    }
+  }
+
+  /** The user chose to throw the open file's unsaved text away. */
+  #discardDraft(): void {
+    if (this.#draftTimer !== null) {
+      clearTimeout(this.#draftTimer);
+      this.#draftTimer = null;
+    }
+    const scope = this.#scope;
+    const f = scope?.state.file;
+    if (scope && f) this.#drafts.remove(scope.agentId, f.workspaceKey, f.path);
+  }
+
+  #loadEditor(text: string, lang: Parameters<LazyEditor['load']>[1]): void {
+    this.#editorBase = text;
+    this.#editor.load(text, lang);
   }
 
   #closeFile(st: AgentState): void {
@@ -730,7 +839,7 @@ export class App {
     st.fileLoading = null;
     st.fileError = null;
     st.fileRequest++;
-    this.#editor.load('', 'plain');
+    this.#loadEditor('', 'plain');
   }
 
   /** listed is the entry as the tree listed it (metadata for files the server will not read). */
@@ -749,7 +858,21 @@ export class App {
       const r = await scope.guard(this.#api.getFile(scope.agentId, ws, path));
       if (req !== st.fileRequest) return;
       st.file = ed.openFile(workspaceKey(ws), path, r);
-      this.#editor.load(st.file.text, languageForPath(path));
+      const draft = st.file.editable ? this.#drafts.get(scope.agentId, st.file.workspaceKey, path) : null;
+      if (draft && draft.text !== st.file.loadedText) {
+        // Typed before the session ended or the page closed: back in the editor, on the revision it was typed on.
+        st.file = { ...st.file, text: draft.text, revision: draft.baseRevision };
+        this.#loadEditor(draft.text, languageForPath(path));
+        this.notify(
+          'info',
+          draft.baseRevision === (r.entry?.revision ?? '')
+            ? `Your unsaved changes to ${path} were restored.`
+            : `Your unsaved changes to ${path} were restored. The file was changed elsewhere since, so saving them shows the conflict.`,
+        );
+      } else {
+        if (draft) this.#drafts.remove(scope.agentId, st.file.workspaceKey, path);
+        this.#loadEditor(st.file.text, languageForPath(path));
+      }
     } catch (err) {
       if (isStale(err) || req !== st.fileRequest) return;
       if (isUnauthenticated(err)) return this.#fail(err);
@@ -758,7 +881,7 @@ export class App {
         st.file = ed.openFile(workspaceKey(ws), path, {
           entry: { ...listed, editable: false, non_editable_reason: 'NON_EDITABLE_REASON_MULTIPLE_LINKS' },
         });
-        this.#editor.load('', 'plain');
+        this.#loadEditor('', 'plain');
         return;
       }
       st.file = null;
@@ -775,7 +898,9 @@ export class App {
     const st = this.#scope?.state;
     if (!st?.file) return;
     const wasDirty = ed.isDirty(st.file);
-    st.file = ed.edit(st.file, text);
+    // The editor joins lines with LF: the file's own separators go back in (CRLF files stay CRLF).
+    st.file = ed.edit(st.file, restoreLineEndings(this.#editorBase, text));
+    this.#scheduleDraft();
     if (wasDirty !== ed.isDirty(st.file)) this.update();
   }
 
@@ -793,6 +918,7 @@ export class App {
     }
     if (!ed.canSave(f)) return;
     const text = f.text;
+    this.#flushDraft(); // stored before the request: a session that ends now loses nothing
     scope.state.file = ed.saveStarted(f);
     this.update();
     try {
@@ -800,7 +926,16 @@ export class App {
       const cur = scope.state.file;
       if (!cur || cur.path !== f.path) return;
       scope.state.file = ed.saveSucceeded(cur, entry, text);
+      this.#flushDraft(); // gone, or re-based on the new revision when more was typed meanwhile
       this.notify('info', `Saved ${f.path}.`);
+      // The tree's copy of the file, and of its folder (whose revision the save changed), are out of date.
+      const tree = scope.state.trees.get(f.workspaceKey);
+      if (tree) {
+        patchEntry(tree, entry);
+        const dir = parentOf(f.path);
+        if (dir !== '') await this.#afterMutation(scope, tree, [parentOf(dir)]);
+        else this.update();
+      }
     } catch (err) {
       if (isStale(err)) return;
       const cur = scope.state.file;
@@ -808,6 +943,11 @@ export class App {
       const r = ed.saveFailed(cur, err);
       scope.state.file = r.file;
       this.update();
+      if (isUnauthenticated(err)) {
+        // Sign in again in place, then the same save (same expected revision) once more.
+        if ((await this.#reauthenticate()) && scope.alive) await this.save();
+        return;
+      }
       if (r.conflict) await this.#showConflict();
       else this.#fail(err, 'Not saved.');
     }
@@ -834,20 +974,81 @@ export class App {
       const r = await scope.guard(this.#api.getFile(scope.agentId, this.#fileWorkspace(f), f.path));
       const cur = scope.state.file;
       if (!cur || cur.path !== f.path) return;
+      this.#discardDraft();
       scope.state.file = ed.reloaded(cur, r);
-      this.#editor.load(scope.state.file.text, languageForPath(f.path));
+      this.#loadEditor(scope.state.file.text, languageForPath(f.path));
+      const tree = scope.state.trees.get(f.workspaceKey);
+      if (tree && r.entry) patchEntry(tree, r.entry);
       this.notify('info', 'The server version was loaded.');
     } catch (err) {
       this.#fail(err, 'The server version could not be loaded.');
     }
   }
 
+  /** Revert: back to the saved text, undoable (from the message, or Ctrl+Z in the editor). */
   #cancelEdits(): void {
     const st = this.#scope?.state;
-    if (!st?.file) return;
-    st.file = ed.cancel(st.file);
-    this.#editor.replace(st.file.text);
-    this.update();
+    if (!st?.file || !ed.isDirty(st.file)) return;
+    const mine = st.file.text;
+    const path = st.file.path;
+    const reverted = ed.cancel(st.file);
+    st.file = reverted;
+    this.#editorBase = reverted.text;
+    this.#editor.replace(reverted.text);
+    this.#discardDraft();
+    this.notify('info', `Your changes to ${path} were reverted.`, {
+      label: 'Undo',
+      testid: 'undo-revert',
+      run: () => {
+        const cur = this.#scope?.state.file;
+        if (!cur || cur.path !== path || ed.isDirty(cur)) return;
+        this.#editorBase = mine;
+        this.#editor.replace(mine);
+        this.#scope!.state.file = ed.edit(cur, mine);
+        this.#flushDraft();
+        this.#notice = null;
+        this.update();
+      },
+    });
+  }
+
+  /** The editor's Reload: the server's current version (asks first when there are unsaved changes). */
+  async #reloadFile(): Promise<void> {
+    const f = this.#scope?.state.file;
+    if (!f) return;
+    if (!(await this.#confirmDiscard('Reloading the file'))) return;
+    await this.#reloadServerVersion();
+  }
+
+  /** The tree's Refresh: every listed folder, and the open file when it has no unsaved changes. */
+  async #refreshTree(scope: AgentScope<AgentState>, tree: TreeState): Promise<void> {
+    const dirs = [...tree.dirs.entries()].filter(([k, d]) => k === '' || (d.expanded && d.listing.loaded)).map(([k]) => k);
+    const f = scope.state.file;
+    await Promise.all([
+      ...dirs.map((d) => this.#reloadDir(scope, tree, d)),
+      f && f.workspaceKey === workspaceKey(tree.workspace) && !ed.isDirty(f) ? this.#refreshOpenFile(scope, f) : null,
+    ]);
+  }
+
+  async #refreshOpenFile(scope: AgentScope<AgentState>, f: ed.OpenFile): Promise<void> {
+    try {
+      const r = await scope.guard(this.#api.getFile(scope.agentId, this.#fileWorkspace(f), f.path));
+      const cur = scope.state.file;
+      if (!cur || cur.path !== f.path || cur.workspaceKey !== f.workspaceKey || ed.isDirty(cur)) return;
+      if ((r.entry?.revision ?? '') === cur.revision) return;
+      scope.state.file = ed.reloaded(cur, r);
+      this.#loadEditor(scope.state.file.text, languageForPath(f.path));
+      this.notify('info', `${f.path} was changed elsewhere: its new version is shown.`);
+    } catch (err) {
+      if (isStale(err)) return;
+      if (asApiError(err).status === 404) {
+        const cur = scope.state.file;
+        if (cur && cur.path === f.path && !ed.isDirty(cur)) this.#closeFile(scope.state);
+        this.notify('info', `${f.path} no longer exists.`);
+        return;
+      }
+      this.#fail(err, `${f.path} could not be refreshed.`);
+    }
   }
 
   // ---- rendering -------------------------------------------------------
@@ -965,6 +1166,9 @@ export class App {
     return html`<div class="notice-slot" aria-live="polite">
       <div class="notice ${n.kind}" role=${n.kind === 'error' ? 'alert' : 'status'} data-testid="notice">
         <span>${n.text}</span>
+        ${n.action
+          ? html`<button class="btn btn-small" data-testid=${n.action.testid} @click=${n.action.run}>${n.action.label}</button>`
+          : nothing}
         <button
           class="btn btn-small btn-ghost"
           aria-label="Dismiss message"
@@ -1095,6 +1299,14 @@ export class App {
                 <button class="btn btn-small" data-testid="root-new-folder" @click=${() => void this.#newEntry(tree, '', 'ENTRY_TYPE_DIRECTORY')}>
                   New folder
                 </button>
+                <button
+                  class="btn btn-small"
+                  data-testid="refresh-files"
+                  title="Reload the listed folders and the open file"
+                  @click=${() => void this.#refreshTree(scope, tree)}
+                >
+                  Refresh
+                </button>
               </span>
             </div>
             ${this.#treeView(scope, tree, `Files of project ${st.selectedProject}`)}
@@ -1125,7 +1337,9 @@ export class App {
                 Create AGENTS.md
               </button>`
             : nothing}
-          <button class="btn btn-small" @click=${() => void this.#reloadDir(scope, tree, '')}>Refresh</button>
+          <button class="btn btn-small" data-testid="refresh-files" title="Reload the listed folders and the open file" @click=${() => void this.#refreshTree(scope, tree)}>
+            Refresh
+          </button>
         </span>
       </div>
       <p class="muted hint">Shared by all of this agent's projects: its skills and the global AGENTS.md instructions.</p>
@@ -1226,6 +1440,9 @@ export class App {
             : nothing}
         </div>
         <div class="file-meta">
+          <button class="btn btn-small" data-testid="reload-file" title="Load the server's current version of this file" ?disabled=${f.saving} @click=${() => void this.#reloadFile()}>
+            Reload
+          </button>
           <span>${formatSize(f.entry.size)}</span><span>Modified ${formatTime(f.entry.modified_at)}</span>${f.editable
             ? html`<span>${LANGUAGE_LABEL[lang]}</span>`
             : nothing}
@@ -1252,7 +1469,9 @@ export class App {
         ? html`<div class="editor-box">${this.#editor.dom}</div>
             <div class="editor-actions">
               <span class="muted">${navigator.platform.startsWith('Mac') ? '⌘S' : 'Ctrl+S'} saves. Nothing is saved automatically.</span>
-              <button class="btn" data-testid="cancel" ?disabled=${!dirty || f.saving} @click=${() => this.#cancelEdits()}>Cancel</button>
+              <button class="btn" data-testid="cancel" title="Back to the saved text (undoable)" ?disabled=${!dirty || f.saving} @click=${() => this.#cancelEdits()}>
+                Revert
+              </button>
               <button class="btn btn-primary" data-testid="save" ?disabled=${!ed.canSave(f)} @click=${() => void this.save()}>
                 ${f.saving ? 'Saving…' : 'Save'}
               </button>
