@@ -883,6 +883,7 @@ const hex = (b) => Buffer.from(b).toString('hex');
 async function onAgentA() {
   await ensureSignedIn();
   if ((await $('[data-testid="agent-select"]').inputValue()) !== 'codex-a') await selectAgent('codex-a');
+  if ((await $('[data-testid="tab-projects"]').getAttribute('aria-selected')) !== 'true') await $('[data-testid="tab-projects"]').click();
   await projectRow('alpha-only').waitFor();
 }
 
@@ -1107,6 +1108,8 @@ test('revisions: rename, move and delete right after a save succeed; a stale err
   await page.keyboard.press('Delete');
   await dialog('delete-entry-dialog').locator('[data-action="confirm"]').click();
   await eventually(() => !sa.exists('keep/moved/b.txt'), 'deleted on disk right after the save');
+  await eventually(async () => (await row('moved/b.txt').count()) === 0, 'gone from the tree');
+  await sleep(300); // the folder listings reloaded after the delete have arrived
   // A rename refused because the agent changed the file: the error goes once the retry succeeds.
   if (!(await row('moved/new.txt').count())) await row('moved').click();
   await row('moved/new.txt').waitFor();
@@ -1122,6 +1125,135 @@ test('revisions: rename, move and delete right after a save succeed; a stale err
   await dialog('rename-dialog').locator('[data-action="confirm"]').click();
   await row('moved/renamed.txt').waitFor();
   await eventually(async () => (await $('[data-testid="notice"][role="alert"]').count()) === 0, 'the stale error is gone after the retry succeeded');
+});
+
+// ---- #14: the portal as a place to work --------------------------------------
+
+const pathNow = () => new URL(page.url()).pathname;
+
+test('deep links: the URL names agent, tab, project and file; reload, Back and Forward restore them', async () => {
+  await onAgentA();
+  sa.write('skills/deep/SKILL.md', '---\nname: deep\n---\n\nDeep link.\n', 'global');
+  await page.goto(gw.url + '/agents/codex-a/projects/bytes/files/crlf.txt');
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'crlf.txt', 'deep link opens the file');
+  expect((await $('.sidebar-section.files h2').textContent()).includes('bytes'), 'project from the URL selected');
+  await openFile('mixed.txt');
+  await eventually(() => pathNow() === '/agents/codex-a/projects/bytes/files/mixed.txt', `URL names the open file (${pathNow()})`);
+  await page.reload();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'mixed.txt', 'reload restores the open file');
+  await page.goBack();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'crlf.txt', 'Back goes to the previous file');
+  await page.goForward();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'mixed.txt', 'Forward comes back');
+  await selectAgent('codex-b');
+  await projectRow('beta-only').waitFor();
+  await eventually(() => pathNow() === '/agents/codex-b', `URL names the agent (${pathNow()})`);
+  await page.goBack();
+  await eventually(async () => (await $('[data-testid="agent-select"]').inputValue()) === 'codex-a', 'Back restores the agent');
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'mixed.txt', 'and its open file');
+  // Global, nested, and through the sign-in page.
+  await context.clearCookies();
+  await page.goto(gw.url + '/agents/codex-a/global/files/skills/deep/SKILL.md');
+  await $('[data-testid="login-form"] input[name="token"]').fill(gw.adminToken);
+  await $('[data-testid="login-form"] button[type="submit"]').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'skills/deep/SKILL.md', 'deep link kept through sign-in');
+  expect((await $('[data-testid="tab-global"]').getAttribute('aria-selected')) === 'true', 'Global tab from the URL');
+  await row('skills/deep/SKILL.md').waitFor();
+  await $('[data-testid="tab-projects"]').click();
+  await eventually(() => pathNow().startsWith('/agents/codex-a'), 'tab in the URL');
+});
+
+test('Global: "New skill" makes skills/<name>/SKILL.md from a template; its YAML front matter is highlighted as YAML', async () => {
+  await onAgentA();
+  await $('[data-testid="tab-global"]').click();
+  await $('[data-testid="new-skill"]').click();
+  const d = dialog('new-skill-dialog');
+  await d.locator('input').fill('lint');
+  await d.locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'skills/lint/SKILL.md', 'SKILL.md opened');
+  expect(sa.exists('skills/lint/SKILL.md', 'global'), 'on disk');
+  const text = sa.read('skills/lint/SKILL.md', 'global');
+  expect(text.startsWith('---\nname: lint\ndescription: ') && text.includes('\n---\n'), `template front matter (${JSON.stringify(text)})`);
+  await row('skills/lint/SKILL.md').waitFor();
+  await $('[data-testid="clean"]').waitFor();
+  // The front matter is parsed as YAML: "name" is a property name there, so it is highlighted unlike the Markdown body.
+  await eventually(async () => (await $('.cm-editor').getAttribute('data-language')) === 'markdown', 'markdown language');
+  const cls = await eventually(
+    () =>
+      page.evaluate(() => {
+        const line = [...document.querySelectorAll('.cm-content .cm-line')].find((l) => l.textContent.startsWith('name:'));
+        const span = line?.querySelector('span');
+        // As YAML the key is a token of its own; as Markdown the whole line would be one (setext heading) span.
+        return span && span.textContent === 'name' && span.className ? span.className : null;
+      }),
+    'the front matter key is highlighted',
+  );
+  expect(!!cls, `front matter token class ${cls}`);
+  await $('[data-testid="tab-projects"]').click();
+});
+
+test('dark mode follows prefers-color-scheme, the editor included; at 768 px the editor and Save are on screen', async () => {
+  await onAgentA();
+  await openProject('bytes');
+  await openFile('crlf.txt');
+  const colors = () =>
+    page.evaluate(() => ({
+      body: getComputedStyle(document.documentElement).backgroundColor,
+      editor: getComputedStyle(document.querySelector('.cm-editor')).backgroundColor,
+      theme: document.querySelector('.cm-editor').dataset.theme,
+    }));
+  const lum = (rgb) => {
+    const [r, g, b] = rgb.match(/\d+/g).map(Number);
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  await page.emulateMedia({ colorScheme: 'dark' });
+  try {
+    const dark = await eventually(async () => {
+      const c = await colors();
+      return c.theme === 'dark' && c;
+    }, 'editor switched to its dark theme');
+    expect(lum(dark.body) < 60 && lum(dark.editor) < 60, `dark page and editor (${JSON.stringify(dark)})`);
+    await shot('dark.png');
+  } finally {
+    await page.emulateMedia({ colorScheme: 'light' });
+  }
+  const light = await eventually(async () => {
+    const c = await colors();
+    return c.theme === 'light' && c;
+  }, 'back to light');
+  expect(lum(light.body) > 200, `light page (${JSON.stringify(light)})`);
+  for (const [w, h] of [
+    [768, 1024],
+    [1024, 768],
+    [1366, 768],
+  ]) {
+    await page.setViewportSize({ width: w, height: h });
+    await sleep(200);
+    const box = await page.evaluate(() => {
+      const r = (sel) => document.querySelector(sel)?.getBoundingClientRect();
+      return { save: r('[data-testid="save"]'), editor: r('.cm-editor'), vw: innerWidth, vh: innerHeight, sy: scrollY };
+    });
+    expect(box.save && box.save.bottom <= box.vh && box.save.right <= box.vw, `${w}x${h}: Save visible without scrolling (${JSON.stringify(box)})`);
+    expect(box.editor && box.editor.top < box.vh && box.editor.height >= 150, `${w}x${h}: editor visible (${JSON.stringify(box.editor)})`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+test('assets: served precompressed with Content-Encoding and Vary; hashed assets immutable, index.html no-cache', async () => {
+  const index = await fetch(gw.url + '/', { headers: { 'Accept-Encoding': 'gzip' } });
+  const html = await index.text();
+  expect(index.headers.get('cache-control') === 'no-cache', `index Cache-Control ${index.headers.get('cache-control')}`);
+  const js = /\/assets\/index-[^"]+\.js/.exec(html)?.[0];
+  expect(js, 'index.html names its script');
+  // Node's fetch decodes gzip itself and drops nothing else: check the headers and the decoded bytes.
+  const enc = await fetch(gw.url + js, { headers: { 'Accept-Encoding': 'gzip' } });
+  const plain = await fetch(gw.url + js, { headers: { 'Accept-Encoding': 'identity' } });
+  expect(enc.headers.get('content-encoding') === 'gzip', `Content-Encoding ${enc.headers.get('content-encoding')}`);
+  expect(enc.headers.get('vary') === 'Accept-Encoding' && plain.headers.get('vary') === 'Accept-Encoding', 'Vary: Accept-Encoding');
+  expect(plain.headers.get('content-encoding') === null, 'identity gets the plain file');
+  expect(enc.headers.get('cache-control') === 'public, max-age=31536000, immutable', `asset Cache-Control ${enc.headers.get('cache-control')}`);
+  expect((await enc.text()) === (await plain.text()), 'same script either way');
+  expect(/javascript/.test(enc.headers.get('content-type')), `Content-Type ${enc.headers.get('content-type')}`);
 });
 
 test('layout: readable on a narrow window', async () => {

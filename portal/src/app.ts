@@ -20,6 +20,7 @@ import { LazyEditor } from './ui/lazyEditor';
 import { confirmDialog, conflictDialog, copyText, promptDialog, signInDialog } from './ui/dialogs';
 import { browserStorage, Drafts } from './state/drafts';
 import { restoreLineEndings } from './state/lineEndings';
+import { formatRoute, parseRoute, type Route } from './state/route';
 import { closeMenu, openMenu, type MenuItem } from './ui/menu';
 
 type Tab = 'projects' | 'global';
@@ -57,6 +58,11 @@ const FOLDER_ICON = svg`<svg class="icon folder" viewBox="0 0 16 16" aria-hidden
 const FILE_ICON = svg`<svg class="icon file" viewBox="0 0 16 16" aria-hidden="true"><path d="M3.5 1.5h6l3 3v10h-9z M9.5 1.5v3h3" /></svg>`;
 
 const GLOBAL: WorkspaceRef = { scope: 'GLOBAL' };
+
+/** SKILL.md of a new skill: the front matter Codex reads, and a place for the instructions. */
+export function skillTemplate(name: string): string {
+  return `---\nname: ${name}\ndescription: What this skill does and when the agent should use it.\n---\n\n# ${name}\n\nThe steps the agent follows when this skill applies.\n`;
+}
 const project = (name: string): WorkspaceRef => ({ scope: 'PROJECT', project_name: name });
 
 function freshAgentState(): AgentState {
@@ -93,6 +99,8 @@ export class App {
   #editorBase = '';
   /** An open sign-in-again dialog, shared by every request that found the session gone. */
   #reauth: Promise<boolean> | null = null;
+  /** >0 while the page is being brought to a URL's place: the URL is replaced, not pushed. */
+  #routing = 0;
 
   constructor(root: HTMLElement) {
     this.#root = root;
@@ -102,6 +110,7 @@ export class App {
       () => void this.save(),
     );
     window.addEventListener('pagehide', () => this.#flushDraft());
+    window.addEventListener('popstate', () => void this.#onPopState());
     window.addEventListener('beforeunload', (e) => {
       this.#flushDraft();
       if (ed.isDirty(this.#scope?.state.file)) {
@@ -274,9 +283,19 @@ export class App {
       const r = await this.#api.listAgents();
       this.#agents = r.agents ?? [];
       void this.#editor.preload().catch(() => {}); // an admin: fetch CodeMirror while the projects load
-      const first = initialAgent(this.#agents);
-      if (first?.agent_id) this.#selectAgent(first.agent_id);
-      else this.update();
+      // The URL's agent when it is one of them (a deep link, a reload), else the default.
+      const wanted = parseRoute(location.pathname);
+      const first = this.#agents.find((a) => a.agent_id === wanted.agent) ?? initialAgent(this.#agents);
+      if (first?.agent_id) {
+        this.#routing++;
+        try {
+          this.#selectAgent(first.agent_id);
+          if (first.agent_id === wanted.agent) await this.#applyRoute(wanted);
+          this.#syncUrl(true);
+        } finally {
+          this.#routing--;
+        }
+      } else this.update();
     } catch (err) {
       if (isUnauthenticated(err)) return this.#fail(err);
       if (asApiError(err).status === 403) {
@@ -313,6 +332,94 @@ export class App {
       return;
     }
     this.#selectAgent(next);
+  }
+
+  // ---- deep links --------------------------------------------------------
+
+  /** Where the page is: what the URL says (see state/route.ts). */
+  #currentRoute(): Route | null {
+    const scope = this.#scope;
+    if (this.#screen.kind !== 'app' || !scope) return null;
+    const st = scope.state;
+    const path = st.file?.path ?? st.fileLoading ?? st.fileError?.path ?? '';
+    if (st.tab === 'global') return { agent: scope.agentId, tab: 'global', project: '', path };
+    return { agent: scope.agentId, tab: 'projects', project: st.selectedProject ?? '', path: st.selectedProject ? path : '' };
+  }
+
+  /** Puts the current place in the address bar: a new history entry, or (while routing) the same one. */
+  #syncUrl(replace = this.#routing > 0): void {
+    const r = this.#currentRoute();
+    if (!r) return;
+    const url = formatRoute(r);
+    if (url === location.pathname) return;
+    if (replace) history.replaceState(null, '', url);
+    else history.pushState(null, '', url);
+  }
+
+  /** Back and Forward: go to the URL's place (asking first when unsaved text would be lost). */
+  async #onPopState(): Promise<void> {
+    const scope = this.#scope;
+    if (this.#screen.kind !== 'app' || !scope) return;
+    const r = parseRoute(location.pathname);
+    const cur = this.#currentRoute();
+    if (cur && formatRoute(cur) === formatRoute(r)) return;
+    const st = scope.state;
+    if (ed.isDirty(st.file)) {
+      if (!(await this.#confirmDiscard('Going to another page'))) {
+        if (cur) history.pushState(null, '', formatRoute(cur)); // stay, and keep the entry that was left
+        return;
+      }
+      this.#closeFile(st);
+    }
+    this.#routing++;
+    try {
+      if (r.agent && r.agent !== scope.agentId && this.#agents.some((a) => a.agent_id === r.agent)) this.#selectAgent(r.agent);
+      await this.#applyRoute(r);
+      this.#syncUrl(true);
+    } finally {
+      this.#routing--;
+    }
+  }
+
+  /** Brings the selected agent's view to r's tab, project and file. */
+  async #applyRoute(r: Route): Promise<void> {
+    const scope = this.#scope;
+    if (!scope || !this.#agent?.project_management_enabled) return;
+    const st = scope.state;
+    if (r.tab === 'global') {
+      if (st.tab !== 'global') await this.#selectTab('global');
+    } else {
+      if (st.tab !== 'projects') await this.#selectTab('projects');
+      if (r.project && st.selectedProject !== r.project) await this.#selectProject(r.project);
+      if (!r.project && st.selectedProject) {
+        st.selectedProject = null;
+        this.#closeFile(st);
+      }
+    }
+    if (!scope.alive) return;
+    const ws = r.tab === 'global' ? GLOBAL : r.project ? project(r.project) : null;
+    if (ws && r.path) {
+      if (!(st.file && st.file.path === r.path && st.file.workspaceKey === workspaceKey(ws))) await this.#openPath(scope, ws, r.path);
+    } else if (st.file || st.fileError || st.fileLoading) {
+      this.#closeFile(st);
+    }
+    this.update();
+  }
+
+  /** Opens a file by path: the folders above it are listed and expanded first, so the tree shows it. */
+  async #openPath(scope: AgentScope<AgentState>, ws: WorkspaceRef, path: string): Promise<void> {
+    const tree = scope.state.trees.get(workspaceKey(ws));
+    if (!tree) return;
+    let dir = '';
+    for (const part of path.split('/').slice(0, -1)) {
+      dir = joinPath(dir, part);
+      const d = dirState(tree, dir);
+      d.expanded = true;
+      if (!d.listing.loaded && !d.loading) await this.#reloadDir(scope, tree, dir);
+      if (!scope.alive) return;
+    }
+    tree.focusKey = 'e:' + path;
+    await this.#openFile(ws, path, true);
   }
 
   // ---- projects --------------------------------------------------------
@@ -652,6 +759,35 @@ export class App {
     } catch (err) {
       this.#fail(err, `${name} was not created.`);
       if (isConflict(err) || asApiError(err).status === 404) await this.#reloadDir(scope, tree, parent);
+    }
+  }
+
+  /** Global's "New skill": a folder in skills/ holding a SKILL.md from a small template, opened for editing. */
+  async #newSkill(scope: AgentScope<AgentState>, tree: TreeState): Promise<void> {
+    const name = await promptDialog({
+      title: 'New skill',
+      label: 'Skill name (the folder in skills/)',
+      help: 'Creates skills/<name>/SKILL.md from a short template for you to fill in.',
+      confirmLabel: 'Create skill',
+      validate: entryNameProblem,
+      testid: 'new-skill-dialog',
+    });
+    if (name === null || !scope.alive) return;
+    const dir = joinPath('skills', name);
+    try {
+      await scope.guard(this.#api.createEntry(scope.agentId, GLOBAL, 'skills', name, 'ENTRY_TYPE_DIRECTORY'));
+      const file = await scope.guard(this.#api.createEntry(scope.agentId, GLOBAL, dir, 'SKILL.md', 'ENTRY_TYPE_FILE'));
+      await scope.guard(this.#api.updateFile(scope.agentId, GLOBAL, file.path ?? joinPath(dir, 'SKILL.md'), skillTemplate(name), file.revision ?? ''));
+      this.#succeeded();
+      dirState(tree, 'skills').expanded = true;
+      dirState(tree, dir).expanded = true;
+      await this.#afterMutation(scope, tree, ['skills', dir]);
+      for (const d of ['skills', dir]) if (!tree.dirs.get(d)?.listing.loaded) await this.#reloadDir(scope, tree, d);
+      this.notify('info', `Skill ${name} was created.`);
+      await this.#openFile(GLOBAL, joinPath(dir, 'SKILL.md'));
+    } catch (err) {
+      this.#fail(err, `Skill ${name} was not created.`);
+      await this.#afterMutation(scope, tree, ['skills']);
     }
   }
 
@@ -1059,6 +1195,7 @@ export class App {
     queueMicrotask(() => {
       this.#scheduled = false;
       render(this.#view(), this.#root);
+      this.#syncUrl();
       if (this.#focusAfterRender) {
         const el = this.#root.querySelector<HTMLElement>(`[data-key="${CSS.escape(this.#focusAfterRender)}"]`);
         this.#focusAfterRender = null;
@@ -1337,6 +1474,9 @@ export class App {
                 Create AGENTS.md
               </button>`
             : nothing}
+          <button class="btn btn-small" data-testid="new-skill" title="A folder in skills/ with a SKILL.md" @click=${() => void this.#newSkill(scope, tree)}>
+            New skill
+          </button>
           <button class="btn btn-small" data-testid="refresh-files" title="Reload the listed folders and the open file" @click=${() => void this.#refreshTree(scope, tree)}>
             Refresh
           </button>
