@@ -1256,6 +1256,29 @@ test('assets: served precompressed with Content-Encoding and Vary; hashed assets
   expect(/javascript/.test(enc.headers.get('content-type')), `Content-Type ${enc.headers.get('content-type')}`);
 });
 
+test('OpenAPI: served without credentials, and a client generator reads it from the URL (npx openapi-typescript URL)', async () => {
+  const url = gw.url + '/api/v1/agent-gateway/openapi.json';
+  const r = await fetch(url); // no cookie, no token
+  expect(r.status === 200, `GET openapi.json without credentials: ${r.status}`);
+  const doc = await r.json();
+  expect(doc.openapi || doc.swagger, 'an OpenAPI document');
+  const post = await fetch(url, { method: 'POST' });
+  expect(post.status === 401 || post.status === 405 || post.status === 404, `only reading is public (POST: ${post.status})`);
+  const agents = await fetch(gw.url + '/api/v1/agent-gateway/agents');
+  expect(agents.status === 401, `the API itself still needs credentials (${agents.status})`);
+  const bin = path.join(REPO, 'contracts/node_modules/.bin/openapi-typescript');
+  expect(fs.existsSync(bin), `${path.relative(REPO, bin)} missing: run npm ci in contracts/ (make setup)`);
+  const out = path.join(base, 'client.d.ts');
+  const { execFileSync } = await import('node:child_process');
+  try {
+    execFileSync(bin, [url, '-o', out], { stdio: 'pipe', timeout: 60_000 });
+  } catch (err) {
+    throw new Check(`openapi-typescript ${url} failed: ${String(err.stderr ?? err.message).slice(0, 400)}`);
+  }
+  const ts = fs.readFileSync(out, 'utf8');
+  expect(ts.includes('"/api/v1/agent-gateway/agents"'), 'generated client has the agents path');
+});
+
 test('layout: readable on a narrow window', async () => {
   await ensureSignedIn();
   await selectAgent('codex-a');
