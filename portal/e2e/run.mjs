@@ -1279,6 +1279,67 @@ test('OpenAPI: served without credentials, and a client generator reads it from 
   expect(ts.includes('"/api/v1/agent-gateway/agents"'), 'generated client has the agents path');
 });
 
+test('make run: refuses a taken port at once; every port and the state dir settable beside another stack; WEBDAV_WRITABLE=1; Ctrl-C says "stopped"', async () => {
+  const { spawn, spawnSync } = await import('node:child_process');
+  const net = await import('node:net');
+  const freePort = () =>
+    new Promise((resolve) => {
+      const srv = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = srv.address();
+        srv.close(() => resolve(port));
+      });
+    });
+  const names = ['GATEWAY_PORT', 'CODEX_A_RPC_PORT', 'CODEX_A_DAV_PORT', 'CODEX_A_METRICS_PORT', 'CODEX_B_RPC_PORT', 'CODEX_B_DAV_PORT', 'CODEX_B_METRICS_PORT'];
+  const ports = {};
+  for (const n of names) ports[n] = String(await freePort());
+  const stateDir = path.join(base, 'run-sh-state');
+  const env = { PATH: process.env.PATH, HOME: base, STATE_DIR: stateDir, ...ports };
+  const script = path.join(REPO, 'deploy/local/run.sh');
+  // A taken port: refused at once, naming the variable, nothing started or written.
+  const taken = net.createServer();
+  await new Promise((r) => taken.listen(Number(ports.CODEX_B_DAV_PORT), '127.0.0.1', r));
+  try {
+    const t0 = Date.now();
+    const r = spawnSync(script, ['--check-ports'], { env, encoding: 'utf8', timeout: 10_000 });
+    expect(r.status === 1 && r.stderr.includes(`127.0.0.1:${ports.CODEX_B_DAV_PORT}`) && r.stderr.includes('CODEX_B_DAV_PORT'), `--check-ports refuses (${r.status}: ${r.stderr})`);
+    const full = spawnSync(script, [], { env, encoding: 'utf8', timeout: 10_000 });
+    expect(full.status === 1 && full.stderr.includes('in use'), `run.sh refuses (${full.status}: ${full.stderr})`);
+    expect(Date.now() - t0 < 5000, 'at once');
+    expect(!fs.existsSync(stateDir), 'nothing written before the check');
+  } finally {
+    await new Promise((r) => taken.close(r));
+  }
+  // A whole second stack (the e2e stack is the first) on the chosen ports, writable WebDAV.
+  const child = spawn(script, [], { env: { ...env, WEBDAV_WRITABLE: '1' }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise((r) => child.once('exit', (code, sig) => r({ code, sig })));
+  try {
+    await eventually(() => out.includes('is running'), `stack started (${out.slice(-500)})`, 60_000);
+    const url = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
+    const token = /Admin token\s+(\S+)/.exec(out)?.[1];
+    expect(token, 'token printed');
+    expect(out.includes(`curl -H "Authorization: Bearer ${token}" ${url}/api/v1/agent-gateway/agents`), `quotes kept in the printed commands (${out})`);
+    expect(out.includes('writable view'), 'says the WebDAV view is writable');
+    const opt = await fetch(url + '/dav/codex-a/projects/', { method: 'OPTIONS', headers: { Authorization: `Bearer ${token}` } });
+    expect((opt.headers.get('allow') ?? '').includes('PUT'), `writable WebDAV view (Allow: ${opt.headers.get('allow')})`);
+    const agents = await fetch(url + '/api/v1/agent-gateway/agents', { headers: { Authorization: `Bearer ${token}` } });
+    expect(agents.status === 200, `REST answers on the chosen port (${agents.status})`);
+  } finally {
+    // Ctrl-C: the terminal sends SIGINT to the foreground process group.
+    process.kill(-child.pid, 'SIGINT');
+    const end = await Promise.race([exited, sleep(20_000).then(() => null)]);
+    if (!end) process.kill(-child.pid, 'SIGKILL');
+    expect(end && end.code === 0, `exit status 0 after Ctrl-C (${JSON.stringify(end)})`);
+    expect(out.trimEnd().endsWith('run: stopped') && !out.includes('a process exited'), `ends with "stopped" (${out.slice(-300)})`);
+  }
+  for (const p of [ports.GATEWAY_PORT, ports.CODEX_A_RPC_PORT]) {
+    const r = spawnSync('bash', ['-c', `! (exec 3<>/dev/tcp/127.0.0.1/${p}) 2>/dev/null`]);
+    expect(r.status === 0, `port ${p} free again after Ctrl-C`);
+  }
+});
+
 test('layout: readable on a narrow window', async () => {
   await ensureSignedIn();
   await selectAgent('codex-a');
