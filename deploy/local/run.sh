@@ -180,6 +180,8 @@ cat <<TXT
   Admin token  $token
                (valid for this run only; only its SHA-256 is in .local/config/gateway.yaml)
 
+  For the README's REST walk-through:
+               export T=$token G=$url/api/v1/agent-gateway
   REST         curl -H "Authorization: Bearer $token" $url/api/v1/agent-gateway/agents
                curl -H "Authorization: Bearer $token" "$url/api/v1/agent-gateway/agents/codex-a/projects/entries?workspace.scope=PROJECT&workspace.project_name=sample"
   WebDAV ($view view)

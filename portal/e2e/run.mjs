@@ -1322,6 +1322,7 @@ test('make run: refuses a taken port at once; every port and the state dir setta
     expect(token, 'token printed');
     expect(out.includes(`curl -H "Authorization: Bearer ${token}" ${url}/api/v1/agent-gateway/agents`), `quotes kept in the printed commands (${out})`);
     expect(out.includes('writable view'), 'says the WebDAV view is writable');
+    expect(out.includes(`export T=${token} G=${url}/api/v1/agent-gateway`), 'prints the export line the README REST walk-through starts from');
     const opt = await fetch(url + '/dav/codex-a/projects/', { method: 'OPTIONS', headers: { Authorization: `Bearer ${token}` } });
     expect((opt.headers.get('allow') ?? '').includes('PUT'), `writable WebDAV view (Allow: ${opt.headers.get('allow')})`);
     const agents = await fetch(url + '/api/v1/agent-gateway/agents', { headers: { Authorization: `Bearer ${token}` } });
@@ -1338,6 +1339,24 @@ test('make run: refuses a taken port at once; every port and the state dir setta
     const r = spawnSync('bash', ['-c', `! (exec 3<>/dev/tcp/127.0.0.1/${p}) 2>/dev/null`]);
     expect(r.status === 0, `port ${p} free again after Ctrl-C`);
   }
+});
+
+test('REST: the README walk-through works pasted as written (create project, create file, read, update, stale update refused)', async () => {
+  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
+  const rest = readme.slice(readme.indexOf('### REST'));
+  const block = /```sh\n([\s\S]*?)```/.exec(rest)?.[1];
+  expect(block && block.includes('expected_revision'), 'README has the REST block');
+  const { spawnSync } = await import('node:child_process');
+  // What `make run` prints for it: export T=<token> G=<url>/api/v1/agent-gateway
+  const env = { PATH: process.env.PATH, HOME: base, T: gw.adminToken, G: `${gw.url}/api/v1/agent-gateway` };
+  const r = spawnSync('bash', ['-c', block], { env, encoding: 'utf8', timeout: 60_000 });
+  const out = r.stdout + r.stderr;
+  expect(r.status === 0, `the block ran (${r.status}): ${out.slice(-600)}`);
+  expect(sa.read('demo/notes.md') === 'hello\n', `the update with the read revision is on disk (${JSON.stringify(sa.exists('demo/notes.md') && sa.read('demo/notes.md'))})`);
+  expect(/REVISION_MISMATCH/.test(out) && /HTTP 409\s*$/.test(out), `the stale update is refused with 409 REVISION_MISMATCH: ${out.slice(-400)}`);
+  expect(!out.includes('"code":16') && !/\b401\b/.test(out.split('\n').slice(-2).join('\n')), 'authenticated throughout');
+  // Leave no "demo" behind for later tests.
+  await fetch(`${gw.url}/api/v1/agent-gateway/agents/codex-a/projects/demo?confirm_name=demo`, { method: 'DELETE', headers: { Authorization: `Bearer ${gw.adminToken}` } });
 });
 
 test('layout: readable on a narrow window', async () => {
