@@ -1,18 +1,18 @@
-// The Agents page: session gate, agent selector, Projects/Global tabs, the
-// lazily expanded tree and the editor. State lives in plain objects; the pure
-// rules (paging, dirty tracking, conflicts, names, agent scoping) are in
-// state/ and unit tested; this file wires them to the DOM with lit-html.
-import { html, nothing, render, svg, type TemplateResult } from 'lit-html';
+// The Agents page's controller: session gate, agent selector, Projects/Global
+// tabs, tree actions, the editor's save/conflict/draft flow and deep links.
+// The one state is in state/appState.ts (pure rules beside it in state/, unit
+// tested); the screens and panes are rendered by src/views/ (login, notice,
+// tree, editor, unavailable) and the dialogs by src/ui/dialogs.ts.
+import { html, nothing, render, type TemplateResult } from 'lit-html';
 import { repeat } from 'lit-html/directives/repeat.js';
 import { createApi, type Api } from './api/client';
 import { ApiError, asApiError, describeError, describeGatewayError, isConflict, isUnauthenticated, isUnavailable } from './api/errors';
 import { currentSession, login, logout, type SessionInfo } from './api/session';
 import type { Agent, Entry, EntryType, Project, WorkspaceRef } from './api/types';
 import * as ed from './state/editorState';
-import { formatSize, formatTime, reasonText } from './state/format';
-import { LANGUAGE_LABEL, languageForPath } from './state/language';
+import { languageForPath } from './state/language';
 import { baseName, entryNameProblem, isWithin, joinPath, normaliseFolderPath, parentOf, projectNameProblem } from './state/names';
-import { emptyListing, hasMore, loadFirst, loadMore, type Listing, type Page } from './state/paging';
+import { hasMore, loadFirst, loadMore, type Page } from './state/paging';
 import { isStale, ScopeManager, type AgentScope } from './state/scope';
 import { dirState, isDir, knownDirectories, listingsToReload, newTree, patchEntry, visibleRows, workspaceKey, type Row, type TreeState } from './state/tree';
 import { initialAgent } from './state/agents';
@@ -22,64 +22,17 @@ import { browserStorage, Drafts } from './state/drafts';
 import { restoreLineEndings } from './state/lineEndings';
 import { formatRoute, parseRoute, type Route } from './state/route';
 import { closeMenu, openMenu, type MenuItem } from './ui/menu';
-
-type Tab = 'projects' | 'global';
-
-/** Everything loaded for one agent selection; never shared with another. */
-interface AgentState {
-  tab: Tab;
-  projects: Listing<Project>;
-  projectsLoading: boolean;
-  projectsError: ApiError | null;
-  selectedProject: string | null;
-  trees: Map<string, TreeState>;
-  file: ed.OpenFile | null;
-  fileLoading: string | null;
-  fileError: { path: string; ws: WorkspaceRef; error: ApiError } | null;
-  /** Serial of the latest file open request: older responses are dropped. */
-  fileRequest: number;
-}
-
-type Screen =
-  | { kind: 'loading' }
-  | { kind: 'login'; message: string; busy: boolean }
-  | { kind: 'no-access'; operator: string }
-  | { kind: 'error'; message: string }
-  | { kind: 'app' };
-
-interface Notice {
-  kind: 'error' | 'info';
-  text: string;
-  id: number;
-  action?: { label: string; testid: string; run: () => void };
-}
-
-const FOLDER_ICON = svg`<svg class="icon folder" viewBox="0 0 16 16" aria-hidden="true"><path d="M1.5 3.5h4.2l1.5 1.5h7.3v8.5h-13z" /></svg>`;
-const FILE_ICON = svg`<svg class="icon file" viewBox="0 0 16 16" aria-hidden="true"><path d="M3.5 1.5h6l3 3v10h-9z M9.5 1.5v3h3" /></svg>`;
-
-const GLOBAL: WorkspaceRef = { scope: 'GLOBAL' };
+import { freshAgentState, GLOBAL, project, type AgentState, type Notice, type Screen, type Tab } from './state/appState';
+import { loadingView, loginView, noAccessView, startErrorView } from './views/login';
+import { noticeView } from './views/notice';
+import { unavailableView } from './views/unavailable';
+import { editorView } from './views/editor';
+import { treeView } from './views/tree';
 
 /** SKILL.md of a new skill: the front matter Codex reads, and a place for the instructions. */
 export function skillTemplate(name: string): string {
   return `---\nname: ${name}\ndescription: What this skill does and when the agent should use it.\n---\n\n# ${name}\n\nThe steps the agent follows when this skill applies.\n`;
 }
-const project = (name: string): WorkspaceRef => ({ scope: 'PROJECT', project_name: name });
-
-function freshAgentState(): AgentState {
-  return {
-    tab: 'projects',
-    projects: emptyListing(),
-    projectsLoading: false,
-    projectsError: null,
-    selectedProject: null,
-    trees: new Map(),
-    file: null,
-    fileLoading: null,
-    fileError: null,
-    fileRequest: 0,
-  };
-}
-
 export class App {
   readonly #root: HTMLElement;
   #screen: Screen = { kind: 'loading' };
@@ -1189,6 +1142,15 @@ export class App {
 
   // ---- rendering -------------------------------------------------------
 
+  #tree(scope: AgentScope<AgentState>, tree: TreeState, label: string): TemplateResult {
+    return treeView(scope.state, tree, label, {
+      key: (e) => this.#onTreeKey(e, tree),
+      activate: (row) => this.#activateRow(tree, row),
+      menu: (entry, anchor, at) => this.#openEntryMenu(tree, entry, anchor, at),
+      retry: (dir) => void this.#reloadDir(scope, tree, dir),
+    });
+  }
+
   update(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
@@ -1208,48 +1170,16 @@ export class App {
     const s = this.#screen;
     switch (s.kind) {
       case 'loading':
-        return html`<div class="center-page"><p>Loading…</p></div>`;
+        return loadingView();
       case 'error':
-        return html`<div class="center-page" data-testid="start-error">
-          <h1>Agent Workspace Files</h1>
-          <p role="alert">${s.message}</p>
-          <button class="btn btn-primary" @click=${() => void this.start()}>Retry</button>
-        </div>`;
+        return startErrorView(s.message, () => void this.start());
       case 'login':
-        return this.#loginView(s);
+        return loginView(s, (token) => void this.#login(token));
       case 'no-access':
-        return html`<div class="center-page" data-testid="no-access">
-          <h1>No access</h1>
-          <p>
-            ${s.operator ? html`You are signed in as <strong>${s.operator}</strong>, but the` : 'The'}
-            ${'Agents page is only for workspace admins.'}
-          </p>
-          <p>Ask an administrator to give your account the admin role, or sign in with an admin token.</p>
-          <button class="btn" @click=${() => void this.#logout()}>Sign out</button>
-        </div>`;
+        return noAccessView(s.operator, () => void this.#logout());
       case 'app':
         return this.#appView();
     }
-  }
-
-  #loginView(s: { message: string; busy: boolean }): TemplateResult {
-    return html`<div class="center-page">
-      <form
-        class="login"
-        data-testid="login-form"
-        @submit=${(e: Event) => {
-          e.preventDefault();
-          const input = (e.target as HTMLFormElement).elements.namedItem('token') as HTMLInputElement;
-          if (input.value.trim()) void this.#login(input.value.trim());
-        }}
-      >
-        <h1>Agent Workspace Files</h1>
-        <p>Sign in with your admin access token.</p>
-        <label class="field">Access token <input name="token" type="password" autocomplete="off" required ?disabled=${s.busy} /></label>
-        <p class="field-problem" role="alert">${s.message}</p>
-        <button class="btn btn-primary" type="submit" ?disabled=${s.busy}>${s.busy ? 'Signing in…' : 'Sign in'}</button>
-      </form>
-    </div>`;
   }
 
   #appView(): TemplateResult {
@@ -1281,7 +1211,10 @@ export class App {
           ? html`<button class="btn btn-small" data-testid="logout" @click=${() => void this.#logout()}>Sign out</button>`
           : nothing /* signed in by the trusted proxy: nothing to sign out of here */}
       </header>
-      ${this.#noticeView()}
+      ${noticeView(this.#notice, () => {
+        this.#notice = null;
+        this.update();
+      })}
       ${this.#agentsError
         ? html`<div class="panel-message" role="alert" data-testid="agents-error">
             <p>The agent list could not be loaded. ${describeGatewayError(this.#agentsError)}</p>
@@ -1295,29 +1228,6 @@ export class App {
               </div>`
             : this.#workspaceView(scope, st)}
     `;
-  }
-
-  #noticeView(): TemplateResult | typeof nothing {
-    const n = this.#notice;
-    if (!n) return html`<div class="notice-slot" aria-live="polite"></div>`;
-    return html`<div class="notice-slot" aria-live="polite">
-      <div class="notice ${n.kind}" role=${n.kind === 'error' ? 'alert' : 'status'} data-testid="notice">
-        <span>${n.text}</span>
-        ${n.action
-          ? html`<button class="btn btn-small" data-testid=${n.action.testid} @click=${n.action.run}>${n.action.label}</button>`
-          : nothing}
-        <button
-          class="btn btn-small btn-ghost"
-          aria-label="Dismiss message"
-          @click=${() => {
-            this.#notice = null;
-            this.update();
-          }}
-        >
-          ✕
-        </button>
-      </div>
-    </div>`;
   }
 
   #workspaceView(scope: AgentScope<AgentState>, st: AgentState): TemplateResult {
@@ -1352,23 +1262,25 @@ export class App {
         <section class="sidebar" aria-label=${st.tab === 'projects' ? 'Projects and files' : 'Global files'}>
           ${st.tab === 'projects' ? this.#projectsSidebar(scope, st) : this.#globalSidebar(scope, st)}
         </section>
-        <section class="editor-pane" aria-label="File">${this.#editorView(st)}</section>
+        <section class="editor-pane" aria-label="File">${editorView(st, {
+          editorDom: this.#editor.dom,
+          retryOpen: (ws, path) => void this.#openFile(ws, path, true),
+          copyMine: async () =>
+            (await this.#copyMine())
+              ? this.notify('info', 'Your version was copied to the clipboard.')
+              : this.notify('error', 'Copying failed: select the text in the editor and copy it by hand.'),
+          reloadServer: () => void this.#reloadServerVersion(),
+          reload: () => void this.#reloadFile(),
+          revert: () => this.#cancelEdits(),
+          save: () => void this.save(),
+        })}</section>
       </main>
     `;
   }
 
-  #unavailableView(onRetry: () => void, what: string): TemplateResult {
-    return html`<div class="unavailable" role="alert" data-testid="unavailable">
-      <h2>Agent unavailable</h2>
-      <p>The file service of agent <strong>${this.#scope?.agentId}</strong> cannot be reached right now, so ${what} cannot be shown.</p>
-      <p>The agent may be restarting. You can still switch to another agent.</p>
-      <button class="btn btn-primary" data-testid="retry" @click=${onRetry}>Retry</button>
-    </div>`;
-  }
-
   #projectsSidebar(scope: AgentScope<AgentState>, st: AgentState): TemplateResult {
     if (st.projectsError && isUnavailable(st.projectsError)) {
-      return this.#unavailableView(() => void this.#loadProjects(scope), 'its projects');
+      return unavailableView(this.#scope?.agentId ?? '', () => void this.#loadProjects(scope), 'its projects');
     }
     const tree = this.#currentTree(st);
     return html`
@@ -1446,7 +1358,7 @@ export class App {
                 </button>
               </span>
             </div>
-            ${this.#treeView(scope, tree, `Files of project ${st.selectedProject}`)}
+            ${this.#tree(scope, tree, `Files of project ${st.selectedProject}`)}
           </div>`
         : html`<p class="muted hint">Select a project to browse its files.</p>`}
     `;
@@ -1458,7 +1370,7 @@ export class App {
     const root = tree.dirs.get('')!;
     const rootError = tree.rootError;
     if (rootError && isUnavailable(rootError)) {
-      return this.#unavailableView(() => void this.#reloadDir(scope, tree, ''), 'its Global files');
+      return unavailableView(this.#scope?.agentId ?? '', () => void this.#reloadDir(scope, tree, ''), 'its Global files');
     }
     const hasAgentsMd = root.listing.items.some((e) => e.path === 'AGENTS.md');
     return html`<div class="sidebar-section files">
@@ -1483,148 +1395,11 @@ export class App {
         </span>
       </div>
       <p class="muted hint">Shared by all of this agent's projects: its skills and the global AGENTS.md instructions.</p>
-      ${this.#treeView(scope, tree, 'Global files')}
+      ${this.#tree(scope, tree, 'Global files')}
       ${root.listing.loaded && !hasAgentsMd
         ? html`<p class="muted hint">There is no AGENTS.md yet. Create it to give the agent global instructions.</p>`
         : nothing}
     </div>`;
   }
 
-  #treeView(scope: AgentScope<AgentState>, tree: TreeState, label: string): TemplateResult {
-    const rows = visibleRows(tree);
-    const focusable = rows.filter((r) => r.kind !== 'status');
-    if (!focusable.some((r) => r.key === tree.focusKey)) tree.focusKey = focusable[0]?.key ?? '';
-    const st = scope.state;
-    const openKey = st.file && st.file.workspaceKey === workspaceKey(tree.workspace) ? 'e:' + st.file.path : '';
-    return html`<ul class="tree" role="tree" aria-label=${label} data-testid="tree" @keydown=${(e: KeyboardEvent) => this.#onTreeKey(e, tree)}>
-      ${repeat(rows, (row) => row.key, (row) => {
-        const indent = `--level:${row.level}`;
-        if (row.kind === 'status') {
-          return html`<li role="none" class="tree-status ${row.error ? 'error' : ''}" style=${indent}>
-            ${row.text}
-            ${row.error
-              ? html`<button class="btn btn-small" @click=${() => void this.#reloadDir(scope, tree, row.dir)}>Retry</button>`
-              : nothing}
-          </li>`;
-        }
-        if (row.kind === 'more') {
-          return html`<li
-            role="treeitem"
-            aria-level=${row.level}
-            class="tree-row more"
-            data-key=${row.key}
-            data-testid="load-more"
-            tabindex=${tree.focusKey === row.key ? 0 : -1}
-            style=${indent}
-            @click=${() => this.#activateRow(tree, row)}
-          >
-            <span class="twisty"></span><span class="label">Load more…</span>
-          </li>`;
-        }
-        const e = row.entry;
-        const dir = isDir(e);
-        const expanded = dir && !!tree.dirs.get(e.path ?? '')?.expanded;
-        return html`<li
-          role="treeitem"
-          aria-level=${row.level}
-          aria-expanded=${dir ? (expanded ? 'true' : 'false') : nothing}
-          aria-selected=${row.key === openKey ? 'true' : 'false'}
-          class="tree-row ${dir ? 'dir' : 'file'} ${row.key === openKey ? 'open' : ''}"
-          data-key=${row.key}
-          data-path=${e.path ?? ''}
-          tabindex=${tree.focusKey === row.key ? 0 : -1}
-          style=${indent}
-          title=${e.path ?? ''}
-          @click=${() => this.#activateRow(tree, row)}
-          @focus=${() => (tree.focusKey = row.key)}
-          @contextmenu=${(ev: MouseEvent) => {
-            ev.preventDefault();
-            tree.focusKey = row.key;
-            this.#openEntryMenu(tree, e, ev.currentTarget as HTMLElement, { x: ev.clientX, y: ev.clientY });
-          }}
-        >
-          <span class="twisty" aria-hidden="true">${dir ? (expanded ? '▾' : '▸') : ''}</span>
-          ${dir ? FOLDER_ICON : FILE_ICON}
-          <span class="label">${e.name}</span>
-          ${!dir && e.editable === false && e.non_editable_reason !== 'NON_EDITABLE_REASON_UNKNOWN'
-            ? html`<span class="tag" title="Not editable">read-only</span>`
-            : nothing}
-        </li>`;
-      })}
-      ${rows.length === 0 ? html`<li role="none" class="tree-status">Empty</li>` : nothing}
-    </ul>`;
-  }
-
-  #editorView(st: AgentState): TemplateResult {
-    if (st.fileLoading && !st.file) return html`<div class="placeholder"><p>Opening ${st.fileLoading}…</p></div>`;
-    if (st.fileError) {
-      const fe = st.fileError;
-      return html`<div class="placeholder" role="alert" data-testid="file-error">
-        <p>${fe.path} could not be opened. ${describeError(fe.error)}</p>
-        <button class="btn btn-primary" @click=${() => void this.#openFile(fe.ws, fe.path, true)}>Retry</button>
-      </div>`;
-    }
-    const f = st.file;
-    if (!f) {
-      return html`<div class="placeholder"><p>Select a file in the tree to view or edit it.</p>
-        <p class="muted">Keyboard: arrow keys move, Enter opens, F2 renames, Delete deletes, Shift+F10 opens the actions menu.</p></div>`;
-    }
-    const dirty = ed.isDirty(f);
-    const lang = languageForPath(f.path);
-    return html`<div class="file-head" data-testid="file-head">
-        <div class="file-path"><code data-testid="file-path">${f.path}</code>
-          ${f.editable
-            ? dirty
-              ? html`<span class="dirty" data-testid="dirty" title="Unsaved changes">● Unsaved changes</span>`
-              : html`<span class="clean" data-testid="clean">Saved</span>`
-            : nothing}
-        </div>
-        <div class="file-meta">
-          <button class="btn btn-small" data-testid="reload-file" title="Load the server's current version of this file" ?disabled=${f.saving} @click=${() => void this.#reloadFile()}>
-            Reload
-          </button>
-          <span>${formatSize(f.entry.size)}</span><span>Modified ${formatTime(f.entry.modified_at)}</span>${f.editable
-            ? html`<span>${LANGUAGE_LABEL[lang]}</span>`
-            : nothing}
-        </div>
-      </div>
-      ${f.conflict
-        ? html`<div class="conflict-banner" role="alert" data-testid="conflict-banner">
-            <strong>The file was changed elsewhere.</strong> Your text below was not saved.
-            <span class="banner-actions">
-              <button
-                class="btn btn-small"
-                @click=${async () =>
-                  (await this.#copyMine())
-                    ? this.notify('info', 'Your version was copied to the clipboard.')
-                    : this.notify('error', 'Copying failed: select the text in the editor and copy it by hand.')}
-              >
-                Copy my version
-              </button>
-              <button class="btn btn-small btn-primary" @click=${() => void this.#reloadServerVersion()}>Reload server version</button>
-            </span>
-          </div>`
-        : nothing}
-      ${f.editable
-        ? html`<div class="editor-box">${this.#editor.dom}</div>
-            <div class="editor-actions">
-              <span class="muted">${navigator.platform.startsWith('Mac') ? '⌘S' : 'Ctrl+S'} saves. Nothing is saved automatically.</span>
-              <button class="btn" data-testid="cancel" title="Back to the saved text (undoable)" ?disabled=${!dirty || f.saving} @click=${() => this.#cancelEdits()}>
-                Revert
-              </button>
-              <button class="btn btn-primary" data-testid="save" ?disabled=${!ed.canSave(f)} @click=${() => void this.save()}>
-                ${f.saving ? 'Saving…' : 'Save'}
-              </button>
-            </div>`
-        : html`<div class="non-editable" data-testid="non-editable">
-            <h2>This file cannot be edited here</h2>
-            <p data-testid="non-editable-reason">${reasonText(f.entry.non_editable_reason)}</p>
-            <dl>
-              <dt>Path</dt><dd><code>${f.path}</code></dd>
-              <dt>Size</dt><dd>${formatSize(f.entry.size)}</dd>
-              <dt>Modified</dt><dd>${formatTime(f.entry.modified_at)}</dd>
-            </dl>
-            <p class="muted">Use the agent's own tools or a WebDAV client to work with it.</p>
-          </div>`}`;
-  }
 }
