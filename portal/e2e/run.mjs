@@ -1262,6 +1262,20 @@ test('OpenAPI: served without credentials, and a client generator reads it from 
   expect(r.status === 200, `GET openapi.json without credentials: ${r.status}`);
   const doc = await r.json();
   expect(doc.openapi || doc.swagger, 'an OpenAPI document');
+  expect(doc.info?.title === 'Agent Workspace Files API' && /^\d+\.\d+\.\d+$/.test(doc.info?.version ?? ''), `a real title and version (${JSON.stringify(doc.info)})`);
+  const schemes = doc.components?.securitySchemes ?? {};
+  expect(schemes.bearer?.scheme === 'bearer' && schemes.basic?.scheme === 'basic' && schemes.session?.in === 'cookie', `bearer, basic and session cookie schemes (${JSON.stringify(schemes)})`);
+  const ops = Object.entries(doc.paths).flatMap(([p, o]) => Object.entries(o).map(([m, op]) => ({ id: `${m} ${p}`, op })));
+  for (const { id, op } of ops) {
+    expect(op.security?.length === 3, `${id}: security on the operation`);
+    expect(op.summary, `${id}: a summary`);
+  }
+  const put = doc.paths['/api/v1/agent-gateway/agents/{agent_id}/projects/files'].put;
+  const body = put.requestBody.content['application/json'].schema;
+  const bodySchema = body.$ref ? doc.components.schemas[body.$ref.split('/').pop()] : body;
+  expect(['workspace', 'path', 'content', 'expected_revision'].every((f) => bodySchema.required?.includes(f)), `UpdateProjectFile body required fields (${bodySchema.required})`);
+  const err = doc.components.schemas.rpcStatus;
+  expect(err?.properties?.details?.items?.$ref === '#/components/schemas/ErrorInfo' && doc.components.schemas.ErrorInfo?.properties?.reason, 'typed error details carrying the reason');
   const post = await fetch(url, { method: 'POST' });
   expect(post.status === 401 || post.status === 405 || post.status === 404, `only reading is public (POST: ${post.status})`);
   const agents = await fetch(gw.url + '/api/v1/agent-gateway/agents');
@@ -1277,6 +1291,7 @@ test('OpenAPI: served without credentials, and a client generator reads it from 
   }
   const ts = fs.readFileSync(out, 'utf8');
   expect(ts.includes('"/api/v1/agent-gateway/agents"'), 'generated client has the agents path');
+  expect(ts.includes('ErrorInfo') && /reason: string/.test(ts), 'generated client types the error reason');
 });
 
 test('make run: refuses a taken port at once; every port and the state dir settable beside another stack; WEBDAV_WRITABLE=1; Ctrl-C says "stopped"', async () => {
