@@ -56,7 +56,9 @@ bench: setup build ## Benchmarks with their baselines, side by side (see docs/BE
 	deploy/scripts/bench.sh
 
 .PHONY: run
-run: setup build ## Start the local stack: two sidecars, the gateway and the portal
+run: ## Start the local stack: two sidecars, the gateway and the portal (ports checked before building)
+	deploy/local/run.sh --check-ports
+	$(MAKE) --no-print-directory setup build
 	deploy/local/run.sh
 
 .PHONY: images

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/webdav"
 )
@@ -35,11 +36,17 @@ import (
 // completed (Close) and the precondition still holds.
 //
 // What it does not do: x/net/webdav ignores If-Match/If-None-Match and does
-// not map davfs reasons to 412/413/507; a thin wrapper handler must place
-// the request's preconditions in the context (WithPrecondition), refuse a
-// MOVE that CheckWebDAVMove refuses before x/net/webdav deletes an
-// "Overwrite: T" destination, and refine statuses (ErrorFromWebDAV). Dead
-// properties (PROPPATCH) are not stored (403 per property). x/net/webdav
+// not map davfs reasons to 412/413/507; a thin wrapper handler (the
+// sidecar's) places each written name's precondition in the context
+// (WithPreconditions: If-Match, If: entity tags, lock pins, Required,
+// Replacing), puts an ErrorLog there to recover the specific reason of
+// every error, refuses unsafe names and cross-workspace MOVE/COPY before
+// x/net/webdav acts (CheckWebDAVMove), and refines statuses. Dead
+// properties are not stored (PROPPATCH answers 403 per property, except the
+// Windows redirector's Win32 properties: 200, dropped). A file with more
+// than one hard link is listed (its FileInfo's Sys() is its Entry, whose
+// Reason says so) but never read; a server that must not offer it filters
+// it from Readdir. x/net/webdav
 // lets http.ServeContent sniff a GET's Content-Type; set it from
 // ContentType first.
 //
@@ -48,19 +55,27 @@ import (
 // change exactly when a child is added, removed or changes revision.
 func (f *FS) WebDAV() webdav.FileSystem { return &davFS{fs: f} }
 
-// Precondition is what a WebDAV request's If-Match / If-None-Match demand of
-// the target when a write commits.
+// Precondition is what a WebDAV request demands of one target when a
+// write commits.
 type Precondition struct {
 	IfMatch     string // revision (unquoted) the target must still have; "" = none
 	IfNoneMatch bool   // If-None-Match: * — the target must not exist
 
 	// Target is the WebDAV name (as the handler passes it to the
 	// FileSystem, prefix stripped) the precondition applies to. Empty means
-	// every call made with this context. Set it for MOVE and COPY: with
-	// "Overwrite: T" x/net/webdav deletes the destination (RemoveAll) and a
-	// COPY opens the destination for writing, and the request's If-Match
-	// describes the source, not those.
+	// every call made with this context. Only WithPrecondition reads it.
 	Target string
+
+	// Required refuses (FailedPrecondition, PRECONDITION_REQUIRED) a write
+	// that would replace or remove an existing resource without IfMatch.
+	// A write that creates is then checked as IfNoneMatch, so it can never
+	// replace what appeared meanwhile.
+	Required bool
+
+	// Replacing marks a RemoveAll that makes room for a COPY or MOVE
+	// destination (Overwrite: T): a file with more than one hard link is
+	// never replaced (PermissionDenied, MULTIPLE_LINKS).
+	Replacing bool
 }
 
 type preconditionKey struct{}
@@ -68,26 +83,69 @@ type preconditionKey struct{}
 // WithPrecondition attaches p to ctx for WebDAV writes (OpenFile/Close,
 // RemoveAll, Rename) to check at commit time, under the mutation lock.
 func WithPrecondition(ctx context.Context, p Precondition) context.Context {
-	return context.WithValue(ctx, preconditionKey{}, p)
+	return WithPreconditions(ctx, func(name string) Precondition {
+		if p.Target != "" && cleanName(p.Target) != name {
+			return Precondition{}
+		}
+		return p
+	})
 }
 
-// PreconditionFrom returns the Precondition in ctx, if any.
-func PreconditionFrom(ctx context.Context) (Precondition, bool) {
-	p, ok := ctx.Value(preconditionKey{}).(Precondition)
-	return p, ok
+// WithPreconditions attaches a function that gives the precondition of
+// each WebDAV name (cleaned: "/a/b") a write touches, asked right before
+// the write starts. A request that writes several names (COPY, MOVE) gets
+// one answer per name.
+func WithPreconditions(ctx context.Context, of func(name string) Precondition) context.Context {
+	return context.WithValue(ctx, preconditionKey{}, of)
 }
 
 // preconditionFor returns the precondition in ctx that applies to the
 // cleaned WebDAV name, or the zero Precondition.
 func preconditionFor(ctx context.Context, name string) Precondition {
-	p, ok := PreconditionFrom(ctx)
+	of, ok := ctx.Value(preconditionKey{}).(func(string) Precondition)
 	if !ok {
 		return Precondition{}
 	}
-	if p.Target != "" && cleanName(p.Target) != name {
-		return Precondition{}
+	return of(name)
+}
+
+// listingKey marks a context in which listings are reused.
+type listingKey struct{}
+
+// listing holds the entries the directory listings of one request
+// returned, by WebDAV name.
+type listing struct {
+	mu sync.Mutex
+	m  map[string]Entry
+}
+
+// WithListingReuse returns ctx in which the entries a directory listing
+// (Readdir) returned answer, for the rest of that request, the Stat and
+// read-only OpenFile of the same names. x/net/webdav answers a PROPFIND
+// Depth 1 by listing the directory and then stat-ing and opening every
+// member: without this each member is looked up three times. Use it for
+// PROPFIND only: an entry may be as old as the listing (content reads stay
+// safe: a file is opened only if it still has the listed revision).
+func WithListingReuse(ctx context.Context) context.Context {
+	return context.WithValue(ctx, listingKey{}, &listing{m: map[string]Entry{}})
+}
+
+func listingFrom(ctx context.Context) *listing {
+	l, _ := ctx.Value(listingKey{}).(*listing)
+	return l
+}
+
+// entry stats a workspace name, from the request's listings when it can.
+func (d *davFS) entry(ctx context.Context, t target) (Entry, error) {
+	if l := listingFrom(ctx); l != nil {
+		l.mu.Lock()
+		e, ok := l.m[t.name]
+		l.mu.Unlock()
+		if ok {
+			return e, nil
+		}
 	}
-	return p
+	return d.fs.Stat(ctx, t.ws, t.path)
 }
 
 // davFS is the webdav.FileSystem of an FS. It holds no state of its own:
@@ -157,7 +215,7 @@ func cleanName(name string) string {
 
 // parse maps a WebDAV name to its level, workspace and relative path. It
 // refuses "." and ".." segments; every other check is the core's.
-func parse(op, name string) (target, error) {
+func parse(ctx context.Context, op, name string) (target, error) {
 	clean := cleanName(name)
 	t := target{name: clean}
 	if clean == "/" {
@@ -167,7 +225,7 @@ func parse(op, name string) (target, error) {
 	segs := strings.Split(clean[1:], "/")
 	for _, s := range segs {
 		if s == "." || s == ".." {
-			return t, wrapErr(op, clean, &Error{
+			return t, wrapErr(ctx, op, clean, &Error{
 				Code:    CodeInvalidArgument,
 				Reason:  ReasonInvalidPath,
 				Message: "path must not contain . or .. segments",
@@ -214,25 +272,28 @@ func splitPath(p string) (dir, name string) {
 // fs.ErrNotExist (409), an existing name fs.ErrExist (405).
 func (d *davFS) Mkdir(ctx context.Context, name string, perm os.FileMode) error {
 	const op = "mkdir"
-	t, err := parse(op, name)
+	t, err := parse(ctx, op, name)
 	if err != nil {
 		return err
 	}
 	switch {
 	case t.isWorkspaceRoot():
-		return readOnlyErr(op, t.name, "projects are created only through CreateProject")
+		if _, err := d.fs.Stat(ctx, t.ws, ""); err == nil {
+			return wrapErr(ctx, op, t.name, errAlreadyExists()) // 405, RFC 4918 §9.3.1
+		}
+		return readOnlyErr(ctx, op, t.name, "projects are created only through CreateProject")
 	case t.level == levelNone:
-		return readOnlyErr(op, t.name, "only projects/ and global/ exist at the top level")
+		return readOnlyErr(ctx, op, t.name, "only projects/ and global/ exist at the top level")
 	case t.level != levelWorkspace:
-		return readOnlyErr(op, t.name, "this directory is read-only")
+		return wrapErr(ctx, op, t.name, errAlreadyExists())
 	}
 	if pre := preconditionFor(ctx, t.name); pre.IfMatch != "" {
 		// There is no current representation to match (RFC 9110 §13.1.1).
-		return wrapErr(op, t.name, errRevisionMismatch())
+		return wrapErr(ctx, op, t.name, errRevisionMismatch())
 	}
 	parent, base := splitPath(t.path)
 	_, err = d.fs.CreateEntry(ctx, t.ws, parent, base, TypeDirectory)
-	return wrapErr(op, t.name, err)
+	return wrapErr(ctx, op, t.name, err)
 }
 
 // RemoveAll deletes a file or a directory tree inside a workspace. The
@@ -240,21 +301,25 @@ func (d *davFS) Mkdir(ctx context.Context, name string, perm os.FileMode) error 
 // current revision (an unconditional delete).
 func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	const op = "removeall"
-	t, err := parse(op, name)
+	t, err := parse(ctx, op, name)
 	if err != nil {
 		return err
 	}
 	if t.level != levelWorkspace || t.isWorkspaceRoot() {
 		if t.level == levelNone {
-			return wrapErr(op, t.name, errNotFound())
+			return wrapErr(ctx, op, t.name, errNotFound())
 		}
-		return readOnlyErr(op, t.name, "this directory cannot be deleted here")
+		return readOnlyErr(ctx, op, t.name, "this directory cannot be deleted here")
 	}
 	expected, err := d.expectedRevision(ctx, op, t)
 	if err != nil {
 		return err
 	}
-	return wrapErr(op, t.name, d.fs.DeleteEntry(ctx, t.ws, t.path, expected, true))
+	// A removal that makes room for a COPY or MOVE destination never takes
+	// a file with more than one hard link: DeleteEntryWith checks that on an
+	// fd under the mutation lock.
+	replacing := preconditionFor(ctx, t.name).Replacing
+	return wrapErr(ctx, op, t.name, d.fs.DeleteEntryWith(ctx, t.ws, t.path, expected, DeleteOptions{Recursive: true, Replace: replacing}))
 }
 
 // Rename moves an entry within one workspace. Moves across projects or
@@ -262,7 +327,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 // directories, are fs.ErrPermission.
 func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	const op = "rename"
-	src, dst, err := checkMove(op, oldName, newName)
+	src, dst, err := checkMove(ctx, op, oldName, newName)
 	if err != nil {
 		return err
 	}
@@ -271,7 +336,7 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 		return err
 	}
 	_, err = d.fs.MoveEntry(ctx, src.ws, src.path, dst.path, expected)
-	return wrapErr(op, src.name, err)
+	return wrapErr(ctx, op, src.name, err)
 }
 
 // CheckWebDAVMove reports, without touching the disk, whether a WebDAV
@@ -282,25 +347,25 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 // (RemoveAll) before it calls Rename, so a move refused only by Rename
 // would still have lost the destination.
 func CheckWebDAVMove(src, dst string) error {
-	_, _, err := checkMove("rename", src, dst)
+	_, _, err := checkMove(context.Background(), "rename", src, dst)
 	return err
 }
 
-func checkMove(op, oldName, newName string) (src, dst target, err error) {
-	if src, err = parse(op, oldName); err != nil {
+func checkMove(ctx context.Context, op, oldName, newName string) (src, dst target, err error) {
+	if src, err = parse(ctx, op, oldName); err != nil {
 		return src, dst, err
 	}
-	if dst, err = parse(op, newName); err != nil {
+	if dst, err = parse(ctx, op, newName); err != nil {
 		return src, dst, err
 	}
 	if src.level != levelWorkspace || src.isWorkspaceRoot() {
 		if src.level == levelNone {
-			return src, dst, wrapErr(op, src.name, errNotFound())
+			return src, dst, wrapErr(ctx, op, src.name, errNotFound())
 		}
-		return src, dst, readOnlyErr(op, src.name, "this directory cannot be moved")
+		return src, dst, readOnlyErr(ctx, op, src.name, "this directory cannot be moved")
 	}
 	if dst.level != levelWorkspace || dst.isWorkspaceRoot() || dst.ws != src.ws {
-		return src, dst, wrapErr(op, src.name, &Error{
+		return src, dst, wrapErr(ctx, op, src.name, &Error{
 			Code:    CodePermissionDenied,
 			Reason:  ReasonReadOnly,
 			Message: "entries can only be moved within one workspace",
@@ -310,19 +375,27 @@ func checkMove(op, oldName, newName string) (src, dst target, err error) {
 }
 
 // expectedRevision is the revision a RemoveAll or Rename of t must see at
-// commit: If-Match when given, else the current one. If-None-Match: * on an
-// existing target can never hold.
+// commit: If-Match when given, else the current one (refused when the
+// precondition is Required). If-None-Match: * on an existing target can
+// never hold; a Replacing removal never takes a file with several links.
 func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (string, error) {
 	pre := preconditionFor(ctx, t.name)
-	if pre.IfMatch != "" {
+	if pre.IfMatch != "" && !pre.Replacing {
 		return pre.IfMatch, nil
 	}
 	e, err := d.fs.Stat(ctx, t.ws, t.path)
 	if err != nil {
-		return "", wrapErr(op, t.name, err)
+		return "", wrapErr(ctx, op, t.name, err)
 	}
-	if pre.IfNoneMatch {
-		return "", wrapErr(op, t.name, errRevisionMismatch())
+	switch {
+	case pre.IfNoneMatch:
+		return "", wrapErr(ctx, op, t.name, errRevisionMismatch())
+	case pre.Replacing && e.Reason == NotEditableMultipleLinks:
+		return "", wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
+	case pre.IfMatch != "":
+		return pre.IfMatch, nil
+	case pre.Required:
+		return "", wrapErr(ctx, op, t.name, errPreconditionRequired())
 	}
 	return e.Revision, nil
 }
@@ -331,7 +404,7 @@ func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (stri
 // webdav.ContentTyper.
 func (d *davFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 	const op = "stat"
-	t, err := parse(op, name)
+	t, err := parse(ctx, op, name)
 	if err != nil {
 		return nil, err
 	}
@@ -359,13 +432,13 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 		}
 		return virtualDirInfo(dirGlobal, children), nil
 	case levelWorkspace:
-		e, err := d.fs.Stat(ctx, t.ws, t.path)
+		e, err := d.entry(ctx, t)
 		if err != nil {
-			return nil, wrapErr(op, t.name, err)
+			return nil, wrapErr(ctx, op, t.name, err)
 		}
 		return entryInfo(t.base(), e), nil
 	}
-	return nil, wrapErr(op, t.name, errNotFound())
+	return nil, wrapErr(ctx, op, t.name, errNotFound())
 }
 
 // listProjects returns every project, following the cursor to the end.
@@ -375,7 +448,7 @@ func (d *davFS) listProjects(ctx context.Context, op, name string) ([]Project, e
 	for {
 		page, err := d.fs.ListProjects(ctx, maxProjectsPage, cursor)
 		if err != nil {
-			return nil, wrapErr(op, name, err)
+			return nil, wrapErr(ctx, op, name, err)
 		}
 		all = append(all, page.Projects...)
 		if page.NextCursor == "" || len(page.Projects) == 0 {
@@ -401,7 +474,7 @@ func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo
 			if CodeOf(err) == CodeNotFound && n == nameAgents {
 				continue
 			}
-			return nil, wrapErr(op, name, err)
+			return nil, wrapErr(ctx, op, name, err)
 		}
 		out = append(out, entryInfo(n, e))
 	}
@@ -413,14 +486,14 @@ func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo
 // an atomic replacing write that commits on Close. See WebDAV for the rules.
 func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.FileMode) (webdav.File, error) {
 	const op = "open"
-	t, err := parse(op, name)
+	t, err := parse(ctx, op, name)
 	if err != nil {
 		return nil, err
 	}
 	access := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	wantsWrite := flag&(os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 || access == os.O_WRONLY
 	if flag&os.O_APPEND != 0 {
-		return nil, wrapErr(op, t.name, &Error{
+		return nil, wrapErr(ctx, op, t.name, &Error{
 			Code:    CodePermissionDenied,
 			Reason:  ReasonReadOnly,
 			Message: "appending is not supported; files are replaced whole",
@@ -445,9 +518,9 @@ func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File,
 		}
 		return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
 	case levelWorkspace:
-		e, err := d.fs.Stat(ctx, t.ws, t.path)
+		e, err := d.entry(ctx, t)
 		if err != nil {
-			return nil, wrapErr(op, t.name, err)
+			return nil, wrapErr(ctx, op, t.name, err)
 		}
 		fi := entryInfo(t.base(), e)
 		if fi.IsDir() {
@@ -455,15 +528,15 @@ func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File,
 		}
 		return &readFile{ctx: ctx, d: d, t: t, info: fi}, nil
 	}
-	return nil, wrapErr(op, t.name, errNotFound())
+	return nil, wrapErr(ctx, op, t.name, errNotFound())
 }
 
 func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (webdav.File, error) {
 	if t.level != levelWorkspace || t.isWorkspaceRoot() {
 		if t.level == levelNone {
-			return nil, readOnlyErr(op, t.name, "files can only be written inside a workspace")
+			return nil, readOnlyErr(ctx, op, t.name, "files can only be written inside a workspace")
 		}
-		return nil, readOnlyErr(op, t.name, "this directory is read-only")
+		return nil, readOnlyErr(ctx, op, t.name, "this directory is read-only")
 	}
 	pre := preconditionFor(ctx, t.name)
 	if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
@@ -476,14 +549,14 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	switch {
 	case err == nil:
 		if e.Type == TypeDirectory {
-			return nil, wrapErr(op, t.name, &Error{
+			return nil, wrapErr(ctx, op, t.name, &Error{
 				Code:    CodeFailedPrecondition,
 				Reason:  ReasonNotAFile,
 				Message: "the target is a directory",
 			})
 		}
 		if e.Type != TypeFile {
-			return nil, wrapErr(op, t.name, &Error{
+			return nil, wrapErr(ctx, op, t.name, &Error{
 				Code:    CodeFailedPrecondition,
 				Reason:  ReasonNotRegular,
 				Message: "the target is not a regular file",
@@ -491,55 +564,57 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 		}
 		if e.Reason == NotEditableMultipleLinks {
 			// WriteStream refuses it too; say so before reading the body.
-			return nil, wrapErr(op, t.name, &Error{
-				Code:    CodePermissionDenied,
-				Reason:  ReasonMultipleLinks,
-				Message: "the target has more than one hard link",
-			})
+			return nil, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 		}
 		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
-			return nil, wrapErr(op, t.name, &Error{
+			return nil, wrapErr(ctx, op, t.name, &Error{
 				Code:    CodeAlreadyExists,
 				Reason:  ReasonAlreadyExists,
 				Message: "the target already exists",
 			})
 		}
 		if flag&os.O_TRUNC == 0 {
-			return nil, wrapErr(op, t.name, &Error{
+			return nil, wrapErr(ctx, op, t.name, &Error{
 				Code:    CodePermissionDenied,
 				Reason:  ReasonReadOnly,
 				Message: "files are replaced whole; partial writes are not supported",
 			})
 		}
 		if pre.IfNoneMatch {
-			return nil, wrapErr(op, t.name, errRevisionMismatch())
+			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
 		}
 		if pre.IfMatch != "" && pre.IfMatch != e.Revision {
-			return nil, wrapErr(op, t.name, errRevisionMismatch())
+			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
+		}
+		if pre.Required && pre.IfMatch == "" {
+			return nil, wrapErr(ctx, op, t.name, errPreconditionRequired())
 		}
 	case CodeOf(err) == CodeNotFound:
 		if flag&os.O_CREATE == 0 {
-			return nil, wrapErr(op, t.name, err)
+			return nil, wrapErr(ctx, op, t.name, err)
 		}
 		if pre.IfMatch != "" {
-			return nil, wrapErr(op, t.name, errRevisionMismatch())
+			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
+		}
+		if pre.Required {
+			pre.IfNoneMatch = true // a create: it must stay one until commit
 		}
 		parent, _ := splitPath(t.path)
 		pe, perr := d.fs.Stat(ctx, t.ws, parent)
 		if perr != nil {
-			return nil, wrapErr(op, t.name, perr)
+			return nil, wrapErr(ctx, op, t.name, perr)
 		}
 		if pe.Type != TypeDirectory {
 			// os.OpenFile says ENOTDIR; x/net/webdav answers 409 only
 			// for "not exist", which is what a client needs to hear.
-			return nil, wrapErr(op, t.name, &Error{
+			return nil, wrapErr(ctx, op, t.name, &Error{
 				Code:    CodeNotFound,
 				Reason:  ReasonNotADirectory,
 				Message: "the parent is not a directory",
 			})
 		}
 	default:
-		return nil, wrapErr(op, t.name, err)
+		return nil, wrapErr(ctx, op, t.name, err)
 	}
 	return startUpload(ctx, d, t, pre), nil
 }

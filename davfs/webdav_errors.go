@@ -1,8 +1,10 @@
 package davfs
 
 import (
+	"context"
 	"errors"
 	"io/fs"
+	"sync"
 )
 
 // Errors at the webdav.FileSystem boundary.
@@ -31,8 +33,10 @@ import (
 // *Error with the class's code and a generic reason (NOT_FOUND,
 // ALREADY_EXISTS, READ_ONLY for permission). The specific reason of those
 // three classes (PROJECT_NOT_FOUND, DENYLISTED, SYMLINK, OUTSIDE_GLOBAL,
-// PROTECTED, ...) cannot travel through os.Is*-compatible errors; the status
-// it decides (404, 403, 405/409) does not depend on it.
+// PROTECTED, MULTIPLE_LINKS, ...) cannot travel through os.Is*-compatible
+// errors; a caller that needs it (a reason header, an audit record) puts an
+// ErrorLog in the request's context (WithErrorLog), where every error this
+// layer returns is recorded with its original *Error.
 //
 // The Path is the WebDAV name (never a host path); the message is the safe
 // davfs message.
@@ -81,9 +85,77 @@ func ErrorFromWebDAV(err error) (*Error, bool) {
 	return nil, false
 }
 
+// ErrorLog records the errors the WebDAV FileSystem returned for one
+// request, each with the davfs *Error it came from, so the specific reason
+// of a NotFound/PermissionDenied/AlreadyExists survives the os.Is*-shaped
+// boundary. It keeps the last few only (a PROPFIND may meet many vanished
+// entries); it is safe for concurrent use.
+type ErrorLog struct {
+	mu   sync.Mutex
+	errs []loggedErr // oldest first, at most maxLoggedErrs
+}
+
+type loggedErr struct {
+	pe *fs.PathError
+	e  *Error
+}
+
+const maxLoggedErrs = 8
+
+type errorLogKey struct{}
+
+// WithErrorLog returns ctx carrying a new ErrorLog.
+func WithErrorLog(ctx context.Context) (context.Context, *ErrorLog) {
+	l := &ErrorLog{}
+	return context.WithValue(ctx, errorLogKey{}, l), l
+}
+
+func (l *ErrorLog) add(pe *fs.PathError, e *Error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) == maxLoggedErrs {
+		copy(l.errs, l.errs[1:])
+		l.errs = l.errs[:maxLoggedErrs-1]
+	}
+	l.errs = append(l.errs, loggedErr{pe, e})
+}
+
+// Lookup returns the davfs *Error behind err: the recorded original when
+// err (or an error it wraps) is one this layer returned, else what
+// ErrorFromWebDAV recovers.
+func (l *ErrorLog) Lookup(err error) (*Error, bool) {
+	var pe *fs.PathError
+	if l != nil && errors.As(err, &pe) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for i := len(l.errs) - 1; i >= 0; i-- {
+			if l.errs[i].pe == pe {
+				return l.errs[i].e, true
+			}
+		}
+	}
+	return ErrorFromWebDAV(err)
+}
+
+// Last returns the most recent davfs error recorded, for a failure whose
+// error the caller never saw (http.ServeContent answering 500 when a Seek
+// failed).
+func (l *ErrorLog) Last() (*Error, bool) {
+	if l == nil {
+		return nil, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) == 0 {
+		return nil, false
+	}
+	return l.errs[len(l.errs)-1].e, true
+}
+
 // wrapErr maps a davfs error onto the webdav.FileSystem boundary (see
-// above). A nil error stays nil; an *fs.PathError is returned unchanged.
-func wrapErr(op, name string, err error) error {
+// above) and records it in ctx's ErrorLog. A nil error stays nil; an
+// *fs.PathError is returned unchanged.
+func wrapErr(ctx context.Context, op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -94,18 +166,23 @@ func wrapErr(op, name string, err error) error {
 	if !errors.As(err, &e) {
 		return &fs.PathError{Op: op, Path: name, Err: err}
 	}
-	var kind error
+	var pe *fs.PathError
 	switch e.Code {
 	case CodeNotFound:
-		return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+		pe = &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 	case CodePermissionDenied:
-		return &fs.PathError{Op: op, Path: name, Err: fs.ErrPermission}
+		pe = &fs.PathError{Op: op, Path: name, Err: fs.ErrPermission}
 	case CodeAlreadyExists:
-		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
+		pe = &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
 	case CodeInvalidArgument, CodeFailedPrecondition:
-		kind = fs.ErrInvalid
+		pe = &fs.PathError{Op: op, Path: name, Err: &webdavError{kind: fs.ErrInvalid, err: e}}
+	default:
+		pe = &fs.PathError{Op: op, Path: name, Err: &webdavError{err: e}}
 	}
-	return &fs.PathError{Op: op, Path: name, Err: &webdavError{kind: kind, err: e}}
+	if l, ok := ctx.Value(errorLogKey{}).(*ErrorLog); ok {
+		l.add(pe, e)
+	}
+	return pe
 }
 
 func errNotFound() *Error {
@@ -120,6 +197,18 @@ func errRevisionMismatch() *Error {
 	}
 }
 
-func readOnlyErr(op, name, msg string) error {
-	return wrapErr(op, name, &Error{Code: CodePermissionDenied, Reason: ReasonReadOnly, Message: msg})
+func readOnlyErr(ctx context.Context, op, name, msg string) error {
+	return wrapErr(ctx, op, name, &Error{Code: CodePermissionDenied, Reason: ReasonReadOnly, Message: msg})
+}
+
+func errPreconditionRequired() *Error {
+	return &Error{
+		Code:    CodeFailedPrecondition,
+		Reason:  "PRECONDITION_REQUIRED",
+		Message: "send If-Match with the current ETag (or hold a lock) to replace or remove an existing resource",
+	}
+}
+
+func errAlreadyExists() *Error {
+	return &Error{Code: CodeAlreadyExists, Reason: ReasonAlreadyExists, Message: "the resource already exists"}
 }

@@ -2,9 +2,11 @@ package davfs
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"sync"
 
@@ -46,11 +48,11 @@ var _ webdav.File = (*dirFile)(nil)
 func (f *dirFile) Close() error { return nil }
 
 func (f *dirFile) Read(p []byte) (int, error) {
-	return 0, wrapErr("read", f.t.name, errIsDirectory())
+	return 0, wrapErr(f.ctx, "read", f.t.name, errIsDirectory())
 }
 
 func (f *dirFile) Write(p []byte) (int, error) {
-	return 0, wrapErr("write", f.t.name, errIsDirectory())
+	return 0, wrapErr(f.ctx, "write", f.t.name, errIsDirectory())
 }
 
 // Seek only rewinds the directory listing (Seek(0, io.SeekStart)).
@@ -61,7 +63,7 @@ func (f *dirFile) Seek(offset int64, whence int) (int64, error) {
 		f.mu.Unlock()
 		return 0, nil
 	}
-	return 0, wrapErr("seek", f.t.name, errIsDirectory())
+	return 0, wrapErr(f.ctx, "seek", f.t.name, errIsDirectory())
 }
 
 func (f *dirFile) Stat() (os.FileInfo, error) { return f.info, nil }
@@ -98,7 +100,7 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 	case levelRoot:
 		var out []os.FileInfo
 		for _, n := range []string{dirProjects, dirGlobal} {
-			t, err := parse(op, "/"+n)
+			t, err := parse(f.ctx, op, "/"+n)
 			if err != nil {
 				return nil, err
 			}
@@ -132,15 +134,22 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 	case levelWorkspace:
 		entries, err := f.d.fs.ReadDir(f.ctx, f.t.ws, f.t.path)
 		if err != nil {
-			return nil, wrapErr(op, f.t.name, err)
+			return nil, wrapErr(f.ctx, op, f.t.name, err)
 		}
-		out := make([]os.FileInfo, len(entries))
-		for i, e := range entries {
-			out[i] = entryInfo(e.Name, e)
+		out := make([]os.FileInfo, 0, len(entries))
+		if l := listingFrom(f.ctx); l != nil {
+			l.mu.Lock()
+			for _, e := range entries {
+				l.m[f.t.name+"/"+e.Name] = e
+			}
+			l.mu.Unlock()
+		}
+		for _, e := range entries {
+			out = append(out, entryInfo(e.Name, e))
 		}
 		return out, nil
 	}
-	return nil, wrapErr(op, f.t.name, errNotFound())
+	return nil, wrapErr(f.ctx, op, f.t.name, errNotFound())
 }
 
 // readFile is an open regular file. The descriptor is opened (OpenRead) on
@@ -172,14 +181,18 @@ func (f *readFile) file() (*os.File, error) {
 	if f.f != nil || f.err != nil {
 		return f.f, f.err
 	}
+	if f.info.entry.Reason == NotEditableMultipleLinks {
+		f.err = wrapErr(f.ctx, "read", f.t.name, errMultipleLinks(f.t.path))
+		return nil, f.err
+	}
 	osf, e, err := f.d.fs.OpenRead(f.ctx, f.t.ws, f.t.path)
 	if err != nil {
-		f.err = wrapErr("read", f.t.name, err)
+		f.err = wrapErr(f.ctx, "read", f.t.name, err)
 		return nil, f.err
 	}
 	if e.Revision != f.info.revision {
 		osf.Close()
-		f.err = wrapErr("read", f.t.name, &Error{
+		f.err = wrapErr(f.ctx, "read", f.t.name, &Error{
 			Code:    CodeAborted,
 			Reason:  ReasonRevisionMismatch,
 			Message: "the file changed while it was being opened; retry",
@@ -215,7 +228,7 @@ func (f *readFile) Seek(offset int64, whence int) (int64, error) {
 }
 
 func (f *readFile) Write(p []byte) (int, error) {
-	return 0, wrapErr("write", f.t.name, &Error{
+	return 0, wrapErr(f.ctx, "write", f.t.name, &Error{
 		Code:    CodePermissionDenied,
 		Reason:  ReasonReadOnly,
 		Message: "the file is open read-only",
@@ -223,7 +236,7 @@ func (f *readFile) Write(p []byte) (int, error) {
 }
 
 func (f *readFile) Readdir(count int) ([]os.FileInfo, error) {
-	return nil, wrapErr("readdir", f.t.name, &Error{
+	return nil, wrapErr(f.ctx, "readdir", f.t.name, &Error{
 		Code:    CodeFailedPrecondition,
 		Reason:  ReasonNotADirectory,
 		Message: "not a directory",
@@ -250,6 +263,7 @@ func (f *readFile) Close() error {
 // failed body read in ReadFrom, or the request context ending first, commit
 // nothing.
 type writeFile struct {
+	ctx  context.Context
 	d    *davFS
 	t    target
 	pw   *io.PipeWriter
@@ -273,7 +287,7 @@ var (
 
 func startUpload(ctx context.Context, d *davFS, t target, pre Precondition) *writeFile {
 	pr, pw := io.Pipe()
-	w := &writeFile{d: d, t: t, pw: pw, done: make(chan struct{})}
+	w := &writeFile{ctx: ctx, d: d, t: t, pw: pw, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.fs.MaxUploadSize(), pre)
@@ -374,7 +388,7 @@ func (w *writeFile) finish(op string) (Entry, error) {
 
 func (w *writeFile) wrap(op string, err error) error {
 	if _, ok := err.(*fs.PathError); ok || errors.As(err, new(*Error)) {
-		return wrapErr(op, w.t.name, err)
+		return wrapErr(w.ctx, op, w.t.name, err)
 	}
 	return &fs.PathError{Op: op, Path: w.t.name, Err: err}
 }
@@ -410,6 +424,72 @@ func (w *writeFile) Seek(offset int64, whence int) (int64, error) {
 func (w *writeFile) Readdir(count int) ([]os.FileInfo, error) {
 	return nil, &fs.PathError{Op: "readdir", Path: w.t.name, Err: errors.New("not a directory")}
 }
+
+// Dead properties are not stored (RFC 4918 allows a server to refuse
+// them): PROPPATCH answers 403 for each property, with one exception. The
+// Windows WebDAV redirector sets its Win32 time and attribute properties
+// right after every PUT and MKCOL and treats a refusal as a failed copy, so
+// those are answered 200 and dropped (the file's own times are what
+// PROPFIND reports). DeadProps is always empty, so nothing set here is ever
+// echoed back. The virtual levels refuse everything.
+
+// win32Namespace is the namespace of the Windows redirector's properties.
+const win32Namespace = "urn:schemas-microsoft-com:"
+
+func win32Prop(n xml.Name) bool {
+	if n.Space != win32Namespace {
+		return false
+	}
+	switch n.Local {
+	case "Win32CreationTime", "Win32LastAccessTime", "Win32LastModifiedTime", "Win32FileAttributes":
+		return true
+	}
+	return false
+}
+
+// patchDead answers a PROPPATCH of a workspace entry (see above). Patching
+// is all or nothing: when anything is refused, the Win32 properties get 424
+// Failed Dependency.
+func patchDead(patches []webdav.Proppatch, virtual bool) ([]webdav.Propstat, error) {
+	ok := webdav.Propstat{Status: http.StatusOK}
+	refused := webdav.Propstat{Status: http.StatusForbidden}
+	for _, p := range patches {
+		for _, prop := range p.Props {
+			n := webdav.Property{XMLName: prop.XMLName}
+			if !virtual && win32Prop(prop.XMLName) {
+				ok.Props = append(ok.Props, n)
+			} else {
+				refused.Props = append(refused.Props, n)
+			}
+		}
+	}
+	if len(refused.Props) == 0 {
+		return []webdav.Propstat{ok}, nil
+	}
+	out := []webdav.Propstat{refused}
+	if len(ok.Props) > 0 {
+		ok.Status = http.StatusFailedDependency
+		out = append(out, ok)
+	}
+	return out, nil
+}
+
+func (f *dirFile) DeadProps() (map[xml.Name]webdav.Property, error) { return nil, nil }
+
+func (f *dirFile) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
+	return patchDead(p, f.t.level != levelWorkspace || f.t.isWorkspaceRoot())
+}
+
+func (f *readFile) DeadProps() (map[xml.Name]webdav.Property, error) { return nil, nil }
+
+func (f *readFile) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
+	return patchDead(p, false)
+}
+
+var (
+	_ webdav.DeadPropsHolder = (*dirFile)(nil)
+	_ webdav.DeadPropsHolder = (*readFile)(nil)
+)
 
 func errIsDirectory() *Error {
 	return &Error{Code: CodeFailedPrecondition, Reason: ReasonNotAFile, Message: "is a directory"}

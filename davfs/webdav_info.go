@@ -20,12 +20,22 @@ type davInfo struct {
 	dir      bool
 	modTime  time.Time
 	revision string
+	entry    Entry // the davfs Entry of a workspace name; zero for virtual levels
 }
 
 func (i *davInfo) Name() string { return i.name }
 func (i *davInfo) Size() int64  { return i.size }
 func (i *davInfo) IsDir() bool  { return i.dir }
-func (i *davInfo) Sys() any     { return nil }
+
+// Sys returns the davfs Entry of a name inside a workspace (so a handler
+// can see, for example, that a file has several hard links), nil for the
+// virtual levels.
+func (i *davInfo) Sys() any {
+	if i.entry.Type == TypeUnspecified {
+		return nil
+	}
+	return i.entry
+}
 
 // Mode reports 0755 for directories and 0644 for files: the modes davfs
 // creates. The real mode is kept by writes but not exposed.
@@ -99,6 +109,7 @@ func entryInfo(name string, e Entry) *davInfo {
 		dir:      e.Type == TypeDirectory,
 		modTime:  e.ModTime,
 		revision: e.Revision,
+		entry:    e,
 	}
 }
 

@@ -1286,3 +1286,119 @@ func BenchmarkWebDAVGet(b *testing.B) {
 		}
 	}
 }
+
+// The per-name preconditions, the ErrorLog, the multi-link rules and the
+// PROPPATCH answers of the FileSystem, called directly (issue #13).
+func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
+	e := wdSetup(t)
+	d := e.dav
+	base, log := davfs.WithErrorLog(context.Background())
+	required := davfs.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Required: true} })
+
+	// Required: replacing or removing needs IfMatch; creating does not.
+	if _, err := d.OpenFile(required, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0o644); err == nil {
+		t.Fatal("Required: an unconditional replace was opened")
+	} else if de, ok := log.Lookup(err); !ok || de.Reason != "PRECONDITION_REQUIRED" {
+		t.Fatalf("Required replace: %v (%v)", err, de)
+	}
+	if err := d.RemoveAll(required, "/projects/demo/README.md"); err == nil {
+		t.Fatal("Required: an unconditional delete went through")
+	}
+	f, err := d.OpenFile(required, "/projects/demo/created.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatalf("Required create: %v", err)
+	}
+	// Something appears meanwhile: the create must not replace it.
+	if err := os.WriteFile(filepath.Join(e.projects, "demo", "created.txt"), []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("mine"))
+	if err := f.Close(); err == nil {
+		t.Fatal("a Required create replaced a file that appeared meanwhile")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.projects, "demo", "created.txt")); string(b) != "theirs" {
+		t.Fatalf("created.txt = %q", b)
+	}
+
+	// The ErrorLog keeps the specific reason behind an fs.ErrPermission.
+	_, err = d.Stat(base, "/projects/demo/node_modules/x.js")
+	if !os.IsPermission(err) {
+		t.Fatalf("denylisted Stat: %v", err)
+	}
+	if de, ok := log.Lookup(err); !ok || de.Reason != davfs.ReasonDenylisted {
+		t.Fatalf("Lookup(denylisted) = %v, %v", de, ok)
+	}
+	if de, ok := davfs.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonReadOnly {
+		t.Fatalf("without the log only the generic reason: %v", de)
+	}
+
+	// A file with two hard links: listed with its reason (the sidecar
+	// filters it), never read, never replaced.
+	if err := os.WriteFile(filepath.Join(e.projects, "demo", "canary.txt"), []byte("canary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(e.projects, "demo", "canary.txt"), filepath.Join(e.projects, "demo", "src", "twin.txt")); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := d.OpenFile(base, "/projects/demo", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := dir.Readdir(-1)
+	dir.Close()
+	listed := false
+	for _, fi := range list {
+		if en, ok := fi.Sys().(davfs.Entry); ok && fi.Name() == "canary.txt" {
+			listed = en.Reason == davfs.NotEditableMultipleLinks
+		}
+	}
+	if !listed {
+		t.Error("the multi-link file is not listed with its reason")
+	}
+	fi, err := d.Stat(base, "/projects/demo/canary.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en, ok := fi.Sys().(davfs.Entry); !ok || en.Reason != davfs.NotEditableMultipleLinks {
+		t.Fatalf("Sys() = %#v", fi.Sys())
+	}
+	rf, err := d.OpenFile(base, "/projects/demo/canary.txt", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rf.Read(make([]byte, 8)); err == nil {
+		t.Error("a multi-link file was read")
+	} else if de, ok := log.Lookup(err); !ok || de.Reason != davfs.ReasonMultipleLinks {
+		t.Errorf("read of a multi-link file: %v", err)
+	}
+	rf.Close()
+	replacing := davfs.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Replacing: true} })
+	if err := d.RemoveAll(replacing, "/projects/demo/canary.txt"); err == nil {
+		t.Error("an Overwrite removed a multi-link file")
+	} else if de, ok := log.Lookup(err); !ok || de.Reason != davfs.ReasonMultipleLinks {
+		t.Errorf("Replacing removal: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.projects, "demo", "canary.txt")); string(b) != "canary" {
+		t.Fatalf("canary = %q", b)
+	}
+
+	// PROPPATCH: the Win32 properties are accepted and dropped, others 403.
+	pf, err := d.OpenFile(base, "/projects/demo/README.md", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	dph := pf.(webdav.DeadPropsHolder)
+	win := xml.Name{Space: "urn:schemas-microsoft-com:", Local: "Win32LastModifiedTime"}
+	st, _ := dph.Patch([]webdav.Proppatch{{Props: []webdav.Property{{XMLName: win}}}})
+	if len(st) != 1 || st[0].Status != 200 {
+		t.Errorf("Win32 patch: %+v", st)
+	}
+	st, _ = dph.Patch([]webdav.Proppatch{{Props: []webdav.Property{{XMLName: win}, {XMLName: xml.Name{Space: "x:", Local: "y"}}}}})
+	if len(st) != 2 || st[0].Status != 403 || st[1].Status != 424 {
+		t.Errorf("mixed patch: %+v", st)
+	}
+	if m, _ := dph.DeadProps(); len(m) != 0 {
+		t.Errorf("dead properties stored: %v", m)
+	}
+}

@@ -86,7 +86,7 @@ func TestAuthMatrix(t *testing.T) {
 		{"non-admin basic", "GET", listAgents, "", basic(g.UserToken), 403},
 		{"non-admin WebDAV", "PROPFIND", "/dav/codex-a/", "", basic(g.UserToken), 403},
 		{"non-admin metrics", "GET", "/metrics", "", bearer(g.UserToken), 403},
-		{"non-admin openapi", "GET", api + "/openapi.json", "", bearer(g.UserToken), 403},
+		{"non-admin openapi (public, #14)", "GET", api + "/openapi.json", "", bearer(g.UserToken), 200},
 		{"non-admin session", "GET", api + "/session", "", bearer(g.UserToken), 403},
 		{"admin bearer", "GET", listAgents, "", bearer(g.AdminToken), 200},
 		{"admin basic", "GET", listAgents, "", basic(g.AdminToken), 200},

@@ -85,7 +85,7 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		al.Close()
 		return nil, err
 	}
-	authn := auth.New(cfg.Auth, session.New(now, 0, 0))
+	authn := auth.New(cfg.Auth, session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...))
 	dav, err := newDAV(cfg, log, reg, al, now)
 	if err != nil {
 		svc.Close()

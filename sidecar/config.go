@@ -19,17 +19,28 @@ import (
 // product's interface (DESIGN.md "Configuration", PRD §13.2); unknown keys are
 // rejected.
 type Config struct {
-	RPCServer     ServerConfig   `yaml:"rpcServer"`
-	DavServer     ServerConfig   `yaml:"davServer"`
-	MetricsServer ServerConfig   `yaml:"metricsServer"`
-	Log           LogConfig      `yaml:"log"`
-	Services      ServicesConfig `yaml:"services"`
+	RPCServer     ServerConfig    `yaml:"rpcServer"`
+	DavServer     DavServerConfig `yaml:"davServer"`
+	MetricsServer ServerConfig    `yaml:"metricsServer"`
+	Log           LogConfig       `yaml:"log"`
+	Services      ServicesConfig  `yaml:"services"`
 }
 
 // ServerConfig is one listener.
 type ServerConfig struct {
 	// Address is host:port; port 0 binds a free port (logged as "listening").
 	Address string `yaml:"address"`
+}
+
+// DavServerConfig is the WebDAV listener.
+type DavServerConfig struct {
+	Address string `yaml:"address"`
+	// AllowUnconditionalWrites lets a WebDAV write replace or remove an
+	// existing resource without If-Match, an If: entity tag or a held lock
+	// (plain WebDAV semantics, what litmus and rclone expect). Default
+	// false: such a write gets 428 Precondition Required. Only for a
+	// sidecar no gateway fronts (tests, benchmarks).
+	AllowUnconditionalWrites bool `yaml:"allowUnconditionalWrites"`
 }
 
 // LogConfig selects the hclog level and format.
@@ -70,7 +81,7 @@ const (
 func DefaultConfig() Config {
 	return Config{
 		RPCServer:     ServerConfig{Address: ":9091"},
-		DavServer:     ServerConfig{Address: ":9092"},
+		DavServer:     DavServerConfig{Address: ":9092"},
 		MetricsServer: ServerConfig{Address: ":9090"},
 		Log:           LogConfig{Level: "info", Format: "json"},
 		Services: ServicesConfig{Project: ProjectConfig{

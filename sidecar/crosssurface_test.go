@@ -73,7 +73,7 @@ func TestCrossSurfaceRevisions(t *testing.T) {
 			t.Errorf("PROPFIND ETag after update %s, gRPC revision %s", got, v3.GetRevision())
 		}
 		// A WebDAV write behind gRPC's back makes its revision stale.
-		resp, _ := dav(t, http.MethodPut, url, strings.NewReader("agent-like write"))
+		resp, _ := dav(t, http.MethodPut, url, strings.NewReader("agent-like write"), "If-Match", `"`+v3.GetRevision()+`"`)
 		if resp.StatusCode/100 != 2 {
 			t.Fatalf("PUT: %s", resp.Status)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,9 +120,13 @@ func TestRestartKeepsContent(t *testing.T) {
 }
 
 // slowPUT starts a WebDAV PUT of size bytes whose body the test feeds; it
-// returns the body writer and a channel with the response (or error).
+// returns the body writer and a channel with the response (or error). An
+// existing target is replaced with If-Match (the sidecar requires it).
 func slowPUT(t *testing.T, url string, size int64, hdr ...string) (*io.PipeWriter, chan putResult) {
 	t.Helper()
+	if resp, _ := dav(t, http.MethodHead, url, nil); resp.StatusCode == 200 {
+		hdr = append(hdr, "If-Match", resp.Header.Get("ETag"))
+	}
 	pr, pw := io.Pipe()
 	req, err := http.NewRequest(http.MethodPut, url, pr)
 	if err != nil {
@@ -386,30 +389,5 @@ func TestSIGTERMDrainsInFlightRPC(t *testing.T) {
 	stop, done := strings.Index(logs, `"shutting down"`), strings.Index(logs, `"method":"/workspace.v1.WorkspaceService/CreateProject"`)
 	if stop < 0 || done < 0 || stop > done {
 		t.Errorf("SIGTERM did not arrive while CreateProject was in flight (shutdown at %d, call logged at %d)", stop, done)
-	}
-}
-
-// TestDavServesHTTP1Only: the WebDAV listener answers an HTTP/2
-// prior-knowledge preface as HTTP/1.1 (the handler's pooled small-GET
-// buffers rely on HTTP/1 Write semantics).
-func TestDavServesHTTP1Only(t *testing.T) {
-	sc := sidecartest.Start(t, sidecartest.Options{})
-	conn, err := net.Dial("tcp", strings.TrimPrefix(sc.DavURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(conn, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 9)
-	if _, err := io.ReadFull(conn, buf); err != nil {
-		t.Fatalf("no answer to the HTTP/2 preface: %v", err)
-	}
-	if !strings.HasPrefix(string(buf), "HTTP/1.1 ") {
-		t.Fatalf("HTTP/2 preface answered with %q, want an HTTP/1.1 status line", buf)
 	}
 }

@@ -172,7 +172,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 
-	s.dav = newDAVHandler(fs, s.log.Named("dav"), deps.Registry, p.MaxUploadSize)
+	s.dav = newDAVHandler(fs, s.log.Named("dav"), deps.Registry, cfg)
 	return s, nil
 }
 
@@ -207,17 +207,11 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	}
 	rpcLn, davLn, metricsLn := lns[0], lns[1], lns[2]
 
-	// HTTP/1.1 only, pinned: the WebDAV handler writes small GET bodies
-	// from pooled buffers, which is safe because an HTTP/1 Write is done
-	// with its bytes when it returns (HTTP/2's may not be).
-	davProtocols := new(http.Protocols)
-	davProtocols.SetHTTP1(true)
 	davSrv := &http.Server{
 		Handler:           s.dav,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          s.log.Named("dav").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-		Protocols:         davProtocols,
 	}
 	metricsSrv := &http.Server{
 		Handler:           s.metricsMux(),

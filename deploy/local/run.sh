@@ -5,25 +5,50 @@
 # created on the first start only. Every run prints a fresh admin token; only
 # its SHA-256 is written to the generated gateway config. Ctrl-C stops all.
 #
-# Ports (override with env): GATEWAY_PORT=8080, and per agent i (0, 1):
-# gRPC 1909(1+2i), WebDAV 1909(2+2i), metrics 1919(1+i).
+# Environment (all optional):
+#   GATEWAY_PORT=8080
+#   CODEX_A_RPC_PORT=19091 CODEX_A_DAV_PORT=19092 CODEX_A_METRICS_PORT=19191
+#   CODEX_B_RPC_PORT=19093 CODEX_B_DAV_PORT=19094 CODEX_B_METRICS_PORT=19192
+#   STATE_DIR=.local     (a second stack beside the first: other ports and another STATE_DIR)
+#   WEBDAV_WRITABLE=1    (the writable WebDAV view)
+# `run.sh --check-ports` only checks that every port is free (make run calls
+# it before building, so a taken port stops it at once).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
-state="$root/.local"
+state="${STATE_DIR:-$root/.local}"
+case "$state" in /*) ;; *) state="$root/$state" ;; esac
 bin="$root/bin"
 gw_port="${GATEWAY_PORT:-8080}"
+agents=(codex-a codex-b)
+rpc_ports=("${CODEX_A_RPC_PORT:-19091}" "${CODEX_B_RPC_PORT:-19093}")
+dav_ports=("${CODEX_A_DAV_PORT:-19092}" "${CODEX_B_DAV_PORT:-19094}")
+met_ports=("${CODEX_A_METRICS_PORT:-19191}" "${CODEX_B_METRICS_PORT:-19192}")
+writable=false
+case "${WEBDAV_WRITABLE:-}" in 1 | true | yes) writable=true ;; "" | 0 | false | no) ;; *)
+  echo "run: WEBDAV_WRITABLE must be 1 or 0, got \"$WEBDAV_WRITABLE\"" >&2; exit 2 ;;
+esac
+
+# Every port first, before anything is built or started.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+check_port() { # port variable
+  case "$1" in '' | *[!0-9]*) echo "run: $2 must be a port number, got \"$1\"" >&2; exit 2 ;; esac
+  port_free "$1" || { echo "run: port 127.0.0.1:$1 ($2) is in use (another make run?): stop it, or set $2 to a free port" >&2; exit 1; }
+}
+check_port "$gw_port" GATEWAY_PORT
+check_port "${rpc_ports[0]}" CODEX_A_RPC_PORT; check_port "${dav_ports[0]}" CODEX_A_DAV_PORT; check_port "${met_ports[0]}" CODEX_A_METRICS_PORT
+check_port "${rpc_ports[1]}" CODEX_B_RPC_PORT; check_port "${dav_ports[1]}" CODEX_B_DAV_PORT; check_port "${met_ports[1]}" CODEX_B_METRICS_PORT
+all_ports=("$gw_port" "${rpc_ports[@]}" "${dav_ports[@]}" "${met_ports[@]}")
+if [ "$(printf '%s\n' "${all_ports[@]}" | sort -u | wc -l)" -ne "${#all_ports[@]}" ]; then
+  echo "run: two of the ports are the same (${all_ports[*]}): give each its own" >&2; exit 2
+fi
+[ "${1:-}" = "--check-ports" ] && exit 0
+
 for b in agent-sidecar agent-gateway; do
   [ -x "$bin/$b" ] || { echo "run: $bin/$b missing: run make run (it builds first)" >&2; exit 1; }
 done
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in "$gw_port" 19091 19092 19093 19094 19191 19192; do
-  port_free "$p" || { echo "run: port 127.0.0.1:$p is in use (another make run?); stop it or set GATEWAY_PORT" >&2; exit 1; }
-done
-
 mkdir -p "$state"
-agents=(codex-a codex-b)
 first_start=()
 for a in "${agents[@]}"; do
   d="$state/agents/$a"
@@ -49,24 +74,44 @@ if [ "$(id -u)" -eq 0 ]; then
   chown -R 1000:1000 "$state/agents"
   as_user=(setpriv --reuid 1000 --regid 1000 --clear-groups --)
 fi
+# Each process in a session of its own: Ctrl-C reaches this script only, and
+# it stops them (so the end is "stopped", not "a process exited").
+detach=()
+command -v setsid >/dev/null 2>&1 && detach=(setsid)
 
 token="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 token_sha="$(printf '%s' "$token" | sha256sum | cut -d' ' -f1)"
 mkdir -p "$state/config"
+# Sessions are sealed with a key kept in the state dir, so signing in
+# survives a restart of make run.
+key_file="$state/config/session.key"
+[ -s "$key_file" ] || (umask 077 && head -c 32 /dev/urandom | base64 > "$key_file")
 pids=()
-cleanup() {
-  trap - INT TERM EXIT
+stopping=0
+stop_all() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+}
+on_signal() {
+  trap - INT TERM EXIT
+  stopping=1
+  stop_all
   echo "run: stopped"
   exit 0
 }
-trap cleanup INT TERM EXIT
+on_exit() {
+  local rc=$?
+  trap - INT TERM EXIT
+  stop_all
+  exit "$rc"
+}
+trap on_signal INT TERM
+trap on_exit EXIT
 
 agent_yaml=""
 for i in "${!agents[@]}"; do
   a="${agents[$i]}"
-  rpc=$((19091 + 2 * i)); dav=$((19092 + 2 * i)); met=$((19191 + i))
+  rpc="${rpc_ports[$i]}"; dav="${dav_ports[$i]}"; met="${met_ports[$i]}"
   cfg="$state/config/sidecar-$a.yaml"
   cat > "$cfg" <<YAML
 rpcServer:     { address: "127.0.0.1:$rpc" }
@@ -79,7 +124,7 @@ services:
     codexHomeDir: "$state/agents/$a/codex-home"
 YAML
   chmod 0644 "$cfg"
-  "${as_user[@]}" "$bin/agent-sidecar" --config "$cfg" 2>>"$state/$a-sidecar.log" &
+  "${detach[@]}" "${as_user[@]}" "$bin/agent-sidecar" --config "$cfg" 2>>"$state/$a-sidecar.log" &
   pids+=($!)
   agent_yaml+="    $a:
       provider: codex_app_server
@@ -100,41 +145,52 @@ $agent_yaml
 auth:
   tokens:
     - { operator: admin, role: admin, sha256: "$token_sha" }
-webdav: { writable: false }
+  session: { keysFile: "$key_file" }
+webdav: { writable: $writable }
 audit:  { file: "$state/audit.jsonl" }
 YAML
 chmod 0600 "$state/config/gateway.yaml"
-"$bin/agent-gateway" --config "$state/config/gateway.yaml" 2>>"$state/gateway.log" &
+"${detach[@]}" "$bin/agent-gateway" --config "$state/config/gateway.yaml" 2>>"$state/gateway.log" &
 pids+=($!)
 
 # Wait until everything answers (or one process died).
 ready() { curl -fsS -o /dev/null "$1" 2>/dev/null; }
 for _ in $(seq 1 100); do
   ok=1
-  for u in http://127.0.0.1:19191/readyz http://127.0.0.1:19192/readyz "http://127.0.0.1:$gw_port/readyz"; do ready "$u" || ok=0; done
+  for u in "http://127.0.0.1:${met_ports[0]}/readyz" "http://127.0.0.1:${met_ports[1]}/readyz" "http://127.0.0.1:$gw_port/readyz"; do ready "$u" || ok=0; done
   [ "$ok" = 1 ] && break
-  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || { echo "run: a process exited; see $state/*.log" >&2; tail -n 5 "$state"/*.log >&2; exit 1; }; done
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || { echo "run: a process exited during start-up; see $state/*.log" >&2; tail -n 5 "$state"/*.log >&2; exit 1; }; done
   sleep 0.1
 done
 [ "$ok" = 1 ] || { echo "run: not ready after 10 s; see $state/*.log" >&2; exit 1; }
 
 url="http://127.0.0.1:$gw_port"
+shown_state="${state#"$root"/}"
+first_line=""
+if [ "${#first_start[@]}" -gt 0 ]; then
+  first_line="First start: sample project \"sample\" and skill \"example\" created for ${first_start[*]}."
+fi
+view="read-only"; [ "$writable" = true ] && view="writable"
 cat <<TXT
 
-  Agent Workspace Files is running (Ctrl-C stops it; data stays in .local/).
-  ${first_start:+First start: sample project "sample" and skill "example" created for ${first_start[*]}.}
+  Agent Workspace Files is running (Ctrl-C stops it; data stays in $shown_state/).
+  $first_line
 
   Portal       $url/
   Admin token  $token
                (valid for this run only; only its SHA-256 is in .local/config/gateway.yaml)
 
+  For the README's REST walk-through:
+               export T=$token G=$url/api/v1/agent-gateway
   REST         curl -H "Authorization: Bearer $token" $url/api/v1/agent-gateway/agents
                curl -H "Authorization: Bearer $token" "$url/api/v1/agent-gateway/agents/codex-a/projects/entries?workspace.scope=PROJECT&workspace.project_name=sample"
-  WebDAV       rclone lsf --webdav-url $url/dav/codex-a/ --webdav-vendor other --webdav-user admin --webdav-pass \$(rclone obscure $token) :webdav:projects/sample
+  WebDAV ($view view)
+               rclone lsf --webdav-url $url/dav/codex-a/ --webdav-vendor other --webdav-user admin --webdav-pass \$(rclone obscure $token) :webdav:projects/sample
   OpenAPI      $url/api/v1/agent-gateway/openapi.json
-  Logs         .local/*.log   Audit  .local/audit.jsonl
+  Logs         $shown_state/*.log   Audit  $shown_state/audit.jsonl
 
 TXT
 wait -n "${pids[@]}" || true
-echo "run: a process exited; see .local/*.log" >&2
+[ "$stopping" = 1 ] && exit 0
+echo "run: a process exited; see $state/*.log" >&2
 exit 1

@@ -27,9 +27,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/internal/proctest"
 )
 
 // Operators of the generated tokens.

@@ -182,6 +182,11 @@ export class Sidecar {
     return fs.readFileSync(path.join(workspace === 'global' ? this.codexHome : this.projects, rel), 'utf8');
   }
 
+  /** The file's bytes on the volume (for byte-exact comparisons). */
+  readBytes(rel, workspace = 'projects') {
+    return fs.readFileSync(path.join(workspace === 'global' ? this.codexHome : this.projects, rel));
+  }
+
   exists(rel, workspace = 'projects') {
     return fs.existsSync(path.join(workspace === 'global' ? this.codexHome : this.projects, rel));
   }
@@ -202,7 +207,16 @@ export class Gateway {
     this.configPath = path.join(this.dir, 'gateway.yaml');
     this.adminToken = randomBytes(24).toString('hex');
     this.userToken = randomBytes(24).toString('hex');
+    // Sessions are sealed with this key, so they survive a restart of the gateway.
+    this.sessionKey = randomBytes(32).toString('base64');
+    this.address = '127.0.0.1:0';
     this.logs = [];
+    this.sidecars = sidecars;
+    this.#writeConfig();
+  }
+
+  #writeConfig() {
+    const sidecars = this.sidecars;
     const [a, b] = sidecars;
     const agent = (s) =>
       [
@@ -217,7 +231,7 @@ export class Gateway {
     fs.writeFileSync(
       this.configPath,
       [
-        'httpServer: { address: "127.0.0.1:0" }',
+        `httpServer: { address: "${this.address}" }`,
         'agentRuntime:',
         `  defaultAgent: ${a.name}`,
         '  agents:',
@@ -230,6 +244,7 @@ export class Gateway {
         '  tokens:',
         `    - { operator: alice, role: admin, sha256: "${tokenHash(this.adminToken)}" }`,
         `    - { operator: bob, role: user, sha256: "${tokenHash(this.userToken)}" }`,
+        `  session: { keys: ["${this.sessionKey}"] }`,
         '  trustedProxy:',
         '    cidrs: ["127.0.0.1/32"]',
         '    userHeader: X-Forwarded-User',
@@ -252,6 +267,7 @@ export class Gateway {
       this.logs,
     );
     this.child = child;
+    this.address = addrs.http;
     this.url = `http://${addrs.http}`;
     this.exited = new Promise((r) => child.once('exit', r));
   }
@@ -262,6 +278,26 @@ export class Gateway {
     const t = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
     await this.exited;
     clearTimeout(t);
+  }
+
+  /**
+   * Stops and starts the gateway on the same address (the browser keeps its
+   * origin and cookie). newSessionKey: sessions sealed before no longer open
+   * (what a key rotated away, or an expired session, looks like to the portal).
+   */
+  async restart({ newSessionKey = false } = {}) {
+    await this.stop();
+    if (newSessionKey) this.sessionKey = randomBytes(32).toString('base64');
+    this.#writeConfig();
+    for (let i = 0; ; i++) {
+      try {
+        await this.start();
+        return;
+      } catch (err) {
+        if (i >= 20) throw err; // the port may take a moment to be free again
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
   }
 }
 

@@ -60,6 +60,13 @@ const LANGUAGE_FILES = [
   ['site.css', 'body { color: #333; margin: 0 }\n', 'css'],
 ];
 
+// [file, bytes on disk, how the test edits it, bytes expected after saving]
+const BYTE_FILES = [
+  ['crlf.txt', 'one\r\ntwo\r\nthree\r\n'],
+  ['mixed.txt', 'a\r\nb\nc\r\nd'],
+  ['bom.txt', '\ufeff\tx = 1\r\n\ty = 2'],
+];
+
 const base = tempBase();
 let gw, sa, sb, browser, context, page;
 const leaks = [];
@@ -83,6 +90,10 @@ async function setUp() {
   for (let i = 0; i < MANY_PROJECTS; i++) fs.mkdirSync(path.join(sb.projects, `many-${String(i).padStart(3, '0')}`), { mode: 0o755 });
   sb.mkdir('many-000'); // chowns the volume to the sidecar's user
   for (let i = 0; i < 130; i++) sa.write(`paging/big/f${String(i).padStart(3, '0')}.txt`, `file ${i}\n`);
+  // Files whose bytes the editor must keep exactly (#14).
+  for (const [file, text] of BYTE_FILES) sa.write(`bytes/${file}`, text);
+  sa.write('keep/draft.txt', 'first line\n');
+  sa.write('keep/sub/a.txt', 'in a folder\n');
   await Promise.all([sa.start(), sb.start()]);
   gw = new Gateway(base, bins.gateway, [sa, sb]);
   await gw.start();
@@ -850,6 +861,517 @@ test('unavailable sidecar: agent stays selectable, both tabs say so, Retry works
     30_000,
   );
   expect((await $('[data-testid="unavailable"]').count()) === 0, 'unavailable state cleared');
+});
+
+// ---- #14: nothing typed is ever lost or altered -----------------------------
+
+async function openFile(p) {
+  await row(p).click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === p, `${p} opened`);
+  await eventually(async () => (await $('.cm-content').count()) === 1, 'editor shown');
+}
+
+/** Clicks line n (0-based) of the editor and puts the cursor at its end. */
+async function endOfLine(n) {
+  await page.locator('.cm-content .cm-line').nth(n).click();
+  await page.keyboard.press('End');
+}
+
+const hex = (b) => Buffer.from(b).toString('hex');
+
+/** codex-a selected with its projects listed (earlier tests may leave another agent selected). */
+async function onAgentA() {
+  await ensureSignedIn();
+  if ((await $('[data-testid="agent-select"]').inputValue()) !== 'codex-a') await selectAgent('codex-a');
+  if ((await $('[data-testid="tab-projects"]').getAttribute('aria-selected')) !== 'true') await $('[data-testid="tab-projects"]').click();
+  await projectRow('alpha-only').waitFor();
+}
+
+test('bytes: CRLF, mixed endings, a BOM, tabs and a missing final newline are saved byte for byte; an undone edit saves nothing', async () => {
+  await onAgentA();
+  await $('[data-testid="refresh-projects"]').click();
+  await openProject('bytes');
+  const cases = [
+    // file, edit, expected bytes
+    ['crlf.txt', async () => {
+      await endOfLine(1);
+      await page.keyboard.press('Enter');
+      await page.keyboard.insertText('new line');
+    }, 'one\r\ntwo\r\nnew line\r\nthree\r\n'],
+    ['mixed.txt', async () => {
+      await endOfLine(1);
+      await page.keyboard.insertText('B');
+    }, 'a\r\nbB\nc\r\nd'],
+    ['bom.txt', async () => {
+      await $('.cm-content').click();
+      await page.keyboard.press('Control+End');
+      await page.keyboard.insertText(' ok');
+    }, '\ufeff\tx = 1\r\n\ty = 2 ok'],
+  ];
+  for (const [file, edit, want] of cases) {
+    const before = sa.readBytes(`bytes/${file}`);
+    await openFile(file);
+    // An edit undone is no edit: nothing to save, nothing written.
+    await endOfLine(0);
+    await page.keyboard.insertText('x');
+    await $('[data-testid="dirty"]').waitFor();
+    await page.keyboard.press('Backspace');
+    await $('[data-testid="clean"]').waitFor({ timeout: 3000 }).catch(() => {
+      throw new Check(`${file}: typing and deleting a character leaves the file dirty (line endings changed)`);
+    });
+    expect(await $('[data-testid="save"]').isDisabled(), `${file}: Save disabled without an edit`);
+    await page.keyboard.press('Control+S');
+    await sleep(300);
+    expect(hex(sa.readBytes(`bytes/${file}`)) === hex(before), `${file}: disk untouched by Ctrl+S without an edit`);
+    await edit();
+    await $('[data-testid="dirty"]').waitFor();
+    await page.keyboard.press('Control+S');
+    await $('[data-testid="clean"]').waitFor();
+    const got = sa.readBytes(`bytes/${file}`);
+    expect(hex(got) === hex(Buffer.from(want)), `${file}: bytes on disk ${JSON.stringify(got.toString())}, want ${JSON.stringify(want)}`);
+  }
+});
+
+test('session: a gateway restart keeps the session; a save refused for a lost session signs in again in place and is retried', async () => {
+  await onAgentA();
+  await $('[data-testid="refresh-projects"]').click();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText(' +restart');
+  await $('[data-testid="dirty"]').waitFor();
+  await gw.restart(); // same session key: the sealed cookie still opens
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('keep/draft.txt') === 'first line +restart\n', `saved across a restart (${JSON.stringify(sa.read('keep/draft.txt'))})`);
+  expect((await dialog('signin-dialog').count()) === 0, 'no sign-in needed after a restart');
+
+  // The session ends (the key it was sealed with is gone): sign in again in place, the save goes through.
+  await endOfLine(0);
+  await page.keyboard.insertText(' +again');
+  await $('[data-testid="dirty"]').waitFor();
+  await gw.restart({ newSessionKey: true });
+  await page.keyboard.press('Control+S');
+  const d = dialog('signin-dialog');
+  await d.waitFor();
+  expect((await editorText()) === 'first line +restart +again\n', `text kept under the sign-in dialog (${JSON.stringify(await editorText())})`);
+  await d.locator('input[name="token"]').fill('wrong-token');
+  await d.locator('[data-action="confirm"]').click();
+  await eventually(async () => (await d.locator('[role="alert"]').textContent()).includes('not accepted'), 'wrong token refused in the dialog');
+  await d.locator('input[name="token"]').fill(gw.adminToken);
+  await d.locator('[data-action="confirm"]').click();
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('keep/draft.txt') === 'first line +restart +again\n', 'the refused save was retried once signed in');
+
+  // Retried with the same expected revision: a change meanwhile takes the conflict path.
+  await endOfLine(0);
+  await page.keyboard.insertText(' +conflict');
+  await $('[data-testid="dirty"]').waitFor();
+  await gw.restart({ newSessionKey: true });
+  sa.write('keep/draft.txt', 'changed by the agent\n');
+  await page.keyboard.press('Control+S');
+  await d.waitFor();
+  await d.locator('input[name="token"]').fill(gw.adminToken);
+  await d.locator('[data-action="confirm"]').click();
+  const cd = dialog('conflict-dialog');
+  await cd.waitFor();
+  expect(sa.read('keep/draft.txt') === 'changed by the agent\n', 'the other writer is kept');
+  await cd.locator('[data-action="reload"]').click();
+  await eventually(async () => (await editorText()) === 'changed by the agent\n', 'server version loaded');
+  await $('[data-testid="clean"]').waitFor();
+});
+
+test('drafts: unsaved text survives a page reload and a declined sign-in, and is saved on the revision it was typed on', async () => {
+  await onAgentA();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText(' +draft');
+  await $('[data-testid="dirty"]').waitFor();
+  await sleep(500); // the draft is stored within 300 ms of typing
+  const accept = (dl) => dl.accept().catch(() => {});
+  page.on('dialog', accept); // "leave the page?" — yes
+  try {
+    await page.reload();
+  } finally {
+    page.off('dialog', accept);
+  }
+  await $('[data-testid="agent-select"]').waitFor();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await eventually(async () => (await editorText()) === 'changed by the agent +draft\n', `draft restored (${JSON.stringify(await editorText())})`);
+  await $('[data-testid="dirty"]').waitFor();
+  expect((await $('[data-testid="notice"]').textContent()).includes('restored'), 'says the changes were restored');
+  // The session ends and the user declines to sign in: the login page, and the draft is still kept.
+  await endOfLine(0);
+  await page.keyboard.insertText(' +more');
+  await context.clearCookies();
+  await page.keyboard.press('Control+S');
+  await dialog('signin-dialog').waitFor();
+  await dialog('signin-dialog').locator('[data-action="cancel"]').click();
+  await $('[data-testid="login-form"]').waitFor();
+  await signIn();
+  await $('[data-testid="agent-select"]').waitFor();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await eventually(async () => (await editorText()) === 'changed by the agent +draft +more\n', 'draft restored after signing in again');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('keep/draft.txt') === 'changed by the agent +draft +more\n', 'draft saved');
+  // Saved: nothing is restored any more.
+  await page.reload();
+  await $('[data-testid="agent-select"]').waitFor();
+  await openProject('keep');
+  await openFile('draft.txt');
+  await $('[data-testid="clean"]').waitFor();
+});
+
+test('revert is undoable; Reload and the tree\'s Refresh show what changed elsewhere', async () => {
+  await onAgentA();
+  await openProject('keep');
+  await openFile('draft.txt');
+  const saved = await editorText();
+  await endOfLine(0);
+  await page.keyboard.insertText(' typed');
+  await $('[data-testid="dirty"]').waitFor();
+  await $('[data-testid="cancel"]').click();
+  await $('[data-testid="clean"]').waitFor();
+  expect((await editorText()) === saved, 'reverted to the saved text');
+  await $('[data-testid="undo-revert"]').click();
+  await $('[data-testid="dirty"]').waitFor();
+  expect((await editorText()).includes(' typed'), 'Undo brings the typed text back');
+  await $('[data-testid="cancel"]').click();
+  await $('[data-testid="clean"]').waitFor();
+  // A clean open file changed by the agent: Reload shows it.
+  sa.write('keep/draft.txt', 'agent wrote this\n');
+  await $('[data-testid="reload-file"]').click();
+  await eventually(async () => (await editorText()) === 'agent wrote this\n', 'Reload shows the new version');
+  // The tree's Refresh: the open file and the listed folders.
+  if ((await row('sub').getAttribute('aria-expanded')) !== 'true') await row('sub').click();
+  await row('sub/a.txt').waitFor();
+  sa.write('keep/draft.txt', 'and then this\n');
+  sa.write('keep/sub/new.txt', 'new\n');
+  await $('[data-testid="refresh-files"]').click();
+  await eventually(async () => (await editorText()) === 'and then this\n', 'Refresh reloads the open, clean file');
+  await row('sub/new.txt').waitFor();
+  // A dirty file is never replaced by Refresh.
+  await endOfLine(0);
+  await page.keyboard.insertText(' mine');
+  await $('[data-testid="dirty"]').waitFor();
+  sa.write('keep/draft.txt', 'behind the editor\n');
+  await $('[data-testid="refresh-files"]').click();
+  await sleep(500);
+  expect((await editorText()) === 'and then this mine\n', 'unsaved text kept on Refresh');
+  await $('[data-testid="reload-file"]').click();
+  await dialog('discard-dialog').waitFor();
+  await dialog('discard-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await editorText()) === 'behind the editor\n', 'Reload after confirming');
+});
+
+test('revisions: rename, move and delete right after a save succeed; a stale error clears once a retry succeeds', async () => {
+  await onAgentA();
+  await openProject('keep');
+  if ((await row('sub').getAttribute('aria-expanded')) !== 'true') await row('sub').click();
+  await openFile('sub/a.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText(' saved');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  // Rename the file just saved (its revision changed).
+  await row('sub/a.txt').focus();
+  await page.keyboard.press('F2');
+  await dialog('rename-dialog').locator('input').fill('b.txt');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await row('sub/b.txt').waitFor();
+  expect(sa.exists('keep/sub/b.txt'), 'renamed on disk right after the save');
+  // Save inside the folder, then rename the folder (its revision changed with the save).
+  await openFile('sub/b.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText(' again');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  await row('sub').focus();
+  await page.keyboard.press('F2');
+  await dialog('rename-dialog').locator('input').fill('moved');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await row('moved').waitFor();
+  expect(sa.exists('keep/moved/b.txt'), 'folder renamed right after a save inside it');
+  expect((await $('[data-testid="notice"]').count()) === 0 || !(await $('[data-testid="notice"]').textContent()).includes('changed elsewhere'), 'no conflict');
+  // Save, then delete the file.
+  if ((await row('moved').getAttribute('aria-expanded')) !== 'true') await row('moved').click();
+  await openFile('moved/b.txt');
+  await endOfLine(0);
+  await page.keyboard.insertText('!');
+  await page.keyboard.press('Control+S');
+  await $('[data-testid="clean"]').waitFor();
+  await row('moved/b.txt').focus();
+  await page.keyboard.press('Delete');
+  await dialog('delete-entry-dialog').locator('[data-action="confirm"]').click();
+  await eventually(() => !sa.exists('keep/moved/b.txt'), 'deleted on disk right after the save');
+  await eventually(async () => (await row('moved/b.txt').count()) === 0, 'gone from the tree');
+  await sleep(300); // the folder listings reloaded after the delete have arrived
+  // A rename refused because the agent changed the file: the error goes once the retry succeeds.
+  if (!(await row('moved/new.txt').count())) await row('moved').click();
+  await row('moved/new.txt').waitFor();
+  sa.write('keep/moved/new.txt', 'changed by the agent\n');
+  await row('moved/new.txt').focus();
+  await page.keyboard.press('F2');
+  await dialog('rename-dialog').locator('input').fill('renamed.txt');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="notice"]').textContent())?.includes('was not moved'), 'stale rename refused');
+  await row('moved/new.txt').focus();
+  await page.keyboard.press('F2');
+  await dialog('rename-dialog').locator('input').fill('renamed.txt');
+  await dialog('rename-dialog').locator('[data-action="confirm"]').click();
+  await row('moved/renamed.txt').waitFor();
+  await eventually(async () => (await $('[data-testid="notice"][role="alert"]').count()) === 0, 'the stale error is gone after the retry succeeded');
+});
+
+// ---- #14: the portal as a place to work --------------------------------------
+
+const pathNow = () => new URL(page.url()).pathname;
+
+test('deep links: the URL names agent, tab, project and file; reload, Back and Forward restore them', async () => {
+  await onAgentA();
+  sa.write('skills/deep/SKILL.md', '---\nname: deep\n---\n\nDeep link.\n', 'global');
+  await page.goto(gw.url + '/agents/codex-a/projects/bytes/files/crlf.txt');
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'crlf.txt', 'deep link opens the file');
+  expect((await $('.sidebar-section.files h2').textContent()).includes('bytes'), 'project from the URL selected');
+  await openFile('mixed.txt');
+  await eventually(() => pathNow() === '/agents/codex-a/projects/bytes/files/mixed.txt', `URL names the open file (${pathNow()})`);
+  await page.reload();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'mixed.txt', 'reload restores the open file');
+  await page.goBack();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'crlf.txt', 'Back goes to the previous file');
+  await page.goForward();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'mixed.txt', 'Forward comes back');
+  await selectAgent('codex-b');
+  await projectRow('beta-only').waitFor();
+  await eventually(() => pathNow() === '/agents/codex-b', `URL names the agent (${pathNow()})`);
+  await page.goBack();
+  await eventually(async () => (await $('[data-testid="agent-select"]').inputValue()) === 'codex-a', 'Back restores the agent');
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'mixed.txt', 'and its open file');
+  // Global, nested, and through the sign-in page.
+  await context.clearCookies();
+  await page.goto(gw.url + '/agents/codex-a/global/files/skills/deep/SKILL.md');
+  await $('[data-testid="login-form"] input[name="token"]').fill(gw.adminToken);
+  await $('[data-testid="login-form"] button[type="submit"]').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'skills/deep/SKILL.md', 'deep link kept through sign-in');
+  expect((await $('[data-testid="tab-global"]').getAttribute('aria-selected')) === 'true', 'Global tab from the URL');
+  await row('skills/deep/SKILL.md').waitFor();
+  await $('[data-testid="tab-projects"]').click();
+  await eventually(() => pathNow().startsWith('/agents/codex-a'), 'tab in the URL');
+});
+
+test('Global: "New skill" makes skills/<name>/SKILL.md from a template; its YAML front matter is highlighted as YAML', async () => {
+  await onAgentA();
+  await $('[data-testid="tab-global"]').click();
+  await $('[data-testid="new-skill"]').click();
+  const d = dialog('new-skill-dialog');
+  await d.locator('input').fill('lint');
+  await d.locator('[data-action="confirm"]').click();
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'skills/lint/SKILL.md', 'SKILL.md opened');
+  expect(sa.exists('skills/lint/SKILL.md', 'global'), 'on disk');
+  const text = sa.read('skills/lint/SKILL.md', 'global');
+  expect(text.startsWith('---\nname: lint\ndescription: ') && text.includes('\n---\n'), `template front matter (${JSON.stringify(text)})`);
+  await row('skills/lint/SKILL.md').waitFor();
+  await $('[data-testid="clean"]').waitFor();
+  // The front matter is parsed as YAML: "name" is a property name there, so it is highlighted unlike the Markdown body.
+  await eventually(async () => (await $('.cm-editor').getAttribute('data-language')) === 'markdown', 'markdown language');
+  const cls = await eventually(
+    () =>
+      page.evaluate(() => {
+        const line = [...document.querySelectorAll('.cm-content .cm-line')].find((l) => l.textContent.startsWith('name:'));
+        const span = line?.querySelector('span');
+        // As YAML the key is a token of its own; as Markdown the whole line would be one (setext heading) span.
+        return span && span.textContent === 'name' && span.className ? span.className : null;
+      }),
+    'the front matter key is highlighted',
+  );
+  expect(!!cls, `front matter token class ${cls}`);
+  await $('[data-testid="tab-projects"]').click();
+});
+
+test('dark mode follows prefers-color-scheme, the editor included; at 768 px the editor and Save are on screen', async () => {
+  await onAgentA();
+  await openProject('bytes');
+  await openFile('crlf.txt');
+  const colors = () =>
+    page.evaluate(() => ({
+      body: getComputedStyle(document.documentElement).backgroundColor,
+      editor: getComputedStyle(document.querySelector('.cm-editor')).backgroundColor,
+      theme: document.querySelector('.cm-editor').dataset.theme,
+    }));
+  const lum = (rgb) => {
+    const [r, g, b] = rgb.match(/\d+/g).map(Number);
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  await page.emulateMedia({ colorScheme: 'dark' });
+  try {
+    const dark = await eventually(async () => {
+      const c = await colors();
+      return c.theme === 'dark' && c;
+    }, 'editor switched to its dark theme');
+    expect(lum(dark.body) < 60 && lum(dark.editor) < 60, `dark page and editor (${JSON.stringify(dark)})`);
+    await shot('dark.png');
+  } finally {
+    await page.emulateMedia({ colorScheme: 'light' });
+  }
+  const light = await eventually(async () => {
+    const c = await colors();
+    return c.theme === 'light' && c;
+  }, 'back to light');
+  expect(lum(light.body) > 200, `light page (${JSON.stringify(light)})`);
+  for (const [w, h] of [
+    [768, 1024],
+    [1024, 768],
+    [1366, 768],
+  ]) {
+    await page.setViewportSize({ width: w, height: h });
+    await sleep(200);
+    const box = await page.evaluate(() => {
+      const r = (sel) => document.querySelector(sel)?.getBoundingClientRect();
+      return { save: r('[data-testid="save"]'), editor: r('.cm-editor'), vw: innerWidth, vh: innerHeight, sy: scrollY };
+    });
+    expect(box.save && box.save.bottom <= box.vh && box.save.right <= box.vw, `${w}x${h}: Save visible without scrolling (${JSON.stringify(box)})`);
+    expect(box.editor && box.editor.top < box.vh && box.editor.height >= 150, `${w}x${h}: editor visible (${JSON.stringify(box.editor)})`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+test('assets: served precompressed with Content-Encoding and Vary; hashed assets immutable, index.html no-cache', async () => {
+  const index = await fetch(gw.url + '/', { headers: { 'Accept-Encoding': 'gzip' } });
+  const html = await index.text();
+  expect(index.headers.get('cache-control') === 'no-cache', `index Cache-Control ${index.headers.get('cache-control')}`);
+  const js = /\/assets\/index-[^"]+\.js/.exec(html)?.[0];
+  expect(js, 'index.html names its script');
+  // Node's fetch decodes gzip itself and drops nothing else: check the headers and the decoded bytes.
+  const enc = await fetch(gw.url + js, { headers: { 'Accept-Encoding': 'gzip' } });
+  const plain = await fetch(gw.url + js, { headers: { 'Accept-Encoding': 'identity' } });
+  expect(enc.headers.get('content-encoding') === 'gzip', `Content-Encoding ${enc.headers.get('content-encoding')}`);
+  expect(enc.headers.get('vary') === 'Accept-Encoding' && plain.headers.get('vary') === 'Accept-Encoding', 'Vary: Accept-Encoding');
+  expect(plain.headers.get('content-encoding') === null, 'identity gets the plain file');
+  expect(enc.headers.get('cache-control') === 'public, max-age=31536000, immutable', `asset Cache-Control ${enc.headers.get('cache-control')}`);
+  expect((await enc.text()) === (await plain.text()), 'same script either way');
+  expect(/javascript/.test(enc.headers.get('content-type')), `Content-Type ${enc.headers.get('content-type')}`);
+});
+
+test('OpenAPI: served without credentials, and a client generator reads it from the URL (npx openapi-typescript URL)', async () => {
+  const url = gw.url + '/api/v1/agent-gateway/openapi.json';
+  const r = await fetch(url); // no cookie, no token
+  expect(r.status === 200, `GET openapi.json without credentials: ${r.status}`);
+  const doc = await r.json();
+  expect(doc.openapi || doc.swagger, 'an OpenAPI document');
+  expect(doc.info?.title === 'Agent Workspace Files API' && /^\d+\.\d+\.\d+$/.test(doc.info?.version ?? ''), `a real title and version (${JSON.stringify(doc.info)})`);
+  const schemes = doc.components?.securitySchemes ?? {};
+  expect(schemes.bearer?.scheme === 'bearer' && schemes.basic?.scheme === 'basic' && schemes.session?.in === 'cookie', `bearer, basic and session cookie schemes (${JSON.stringify(schemes)})`);
+  const ops = Object.entries(doc.paths).flatMap(([p, o]) => Object.entries(o).map(([m, op]) => ({ id: `${m} ${p}`, op })));
+  for (const { id, op } of ops) {
+    expect(op.security?.length === 3, `${id}: security on the operation`);
+    expect(op.summary, `${id}: a summary`);
+  }
+  const put = doc.paths['/api/v1/agent-gateway/agents/{agent_id}/projects/files'].put;
+  const body = put.requestBody.content['application/json'].schema;
+  const bodySchema = body.$ref ? doc.components.schemas[body.$ref.split('/').pop()] : body;
+  expect(['workspace', 'path', 'content', 'expected_revision'].every((f) => bodySchema.required?.includes(f)), `UpdateProjectFile body required fields (${bodySchema.required})`);
+  const err = doc.components.schemas.rpcStatus;
+  expect(err?.properties?.details?.items?.$ref === '#/components/schemas/ErrorInfo' && doc.components.schemas.ErrorInfo?.properties?.reason, 'typed error details carrying the reason');
+  const post = await fetch(url, { method: 'POST' });
+  expect(post.status === 401 || post.status === 405 || post.status === 404, `only reading is public (POST: ${post.status})`);
+  const agents = await fetch(gw.url + '/api/v1/agent-gateway/agents');
+  expect(agents.status === 401, `the API itself still needs credentials (${agents.status})`);
+  const bin = path.join(REPO, 'contracts/node_modules/.bin/openapi-typescript');
+  expect(fs.existsSync(bin), `${path.relative(REPO, bin)} missing: run npm ci in contracts/ (make setup)`);
+  const out = path.join(base, 'client.d.ts');
+  const { execFileSync } = await import('node:child_process');
+  try {
+    execFileSync(bin, [url, '-o', out], { stdio: 'pipe', timeout: 60_000 });
+  } catch (err) {
+    throw new Check(`openapi-typescript ${url} failed: ${String(err.stderr ?? err.message).slice(0, 400)}`);
+  }
+  const ts = fs.readFileSync(out, 'utf8');
+  expect(ts.includes('"/api/v1/agent-gateway/agents"'), 'generated client has the agents path');
+  expect(ts.includes('ErrorInfo') && /reason: string/.test(ts), 'generated client types the error reason');
+});
+
+test('make run: refuses a taken port at once; every port and the state dir settable beside another stack; WEBDAV_WRITABLE=1; Ctrl-C says "stopped"', async () => {
+  const { spawn, spawnSync } = await import('node:child_process');
+  const net = await import('node:net');
+  const freePort = () =>
+    new Promise((resolve) => {
+      const srv = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = srv.address();
+        srv.close(() => resolve(port));
+      });
+    });
+  const names = ['GATEWAY_PORT', 'CODEX_A_RPC_PORT', 'CODEX_A_DAV_PORT', 'CODEX_A_METRICS_PORT', 'CODEX_B_RPC_PORT', 'CODEX_B_DAV_PORT', 'CODEX_B_METRICS_PORT'];
+  const ports = {};
+  for (const n of names) ports[n] = String(await freePort());
+  const stateDir = path.join(base, 'run-sh-state');
+  const env = { PATH: process.env.PATH, HOME: base, STATE_DIR: stateDir, ...ports };
+  const script = path.join(REPO, 'deploy/local/run.sh');
+  // A taken port: refused at once, naming the variable, nothing started or written.
+  const taken = net.createServer();
+  await new Promise((r) => taken.listen(Number(ports.CODEX_B_DAV_PORT), '127.0.0.1', r));
+  try {
+    const t0 = Date.now();
+    const r = spawnSync(script, ['--check-ports'], { env, encoding: 'utf8', timeout: 10_000 });
+    expect(r.status === 1 && r.stderr.includes(`127.0.0.1:${ports.CODEX_B_DAV_PORT}`) && r.stderr.includes('CODEX_B_DAV_PORT'), `--check-ports refuses (${r.status}: ${r.stderr})`);
+    const full = spawnSync(script, [], { env, encoding: 'utf8', timeout: 10_000 });
+    expect(full.status === 1 && full.stderr.includes('in use'), `run.sh refuses (${full.status}: ${full.stderr})`);
+    expect(Date.now() - t0 < 5000, 'at once');
+    expect(!fs.existsSync(stateDir), 'nothing written before the check');
+  } finally {
+    await new Promise((r) => taken.close(r));
+  }
+  // A whole second stack (the e2e stack is the first) on the chosen ports, writable WebDAV.
+  const child = spawn(script, [], { env: { ...env, WEBDAV_WRITABLE: '1' }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise((r) => child.once('exit', (code, sig) => r({ code, sig })));
+  try {
+    await eventually(() => out.includes('is running'), `stack started (${out.slice(-500)})`, 60_000);
+    const url = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
+    const token = /Admin token\s+(\S+)/.exec(out)?.[1];
+    expect(token, 'token printed');
+    expect(out.includes(`curl -H "Authorization: Bearer ${token}" ${url}/api/v1/agent-gateway/agents`), `quotes kept in the printed commands (${out})`);
+    expect(out.includes('writable view'), 'says the WebDAV view is writable');
+    expect(out.includes(`export T=${token} G=${url}/api/v1/agent-gateway`), 'prints the export line the README REST walk-through starts from');
+    const opt = await fetch(url + '/dav/codex-a/projects/', { method: 'OPTIONS', headers: { Authorization: `Bearer ${token}` } });
+    expect((opt.headers.get('allow') ?? '').includes('PUT'), `writable WebDAV view (Allow: ${opt.headers.get('allow')})`);
+    const agents = await fetch(url + '/api/v1/agent-gateway/agents', { headers: { Authorization: `Bearer ${token}` } });
+    expect(agents.status === 200, `REST answers on the chosen port (${agents.status})`);
+  } finally {
+    // Ctrl-C: the terminal sends SIGINT to the foreground process group.
+    process.kill(-child.pid, 'SIGINT');
+    const end = await Promise.race([exited, sleep(20_000).then(() => null)]);
+    if (!end) process.kill(-child.pid, 'SIGKILL');
+    expect(end && end.code === 0, `exit status 0 after Ctrl-C (${JSON.stringify(end)})`);
+    expect(out.trimEnd().endsWith('run: stopped') && !out.includes('a process exited'), `ends with "stopped" (${out.slice(-300)})`);
+  }
+  for (const p of [ports.GATEWAY_PORT, ports.CODEX_A_RPC_PORT]) {
+    const r = spawnSync('bash', ['-c', `! (exec 3<>/dev/tcp/127.0.0.1/${p}) 2>/dev/null`]);
+    expect(r.status === 0, `port ${p} free again after Ctrl-C`);
+  }
+});
+
+test('REST: the README walk-through works pasted as written (create project, create file, read, update, stale update refused)', async () => {
+  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
+  const rest = readme.slice(readme.indexOf('### REST'));
+  const block = /```sh\n([\s\S]*?)```/.exec(rest)?.[1];
+  expect(block && block.includes('expected_revision'), 'README has the REST block');
+  const { spawnSync } = await import('node:child_process');
+  // What `make run` prints for it: export T=<token> G=<url>/api/v1/agent-gateway
+  const env = { PATH: process.env.PATH, HOME: base, T: gw.adminToken, G: `${gw.url}/api/v1/agent-gateway` };
+  const r = spawnSync('bash', ['-c', block], { env, encoding: 'utf8', timeout: 60_000 });
+  const out = r.stdout + r.stderr;
+  expect(r.status === 0, `the block ran (${r.status}): ${out.slice(-600)}`);
+  expect(sa.read('demo/notes.md') === 'hello\n', `the update with the read revision is on disk (${JSON.stringify(sa.exists('demo/notes.md') && sa.read('demo/notes.md'))})`);
+  expect(/REVISION_MISMATCH/.test(out) && /HTTP 409\s*$/.test(out), `the stale update is refused with 409 REVISION_MISMATCH: ${out.slice(-400)}`);
+  expect(!out.includes('"code":16') && !/\b401\b/.test(out.split('\n').slice(-2).join('\n')), 'authenticated throughout');
+  // Leave no "demo" behind for later tests.
+  await fetch(`${gw.url}/api/v1/agent-gateway/agents/codex-a/projects/demo?confirm_name=demo`, { method: 'DELETE', headers: { Authorization: `Bearer ${gw.adminToken}` } });
 });
 
 test('layout: readable on a narrow window', async () => {

@@ -1,76 +1,38 @@
-// The Agents page: session gate, agent selector, Projects/Global tabs, the
-// lazily expanded tree and the editor. State lives in plain objects; the pure
-// rules (paging, dirty tracking, conflicts, names, agent scoping) are in
-// state/ and unit tested; this file wires them to the DOM with lit-html.
-import { html, nothing, render, svg, type TemplateResult } from 'lit-html';
+// The Agents page's controller: session gate, agent selector, Projects/Global
+// tabs, tree actions, the editor's save/conflict/draft flow and deep links.
+// The one state is in state/appState.ts (pure rules beside it in state/, unit
+// tested); the screens and panes are rendered by src/views/ (login, notice,
+// tree, editor, unavailable) and the dialogs by src/ui/dialogs.ts.
+import { html, nothing, render, type TemplateResult } from 'lit-html';
 import { repeat } from 'lit-html/directives/repeat.js';
 import { createApi, type Api } from './api/client';
 import { ApiError, asApiError, describeError, describeGatewayError, isConflict, isUnauthenticated, isUnavailable } from './api/errors';
 import { currentSession, login, logout, type SessionInfo } from './api/session';
 import type { Agent, Entry, EntryType, Project, WorkspaceRef } from './api/types';
 import * as ed from './state/editorState';
-import { formatSize, formatTime, reasonText } from './state/format';
-import { LANGUAGE_LABEL, languageForPath } from './state/language';
+import { languageForPath } from './state/language';
 import { baseName, entryNameProblem, isWithin, joinPath, normaliseFolderPath, parentOf, projectNameProblem } from './state/names';
-import { emptyListing, hasMore, loadFirst, loadMore, type Listing, type Page } from './state/paging';
+import { hasMore, loadFirst, loadMore, type Page } from './state/paging';
 import { isStale, ScopeManager, type AgentScope } from './state/scope';
-import { dirState, isDir, knownDirectories, newTree, visibleRows, workspaceKey, type Row, type TreeState } from './state/tree';
+import { dirState, isDir, knownDirectories, listingsToReload, newTree, patchEntry, visibleRows, workspaceKey, type Row, type TreeState } from './state/tree';
 import { initialAgent } from './state/agents';
 import { LazyEditor } from './ui/lazyEditor';
-import { confirmDialog, conflictDialog, copyText, promptDialog } from './ui/dialogs';
+import { confirmDialog, conflictDialog, copyText, promptDialog, signInDialog } from './ui/dialogs';
+import { browserStorage, Drafts } from './state/drafts';
+import { restoreLineEndings } from './state/lineEndings';
+import { formatRoute, parseRoute, type Route } from './state/route';
 import { closeMenu, openMenu, type MenuItem } from './ui/menu';
+import { freshAgentState, GLOBAL, project, type AgentState, type Notice, type Screen, type Tab } from './state/appState';
+import { loadingView, loginView, noAccessView, startErrorView } from './views/login';
+import { noticeView } from './views/notice';
+import { unavailableView } from './views/unavailable';
+import { editorView } from './views/editor';
+import { treeView } from './views/tree';
 
-type Tab = 'projects' | 'global';
-
-/** Everything loaded for one agent selection; never shared with another. */
-interface AgentState {
-  tab: Tab;
-  projects: Listing<Project>;
-  projectsLoading: boolean;
-  projectsError: ApiError | null;
-  selectedProject: string | null;
-  trees: Map<string, TreeState>;
-  file: ed.OpenFile | null;
-  fileLoading: string | null;
-  fileError: { path: string; ws: WorkspaceRef; error: ApiError } | null;
-  /** Serial of the latest file open request: older responses are dropped. */
-  fileRequest: number;
+/** SKILL.md of a new skill: the front matter Codex reads, and a place for the instructions. */
+export function skillTemplate(name: string): string {
+  return `---\nname: ${name}\ndescription: What this skill does and when the agent should use it.\n---\n\n# ${name}\n\nThe steps the agent follows when this skill applies.\n`;
 }
-
-type Screen =
-  | { kind: 'loading' }
-  | { kind: 'login'; message: string; busy: boolean }
-  | { kind: 'no-access'; operator: string }
-  | { kind: 'error'; message: string }
-  | { kind: 'app' };
-
-interface Notice {
-  kind: 'error' | 'info';
-  text: string;
-  id: number;
-}
-
-const FOLDER_ICON = svg`<svg class="icon folder" viewBox="0 0 16 16" aria-hidden="true"><path d="M1.5 3.5h4.2l1.5 1.5h7.3v8.5h-13z" /></svg>`;
-const FILE_ICON = svg`<svg class="icon file" viewBox="0 0 16 16" aria-hidden="true"><path d="M3.5 1.5h6l3 3v10h-9z M9.5 1.5v3h3" /></svg>`;
-
-const GLOBAL: WorkspaceRef = { scope: 'GLOBAL' };
-const project = (name: string): WorkspaceRef => ({ scope: 'PROJECT', project_name: name });
-
-function freshAgentState(): AgentState {
-  return {
-    tab: 'projects',
-    projects: emptyListing(),
-    projectsLoading: false,
-    projectsError: null,
-    selectedProject: null,
-    trees: new Map(),
-    file: null,
-    fileLoading: null,
-    fileError: null,
-    fileRequest: 0,
-  };
-}
-
 export class App {
   readonly #root: HTMLElement;
   #screen: Screen = { kind: 'loading' };
@@ -84,6 +46,14 @@ export class App {
   readonly #editor: LazyEditor;
   #scheduled = false;
   #focusAfterRender: string | null = null;
+  readonly #drafts = new Drafts(browserStorage());
+  #draftTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The text the editor was last loaded with: the separators restored on every edit come from it. */
+  #editorBase = '';
+  /** An open sign-in-again dialog, shared by every request that found the session gone. */
+  #reauth: Promise<boolean> | null = null;
+  /** >0 while the page is being brought to a URL's place: the URL is replaced, not pushed. */
+  #routing = 0;
 
   constructor(root: HTMLElement) {
     this.#root = root;
@@ -92,7 +62,10 @@ export class App {
       (text) => this.#onEdit(text),
       () => void this.save(),
     );
+    window.addEventListener('pagehide', () => this.#flushDraft());
+    window.addEventListener('popstate', () => void this.#onPopState());
     window.addEventListener('beforeunload', (e) => {
+      this.#flushDraft();
       if (ed.isDirty(this.#scope?.state.file)) {
         e.preventDefault();
         e.returnValue = '';
@@ -172,31 +145,86 @@ export class App {
     this.update();
   }
 
-  /** Central error handling: a lost session goes back to the login form. */
+  /**
+   * Central error handling. A lost session with unsaved text on the page
+   * asks to sign in again in place (nothing on the page is dropped);
+   * without unsaved text it goes back to the login form.
+   */
   #fail(err: unknown, prefix = ''): void {
     if (isStale(err)) return;
     if (isUnauthenticated(err)) {
-      this.#session = null;
-      this.#scopes.clear();
-      this.#screen = { kind: 'login', message: 'Your session has ended. Sign in again.', busy: false };
-      this.update();
+      if (ed.isDirty(this.#scope?.state.file)) void this.#reauthenticate();
+      else this.#sessionEnded();
       return;
     }
     this.notify('error', (prefix ? prefix + ' ' : '') + describeError(err));
   }
 
-  notify(kind: Notice['kind'], text: string): void {
+  #sessionEnded(): void {
+    this.#flushDraft(); // unsaved text stays in the browser's storage for the next sign-in
+    this.#session = null;
+    this.#scopes.clear();
+    this.#screen = { kind: 'login', message: 'Your session has ended. Sign in again.', busy: false };
+    this.update();
+  }
+
+  /** Signs in again without leaving the page; true once signed in. Declined: the login form (drafts stay stored). */
+  #reauthenticate(): Promise<boolean> {
+    if (!this.#reauth) {
+      this.#flushDraft();
+      this.#reauth = signInDialog({
+        message:
+          'Your session has ended. Sign in again to carry on: your unsaved changes are kept, and a save that was refused is tried again once you are signed in.',
+        submit: async (token) => {
+          try {
+            const s = await login(token);
+            if (s.kind === 'signed-in') {
+              this.#session = s.session;
+              return null;
+            }
+            return s.kind === 'no-access' ? 'That token has no admin access.' : 'That token was not accepted. Check it and try again.';
+          } catch (err) {
+            return describeError(err);
+          }
+        },
+      }).then((ok) => {
+        this.#reauth = null;
+        if (ok) this.update();
+        else this.#sessionEnded();
+        return ok;
+      });
+    }
+    return this.#reauth;
+  }
+
+  notify(kind: Notice['kind'], text: string, action?: Notice['action']): void {
     const id = ++this.#noticeSerial;
-    this.#notice = { kind, text, id };
+    this.#notice = { kind, text, id, ...(action ? { action } : {}) };
     if (kind === 'info') {
-      setTimeout(() => {
-        if (this.#notice?.id === id) {
-          this.#notice = null;
-          this.update();
-        }
-      }, 6000);
+      setTimeout(
+        () => {
+          if (this.#notice?.id === id) {
+            this.#notice = null;
+            this.update();
+          }
+        },
+        action ? 12000 : 6000,
+      );
     }
     this.update();
+  }
+
+  /** A mutation succeeded: an error message about an earlier attempt is out of date. */
+  #succeeded(): void {
+    if (this.#notice?.kind === 'error') {
+      this.#notice = null;
+      this.update();
+    }
+  }
+
+  /** Reloads the listings whose revisions a mutation in dirs changed (see listingsToReload). */
+  async #afterMutation(scope: AgentScope<AgentState>, tree: TreeState, dirs: string[]): Promise<void> {
+    await Promise.all(listingsToReload(tree, dirs).map((d) => this.#reloadDir(scope, tree, d)));
   }
 
   // ---- agents ----------------------------------------------------------
@@ -208,9 +236,19 @@ export class App {
       const r = await this.#api.listAgents();
       this.#agents = r.agents ?? [];
       void this.#editor.preload().catch(() => {}); // an admin: fetch CodeMirror while the projects load
-      const first = initialAgent(this.#agents);
-      if (first?.agent_id) this.#selectAgent(first.agent_id);
-      else this.update();
+      // The URL's agent when it is one of them (a deep link, a reload), else the default.
+      const wanted = parseRoute(location.pathname);
+      const first = this.#agents.find((a) => a.agent_id === wanted.agent) ?? initialAgent(this.#agents);
+      if (first?.agent_id) {
+        this.#routing++;
+        try {
+          this.#selectAgent(first.agent_id);
+          if (first.agent_id === wanted.agent) await this.#applyRoute(wanted);
+          this.#syncUrl(true);
+        } finally {
+          this.#routing--;
+        }
+      } else this.update();
     } catch (err) {
       if (isUnauthenticated(err)) return this.#fail(err);
       if (asApiError(err).status === 403) {
@@ -232,7 +270,7 @@ export class App {
     closeMenu();
     this.#notice = null;
     const scope = this.#scopes.switchTo(agentId);
-    this.#editor.load('', 'plain'); // nothing of the previous agent stays in the editor
+    this.#loadEditor('', 'plain'); // nothing of the previous agent stays in the editor
     const agent = this.#agents.find((a) => a.agent_id === agentId);
     this.update();
     if (agent?.project_management_enabled) void this.#loadProjects(scope);
@@ -247,6 +285,94 @@ export class App {
       return;
     }
     this.#selectAgent(next);
+  }
+
+  // ---- deep links --------------------------------------------------------
+
+  /** Where the page is: what the URL says (see state/route.ts). */
+  #currentRoute(): Route | null {
+    const scope = this.#scope;
+    if (this.#screen.kind !== 'app' || !scope) return null;
+    const st = scope.state;
+    const path = st.file?.path ?? st.fileLoading ?? st.fileError?.path ?? '';
+    if (st.tab === 'global') return { agent: scope.agentId, tab: 'global', project: '', path };
+    return { agent: scope.agentId, tab: 'projects', project: st.selectedProject ?? '', path: st.selectedProject ? path : '' };
+  }
+
+  /** Puts the current place in the address bar: a new history entry, or (while routing) the same one. */
+  #syncUrl(replace = this.#routing > 0): void {
+    const r = this.#currentRoute();
+    if (!r) return;
+    const url = formatRoute(r);
+    if (url === location.pathname) return;
+    if (replace) history.replaceState(null, '', url);
+    else history.pushState(null, '', url);
+  }
+
+  /** Back and Forward: go to the URL's place (asking first when unsaved text would be lost). */
+  async #onPopState(): Promise<void> {
+    const scope = this.#scope;
+    if (this.#screen.kind !== 'app' || !scope) return;
+    const r = parseRoute(location.pathname);
+    const cur = this.#currentRoute();
+    if (cur && formatRoute(cur) === formatRoute(r)) return;
+    const st = scope.state;
+    if (ed.isDirty(st.file)) {
+      if (!(await this.#confirmDiscard('Going to another page'))) {
+        if (cur) history.pushState(null, '', formatRoute(cur)); // stay, and keep the entry that was left
+        return;
+      }
+      this.#closeFile(st);
+    }
+    this.#routing++;
+    try {
+      if (r.agent && r.agent !== scope.agentId && this.#agents.some((a) => a.agent_id === r.agent)) this.#selectAgent(r.agent);
+      await this.#applyRoute(r);
+      this.#syncUrl(true);
+    } finally {
+      this.#routing--;
+    }
+  }
+
+  /** Brings the selected agent's view to r's tab, project and file. */
+  async #applyRoute(r: Route): Promise<void> {
+    const scope = this.#scope;
+    if (!scope || !this.#agent?.project_management_enabled) return;
+    const st = scope.state;
+    if (r.tab === 'global') {
+      if (st.tab !== 'global') await this.#selectTab('global');
+    } else {
+      if (st.tab !== 'projects') await this.#selectTab('projects');
+      if (r.project && st.selectedProject !== r.project) await this.#selectProject(r.project);
+      if (!r.project && st.selectedProject) {
+        st.selectedProject = null;
+        this.#closeFile(st);
+      }
+    }
+    if (!scope.alive) return;
+    const ws = r.tab === 'global' ? GLOBAL : r.project ? project(r.project) : null;
+    if (ws && r.path) {
+      if (!(st.file && st.file.path === r.path && st.file.workspaceKey === workspaceKey(ws))) await this.#openPath(scope, ws, r.path);
+    } else if (st.file || st.fileError || st.fileLoading) {
+      this.#closeFile(st);
+    }
+    this.update();
+  }
+
+  /** Opens a file by path: the folders above it are listed and expanded first, so the tree shows it. */
+  async #openPath(scope: AgentScope<AgentState>, ws: WorkspaceRef, path: string): Promise<void> {
+    const tree = scope.state.trees.get(workspaceKey(ws));
+    if (!tree) return;
+    let dir = '';
+    for (const part of path.split('/').slice(0, -1)) {
+      dir = joinPath(dir, part);
+      const d = dirState(tree, dir);
+      d.expanded = true;
+      if (!d.listing.loaded && !d.loading) await this.#reloadDir(scope, tree, dir);
+      if (!scope.alive) return;
+    }
+    tree.focusKey = 'e:' + path;
+    await this.#openFile(ws, path, true);
   }
 
   // ---- projects --------------------------------------------------------
@@ -577,13 +703,44 @@ export class App {
   async #create(scope: AgentScope<AgentState>, tree: TreeState, parent: string, name: string, type: EntryType): Promise<void> {
     try {
       const created = await scope.guard(this.#api.createEntry(scope.agentId, tree.workspace, parent, name, type));
+      this.#succeeded();
       dirState(tree, parent).expanded = true;
-      await this.#reloadDir(scope, tree, parent);
+      await this.#afterMutation(scope, tree, [parent]);
+      if (!tree.dirs.get(parent)?.listing.loaded) await this.#reloadDir(scope, tree, parent);
       tree.focusKey = 'e:' + (created.path ?? joinPath(parent, name));
       if (type === 'ENTRY_TYPE_FILE') await this.#openFile(tree.workspace, created.path ?? joinPath(parent, name));
     } catch (err) {
       this.#fail(err, `${name} was not created.`);
       if (isConflict(err) || asApiError(err).status === 404) await this.#reloadDir(scope, tree, parent);
+    }
+  }
+
+  /** Global's "New skill": a folder in skills/ holding a SKILL.md from a small template, opened for editing. */
+  async #newSkill(scope: AgentScope<AgentState>, tree: TreeState): Promise<void> {
+    const name = await promptDialog({
+      title: 'New skill',
+      label: 'Skill name (the folder in skills/)',
+      help: 'Creates skills/<name>/SKILL.md from a short template for you to fill in.',
+      confirmLabel: 'Create skill',
+      validate: entryNameProblem,
+      testid: 'new-skill-dialog',
+    });
+    if (name === null || !scope.alive) return;
+    const dir = joinPath('skills', name);
+    try {
+      await scope.guard(this.#api.createEntry(scope.agentId, GLOBAL, 'skills', name, 'ENTRY_TYPE_DIRECTORY'));
+      const file = await scope.guard(this.#api.createEntry(scope.agentId, GLOBAL, dir, 'SKILL.md', 'ENTRY_TYPE_FILE'));
+      await scope.guard(this.#api.updateFile(scope.agentId, GLOBAL, file.path ?? joinPath(dir, 'SKILL.md'), skillTemplate(name), file.revision ?? ''));
+      this.#succeeded();
+      dirState(tree, 'skills').expanded = true;
+      dirState(tree, dir).expanded = true;
+      await this.#afterMutation(scope, tree, ['skills', dir]);
+      for (const d of ['skills', dir]) if (!tree.dirs.get(d)?.listing.loaded) await this.#reloadDir(scope, tree, d);
+      this.notify('info', `Skill ${name} was created.`);
+      await this.#openFile(GLOBAL, joinPath(dir, 'SKILL.md'));
+    } catch (err) {
+      this.#fail(err, `Skill ${name} was not created.`);
+      await this.#afterMutation(scope, tree, ['skills']);
     }
   }
 
@@ -656,11 +813,9 @@ export class App {
           st.file.entry = { ...st.file.entry, ...moved };
         }
       }
+      this.#succeeded();
       for (const k of [...tree.dirs.keys()]) if (k !== '' && isWithin(k, source)) tree.dirs.delete(k);
-      const targets = new Set([parentOf(source), parentOf(destination)]);
-      for (const dir of targets) {
-        if (dir === '' || tree.dirs.get(dir)?.listing.loaded) await this.#reloadDir(scope, tree, dir);
-      }
+      await this.#afterMutation(scope, tree, [parentOf(source), parentOf(destination)]);
       tree.focusKey = 'e:' + destination;
       this.#focusAfterRender = tree.focusKey;
       this.update();
@@ -698,10 +853,13 @@ export class App {
     if (!ok || !scope.alive) return;
     try {
       await scope.guard(this.#api.deleteEntry(scope.agentId, tree.workspace, entry, dir));
-      if (st.file && st.file.workspaceKey === workspaceKey(tree.workspace) && isWithin(st.file.path, path)) this.#closeFile(st);
+      if (st.file && st.file.workspaceKey === workspaceKey(tree.workspace) && isWithin(st.file.path, path)) {
+        this.#drafts.remove(scope.agentId, st.file.workspaceKey, st.file.path);
+        this.#closeFile(st);
+      }
       for (const k of [...tree.dirs.keys()]) if (k !== '' && isWithin(k, path)) tree.dirs.delete(k);
       this.notify('info', `${entry.name} was deleted.`);
-      await this.#reloadDir(scope, tree, parentOf(path));
+      await this.#afterMutation(scope, tree, [parentOf(path)]);
       if (parentOf(path) !== '') this.#focusRow(tree, 'e:' + parentOf(path));
     } catch (err) {
       this.#fail(err, `${entry.name} was not deleted.`);
@@ -715,7 +873,7 @@ export class App {
   async #confirmDiscard(action: string): Promise<boolean> {
     const f = this.#scope?.state.file;
     if (!ed.isDirty(f)) return true;
-    return confirmDialog({
+    const ok = await confirmDialog({
       title: 'Discard unsaved changes?',
       body: [html`<code>${f!.path}</code> has changes that are not saved. ${action} discards them.`],
       confirmLabel: 'Discard changes',
@@ -723,6 +881,46 @@ export class App {
       danger: true,
       testid: 'discard-dialog',
     });
+    if (ok) this.#discardDraft();
+    return ok;
+  }
+
+  // ---- drafts: unsaved text in the browser's storage ----------------------
+
+  #scheduleDraft(): void {
+    if (this.#draftTimer === null) this.#draftTimer = setTimeout(() => this.#flushDraft(), 300);
+  }
+
+  /** Stores the open file's unsaved text now (or forgets it once the file is clean). */
+  #flushDraft(): void {
+    if (this.#draftTimer !== null) {
+      clearTimeout(this.#draftTimer);
+      this.#draftTimer = null;
+    }
+    const scope = this.#scope;
+    const f = scope?.state.file;
+    if (!scope || !f || !f.editable) return;
+    if (ed.isDirty(f)) {
+      this.#drafts.put({ agentId: scope.agentId, workspaceKey: f.workspaceKey, path: f.path, baseRevision: f.revision, text: f.text });
+    } else {
+      this.#drafts.remove(scope.agentId, f.workspaceKey, f.path);
+    }
+  }
+
+  /** The user chose to throw the open file's unsaved text away. */
+  #discardDraft(): void {
+    if (this.#draftTimer !== null) {
+      clearTimeout(this.#draftTimer);
+      this.#draftTimer = null;
+    }
+    const scope = this.#scope;
+    const f = scope?.state.file;
+    if (scope && f) this.#drafts.remove(scope.agentId, f.workspaceKey, f.path);
+  }
+
+  #loadEditor(text: string, lang: Parameters<LazyEditor['load']>[1]): void {
+    this.#editorBase = text;
+    this.#editor.load(text, lang);
   }
 
   #closeFile(st: AgentState): void {
@@ -730,7 +928,7 @@ export class App {
     st.fileLoading = null;
     st.fileError = null;
     st.fileRequest++;
-    this.#editor.load('', 'plain');
+    this.#loadEditor('', 'plain');
   }
 
   /** listed is the entry as the tree listed it (metadata for files the server will not read). */
@@ -749,7 +947,21 @@ export class App {
       const r = await scope.guard(this.#api.getFile(scope.agentId, ws, path));
       if (req !== st.fileRequest) return;
       st.file = ed.openFile(workspaceKey(ws), path, r);
-      this.#editor.load(st.file.text, languageForPath(path));
+      const draft = st.file.editable ? this.#drafts.get(scope.agentId, st.file.workspaceKey, path) : null;
+      if (draft && draft.text !== st.file.loadedText) {
+        // Typed before the session ended or the page closed: back in the editor, on the revision it was typed on.
+        st.file = { ...st.file, text: draft.text, revision: draft.baseRevision };
+        this.#loadEditor(draft.text, languageForPath(path));
+        this.notify(
+          'info',
+          draft.baseRevision === (r.entry?.revision ?? '')
+            ? `Your unsaved changes to ${path} were restored.`
+            : `Your unsaved changes to ${path} were restored. The file was changed elsewhere since, so saving them shows the conflict.`,
+        );
+      } else {
+        if (draft) this.#drafts.remove(scope.agentId, st.file.workspaceKey, path);
+        this.#loadEditor(st.file.text, languageForPath(path));
+      }
     } catch (err) {
       if (isStale(err) || req !== st.fileRequest) return;
       if (isUnauthenticated(err)) return this.#fail(err);
@@ -758,7 +970,7 @@ export class App {
         st.file = ed.openFile(workspaceKey(ws), path, {
           entry: { ...listed, editable: false, non_editable_reason: 'NON_EDITABLE_REASON_MULTIPLE_LINKS' },
         });
-        this.#editor.load('', 'plain');
+        this.#loadEditor('', 'plain');
         return;
       }
       st.file = null;
@@ -775,7 +987,9 @@ export class App {
     const st = this.#scope?.state;
     if (!st?.file) return;
     const wasDirty = ed.isDirty(st.file);
-    st.file = ed.edit(st.file, text);
+    // The editor joins lines with LF: the file's own separators go back in (CRLF files stay CRLF).
+    st.file = ed.edit(st.file, restoreLineEndings(this.#editorBase, text));
+    this.#scheduleDraft();
     if (wasDirty !== ed.isDirty(st.file)) this.update();
   }
 
@@ -793,6 +1007,7 @@ export class App {
     }
     if (!ed.canSave(f)) return;
     const text = f.text;
+    this.#flushDraft(); // stored before the request: a session that ends now loses nothing
     scope.state.file = ed.saveStarted(f);
     this.update();
     try {
@@ -800,7 +1015,16 @@ export class App {
       const cur = scope.state.file;
       if (!cur || cur.path !== f.path) return;
       scope.state.file = ed.saveSucceeded(cur, entry, text);
+      this.#flushDraft(); // gone, or re-based on the new revision when more was typed meanwhile
       this.notify('info', `Saved ${f.path}.`);
+      // The tree's copy of the file, and of its folder (whose revision the save changed), are out of date.
+      const tree = scope.state.trees.get(f.workspaceKey);
+      if (tree) {
+        patchEntry(tree, entry);
+        const dir = parentOf(f.path);
+        if (dir !== '') await this.#afterMutation(scope, tree, [parentOf(dir)]);
+        else this.update();
+      }
     } catch (err) {
       if (isStale(err)) return;
       const cur = scope.state.file;
@@ -808,6 +1032,11 @@ export class App {
       const r = ed.saveFailed(cur, err);
       scope.state.file = r.file;
       this.update();
+      if (isUnauthenticated(err)) {
+        // Sign in again in place, then the same save (same expected revision) once more.
+        if ((await this.#reauthenticate()) && scope.alive) await this.save();
+        return;
+      }
       if (r.conflict) await this.#showConflict();
       else this.#fail(err, 'Not saved.');
     }
@@ -834,23 +1063,93 @@ export class App {
       const r = await scope.guard(this.#api.getFile(scope.agentId, this.#fileWorkspace(f), f.path));
       const cur = scope.state.file;
       if (!cur || cur.path !== f.path) return;
+      this.#discardDraft();
       scope.state.file = ed.reloaded(cur, r);
-      this.#editor.load(scope.state.file.text, languageForPath(f.path));
+      this.#loadEditor(scope.state.file.text, languageForPath(f.path));
+      const tree = scope.state.trees.get(f.workspaceKey);
+      if (tree && r.entry) patchEntry(tree, r.entry);
       this.notify('info', 'The server version was loaded.');
     } catch (err) {
       this.#fail(err, 'The server version could not be loaded.');
     }
   }
 
+  /** Revert: back to the saved text, undoable (from the message, or Ctrl+Z in the editor). */
   #cancelEdits(): void {
     const st = this.#scope?.state;
-    if (!st?.file) return;
-    st.file = ed.cancel(st.file);
-    this.#editor.replace(st.file.text);
-    this.update();
+    if (!st?.file || !ed.isDirty(st.file)) return;
+    const mine = st.file.text;
+    const path = st.file.path;
+    const reverted = ed.cancel(st.file);
+    st.file = reverted;
+    this.#editorBase = reverted.text;
+    this.#editor.replace(reverted.text);
+    this.#discardDraft();
+    this.notify('info', `Your changes to ${path} were reverted.`, {
+      label: 'Undo',
+      testid: 'undo-revert',
+      run: () => {
+        const cur = this.#scope?.state.file;
+        if (!cur || cur.path !== path || ed.isDirty(cur)) return;
+        this.#editorBase = mine;
+        this.#editor.replace(mine);
+        this.#scope!.state.file = ed.edit(cur, mine);
+        this.#flushDraft();
+        this.#notice = null;
+        this.update();
+      },
+    });
+  }
+
+  /** The editor's Reload: the server's current version (asks first when there are unsaved changes). */
+  async #reloadFile(): Promise<void> {
+    const f = this.#scope?.state.file;
+    if (!f) return;
+    if (!(await this.#confirmDiscard('Reloading the file'))) return;
+    await this.#reloadServerVersion();
+  }
+
+  /** The tree's Refresh: every listed folder, and the open file when it has no unsaved changes. */
+  async #refreshTree(scope: AgentScope<AgentState>, tree: TreeState): Promise<void> {
+    const dirs = [...tree.dirs.entries()].filter(([k, d]) => k === '' || (d.expanded && d.listing.loaded)).map(([k]) => k);
+    const f = scope.state.file;
+    await Promise.all([
+      ...dirs.map((d) => this.#reloadDir(scope, tree, d)),
+      f && f.workspaceKey === workspaceKey(tree.workspace) && !ed.isDirty(f) ? this.#refreshOpenFile(scope, f) : null,
+    ]);
+  }
+
+  async #refreshOpenFile(scope: AgentScope<AgentState>, f: ed.OpenFile): Promise<void> {
+    try {
+      const r = await scope.guard(this.#api.getFile(scope.agentId, this.#fileWorkspace(f), f.path));
+      const cur = scope.state.file;
+      if (!cur || cur.path !== f.path || cur.workspaceKey !== f.workspaceKey || ed.isDirty(cur)) return;
+      if ((r.entry?.revision ?? '') === cur.revision) return;
+      scope.state.file = ed.reloaded(cur, r);
+      this.#loadEditor(scope.state.file.text, languageForPath(f.path));
+      this.notify('info', `${f.path} was changed elsewhere: its new version is shown.`);
+    } catch (err) {
+      if (isStale(err)) return;
+      if (asApiError(err).status === 404) {
+        const cur = scope.state.file;
+        if (cur && cur.path === f.path && !ed.isDirty(cur)) this.#closeFile(scope.state);
+        this.notify('info', `${f.path} no longer exists.`);
+        return;
+      }
+      this.#fail(err, `${f.path} could not be refreshed.`);
+    }
   }
 
   // ---- rendering -------------------------------------------------------
+
+  #tree(scope: AgentScope<AgentState>, tree: TreeState, label: string): TemplateResult {
+    return treeView(scope.state, tree, label, {
+      key: (e) => this.#onTreeKey(e, tree),
+      activate: (row) => this.#activateRow(tree, row),
+      menu: (entry, anchor, at) => this.#openEntryMenu(tree, entry, anchor, at),
+      retry: (dir) => void this.#reloadDir(scope, tree, dir),
+    });
+  }
 
   update(): void {
     if (this.#scheduled) return;
@@ -858,6 +1157,7 @@ export class App {
     queueMicrotask(() => {
       this.#scheduled = false;
       render(this.#view(), this.#root);
+      this.#syncUrl();
       if (this.#focusAfterRender) {
         const el = this.#root.querySelector<HTMLElement>(`[data-key="${CSS.escape(this.#focusAfterRender)}"]`);
         this.#focusAfterRender = null;
@@ -870,48 +1170,16 @@ export class App {
     const s = this.#screen;
     switch (s.kind) {
       case 'loading':
-        return html`<div class="center-page"><p>Loading…</p></div>`;
+        return loadingView();
       case 'error':
-        return html`<div class="center-page" data-testid="start-error">
-          <h1>Agent Workspace Files</h1>
-          <p role="alert">${s.message}</p>
-          <button class="btn btn-primary" @click=${() => void this.start()}>Retry</button>
-        </div>`;
+        return startErrorView(s.message, () => void this.start());
       case 'login':
-        return this.#loginView(s);
+        return loginView(s, (token) => void this.#login(token));
       case 'no-access':
-        return html`<div class="center-page" data-testid="no-access">
-          <h1>No access</h1>
-          <p>
-            ${s.operator ? html`You are signed in as <strong>${s.operator}</strong>, but the` : 'The'}
-            ${'Agents page is only for workspace admins.'}
-          </p>
-          <p>Ask an administrator to give your account the admin role, or sign in with an admin token.</p>
-          <button class="btn" @click=${() => void this.#logout()}>Sign out</button>
-        </div>`;
+        return noAccessView(s.operator, () => void this.#logout());
       case 'app':
         return this.#appView();
     }
-  }
-
-  #loginView(s: { message: string; busy: boolean }): TemplateResult {
-    return html`<div class="center-page">
-      <form
-        class="login"
-        data-testid="login-form"
-        @submit=${(e: Event) => {
-          e.preventDefault();
-          const input = (e.target as HTMLFormElement).elements.namedItem('token') as HTMLInputElement;
-          if (input.value.trim()) void this.#login(input.value.trim());
-        }}
-      >
-        <h1>Agent Workspace Files</h1>
-        <p>Sign in with your admin access token.</p>
-        <label class="field">Access token <input name="token" type="password" autocomplete="off" required ?disabled=${s.busy} /></label>
-        <p class="field-problem" role="alert">${s.message}</p>
-        <button class="btn btn-primary" type="submit" ?disabled=${s.busy}>${s.busy ? 'Signing in…' : 'Sign in'}</button>
-      </form>
-    </div>`;
   }
 
   #appView(): TemplateResult {
@@ -943,7 +1211,10 @@ export class App {
           ? html`<button class="btn btn-small" data-testid="logout" @click=${() => void this.#logout()}>Sign out</button>`
           : nothing /* signed in by the trusted proxy: nothing to sign out of here */}
       </header>
-      ${this.#noticeView()}
+      ${noticeView(this.#notice, () => {
+        this.#notice = null;
+        this.update();
+      })}
       ${this.#agentsError
         ? html`<div class="panel-message" role="alert" data-testid="agents-error">
             <p>The agent list could not be loaded. ${describeGatewayError(this.#agentsError)}</p>
@@ -957,26 +1228,6 @@ export class App {
               </div>`
             : this.#workspaceView(scope, st)}
     `;
-  }
-
-  #noticeView(): TemplateResult | typeof nothing {
-    const n = this.#notice;
-    if (!n) return html`<div class="notice-slot" aria-live="polite"></div>`;
-    return html`<div class="notice-slot" aria-live="polite">
-      <div class="notice ${n.kind}" role=${n.kind === 'error' ? 'alert' : 'status'} data-testid="notice">
-        <span>${n.text}</span>
-        <button
-          class="btn btn-small btn-ghost"
-          aria-label="Dismiss message"
-          @click=${() => {
-            this.#notice = null;
-            this.update();
-          }}
-        >
-          ✕
-        </button>
-      </div>
-    </div>`;
   }
 
   #workspaceView(scope: AgentScope<AgentState>, st: AgentState): TemplateResult {
@@ -1011,23 +1262,25 @@ export class App {
         <section class="sidebar" aria-label=${st.tab === 'projects' ? 'Projects and files' : 'Global files'}>
           ${st.tab === 'projects' ? this.#projectsSidebar(scope, st) : this.#globalSidebar(scope, st)}
         </section>
-        <section class="editor-pane" aria-label="File">${this.#editorView(st)}</section>
+        <section class="editor-pane" aria-label="File">${editorView(st, {
+          editorDom: this.#editor.dom,
+          retryOpen: (ws, path) => void this.#openFile(ws, path, true),
+          copyMine: async () =>
+            (await this.#copyMine())
+              ? this.notify('info', 'Your version was copied to the clipboard.')
+              : this.notify('error', 'Copying failed: select the text in the editor and copy it by hand.'),
+          reloadServer: () => void this.#reloadServerVersion(),
+          reload: () => void this.#reloadFile(),
+          revert: () => this.#cancelEdits(),
+          save: () => void this.save(),
+        })}</section>
       </main>
     `;
   }
 
-  #unavailableView(onRetry: () => void, what: string): TemplateResult {
-    return html`<div class="unavailable" role="alert" data-testid="unavailable">
-      <h2>Agent unavailable</h2>
-      <p>The file service of agent <strong>${this.#scope?.agentId}</strong> cannot be reached right now, so ${what} cannot be shown.</p>
-      <p>The agent may be restarting. You can still switch to another agent.</p>
-      <button class="btn btn-primary" data-testid="retry" @click=${onRetry}>Retry</button>
-    </div>`;
-  }
-
   #projectsSidebar(scope: AgentScope<AgentState>, st: AgentState): TemplateResult {
     if (st.projectsError && isUnavailable(st.projectsError)) {
-      return this.#unavailableView(() => void this.#loadProjects(scope), 'its projects');
+      return unavailableView(this.#scope?.agentId ?? '', () => void this.#loadProjects(scope), 'its projects');
     }
     const tree = this.#currentTree(st);
     return html`
@@ -1095,9 +1348,17 @@ export class App {
                 <button class="btn btn-small" data-testid="root-new-folder" @click=${() => void this.#newEntry(tree, '', 'ENTRY_TYPE_DIRECTORY')}>
                   New folder
                 </button>
+                <button
+                  class="btn btn-small"
+                  data-testid="refresh-files"
+                  title="Reload the listed folders and the open file"
+                  @click=${() => void this.#refreshTree(scope, tree)}
+                >
+                  Refresh
+                </button>
               </span>
             </div>
-            ${this.#treeView(scope, tree, `Files of project ${st.selectedProject}`)}
+            ${this.#tree(scope, tree, `Files of project ${st.selectedProject}`)}
           </div>`
         : html`<p class="muted hint">Select a project to browse its files.</p>`}
     `;
@@ -1109,7 +1370,7 @@ export class App {
     const root = tree.dirs.get('')!;
     const rootError = tree.rootError;
     if (rootError && isUnavailable(rootError)) {
-      return this.#unavailableView(() => void this.#reloadDir(scope, tree, ''), 'its Global files');
+      return unavailableView(this.#scope?.agentId ?? '', () => void this.#reloadDir(scope, tree, ''), 'its Global files');
     }
     const hasAgentsMd = root.listing.items.some((e) => e.path === 'AGENTS.md');
     return html`<div class="sidebar-section files">
@@ -1125,147 +1386,20 @@ export class App {
                 Create AGENTS.md
               </button>`
             : nothing}
-          <button class="btn btn-small" @click=${() => void this.#reloadDir(scope, tree, '')}>Refresh</button>
+          <button class="btn btn-small" data-testid="new-skill" title="A folder in skills/ with a SKILL.md" @click=${() => void this.#newSkill(scope, tree)}>
+            New skill
+          </button>
+          <button class="btn btn-small" data-testid="refresh-files" title="Reload the listed folders and the open file" @click=${() => void this.#refreshTree(scope, tree)}>
+            Refresh
+          </button>
         </span>
       </div>
       <p class="muted hint">Shared by all of this agent's projects: its skills and the global AGENTS.md instructions.</p>
-      ${this.#treeView(scope, tree, 'Global files')}
+      ${this.#tree(scope, tree, 'Global files')}
       ${root.listing.loaded && !hasAgentsMd
         ? html`<p class="muted hint">There is no AGENTS.md yet. Create it to give the agent global instructions.</p>`
         : nothing}
     </div>`;
   }
 
-  #treeView(scope: AgentScope<AgentState>, tree: TreeState, label: string): TemplateResult {
-    const rows = visibleRows(tree);
-    const focusable = rows.filter((r) => r.kind !== 'status');
-    if (!focusable.some((r) => r.key === tree.focusKey)) tree.focusKey = focusable[0]?.key ?? '';
-    const st = scope.state;
-    const openKey = st.file && st.file.workspaceKey === workspaceKey(tree.workspace) ? 'e:' + st.file.path : '';
-    return html`<ul class="tree" role="tree" aria-label=${label} data-testid="tree" @keydown=${(e: KeyboardEvent) => this.#onTreeKey(e, tree)}>
-      ${repeat(rows, (row) => row.key, (row) => {
-        const indent = `--level:${row.level}`;
-        if (row.kind === 'status') {
-          return html`<li role="none" class="tree-status ${row.error ? 'error' : ''}" style=${indent}>
-            ${row.text}
-            ${row.error
-              ? html`<button class="btn btn-small" @click=${() => void this.#reloadDir(scope, tree, row.dir)}>Retry</button>`
-              : nothing}
-          </li>`;
-        }
-        if (row.kind === 'more') {
-          return html`<li
-            role="treeitem"
-            aria-level=${row.level}
-            class="tree-row more"
-            data-key=${row.key}
-            data-testid="load-more"
-            tabindex=${tree.focusKey === row.key ? 0 : -1}
-            style=${indent}
-            @click=${() => this.#activateRow(tree, row)}
-          >
-            <span class="twisty"></span><span class="label">Load more…</span>
-          </li>`;
-        }
-        const e = row.entry;
-        const dir = isDir(e);
-        const expanded = dir && !!tree.dirs.get(e.path ?? '')?.expanded;
-        return html`<li
-          role="treeitem"
-          aria-level=${row.level}
-          aria-expanded=${dir ? (expanded ? 'true' : 'false') : nothing}
-          aria-selected=${row.key === openKey ? 'true' : 'false'}
-          class="tree-row ${dir ? 'dir' : 'file'} ${row.key === openKey ? 'open' : ''}"
-          data-key=${row.key}
-          data-path=${e.path ?? ''}
-          tabindex=${tree.focusKey === row.key ? 0 : -1}
-          style=${indent}
-          title=${e.path ?? ''}
-          @click=${() => this.#activateRow(tree, row)}
-          @focus=${() => (tree.focusKey = row.key)}
-          @contextmenu=${(ev: MouseEvent) => {
-            ev.preventDefault();
-            tree.focusKey = row.key;
-            this.#openEntryMenu(tree, e, ev.currentTarget as HTMLElement, { x: ev.clientX, y: ev.clientY });
-          }}
-        >
-          <span class="twisty" aria-hidden="true">${dir ? (expanded ? '▾' : '▸') : ''}</span>
-          ${dir ? FOLDER_ICON : FILE_ICON}
-          <span class="label">${e.name}</span>
-          ${!dir && e.editable === false && e.non_editable_reason !== 'NON_EDITABLE_REASON_UNKNOWN'
-            ? html`<span class="tag" title="Not editable">read-only</span>`
-            : nothing}
-        </li>`;
-      })}
-      ${rows.length === 0 ? html`<li role="none" class="tree-status">Empty</li>` : nothing}
-    </ul>`;
-  }
-
-  #editorView(st: AgentState): TemplateResult {
-    if (st.fileLoading && !st.file) return html`<div class="placeholder"><p>Opening ${st.fileLoading}…</p></div>`;
-    if (st.fileError) {
-      const fe = st.fileError;
-      return html`<div class="placeholder" role="alert" data-testid="file-error">
-        <p>${fe.path} could not be opened. ${describeError(fe.error)}</p>
-        <button class="btn btn-primary" @click=${() => void this.#openFile(fe.ws, fe.path, true)}>Retry</button>
-      </div>`;
-    }
-    const f = st.file;
-    if (!f) {
-      return html`<div class="placeholder"><p>Select a file in the tree to view or edit it.</p>
-        <p class="muted">Keyboard: arrow keys move, Enter opens, F2 renames, Delete deletes, Shift+F10 opens the actions menu.</p></div>`;
-    }
-    const dirty = ed.isDirty(f);
-    const lang = languageForPath(f.path);
-    return html`<div class="file-head" data-testid="file-head">
-        <div class="file-path"><code data-testid="file-path">${f.path}</code>
-          ${f.editable
-            ? dirty
-              ? html`<span class="dirty" data-testid="dirty" title="Unsaved changes">● Unsaved changes</span>`
-              : html`<span class="clean" data-testid="clean">Saved</span>`
-            : nothing}
-        </div>
-        <div class="file-meta">
-          <span>${formatSize(f.entry.size)}</span><span>Modified ${formatTime(f.entry.modified_at)}</span>${f.editable
-            ? html`<span>${LANGUAGE_LABEL[lang]}</span>`
-            : nothing}
-        </div>
-      </div>
-      ${f.conflict
-        ? html`<div class="conflict-banner" role="alert" data-testid="conflict-banner">
-            <strong>The file was changed elsewhere.</strong> Your text below was not saved.
-            <span class="banner-actions">
-              <button
-                class="btn btn-small"
-                @click=${async () =>
-                  (await this.#copyMine())
-                    ? this.notify('info', 'Your version was copied to the clipboard.')
-                    : this.notify('error', 'Copying failed: select the text in the editor and copy it by hand.')}
-              >
-                Copy my version
-              </button>
-              <button class="btn btn-small btn-primary" @click=${() => void this.#reloadServerVersion()}>Reload server version</button>
-            </span>
-          </div>`
-        : nothing}
-      ${f.editable
-        ? html`<div class="editor-box">${this.#editor.dom}</div>
-            <div class="editor-actions">
-              <span class="muted">${navigator.platform.startsWith('Mac') ? '⌘S' : 'Ctrl+S'} saves. Nothing is saved automatically.</span>
-              <button class="btn" data-testid="cancel" ?disabled=${!dirty || f.saving} @click=${() => this.#cancelEdits()}>Cancel</button>
-              <button class="btn btn-primary" data-testid="save" ?disabled=${!ed.canSave(f)} @click=${() => void this.save()}>
-                ${f.saving ? 'Saving…' : 'Save'}
-              </button>
-            </div>`
-        : html`<div class="non-editable" data-testid="non-editable">
-            <h2>This file cannot be edited here</h2>
-            <p data-testid="non-editable-reason">${reasonText(f.entry.non_editable_reason)}</p>
-            <dl>
-              <dt>Path</dt><dd><code>${f.path}</code></dd>
-              <dt>Size</dt><dd>${formatSize(f.entry.size)}</dd>
-              <dt>Modified</dt><dd>${formatTime(f.entry.modified_at)}</dd>
-            </dl>
-            <p class="muted">Use the agent's own tools or a WebDAV client to work with it.</p>
-          </div>`}`;
-  }
 }

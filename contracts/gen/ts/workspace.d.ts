@@ -11,6 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List the configured agents */
         get: operations["WorkspaceManagementService_ListAgents"];
         put?: never;
         post?: never;
@@ -27,8 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List an agent's projects (paged) */
         get: operations["WorkspaceManagementService_ListProjects"];
         put?: never;
+        /** Create a project (a Git repository on branch main) */
         post: operations["WorkspaceManagementService_CreateProject"];
         delete?: never;
         options?: never;
@@ -43,9 +46,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a folder of a workspace (paged) */
         get: operations["WorkspaceManagementService_ListProjectEntries"];
         put?: never;
+        /** Create an empty file or a folder */
         post: operations["WorkspaceManagementService_CreateProjectEntry"];
+        /** Delete a file or folder, given its revision */
         delete: operations["WorkspaceManagementService_DeleteProjectEntry"];
         options?: never;
         head?: never;
@@ -61,6 +67,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Move or rename a file or folder, given its revision */
         post: operations["WorkspaceManagementService_MoveProjectEntry"];
         delete?: never;
         options?: never;
@@ -75,7 +82,9 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Read a file's content and revision */
         get: operations["WorkspaceManagementService_GetProjectFile"];
+        /** Replace a file's content, given the revision it was read at */
         put: operations["WorkspaceManagementService_UpdateProjectFile"];
         post?: never;
         delete?: never;
@@ -94,11 +103,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /**
-         * A project named "entries" shares its path with DeleteProjectEntry: a
-         *     DELETE of .../projects/entries whose query is confirm_name alone deletes
-         *     the project, any other query deletes an entry.
-         */
+        /** Delete a project and everything in it */
         delete: operations["WorkspaceManagementService_DeleteProject"];
         options?: never;
         head?: never;
@@ -110,33 +115,37 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         WorkspaceManagementServiceCreateProjectEntryBody: {
-            workspace?: components["schemas"]["v1WorkspaceRef"];
+            workspace: components["schemas"]["v1WorkspaceRef"];
             parent_path?: string;
-            name?: string;
-            type?: components["schemas"]["v1EntryType"];
+            name: string;
+            type: components["schemas"]["v1EntryType"];
         };
         WorkspaceManagementServiceMoveProjectEntryBody: {
-            workspace?: components["schemas"]["v1WorkspaceRef"];
-            source_path?: string;
-            destination_path?: string;
-            expected_revision?: string;
+            workspace: components["schemas"]["v1WorkspaceRef"];
+            source_path: string;
+            destination_path: string;
+            expected_revision: string;
         };
         WorkspaceManagementServiceUpdateProjectFileBody: {
-            workspace?: components["schemas"]["v1WorkspaceRef"];
-            path?: string;
-            content?: string;
-            expected_revision?: string;
+            workspace: components["schemas"]["v1WorkspaceRef"];
+            path: string;
+            content: string;
+            expected_revision: string;
         };
         protobufAny: {
             "@type"?: string;
         } & {
             [key: string]: unknown;
         };
+        /** @description An error: the HTTP status, a message safe to show, and details carrying the reason. */
         rpcStatus: {
-            /** Format: int32 */
-            code?: number;
-            message?: string;
-            details?: components["schemas"]["protobufAny"][];
+            /**
+             * Format: int32
+             * @description the gRPC status code
+             */
+            code: number;
+            message: string;
+            details: components["schemas"]["ErrorInfo"][];
         };
         /** @description Agent is one statically configured agent of the gateway. */
         v1Agent: {
@@ -222,7 +231,7 @@ export interface components {
             revision?: string;
         };
         v1WorkspaceManagementServiceCreateProjectBody: {
-            name?: string;
+            name: string;
         };
         /**
          * @description WorkspaceRef selects one workspace. project_name is required for PROJECT and
@@ -241,6 +250,17 @@ export interface components {
          * @enum {string}
          */
         v1WorkspaceScope: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+        /** @description google.rpc.ErrorInfo: why a request failed, as a stable machine-readable reason (REVISION_MISMATCH, DENYLISTED, ...). */
+        ErrorInfo: {
+            /** @enum {string} */
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo";
+            /** @description the ErrorReason name, e.g. REVISION_MISMATCH */
+            reason: string;
+            domain?: string;
+            metadata?: {
+                [key: string]: string;
+            };
+        };
     };
     responses: never;
     parameters: never;
@@ -426,15 +446,15 @@ export interface operations {
     };
     WorkspaceManagementService_DeleteProjectEntry: {
         parameters: {
-            query?: {
+            query: {
                 /**
                  * @description - PROJECT: One Project: a first-level directory under the projects root.
                  *      - GLOBAL: The Global virtual root: skills/ and AGENTS.md of CODEX_HOME, nothing else.
                  */
                 "workspace.scope"?: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
                 "workspace.project_name"?: string;
-                path?: string;
-                expected_revision?: string;
+                path: string;
+                expected_revision: string;
                 recursive?: boolean;
             };
             header?: never;
@@ -502,14 +522,14 @@ export interface operations {
     };
     WorkspaceManagementService_GetProjectFile: {
         parameters: {
-            query?: {
+            query: {
                 /**
                  * @description - PROJECT: One Project: a first-level directory under the projects root.
                  *      - GLOBAL: The Global virtual root: skills/ and AGENTS.md of CODEX_HOME, nothing else.
                  */
                 "workspace.scope"?: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
                 "workspace.project_name"?: string;
-                path?: string;
+                path: string;
             };
             header?: never;
             path: {
@@ -576,8 +596,8 @@ export interface operations {
     };
     WorkspaceManagementService_DeleteProject: {
         parameters: {
-            query?: {
-                confirm_name?: string;
+            query: {
+                confirm_name: string;
             };
             header?: never;
             path: {

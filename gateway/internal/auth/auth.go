@@ -41,7 +41,29 @@ const (
 	MethodBasic   Method = "basic"
 	MethodSession Method = "session"
 	MethodProxy   Method = "proxy"
+	// MethodPublic is a request for a document that holds no secret and is
+	// served to anyone (see PublicPaths).
+	MethodPublic Method = "public"
 )
+
+// PublicPaths are served without credentials on GET and HEAD: the OpenAPI
+// document (it holds no secret, and client generators such as
+// `npx openapi-typescript URL` fetch it without credentials). Exact paths only.
+var PublicPaths = map[string]bool{
+	"/api/v1/agent-gateway/openapi.json": true,
+}
+
+// Public reports whether r asks for a public document (GET or HEAD of a
+// PublicPaths entry).
+func Public(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && PublicPaths[r.URL.Path]
+}
+
+// publicIdentity passes the gateway's admin check for public documents
+// only: nothing else is served under it (Authenticate returns it only when
+// Public(r)), and it names no operator, so it can be neither audited nor
+// sent to a sidecar as one.
+var publicIdentity = Identity{Operator: "", Role: config.RoleAdmin, Method: MethodPublic}
 
 // Identity is an authenticated caller.
 type Identity struct {
@@ -168,8 +190,13 @@ func (a *Authenticator) Token(tok string) (Identity, bool) {
 	return Identity{Operator: found.operator, Role: found.role}, true
 }
 
-// Authenticate returns the caller's identity. Call Sanitize first.
+// Authenticate returns the caller's identity. Call Sanitize first. A
+// public document (Public) is served to anyone, whatever credentials come
+// with the request.
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
+	if Public(r) {
+		return publicIdentity, nil
+	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, rest, _ := strings.Cut(strings.TrimSpace(h), " ")
 		rest = strings.TrimSpace(rest)

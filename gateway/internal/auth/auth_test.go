@@ -203,3 +203,29 @@ func TestCrossSiteRefused(t *testing.T) {
 		})
 	}
 }
+
+// The OpenAPI document is served without credentials (#14), and nothing else is.
+func TestPublicPaths(t *testing.T) {
+	a := New(config.Auth{}, session.New(nil, 0, 0))
+	for _, tc := range []struct {
+		method, path string
+		public       bool
+	}{
+		{http.MethodGet, "/api/v1/agent-gateway/openapi.json", true},
+		{http.MethodHead, "/api/v1/agent-gateway/openapi.json", true},
+		{http.MethodPost, "/api/v1/agent-gateway/openapi.json", false},
+		{http.MethodGet, "/api/v1/agent-gateway/openapi.json/", false},
+		{http.MethodGet, "/api/v1/agent-gateway/agents", false},
+		{http.MethodGet, "/dav/openapi.json", false},
+	} {
+		r := httptest.NewRequest(tc.method, tc.path, nil)
+		id, err := a.Authenticate(r)
+		if tc.public {
+			if err != nil || id.Method != MethodPublic || id.Operator != "" {
+				t.Errorf("%s %s: %+v %v, want the public identity", tc.method, tc.path, id, err)
+			}
+		} else if err == nil {
+			t.Errorf("%s %s: authenticated without credentials as %+v", tc.method, tc.path, id)
+		}
+	}
+}

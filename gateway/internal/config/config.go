@@ -138,6 +138,7 @@ type Auth struct {
 	// from a Kubernetes Secret instead of the ConfigMap. Load reads it.
 	TokensFile   string        `yaml:"tokensFile"`
 	TrustedProxy *TrustedProxy `yaml:"trustedProxy"`
+	Session      Session       `yaml:"session"`
 	// FileTokens are the tokens read from TokensFile (not a YAML key).
 	FileTokens []Token `yaml:"-"`
 	// tokensFileErr is the problem reading TokensFile, reported by Validate.
@@ -390,6 +391,7 @@ func (c *Config) Validate() error {
 			bad("auth.trustedProxy.adminGroup", "required")
 		}
 	}
+	errs = append(errs, c.Auth.Session.validate()...)
 	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
 		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")
 	}

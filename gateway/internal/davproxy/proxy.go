@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -56,6 +57,21 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 func (h *handler) modifyResponse(resp *http.Response) error {
 	st := stateOf(resp.Request.Context())
 	hdr := resp.Header
+	if loc, ok := browserRedirect(resp, st.route); ok {
+		// A person opened a collection URL in a browser: x/net/webdav has
+		// no GET for collections (405); show the place in the portal.
+		resp.Body.Close()
+		resp.Body = http.NoBody
+		resp.ContentLength = 0
+		for k := range hdr {
+			delete(hdr, k)
+		}
+		resp.StatusCode, resp.Status = http.StatusSeeOther, "303 See Other"
+		hdr.Set("Location", loc)
+		hdr.Set("Cache-Control", "no-store")
+		hdr.Set("Content-Length", "0")
+		return nil
+	}
 	if reason := hdr.Get(davwire.ReasonHeader); reason != "" && resp.StatusCode >= 400 {
 		if _, ok := errtable.Lookup(reason); ok {
 			st.rec.reason = reason
@@ -276,4 +292,27 @@ func (c *countingBody) Read(p []byte) (int, error) {
 		c.err = err
 	}
 	return n, err
+}
+
+// browserRedirect is where the portal shows a collection that a browser
+// (Accept: text/html) asked for with GET, when the sidecar answered 405: the
+// agent, its Projects or Global tab, or the project. Folders inside a
+// workspace open their workspace (the portal's links name files, not
+// folders).
+func browserRedirect(resp *http.Response, rt route) (string, bool) {
+	r := resp.Request
+	if r.Method != http.MethodGet || resp.StatusCode != http.StatusMethodNotAllowed ||
+		!strings.Contains(r.Header.Get("Accept"), "text/html") {
+		return "", false
+	}
+	loc := "/agents/" + url.PathEscape(rt.agentID)
+	switch {
+	case rt.kind == routeWorkspace && rt.scope == scopeGlobal:
+		loc += "/global"
+	case rt.kind == routeWorkspace && rt.project != "":
+		loc += "/projects/" + url.PathEscape(rt.project)
+	case rt.kind != routeAgent && rt.kind != routeWorkspace:
+		return "", false
+	}
+	return loc, true
 }

@@ -2,14 +2,24 @@
 // from dist/ (filled by `make build`: the portal's index.html and assets/).
 // Unknown non-file paths fall back to index.html so client-side routes work;
 // when the portal was not built, a minimal page says so.
+//
+// Files are compressed at build time (deploy/scripts/build-portal.sh writes
+// name.gz, and name.br where a brotli tool is installed): a client that
+// accepts the encoding gets those bytes with Content-Encoding, and every
+// response that could have been encoded says Vary: Accept-Encoding.
+// Fingerprinted assets (assets/) are cached for a year as immutable;
+// index.html is revalidated on every load (no-cache).
 package portal
 
 import (
 	"bytes"
 	"embed"
+	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,6 +39,80 @@ const notBuilt = `<!doctype html>
 type Handler struct {
 	files fs.FS
 	index []byte
+}
+
+// encodings are the precompressed variants, best first.
+var encodings = []struct{ name, ext string }{{"br", ".br"}, {"gzip", ".gz"}}
+
+// accepts reports whether an Accept-Encoding header allows enc (q=0 refuses;
+// an explicit entry wins over "*").
+func accepts(header, enc string) bool {
+	star := false
+	for _, part := range strings.Split(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		name = strings.TrimSpace(name)
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.TrimSpace(k) == "q" {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = f
+				}
+			}
+		}
+		switch {
+		case strings.EqualFold(name, enc):
+			return q > 0
+		case name == "*":
+			star = q > 0
+		}
+	}
+	return star
+}
+
+// serveFile serves name (a regular file of h.files), or its precompressed
+// variant when the client accepts it. False when name cannot be opened.
+func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string) bool {
+	ae := r.Header.Get("Accept-Encoding")
+	varies := false
+	for _, e := range encodings {
+		f, err := h.files.Open(name + e.ext)
+		if err != nil {
+			continue
+		}
+		varies = true
+		if !accepts(ae, e.name) {
+			f.Close()
+			continue
+		}
+		rs, ok := f.(io.ReadSeeker)
+		if !ok {
+			f.Close()
+			continue
+		}
+		defer f.Close()
+		w.Header().Set("Vary", "Accept-Encoding")
+		w.Header().Set("Content-Encoding", e.name)
+		if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+			w.Header().Set("Content-Type", ct)
+		}
+		http.ServeContent(w, r, name, time.Time{}, rs)
+		return true
+	}
+	f, err := h.files.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	rs, ok := f.(io.ReadSeeker)
+	if err != nil || st.IsDir() || !ok {
+		return false
+	}
+	if varies {
+		w.Header().Set("Vary", "Accept-Encoding")
+	}
+	http.ServeContent(w, r, name, time.Time{}, rs)
+	return true
 }
 
 // New returns the handler for the embedded dist/ directory.
@@ -61,23 +145,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
 	if name != "" && name != "index.html" && !strings.HasPrefix(path.Base(name), ".") {
-		if f, err := h.files.Open(name); err == nil {
-			st, serr := f.Stat()
-			if serr == nil && !st.IsDir() {
-				defer f.Close()
-				if strings.HasPrefix(name, "assets/") {
-					// Vite fingerprints asset names, so they never change.
-					w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-				}
-				if rs, ok := f.(interface {
-					Read([]byte) (int, error)
-					Seek(int64, int) (int64, error)
-				}); ok {
-					http.ServeContent(w, r, name, time.Time{}, rs)
-					return
-				}
+		if st, err := fs.Stat(h.files, name); err == nil && !st.IsDir() {
+			if strings.HasPrefix(name, "assets/") {
+				// Vite fingerprints asset names, so they never change.
+				w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 			}
-			f.Close()
+			if h.serveFile(w, r, name) {
+				return
+			}
+			w.Header().Del("Cache-Control")
 		}
 		if strings.HasPrefix(name, "assets/") {
 			http.NotFound(w, r)
@@ -86,6 +162,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if h.index != nil && h.serveFile(w, r, "index.html") {
+		return
+	}
 	body := h.index
 	if body == nil {
 		body = []byte(notBuilt)

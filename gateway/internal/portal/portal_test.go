@@ -65,3 +65,47 @@ func TestEmbedded(t *testing.T) {
 		t.Errorf("embedded: %d", w.Code)
 	}
 }
+
+// Precompressed files (#14): the encoded bytes for clients that accept them,
+// with Content-Encoding and Vary; the plain file for the others.
+func TestPrecompressed(t *testing.T) {
+	h := NewFS(fstest.MapFS{
+		"index.html":         {Data: []byte("<html>app</html>")},
+		"index.html.gz":      {Data: []byte("GZ-INDEX")},
+		"assets/app-1.js":    {Data: []byte("console.log(1)")},
+		"assets/app-1.js.gz": {Data: []byte("GZ-JS")},
+		"assets/app-1.js.br": {Data: []byte("BR-JS")},
+		"assets/logo-1.png":  {Data: []byte("PNG")},
+	})
+	for _, tc := range []struct {
+		path, accept, body, encoding, vary, cache string
+	}{
+		{"/assets/app-1.js", "gzip, deflate, br", "BR-JS", "br", "Accept-Encoding", "public, max-age=31536000, immutable"},
+		{"/assets/app-1.js", "gzip", "GZ-JS", "gzip", "Accept-Encoding", "public, max-age=31536000, immutable"},
+		{"/assets/app-1.js", "br;q=0, gzip;q=0.5", "GZ-JS", "gzip", "Accept-Encoding", "public, max-age=31536000, immutable"},
+		{"/assets/app-1.js", "", "console.log(1)", "", "Accept-Encoding", "public, max-age=31536000, immutable"},
+		{"/assets/app-1.js", "gzip;q=0, *", "BR-JS", "br", "Accept-Encoding", "public, max-age=31536000, immutable"},
+		{"/assets/app-1.js", "identity", "console.log(1)", "", "Accept-Encoding", "public, max-age=31536000, immutable"},
+		{"/assets/logo-1.png", "gzip", "PNG", "", "", "public, max-age=31536000, immutable"},
+		{"/", "gzip", "GZ-INDEX", "gzip", "Accept-Encoding", "no-cache"},
+		{"/agents/codex-a", "gzip", "GZ-INDEX", "gzip", "Accept-Encoding", "no-cache"},
+		{"/", "", "<html>app</html>", "", "Accept-Encoding", "no-cache"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept-Encoding", tc.accept)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		hd := w.Header()
+		if w.Code != 200 || w.Body.String() != tc.body || hd.Get("Content-Encoding") != tc.encoding || hd.Get("Vary") != tc.vary || hd.Get("Cache-Control") != tc.cache {
+			t.Errorf("%s (Accept-Encoding %q): %d %q encoding %q vary %q cache %q", tc.path, tc.accept, w.Code, w.Body.String(), hd.Get("Content-Encoding"), hd.Get("Vary"), hd.Get("Cache-Control"))
+		}
+		if strings.HasSuffix(tc.path, ".js") && !strings.Contains(hd.Get("Content-Type"), "javascript") {
+			t.Errorf("%s: Content-Type %q", tc.path, hd.Get("Content-Type"))
+		}
+		if (tc.path == "/" || !strings.Contains(tc.path, ".")) && !strings.HasPrefix(hd.Get("Content-Type"), "text/html") {
+			t.Errorf("%s: Content-Type %q", tc.path, hd.Get("Content-Type"))
+		}
+	}
+}

@@ -1,16 +1,33 @@
-// Package session is the gateway's in-memory store of portal login sessions.
+// Package session issues and checks the portal's login sessions as
+// self-contained cookies: the session (operator, role, CSRF token, expiry)
+// is sealed with AES-256-GCM under a key from the gateway's configuration,
+// so a restarted gateway, or any replica holding the same key, accepts it
+// without shared storage.
 //
-// Guarantees: session ids and CSRF tokens are 32 random bytes from
-// crypto/rand; sessions expire after a fixed lifetime; the store is bounded
-// (when full, expired sessions are dropped first, then the oldest). Limits:
-// sessions live only in this process, so a restart signs everyone out and
-// several gateway replicas do not share sessions.
+// Guarantees: a cookie is opaque (encrypted) and cannot be forged or altered
+// without a key (GCM authenticates it); session ids and CSRF tokens are 32
+// random bytes from crypto/rand; expiry is checked on the server against the
+// sealed expiry, whatever the browser does with Max-Age; the first key seals,
+// every configured key opens, so keys can be rotated (add the new key first,
+// drop the old one after one session lifetime); without configured keys a
+// random key is made at start (sessions then end with the process).
+//
+// Sign-out (Delete) puts the session id on a revocation list until the
+// session would have expired. Limits: that list lives in this process and is
+// bounded (when full, the entries closest to expiry are dropped first), so a
+// copy of a signed-out cookie stays valid on other replicas and after a
+// restart until its expiry. The browser that signs out drops its cookie, so
+// it is signed out everywhere; only a cookie copied beforehand outlives
+// sign-out. Shorter lifetimes narrow that window.
 package session
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"sync"
 	"time"
 )
@@ -21,12 +38,25 @@ const CookieName = "awf_session"
 // DefaultLifetime is how long a session is valid after login.
 const DefaultLifetime = 12 * time.Hour
 
-// DefaultMaxSessions bounds the store.
+// DefaultMaxSessions bounds the revocation list.
 const DefaultMaxSessions = 10000
+
+// KeySize is the size of a session key: AES-256.
+const KeySize = 32
+
+// sealVersion is the first byte of every sealed cookie.
+const sealVersion = 1
+
+// aad binds sealed values to their purpose: a value sealed for anything else
+// under the same key does not open as a session.
+var aad = []byte("agent-gateway session v1")
 
 // Session is one signed-in portal user.
 type Session struct {
-	ID        string
+	// ID is the cookie value: the sealed session.
+	ID string
+	// SID is the session's random id inside the seal (revocation list key).
+	SID       string
 	Operator  string
 	Role      string
 	CSRFToken string
@@ -34,18 +64,33 @@ type Session struct {
 	Expires   time.Time
 }
 
-// Store holds sessions in memory. The zero value is not usable; use New.
+// payload is what is sealed into the cookie.
+type payload struct {
+	SID      string `json:"s"`
+	Operator string `json:"o"`
+	Role     string `json:"r"`
+	CSRF     string `json:"c"`
+	Created  int64  `json:"i"`
+	Expires  int64  `json:"e"`
+}
+
+// Store seals and opens sessions and remembers signed-out ones. The zero
+// value is not usable; use New.
 type Store struct {
-	mu       sync.Mutex
 	now      func() time.Time
 	lifetime time.Duration
 	max      int
-	sessions map[string]*Session
+	aeads    []cipher.AEAD // [0] seals; all open
+
+	mu      sync.Mutex
+	revoked map[string]time.Time // SID -> expiry
 }
 
 // New returns a store. now may be nil (time.Now); lifetime and max <= 0 take
-// the defaults.
-func New(now func() time.Time, lifetime time.Duration, max int) *Store {
+// the defaults. keys are 32-byte AES keys, the first one sealing; keys of
+// another size are ignored (config validation reports them); with none, a
+// random key is used for this process only.
+func New(now func() time.Time, lifetime time.Duration, max int, keys ...[]byte) *Store {
 	if now == nil {
 		now = time.Now
 	}
@@ -55,7 +100,32 @@ func New(now func() time.Time, lifetime time.Duration, max int) *Store {
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	return &Store{now: now, lifetime: lifetime, max: max, sessions: map[string]*Session{}}
+	s := &Store{now: now, lifetime: lifetime, max: max, revoked: map[string]time.Time{}}
+	for _, k := range keys {
+		if a, err := newAEAD(k); err == nil {
+			s.aeads = append(s.aeads, a)
+		}
+	}
+	if len(s.aeads) == 0 {
+		k := make([]byte, KeySize)
+		if _, err := rand.Read(k); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+		a, _ := newAEAD(k)
+		s.aeads = []cipher.AEAD{a}
+	}
+	return s
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	if len(key) != KeySize {
+		return nil, aes.KeySizeError(len(key))
+	}
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(b)
 }
 
 // Lifetime is the session lifetime.
@@ -69,9 +139,10 @@ func randomToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// Create starts a session for an authenticated operator.
+// Create starts a session for an authenticated operator; its ID is the
+// cookie value.
 func (s *Store) Create(operator, role string) (Session, error) {
-	id, err := randomToken()
+	sid, err := randomToken()
 	if err != nil {
 		return Session{}, err
 	}
@@ -80,64 +151,121 @@ func (s *Store) Create(operator, role string) (Session, error) {
 		return Session{}, err
 	}
 	now := s.now()
-	sess := &Session{ID: id, Operator: operator, Role: role, CSRFToken: csrf, Created: now, Expires: now.Add(s.lifetime)}
+	p := payload{SID: sid, Operator: operator, Role: role, CSRF: csrf, Created: now.Unix(), Expires: now.Add(s.lifetime).Unix()}
+	plain, err := json.Marshal(p)
+	if err != nil {
+		return Session{}, err
+	}
+	a := s.aeads[0]
+	nonce := make([]byte, a.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return Session{}, err
+	}
+	out := append([]byte{sealVersion}, nonce...)
+	out = a.Seal(out, nonce, plain, aad)
+	sess := p.session()
+	sess.ID = base64.RawURLEncoding.EncodeToString(out)
+	return sess, nil
+}
+
+func (p payload) session() Session {
+	return Session{
+		SID: p.SID, Operator: p.Operator, Role: p.Role, CSRFToken: p.CSRF,
+		Created: time.Unix(p.Created, 0), Expires: time.Unix(p.Expires, 0),
+	}
+}
+
+// open returns the sealed payload of a cookie value, whatever its expiry.
+func (s *Store) open(value string) (payload, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(value)
+	if err != nil || len(raw) < 1 || raw[0] != sealVersion {
+		return payload{}, false
+	}
+	raw = raw[1:]
+	for _, a := range s.aeads {
+		n := a.NonceSize()
+		if len(raw) < n+a.Overhead() {
+			return payload{}, false
+		}
+		plain, err := a.Open(nil, raw[:n], raw[n:], aad)
+		if err != nil {
+			continue
+		}
+		var p payload
+		if json.Unmarshal(plain, &p) != nil || p.SID == "" {
+			return payload{}, false
+		}
+		return p, true
+	}
+	return payload{}, false
+}
+
+// Get returns the live session sealed in a cookie value: it opens under one
+// of the keys, has not expired and was not signed out here.
+func (s *Store) Get(value string) (Session, bool) {
+	if value == "" {
+		return Session{}, false
+	}
+	p, ok := s.open(value)
+	if !ok || !s.now().Before(time.Unix(p.Expires, 0)) {
+		return Session{}, false
+	}
+	s.mu.Lock()
+	_, revoked := s.revoked[p.SID]
+	s.mu.Unlock()
+	if revoked {
+		return Session{}, false
+	}
+	sess := p.session()
+	sess.ID = value
+	return sess, true
+}
+
+// Delete ends the session sealed in a cookie value (sign-out); values that
+// do not open are ignored.
+func (s *Store) Delete(value string) {
+	p, ok := s.open(value)
+	if !ok {
+		return
+	}
+	now := s.now()
+	exp := time.Unix(p.Expires, 0)
+	if !now.Before(exp) {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.sessions) >= s.max {
+	if len(s.revoked) >= s.max {
 		s.evictLocked(now)
 	}
-	s.sessions[id] = sess
-	return *sess, nil
+	s.revoked[p.SID] = exp
 }
 
-// evictLocked drops expired sessions, then the oldest until below max.
+// evictLocked drops expired revocations, then those closest to expiry until
+// below max.
 func (s *Store) evictLocked(now time.Time) {
-	for id, v := range s.sessions {
-		if !now.Before(v.Expires) {
-			delete(s.sessions, id)
+	for id, exp := range s.revoked {
+		if !now.Before(exp) {
+			delete(s.revoked, id)
 		}
 	}
-	for len(s.sessions) >= s.max {
-		var oldest *Session
-		for _, v := range s.sessions {
-			if oldest == nil || v.Created.Before(oldest.Created) {
-				oldest = v
+	for len(s.revoked) >= s.max {
+		var first string
+		var at time.Time
+		for id, exp := range s.revoked {
+			if first == "" || exp.Before(at) {
+				first, at = id, exp
 			}
 		}
-		delete(s.sessions, oldest.ID)
+		delete(s.revoked, first)
 	}
 }
 
-// Get returns the live session with this id.
-func (s *Store) Get(id string) (Session, bool) {
-	if id == "" {
-		return Session{}, false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.sessions[id]
-	if !ok {
-		return Session{}, false
-	}
-	if !s.now().Before(v.Expires) {
-		delete(s.sessions, id)
-		return Session{}, false
-	}
-	return *v, true
-}
-
-// Delete ends a session; unknown ids are ignored.
-func (s *Store) Delete(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.sessions, id)
-}
-
-// Len is the number of stored sessions (for tests and metrics).
+// Len is the number of signed-out sessions remembered (tests and metrics).
 func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.sessions)
+	return len(s.revoked)
 }
 
 // CheckCSRF compares a presented CSRF token with the session's in constant time.

@@ -1,52 +1,128 @@
 package session
 
 import (
+	"bytes"
+	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 )
 
-func TestStore(t *testing.T) {
-	now := time.Unix(1000, 0)
+func key(b byte) []byte { return bytes.Repeat([]byte{b}, KeySize) }
+
+func TestSealedSession(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
 	clock := func() time.Time { return now }
-	s := New(clock, time.Hour, 3)
+	s := New(clock, time.Hour, 3, key(1))
 	a, err := s.Create("alice", "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.ID) != 43 || len(a.CSRFToken) != 43 || a.ID == a.CSRFToken {
-		t.Errorf("ids: %q %q (want 32 random bytes, base64url)", a.ID, a.CSRFToken)
+	if len(a.SID) != 43 || len(a.CSRFToken) != 43 || a.SID == a.CSRFToken {
+		t.Errorf("ids: %q %q (want 32 random bytes, base64url)", a.SID, a.CSRFToken)
 	}
-	if got, ok := s.Get(a.ID); !ok || got.Operator != "alice" {
-		t.Fatalf("Get = %+v %v", got, ok)
-	}
-	if !a.CheckCSRF(a.CSRFToken) || a.CheckCSRF("") || a.CheckCSRF("x") {
-		t.Error("CheckCSRF")
-	}
-	// Bounded: the oldest goes when full.
-	now = now.Add(time.Second)
-	b, _ := s.Create("b", "admin")
-	now = now.Add(time.Second)
-	c, _ := s.Create("c", "admin")
-	now = now.Add(time.Second)
-	d, _ := s.Create("d", "admin")
-	if s.Len() != 3 {
-		t.Errorf("Len = %d", s.Len())
-	}
-	if _, ok := s.Get(a.ID); ok {
-		t.Error("oldest session not evicted")
-	}
-	for _, x := range []Session{b, c, d} {
-		if _, ok := s.Get(x.ID); !ok {
-			t.Errorf("session %s evicted", x.Operator)
+	raw, _ := base64.RawURLEncoding.DecodeString(a.ID)
+	for _, secret := range []string{"alice", "admin", a.CSRFToken, a.SID} {
+		if strings.Contains(a.ID, secret) || bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("cookie value shows %q in the clear", secret)
 		}
 	}
-	// Expiry.
-	now = now.Add(time.Hour)
-	if _, ok := s.Get(d.ID); ok {
-		t.Error("expired session still valid")
+	got, ok := s.Get(a.ID)
+	if !ok || got.Operator != "alice" || got.Role != "admin" || got.CSRFToken != a.CSRFToken || got.ID != a.ID {
+		t.Fatalf("Get = %+v %v", got, ok)
 	}
+	if !got.CheckCSRF(a.CSRFToken) || got.CheckCSRF("") || got.CheckCSRF("x") {
+		t.Error("CheckCSRF")
+	}
+
+	t.Run("another process with the same key accepts it (restart, replicas)", func(t *testing.T) {
+		if _, ok := New(clock, time.Hour, 3, key(1)).Get(a.ID); !ok {
+			t.Error("refused by a second store with the same key")
+		}
+	})
+	t.Run("another key refuses it", func(t *testing.T) {
+		if _, ok := New(clock, time.Hour, 3, key(2)).Get(a.ID); ok {
+			t.Error("accepted under another key")
+		}
+		if _, ok := New(clock, time.Hour, 3).Get(a.ID); ok {
+			t.Error("accepted under a random key")
+		}
+	})
+	t.Run("rotation: the new key seals, the old one still opens", func(t *testing.T) {
+		r := New(clock, time.Hour, 3, key(2), key(1))
+		if _, ok := r.Get(a.ID); !ok {
+			t.Error("old-key session refused after rotation")
+		}
+		b, _ := r.Create("bob", "admin")
+		if _, ok := New(clock, time.Hour, 3, key(2)).Get(b.ID); !ok {
+			t.Error("new session not sealed with the first key")
+		}
+		if _, ok := New(clock, time.Hour, 3, key(1)).Get(b.ID); ok {
+			t.Error("new session opens under the old key only")
+		}
+	})
+	t.Run("tampered or garbage values are refused", func(t *testing.T) {
+		b := []byte(a.ID)
+		for i := 0; i < len(b); i += 7 {
+			c := append([]byte(nil), b...)
+			if c[i] == 'A' {
+				c[i] = 'B'
+			} else {
+				c[i] = 'A'
+			}
+			if _, ok := s.Get(string(c)); ok {
+				t.Fatalf("tampered value accepted (byte %d)", i)
+			}
+		}
+		for _, v := range []string{"", "x", "AQ", a.ID[:20], "not base64!"} {
+			if _, ok := s.Get(v); ok {
+				t.Errorf("Get(%q) accepted", v)
+			}
+		}
+	})
+	t.Run("sign-out revokes it here", func(t *testing.T) {
+		c, _ := s.Create("carol", "admin")
+		s.Delete(c.ID)
+		if _, ok := s.Get(c.ID); ok {
+			t.Error("signed-out session still accepted")
+		}
+		if _, ok := s.Get(a.ID); !ok {
+			t.Error("another session was signed out too")
+		}
+		s.Delete("garbage") // ignored
+	})
+	t.Run("expiry is the server's", func(t *testing.T) {
+		now = now.Add(time.Hour)
+		if _, ok := s.Get(a.ID); ok {
+			t.Error("expired session accepted")
+		}
+		now = now.Add(-time.Hour)
+	})
+}
+
+func TestRevocationListBounded(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	s := New(clock, time.Hour, 3, key(1))
+	var ids []string
+	for i := 0; i < 5; i++ {
+		c, _ := s.Create("x", "admin")
+		ids = append(ids, c.ID)
+		s.Delete(c.ID)
+		now = now.Add(time.Second)
+	}
+	if s.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", s.Len())
+	}
+	// The newest revocations are kept.
+	if _, ok := s.Get(ids[4]); ok {
+		t.Error("the last signed-out session is accepted")
+	}
+	// Expired revocations go first.
+	now = now.Add(2 * time.Hour)
+	c, _ := s.Create("y", "admin")
 	s.Delete(c.ID)
-	if _, ok := s.Get(c.ID); ok {
-		t.Error("deleted session still valid")
+	if s.Len() != 1 {
+		t.Errorf("Len after expiry = %d, want 1", s.Len())
 	}
 }

@@ -85,3 +85,37 @@ export function forget(t: TreeState, path: string): void {
     if (k !== '' && (k === path || k.startsWith(path + '/'))) t.dirs.delete(k);
   }
 }
+
+/** Replaces the listed copy of entry (same path) with the server's newer one; false when it is not listed. */
+export function patchEntry(t: TreeState, entry: Entry): boolean {
+  const path = entry.path ?? '';
+  const i = path.lastIndexOf('/');
+  const d = t.dirs.get(i < 0 ? '' : path.slice(0, i));
+  if (!d) return false;
+  let found = false;
+  const items = d.listing.items.map((e) => {
+    if (e.path !== path) return e;
+    found = true;
+    return { ...e, ...entry };
+  });
+  if (found) d.listing = { ...d.listing, items };
+  return found;
+}
+
+/**
+ * The listings to reload after a mutation changed the entries of dirs: each
+ * of those directories (their entries' revisions) and its parent (a
+ * directory's own revision changes with its entries, and its parent lists
+ * it). Only loaded listings, and the root, are reloaded.
+ */
+export function listingsToReload(t: TreeState, dirs: string[]): string[] {
+  const out = new Set<string>();
+  for (const d of dirs) {
+    out.add(d);
+    if (d !== '') {
+      const i = d.lastIndexOf('/');
+      out.add(i < 0 ? '' : d.slice(0, i));
+    }
+  }
+  return [...out].filter((d) => d === '' || t.dirs.get(d)?.listing.loaded);
+}

@@ -264,3 +264,52 @@ export async function copyText(text: string): Promise<boolean> {
   ta.remove();
   return ok;
 }
+
+export interface SignInOptions {
+  /** Why sign-in is asked for; the work on the page stays as it is. */
+  message: string;
+  /** Tries a token: null when signed in, else the problem to show. */
+  submit: (token: string) => Promise<string | null>;
+}
+
+/** Signs in again in place (the session ended while there is work on the page). Resolves true once signed in. */
+export function signInDialog(o: SignInOptions): Promise<boolean> {
+  return modal<boolean>(
+    ({ close, update, id }) => {
+      let problem = '';
+      let busy = false;
+      return () => html`
+        <form
+          method="dialog"
+          @submit=${async (e: Event) => {
+            e.preventDefault();
+            const input = (e.target as HTMLFormElement).elements.namedItem('token') as HTMLInputElement;
+            const token = input.value.trim();
+            if (!token || busy) return;
+            busy = true;
+            problem = '';
+            update();
+            const p = await o.submit(token);
+            busy = false;
+            if (p === null) return close(true);
+            problem = p;
+            update();
+            input.select();
+          }}
+        >
+          <h2 id="${id}-title">Sign in again</h2>
+          <div id="${id}-body" class="dialog-body"><p>${o.message}</p></div>
+          <label class="field"
+            >Access token <input name="token" type="password" autocomplete="off" required ?disabled=${busy}
+          /></label>
+          <p class="field-problem" role="alert">${problem}</p>
+          <div class="dialog-actions">
+            <button type="button" class="btn" data-action="cancel" @click=${() => close(false)}>Not now</button>
+            <button type="submit" class="btn btn-primary" data-action="confirm" ?disabled=${busy}>${busy ? 'Signing in…' : 'Sign in'}</button>
+          </div>
+        </form>
+      `;
+    },
+    { cancelValue: false, testid: 'signin-dialog', focus: 'input' },
+  );
+}

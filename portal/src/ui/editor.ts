@@ -8,10 +8,13 @@ import { Compartment, EditorState } from '@codemirror/state';
 import { EditorView, keymap } from '@codemirror/view';
 import type { LanguageId } from '../state/language';
 import { LanguageCache } from './languages';
+import { isDark, themeFor, watchColorScheme } from './theme';
 
 export class CodeEditor {
   readonly view: EditorView;
   readonly #language = new Compartment();
+  readonly #theme = new Compartment();
+  #dark = isDark();
   readonly #onChange: (text: string) => void;
   readonly #onSave: () => void;
   readonly #languages = new LanguageCache();
@@ -24,6 +27,12 @@ export class CodeEditor {
     this.view = new EditorView({ state: this.#state('') });
     this.view.dom.classList.add('cm-host');
     this.view.dom.setAttribute('data-testid', 'code-editor');
+    this.view.dom.dataset.theme = this.#dark ? 'dark' : 'light';
+    watchColorScheme((dark) => {
+      this.#dark = dark;
+      this.view.dom.dataset.theme = dark ? 'dark' : 'light';
+      this.view.dispatch({ effects: this.#theme.reconfigure(themeFor(dark)) });
+    });
   }
 
   #state(text: string): EditorState {
@@ -43,6 +52,7 @@ export class CodeEditor {
         basicSetup,
         EditorView.lineWrapping,
         this.#language.of([]),
+        this.#theme.of(themeFor(this.#dark)),
         EditorView.contentAttributes.of({ 'aria-label': 'File content' }),
         EditorView.updateListener.of((u) => {
           if (u.docChanged && !this.#silent) this.#onChange(u.state.doc.toString());

@@ -12,7 +12,7 @@ describe('language loaders', () => {
     ['a/b/c.ts', 'typescript'],
     ['C.TSX', 'typescript'],
     ['package.json', 'json'],
-    ['AGENTS.md', 'markdown'],
+    ['AGENTS.md', 'yaml-frontmatter'], // Markdown inside, with YAML front matter
     ['main.py', 'python'],
     ['main.go', 'go'],
     ['ci.yml', 'yaml'],

@@ -14,7 +14,11 @@ export const LANGUAGE_LOADERS: Record<Exclude<LanguageId, 'plain'>, LanguageLoad
   typescript: async () => (await import('@codemirror/lang-javascript')).javascript({ typescript: true }),
   tsx: async () => (await import('@codemirror/lang-javascript')).javascript({ typescript: true, jsx: true }),
   json: async () => (await import('@codemirror/lang-json')).json(),
-  markdown: async () => (await import('@codemirror/lang-markdown')).markdown(),
+  // Markdown with an optional YAML front matter (--- … --- at the top, as in SKILL.md) highlighted as YAML.
+  markdown: async () => {
+    const [{ markdown }, { yamlFrontmatter }] = await Promise.all([import('@codemirror/lang-markdown'), import('@codemirror/lang-yaml')]);
+    return yamlFrontmatter({ content: markdown() });
+  },
   python: async () => (await import('@codemirror/lang-python')).python(),
   go: async () => (await import('@codemirror/lang-go')).go(),
   yaml: async () => (await import('@codemirror/lang-yaml')).yaml(),

@@ -12,6 +12,7 @@
 package workspacev1
 
 import (
+	_ "github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2/options"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -724,69 +725,79 @@ var File_workspace_v1_management_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_management_proto_rawDesc = "" +
 	"\n" +
-	"\x1dworkspace/v1/management.proto\x12\fworkspace.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x18workspace/v1/types.proto\x1a\x1cworkspace/v1/workspace.proto\"\x13\n" +
+	"\x1dworkspace/v1/management.proto\x12\fworkspace.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\x1a\x18workspace/v1/types.proto\x1a\x1cworkspace/v1/workspace.proto\"\x13\n" +
 	"\x11ListAgentsRequest\"A\n" +
 	"\x12ListAgentsResponse\x12+\n" +
 	"\x06agents\x18\x01 \x03(\v2\x13.workspace.v1.AgentR\x06agents\"j\n" +
 	"\x18ListAgentProjectsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x16\n" +
-	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"J\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"P\n" +
 	"\x19CreateAgentProjectRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"m\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
+	"\x04name\x18\x02 \x01(\tB\x04\xe2A\x01\x02R\x04name\"s\n" +
 	"\x19DeleteAgentProjectRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
-	"\fconfirm_name\x18\x03 \x01(\tR\vconfirmName\"\xb9\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
+	"\fconfirm_name\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\vconfirmName\"\xb9\x01\n" +
 	"\x19ListProjectEntriesRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
 	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x1b\n" +
 	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x16\n" +
-	"\x06cursor\x18\x05 \x01(\tR\x06cursor\"\x80\x01\n" +
+	"\x06cursor\x18\x05 \x01(\tR\x06cursor\"\x86\x01\n" +
 	"\x15GetProjectFileRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
-	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
-	"\x04path\x18\x03 \x01(\tR\x04path\"\xd2\x01\n" +
+	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x18\n" +
+	"\x04path\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\x04path\"\xe4\x01\n" +
 	"\x19CreateProjectEntryRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
-	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x1f\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12>\n" +
+	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefB\x04\xe2A\x01\x02R\tworkspace\x12\x1f\n" +
 	"\vparent_path\x18\x03 \x01(\tR\n" +
-	"parentPath\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\x12+\n" +
-	"\x04type\x18\x05 \x01(\x0e2\x17.workspace.v1.EntryTypeR\x04type\"\xca\x01\n" +
+	"parentPath\x12\x18\n" +
+	"\x04name\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\x04name\x121\n" +
+	"\x04type\x18\x05 \x01(\x0e2\x17.workspace.v1.EntryTypeB\x04\xe2A\x01\x02R\x04type\"\xe2\x01\n" +
 	"\x18UpdateProjectFileRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
-	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
-	"\x04path\x18\x03 \x01(\tR\x04path\x12\x18\n" +
-	"\acontent\x18\x04 \x01(\tR\acontent\x12+\n" +
-	"\x11expected_revision\x18\x05 \x01(\tR\x10expectedRevision\"\xe7\x01\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12>\n" +
+	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefB\x04\xe2A\x01\x02R\tworkspace\x12\x18\n" +
+	"\x04path\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\x04path\x12\x1e\n" +
+	"\acontent\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\acontent\x121\n" +
+	"\x11expected_revision\x18\x05 \x01(\tB\x04\xe2A\x01\x02R\x10expectedRevision\"\xff\x01\n" +
 	"\x17MoveProjectEntryRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
-	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x1f\n" +
-	"\vsource_path\x18\x03 \x01(\tR\n" +
-	"sourcePath\x12)\n" +
-	"\x10destination_path\x18\x04 \x01(\tR\x0fdestinationPath\x12+\n" +
-	"\x11expected_revision\x18\x05 \x01(\tR\x10expectedRevision\"\xcf\x01\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12>\n" +
+	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefB\x04\xe2A\x01\x02R\tworkspace\x12%\n" +
+	"\vsource_path\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\n" +
+	"sourcePath\x12/\n" +
+	"\x10destination_path\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\x0fdestinationPath\x121\n" +
+	"\x11expected_revision\x18\x05 \x01(\tB\x04\xe2A\x01\x02R\x10expectedRevision\"\xdb\x01\n" +
 	"\x19DeleteProjectEntryRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
-	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
-	"\x04path\x18\x03 \x01(\tR\x04path\x12+\n" +
-	"\x11expected_revision\x18\x04 \x01(\tR\x10expectedRevision\x12\x1c\n" +
-	"\trecursive\x18\x05 \x01(\bR\trecursive2\x86\f\n" +
-	"\x1aWorkspaceManagementService\x12u\n" +
+	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x18\n" +
+	"\x04path\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\x04path\x121\n" +
+	"\x11expected_revision\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\x10expectedRevision\x12\x1c\n" +
+	"\trecursive\x18\x05 \x01(\bR\trecursive2\xcb\x0f\n" +
+	"\x1aWorkspaceManagementService\x12\x94\x01\n" +
 	"\n" +
-	"ListAgents\x12\x1f.workspace.v1.ListAgentsRequest\x1a .workspace.v1.ListAgentsResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/api/v1/agent-gateway/agents\x12\x94\x01\n" +
-	"\fListProjects\x12&.workspace.v1.ListAgentProjectsRequest\x1a\".workspace.v1.ListProjectsResponse\"8\x82\xd3\xe4\x93\x022\x120/api/v1/agent-gateway/agents/{agent_id}/projects\x12\x8c\x01\n" +
-	"\rCreateProject\x12'.workspace.v1.CreateAgentProjectRequest\x1a\x15.workspace.v1.Project\";\x82\xd3\xe4\x93\x025:\x01*\"0/api/v1/agent-gateway/agents/{agent_id}/projects\x12\x9e\x01\n" +
-	"\rDeleteProject\x12'.workspace.v1.DeleteAgentProjectRequest\x1a#.workspace.v1.DeleteProjectResponse\"?\x82\xd3\xe4\x93\x029*7/api/v1/agent-gateway/agents/{agent_id}/projects/{name}\x12\xa2\x01\n" +
-	"\x12ListProjectEntries\x12'.workspace.v1.ListProjectEntriesRequest\x1a!.workspace.v1.ListEntriesResponse\"@\x82\xd3\xe4\x93\x02:\x128/api/v1/agent-gateway/agents/{agent_id}/projects/entries\x12\x94\x01\n" +
-	"\x0eGetProjectFile\x12#.workspace.v1.GetProjectFileRequest\x1a\x1d.workspace.v1.GetFileResponse\">\x82\xd3\xe4\x93\x028\x126/api/v1/agent-gateway/agents/{agent_id}/projects/files\x12\x97\x01\n" +
-	"\x12CreateProjectEntry\x12'.workspace.v1.CreateProjectEntryRequest\x1a\x13.workspace.v1.Entry\"C\x82\xd3\xe4\x93\x02=:\x01*\"8/api/v1/agent-gateway/agents/{agent_id}/projects/entries\x12\x93\x01\n" +
-	"\x11UpdateProjectFile\x12&.workspace.v1.UpdateProjectFileRequest\x1a\x13.workspace.v1.Entry\"A\x82\xd3\xe4\x93\x02;:\x01*\x1a6/api/v1/agent-gateway/agents/{agent_id}/projects/files\x12\x98\x01\n" +
-	"\x10MoveProjectEntry\x12%.workspace.v1.MoveProjectEntryRequest\x1a\x13.workspace.v1.Entry\"H\x82\xd3\xe4\x93\x02B:\x01*\"=/api/v1/agent-gateway/agents/{agent_id}/projects/entries:move\x12\xa2\x01\n" +
-	"\x12DeleteProjectEntry\x12'.workspace.v1.DeleteProjectEntryRequest\x1a!.workspace.v1.DeleteEntryResponse\"@\x82\xd3\xe4\x93\x02:*8/api/v1/agent-gateway/agents/{agent_id}/projects/entriesBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
+	"ListAgents\x12\x1f.workspace.v1.ListAgentsRequest\x1a .workspace.v1.ListAgentsResponse\"C\x92A\x1c\x12\x1aList the configured agents\x82\xd3\xe4\x93\x02\x1e\x12\x1c/api/v1/agent-gateway/agents\x12\xb9\x01\n" +
+	"\fListProjects\x12&.workspace.v1.ListAgentProjectsRequest\x1a\".workspace.v1.ListProjectsResponse\"]\x92A\"\x12 List an agent's projects (paged)\x82\xd3\xe4\x93\x022\x120/api/v1/agent-gateway/agents/{agent_id}/projects\x12\xc3\x01\n" +
+	"\rCreateProject\x12'.workspace.v1.CreateAgentProjectRequest\x1a\x15.workspace.v1.Project\"r\x92A4\x122Create a project (a Git repository on branch main)\x82\xd3\xe4\x93\x025:\x01*\"0/api/v1/agent-gateway/agents/{agent_id}/projects\x12\xc8\x01\n" +
+	"\rDeleteProject\x12'.workspace.v1.DeleteAgentProjectRequest\x1a#.workspace.v1.DeleteProjectResponse\"i\x92A'\x12%Delete a project and everything in it\x82\xd3\xe4\x93\x029*7/api/v1/agent-gateway/agents/{agent_id}/projects/{name}\x12\xcb\x01\n" +
+	"\x12ListProjectEntries\x12'.workspace.v1.ListProjectEntriesRequest\x1a!.workspace.v1.ListEntriesResponse\"i\x92A&\x12$List a folder of a workspace (paged)\x82\xd3\xe4\x93\x02:\x128/api/v1/agent-gateway/agents/{agent_id}/projects/entries\x12\xbb\x01\n" +
+	"\x0eGetProjectFile\x12#.workspace.v1.GetProjectFileRequest\x1a\x1d.workspace.v1.GetFileResponse\"e\x92A$\x12\"Read a file's content and revision\x82\xd3\xe4\x93\x028\x126/api/v1/agent-gateway/agents/{agent_id}/projects/files\x12\xbc\x01\n" +
+	"\x12CreateProjectEntry\x12'.workspace.v1.CreateProjectEntryRequest\x1a\x13.workspace.v1.Entry\"h\x92A\"\x12 Create an empty file or a folder\x82\xd3\xe4\x93\x02=:\x01*\"8/api/v1/agent-gateway/agents/{agent_id}/projects/entries\x12\xd4\x01\n" +
+	"\x11UpdateProjectFile\x12&.workspace.v1.UpdateProjectFileRequest\x1a\x13.workspace.v1.Entry\"\x81\x01\x92A=\x12;Replace a file's content, given the revision it was read at\x82\xd3\xe4\x93\x02;:\x01*\x1a6/api/v1/agent-gateway/agents/{agent_id}/projects/files\x12\xd1\x01\n" +
+	"\x10MoveProjectEntry\x12%.workspace.v1.MoveProjectEntryRequest\x1a\x13.workspace.v1.Entry\"\x80\x01\x92A5\x123Move or rename a file or folder, given its revision\x82\xd3\xe4\x93\x02B:\x01*\"=/api/v1/agent-gateway/agents/{agent_id}/projects/entries:move\x12\xd2\x01\n" +
+	"\x12DeleteProjectEntry\x12'.workspace.v1.DeleteProjectEntryRequest\x1a!.workspace.v1.DeleteEntryResponse\"p\x92A-\x12+Delete a file or folder, given its revision\x82\xd3\xe4\x93\x02:*8/api/v1/agent-gateway/agents/{agent_id}/projects/entriesB\xa0\x04\x92A\xd1\x03\x12\xc0\x02\n" +
+	"\x19Agent Workspace Files API\x12\x9b\x02The agent-gateway's REST API: the projects and files of each AI coding agent's volume, and its global skills and AGENTS.md. Admins only. Every update, move and delete names the revision it expects; a stale one is refused with 409 and the reason REVISION_MISMATCH in details[].reason.2\x051.0.0Zq\n" +
+	"1\n" +
+	"\x05basic\x12(\b\x01\x12$any user name, the token as password\n" +
+	"<\n" +
+	"\x06bearer\x122\b\x02\x12\x1dAuthorization: Bearer <token>\x1a\rAuthorization \x02b\f\n" +
+	"\n" +
+	"\n" +
+	"\x06bearer\x12\x00b\v\n" +
+	"\t\n" +
+	"\x05basic\x12\x00ZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
 
 var (
 	file_workspace_v1_management_proto_rawDescOnce sync.Once

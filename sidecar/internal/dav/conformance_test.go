@@ -1,4 +1,4 @@
-package davhandler_test
+package dav_test
 
 import (
 	"bytes"
@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -43,7 +43,10 @@ func startSidecar(t *testing.T, projects map[string]map[string]string) *sidecart
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return sidecartest.Start(t, sidecartest.Options{ProjectsDir: root})
+	// litmus and rclone write without If-Match: plain WebDAV semantics.
+	return sidecartest.Start(t, sidecartest.Options{ProjectsDir: root, Configure: func(c *sidecar.Config) {
+		c.DavServer.AllowUnconditionalWrites = true
+	}})
 }
 
 func lookTool(t *testing.T, name string) string {
@@ -55,15 +58,30 @@ func lookTool(t *testing.T, name string) string {
 	return p
 }
 
-var litmusSummary = regexp.MustCompile("summary for `(\\w+)': of (\\d+) tests run: (\\d+) passed, (\\d+) failed")
+var (
+	litmusSummary = regexp.MustCompile("summary for `(\\w+)': of (\\d+) tests run: (\\d+) passed, (\\d+) failed")
+	litmusFail    = regexp.MustCompile(`\d+\. (\w+)\.+ FAIL`)
+)
 
-// TestLitmus runs litmus against the real sidecar. basic, copymove, http and
-// locks must pass with no failure; props is run and printed (dead
-// properties live in memory only; see docs/webdav-conformance.md).
+// litmusAllowed are the litmus tests the sidecar is allowed to fail, each
+// for a documented choice (docs/webdav-conformance.md): x/net/webdav has no
+// shared locks (lock_shared, and the shared-lock tests litmus then runs),
+// and dead properties are not stored (every test that PROPPATCHes a
+// property of its own and reads it back).
+var litmusAllowed = map[string]map[string]bool{
+	"basic":    {},
+	"copymove": {},
+	"http":     {},
+	"locks":    {"lock_shared": true, "owner_modify": true},
+	"props":    {"propset": true, "propmanyns": true, "propget": true},
+}
+
+// TestLitmus runs litmus against the real sidecar: basic, copymove and http
+// pass with no failure; locks and props fail exactly where they need shared
+// locks or stored dead properties.
 func TestLitmus(t *testing.T) {
 	litmus := lookTool(t, "litmus")
 	sc := startSidecar(t, map[string]map[string]string{"litmus": {}})
-	required := map[string]bool{"basic": true, "copymove": true, "http": true, "locks": true}
 	for _, group := range []string{"basic", "copymove", "props", "locks", "http"} {
 		t.Run(group, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -75,22 +93,13 @@ func TestLitmus(t *testing.T) {
 			cmd.Stdout, cmd.Stderr = &out, &out
 			runErr := cmd.Run()
 			t.Logf("litmus %s:\n%s", group, out.String())
-			m := litmusSummary.FindStringSubmatch(out.String())
-			if m == nil {
-				if required[group] {
-					t.Fatalf("litmus %s: no summary (%v)", group, runErr)
-				}
-				return
+			if litmusSummary.FindStringSubmatch(out.String()) == nil {
+				t.Fatalf("litmus %s: no summary (%v)", group, runErr)
 			}
-			failed, _ := strconv.Atoi(m[4])
-			if failed > 0 && required[group] {
-				var fails []string
-				for _, l := range strings.Split(out.String(), "\n") {
-					if strings.Contains(l, "FAIL") {
-						fails = append(fails, strings.TrimSpace(l))
-					}
+			for _, m := range litmusFail.FindAllStringSubmatch(out.String(), -1) {
+				if !litmusAllowed[group][m[1]] {
+					t.Errorf("litmus %s: %s failed", group, m[1])
 				}
-				t.Errorf("litmus %s: %s failed:\n%s", group, m[4], strings.Join(fails, "\n"))
 			}
 		})
 	}

@@ -1,22 +1,21 @@
-package davhandler
+package dav
 
 import (
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the PRD §12.2 figures for the WebDAV surface.
+// metrics are the PRD §12.2 figures for the WebDAV surface. The names are
+// the ones dashboards and tests already read.
 type metrics struct {
 	requests      *prometheus.CounterVec   // by method and status
 	duration      *prometheus.HistogramVec // by method
-	preconditions *prometheus.CounterVec   // 412s by method
-	rejections    *prometheus.CounterVec   // path/denylist/symlink refusals by reason
+	preconditions *prometheus.CounterVec   // 412 and 428 by method
+	rejections    *prometheus.CounterVec   // path refusals by reason
 	sizeRejects   *prometheus.CounterVec   // 413 and Content-Range refusals by kind
-	cache         sync.Map                 // seriesKey -> *series
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,15 +31,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"method"}),
 		preconditions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidecar_webdav_precondition_failures_total",
-			Help: "WebDAV requests refused with 412 (stale If-Match / If-None-Match / If) by method.",
+			Help: "WebDAV requests refused with 412 (stale If-Match / If-None-Match / If) or 428 (no precondition) by method.",
 		}, []string{"method"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidecar_webdav_path_rejections_total",
-			Help: "WebDAV requests refused for their path (denylist, symlink, outside global, invalid path) by reason.",
+			Help: "WebDAV requests refused for their path (invalid path, denylist, symlink, outside global, multiple links) by reason.",
 		}, []string{"reason"}),
 		sizeRejects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidecar_webdav_size_rejections_total",
-			Help: "WebDAV uploads refused for their size (too_large) or shape (content_range).",
+			Help: "WebDAV requests refused for their size (too_large) or shape (content_range).",
 		}, []string{"kind"}),
 	}
 	if reg != nil {
@@ -67,42 +66,24 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	return c
 }
 
-// series caches the children of the request metrics by method and status,
-// so the hot path does no label hashing.
-type series struct {
-	requests prometheus.Counter
-	duration prometheus.Observer
-}
-
-type seriesKey struct {
-	method string
-	status int
-}
-
-func (m *metrics) seriesFor(method string, status int) *series {
-	k := seriesKey{method, status}
-	if s, ok := m.cache.Load(k); ok {
-		return s.(*series)
-	}
-	s := &series{
-		requests: m.requests.WithLabelValues(method, strconv.Itoa(status)),
-		duration: m.duration.WithLabelValues(method),
-	}
-	m.cache.Store(k, s)
-	return s
-}
-
-func (m *metrics) observe(method string, status int, d time.Duration) {
+func (m *metrics) observe(method string, status int, reason string, d time.Duration) {
 	method = methodLabel(method)
-	s := m.seriesFor(method, status)
-	s.requests.Inc()
-	s.duration.Observe(d.Seconds())
-	if status == 412 {
+	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(method).Observe(d.Seconds())
+	switch {
+	case status == 412 || status == 428:
 		m.preconditions.WithLabelValues(method).Inc()
+	case reason == "TOO_LARGE":
+		m.sizeRejects.WithLabelValues("too_large").Inc()
+	}
+	switch reason {
+	case "INVALID_PATH", "PATH_TOO_LONG", "PATH_TOO_DEEP", "DENYLISTED", "SYMLINK",
+		"OUTSIDE_GLOBAL", "PROTECTED", "MULTIPLE_LINKS":
+		m.rejections.WithLabelValues(reason).Inc()
 	}
 }
 
-// methodLabel bounds label cardinality to the methods we serve.
+// methodLabel bounds label cardinality to the methods served.
 func methodLabel(m string) string {
 	switch m {
 	case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PROPFIND", "PROPPATCH",

@@ -1,4 +1,4 @@
-package davhandler
+package dav
 
 import (
 	"encoding/xml"
@@ -80,9 +80,10 @@ func newEnvTB(tb testing.TB, t *testing.T, mod func(*Options)) *env {
 	tb.Cleanup(func() { fs.Close() })
 	e.fs = fs
 	opts := Options{
-		Logger:     hclog.New(&hclog.LoggerOptions{Output: e.logs, JSONFormat: true, Level: hclog.Debug}),
-		Registerer: e.reg,
-		Now:        e.clock.Now,
+		Logger:                   hclog.New(&hclog.LoggerOptions{Output: e.logs, JSONFormat: true, Level: hclog.Debug}),
+		Registerer:               e.reg,
+		Now:                      e.clock.Now,
+		AllowUnconditionalWrites: true,
 	}
 	if mod != nil {
 		mod(&opts)

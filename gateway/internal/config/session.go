@@ -1,0 +1,97 @@
+package config
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// SessionKeySize is the size of a session key (AES-256), before base64.
+const SessionKeySize = 32
+
+// Session configures the portal's self-contained session cookie (sealed
+// with AES-256-GCM; see gateway/internal/session).
+//
+//	auth:
+//	  session:
+//	    keys: ["<base64 of 32 random bytes>"]   # first seals, all open
+//	    keysFile: /etc/agent-gateway/session/keys  # e.g. a mounted Kubernetes Secret
+//	    lifetime: 12h
+//
+// Keys from keysFile (one base64 key a line; blank lines and lines starting
+// with # are skipped) come before auth.session.keys; the first key of all
+// seals new sessions and every key opens them, so a key is rotated by
+// adding the new one first and removing the old one a lifetime later.
+// Without any key the gateway makes a random one at start: sessions then
+// end when it restarts and are not shared between replicas.
+type Session struct {
+	Keys     []string       `yaml:"keys"`
+	KeysFile string         `yaml:"keysFile"`
+	Lifetime *time.Duration `yaml:"lifetime"`
+}
+
+// SessionLifetime is auth.session.lifetime, 0 when unset (the default).
+func (s Session) SessionLifetime() time.Duration {
+	if s.Lifetime == nil {
+		return 0
+	}
+	return *s.Lifetime
+}
+
+// SealKeys are the decoded session keys (file first); call after Validate.
+func (s Session) SealKeys() [][]byte {
+	keys, _ := s.decode()
+	return keys
+}
+
+func (s Session) decode() ([][]byte, []error) {
+	var keys [][]byte
+	var errs []error
+	add := func(where, v string) {
+		k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+		if err != nil {
+			k, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(v), "="))
+		}
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: not base64 (make one with: head -c 32 /dev/urandom | base64)", where))
+		case len(k) != SessionKeySize:
+			errs = append(errs, fmt.Errorf("%s: must decode to %d bytes, got %d (make one with: head -c 32 /dev/urandom | base64)", where, SessionKeySize, len(k)))
+		default:
+			keys = append(keys, k)
+		}
+	}
+	if s.KeysFile != "" {
+		data, err := os.ReadFile(s.KeysFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("auth.session.keysFile: %w", err))
+		}
+		n := 0
+		for _, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			add(fmt.Sprintf("auth.session.keysFile[%d]", n), line)
+			n++
+		}
+		if err == nil && n == 0 {
+			errs = append(errs, fmt.Errorf("auth.session.keysFile: holds no key"))
+		}
+	}
+	for i, v := range s.Keys {
+		add(fmt.Sprintf("auth.session.keys[%d]", i), v)
+	}
+	return keys, errs
+}
+
+// validate reports every problem of auth.session.
+func (s Session) validate() []error {
+	_, errs := s.decode()
+	if s.Lifetime != nil && *s.Lifetime < time.Minute {
+		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at least 1m (for example 12h)"))
+	}
+	return errs
+}

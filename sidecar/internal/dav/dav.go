@@ -1,0 +1,630 @@
+// Package dav is the sidecar's WebDAV server: golang.org/x/net/webdav's
+// Handler over davfs.WebDAV(), inside one thin handler that does only what
+// the library cannot:
+//
+//   - request IDs (X-Request-ID in and out), one log line per request (no
+//     content, no host paths) and the sidecar_webdav_* metrics;
+//   - refusing unsafe request paths, Destinations and If: resource tags
+//     before the library sees them (dot or empty segments, encoded "/" or
+//     "\", control characters, invalid UTF-8 → 400 INVALID_PATH). Nothing
+//     is cleaned: what is logged and audited is what is acted on;
+//   - If-Match / If-None-Match and the entity tags of If: lists handed to
+//     davfs (davfs.WithPreconditions), which checks them at commit under
+//     its mutation lock; a replacing or removing write with neither a
+//     precondition nor a held lock gets 428 (unless
+//     Options.AllowUnconditionalWrites); a create needs none and is checked
+//     as If-None-Match: *;
+//   - locks: x/net's in-memory lock system (exclusive only), with the
+//     revision of each locked resource pinned when the lock was taken, so a
+//     client that locks before it writes (Finder, Windows, davfs2) cannot
+//     overwrite a change made meanwhile elsewhere; bounded in number, owner
+//     size and timeout; refused on the virtual levels;
+//   - the library's 404/405/500 refined into the statuses of the one error
+//     table (contracts/errtable), every error response naming its reason in
+//     X-Workspace-Error-Reason;
+//   - bounds: PUT bodies (MaxUploadSize, 413), XML bodies (1 MiB), property
+//     names per request (256), Depth: infinity PROPFIND refused (403);
+//   - the gateway's wire contract: X-Forwarded-Prefix becomes the library's
+//     Prefix (hrefs come out under /dav/{agent_id}), X-Workspace-Read-Only
+//     makes a read-only view (DAV: 1, no DAV:supportedlock, writes 405);
+//   - Cache-Control: no-store on GET, HEAD and PROPFIND, and GET's
+//     Content-Type from the file name (never sniffed).
+//
+// Dead properties are not stored; see davfs (PROPPATCH) and
+// docs/webdav-conformance.md.
+package dav
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/webdav"
+
+	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/davwire"
+)
+
+// Options configures New. Zero values take safe defaults.
+type Options struct {
+	// Logger receives one line per request. Nil: a null logger.
+	Logger hclog.Logger
+	// Registerer receives the metrics. Nil: kept but not registered.
+	Registerer prometheus.Registerer
+	// MaxUploadSize bounds a PUT body (413 above it; davfs enforces it while
+	// streaming too). 0: 100 MiB.
+	MaxUploadSize int64
+	// AllowUnconditionalWrites lets a write replace or remove an existing
+	// resource without If-Match, an If: entity tag or a held lock (the
+	// behaviour of plain x/net/webdav, which litmus expects). Off in
+	// production: such a write gets 428.
+	AllowUnconditionalWrites bool
+	// MaxLocks bounds the locks held at once (507 above). 0: 1024.
+	MaxLocks int
+	// MaxLockTimeout caps the timeout a LOCK may ask for. 0: 1 hour.
+	MaxLockTimeout time.Duration
+	// Now is the clock of durations in logs and metrics. Nil: time.Now.
+	// (Locks use x/net/webdav's clock, time.Now.)
+	Now func() time.Time
+}
+
+// Handler is the WebDAV server of one sidecar.
+type Handler struct {
+	fs        webdav.FileSystem
+	opts      Options
+	log       hclog.Logger
+	metrics   *metrics
+	locks     *lockPins
+	ridPrefix string
+	ridSeq    atomic.Uint64
+}
+
+// New returns the WebDAV handler over fs.
+func New(fs *davfs.FS, opts Options) *Handler {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.MaxUploadSize <= 0 {
+		opts.MaxUploadSize = 100 << 20
+	}
+	if opts.MaxLocks <= 0 {
+		opts.MaxLocks = 1024
+	}
+	if opts.MaxLockTimeout <= 0 {
+		opts.MaxLockTimeout = time.Hour
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	var lb [16]byte
+	_, _ = rand.Read(lb[:])
+	return &Handler{
+		fs:        noMultiLinks{fs.WebDAV()},
+		opts:      opts,
+		log:       opts.Logger,
+		metrics:   newMetrics(opts.Registerer),
+		locks:     newLockPins(opts.MaxLocks, hex.EncodeToString(lb[:])+"-"),
+		ridPrefix: hex.EncodeToString(b[:]) + "-",
+	}
+}
+
+// request is one request in flight.
+type request struct {
+	h        *Handler
+	r        *http.Request
+	rec      *recorder
+	ctx      context.Context
+	errs     *davfs.ErrorLog
+	prefix   string
+	src, dst string // WebDAV names (prefix stripped, unescaped, no trailing slash)
+	hdr      davfs.Precondition
+	ifETags  map[string]string // name → entity tag an If: list matched
+	tokens   []string          // lock tokens the request holds (confirmed)
+	newLock  string            // token a LOCK created
+	libErr   error             // what the library told its Logger
+	reason   string            // errtable reason of an error response
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := h.opts.Now()
+	rid := r.Header.Get(davwire.RequestIDHeader)
+	if !safeID(rid) {
+		rid = h.ridPrefix + strconv.FormatUint(h.ridSeq.Add(1), 36)
+	}
+	w.Header().Set(davwire.RequestIDHeader, rid)
+	q := &request{h: h, rec: &recorder{w: w}, ifETags: map[string]string{}}
+	q.ctx, q.errs = davfs.WithErrorLog(r.Context())
+	switch r.Method {
+	case "DELETE", "MOVE", "COPY":
+		// The handler's and the library's own looks at the target before
+		// a delete are not a client's read of its revision (recursive
+		// deletes keep work newer than the revision the client read).
+		q.ctx = davfs.ForMutation(q.ctx)
+	}
+	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
+	q.r = r.WithContext(q.ctx)
+	q.serve()
+	q.rec.finish()
+	status := q.rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	d := h.opts.Now().Sub(start)
+	h.metrics.observe(r.Method, status, q.reason, d)
+	level := hclog.Debug
+	switch {
+	case status >= 500:
+		level = hclog.Error
+	case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != "PROPFIND" && r.Method != http.MethodOptions:
+		level = hclog.Info
+	}
+	if level < h.log.GetLevel() {
+		return
+	}
+	args := []any{
+		"method", r.Method, "path", r.URL.Path, "status", status,
+		"duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64),
+		"request_id", rid, "operator", r.Header.Get(davwire.OperatorHeader),
+	}
+	if q.reason != "" {
+		args = append(args, "reason", q.reason)
+	}
+	if q.libErr != nil && status >= 400 {
+		args = append(args, "error", q.libErr.Error())
+	}
+	h.log.Log(level, "webdav request", args...)
+}
+
+// safeID accepts a client's request ID of up to 128 printable ASCII bytes.
+func safeID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+var writeMethods = map[string]bool{
+	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true,
+	"MOVE": true, "PROPPATCH": true, "LOCK": true, "UNLOCK": true, http.MethodPost: true,
+}
+
+const (
+	readOnlyAllow = "OPTIONS, GET, HEAD, PROPFIND"
+	allowAll      = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
+)
+
+var knownMethods = map[string]bool{
+	http.MethodOptions: true, http.MethodGet: true, http.MethodHead: true, http.MethodPost: true,
+	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true, "MOVE": true,
+	"PROPFIND": true, "PROPPATCH": true, "LOCK": true, "UNLOCK": true,
+}
+
+// workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
+// or the name itself for the levels above.
+func workspaceOf(name string) string {
+	if rest, ok := strings.CutPrefix(name, "/projects/"); ok {
+		p, _, _ := strings.Cut(rest, "/")
+		return "/projects/" + p
+	}
+	if name == "/global" || strings.HasPrefix(name, "/global/") {
+		return "/global"
+	}
+	return name
+}
+
+func (q *request) serve() {
+	r, hdr := q.r, q.rec.Header()
+	if vals, ok := r.Header[http.CanonicalHeaderKey(davwire.PrefixHeader)]; ok {
+		if len(vals) != 1 || !davwire.ValidPrefix(vals[0]) {
+			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "invalid "+davwire.PrefixHeader)
+			return
+		}
+		q.prefix = vals[0]
+	}
+	for _, k := range []string{"Destination", "If", "Lock-Token", "If-Match", "If-None-Match", "Timeout", "Overwrite", "Depth"} {
+		if !utf8.ValidString(strings.Join(r.Header.Values(k), "")) {
+			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "the "+k+" header must be valid UTF-8")
+			return
+		}
+	}
+	if strings.HasPrefix(r.RequestURI, "//") {
+		// net/http reads "//a/b" as host "a", path "/b": refuse rather
+		// than act on a path the client did not write.
+		q.fail(http.StatusBadRequest, "INVALID_PATH", "the path must not contain empty segments")
+		return
+	}
+	var ok bool
+	if q.src, ok = q.name(r.URL.EscapedPath()); !ok {
+		return
+	}
+	if r.Method == "COPY" || r.Method == "MOVE" {
+		u, err := url.Parse(r.Header.Get("Destination"))
+		if err != nil || r.Header.Get("Destination") == "" {
+			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "missing or malformed Destination header")
+			return
+		}
+		if u.Host != "" && u.Host != r.Host {
+			q.fail(http.StatusBadGateway, "INVALID_ARGUMENT", "the Destination is on another server")
+			return
+		}
+		if q.dst, ok = q.name(u.EscapedPath()); !ok {
+			return
+		}
+	}
+	if v := r.Header.Get("If"); v != "" {
+		tags, ok := ifResourceTags(v)
+		if !ok {
+			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
+			return
+		}
+		for _, t := range tags {
+			u, err := url.Parse(t)
+			if err != nil {
+				q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
+				return
+			}
+			if u.Host == "" || u.Host == r.Host {
+				if _, ok := q.name(u.EscapedPath()); !ok {
+					return
+				}
+			}
+		}
+	}
+
+	if !knownMethods[r.Method] {
+		hdr.Set("Allow", allowAll)
+		q.fail(http.StatusMethodNotAllowed, "NOT_SUPPORTED", "method not supported")
+		return
+	}
+	if q.dst != "" {
+		switch {
+		case workspaceOf(q.src) != workspaceOf(q.dst):
+			q.fail(http.StatusForbidden, "READ_ONLY", "entries can only be copied or moved within one workspace")
+			return
+		case q.src == q.dst:
+			q.fail(http.StatusForbidden, "MOVE_INTO_SELF", "source and destination are the same")
+			return
+		case strings.HasPrefix(q.dst, q.src+"/"):
+			q.fail(http.StatusForbidden, "MOVE_INTO_SELF", "cannot copy or move a collection into itself")
+			return
+		}
+	}
+	readOnly := r.Header.Get(davwire.ReadOnlyHeader) == "true"
+	if readOnly {
+		switch r.Method {
+		case http.MethodOptions:
+			hdr.Set("DAV", "1")
+			hdr.Set("MS-Author-Via", "DAV")
+			hdr.Set("Allow", readOnlyAllow)
+			hdr.Set("Content-Length", "0")
+			q.rec.WriteHeader(http.StatusOK)
+			return
+		case http.MethodGet, http.MethodHead:
+		case "PROPFIND":
+			q.rec.filter = &lockFilter{w: q.rec.w}
+		default:
+			hdr.Set("Allow", readOnlyAllow)
+			q.fail(http.StatusMethodNotAllowed, "READ_ONLY", "this WebDAV view is read-only")
+			return
+		}
+	}
+
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodPost:
+		hdr.Set("Cache-Control", "no-store")
+		hdr.Set("Content-Type", davfs.ContentType(path.Base(q.src)))
+		hdr.Set("X-Content-Type-Options", "nosniff")
+	case "PROPFIND":
+		hdr.Set("Cache-Control", "no-store")
+		q.r = q.r.WithContext(davfs.WithListingReuse(q.ctx))
+		r = q.r
+		switch r.Header.Get("Depth") {
+		case "0", "1":
+		case "", "infinity":
+			q.failXML(http.StatusForbidden, "NOT_SUPPORTED", "propfind-finite-depth")
+			return
+		default:
+			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "Depth must be 0 or 1")
+			return
+		}
+	case "PROPPATCH":
+		if virtualLevel(q.src, true) {
+			q.fail(http.StatusForbidden, "READ_ONLY", "this level has no writable properties")
+			return
+		}
+	case "LOCK":
+		if virtualLevel(q.src, false) {
+			q.fail(http.StatusForbidden, "READ_ONLY", "this level cannot be locked")
+			return
+		}
+		r.Header.Set("Timeout", "Second-"+strconv.Itoa(int(q.lockTimeout().Seconds())))
+	case http.MethodPut:
+		if r.Header.Get("Content-Range") != "" {
+			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "partial PUT (Content-Range) is not supported")
+			return
+		}
+		if r.ContentLength > q.h.opts.MaxUploadSize {
+			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit")
+			return
+		}
+		// A body without Content-Length is cut off while it streams; the
+		// upload then commits nothing (davfs aborts on a failed read).
+		r.Body = http.MaxBytesReader(q.rec.w, r.Body, q.h.opts.MaxUploadSize)
+	case "MOVE":
+		if r.Header.Get("Overwrite") == "" {
+			r.Header.Set("Overwrite", "T") // RFC 4918 §10.6; x/net reads a missing header as F
+		}
+	}
+	switch r.Method {
+	case "PROPFIND", "PROPPATCH", "LOCK":
+		refused, malformed := bufferXMLBody(r)
+		switch {
+		case refused != "":
+			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", refused)
+			return
+		case malformed != "":
+			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", malformed)
+			return
+		}
+	}
+	if writeMethods[r.Method] {
+		if !q.headerPreconditions() || !q.linkChecks() {
+			return
+		}
+	}
+
+	lib := &webdav.Handler{
+		Prefix:     q.prefix,
+		FileSystem: q.h.fs,
+		LockSystem: &requestLocks{p: q.h.locks, q: q},
+		Logger:     func(_ *http.Request, err error) { q.libErr = err },
+	}
+	lib.ServeHTTP(q.rec, r)
+	if q.rec.held {
+		st := q.rec.status
+		q.rec.held, q.rec.status = false, 0
+		q.fail(q.refine(st, q.libErr))
+		return
+	}
+	q.afterWrite()
+}
+
+// name checks an escaped request path (or Destination, or If: tag) and
+// returns its WebDAV name. It answers the request itself when refused.
+func (q *request) name(escaped string) (string, bool) {
+	rest, ok := underPrefix(escaped, q.prefix)
+	if !ok {
+		q.fail(http.StatusNotFound, "NOT_FOUND", "not under "+davwire.PrefixHeader)
+		return "", false
+	}
+	if msg := checkPath(rest); msg != "" {
+		q.fail(http.StatusBadRequest, "INVALID_PATH", msg)
+		return "", false
+	}
+	n, _ := url.PathUnescape(rest) // checkPath validated every escape
+	return cleanName(n), true
+}
+
+// cleanName drops one trailing slash (davfs names have none). Paths here
+// were checked: no dot or empty segment is left to clean.
+func cleanName(n string) string {
+	if len(n) > 1 {
+		n = strings.TrimSuffix(n, "/")
+	}
+	return n
+}
+
+// virtualLevel reports whether name is "/", "/projects", "/global" or, with
+// roots, a project's root directory.
+func virtualLevel(name string, roots bool) bool {
+	switch name {
+	case "/", "/projects", "/global":
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, "/projects/")
+	return roots && ok && !strings.Contains(rest, "/")
+}
+
+// lockTimeout is the LOCK's Timeout, capped by MaxLockTimeout ("Infinite"
+// and a missing header get the cap).
+func (q *request) lockTimeout() time.Duration {
+	max := q.h.opts.MaxLockTimeout
+	for _, v := range splitList(q.r.Header.Get("Timeout")) {
+		if s, ok := strings.CutPrefix(v, "Second-"); ok {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 && time.Duration(n) < max/time.Second {
+				return time.Duration(n) * time.Second
+			}
+		}
+		break
+	}
+	return max
+}
+
+// headerPreconditions evaluates If-Match / If-None-Match against the
+// Request-URI and keeps what davfs must re-check at commit.
+func (q *request) headerPreconditions() bool {
+	if v := q.r.Header.Get("If-Match"); v != "" {
+		tags := splitList(v)
+		if len(tags) == 1 && tags[0] != "*" {
+			rev, ok := unquoteETag(tags[0])
+			if !ok || (q.r.Method == "COPY" && rev != q.currentRevision(q.src)) {
+				// A weak tag never matches strongly; COPY only reads its
+				// source, so nothing re-checks it later.
+				q.fail(http.StatusPreconditionFailed, "REVISION_MISMATCH", "If-Match: the resource has changed")
+				return false
+			}
+			q.hdr.IfMatch = rev
+		} else {
+			cur := q.currentRevision(q.src)
+			matched := false
+			for _, t := range tags {
+				if v, ok := unquoteETag(t); t == "*" || (ok && v == cur) {
+					matched = cur != ""
+				}
+			}
+			if !matched {
+				q.fail(http.StatusPreconditionFailed, "REVISION_MISMATCH", "If-Match: the resource has changed or does not exist")
+				return false
+			}
+			q.hdr.IfMatch = cur
+		}
+	}
+	if v := q.r.Header.Get("If-None-Match"); v != "" {
+		if strings.TrimSpace(v) == "*" {
+			q.hdr.IfNoneMatch = true
+		} else if cur := q.currentRevision(q.src); cur != "" {
+			for _, t := range splitList(v) {
+				if rv, ok := unquoteETag(strings.TrimPrefix(t, "W/")); ok && rv == cur {
+					q.fail(http.StatusPreconditionFailed, "REVISION_MISMATCH", "If-None-Match: the resource matches")
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// linkChecks refuses, before the library acts, a COPY of a file with more
+// than one hard link and a COPY or MOVE that would replace one (x/net
+// deletes an existing destination before it copies; davfs refuses the
+// replacement again at that delete).
+func (q *request) linkChecks() bool {
+	multi := func(name string) bool {
+		fi, err := q.h.fs.Stat(q.ctx, name)
+		if err != nil {
+			return false
+		}
+		e, ok := fi.Sys().(davfs.Entry)
+		return ok && e.Reason == davfs.NotEditableMultipleLinks
+	}
+	switch q.r.Method {
+	case "COPY", "MOVE":
+		if (q.r.Method == "COPY" && multi(q.src)) || (q.r.Header.Get("Overwrite") != "F" && multi(q.dst)) {
+			q.fail(http.StatusForbidden, "MULTIPLE_LINKS", "a file with more than one hard link is never copied or replaced")
+			return false
+		}
+	}
+	return true
+}
+
+// currentETag is the name's ETag now ("" when it cannot be stat'ed).
+func (q *request) currentETag(name string) string {
+	fi, err := q.h.fs.Stat(q.ctx, name)
+	if err != nil {
+		return ""
+	}
+	if et, ok := fi.(webdav.ETager); ok {
+		if e, err := et.ETag(q.ctx); err == nil {
+			return e
+		}
+	}
+	return ""
+}
+
+func (q *request) currentRevision(name string) string {
+	v, _ := unquoteETag(q.currentETag(name))
+	return v
+}
+
+// mismatch is a revision no resource has: a pin that can no longer hold.
+const mismatch = "\x00changed"
+
+func both(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || a == b:
+		return a
+	}
+	return mismatch
+}
+
+// precondition is what davfs must check when this request writes name
+// (davfs.WithPreconditions).
+func (q *request) precondition(name string) davfs.Precondition {
+	p := davfs.Precondition{Required: !q.h.opts.AllowUnconditionalWrites}
+	m := q.r.Method
+	if name == q.src && m != "COPY" && m != "LOCK" {
+		p.IfMatch, p.IfNoneMatch = q.hdr.IfMatch, q.hdr.IfNoneMatch
+	}
+	if (m == "COPY" || m == "MOVE") && name == q.dst {
+		p.Replacing = true
+	}
+	if e, ok := q.ifETags[name]; ok {
+		v, _ := unquoteETag(e)
+		p.IfMatch = both(p.IfMatch, v)
+	}
+	for _, tok := range q.tokens {
+		rev, created, known, ok := q.h.locks.pin(tok, name)
+		if !ok {
+			continue
+		}
+		if !known {
+			// First write of a member of a depth-infinity lock, or of a
+			// name that did not exist when it was locked: it must not have
+			// changed since the lock was taken.
+			fi, err := q.h.fs.Stat(q.ctx, name)
+			if err != nil {
+				break // missing: a create, checked as If-None-Match
+			}
+			if fi.ModTime().After(created) {
+				rev = mismatch
+			} else {
+				rev = q.currentRevision(name)
+			}
+		}
+		p.IfMatch = both(p.IfMatch, rev)
+		break
+	}
+	return p
+}
+
+// afterWrite moves the pins of the locks the request held to what it
+// wrote, and pins what a LOCK created.
+func (q *request) afterWrite() {
+	st := q.rec.status
+	if st == 0 {
+		st = http.StatusOK
+	}
+	if st >= 300 {
+		return
+	}
+	if q.newLock != "" {
+		if _, _, known, ok := q.h.locks.pin(q.newLock, q.src); ok && !known {
+			if rev := q.currentRevision(q.src); rev != "" {
+				q.h.locks.move(q.newLock, q.src, rev)
+			}
+		}
+	}
+	for _, tok := range q.tokens {
+		switch q.r.Method {
+		case http.MethodPut:
+			rev, _ := unquoteETag(q.rec.Header().Get("ETag"))
+			q.h.locks.move(tok, q.src, rev)
+		case http.MethodDelete:
+			q.h.locks.move(tok, q.src, "")
+		case "MOVE":
+			q.h.locks.move(tok, q.src, "")
+			q.h.locks.move(tok, q.dst, q.currentRevision(q.dst))
+		case "COPY":
+			q.h.locks.move(tok, q.dst, q.currentRevision(q.dst))
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package dav
+
+import (
+	"context"
+	"os"
+
+	"golang.org/x/net/webdav"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// noMultiLinks is davfs's FileSystem with directory listings that leave
+// out files with more than one hard link: such a file is never read,
+// copied or replaced, and a listing that offered it would make a client's
+// copy fail half-way (rclone copy stops at the first unreadable file).
+// Only directories opened for reading are wrapped: a file keeps its own
+// methods (an upload's ReadFrom aborts it when the body fails).
+type noMultiLinks struct{ webdav.FileSystem }
+
+func (n noMultiLinks) OpenFile(ctx context.Context, name string, flag int, perm os.FileMode) (webdav.File, error) {
+	f, err := n.FileSystem.OpenFile(ctx, name, flag, perm)
+	if err != nil || flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		return f, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return filteredDir{f}, nil
+	}
+	return f, nil
+}
+
+type filteredDir struct{ webdav.File }
+
+func (f filteredDir) Readdir(count int) ([]os.FileInfo, error) {
+	list, err := f.File.Readdir(count)
+	out := list[:0]
+	for _, fi := range list {
+		if e, ok := fi.Sys().(davfs.Entry); ok && e.Reason == davfs.NotEditableMultipleLinks {
+			continue
+		}
+		out = append(out, fi)
+	}
+	return out, err
+}

@@ -1,0 +1,243 @@
+package dav
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/webdav"
+)
+
+// errTooManyLocks is returned by LOCK when MaxLocks locks are held (507).
+var errTooManyLocks = errors.New("dav: too many locks")
+
+// lockPins is x/net/webdav's in-memory lock system (exclusive write locks
+// only) plus, per lock, the revision each resource had when the lock was
+// taken. A write under a lock the client holds must still find that
+// revision (davfs checks it at commit, like an If-Match), so a change made
+// meanwhile through another surface (gRPC, REST) is never overwritten by a
+// client that locks instead of sending If-Match. A successful write under
+// the lock moves the pin to the revision it wrote.
+type lockPins struct {
+	mem    webdav.LockSystem
+	max    int
+	prefix string // makes x/net's numeric tokens absolute URIs (RFC 4918 §6.5)
+
+	mu    sync.Mutex
+	locks map[string]*pinnedLock // by token
+}
+
+type pinnedLock struct {
+	root      string // WebDAV name, prefix stripped
+	zeroDepth bool
+	created   time.Time
+	expires   time.Time
+	revs      map[string]string // WebDAV name → pinned revision
+}
+
+func newLockPins(max int, id string) *lockPins {
+	return &lockPins{mem: webdav.NewMemLS(), max: max, prefix: "opaquelocktoken:" + id, locks: map[string]*pinnedLock{}}
+}
+
+// inner is x/net's token for a client's token ("" names no lock).
+func (p *lockPins) inner(token string) string {
+	t, ok := strings.CutPrefix(token, p.prefix)
+	if !ok || t == "" {
+		return "\x00none"
+	}
+	return t
+}
+
+func (l *pinnedLock) covers(name string) bool {
+	return name == l.root || (!l.zeroDepth && (l.root == "/" || strings.HasPrefix(name, l.root+"/")))
+}
+
+// purge drops expired locks (x/net's lock system expires its own copy).
+func (p *lockPins) purge(now time.Time) {
+	for tok, l := range p.locks {
+		if !now.Before(l.expires) {
+			delete(p.locks, tok)
+		}
+	}
+}
+
+// valid reports whether token is a live lock covering name.
+func (p *lockPins) valid(now time.Time, token, name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.locks[token]
+	return l != nil && now.Before(l.expires) && l.covers(name)
+}
+
+// pin returns what a write of name under token must find: the pinned
+// revision, or (known=false) the lock's creation time for a member of a
+// depth-infinity lock first written now.
+func (p *lockPins) pin(token, name string) (rev string, created time.Time, known, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.locks[token]
+	if l == nil || !l.covers(name) {
+		return "", time.Time{}, false, false
+	}
+	rev, known = l.revs[name]
+	return rev, l.created, known, true
+}
+
+// move sets (rev != "") or drops the pin of name under token.
+func (p *lockPins) move(token, name, rev string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.locks[token]
+	if l == nil || !l.covers(name) {
+		return
+	}
+	if rev == "" {
+		for n := range l.revs {
+			if n == name || strings.HasPrefix(n, name+"/") {
+				delete(l.revs, n)
+			}
+		}
+		return
+	}
+	l.revs[name] = rev
+}
+
+// requestLocks is the webdav.LockSystem one request sees: it delegates to
+// the shared lockPins, evaluates the entity tags and "Not" conditions of If:
+// lists (x/net's lock system ignores both), and tells the request which
+// tokens it holds.
+type requestLocks struct {
+	p *lockPins
+	q *request
+}
+
+var _ webdav.LockSystem = (*requestLocks)(nil)
+
+func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...webdav.Condition) (func(), error) {
+	q := rl.q
+	resource := cleanName(name0)
+	if resource == "" {
+		resource = q.src // an untagged list is about the Request-URI
+	}
+	var tokens []webdav.Condition
+	etags := map[string]string{}
+	for _, c := range conds {
+		switch {
+		case c.ETag != "":
+			cur := q.currentETag(resource)
+			match := cur != "" && cur == c.ETag
+			if match == c.Not {
+				return nil, webdav.ErrConfirmationFailed
+			}
+			if match {
+				etags[resource] = c.ETag
+			}
+		case c.Not:
+			if rl.p.valid(now, c.Token, resource) {
+				return nil, webdav.ErrConfirmationFailed
+			}
+		default:
+			tokens = append(tokens, c)
+		}
+	}
+	var release func()
+	if len(tokens) > 0 {
+		inner := make([]webdav.Condition, len(tokens))
+		for i, c := range tokens {
+			inner[i] = webdav.Condition{Token: rl.p.inner(c.Token)}
+		}
+		r, err := rl.p.mem.Confirm(now, name0, name1, inner...)
+		if err != nil {
+			return nil, err
+		}
+		release = r
+	} else {
+		// No lock claimed: like a request without If:, the names must not
+		// be locked by anyone else (temporary zero-depth locks, as x/net's
+		// handler takes them).
+		var held []string
+		release = func() {
+			for _, t := range held {
+				_ = rl.p.mem.Unlock(now, t)
+			}
+		}
+		for _, n := range []string{name0, name1} {
+			if n == "" {
+				continue
+			}
+			t, err := rl.p.mem.Create(now, webdav.LockDetails{Root: n, Duration: -1, ZeroDepth: true})
+			if err != nil {
+				release()
+				return nil, err
+			}
+			held = append(held, t)
+		}
+	}
+	for n, e := range etags {
+		q.ifETags[n] = e
+	}
+	for _, c := range tokens {
+		q.tokens = append(q.tokens, c.Token)
+	}
+	return release, nil
+}
+
+func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, error) {
+	if rl.q.r.Method != "LOCK" {
+		return rl.p.mem.Create(now, d) // x/net's temporary per-request lock
+	}
+	p := rl.p
+	p.mu.Lock()
+	p.purge(now)
+	full := len(p.locks) >= p.max
+	p.mu.Unlock()
+	if full {
+		return "", errTooManyLocks
+	}
+	in, err := p.mem.Create(now, d)
+	if err != nil {
+		return "", err
+	}
+	tok := p.prefix + in
+	// The lock's times are the handler's clock (time.Now), the one file
+	// modification times are compared with.
+	l := &pinnedLock{root: cleanName(d.Root), zeroDepth: d.ZeroDepth, created: now, revs: map[string]string{}}
+	l.expires = l.created.Add(d.Duration)
+	// Pin what the resource is now; a LOCK of a missing name creates an
+	// empty file afterwards, pinned when the request ends.
+	if rev := rl.q.currentRevision(l.root); rev != "" {
+		l.revs[l.root] = rev
+	}
+	p.mu.Lock()
+	p.locks[tok] = l
+	p.mu.Unlock()
+	rl.q.newLock = tok
+	return tok, nil
+}
+
+func (rl *requestLocks) Refresh(now time.Time, token string, duration time.Duration) (webdav.LockDetails, error) {
+	d, err := rl.p.mem.Refresh(now, rl.p.inner(token), duration)
+	if err == nil {
+		rl.p.mu.Lock()
+		if l := rl.p.locks[token]; l != nil {
+			l.expires = now.Add(duration)
+		}
+		rl.p.mu.Unlock()
+	}
+	return d, err
+}
+
+func (rl *requestLocks) Unlock(now time.Time, token string) error {
+	if rl.q.r.Method != "UNLOCK" {
+		// The handler releasing a temporary lock it took with Create.
+		return rl.p.mem.Unlock(now, token)
+	}
+	err := rl.p.mem.Unlock(now, rl.p.inner(token))
+	if err == nil {
+		rl.p.mu.Lock()
+		delete(rl.p.locks, token)
+		rl.p.mu.Unlock()
+	}
+	return err
+}

@@ -1,0 +1,220 @@
+package dav
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+
+	"golang.org/x/net/webdav"
+
+	"github.com/agentworkspace/files/contracts/errtable"
+	"github.com/agentworkspace/files/davfs"
+)
+
+// recorder sits between x/net/webdav and the client. It passes successful
+// responses through and holds back an error status (and the library's
+// "Not Found"-style body), so that the request can answer it again with
+// the status and reason of the one error table once the library has said
+// which error it met (Handler.Logger).
+type recorder struct {
+	w      http.ResponseWriter
+	filter *lockFilter // read-only view: drops DAV:supportedlock
+	status int
+	held   bool // an error status was held back; its body is dropped
+	bytes  int64
+}
+
+func (r *recorder) Header() http.Header { return r.w.Header() }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status != 0 {
+		return
+	}
+	r.status = code
+	if code >= 400 {
+		r.held = true
+		return
+	}
+	r.w.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.held {
+		return len(p), nil
+	}
+	var n int
+	var err error
+	if r.filter != nil {
+		n, err = r.filter.Write(p)
+	} else {
+		n, err = r.w.Write(p)
+	}
+	r.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps sendfile for GET bodies (http.ServeContent copies an
+// *os.File into the ResponseWriter).
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.held || r.filter != nil {
+		return io.Copy(struct{ io.Writer }{r}, src)
+	}
+	n, err := io.Copy(r.w, src)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if r.filter != nil {
+		r.filter.flush()
+	}
+	if f, ok := r.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.w }
+
+// finish ends a response the library left open.
+func (r *recorder) finish() {
+	if r.filter != nil {
+		r.filter.flush()
+	}
+}
+
+// supportedLock is how x/net/webdav encodes DAV:supportedlock, byte for
+// byte (its value is a constant, and nothing a client controls can contain
+// it: names and hrefs are XML-escaped), for allprop and propname answers.
+var supportedLock = [][]byte{
+	[]byte(`<D:supportedlock><D:lockentry xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry></D:supportedlock>`),
+	[]byte(`<D:supportedlock></D:supportedlock>`),
+}
+
+// lockFilter removes DAV:supportedlock from a multistatus stream: a
+// read-only view offers no locks.
+type lockFilter struct {
+	w    io.Writer
+	tail []byte // bytes held back: a prefix of a needle may continue in the next Write
+}
+
+func (f *lockFilter) Write(p []byte) (int, error) {
+	buf := append(f.tail, p...)
+	for _, n := range supportedLock {
+		buf = bytes.ReplaceAll(buf, n, nil)
+	}
+	keep := 0
+	for _, n := range supportedLock {
+		for k := min(len(n)-1, len(buf)); k > keep; k-- {
+			if bytes.HasSuffix(buf, n[:k]) {
+				keep = k
+				break
+			}
+		}
+	}
+	f.tail = append([]byte(nil), buf[len(buf)-keep:]...)
+	if _, err := f.w.Write(buf[:len(buf)-keep]); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (f *lockFilter) flush() {
+	if len(f.tail) > 0 {
+		_, _ = f.w.Write(f.tail)
+		f.tail = nil
+	}
+}
+
+// refine turns the library's error status and error into the status,
+// reason and safe message the client gets.
+func (q *request) refine(status int, err error) (int, string, string) {
+	de, ok := q.errs.Lookup(err)
+	if !ok && status == http.StatusInternalServerError && err == nil {
+		// http.ServeContent answers 500 itself when the file's first Seek
+		// or Read fails; the FileSystem recorded why.
+		de, ok = q.errs.Last()
+	}
+	if ok {
+		reason := string(de.Reason)
+		m := q.r.Method
+		st := errtable.WebDAVStatus(reason, m == http.MethodPut || m == "MKCOL" || m == "LOCK")
+		if de.Code == davfs.CodeNotFound && (status == http.StatusConflict || status == http.StatusNotFound) {
+			st = status // the library knows a missing parent (409) from a missing target
+		}
+		msg := de.Message
+		if st >= 500 || msg == "" {
+			msg = http.StatusText(st)
+		}
+		return st, reason, msg
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit"
+	case errors.Is(err, errTooManyLocks):
+		return http.StatusInsufficientStorage, "NO_SPACE", "too many locks are held; unlock some first"
+	case err == webdav.ErrLocked && status != http.StatusPreconditionFailed:
+		return webdav.StatusLocked, "LOCKED", "the resource is locked"
+	case errors.Is(err, os.ErrExist) && status == http.StatusPreconditionFailed:
+		return status, "ALREADY_EXISTS", "the destination exists and Overwrite is F"
+	}
+	reason := "INTERNAL"
+	switch status {
+	case http.StatusBadRequest, http.StatusUnsupportedMediaType, http.StatusRequestedRangeNotSatisfiable, http.StatusBadGateway:
+		reason = "INVALID_ARGUMENT"
+	case http.StatusForbidden:
+		reason = "FORBIDDEN"
+	case http.StatusNotFound, http.StatusConflict:
+		reason = "NOT_FOUND"
+	case http.StatusMethodNotAllowed:
+		reason = "NOT_A_FILE" // GET of a collection
+	case http.StatusPreconditionFailed:
+		reason = "REVISION_MISMATCH"
+	case webdav.StatusLocked:
+		reason = "LOCKED"
+	case http.StatusNotImplemented:
+		reason = "NOT_SUPPORTED" // shared locks
+	}
+	return status, reason, http.StatusText(status)
+}
+
+// fail answers the request with an error. The reason header names the
+// errtable reason; the body is the safe message only.
+func (q *request) fail(status int, reason, msg string) {
+	q.reason = reason
+	h := q.rec.w.Header()
+	h.Del("Content-Length")
+	h.Del("Content-Encoding")
+	h.Del("Last-Modified")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set(errtable.ReasonHeader, reason)
+	body := msg + "\n"
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	q.rec.status = status
+	q.rec.w.WriteHeader(status)
+	if q.r.Method != http.MethodHead {
+		_, _ = io.WriteString(q.rec.w, body)
+	}
+}
+
+// failXML answers with an RFC 4918 precondition element.
+func (q *request) failXML(status int, reason, cond string) {
+	q.reason = reason
+	h := q.rec.w.Header()
+	h.Set("Content-Type", "application/xml; charset=utf-8")
+	h.Set(errtable.ReasonHeader, reason)
+	q.rec.status = status
+	q.rec.w.WriteHeader(status)
+	_, _ = io.WriteString(q.rec.w, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
+		`<D:error xmlns:D="DAV:"><D:`+cond+`/></D:error>`+"\n")
+}
