@@ -397,6 +397,12 @@ func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (stri
 	case pre.Required:
 		return "", wrapErr(ctx, op, t.name, errPreconditionRequired())
 	}
+	// No precondition from the client (allowed unconditional writes): the
+	// revision just read is the one acted on, so it is recorded as read
+	// now even under ForMutation; otherwise a recursive delete would judge
+	// the tree by the directory's ctime and refuse work it was asked to
+	// delete.
+	d.fs.handOut(context.Background(), e)
 	return e.Revision, nil
 }
 

@@ -39,7 +39,12 @@ func (s *Server) bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) != nil {
 			return next(c) // not a connection (tests with a recorder)
 		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		// A shallow copy: net/http keeps looking at its own request's Body
+		// to learn whether the client waits for "100 Continue"; replacing
+		// it there made the server read the body before answering.
+		r2 := *r
+		r2.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		c.SetRequest(&r2)
 		return next(c)
 	}
 }
