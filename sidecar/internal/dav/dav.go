@@ -92,6 +92,7 @@ type Handler struct {
 	locks     *lockPins
 	ridPrefix string
 	ridSeq    atomic.Uint64
+	fastPath  atomic.Uint64 // PROPFINDs propfind_fast.go answered (tests look)
 }
 
 // New returns the WebDAV handler over fs.

@@ -187,8 +187,8 @@ type fastRenderer struct {
 }
 
 const (
-	status200 = "<D:status>HTTP/1.1 200 OK</D:status></D:propstat>"
-	status404 = "<D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>"
+	status200 = "</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"
+	status404 = "</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>"
 )
 
 // response appends one DAV:response. href is already escaped for XML.
@@ -334,6 +334,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 	selfHref := appendXMLText(nil, (&url.URL{Path: hrefPath + "/"}).EscapedPath())
 	base := string(selfHref) // ends in "/"; member names are appended escaped
 
+	q.h.fastPath.Add(1)
 	var bw *bufio.Writer
 	start := func() {
 		// Written as x/net's multistatusWriter writes its start; the
@@ -393,6 +394,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 	})
 	switch {
 	case err != nil && bw == nil:
+		q.h.fastPath.Add(^uint64(0))
 		return false // nothing sent: x/net answers (and meets the error itself)
 	case err != nil:
 		// The 207 and some members are out: end the connection rather
