@@ -28,7 +28,12 @@
 //     Prefix (hrefs come out under /dav/{agent_id}), X-Workspace-Read-Only
 //     makes a read-only view (DAV: 1, no DAV:supportedlock, writes 405);
 //   - Cache-Control: no-store on GET, HEAD and PROPFIND, and GET's
-//     Content-Type from the file name (never sniffed).
+//     Content-Type from the file name (never sniffed);
+//   - the one fast path the issue allows (propfind_fast.go): a Depth 0/1
+//     PROPFIND of DAV: live properties on a workspace collection is
+//     streamed from davfs.ReadDirChunks, after every check above, with
+//     x/net's answer (TestPropfindFastPathMatchesXNet proves it equal);
+//     everything else falls through to the library.
 //
 // Dead properties are not stored; see davfs (PROPPATCH) and
 // docs/webdav-conformance.md.
