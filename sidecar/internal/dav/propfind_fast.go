@@ -191,7 +191,8 @@ const (
 	status404 = "</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>"
 )
 
-// response appends one DAV:response. href is already escaped for XML.
+// response appends one DAV:response. href and ctype (a file's content
+// type) are already escaped for XML.
 func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e *davfs.Entry, ctype string) []byte {
 	b = append(b, "<D:response><D:href>"...)
 	b = append(b, href...)
@@ -259,7 +260,7 @@ func (fr *fastRenderer) value(b []byte, p liveProp, name string, dir bool, e *da
 		return append(b, "</D:getlastmodified>"...)
 	case propContentType:
 		b = append(b, "<D:getcontenttype>"...)
-		b = appendXMLText(b, ctype)
+		b = append(b, ctype...) // escaped by the caller, once per run of one extension
 		return append(b, "</D:getcontenttype>"...)
 	case propETag:
 		// davfs's ETager: the quoted revision.
@@ -370,7 +371,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 			ctype := ""
 			if !dir {
 				if ext := path.Ext(e.Name); ext != lastExt || lastType == "" {
-					lastExt, lastType = ext, davfs.ContentType(e.Name)
+					lastExt, lastType = ext, string(appendXMLText(nil, davfs.ContentType(e.Name)))
 				}
 				ctype = lastType
 			}
