@@ -174,12 +174,6 @@ func livePropOf(n xml.Name) (liveProp, bool) {
 	return 0, false
 }
 
-// hiddenFromListing reports whether a directory listing leaves e out (see
-// noMultiLinks).
-func hiddenFromListing(e davfs.Entry) bool {
-	return e.Reason == davfs.NotEditableMultipleLinks
-}
-
 // fastRenderer renders the responses of one PROPFIND.
 type fastRenderer struct {
 	q        fastQuery
