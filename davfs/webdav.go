@@ -624,3 +624,17 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	}
 	return startUpload(ctx, d, t, pre), nil
 }
+
+// WebDAVWorkspace maps a WebDAV name of the WebDAV() FileSystem to the
+// Workspace and relative path its operations use. ok is false for the
+// virtual levels ("/", "/projects", "/global") and for names outside the
+// tree, and for "." or ".." segments. It checks nothing else: the FS
+// methods the caller hands ws and rel to do all validation and
+// confinement, as they do for the FileSystem itself.
+func WebDAVWorkspace(name string) (ws Workspace, rel string, ok bool) {
+	t, err := parse(context.Background(), "stat", name)
+	if err != nil || t.level != levelWorkspace {
+		return Workspace{}, "", false
+	}
+	return t.ws, t.path, true
+}

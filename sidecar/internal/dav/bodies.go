@@ -16,20 +16,24 @@ const (
 	maxOwnerBytes = 4 << 10 // the <owner> of a LOCK, kept verbatim in memory
 )
 
-// bufferXMLBody reads an XML request body within its budgets and puts the
-// bytes back as r.Body for the library. It returns a client-facing message
-// when the body is refused for its size (413) or its form (400); nothing is
-// acted on then. Other malformed XML is left to the library (400).
-func bufferXMLBody(r *http.Request) (refused, malformed string) {
+// bufferXMLBody reads an XML request body within its budgets, puts the
+// bytes back as r.Body for the library and returns them (nil when the
+// read failed). It returns a client-facing message when the body is
+// refused for its size (413) or its form (400); nothing is acted on then.
+// Other malformed XML is left to the library (400).
+func bufferXMLBody(r *http.Request) (body []byte, refused, malformed string) {
 	if r.ContentLength > maxXMLBody {
-		return "the XML body is larger than 1 MiB", ""
+		return nil, "the XML body is larger than 1 MiB", ""
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxXMLBody+1))
+	if body == nil {
+		body = []byte{}
+	}
 	if err != nil {
-		return "", "" // the library's own read fails the same way
+		return nil, "", "" // the library's own read fails the same way
 	}
 	if len(body) > maxXMLBody {
-		return "the XML body is larger than 1 MiB", ""
+		return nil, "the XML body is larger than 1 MiB", ""
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -50,14 +54,14 @@ func bufferXMLBody(r *http.Request) (refused, malformed string) {
 				if a.Name.Space == "xmlns" && a.Value == "" {
 					// "xmlns:p=''" is not well-formed in XML Namespaces
 					// 1.0; x/net's decoder accepts it.
-					return "", "a namespace prefix must not be bound to the empty name"
+					return nil, "", "a namespace prefix must not be bound to the empty name"
 				}
 			}
 			switch {
 			case r.Method == "PROPFIND" && depth == 3, r.Method == "PROPPATCH" && depth == 4:
 				names++
 				if names > maxPropNames {
-					return "at most 256 property names per request", ""
+					return nil, "at most 256 property names per request", ""
 				}
 			case r.Method == "LOCK" && depth == 2 && t.Name.Local == "owner":
 				ownerStart = dec.InputOffset()
@@ -66,11 +70,11 @@ func bufferXMLBody(r *http.Request) (refused, malformed string) {
 			if r.Method == "LOCK" && depth == 2 && t.Name.Local == "owner" && ownerStart >= 0 {
 				owner += int(dec.InputOffset() - ownerStart)
 				if owner > maxOwnerBytes {
-					return "the lock owner is larger than 4 KiB", ""
+					return nil, "the lock owner is larger than 4 KiB", ""
 				}
 			}
 			depth--
 		}
 	}
-	return "", ""
+	return body, "", ""
 }

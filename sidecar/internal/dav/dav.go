@@ -28,7 +28,12 @@
 //     Prefix (hrefs come out under /dav/{agent_id}), X-Workspace-Read-Only
 //     makes a read-only view (DAV: 1, no DAV:supportedlock, writes 405);
 //   - Cache-Control: no-store on GET, HEAD and PROPFIND, and GET's
-//     Content-Type from the file name (never sniffed).
+//     Content-Type from the file name (never sniffed);
+//   - the one fast path the issue allows (propfind_fast.go): a Depth 0/1
+//     PROPFIND of DAV: live properties on a workspace collection is
+//     streamed from davfs.ReadDirChunks, after every check above, with
+//     x/net's answer (TestPropfindFastPathMatchesXNet proves it equal);
+//     everything else falls through to the library.
 //
 // Dead properties are not stored; see davfs (PROPPATCH) and
 // docs/webdav-conformance.md.
@@ -73,6 +78,10 @@ type Options struct {
 	MaxLocks int
 	// MaxLockTimeout caps the timeout a LOCK may ask for. 0: 1 hour.
 	MaxLockTimeout time.Duration
+	// DisablePropfindFastPath leaves every PROPFIND to x/net/webdav
+	// (propfind_fast.go answers Depth 0/1 PROPFINDs of live properties on
+	// a workspace collection itself otherwise). For tests and benchmarks.
+	DisablePropfindFastPath bool
 	// Now is the clock of durations in logs and metrics. Nil: time.Now.
 	// (Locks use x/net/webdav's clock, time.Now.)
 	Now func() time.Time
@@ -80,6 +89,7 @@ type Options struct {
 
 // Handler is the WebDAV server of one sidecar.
 type Handler struct {
+	dfs       *davfs.FS
 	fs        webdav.FileSystem
 	opts      Options
 	log       hclog.Logger
@@ -87,6 +97,7 @@ type Handler struct {
 	locks     *lockPins
 	ridPrefix string
 	ridSeq    atomic.Uint64
+	fastPath  atomic.Uint64 // PROPFINDs propfind_fast.go answered (tests look)
 }
 
 // New returns the WebDAV handler over fs.
@@ -111,6 +122,7 @@ func New(fs *davfs.FS, opts Options) *Handler {
 	var lb [16]byte
 	_, _ = rand.Read(lb[:])
 	return &Handler{
+		dfs:       fs,
 		fs:        noMultiLinks{fs.WebDAV()},
 		opts:      opts,
 		log:       opts.Logger,
@@ -135,6 +147,7 @@ type request struct {
 	newLock  string            // token a LOCK created
 	libErr   error             // what the library told its Logger
 	reason   string            // errtable reason of an error response
+	aborted  bool              // a streamed answer broke off: end the connection
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -169,6 +182,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		level = hclog.Error
 	case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != "PROPFIND" && r.Method != http.MethodOptions:
 		level = hclog.Info
+	}
+	if q.aborted {
+		level = hclog.Error
+		// After the log line: the client must not take what was sent
+		// for a complete answer.
+		defer panic(http.ErrAbortHandler)
 	}
 	if level < h.log.GetLevel() {
 		return
@@ -374,13 +393,16 @@ func (q *request) serve() {
 	}
 	switch r.Method {
 	case "PROPFIND", "PROPPATCH", "LOCK":
-		refused, malformed := bufferXMLBody(r)
+		body, refused, malformed := bufferXMLBody(r)
 		switch {
 		case refused != "":
 			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", refused)
 			return
 		case malformed != "":
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", malformed)
+			return
+		}
+		if r.Method == "PROPFIND" && !q.h.opts.DisablePropfindFastPath && q.propfindFast(body, readOnly) {
 			return
 		}
 	}

@@ -34,10 +34,16 @@ func (f filteredDir) Readdir(count int) ([]os.FileInfo, error) {
 	list, err := f.File.Readdir(count)
 	out := list[:0]
 	for _, fi := range list {
-		if e, ok := fi.Sys().(davfs.Entry); ok && e.Reason == davfs.NotEditableMultipleLinks {
+		if e, ok := fi.Sys().(davfs.Entry); ok && hiddenFromListing(e) {
 			continue
 		}
 		out = append(out, fi)
 	}
 	return out, err
+}
+
+// hiddenFromListing reports whether a directory listing leaves e out: the
+// one rule of filteredDir and of the PROPFIND fast path.
+func hiddenFromListing(e davfs.Entry) bool {
+	return e.Reason == davfs.NotEditableMultipleLinks
 }
