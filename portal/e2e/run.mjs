@@ -1339,7 +1339,7 @@ test('make run: refuses a taken port at once; every port and the state dir setta
     expect(out.includes('writable view'), 'says the WebDAV view is writable');
     expect(out.includes(`export T=${token} G=${url}/api/v1/agent-gateway`), 'prints the export line the README REST walk-through starts from');
     const opt = await fetch(url + '/dav/codex-a/projects/', { method: 'OPTIONS', headers: { Authorization: `Bearer ${token}` } });
-    expect((opt.headers.get('allow') ?? '').includes('PUT'), `writable WebDAV view (Allow: ${opt.headers.get('allow')})`);
+    expect((opt.headers.get('allow') ?? '').includes('DELETE'), `writable WebDAV view (Allow: ${opt.headers.get('allow')})`);
     const agents = await fetch(url + '/api/v1/agent-gateway/agents', { headers: { Authorization: `Bearer ${token}` } });
     expect(agents.status === 200, `REST answers on the chosen port (${agents.status})`);
   } finally {
