@@ -56,7 +56,9 @@ var PublicPaths = map[string]bool{
 // Public reports whether r asks for a public document (GET or HEAD of a
 // PublicPaths entry).
 func Public(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && PublicPaths[r.URL.Path]
+	// The escaped path, as the router matches it: "openapi%2Ejson" is not
+	// the public document, and must not be authenticated as if it were.
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && PublicPaths[r.URL.EscapedPath()]
 }
 
 // publicIdentity passes the gateway's admin check for public documents
@@ -171,6 +173,17 @@ func (a *Authenticator) Secure(r *http.Request) bool {
 	return a.TrustedPeer(r) && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
 }
 
+// configured reports whether a token with this operator and role is still
+// in the configuration.
+func (a *Authenticator) configured(operator, role string) bool {
+	for i := range a.tokens {
+		if a.tokens[i].operator == operator && a.tokens[i].role == role {
+			return true
+		}
+	}
+	return false
+}
+
 // Token checks a plaintext token against every configured digest in constant
 // time (no early exit).
 func (a *Authenticator) Token(tok string) (Identity, bool) {
@@ -240,7 +253,10 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	}
 	if c, err := r.Cookie(session.CookieName); err == nil && c.Value != "" && a.sessions != nil {
 		s, ok := a.sessions.Get(c.Value)
-		if !ok {
+		if !ok || !a.configured(s.Operator, s.Role) {
+			// A session outlives neither its expiry nor the token it was
+			// signed in with: removing or demoting an operator in
+			// auth.tokens ends their sessions on every replica.
 			return Identity{}, ErrBadCredentials
 		}
 		return Identity{Operator: s.Operator, Role: s.Role, Method: MethodSession, Session: &s}, nil

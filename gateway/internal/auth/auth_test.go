@@ -30,6 +30,16 @@ func TestAuthenticate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Sessions of operators no longer (or never) configured with that role
+	// (#13 review: a removed or demoted admin kept their sessions).
+	gone, err := store.Create("carol", "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	demoted, err := store.Create("bob", "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name     string
 		remote   string
@@ -52,6 +62,8 @@ func TestAuthenticate(t *testing.T) {
 		{name: "other scheme", headers: map[string]string{"Authorization": "Negotiate x"}, wantErr: ErrBadCredentials},
 		{name: "session", cookie: sess.ID, operator: "alice", admin: true, method: MethodSession},
 		{name: "forged session", cookie: "forged", wantErr: ErrBadCredentials},
+		{name: "session of a removed operator", cookie: gone.ID, wantErr: ErrBadCredentials},
+		{name: "session of a demoted operator", cookie: demoted.ID, wantErr: ErrBadCredentials},
 		{name: "proxy trusted admin", remote: "10.1.2.3:555", headers: map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "devs,admins"}, operator: "carol", admin: true, method: MethodProxy},
 		{name: "proxy trusted non-admin", remote: "10.1.2.3:555", headers: map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "devs"}, operator: "carol", method: MethodProxy},
 		{name: "proxy group substring is not membership", remote: "10.1.2.3:555", headers: map[string]string{"X-Forwarded-User": "carol", "X-Forwarded-Groups": "admins-not"}, operator: "carol", method: MethodProxy},
@@ -227,5 +239,25 @@ func TestPublicPaths(t *testing.T) {
 		} else if err == nil {
 			t.Errorf("%s %s: authenticated without credentials as %+v", tc.method, tc.path, id)
 		}
+	}
+}
+
+// TestPublicIsExact: only the exact escaped path of the OpenAPI document is
+// public (#13 review: "openapi%2Ejson" was authenticated as public and then
+// routed elsewhere).
+func TestPublicIsExact(t *testing.T) {
+	for target, want := range map[string]bool{
+		"/api/v1/agent-gateway/openapi.json":   true,
+		"/api/v1/agent-gateway/openapi%2Ejson": false,
+		"/api/v1/agent-gateway/openapi.json/":  false,
+		"/api/v1/agent-gateway//openapi.json":  false,
+	} {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		if got := Public(r); got != want {
+			t.Errorf("Public(GET %s) = %v, want %v", target, got, want)
+		}
+	}
+	if Public(httptest.NewRequest(http.MethodPost, "/api/v1/agent-gateway/openapi.json", nil)) {
+		t.Error("a POST is never public")
 	}
 }
