@@ -98,7 +98,10 @@ func TestAPIServer(t *testing.T) {
 		t.Helper()
 		f := filepath.Join(dir, strings.ReplaceAll(what, " ", "-")+".yaml")
 		writeFile(t, f, doc, 0o600)
-		out, err := cp.kubectl(time.Minute, "apply", "--server-side", "--field-manager=agent-workspace", "--warnings-as-errors", "-f", f)
+		// A server-side dry run: admission runs in full, nothing is stored.
+		// (--warnings-as-errors alone fails kubectl but the server has
+		// already stored an object that Pod Security only warned about.)
+		out, err := cp.kubectl(time.Minute, "apply", "--server-side", "--dry-run=server", "--field-manager=agent-workspace", "--warnings-as-errors", "-f", f)
 		if err == nil {
 			t.Fatalf("%s was admitted:\n%s", what, out)
 		}
@@ -118,13 +121,16 @@ func TestAPIServer(t *testing.T) {
 				sc["allowPrivilegeEscalation"] = true
 			}
 		}
-		refused(t, "privileged Deployment", toYAML(t, d), "privileged")
+		refused(t, "privileged Deployment", toYAML(t, d), `would violate PodSecurity "restricted:latest": privileged`)
 		live := cp.mustKubectl("get", "deployment", "-n", "agent-workspace-dev", "codex-a-agent", "-o", "json")
 		if strings.Contains(live, `"privileged"`) {
 			t.Fatal("the refused change reached the stored Deployment")
 		}
 	})
 	t.Run("privileged pod refused", func(t *testing.T) {
+		// No controller-manager here makes the namespace's default
+		// ServiceAccount, which Pod admission looks up first.
+		cp.applyYAML("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: agent-workspace-dev}\n")
 		refused(t, "privileged Pod", `apiVersion: v1
 kind: Pod
 metadata: {name: privileged, namespace: agent-workspace-dev}
@@ -139,7 +145,7 @@ spec:
 		d := find(t, objs, "Deployment", "codex-b-agent")
 		spec := d["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 		spec["volumes"] = append(spec["volumes"].([]any), map[string]any{"name": "host", "hostPath": map[string]any{"path": "/"}})
-		refused(t, "hostPath Deployment", toYAML(t, d), "hostPath")
+		refused(t, "hostPath Deployment", toYAML(t, d), `restricted volume types (volume "host" uses restricted volume type "hostPath")`)
 	})
 	t.Run("unknown field refused", func(t *testing.T) {
 		s := find(t, objs, "Service", "codex-a-sidecar")

@@ -103,6 +103,8 @@ func startControlPlane(t *testing.T, dir, bin string, fixed bool) *controlPlane 
 		// server exits trying to publish it as the kubernetes Service's endpoint.
 		"--endpoint-reconciler-type=none",
 		"--kubelet-preferred-address-types=Hostname",
+		// As real clusters do: privileged pods are for Pod Security to refuse.
+		"--allow-privileged=true",
 		"--profiling=false", "--v=1")
 
 	cp.kubeconfig = filepath.Join(dir, "kubeconfig")

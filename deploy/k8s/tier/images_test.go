@@ -157,7 +157,10 @@ func TestImages(t *testing.T) {
 		"-v", projects+":/data/projects", "-v", home+":/home/node/.codex", "-v", cfg+":/etc/agent-sidecar:ro",
 		"agent-sidecar:dev")
 	pid := dk.must("inspect", "-f", "{{.State.Pid}}", "sidecar")
-	logs := func(name string) string { out, _ := dk.run(time.Minute, "logs", "--tail", "30", name); return string(out) }
+	logs := func(name string) string {
+		out, _ := dk.run(time.Minute, "logs", "--tail", "30", name)
+		return string(out)
+	}
 
 	waitFor(t, "sidecar /readyz", 60*time.Second, func() error {
 		if st := dk.must("inspect", "-f", "{{.State.Status}}", "sidecar"); st != "running" {

@@ -254,6 +254,8 @@ type node struct {
 	ctrSock  string
 	procs    []*proc
 	volumes  map[string]string // claim name -> host directory
+	// The gateway's Service address and an admin token for it.
+	gatewayURL, token string
 }
 
 func (n *node) ctr(args ...string) string {
