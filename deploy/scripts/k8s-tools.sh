@@ -6,9 +6,9 @@
 #
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/agentworkspace/k8s-<hash>/bin
 #
-# <hash> covers the Go version and every go.mod/go.sum/*.go under
-# deploy/k8s/tools, so a version bump builds a new set and CI on the same
-# machine reuses the old one otherwise. Builds only what is missing, into a
+# <hash> covers the Go version, the link flags and every go.mod/go.sum/*.go
+# under deploy/k8s/tools, so a version bump builds a new set and CI on the
+# same machine reuses the old one otherwise. Builds only what is missing, into a
 # temporary directory renamed into place, so an interrupted build leaves
 # nothing half-written. Prints the bin directory on stdout (and nothing
 # else); progress goes to stderr.
@@ -20,25 +20,39 @@ cd "$(dirname "$0")/../k8s/tools"
 GO=${GO:-go}
 
 k8s_version=v1.37.2
-hash=$( { "$GO" env GOVERSION GOOS GOARCH; find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort | xargs cat; echo "$k8s_version"; } | sha256sum | cut -c1-16)
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/agentworkspace/k8s-$hash
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
+root=${XDG_CACHE_HOME:-$HOME/.cache}/agentworkspace
+goid=$("$GO" env GOVERSION GOOS GOARCH | tr '\n' ' ')
+# modhash DIR: the hash of one wrapper module's own files (not its
+# subdirectories' modules), the Go version and the ldflags.
+modhash() { { echo "$goid $ldflags"; find "$1" -maxdepth 1 -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16; }
+hash=$(for m in . etcd coredns; do modhash "$m"; done | sha256sum | cut -c1-16)
+cache=$root/k8s-$hash
 bin=$cache/bin
 mkdir -p "$bin"
 
 log() { echo "k8s-tools: $*" >&2; }
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
 
-# build DIR NAME PKG [LDFLAGS]: go build PKG from module DIR into $bin/NAME unless present.
+# build DIR NAME PKG [LDFLAGS]: go build PKG from module DIR into $bin/NAME
+# unless present. Each binary is kept per module hash too
+# ($root/k8s-mod-<hash>/NAME), so changing one module (CoreDNS's plugins,
+# say) rebuilds only its binaries; $bin gets hard links.
 build() {
   local dir=$1 name=$2 pkg=$3 flags=${4:--s -w}
   [ -x "$bin/$name" ] && return 0
-  log "building $name (cached in $cache)"
-  local start=$SECONDS tmp
-  tmp=$(mktemp -d "$cache/.build.XXXXXX")
-  (cd "$dir" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "$flags" -o "$tmp/$name" "$pkg") || { rm -rf "$tmp"; log "building $name failed"; exit 1; }
-  mv "$tmp/$name" "$bin/$name"
-  rm -rf "$tmp"
-  log "built $name in $((SECONDS - start)) s"
+  local modcache
+  modcache=$root/k8s-mod-$(modhash "$dir")
+  mkdir -p "$modcache"
+  if [ ! -x "$modcache/$name" ]; then
+    log "building $name (cached in $modcache)"
+    local start=$SECONDS tmp
+    tmp=$(mktemp -d "$modcache/.build.XXXXXX")
+    (cd "$dir" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "$flags" -o "$tmp/$name" "$pkg") || { rm -rf "$tmp"; log "building $name failed"; exit 1; }
+    mv "$tmp/$name" "$modcache/$name"
+    rm -rf "$tmp"
+    log "built $name in $((SECONDS - start)) s"
+  fi
+  ln -f "$modcache/$name" "$bin/$name" 2>/dev/null || cp "$modcache/$name" "$bin/$name"
 }
 
 # Small ones first: the API server tier needs etcd, kubectl and the API server.

@@ -1,5 +1,5 @@
 // Command coredns is CoreDNS with only the plugins the node tier's cluster
-// DNS uses (kubernetes, errors, health, ready, cache, loop, reload), built
+// DNS uses (bind, cache, errors, health, kubernetes, log, ready), built
 // from the Go module proxy (see deploy/scripts/k8s-tools.sh).
 package main
 
@@ -7,6 +7,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/coremain"
 
+	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
 	_ "github.com/coredns/coredns/plugin/health"
