@@ -59,7 +59,18 @@ func TestNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := kubeletCgroups()
-	t.Cleanup(func() { cleanupAfterNamespaces(t, dir, before) })
+	hostRules := hostKubeRules(t)
+	t.Cleanup(func() {
+		cleanupAfterNamespaces(t, dir, before)
+		// The node's iptables chains lived in its own network namespace:
+		// the host's rules are what they were.
+		if after := hostKubeRules(t); after != hostRules {
+			t.Errorf("the host's iptables rules naming KUBE-/CNI- changed:\nbefore:\n%s\nafter:\n%s", hostRules, after)
+		}
+		if out, _ := run(10*time.Second, "ip", "-o", "link", "show", bridgeName); len(out) > 0 && !strings.Contains(string(out), "does not exist") {
+			t.Errorf("bridge %s exists on the host: %s", bridgeName, out)
+		}
+	})
 
 	// The stand-in for the pause and app-server images, built here.
 	standin := filepath.Join(dir, "standin")
@@ -87,6 +98,23 @@ func TestNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node tier: %v (logs of every daemon are printed above on failure)", err)
 	}
+}
+
+// hostKubeRules returns the host's iptables rules and chains that name
+// KUBE- or CNI- (the kubelet's, kube-proxy's and the CNI plugins' prefixes).
+func hostKubeRules(t *testing.T) string {
+	t.Helper()
+	out, err := run(30*time.Second, "iptables-save")
+	if err != nil {
+		t.Fatalf("iptables-save: %v\n%s", err, out)
+	}
+	var keep []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "KUBE-") || strings.Contains(l, "CNI-") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 func runEnv(timeout time.Duration, env []string, name string, args ...string) ([]byte, error) {
@@ -234,6 +262,10 @@ func inner(t *testing.T, dir string) {
 		{"link", "add", bridgeName, "type", "bridge"},
 		{"addr", "add", bridgeIP + "/24", "dev", bridgeName},
 		{"link", "set", bridgeName, "up"},
+		// The node's own connections to Service addresses need a route
+		// before kube-proxy's OUTPUT rules rewrite them (the namespace has
+		// no default route: nothing leaves it).
+		{"route", "add", "10.96.0.0/16", "dev", bridgeName},
 	} {
 		mustRun(t, 30*time.Second, "ip", args...)
 	}
