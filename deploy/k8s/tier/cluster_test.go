@@ -675,3 +675,49 @@ func (n *node) auditRecords() []map[string]any {
 	}
 	return recs
 }
+
+// networkPolicy checks, with kube-router enforcing, that only the gateway's
+// pods reach a sidecar: a probe pod with the gateway's labels connects to
+// codex-a's WebDAV port, the same probe without them does not.
+func (n *node) networkPolicy() {
+	t := n.t
+	probe := func(name string, labels string) string {
+		n.cp.applyYAML(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: %s, labels: {%s}}
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  securityContext: {runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: probe
+    image: registry.example.internal/agent-codex/app-server:0.1.0
+    args: ["-dial", "codex-a-sidecar:9092"]
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+    resources: {requests: {cpu: 10m, memory: 16Mi}, limits: {cpu: 100m, memory: 32Mi}}
+`, name, nodeNS, labels))
+		var phase string
+		waitFor(t, "probe "+name+" done", 90*time.Second, func() error {
+			out, err := n.cp.kubectl(20*time.Second, "-n", nodeNS, "get", "pod", name, "-o", "jsonpath={.status.phase}")
+			phase = strings.TrimSpace(string(out))
+			if err != nil || (phase != "Succeeded" && phase != "Failed") {
+				return fmt.Errorf("phase %q %v", phase, err)
+			}
+			return nil
+		}, n.procs...)
+		logs, _ := n.cp.kubectl(20*time.Second, "-n", nodeNS, "logs", name)
+		t.Logf("probe %s: %s %s", name, phase, strings.TrimSpace(string(logs)))
+		return phase
+	}
+	t.Run("NetworkPolicy: only the gateway reaches a sidecar", func(t *testing.T) {
+		if p := probe("probe-as-gateway", "app.kubernetes.io/name: agent-gateway"); p != "Succeeded" {
+			t.Fatalf("a pod with the gateway's labels cannot reach codex-a-sidecar:9092 (%s)", p)
+		}
+		if p := probe("probe-other", "app.kubernetes.io/name: probe"); p != "Failed" {
+			t.Fatalf("a pod without the gateway's labels reached codex-a-sidecar:9092 (%s)", p)
+		}
+		c := *n
+		c.t = t
+		c.must(200, c.do("GET", api+"/codex-a/projects", nil), "codex-a through the gateway with the policy enforced")
+	})
+}

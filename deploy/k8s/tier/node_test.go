@@ -54,6 +54,9 @@ func TestNode(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("the node tier needs root (namespaces, containerd, kubelet)")
 	}
+	// One node tier per machine at a time: the kubelet's cgroups
+	// (kubepods) are machine-wide, and this test removes the ones it made.
+	lockNodeTier(t)
 	dir, err := os.MkdirTemp("", "awf-node-")
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +100,24 @@ func TestNode(t *testing.T) {
 	t.Logf("node tier (inside the namespaces) took %.0f s", time.Since(start).Seconds())
 	if err != nil {
 		t.Fatalf("node tier: %v (logs of every daemon are printed above on failure)", err)
+	}
+}
+
+// lockNodeTier takes a machine-wide lock for the test's duration, waiting
+// at most 30 minutes for another node tier to finish.
+func lockNodeTier(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile("/run/lock/agentworkspace-node-tier.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	deadline := time.Now().Add(30 * time.Minute)
+	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("another node tier has held /run/lock/agentworkspace-node-tier.lock for 30 minutes")
+		}
+		time.Sleep(time.Second)
 	}
 }
 
@@ -277,6 +298,9 @@ func inner(t *testing.T, dir string) {
 	n.startKubernetes()
 	n.deploy()
 	n.acceptance()
+	if n.kubeRouter {
+		n.networkPolicy()
+	}
 }
 
 type node struct {
@@ -288,6 +312,8 @@ type node struct {
 	volumes  map[string]string // claim name -> host directory
 	// The gateway's Service address and an admin token for it.
 	gatewayURL, token string
+	// kubeRouter: kube-router enforces NetworkPolicy ($AWF_KUBE_ROUTER).
+	kubeRouter bool
 }
 
 func (n *node) ctr(args ...string) string {
@@ -443,6 +469,15 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 `, bridgeIP, kc, bridgeIP), 0o644)
 	dns := start(t, n.dir, filepath.Join(n.bin, "coredns"), "-conf", corefile)
 	n.procs = append(n.procs, cm, sch, kl, kp, dns)
+	if kr := os.Getenv("AWF_KUBE_ROUTER"); kr != "" {
+		// NetworkPolicy only: kube-proxy keeps the Services, the bridge
+		// plugin the pod network.
+		need(t, "ipset", "ipset")
+		n.kubeRouter = true
+		n.procs = append(n.procs, start(t, n.dir, kr, "--kubeconfig="+kc, "--hostname-override=localhost",
+			"--run-firewall=true", "--run-router=false", "--run-service-proxy=false", "--enable-cni=false",
+			"--health-port=20244", "--metrics-port=0", "--v=1"))
+	}
 
 	waitFor(t, "node Ready", 180*time.Second, func() error {
 		out, err := n.cp.kubectl(20*time.Second, "get", "node", "localhost", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)

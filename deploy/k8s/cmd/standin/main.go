@@ -1,7 +1,9 @@
 // Command standin is the node tier's stand-in for images this machine cannot
 // pull (no registry): with no arguments it is the pod sandbox ("pause"),
 // which waits for SIGTERM; with -listen ADDR it stands in for the Codex
-// app-server, accepting TCP connections (the pod's probes) and closing them.
+// app-server, accepting TCP connections (the pod's probes) and closing them;
+// with -dial HOST:PORT it is a network probe that exits 0 when a TCP
+// connection succeeds within 5 s and 1 otherwise (the NetworkPolicy check).
 package main
 
 import (
@@ -11,11 +13,23 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
 	listen := flag.String("listen", "", "accept TCP connections on this address (app-server stand-in)")
+	dial := flag.String("dial", "", "connect to this address and exit 0 on success, 1 on failure")
 	flag.Parse()
+	if *dial != "" {
+		c, err := net.DialTimeout("tcp", *dial, 5*time.Second)
+		if err != nil {
+			fmt.Println("standin: dial", *dial+":", err)
+			os.Exit(1)
+		}
+		c.Close()
+		fmt.Println("standin: connected to", *dial)
+		return
+	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	if *listen != "" {
