@@ -63,6 +63,10 @@ test-k8s-images: images ## The images run read-only, non-root, with no capabilit
 	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestImages$$' ./tier/
 test-k8s-node: k8s-tools images ## The dev overlay on a real kubelet, PRD 15.5 through the in-cluster gateway
 	$(K8S_TIER) 30m $(GO) test -tags k8stier -count=1 -timeout 28m -v -run '^TestNode$$' ./tier/
+# Not part of test-k8s (and so of make test): kube-router's cold build adds 8-25 min.
+.PHONY: test-k8s-netpol
+test-k8s-netpol: k8s-tools images ## The node tier with kube-router enforcing NetworkPolicy: only the gateway reaches a sidecar
+	$(K8S_TIER) 30m env AWF_KUBE_ROUTER=$$(../scripts/k8s-tools.sh kube-router) $(GO) test -tags k8stier -count=1 -timeout 28m -v -run '^TestNode$$' ./tier/
 
 .PHONY: test
 test: setup check-generate vet build k8s-tools test-go test-k8s test-portal ## Every test (what CI runs)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes commands the Kubernetes test tiers run (kube-apiserver,
 # kubectl, kubelet, kube-scheduler, kube-controller-manager, kube-proxy, etcd,
-# CoreDNS) from the Go module proxy, using the wrapper modules under
+# CoreDNS; with the argument kube-router, kube-router instead) from the Go
+# module proxy, using the wrapper modules under
 # deploy/k8s/tools, into a cache outside the repository:
 #
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/agentworkspace/k8s-<hash>/bin
@@ -26,7 +27,7 @@ goid=$("$GO" env GOVERSION GOOS GOARCH | tr '\n' ' ')
 # modhash DIR: the hash of one wrapper module's own files (not its
 # subdirectories' modules), the Go version and the ldflags.
 modhash() { { echo "$goid $ldflags"; find "$1" -maxdepth 1 -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16; }
-hash=$(for m in . etcd coredns; do modhash "$m"; done | sha256sum | cut -c1-16)
+hash=$(for m in . etcd coredns kube-router; do modhash "$m"; done | sha256sum | cut -c1-16)
 cache=$root/k8s-$hash
 bin=$cache/bin
 mkdir -p "$bin"
@@ -54,6 +55,13 @@ build() {
   fi
   ln -f "$modcache/$name" "$bin/$name" 2>/dev/null || cp "$modcache/$name" "$bin/$name"
 }
+
+# kube-router only on request (make test-k8s-netpol): it prints its path.
+if [ "${1:-}" = kube-router ]; then
+  build kube-router kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  echo "$bin/kube-router"
+  exit 0
+fi
 
 # Small ones first: the API server tier needs etcd, kubectl and the API server.
 build etcd etcd .

@@ -75,6 +75,16 @@ spec:
 	t.Logf("overlay running %.1f s after apply", time.Since(start).Seconds())
 	gw := strings.TrimSpace(n.cp.mustKubectl("-n", nodeNS, "get", "service", "agent-gateway", "-o", "jsonpath={.spec.clusterIP}"))
 	n.gatewayURL = "http://" + gw
+	// Ready pods are not yet reachable everywhere: kube-proxy (and a
+	// policy enforcer) program their addresses a moment later.
+	waitFor(t, "the gateway reaches every sidecar", 90*time.Second, func() error {
+		for _, a := range agentIDs {
+			if r := n.do("GET", api+"/"+a+"/projects", nil); r.status != 200 {
+				return fmt.Errorf("%s: %d %s", a, r.status, r.body)
+			}
+		}
+		return nil
+	}, n.procs...)
 }
 
 // waitAvailable waits until every Deployment in the namespace is Available

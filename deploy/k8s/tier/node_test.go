@@ -443,11 +443,14 @@ clusterCIDR: %q
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 # Pods share one bridge: without masquerading, a reply from a Service's pod
-# to another pod on the bridge would bypass the host's conntrack.
-iptables: {masqueradeAll: true}
+# to another pod on the bridge bypasses the node's conntrack unless
+# br_netfilter hands bridged frames to iptables. With kube-router enforcing
+# NetworkPolicy it stays off (the policy must see the client pod's address,
+# not the node's); this host has br_netfilter loaded.
+iptables: {masqueradeAll: %t}
 # Leave the host-wide conntrack table size alone.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-`, kc, podCIDR), 0o644)
+`, kc, podCIDR, os.Getenv("AWF_KUBE_ROUTER") == ""), 0o644)
 	kp := start(t, n.dir, filepath.Join(n.bin, "kube-proxy"), "--config="+pcfg, "--v=1")
 
 	corefile := filepath.Join(n.dir, "Corefile")
@@ -469,15 +472,6 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 `, bridgeIP, kc, bridgeIP), 0o644)
 	dns := start(t, n.dir, filepath.Join(n.bin, "coredns"), "-conf", corefile)
 	n.procs = append(n.procs, cm, sch, kl, kp, dns)
-	if kr := os.Getenv("AWF_KUBE_ROUTER"); kr != "" {
-		// NetworkPolicy only: kube-proxy keeps the Services, the bridge
-		// plugin the pod network.
-		need(t, "ipset", "ipset")
-		n.kubeRouter = true
-		n.procs = append(n.procs, start(t, n.dir, kr, "--kubeconfig="+kc, "--hostname-override=localhost",
-			"--run-firewall=true", "--run-router=false", "--run-service-proxy=false", "--enable-cni=false",
-			"--health-port=20244", "--metrics-port=0", "--v=1"))
-	}
 
 	waitFor(t, "node Ready", 180*time.Second, func() error {
 		out, err := n.cp.kubectl(20*time.Second, "get", "node", "localhost", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
@@ -486,6 +480,17 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 		}
 		return nil
 	}, n.procs...)
+	if kr := os.Getenv("AWF_KUBE_ROUTER"); kr != "" {
+		// NetworkPolicy only: kube-proxy keeps the Services, the bridge
+		// plugin the pod network. It reads its Node object at start, so
+		// it starts once the node is registered.
+		need(t, "ipset", "ipset")
+		n.kubeRouter = true
+		n.procs = append(n.procs, start(t, n.dir, kr, "--kubeconfig="+kc, "--hostname-override=localhost",
+			"--run-firewall=true", "--run-router=false", "--run-service-proxy=false", "--enable-cni=false",
+			"--service-cluster-ip-range=10.96.0.0/16", "--enable-ipv4=true", "--enable-ipv6=false",
+			"--health-port=20244", "--metrics-port=0", "--v=1"))
+	}
 	waitFor(t, "CoreDNS ready", 60*time.Second, func() error {
 		out, err := run(5*time.Second, "curl", "-sf", "http://127.0.0.1:8181/ready")
 		if err != nil {
