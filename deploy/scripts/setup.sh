@@ -26,11 +26,12 @@
 #                      them itself; debootstrap's recommends (arch-test,
 #                      debian-archive-keyring, ...) are not needed for
 #                      bookworm on Debian 12, whose keyring is present.
+#   ipset              (kube-router, make test-k8s-netpol) nothing recommended.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone chromium fonts-liberation nginx libnginx-mod-http-dav-ext
-  docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap)
+  docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap ipset)
 
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -122,3 +123,4 @@ iptables --version >/dev/null 2>&1 || fail "iptables does not run: install iptab
 for p in bridge host-local loopback; do [ -x "/usr/lib/cni/$p" ] || fail "CNI plugin $p is missing: install containernetworking-plugins"; done
 conntrack --version >/dev/null 2>&1 || fail "conntrack does not run: install conntrack"
 debootstrap --version >/dev/null 2>&1 || fail "debootstrap does not run: install debootstrap"
+ipset --version >/dev/null 2>&1 || fail "ipset does not run: install ipset"
