@@ -8,7 +8,7 @@ export PATH := $(BIN):$(PATH)
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: setup
 setup: ## Install what builds and tests need (Debian packages, npm packages); idempotent
@@ -36,7 +36,7 @@ build: portal ## Build agent-sidecar and agent-gateway into bin/
 vet: ## go vet and gofmt (also for linux/arm64: images build for the builder's architecture)
 	$(GO) vet ./...
 	GOARCH=arm64 $(GO) vet ./...
-	cd deploy/k8s && $(GO) vet ./...
+	cd deploy/k8s && $(GO) vet ./... && $(GO) vet -tags k8stier ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'); exit 1; }
 
 .PHONY: test-go
@@ -48,8 +48,28 @@ test-go: ## Go unit, integration, litmus, rclone, Kubernetes and acceptance test
 test-portal: build ## Portal unit tests (Vitest) and browser end-to-end tests (Playwright + Chromium)
 	cd portal && npm test && npm run e2e
 
+.PHONY: k8s-tools
+k8s-tools: ## Build kube-apiserver, kubectl, kubelet, ..., etcd, CoreDNS (cached outside the repo; see deploy/k8s/tools)
+	deploy/scripts/k8s-tools.sh >/dev/null
+
+# The Kubernetes tiers (deploy/k8s/tier, README "Kubernetes tiers"): root,
+# each bounded by its own timeout; they fail, never skip, when something is missing.
+K8S_TIER = cd deploy/k8s && K8S_BIN=$$(../scripts/k8s-tools.sh) timeout --kill-after=60s
+.PHONY: test-k8s test-k8s-api test-k8s-images test-k8s-node
+test-k8s: test-k8s-api test-k8s-images test-k8s-node ## Kubernetes tiers: API server, images, a real node
+test-k8s-api: k8s-tools ## The dev overlay admitted by a real kube-apiserver (Pod Security restricted)
+	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestAPIServer$$' ./tier/
+test-k8s-images: images ## The images run read-only, non-root, with no capabilities and no network
+	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestImages$$' ./tier/
+test-k8s-node: k8s-tools images ## The dev overlay on a real kubelet, PRD 15.5 through the in-cluster gateway
+	$(K8S_TIER) 30m $(GO) test -tags k8stier -count=1 -timeout 28m -v -run '^TestNode$$' ./tier/
+# Not part of test-k8s (and so of make test): kube-router's cold build adds 8-25 min.
+.PHONY: test-k8s-netpol
+test-k8s-netpol: k8s-tools images ## The node tier with kube-router enforcing NetworkPolicy: only the gateway reaches a sidecar
+	$(K8S_TIER) 30m env AWF_KUBE_ROUTER=$$(../scripts/k8s-tools.sh kube-router) $(GO) test -tags k8stier -count=1 -timeout 28m -v -run '^TestNode$$' ./tier/
+
 .PHONY: test
-test: setup check-generate vet build test-go test-portal ## Every test (what CI runs)
+test: setup check-generate vet build k8s-tools test-go test-k8s test-portal ## Every test (what CI runs)
 
 .PHONY: bench
 bench: setup build ## Benchmarks with their baselines, side by side (see docs/BENCHMARKS.md)
@@ -62,7 +82,7 @@ run: ## Start the local stack: two sidecars, the gateway and the portal (ports c
 	deploy/local/run.sh
 
 .PHONY: images
-images: ## Build the container images (needs a Docker engine)
+images: ## Build the container images into bin/images/ (a private dockerd as root when no engine runs)
 	deploy/scripts/images.sh
 
 .PHONY: clean

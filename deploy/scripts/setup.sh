@@ -17,10 +17,21 @@
 #                      needed headless.
 #   libnginx-mod-http-dav-ext  recommends nginx, listed explicitly.
 #   litmus, rclone     nothing recommended that is needed.
+#   docker.io, containerd, runc, iptables, containernetworking-plugins,
+#   conntrack, debootstrap  (the Kubernetes tiers, make test-k8s): docker.io
+#                      recommends apparmor, ca-certificates, git, xz-utils and
+#                      cgroupfs-mount, none of which the tiers use (no
+#                      AppArmor here; cgroups are mounted); containerd and
+#                      runc are listed explicitly because the node tier runs
+#                      them itself; debootstrap's recommends (arch-test,
+#                      debian-archive-keyring, ...) are not needed for
+#                      bookworm on Debian 12, whose keyring is present.
+#   ipset              (kube-router, make test-k8s-netpol) nothing recommended.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone chromium fonts-liberation nginx libnginx-mod-http-dav-ext)
+packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone chromium fonts-liberation nginx libnginx-mod-http-dav-ext
+  docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap ipset)
 
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -104,4 +115,12 @@ EOF
 done
 [ -n "$nginx_ok" ] || fail "nginx with dav-ext does not answer PROPFIND: install nginx and libnginx-mod-http-dav-ext ($(tail -n1 "$tmp/nginx.err" 2>/dev/null))"
 
-command -v kubectl >/dev/null || fail "kubectl is missing (it renders the Kustomize overlays): it ships with this machine kind's image"
+# The Kubernetes tiers (kubectl and the rest are built by make k8s-tools).
+dockerd --version >/dev/null 2>&1 && docker --version >/dev/null 2>&1 || fail "dockerd/docker do not run: install docker.io"
+containerd --version >/dev/null 2>&1 && ctr --version >/dev/null 2>&1 || fail "containerd does not run: install containerd"
+runc --version >/dev/null 2>&1 || fail "runc does not run: install runc"
+iptables --version >/dev/null 2>&1 || fail "iptables does not run: install iptables"
+for p in bridge host-local loopback; do [ -x "/usr/lib/cni/$p" ] || fail "CNI plugin $p is missing: install containernetworking-plugins"; done
+conntrack --version >/dev/null 2>&1 || fail "conntrack does not run: install conntrack"
+debootstrap --version >/dev/null 2>&1 || fail "debootstrap does not run: install debootstrap"
+ipset --version >/dev/null 2>&1 || fail "ipset does not run: install ipset"
