@@ -148,6 +148,9 @@ type request struct {
 	libErr   error             // what the library told its Logger
 	reason   string            // errtable reason of an error response
 	aborted  bool              // a streamed answer broke off: end the connection
+
+	dstRemoved bool     // COPY/MOVE: this request removed the destination (guardFS)
+	refused    *refusal // a FileSystem call refused the request itself
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -412,9 +415,13 @@ func (q *request) serve() {
 		}
 	}
 
+	fsys := q.h.fs
+	if q.dst != "" {
+		fsys = guardFS{FileSystem: fsys, q: q}
+	}
 	lib := &webdav.Handler{
 		Prefix:     q.prefix,
-		FileSystem: q.h.fs,
+		FileSystem: fsys,
 		LockSystem: &requestLocks{p: q.h.locks, q: q},
 		Logger:     func(_ *http.Request, err error) { q.libErr = err },
 	}
@@ -422,6 +429,10 @@ func (q *request) serve() {
 	if q.rec.held {
 		st := q.rec.status
 		q.rec.held, q.rec.status = false, 0
+		if q.refused != nil {
+			q.fail(q.refused.status, q.refused.reason, q.refused.msg)
+			return
+		}
 		q.fail(q.refine(st, q.libErr))
 		return
 	}
@@ -583,6 +594,12 @@ func both(a, b string) string {
 func (q *request) precondition(name string) davfs.Precondition {
 	p := davfs.Precondition{Required: !q.h.opts.AllowUnconditionalWrites}
 	m := q.r.Method
+	if q.underRemovedDst(name) {
+		// This request just removed the destination: what it writes there
+		// now is a create, whatever the name's pin or entity tag was.
+		p.IfNoneMatch = true
+		return p
+	}
 	if name == q.src && m != "COPY" && m != "LOCK" {
 		p.IfMatch, p.IfNoneMatch = q.hdr.IfMatch, q.hdr.IfNoneMatch
 	}
