@@ -506,17 +506,23 @@ func (q *request) headerPreconditions() bool {
 			q.hdr.IfMatch = rev
 		} else {
 			cur := q.currentRevision(q.src)
-			matched := false
+			matched, concrete := false, false
 			for _, t := range tags {
 				if v, ok := unquoteETag(t); t == "*" || (ok && v == cur) {
 					matched = cur != ""
+					concrete = concrete || t != "*"
 				}
 			}
 			if !matched {
 				q.fail(http.StatusPreconditionFailed, "REVISION_MISMATCH", "If-Match: the resource has changed or does not exist")
 				return false
 			}
-			q.hdr.IfMatch = cur
+			// "If-Match: *" only says the resource exists: it names no
+			// revision the client read, so where a precondition is
+			// required it is none (428 unless a tag or a lock says more).
+			if concrete || q.h.opts.AllowUnconditionalWrites {
+				q.hdr.IfMatch = cur
+			}
 		}
 	}
 	if v := q.r.Header.Get("If-None-Match"); v != "" {
