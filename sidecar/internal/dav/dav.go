@@ -629,7 +629,13 @@ func (q *request) precondition(name string) davfs.Precondition {
 			if err != nil {
 				break // missing: a create, checked as If-None-Match
 			}
-			if fi.ModTime().After(created) {
+			// Judged by ctime, which no client sets: a mv, cp -p or touch -d
+			// of an older file into the locked tree keeps an old mtime.
+			changed := fi.ModTime()
+			if e, ok := fi.Sys().(davfs.Entry); ok && !e.ChangeTime.IsZero() {
+				changed = e.ChangeTime
+			}
+			if changed.After(created) {
 				rev = mismatch
 			} else {
 				rev = q.currentRevision(name)
