@@ -162,9 +162,9 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 				_ = rl.p.mem.Unlock(now, t)
 			}
 		}
-		for _, n := range []string{name0, name1} {
-			if n == "" {
-				continue
+		for i, n := range []string{name0, name1} {
+			if n == "" || (i == 1 && cleanName(n) == cleanName(name0)) {
+				continue // a tagged list about the destination: one lock
 			}
 			t, err := rl.p.mem.Create(now, webdav.LockDetails{Root: n, Duration: -1, ZeroDepth: true})
 			if err != nil {
