@@ -81,14 +81,17 @@ const (
 
 // Entry is a file or directory inside a workspace.
 type Entry struct {
-	Name     string
-	Path     string // relative to the workspace root, "/"-separated, "" for the root
-	Type     EntryType
-	Size     int64 // 0 for directories
-	ModTime  time.Time
-	Revision string // opaque; equals the WebDAV ETag without quotes
-	Editable bool
-	Reason   NonEditableReason
+	Name    string
+	Path    string // relative to the workspace root, "/"-separated, "" for the root
+	Type    EntryType
+	Size    int64 // 0 for directories
+	ModTime time.Time
+	// ChangeTime is the status change time (ctime): unlike ModTime, no
+	// client can set it, so it tells when the entry last changed.
+	ChangeTime time.Time
+	Revision   string // opaque; equals the WebDAV ETag without quotes
+	Editable   bool
+	Reason     NonEditableReason
 	// MultipleLinks: a regular file with more than one hard link. Its
 	// content is never read, written, copied or replaced by any surface
 	// (links.go); Reason is NotEditableMultipleLinks and Revision is

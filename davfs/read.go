@@ -32,6 +32,7 @@ func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, err
 	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
 	if st.Size > f.cfg.MaxEditableFileSize {
 		e.Size, e.ModTime, e.Reason, e.Revision = st.Size, modTime(&st), NotEditableTooLarge, statRevision(&st)
+		e.ChangeTime = changeTime(&st)
 		return File{Entry: e}, nil
 	}
 	c, data, err := f.fileContent(fd, &st, true)
@@ -39,6 +40,7 @@ func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, err
 		return File{}, contentErr(err, w)
 	}
 	e.Size, e.ModTime = st.Size, modTime(&st)
+	e.ChangeTime = changeTime(&st)
 	e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
 	if !e.Editable {
 		data = nil
@@ -208,7 +210,7 @@ func (f *FS) OpenReaderBuf(ctx context.Context, ws Workspace, path string, buf [
 	if err != nil {
 		return nil, Entry{}, contentErr(err, w)
 	}
-	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st),
+	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st), ChangeTime: changeTime(&st),
 		Revision: contentRevision(c.sum, &st), Reason: c.class, Editable: c.class == EditableOK}
 	return memReader{bytes.NewReader(data), data}, e, nil
 }
@@ -268,6 +270,7 @@ func (f *FS) osFile(fd int, w wsPath, st *unix.Stat_t) (*os.File, Entry, error) 
 		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
 	}
 	e.Size, e.ModTime = st.Size, modTime(st)
+	e.ChangeTime = changeTime(st)
 	// Clear O_NONBLOCK (the only status flag set at open) in one fcntl.
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
 		unix.Close(fd)

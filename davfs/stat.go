@@ -21,6 +21,8 @@ func fstatat(dirfd int, name string, st *unix.Stat_t) error {
 
 func modTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Mtim.Nano()) }
 
+func changeTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Ctim.Nano()) }
+
 func isType(st *unix.Stat_t, t uint32) bool { return st.Mode&unix.S_IFMT == t }
 
 func errNotRegular(rel string) *Error {
@@ -50,6 +52,7 @@ func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (e Entry, ok 
 			return Entry{}, false
 		}
 		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), dirRevision(st)
+		e.ChangeTime = changeTime(st)
 		return e, true
 	case unix.S_IFREG:
 	default:
@@ -69,6 +72,7 @@ func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (e Entry, ok 
 		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
 	}
 	e.Size, e.ModTime = st.Size, modTime(st)
+	e.ChangeTime = changeTime(st)
 	return e, true
 }
 
@@ -93,6 +97,7 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 	metadataOnly := func() Entry {
 		e.Reason, e.Revision = NotEditableUnknown, statRevision(st)
 		e.Size, e.ModTime = st.Size, modTime(st)
+		e.ChangeTime = changeTime(st)
 		return e
 	}
 	c, ok := f.cache.get(keyOf(st))
@@ -128,6 +133,7 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 	}
 	e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
 	e.Size, e.ModTime = st.Size, modTime(st)
+	e.ChangeTime = changeTime(st)
 	return e, nil
 }
 
@@ -212,7 +218,7 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		if !isType(&st, unix.S_IFDIR) {
 			return Entry{}, newErr(CodeNotFound, ReasonProjectNotFound, nil, "project %q not found", w.ws.Project)
 		}
-		return Entry{Name: w.name(), Type: TypeDirectory, ModTime: modTime(&st), Revision: dirRevision(&st)}, nil
+		return Entry{Name: w.name(), Type: TypeDirectory, ModTime: modTime(&st), ChangeTime: changeTime(&st), Revision: dirRevision(&st)}, nil
 	}
 	var e Entry
 	var err error
@@ -244,10 +250,11 @@ func (f *FS) globalRoot() (Entry, []Entry, error) {
 	h := xxhash.New()
 	var b [8]byte
 	if err := lstatOn(f.codex, f.codex.fd, globalSkills, &st); err == nil && isType(&st, unix.S_IFDIR) {
-		kids = append(kids, Entry{Name: globalSkills, Path: globalSkills, Type: TypeDirectory, ModTime: modTime(&st), Revision: dirRevision(&st)})
+		kids = append(kids, Entry{Name: globalSkills, Path: globalSkills, Type: TypeDirectory, ModTime: modTime(&st), ChangeTime: changeTime(&st), Revision: dirRevision(&st)})
 		binary.LittleEndian.PutUint64(b[:], statSum(&st))
 		h.Write(b[:])
 		root.ModTime = modTime(&st)
+		root.ChangeTime = changeTime(&st)
 	}
 	h.Write([]byte{0})
 	w := wsPath{ws: Workspace{Scope: ScopeGlobal}, rel: globalAgents, segs: []string{globalAgents}, r: f.codex}

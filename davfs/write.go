@@ -307,7 +307,7 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 	if err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
-	return Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st),
+	return Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st), ChangeTime: changeTime(&st),
 		Revision: contentRevision(c.sum, &st), Editable: true}, nil
 }
 
@@ -526,6 +526,7 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 		e.Reason, e.Revision = NotEditableTooLarge, statRevision(&st)
 	}
 	e.Size, e.ModTime = st.Size, modTime(&st)
+	e.ChangeTime = changeTime(&st)
 	return e, !exists, nil
 }
 

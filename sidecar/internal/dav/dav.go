@@ -148,6 +148,9 @@ type request struct {
 	libErr   error             // what the library told its Logger
 	reason   string            // errtable reason of an error response
 	aborted  bool              // a streamed answer broke off: end the connection
+
+	dstRemoved bool     // COPY/MOVE: this request removed the destination (guardFS)
+	refused    *refusal // a FileSystem call refused the request itself
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -412,9 +415,13 @@ func (q *request) serve() {
 		}
 	}
 
+	fsys := q.h.fs
+	if q.dst != "" {
+		fsys = guardFS{FileSystem: fsys, q: q}
+	}
 	lib := &webdav.Handler{
 		Prefix:     q.prefix,
-		FileSystem: q.h.fs,
+		FileSystem: fsys,
 		LockSystem: &requestLocks{p: q.h.locks, q: q},
 		Logger:     func(_ *http.Request, err error) { q.libErr = err },
 	}
@@ -422,6 +429,10 @@ func (q *request) serve() {
 	if q.rec.held {
 		st := q.rec.status
 		q.rec.held, q.rec.status = false, 0
+		if q.refused != nil {
+			q.fail(q.refused.status, q.refused.reason, q.refused.msg)
+			return
+		}
 		q.fail(q.refine(st, q.libErr))
 		return
 	}
@@ -495,17 +506,23 @@ func (q *request) headerPreconditions() bool {
 			q.hdr.IfMatch = rev
 		} else {
 			cur := q.currentRevision(q.src)
-			matched := false
+			matched, concrete := false, false
 			for _, t := range tags {
 				if v, ok := unquoteETag(t); t == "*" || (ok && v == cur) {
 					matched = cur != ""
+					concrete = concrete || t != "*"
 				}
 			}
 			if !matched {
 				q.fail(http.StatusPreconditionFailed, "REVISION_MISMATCH", "If-Match: the resource has changed or does not exist")
 				return false
 			}
-			q.hdr.IfMatch = cur
+			// "If-Match: *" only says the resource exists: it names no
+			// revision the client read, so where a precondition is
+			// required it is none (428 unless a tag or a lock says more).
+			if concrete || q.h.opts.AllowUnconditionalWrites {
+				q.hdr.IfMatch = cur
+			}
 		}
 	}
 	if v := q.r.Header.Get("If-None-Match"); v != "" {
@@ -583,6 +600,12 @@ func both(a, b string) string {
 func (q *request) precondition(name string) davfs.Precondition {
 	p := davfs.Precondition{Required: !q.h.opts.AllowUnconditionalWrites}
 	m := q.r.Method
+	if q.underRemovedDst(name) {
+		// This request just removed the destination: what it writes there
+		// now is a create, whatever the name's pin or entity tag was.
+		p.IfNoneMatch = true
+		return p
+	}
 	if name == q.src && m != "COPY" && m != "LOCK" {
 		p.IfMatch, p.IfNoneMatch = q.hdr.IfMatch, q.hdr.IfNoneMatch
 	}
@@ -606,7 +629,13 @@ func (q *request) precondition(name string) davfs.Precondition {
 			if err != nil {
 				break // missing: a create, checked as If-None-Match
 			}
-			if fi.ModTime().After(created) {
+			// Judged by ctime, which no client sets: a mv, cp -p or touch -d
+			// of an older file into the locked tree keeps an old mtime.
+			changed := fi.ModTime()
+			if e, ok := fi.Sys().(davfs.Entry); ok && !e.ChangeTime.IsZero() {
+				changed = e.ChangeTime
+			}
+			if changed.After(created) {
 				rev = mismatch
 			} else {
 				rev = q.currentRevision(name)

@@ -162,9 +162,9 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 				_ = rl.p.mem.Unlock(now, t)
 			}
 		}
-		for _, n := range []string{name0, name1} {
-			if n == "" {
-				continue
+		for i, n := range []string{name0, name1} {
+			if n == "" || (i == 1 && cleanName(n) == cleanName(name0)) {
+				continue // a tagged list about the destination: one lock
 			}
 			t, err := rl.p.mem.Create(now, webdav.LockDetails{Root: n, Duration: -1, ZeroDepth: true})
 			if err != nil {
@@ -229,10 +229,14 @@ func (rl *requestLocks) Refresh(now time.Time, token string, duration time.Durat
 }
 
 func (rl *requestLocks) Unlock(now time.Time, token string) error {
-	if rl.q.r.Method != "UNLOCK" {
+	if rl.q.r.Method != "UNLOCK" && !strings.HasPrefix(token, rl.p.prefix) {
 		// The handler releasing a temporary lock it took with Create.
 		return rl.p.mem.Unlock(now, token)
 	}
+	// UNLOCK, or a LOCK whose creation of a missing resource failed: x/net
+	// then unlocks with the token Create returned (prefixed). Both the inner
+	// lock and its pins go, or the name stays locked and counts against
+	// MaxLocks.
 	err := rl.p.mem.Unlock(now, rl.p.inner(token))
 	if err == nil {
 		rl.p.mu.Lock()
