@@ -63,10 +63,6 @@ func errInvalidPath(rel, why string) *Error {
 	return newErr(CodeInvalidArgument, ReasonInvalidPath, nil, "invalid path %q: %s", rel, why)
 }
 
-func errMissing(rel string) *Error {
-	return newErr(CodeNotFound, ReasonNotFound, nil, "%q not found", rel)
-}
-
 func errSymlink(rel string) *Error {
 	return newErr(CodePermissionDenied, ReasonSymlink, nil, "%q is or crosses a symbolic link", rel)
 }

@@ -224,15 +224,6 @@ type memReader struct {
 
 func (memReader) Close() error { return nil }
 
-// ReaderBytes returns the whole content of a Reader that OpenReader served
-// from memory (ok false for a file Reader). The caller must not modify it.
-func ReaderBytes(r Reader) (data []byte, ok bool) {
-	if m, ok := r.(memReader); ok {
-		return m.data, true
-	}
-	return nil, false
-}
-
 // openRead opens the regular, single-link file path, with its fstat.
 func (f *FS) openRead(ws Workspace, path string) (int, wsPath, unix.Stat_t, error) {
 	var st unix.Stat_t

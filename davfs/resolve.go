@@ -219,14 +219,6 @@ func (w wsPath) fullRel() string {
 	return b.String()
 }
 
-// child returns w joined with name.
-func (w wsPath) child(name string) wsPath {
-	c := w
-	c.segs = append(append(make([]string, 0, len(w.segs)+1), w.segs...), name)
-	c.rel = strings.Join(c.segs, "/")
-	return c
-}
-
 // resolve validates a workspace reference and a path in it.
 func (f *FS) resolve(ws Workspace, p string) (wsPath, error) {
 	if err := f.alive(); err != nil {

@@ -747,14 +747,8 @@ func benchBigGet(cfg config, servers []*server) row {
 	return r
 }
 
-// rate runs fn from workers goroutines for dur (or until count requests)
-// and returns requests per second.
-func rate(workers int, dur time.Duration, count int64, fn func(w int, i int64) error) (float64, error) {
-	r, _, err := rateN(workers, dur, count, fn)
-	return r, err
-}
-
-// rateN is rate that also returns the number of requests done.
+// rateN runs fn from workers goroutines for dur (or until count requests)
+// and returns requests per second and the number of requests done.
 func rateN(workers int, dur time.Duration, count int64, fn func(w int, i int64) error) (float64, int64, error) {
 	var done atomic.Int64
 	var firstErr atomic.Value

@@ -79,16 +79,6 @@ func (u *upstream) chown(t *testing.T, rel string) {
 	}
 }
 
-func (u *upstream) read(rel string) string {
-	b, _ := os.ReadFile(u.path(rel))
-	return string(b)
-}
-
-func (u *upstream) exists(rel string) bool {
-	_, err := os.Stat(u.path(rel))
-	return err == nil
-}
-
 // populate lays out the tree every test starts from.
 func populate(t testing.TB, projects, codexHome string) {
 	t.Helper()

@@ -31,12 +31,6 @@ func (c *fakeClock) Now() time.Time {
 	return c.t
 }
 
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // env is a handler on a real 127.0.0.1:0 listener over a davfs FS in a
 // temp dir, with one project "demo".
 type env struct {

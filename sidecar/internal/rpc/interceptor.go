@@ -40,12 +40,6 @@ type CallInfo struct {
 	Operator  string
 }
 
-// CallInfoFrom returns the request ID and operator of the call in ctx.
-func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
-	ci, ok := ctx.Value(callInfoKey{}).(CallInfo)
-	return ci, ok
-}
-
 // Interceptor returns the unary server interceptor of the WorkspaceService:
 // it takes x-request-id (generating one if missing or malformed) and
 // x-operator from the metadata, echoes x-request-id back as header metadata,
