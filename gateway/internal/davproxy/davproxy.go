@@ -21,8 +21,9 @@
 //     separators, invalid UTF-8) are refused with 400 and a reason, never
 //     normalised; a Destination in another agent or workspace is 403, on
 //     another host 502.
-//   - Statuses pass through faithfully, 1xx included (100 Continue reaches
-//     the client and the final status follows it).
+//   - Statuses pass through faithfully, 1xx included: the client gets one
+//     100 Continue, only once the sidecar sent its own, and the final
+//     status follows it.
 //   - Towards the sidecar, Authorization, Cookie, the CSRF header and any
 //     client X-Operator, X-Request-ID, X-Forwarded-* and X-Workspace-*
 //     headers are removed; X-Operator and X-Request-ID come from the

@@ -195,7 +195,8 @@ func intersectAllow(allow string) string {
 
 // recorder captures status, bytes and the outcome's reason for metrics and
 // the audit hook, lets the reverse proxy flush through it, and passes 1xx
-// responses (100 Continue) to the connection itself.
+// responses other than 100 Continue to the connection itself (the client's
+// 100 comes from net/http, when the body is first read after the sidecar's).
 type recorder struct {
 	http.ResponseWriter
 	status int
@@ -216,6 +217,14 @@ func (r *recorder) WriteHeader(code int) {
 		// then drop the real one (the client saw "200 OK" after a 100
 		// Continue whatever the sidecar answered).
 		r.saw1xx = true
+		if code == http.StatusContinue {
+			// Not forwarded: the transport reads the client's body only
+			// after the sidecar's 100 Continue (it signals the body writer
+			// before this hook runs), and that first read makes net/http
+			// send the client its own 100. Forwarding this one as well
+			// raced with it and put two 100s on the wire.
+			return
+		}
 		innermost(r.ResponseWriter).WriteHeader(code)
 		return
 	}
