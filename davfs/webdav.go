@@ -130,6 +130,18 @@ func WithListingReuse(ctx context.Context) context.Context {
 	return context.WithValue(ctx, listingKey{}, &listing{m: map[string]Entry{}})
 }
 
+// contentKey marks a context whose read-only opens are for the content.
+type contentKey struct{}
+
+// WithContentReads returns ctx in which a read-only OpenFile of a regular
+// file opens it at once (one confined open, and a small file read whole
+// while open), for a GET or HEAD that will read or seek it. Without it the
+// file is stat-ed and opened lazily, on the first Read or Seek: x/net/webdav
+// opens every member of a PROPFIND only to Stat it.
+func WithContentReads(ctx context.Context) context.Context {
+	return context.WithValue(ctx, contentKey{}, true)
+}
+
 func listingFrom(ctx context.Context) *listing {
 	l, _ := ctx.Value(listingKey{}).(*listing)
 	return l
@@ -524,6 +536,14 @@ func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File,
 		}
 		return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
 	case levelWorkspace:
+		if ctx.Value(contentKey{}) != nil && t.path != "" {
+			// Anything but a readable regular file (a directory, a
+			// multi-link file, a missing name) takes the lazy path below,
+			// which answers it as it always did.
+			if r, e, err := d.fs.OpenReader(ctx, t.ws, t.path); err == nil {
+				return &readFile{ctx: ctx, d: d, t: t, info: entryInfo(t.base(), e), f: r}, nil
+			}
+		}
 		e, err := d.entry(ctx, t)
 		if err != nil {
 			return nil, wrapErr(ctx, op, t.name, err)

@@ -152,12 +152,14 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 	return nil, wrapErr(f.ctx, op, f.t.name, errNotFound())
 }
 
-// readFile is an open regular file. The descriptor is opened (OpenRead) on
-// the first Read, ReadAt or Seek, not by OpenFile: x/net/webdav opens every
-// entry of a PROPFIND only to Stat it. The content must have the revision
-// that Stat reported; if the file changed in between, reading fails
-// (Aborted, REVISION_MISMATCH) rather than serve bytes under a stale ETag.
-// The *os.File gives Seek, ReadAt and constant memory for any size.
+// readFile is an open regular file. Unless the context asked for content
+// reads (WithContentReads, which opens at once with OpenReader), the
+// descriptor is opened (OpenRead) on the first Read, ReadAt or Seek, not by
+// OpenFile: x/net/webdav opens every entry of a PROPFIND only to Stat it.
+// The content must have the revision that Stat reported; if the file
+// changed in between, reading fails (Aborted, REVISION_MISMATCH) rather
+// than serve bytes under a stale ETag. The Reader gives Seek, ReadAt and
+// constant memory for any size.
 type readFile struct {
 	ctx  context.Context
 	d    *davFS
@@ -165,14 +167,14 @@ type readFile struct {
 	info *davInfo
 
 	mu     sync.Mutex
-	f      *os.File
+	f      Reader
 	err    error
 	closed bool
 }
 
 var _ webdav.File = (*readFile)(nil)
 
-func (f *readFile) file() (*os.File, error) {
+func (f *readFile) file() (Reader, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {

@@ -1372,6 +1372,53 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 		t.Errorf("read of a multi-link file: %v", err)
 	}
 	rf.Close()
+	// Content reads (GET, HEAD) open at once: the multi-link file still
+	// cannot be read, a directory is still a directory, and a regular
+	// file has the same ETag as its Stat and exactly its bytes.
+	content := davfs.WithContentReads(base)
+	if rf, err := d.OpenFile(content, "/projects/demo/canary.txt", os.O_RDONLY, 0); err != nil {
+		t.Fatal(err)
+	} else {
+		if _, err := rf.Read(make([]byte, 8)); err == nil {
+			t.Error("a multi-link file was read by a content open")
+		} else if de, ok := log.Lookup(err); !ok || de.Reason != davfs.ReasonMultipleLinks {
+			t.Errorf("content read of a multi-link file: %v", err)
+		}
+		rf.Close()
+	}
+	if df, err := d.OpenFile(content, "/projects/demo/src", os.O_RDONLY, 0); err != nil {
+		t.Fatal(err)
+	} else if fi, _ := df.Stat(); !fi.IsDir() {
+		t.Error("a content open of a directory is not a directory")
+	} else {
+		df.Close()
+	}
+	want, err := d.Stat(base, "/projects/demo/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := d.OpenFile(content, "/projects/demo/README.md", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfi, _ := cf.Stat()
+	tagOf := func(fi os.FileInfo) string {
+		tag, err := fi.(webdav.ETager).ETag(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tag
+	}
+	if tagOf(cfi) != tagOf(want) || cfi.Size() != want.Size() {
+		t.Errorf("content open: ETag %s size %d, Stat says %s %d", tagOf(cfi), cfi.Size(), tagOf(want), want.Size())
+	}
+	if b, err := io.ReadAll(cf); err != nil || string(b) != wdReadme {
+		t.Errorf("content open read %q, %v", b, err)
+	}
+	if n, err := cf.Seek(0, io.SeekStart); err != nil || n != 0 {
+		t.Errorf("Seek(0) = %d, %v", n, err)
+	}
+	cf.Close()
 	replacing := davfs.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Replacing: true} })
 	if err := d.RemoveAll(replacing, "/projects/demo/canary.txt"); err == nil {
 		t.Error("an Overwrite removed a multi-link file")

@@ -353,6 +353,8 @@ func (q *request) serve() {
 		hdr.Set("Cache-Control", "no-store")
 		hdr.Set("Content-Type", davfs.ContentType(path.Base(q.src)))
 		hdr.Set("X-Content-Type-Options", "nosniff")
+		q.r = q.r.WithContext(davfs.WithContentReads(q.ctx))
+		r = q.r
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
 		q.r = q.r.WithContext(davfs.WithListingReuse(q.ctx))
