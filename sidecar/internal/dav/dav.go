@@ -160,7 +160,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rid = h.ridPrefix + strconv.FormatUint(h.ridSeq.Add(1), 36)
 	}
 	w.Header().Set(davwire.RequestIDHeader, rid)
-	q := &request{h: h, rec: &recorder{w: w}, ifETags: map[string]string{}}
+	q := &request{h: h, rec: &recorder{w: w}}
 	q.ctx, q.errs = davfs.WithErrorLog(r.Context())
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
@@ -168,6 +168,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// a delete are not a client's read of its revision (recursive
 		// deletes keep work newer than the revision the client read).
 		q.ctx = davfs.ForMutation(q.ctx)
+	case http.MethodGet, http.MethodHead, http.MethodPost:
+		// The file is opened to be read or seeked: open it once.
+		q.ctx = davfs.WithContentReads(q.ctx)
 	}
 	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
 	q.r = r.WithContext(q.ctx)
@@ -353,8 +356,6 @@ func (q *request) serve() {
 		hdr.Set("Cache-Control", "no-store")
 		hdr.Set("Content-Type", davfs.ContentType(path.Base(q.src)))
 		hdr.Set("X-Content-Type-Options", "nosniff")
-		q.r = q.r.WithContext(davfs.WithContentReads(q.ctx))
-		r = q.r
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
 		q.r = q.r.WithContext(davfs.WithListingReuse(q.ctx))

@@ -175,6 +175,9 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 		}
 	}
 	for n, e := range etags {
+		if q.ifETags == nil {
+			q.ifETags = map[string]string{}
+		}
 		q.ifETags[n] = e
 	}
 	for _, c := range tokens {
