@@ -49,8 +49,9 @@ test-portal: build ## Portal unit tests (Vitest) and browser end-to-end tests (P
 	cd portal && npm test && npm run e2e
 
 .PHONY: k8s-tools
-k8s-tools: ## Build kube-apiserver, kubectl, kubelet, ..., etcd, CoreDNS (cached outside the repo; see deploy/k8s/tools)
+k8s-tools: ## Build kube-apiserver, kubectl, kubelet, ..., etcd, CoreDNS, kube-router (cached outside the repo; see deploy/k8s/tools)
 	deploy/scripts/k8s-tools.sh >/dev/null
+	deploy/scripts/k8s-tools.sh kube-router >/dev/null
 
 # The Kubernetes tiers (deploy/k8s/tier, README "Kubernetes tiers"): root,
 # each bounded by its own timeout; they fail, never skip, when something is missing.
@@ -61,12 +62,11 @@ test-k8s-api: k8s-tools ## The dev overlay admitted by a real kube-apiserver (Po
 	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestAPIServer$$' ./tier/
 test-k8s-images: images ## The images run read-only, non-root, with no capabilities and no network
 	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestImages$$' ./tier/
-test-k8s-node: k8s-tools images ## The dev overlay on a real kubelet, PRD 15.5 through the in-cluster gateway
-	$(K8S_TIER) 30m $(GO) test -tags k8stier -count=1 -timeout 28m -v -run '^TestNode$$' ./tier/
-# Not part of test-k8s (and so of make test): kube-router's cold build adds 8-25 min.
-.PHONY: test-k8s-netpol
-test-k8s-netpol: k8s-tools images ## The node tier with kube-router enforcing NetworkPolicy: only the gateway reaches a sidecar
+test-k8s-node: k8s-tools images ## The dev overlay on a real kubelet with kube-router enforcing NetworkPolicy, PRD 15.5 through the in-cluster gateway
 	$(K8S_TIER) 30m env AWF_KUBE_ROUTER=$$(../scripts/k8s-tools.sh kube-router) $(GO) test -tags k8stier -count=1 -timeout 28m -v -run '^TestNode$$' ./tier/
+# The NetworkPolicy proof is part of the node tier (and so of make test).
+.PHONY: test-k8s-netpol
+test-k8s-netpol: test-k8s-node ## Alias of test-k8s-node (NetworkPolicy enforced by kube-router: only the gateway reaches a sidecar)
 
 .PHONY: test
 test: setup check-generate vet build k8s-tools test-go test-k8s test-portal ## Every test (what CI runs)
