@@ -72,6 +72,15 @@ func (f *FS) DeleteEntryWith(ctx context.Context, ws Workspace, path, expectedRe
 	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
 		return errProtected("the skills root cannot be deleted")
 	}
+	if opts.Recursive {
+		// A directory's delete keeps an automatic checkpoint of it first
+		// (checkpoint.go), when the delete can succeed.
+		if e, err := f.Stat(ctx, ws, path); err == nil && e.Type == TypeDirectory && e.Revision == expectedRevision {
+			if _, err := f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete); err != nil {
+				return err
+			}
+		}
+	}
 	pfd, old, err := f.lockedDelete(ctx, w, expectedRevision, opts)
 	if err != nil {
 		return err

@@ -194,6 +194,12 @@ func (f *FS) DeleteProject(ctx context.Context, name, confirmName string) error 
 	if !f.visibleName(name) || strings.Contains(name, "/") {
 		return newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
 	}
+	if f.projectErr(name) == nil {
+		// The automatic checkpoint that can bring it back (checkpoint.go).
+		if _, err := f.autoCheckpoint(ctx, Workspace{Scope: ScopeProject, Project: name}, "", CheckpointBeforeProjectDelete); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.projectErr(name); err != nil {
