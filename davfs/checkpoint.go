@@ -222,8 +222,8 @@ func (f *FS) autoCheckpoint(ctx context.Context, ws Workspace, path, reason stri
 	}
 	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Operator: operatorFrom(ctx)}, reason)
 	if err != nil {
-		if CodeOf(err) == CodeNotFound {
-			return "", nil
+		if CodeOf(err) == CodeNotFound || ReasonOf(err) == ReasonNotRegular {
+			return "", nil // nothing there a checkpoint could hold
 		}
 		return "", err
 	}

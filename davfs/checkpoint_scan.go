@@ -114,9 +114,6 @@ func (s *scanner) scan() error {
 		if err := s.entry(pfd, w.name(), w.rel, len(w.segs)); err != nil {
 			return err
 		}
-		if _, ok := s.blocked[w.rel]; ok {
-			return newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q cannot be checkpointed (a link, a special file or a denied name)", w.rel)
-		}
 	}
 	slices.SortFunc(s.out, func(a, b ckEntry) int { return strings.Compare(a.Path, b.Path) })
 	return nil

@@ -734,6 +734,9 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	}
 	sc := newScanner(ctx, f, w, s, prev)
 	err := sc.scan()
+	if _, ok := sc.blocked[w.rel]; ok && err == nil && !w.isRoot() {
+		err = newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q cannot be checkpointed (a link, a special file or a denied name)", w.rel)
+	}
 	if err == nil && sc.added > s.cfg.MaxTotalBytes {
 		err = errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
 	}
@@ -765,6 +768,12 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	}
 	s.gc.RUnlock()
 	if err != nil {
+		if sc.added > 0 {
+			// Objects only this failed checkpoint stored.
+			s.gc.Lock()
+			s.collect(nil)
+			s.gc.Unlock()
+		}
 		return Checkpoint{}, err
 	}
 	if err := s.enforce(f, w.ws, id); err != nil {
