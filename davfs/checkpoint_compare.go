@@ -60,7 +60,7 @@ type Comparison struct {
 }
 
 // diffBudget bounds the diff text of one comparison.
-const diffBudget = 4 << 20
+const diffBudget = 1 << 20
 
 // within reports whether p is scope or below it.
 func within(p, scope string) bool {

@@ -296,18 +296,39 @@ func TestCheckpointBadInput(t *testing.T) {
 		err    error
 		reason davfs.Reason
 	}{
-		{"dot path", func() error { _, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "okdir/./inner.txt"}); return err }(), davfs.ReasonInvalidPath},
-		{"empty segment", func() error { _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "okdir//inner.txt", davfs.RestoreOptions{}); return err }(), davfs.ReasonInvalidPath},
+		{"dot path", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "okdir/./inner.txt"})
+			return err
+		}(), davfs.ReasonInvalidPath},
+		{"empty segment", func() error {
+			_, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "okdir//inner.txt", davfs.RestoreOptions{})
+			return err
+		}(), davfs.ReasonInvalidPath},
 		{"dotdot", func() error { _, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, "", "../q", false); return err }(), davfs.ReasonInvalidPath},
-		{"denylisted", func() error { _, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "node_modules"}); return err }(), davfs.ReasonDenylisted},
-		{"label", func() error { _, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: "a\nb"}); return err }(), davfs.ReasonInvalidArgument},
-		{"id", func() error { _, err := e.fs.RestoreCheckpoint(ctx, ws, "../../x", "", davfs.RestoreOptions{}); return err }(), davfs.ReasonCheckpointNotFound},
-		{"other workspace", func() error { _, err := e.fs.RestoreCheckpoint(ctx, secProject("q"), c.ID, "", davfs.RestoreOptions{}); return err }(), davfs.ReasonCheckpointNotFound},
+		{"denylisted", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "node_modules"})
+			return err
+		}(), davfs.ReasonDenylisted},
+		{"label", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: "a\nb"})
+			return err
+		}(), davfs.ReasonInvalidArgument},
+		{"id", func() error {
+			_, err := e.fs.RestoreCheckpoint(ctx, ws, "../../x", "", davfs.RestoreOptions{})
+			return err
+		}(), davfs.ReasonCheckpointNotFound},
+		{"other workspace", func() error {
+			_, err := e.fs.RestoreCheckpoint(ctx, secProject("q"), c.ID, "", davfs.RestoreOptions{})
+			return err
+		}(), davfs.ReasonCheckpointNotFound},
 		{"outside global", func() error {
 			_, err := e.fs.CreateCheckpoint(ctx, davfs.Workspace{Scope: davfs.ScopeGlobal}, davfs.CheckpointOptions{Path: "auth.json"})
 			return err
 		}(), davfs.ReasonOutsideGlobal},
-		{"missing", func() error { _, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "nope"}); return err }(), davfs.ReasonNotFound},
+		{"missing", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "nope"})
+			return err
+		}(), davfs.ReasonNotFound},
 	}
 	for _, tc := range cases {
 		if davfs.ReasonOf(tc.err) != tc.reason {

@@ -72,10 +72,11 @@ func (f *FS) DeleteEntryWith(ctx context.Context, ws Workspace, path, expectedRe
 	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
 		return errProtected("the skills root cannot be deleted")
 	}
-	if opts.Recursive {
+	if opts.Recursive && f.ck != nil && f.ck.cfg.Automatic {
 		// A directory's delete keeps an automatic checkpoint of it first
-		// (checkpoint.go), when the delete can succeed.
-		if e, err := f.Stat(ctx, ws, path); err == nil && e.Type == TypeDirectory && e.Revision == expectedRevision {
+		// (checkpoint.go), when the delete can succeed. f.stat, unlike
+		// Stat, does not hand the revision out (seen.go).
+		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory && e.Revision == expectedRevision {
 			if _, err := f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete); err != nil {
 				return err
 			}
