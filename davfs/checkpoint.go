@@ -205,6 +205,13 @@ func (f *FS) createCheckpoint(ctx context.Context, ws Workspace, opts Checkpoint
 	if len(opts.Operator) > maxOperatorBytes {
 		opts.Operator = opts.Operator[:maxOperatorBytes]
 	}
+	if !w.isRoot() {
+		// The target's own problem, as every operation reports it (a
+		// symlink is SYMLINK, a FIFO NOT_REGULAR, a missing one NOT_FOUND).
+		if _, err := f.stat(w); err != nil {
+			return Checkpoint{}, err
+		}
+	}
 	if err := f.ck.open(f); err != nil {
 		return Checkpoint{}, err
 	}
@@ -222,7 +229,7 @@ func (f *FS) autoCheckpoint(ctx context.Context, ws Workspace, path, reason stri
 	}
 	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Operator: operatorFrom(ctx)}, reason)
 	if err != nil {
-		if CodeOf(err) == CodeNotFound || ReasonOf(err) == ReasonNotRegular {
+		if r := ReasonOf(err); CodeOf(err) == CodeNotFound || r == ReasonNotRegular || r == ReasonSymlink || r == ReasonMultipleLinks {
 			return "", nil // nothing there a checkpoint could hold
 		}
 		return "", err

@@ -348,6 +348,13 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 		t.discard(pfd)
 		return newErr(CodeInternal, ReasonInternal, nil, "the checkpoint's copy of %q is damaged; nothing was written to it", e.Path)
 	}
+	// The checkpoint's mtime too (an editor's or build tool's view of the
+	// file); the ctime is the restore's, as always.
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(e.Mtime)}
+	if err := unix.UtimesNanoAt(pfd, t.name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.discard(pfd)
+		return fsErr(err, e.Path)
+	}
 	var target *unix.Stat_t
 	if replace {
 		var st unix.Stat_t
