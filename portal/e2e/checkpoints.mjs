@@ -25,7 +25,7 @@ export function registerCheckpointTests(h) {
     await p.locator('[data-testid="ckpt-create"]').click();
     await eventually(async () => (await rows(p).count()) === 1, 'the checkpoint is listed');
     const first = await rows(p).first().textContent();
-    expect(first.includes('known good') && first.includes('admin'), `label and operator shown (${first.trim()})`);
+    expect(first.includes('known good') && first.includes('46 B'), `label and size shown (${first.trim()})`);
 
     // The agent edits, adds and deletes.
     a.write('ckpt-demo/notes.txt', 'one\nTWO\nthree\n');
