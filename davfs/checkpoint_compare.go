@@ -307,7 +307,7 @@ func (f *FS) storedText(e *ckEntry) (string, DiffState) {
 	if e.Size > f.cfg.MaxEditableFileSize {
 		return "", DiffTooLarge
 	}
-	r, err := f.ck.openObject(e.Hash, e.Size)
+	r, err := f.ck.openObject(e)
 	if err != nil {
 		return "", DiffUnavailable
 	}

@@ -334,7 +334,7 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 		return err
 	}
 	defer unix.Close(pfd)
-	obj, err := f.ck.openObject(e.Hash, e.Size)
+	obj, err := f.ck.openObject(e)
 	if err != nil {
 		return newErr(CodeInternal, ReasonInternal, err, "the checkpoint's copy of %q is missing or damaged; nothing was written to it", e.Path)
 	}

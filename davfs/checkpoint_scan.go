@@ -32,6 +32,8 @@ type scanner struct {
 	pinned  map[string]struct{}
 	added   int64 // bytes newly stored
 	buf     []byte
+	pack    *packWriter        // where new small files go (capture)
+	known   map[string]ckEntry // hash → where its bytes are stored
 }
 
 // captureRetries: a file whose stat moves while it is read is read again
@@ -45,15 +47,20 @@ const keyMargin = 2 * time.Second
 
 func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*ckManifest) *scanner {
 	s := &scanner{ctx: ctx, f: f, w: w, store: store, ref: map[string]*ckEntry{},
-		blocked: map[string]struct{}{}, pinned: map[string]struct{}{}}
+		blocked: map[string]struct{}{}, pinned: map[string]struct{}{}, known: map[string]ckEntry{}}
 	for _, m := range refs {
 		if m == nil {
 			continue
 		}
 		for i := range m.Entries {
-			if e := &m.Entries[i]; e.Key && !e.Dir {
+			e := &m.Entries[i]
+			if e.Dir || !validHash(e.Hash) {
+				continue
+			}
+			if e.Key {
 				s.ref[e.Path] = e
 			}
+			s.known[e.Hash] = *e
 		}
 	}
 	return s
@@ -260,14 +267,31 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 		if !sameStat(&before, &after) || n != before.Size {
 			return ckEntry{}, false, nil
 		}
+		e := entryOf(rel, &before, h, readAt)
 		if s.store != nil {
-			added, err := s.store.putBytes(h, b)
-			if err != nil {
-				return ckEntry{}, false, errStore(err)
+			if k, ok := s.known[h]; ok {
+				e.Pack, e.Off = k.Pack, k.Off // the same bytes are stored already
+			} else if len(b) > packMax {
+				added, err := s.store.putBytes(h, b)
+				if err != nil {
+					return ckEntry{}, false, errStore(err)
+				}
+				s.added += added
+				s.known[h] = e
+			} else {
+				off, err := s.pack.add(b)
+				if err != nil {
+					return ckEntry{}, false, errStore(err)
+				}
+				e.Pack, e.Off = s.pack.id, off
+				s.added += int64(len(b))
+				s.known[h] = e
+				if s.added > s.store.cfg.MaxTotalBytes {
+					return ckEntry{}, false, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+				}
 			}
-			s.added += added
 		}
-		return entryOf(rel, &before, h, readAt), true, nil
+		return e, true, nil
 	}
 	// A large file streams into a temp object while it is hashed.
 	t, err := createTemp(s.store.tmpfd)
@@ -294,7 +318,9 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 	if s.added > s.store.cfg.MaxTotalBytes {
 		return ckEntry{}, false, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
 	}
-	return entryOf(rel, &before, h, readAt), true, nil
+	e := entryOf(rel, &before, h, readAt)
+	s.known[h] = e
+	return e, true, nil
 }
 
 // hashAll reads all of fd (size bytes expected) and hashes it; keep

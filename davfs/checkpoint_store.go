@@ -51,9 +51,9 @@ type ckStore struct {
 	objfd     int // objects/ (O_PATH)
 	tmpfd     int // tmp/ (O_RDONLY: syncfs)
 	wsfd      int // ws/ (O_PATH)
+	packfd    int // packs/ (O_PATH)
 	gc        sync.RWMutex
 	total     atomic.Int64 // bytes of all objects
-	createMu  sync.Mutex   // serialises the commit and limits of creates
 	objDirs   sync.Map     // object subdirectories known to exist
 	busyMu    sync.Mutex
 	busy      map[string]int // checkpoints a restore reads: never pruned
@@ -76,7 +76,7 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if c.MaxAge <= 0 {
 		c.MaxAge = DefaultCheckpointAge
 	}
-	s := &ckStore{cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1}
+	s := &ckStore{cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
 	// An existing store is checked now (a misplaced one fails the start);
 	// a missing one is created by the first checkpoint, so Open changes
 	// nothing on disk.
@@ -91,12 +91,12 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 func (s *ckStore) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, fd := range []int{s.fd, s.objfd, s.tmpfd, s.wsfd} {
+	for _, fd := range []int{s.fd, s.objfd, s.tmpfd, s.wsfd, s.packfd} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
 	}
-	s.fd, s.objfd, s.tmpfd, s.wsfd, s.opened = -1, -1, -1, -1, false
+	s.fd, s.objfd, s.tmpfd, s.wsfd, s.packfd, s.opened = -1, -1, -1, -1, -1, false
 }
 
 func errStore(err error) error {
@@ -147,15 +147,16 @@ func (s *ckStore) open(f *FS) error {
 	objfd, err1 := sub("objects", oDirPath)
 	tmpfd, err2 := sub("tmp", oDirRead)
 	wsfd, err3 := sub("ws", oDirPath)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		for _, x := range []int{fd, objfd, tmpfd, wsfd} {
+	packfd, err4 := sub("packs", oDirPath)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		for _, x := range []int{fd, objfd, tmpfd, wsfd, packfd} {
 			if x >= 0 {
 				unix.Close(x)
 			}
 		}
 		return errStore(err)
 	}
-	s.fd, s.objfd, s.tmpfd, s.wsfd = fd, objfd, tmpfd, wsfd
+	s.fd, s.objfd, s.tmpfd, s.wsfd, s.packfd = fd, objfd, tmpfd, wsfd, packfd
 	// Leftovers of an interrupted write.
 	if ents, err := readDirents(tmpfd); err == nil {
 		for _, d := range ents {
@@ -164,6 +165,7 @@ func (s *ckStore) open(f *FS) error {
 	}
 	var total int64
 	s.eachObject(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
+	s.eachPack(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
 	s.total.Store(total)
 	s.opened = true
 	return nil
@@ -303,17 +305,6 @@ func (s *ckStore) objDir(h string, create bool) (int, error) {
 	return unix.Openat(s.objfd, name, oDirPath|oCommon, 0)
 }
 
-// hasObject reports whether the object h exists.
-func (s *ckStore) hasObject(h string) bool {
-	var st unix.Stat_t
-	dfd, err := s.objDir(h, false)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(dfd)
-	return fstatat(dfd, h, &st) == nil && isType(&st, unix.S_IFREG)
-}
-
 // putTemp moves the complete temp file tmp (in tmp/) to the object h. It
 // returns the bytes added (0 when the object existed: deduplicated).
 func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
@@ -336,33 +327,9 @@ func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
 	return size, nil
 }
 
-// putBytes stores b as the object h unless it exists.
-func (s *ckStore) putBytes(h string, b []byte) (int64, error) {
-	if s.hasObject(h) {
-		return 0, nil
-	}
-	t, err := createTemp(s.tmpfd)
-	if err != nil {
-		return 0, err
-	}
-	for p := b; len(p) > 0; {
-		n, err := unix.Write(t.fd, p)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			t.discard(s.tmpfd)
-			return 0, err
-		}
-		p = p[n:]
-	}
-	unix.Close(t.fd)
-	return s.putTemp(t.name, h, int64(len(b)))
-}
-
-// openObject opens the object h for reading: never through a symlink, and
-// only a single-link regular file of the expected size.
-func (s *ckStore) openObject(h string, size int64) (*os.File, error) {
+// openLoose opens the loose object h for reading: never through a symlink,
+// and only a single-link regular file of the expected size.
+func (s *ckStore) openLoose(h string, size int64) (*os.File, error) {
 	if !validHash(h) {
 		return nil, errors.New("invalid object name")
 	}
@@ -398,6 +365,10 @@ type ckEntry struct {
 	// Key: the stat may stand for the content next time (the file's ctime
 	// was well before it was read, so a later change moves the ctime).
 	Key bool `json:"k,omitempty"`
+	// Pack and Off locate a small file's bytes in packs/<Pack>.pack;
+	// empty Pack: the loose object Hash.
+	Pack string `json:"pk,omitempty"`
+	Off  int64  `json:"o,omitempty"`
 }
 
 type ckManifest struct {
@@ -669,6 +640,7 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 	}
 	live := map[string]struct{}{}
+	livePacks := map[string]struct{}{}
 	byKey := map[string]map[string]bool{}
 	for _, r := range refs {
 		dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
@@ -682,7 +654,9 @@ func (s *ckStore) collect(refs []ckRef) error {
 			return err
 		}
 		for _, e := range m.Entries {
-			if e.Hash != "" {
+			if e.Pack != "" {
+				livePacks[e.Pack+".pack"] = struct{}{}
+			} else if e.Hash != "" {
 				live[e.Hash] = struct{}{}
 			}
 		}
@@ -694,6 +668,15 @@ func (s *ckStore) collect(refs []ckRef) error {
 	var total int64
 	s.eachObject(func(dfd int, name string, st *unix.Stat_t) {
 		if _, ok := live[name]; ok {
+			total += st.Size
+			return
+		}
+		if unix.Unlinkat(dfd, name, 0) != nil {
+			total += st.Size
+		}
+	})
+	s.eachPack(func(dfd int, name string, st *unix.Stat_t) {
+		if _, ok := livePacks[name]; ok {
 			total += st.Size
 			return
 		}
@@ -733,6 +716,8 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		prev, _ = s.readManifest(w.ws, cks[0].ID)
 	}
 	sc := newScanner(ctx, f, w, s, prev)
+	sc.pack = s.newPack(id)
+	defer sc.pack.discard()
 	err := sc.scan()
 	if _, ok := sc.blocked[w.rel]; ok && err == nil && !w.isRoot() {
 		err = newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q cannot be checkpointed (a link, a special file or a denied name)", w.rel)
@@ -741,6 +726,11 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		err = errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
 	}
 	var meta *ckMeta
+	if err == nil {
+		if perr := sc.pack.commit(); perr != nil {
+			err = errStore(perr)
+		}
+	}
 	if err == nil {
 		// One syncfs makes every object durable before the manifest that
 		// names them.
@@ -894,11 +884,23 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		}
 		seen := map[string]bool{}
 		for _, e := range m.Entries {
-			if e.Hash != "" && !seen[e.Hash] {
-				seen[e.Hash] = true
-				counts[e.Hash]++
-				sizes[e.Hash] = e.Size
-				hashes[r.meta.ID] = append(hashes[r.meta.ID], e.Hash)
+			k, size := e.Hash, e.Size
+			if e.Pack != "" {
+				k = "pack:" + e.Pack
+				if known, ok := sizes[k]; ok {
+					size = known
+				} else {
+					var st unix.Stat_t
+					if fstatat(s.packfd, e.Pack+".pack", &st) == nil {
+						size = st.Size
+					}
+				}
+			}
+			if k != "" && !seen[k] {
+				seen[k] = true
+				counts[k]++
+				sizes[k] = size
+				hashes[r.meta.ID] = append(hashes[r.meta.ID], k)
 			}
 		}
 	}
