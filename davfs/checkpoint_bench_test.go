@@ -46,3 +46,32 @@ func BenchmarkCheckpointFirst(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkCheckpointSecond: a checkpoint of 10,000 unchanged files after a
+// first one (nothing is read again: the stat stands for the content).
+func BenchmarkCheckpointSecond(b *testing.B) {
+	base := b.TempDir()
+	proj := filepath.Join(base, "projects", "p")
+	for i := range 10000 {
+		p := filepath.Join(proj, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(p), 0o644)
+	}
+	os.MkdirAll(filepath.Join(base, "codex"), 0o755)
+	f, err := davfs.Open(davfs.Config{ProjectsRoot: filepath.Join(base, "projects"), CodexHome: filepath.Join(base, "codex"),
+		Checkpoints: davfs.CheckpointConfig{Dir: filepath.Join(base, "store"), MaxPerWorkspace: 1000}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	ws := davfs.Workspace{Scope: davfs.ScopeProject, Project: "p"}
+	if _, err := f.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := f.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

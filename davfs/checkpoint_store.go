@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,8 @@ type ckStore struct {
 	objDirs   sync.Map     // object subdirectories known to exist
 	busyMu    sync.Mutex
 	busy      map[string]int // checkpoints a restore reads: never pruned
+	cacheMu   sync.Mutex
+	manifests []cachedManifest // most recent first
 }
 
 func newCkStore(f *FS, cfg Config) (*ckStore, error) {
@@ -499,13 +502,60 @@ func readMetaAt(dfd int, id string) (*ckMeta, error) {
 	return &m, nil
 }
 
+// readManifest returns a checkpoint's manifest, from the small cache of
+// recent ones when it is there (a manifest never changes once written).
+// Callers must not modify it.
 func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
+	key := wsKey(ws) + "/" + id
+	if m := s.cached(key); m != nil {
+		return m, nil
+	}
 	dfd, err := s.wsDir(ws, false)
 	if err != nil {
 		return nil, errCheckpointNotFound(id)
 	}
 	defer unix.Close(dfd)
-	return readManifestAt(dfd, id)
+	m, err := readManifestAt(dfd, id)
+	if err == nil {
+		s.cache(key, m)
+	}
+	return m, err
+}
+
+// manifestCacheSize: recent manifests kept decoded (a 10,000-file one is
+// a few MiB), so compare and restore of one path do not decode it again.
+const manifestCacheSize = 4
+
+type cachedManifest struct {
+	key string
+	m   *ckManifest
+}
+
+func (s *ckStore) cached(key string) *ckManifest {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	for i, c := range s.manifests {
+		if c.key == key {
+			s.manifests = append(append([]cachedManifest{c}, s.manifests[:i]...), s.manifests[i+1:]...)
+			return c.m
+		}
+	}
+	return nil
+}
+
+func (s *ckStore) cache(key string, m *ckManifest) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	s.manifests = append([]cachedManifest{{key, m}}, s.manifests...)
+	if len(s.manifests) > manifestCacheSize {
+		s.manifests = s.manifests[:manifestCacheSize]
+	}
+}
+
+func (s *ckStore) uncache(key string) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == key })
 }
 
 func readManifestAt(dfd int, id string) (*ckManifest, error) {
@@ -605,6 +655,7 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 // remove deletes one checkpoint's files: the description first (then it
 // no longer exists), then the manifest.
 func (s *ckStore) remove(key, id string) error {
+	s.uncache(key + "/" + id)
 	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
 	if err != nil {
 		return err
@@ -801,6 +852,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 		unix.Unlinkat(dfd, meta.ID+".manifest", 0)
 		return errStore(err)
 	}
+	s.cache(wsKey(ws)+"/"+meta.ID, m)
 	return nil
 }
 
@@ -936,4 +988,77 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		return errCheckpointLimit("it is larger than services.checkpoints.maxTotalBytes")
 	}
 	return nil
+}
+
+// MarshalJSON writes the manifest as encoding/json would (the same field
+// names; read back with encoding/json), without reflection: for a
+// 10,000-file tree it is a fifth of a second checkpoint's time otherwise.
+func (m *ckManifest) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 64+len(m.Entries)*160)
+	b = append(b, `{"version":`...)
+	b = strconv.AppendInt(b, int64(m.Version), 10)
+	b = append(b, `,"entries":[`...)
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"p":`...)
+		b = appendJSONString(b, e.Path)
+		if e.Dir {
+			b = append(b, `,"d":true`...)
+		}
+		b = append(b, `,"m":`...)
+		b = strconv.AppendUint(b, uint64(e.Mode), 10)
+		num := func(key string, v int64) {
+			if v != 0 {
+				b = append(b, key...)
+				b = strconv.AppendInt(b, v, 10)
+			}
+		}
+		num(`,"s":`, e.Size)
+		if e.Hash != "" {
+			b = append(b, `,"h":`...)
+			b = appendJSONString(b, e.Hash)
+		}
+		num(`,"t":`, e.Mtime)
+		if e.Dev != 0 {
+			b = append(b, `,"dv":`...)
+			b = strconv.AppendUint(b, e.Dev, 10)
+		}
+		if e.Ino != 0 {
+			b = append(b, `,"i":`...)
+			b = strconv.AppendUint(b, e.Ino, 10)
+		}
+		num(`,"c":`, e.Ctime)
+		if e.Key {
+			b = append(b, `,"k":true`...)
+		}
+		if e.Pack != "" {
+			b = append(b, `,"pk":`...)
+			b = appendJSONString(b, e.Pack)
+		}
+		num(`,"o":`, e.Off)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...), nil
+}
+
+// appendJSONString appends s (valid UTF-8: davfs only records visible
+// names) as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hexd = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
