@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -289,4 +290,47 @@ func TestCheckpointLimitsThroughTheBinary(t *testing.T) {
 	off := sidecartest.Start(t, sidecartest.Options{Configure: func(c *sidecar.Config) { c.Services.Checkpoints.Enabled = false }})
 	_, err = workspacev1.NewCheckpointServiceClient(off.Conn(t)).ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: global})
 	wantErr(t, err, codes.FailedPrecondition, "CHECKPOINTS_DISABLED")
+}
+
+// A WebDAV DELETE of a collection is a recursive delete: it keeps an
+// automatic checkpoint too.
+func TestCheckpointBeforeWebDAVDelete(t *testing.T) {
+	projects := t.TempDir()
+	writeFile(t, projects, "w/dir/a.txt", "a\n")
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects,
+		Configure: func(c *sidecar.Config) { c.DavServer.AllowUnconditionalWrites = true }})
+	resp, _ := dav(t, "DELETE", sc.DavURL+"/projects/w/dir/", nil)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %s", resp.Status)
+	}
+	l, err := workspacev1.NewCheckpointServiceClient(sc.Conn(t)).ListCheckpoints(ctxT(t), &workspacev1.ListCheckpointsRequest{Workspace: proj("w")})
+	if err != nil || len(l.GetCheckpoints()) != 1 || l.GetCheckpoints()[0].GetRootPath() != "dir" ||
+		l.GetCheckpoints()[0].GetReason() != workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE {
+		t.Fatalf("checkpoints after a WebDAV DELETE: %v, %v", l, err)
+	}
+}
+
+func TestCheckpointsConfig(t *testing.T) {
+	cases := map[string]string{
+		"services:\n  checkpoints:\n    dir: relative/path\n":                        "services.checkpoints.dir: must be an absolute path",
+		"services:\n  checkpoints:\n    dir: /data/projects/p/deep\n":                "services.checkpoints.dir: must not be inside a project",
+		"services:\n  checkpoints:\n    dir: /home/node/.codex/ckpt\n":               "services.checkpoints.dir: must not be inside codexHomeDir",
+		"services:\n  checkpoints:\n    dir: /data\n":                                "services.checkpoints.dir: must not contain",
+		"services:\n  checkpoints:\n    maxAge: soon\n":                              "services.checkpoints.maxAge",
+		"services:\n  checkpoints:\n    maxPerWorkspace: 0\n":                        "services.checkpoints.maxPerWorkspace",
+		"services:\n  checkpoints:\n    unknownKey: 1\n":                             "services.checkpoints.unknownKey: unknown key",
+		"services:\n  checkpoints:\n    dir: /data/projects/.ckpt\n    maxAge: 1h\n": "",
+	}
+	for in, want := range cases {
+		cfg, err := sidecar.ParseConfig([]byte(in))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q: %v", in, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%q: error %v, want %q", in, err, want)
+		}
+	}
 }
