@@ -55,6 +55,11 @@ type DeleteOptions struct {
 // the entries already removed are ones unchanged since the read, and the
 // directory itself remains. Denylisted names inside are deleted like any
 // other (the denylist applies to requests, not to a deleted tree's content).
+//
+// With automatic checkpoints on (CheckpointConfig.Automatic), a recursive
+// delete of a directory whose revision matches first checkpoints that
+// directory (checkpoint.go); if that fails, nothing is deleted and its
+// error is returned.
 func (f *FS) DeleteEntryWith(ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) error {
 	if expectedRevision == "" {
 		return errRevisionRequired()
