@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentworkspace/files/davfs"
 )
@@ -58,6 +59,8 @@ func BenchmarkCheckpointSecond(b *testing.B) {
 		os.WriteFile(p, []byte(p), 0o644)
 	}
 	os.MkdirAll(filepath.Join(base, "codex"), 0o755)
+	// Older than the margin within which a stat cannot stand for the content.
+	time.Sleep(2500 * time.Millisecond)
 	f, err := davfs.Open(davfs.Config{ProjectsRoot: filepath.Join(base, "projects"), CodexHome: filepath.Join(base, "codex"),
 		Checkpoints: davfs.CheckpointConfig{Dir: filepath.Join(base, "store"), MaxPerWorkspace: 1000}})
 	if err != nil {

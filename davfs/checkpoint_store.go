@@ -829,7 +829,7 @@ func errCheckpointLimit(why string) *Error {
 
 // commit writes the manifest, then the description.
 func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
-	mb, err := json.Marshal(m)
+	mb, err := m.MarshalJSON() // not json.Marshal: it would re-scan the output
 	if err != nil {
 		return errStore(err)
 	}
