@@ -119,6 +119,15 @@ func TestCheckpointsREST(t *testing.T) {
 	if r := do(t, req); r.Status != 403 {
 		t.Fatalf("non-admin list: %d", r.Status)
 	}
+	req = g.NewRequest(t, http.MethodPost, base+"/"+c.ID+":restore", strings.NewReader(`{`+ws+`}`))
+	req.Header.Set("Authorization", "Bearer "+g.UserToken)
+	if r := do(t, req); r.Status != 403 {
+		t.Fatalf("non-admin restore: %d", r.Status)
+	}
+	// An undecodable body is refused before the service, and audited.
+	if r := admin(t, g, http.MethodPost, base+"/"+c.ID+":restore", `{"workspace":`); r.Status != 400 {
+		t.Fatalf("bad body: %d %s", r.Status, r.Body)
+	}
 
 	// A project delete keeps an automatic checkpoint that brings it back.
 	if r := admin(t, g, http.MethodDelete, api+"/agents/codex-a/projects/demo?confirm_name=demo", ""); r.Status != 200 {
@@ -146,11 +155,11 @@ func TestCheckpointsREST(t *testing.T) {
 		if rec["result"] == "ok" && rec["checkpoint_id"] == "" {
 			t.Errorf("audit record without checkpoint_id: %v", rec)
 		}
-		if rec["project_name"] != "demo" || rec["operator"] != gatewaytest.AdminOperator {
+		if rec["result"] == "ok" && rec["project_name"] != "demo" || rec["operator"] != gatewaytest.AdminOperator {
 			t.Errorf("audit record: %v", rec)
 		}
 	}
-	want := map[string]int{"create_checkpoint/ok": 1, "restore_checkpoint/ok": 2, "restore_checkpoint/error": 1, "delete_checkpoint/ok": 1, "delete_checkpoint/error": 1}
+	want := map[string]int{"create_checkpoint/ok": 1, "restore_checkpoint/ok": 2, "restore_checkpoint/error": 2, "delete_checkpoint/ok": 1, "delete_checkpoint/error": 1}
 	for k, n := range want {
 		if acts[k] != n {
 			t.Errorf("audit %s: %d records, want %d (all: %v)", k, acts[k], n, acts)
