@@ -86,11 +86,14 @@ func (p *packWriter) add(b []byte) (int64, error) {
 	return off, nil
 }
 
-// commit moves the pack to packs/<id>.pack (durable with the syncfs that
-// follows, before the manifest naming it is written).
+// commit fsyncs the pack and moves it to packs/<id>.pack, before the
+// manifest naming it is written.
 func (p *packWriter) commit() error {
 	if !p.ok {
 		return nil
+	}
+	if err := unix.Fsync(p.t.fd); err != nil {
+		return err
 	}
 	unix.Close(p.t.fd)
 	p.t.fd = -1

@@ -31,6 +31,7 @@ type scanner struct {
 	blocked map[string]struct{}
 	pinned  map[string]struct{}
 	added   int64 // bytes newly stored
+	loose   int   // loose objects newly written (made durable by one syncfs)
 	buf     []byte
 	pack    *packWriter        // where new small files go (capture)
 	known   map[string]ckEntry // hash → where its bytes are stored
@@ -277,6 +278,7 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 					return ckEntry{}, false, errStore(err)
 				}
 				s.added += added
+				s.loose++
 				s.known[h] = e
 			} else {
 				off, err := s.pack.add(b)
@@ -315,6 +317,7 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 		return ckEntry{}, false, errStore(err)
 	}
 	s.added += added
+	s.loose++
 	if s.added > s.store.cfg.MaxTotalBytes {
 		return ckEntry{}, false, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
 	}

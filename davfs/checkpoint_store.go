@@ -782,9 +782,9 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 			err = errStore(perr)
 		}
 	}
-	if err == nil {
-		// One syncfs makes every object durable before the manifest that
-		// names them.
+	if err == nil && sc.loose > 0 {
+		// One syncfs makes every loose object durable before the manifest
+		// that names them (the pack was fsynced on its own).
 		if serr := unix.Syncfs(s.tmpfd); serr != nil {
 			err = errStore(serr)
 		}
