@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 export function registerCheckpointTests(h) {
+  registerFolderRestoreTest(h);
   const { test, expect, eventually, $, dialog, row, projectRow, ensureSignedIn, selectAgent, openProject, clickMenu, shot } = h;
   const rows = (p) => p.locator('[data-testid="ckpt-row"]');
 
@@ -127,5 +128,39 @@ export function registerCheckpointTests(h) {
     await eventually(async () => (await cv.locator('[data-testid="ckpt-diff"]').textContent())?.includes('+broken by the agent'), 'Global diff');
     await p.locator('[data-testid="ckpt-close"]').click();
     await $('[data-testid="tab-projects"]').click();
+  });
+}
+
+export function registerFolderRestoreTest(h) {
+  const { test, expect, eventually, $, dialog, ensureSignedIn, selectAgent, openProject } = h;
+  const rows = (p) => p.locator('[data-testid="ckpt-row"]');
+  test('checkpoints: restore one folder from the diff view; files outside it stay', async () => {
+    const a = h.sa();
+    a.write('ckpt-folder/sub/a.txt', 'a one\n');
+    a.write('ckpt-folder/top.txt', 'top one\n');
+    await ensureSignedIn();
+    await selectAgent('codex-a');
+    await $('[data-testid="refresh-projects"]').click();
+    await openProject('ckpt-folder');
+    await $('[data-testid="open-checkpoints"]').click();
+    const p = dialog('checkpoints-panel');
+    await p.waitFor();
+    await p.locator('[data-testid="ckpt-create"]').click();
+    await eventually(async () => (await rows(p).count()) === 1, 'checkpoint listed');
+    a.write('ckpt-folder/sub/a.txt', 'a two\n');
+    a.write('ckpt-folder/sub/b.txt', 'new in sub\n');
+    a.write('ckpt-folder/top.txt', 'top two\n');
+    await rows(p).first().locator('[data-testid="ckpt-compare"]').click();
+    const cv = p.locator('[data-testid="ckpt-compare-view"]');
+    await cv.locator('[data-testid="ckpt-change"][data-path="sub/a.txt"]').click();
+    await cv.locator('[data-testid="ckpt-restore-folder"]').click();
+    const rd = dialog('restore-checkpoint-dialog');
+    await rd.waitFor();
+    const effects = await rd.locator('[data-testid="restore-effects"]').textContent();
+    expect(effects.includes('sub/a.txt') && effects.includes('sub/b.txt') && !effects.includes('top.txt'), `only the folder's changes (${effects})`);
+    await rd.locator('[data-action="confirm"]').click();
+    await eventually(() => a.read('ckpt-folder/sub/a.txt') === 'a one\n' && !a.exists('ckpt-folder/sub/b.txt'), 'folder restored');
+    expect(a.read('ckpt-folder/top.txt') === 'top two\n', 'a file outside the folder is untouched');
+    await p.locator('[data-testid="ckpt-close"]').click();
   });
 }

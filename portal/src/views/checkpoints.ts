@@ -206,15 +206,24 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
     function diffView(c: Comparison): TemplateResult {
       const ch = (c.result.changes ?? []).find((x) => x.path === c.selected);
       if (!ch) return html`<p class="muted">Select a file to see its changes.</p>`;
+      const p = ch.path ?? '';
+      const folder = p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '';
       const modes =
         ch.kind === 'CHANGE_KIND_MODIFIED' && ch.old_mode !== ch.new_mode
           ? html`<p class="muted">Permissions ${modeText(ch.old_mode)} → ${modeText(ch.new_mode)}</p>`
           : nothing;
       return html`<div class="ckpt-diff-head">
           <code>${ch.path}</code>
-          <button class="btn btn-small" data-testid="ckpt-restore-path" ?disabled=${busy} @click=${() => void restore(c.checkpoint, ch.path ?? '')}>
-            Restore this ${ch.type === 'ENTRY_TYPE_DIRECTORY' ? 'folder' : 'file'}…
-          </button>
+          <span class="head-actions">
+            <button class="btn btn-small" data-testid="ckpt-restore-path" ?disabled=${busy} @click=${() => void restore(c.checkpoint, ch.path ?? '')}>
+              Restore this ${ch.type === 'ENTRY_TYPE_DIRECTORY' ? 'folder' : 'file'}…
+            </button>
+            ${folder && folder !== (c.result.path ?? '')
+              ? html`<button class="btn btn-small" data-testid="ckpt-restore-folder" ?disabled=${busy} @click=${() => void restore(c.checkpoint, folder)}>
+                  Restore folder ${folder}…
+                </button>`
+              : nothing}
+          </span>
         </div>
         ${modes}
         ${ch.diff_state === 'DIFF_STATE_INCLUDED'
