@@ -55,6 +55,11 @@ type DeleteOptions struct {
 // the entries already removed are ones unchanged since the read, and the
 // directory itself remains. Denylisted names inside are deleted like any
 // other (the denylist applies to requests, not to a deleted tree's content).
+//
+// With automatic checkpoints on (CheckpointConfig.Automatic), a recursive
+// delete of a directory whose revision matches first checkpoints that
+// directory (checkpoint.go); if that fails, nothing is deleted and its
+// error is returned.
 func (f *FS) DeleteEntryWith(ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) error {
 	if expectedRevision == "" {
 		return errRevisionRequired()
@@ -71,6 +76,16 @@ func (f *FS) DeleteEntryWith(ctx context.Context, ws Workspace, path, expectedRe
 	}
 	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
 		return errProtected("the skills root cannot be deleted")
+	}
+	if opts.Recursive && f.ck != nil && f.ck.cfg.Automatic {
+		// A directory's delete keeps an automatic checkpoint of it first
+		// (checkpoint.go), when the delete can succeed. f.stat, unlike
+		// Stat, does not hand the revision out (seen.go).
+		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory && e.Revision == expectedRevision {
+			if _, err := f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete); err != nil {
+				return err
+			}
+		}
 	}
 	pfd, old, err := f.lockedDelete(ctx, w, expectedRevision, opts)
 	if err != nil {

@@ -83,6 +83,10 @@ const (
 	ReasonNotRegular           Reason = "NOT_REGULAR"
 	ReasonGitInitFailed        Reason = "GIT_INIT_FAILED"
 	ReasonInternal             Reason = "INTERNAL"
+	ReasonCheckpointNotFound   Reason = "CHECKPOINT_NOT_FOUND"
+	ReasonCheckpointLimit      Reason = "CHECKPOINT_LIMIT"
+	ReasonCheckpointConflict   Reason = "CHECKPOINT_CONFLICT"
+	ReasonCheckpointsDisabled  Reason = "CHECKPOINTS_DISABLED"
 )
 
 // Error is the one error type of davfs. Message is safe to show a client: it

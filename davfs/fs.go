@@ -77,6 +77,9 @@ type FS struct {
 	dirSyncs dirSyncs // group directory fsync (syncDir)
 	closed   atomic.Bool
 
+	// ck is the checkpoint store, nil when checkpoints are disabled.
+	ck *ckStore
+
 	// hooks inject failures in tests; zero in production.
 	hooks hooks
 }
@@ -114,6 +117,9 @@ func Open(cfg Config) (*FS, error) {
 	for _, n := range cfg.DeniedNames {
 		f.deny[n] = struct{}{}
 	}
+	if n := checkpointDirName(cfg); n != "" {
+		f.deny[n] = struct{}{} // the store is never a Project
+	}
 	f.cache = newHashCache(defaultCacheEntries)
 	f.seen = newDirSeen(defaultSeenEntries)
 	if f.projects, err = openRoot(cfg.ProjectsRoot, "projectsRootDir"); err != nil {
@@ -124,6 +130,10 @@ func Open(cfg Config) (*FS, error) {
 		return nil, err
 	}
 	f.useOpenat2 = !cfg.DisableOpenat2 && probeOpenat2(f.projects.fd)
+	if f.ck, err = newCkStore(f, cfg); err != nil {
+		f.Close()
+		return nil, err
+	}
 	if err := f.ensureSkills(); err != nil {
 		f.Close()
 		return nil, err
@@ -195,6 +205,9 @@ func (f *FS) ensureSkills() error {
 func (f *FS) Close() error {
 	if f.closed.Swap(true) {
 		return nil
+	}
+	if f.ck != nil {
+		f.ck.close()
 	}
 	var errs []error
 	for _, r := range []root{f.projects, f.codex} {

@@ -180,7 +180,10 @@ func (f *FS) syncRoot() error {
 // still a real directory directly under the projects root (not a symlink:
 // PermissionDenied/SYMLINK; missing: NotFound/PROJECT_NOT_FOUND) and
 // deletes exactly that inode: everything in it, .git and denylisted
-// directories included, never following a symlink.
+// directories included, never following a symlink. With automatic
+// checkpoints on, the project is checkpointed first (without .git and
+// denylisted directories, which checkpoints never hold); if that fails,
+// nothing is deleted.
 func (f *FS) DeleteProject(ctx context.Context, name, confirmName string) error {
 	if err := f.alive(); err != nil {
 		return err
@@ -193,6 +196,12 @@ func (f *FS) DeleteProject(ctx context.Context, name, confirmName string) error 
 	}
 	if !f.visibleName(name) || strings.Contains(name, "/") {
 		return newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
+	}
+	if f.projectErr(name) == nil {
+		// The automatic checkpoint that can bring it back (checkpoint.go).
+		if _, err := f.autoCheckpoint(ctx, Workspace{Scope: ScopeProject, Project: name}, "", CheckpointBeforeProjectDelete); err != nil {
+			return err
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

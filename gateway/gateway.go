@@ -93,7 +93,7 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		return nil, err
 	}
 	srv, err := httpapi.New(httpapi.Options{
-		Auth: authn, Service: svc, Metrics: m, Gatherer: reg, DAV: dav,
+		Auth: authn, Service: svc, Checkpoints: svc.Checkpoints(), Metrics: m, Gatherer: reg, DAV: dav,
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
 	})

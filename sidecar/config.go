@@ -51,7 +51,8 @@ type LogConfig struct {
 
 // ServicesConfig groups the sidecar's services.
 type ServicesConfig struct {
-	Project ProjectConfig `yaml:"project"`
+	Project     ProjectConfig     `yaml:"project"`
+	Checkpoints CheckpointsConfig `yaml:"checkpoints"`
 }
 
 // ProjectConfig is services.project: the volumes and the limits davfs enforces.
@@ -94,7 +95,9 @@ func DefaultConfig() Config {
 			MaxPathDepth:        64,
 			DeniedDirectories: []string{".git", ".hg", ".svn", "node_modules", ".venv", "venv",
 				"vendor", "dist", "build", ".next", ".cache", "__pycache__"},
-		}},
+		},
+			Checkpoints: DefaultCheckpointsConfig(),
+		},
 	}
 }
 
@@ -254,6 +257,7 @@ func (c Config) Validate() error {
 			bad(key, "must be a single name without '/' or NUL (got %q)", name)
 		}
 	}
+	errs = append(errs, c.Services.Checkpoints.validate(p))
 	return errors.Join(errs...)
 }
 

@@ -114,6 +114,13 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	for _, md := range workspacev1.WorkspaceService_ServiceDesc.Methods {
 		m.Init(md.MethodName)
 	}
+	for _, md := range workspacev1.CheckpointService_ServiceDesc.Methods {
+		m.Init(md.MethodName)
+	}
+	cm, err := metrics.NewCheckpoints(deps.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 
 	initializer := deps.Initializer
 	if initializer == nil {
@@ -142,11 +149,17 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		Initializer:         initializer,
 		Logger:              s.log.Named("davfs"),
 		Now:                 deps.Now,
+		Checkpoints:         cfg.Services.Checkpoints.davfs(p),
+		CheckpointObserver:  cm.Observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open volumes: %w", err)
 	}
 	s.fs = fs
+	if err := cm.RegisterStore(deps.Registry, fs.CheckpointStats); err != nil {
+		fs.Close()
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 
 	// gRPC messages carry whole editable files; leave room for the envelope.
 	maxMsg := int(p.MaxEditableFileSize) + 1<<20
@@ -167,6 +180,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		grpc.InitialConnWindowSize(int32(2*win)),
 	)
 	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
+	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(fs))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)

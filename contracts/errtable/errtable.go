@@ -94,6 +94,11 @@ var table = map[string]Row{
 	"INTERNAL":        {codes.Internal, 500, 500},
 	// Unauthenticated (gateway only)
 	"UNAUTHENTICATED": {codes.Unauthenticated, 401, 401},
+	// Checkpoints
+	"CHECKPOINT_NOT_FOUND": {codes.NotFound, 404, 404},
+	"CHECKPOINT_LIMIT":     {codes.ResourceExhausted, 507, 507},
+	"CHECKPOINT_CONFLICT":  {codes.FailedPrecondition, 409, 409},
+	"CHECKPOINTS_DISABLED": {codes.FailedPrecondition, 409, 403},
 }
 
 // Lookup returns the row of reason, and false for a reason the table does

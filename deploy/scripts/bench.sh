@@ -21,4 +21,8 @@ if [ -d deploy/bench/gatewaybench ]; then
   echo "== the same with the gateway as deploy/k8s runs it (1 CPU: GOMAXPROCS=1) =="
   go run ./deploy/bench/gatewaybench -gateway-procs 1 | tee "$out/gateway-1cpu.txt"
 fi
+if [ -d deploy/bench/ckptbench ]; then
+  echo "== checkpoints vs tar -c =="
+  go run ./deploy/bench/ckptbench | tee "$out/checkpoints.txt"
+fi
 echo "bench: results in $out/"

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { binaries, Gateway, REPO, Sidecar, tempBase } from './harness.mjs';
+import { registerCheckpointTests } from './checkpoints.mjs';
 
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const SHOTS = process.env.E2E_SCREENSHOTS || path.join(REPO, 'docs/screenshots');
@@ -460,7 +461,7 @@ test('entry actions: rename (F2), move (menu), delete with confirmation (Delete 
   const dd = dialog('delete-entry-dialog');
   await dd.waitFor();
   const body = await dd.textContent();
-  expect(/recursively and\s+permanently/.test(body) && body.includes('cannot be undone'), 'delete text says recursive, permanent, cannot be undone');
+  expect(/recursively and\s+permanently/.test(body) && body.includes('checkpoint'), 'delete text says recursive, permanent, and the automatic checkpoint');
   await dd.locator('[data-action="cancel"]').click();
   expect(sa.exists('demo/src/app.go'), 'cancel keeps the folder');
   await row('src').click({ button: 'right' });
@@ -815,7 +816,7 @@ test('delete project: the full name is required, the text says permanent; editor
   const d = dialog('delete-project-dialog');
   await d.waitFor();
   const t = await d.textContent();
-  expect(t.includes('permanent') && t.includes('cannot be undone'), 'says permanent and cannot be undone');
+  expect(t.includes('permanent') && t.includes('checkpoint'), 'says permanent, and the automatic checkpoint');
   const confirm = d.locator('[data-action="confirm"]');
   expect(await confirm.isDisabled(), 'disabled before typing');
   await d.locator('input').fill('dem');
@@ -1386,6 +1387,8 @@ test('layout: readable on a narrow window', async () => {
   await shot('narrow.png');
   await page.setViewportSize({ width: 1280, height: 800 });
 });
+
+registerCheckpointTests({ test, expect, eventually, $, dialog, row, projectRow, ensureSignedIn, selectAgent, openProject, clickMenu, shot, sa: () => sa });
 
 // ---------------------------------------------------------------------------
 

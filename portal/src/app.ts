@@ -28,6 +28,8 @@ import { noticeView } from './views/notice';
 import { unavailableView } from './views/unavailable';
 import { editorView } from './views/editor';
 import { treeView } from './views/tree';
+import { createCheckpointApi, type CheckpointApi } from './api/checkpoints';
+import { openCheckpoints } from './views/checkpoints';
 
 /** SKILL.md of a new skill: the front matter Codex reads, and a place for the instructions. */
 export function skillTemplate(name: string): string {
@@ -43,6 +45,7 @@ export class App {
   #notice: Notice | null = null;
   #noticeSerial = 0;
   readonly #api: Api;
+  readonly #ckpt: CheckpointApi;
   readonly #editor: LazyEditor;
   #scheduled = false;
   #focusAfterRender: string | null = null;
@@ -58,6 +61,7 @@ export class App {
   constructor(root: HTMLElement) {
     this.#root = root;
     this.#api = createApi({ csrf: () => this.#session?.csrf_token ?? '' });
+    this.#ckpt = createCheckpointApi({ csrf: () => this.#session?.csrf_token ?? '' });
     this.#editor = new LazyEditor(
       (text) => this.#onEdit(text),
       () => void this.save(),
@@ -460,7 +464,8 @@ export class App {
       body: [
         html`This <strong>permanently deletes</strong> the project <code>${name}</code> and everything in it, including its Git history
           and files not under version control.`,
-        html`<strong>The deletion is permanent and cannot be undone.</strong>`,
+        html`<strong>The deletion is permanent.</strong> With automatic checkpoints on (the default), a checkpoint of the project
+          (without its Git history and denied folders) is taken first: while it is kept, Checkpoints can bring the files back.`,
       ],
       requireText: { label: `Type the project name (${name}) to confirm`, value: name },
       confirmLabel: 'Delete project permanently',
@@ -474,7 +479,11 @@ export class App {
       st.trees.delete(workspaceKey(project(name)));
       if (st.selectedProject === name) st.selectedProject = null;
       this.#closeFile(st);
-      this.notify('info', `Project ${name} was deleted.`);
+      this.notify('info', `Project ${name} was deleted.`, {
+        label: 'Checkpoints…',
+        testid: 'deleted-project-checkpoints',
+        run: () => void this.#openCheckpoints(project(name), () => this.#scope && this.#loadProjects(this.#scope)),
+      });
       await this.#loadProjects(scope);
     } catch (err) {
       this.#fail(err, `Project ${name} was not deleted.`);
@@ -667,6 +676,31 @@ export class App {
     };
   }
 
+  // ---- checkpoints -----------------------------------------------------
+
+  /** The Checkpoints panel of ws (views/checkpoints.ts). */
+  async #openCheckpoints(ws: WorkspaceRef, onRestored: () => unknown, comparePath?: string): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    await openCheckpoints({
+      api: this.#ckpt,
+      agentId: scope.agentId,
+      ws,
+      title: ws.scope === 'GLOBAL' ? 'Global' : `project ${ws.project_name ?? ''}`,
+      ...(comparePath ? { comparePath } : {}),
+      notify: (kind, text) => this.notify(kind, text),
+      describeError,
+      onRestored: async () => {
+        if (scope.alive) await onRestored();
+      },
+    });
+  }
+
+  async #refreshAfterRestore(tree: TreeState): Promise<void> {
+    const scope = this.#scope;
+    if (scope) await this.#refreshTree(scope, tree);
+  }
+
   #openEntryMenu(tree: TreeState, entry: Entry, anchor: HTMLElement, at?: { x: number; y: number }): void {
     const can = this.#allowed(tree, entry);
     const items: MenuItem[] = [];
@@ -676,6 +710,9 @@ export class App {
       items.push({ label: 'Refresh', run: () => this.#scope && void this.#reloadDir(this.#scope, tree, entry.path ?? '') });
     } else {
       items.push({ label: 'Open', hint: 'Enter', run: () => void this.#openFile(tree.workspace, entry.path ?? '', false, entry) });
+    }
+    if (!isDir(entry)) {
+      items.push({ label: 'Compare with checkpoint…', run: () => void this.#openCheckpoints(tree.workspace, () => this.#refreshAfterRestore(tree), entry.path ?? '') });
     }
     if (can.rename) items.push({ label: 'Rename…', hint: 'F2', run: () => void this.#rename(tree, entry) });
     if (can.move) items.push({ label: 'Move to folder…', run: () => void this.#move(tree, entry) });
@@ -843,7 +880,10 @@ export class App {
           ? html`This deletes the folder <code>${path}</code>. If it is not empty, <strong>everything inside it is deleted recursively and
               permanently</strong>.`
           : html`This permanently deletes the file <code>${path}</code>.`,
-        html`<strong>This cannot be undone.</strong>`,
+        dir
+          ? html`<strong>The deletion is permanent.</strong> With automatic checkpoints on (the default), a checkpoint of the folder is
+              taken first: while it is kept, Checkpoints can bring it back.`
+          : html`<strong>This cannot be undone</strong> unless a checkpoint holds the file.`,
         ...(losesEdits ? [html`Your unsaved changes in the open file will be lost.`] : []),
       ],
       confirmLabel: dir ? 'Delete folder permanently' : 'Delete file permanently',
@@ -1356,6 +1396,14 @@ export class App {
                 >
                   Refresh
                 </button>
+                <button
+                  class="btn btn-small"
+                  data-testid="open-checkpoints"
+                  title="Snapshots of this project: compare and restore"
+                  @click=${() => void this.#openCheckpoints(tree.workspace, () => this.#refreshAfterRestore(tree))}
+                >
+                  Checkpoints
+                </button>
               </span>
             </div>
             ${this.#tree(scope, tree, `Files of project ${st.selectedProject}`)}
@@ -1391,6 +1439,14 @@ export class App {
           </button>
           <button class="btn btn-small" data-testid="refresh-files" title="Reload the listed folders and the open file" @click=${() => void this.#refreshTree(scope, tree)}>
             Refresh
+          </button>
+          <button
+            class="btn btn-small"
+            data-testid="open-checkpoints"
+            title="Snapshots of skills/ and AGENTS.md: compare and restore"
+            @click=${() => void this.#openCheckpoints(GLOBAL, () => this.#refreshAfterRestore(tree))}
+          >
+            Checkpoints
           </button>
         </span>
       </div>

@@ -21,6 +21,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agent-gateway/agents/{agent_id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a workspace's checkpoints, newest first */
+        get: operations["CheckpointManagementService_ListCheckpoints"];
+        put?: never;
+        /** Checkpoint a workspace (or one folder or file of it) */
+        post: operations["CheckpointManagementService_CreateCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a checkpoint */
+        delete: operations["CheckpointManagementService_DeleteCheckpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Compare a checkpoint with the current state or another checkpoint */
+        get: operations["CheckpointManagementService_CompareCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}:restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore a workspace, a folder or a file from a checkpoint (checkpointing the current state first) */
+        post: operations["CheckpointManagementService_RestoreCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agent-gateway/agents/{agent_id}/projects": {
         parameters: {
             query?: never;
@@ -154,8 +223,109 @@ export interface components {
             project_management_enabled?: boolean;
             is_default?: boolean;
         };
+        /**
+         * @description - CHANGE_KIND_ADDED: Only in the target (current state): a restore removes it.
+         *      - CHANGE_KIND_REMOVED: Only in the checkpoint: a restore creates it.
+         *      - CHANGE_KIND_MODIFIED: Content or permission bits differ: a restore rewrites it.
+         * @default CHANGE_KIND_UNSPECIFIED
+         * @enum {string}
+         */
+        v1ChangeKind: "CHANGE_KIND_UNSPECIFIED" | "CHANGE_KIND_ADDED" | "CHANGE_KIND_REMOVED" | "CHANGE_KIND_MODIFIED";
+        v1Checkpoint: {
+            /** @description 24 lowercase hex digits; IDs sort by creation time. */
+            id?: string;
+            workspace?: components["schemas"]["v1WorkspaceRef"];
+            /** @description The directory or file the checkpoint was taken of; empty: the whole workspace. */
+            root_path?: string;
+            label?: string;
+            operator?: string;
+            /** Format: date-time */
+            created_at?: string;
+            reason?: components["schemas"]["v1CheckpointReason"];
+            /** Format: int32 */
+            file_count?: number;
+            /** Format: int32 */
+            directory_count?: number;
+            /**
+             * Format: int64
+             * @description Bytes of the files captured.
+             */
+            size?: string;
+            /**
+             * Format: int32
+             * @description Names left out: symlinks, hard-linked, special or denylisted names,
+             *     mount points, files still changing after retries.
+             */
+            skipped_count?: number;
+        };
+        v1CheckpointChange: {
+            path?: string;
+            kind?: components["schemas"]["v1ChangeKind"];
+            type?: components["schemas"]["v1EntryType"];
+            /** Format: int64 */
+            old_size?: string;
+            /** Format: int64 */
+            new_size?: string;
+            /**
+             * Format: int64
+             * @description Permission bits (e.g. 0644 = 420).
+             */
+            old_mode?: number;
+            /** Format: int64 */
+            new_mode?: number;
+            /** @description A unified diff (text files within the editable limit), when diff_state is INCLUDED. */
+            diff?: string;
+            diff_state?: components["schemas"]["v1DiffState"];
+        };
+        v1CheckpointManagementServiceCreateCheckpointBody: {
+            workspace: components["schemas"]["v1WorkspaceRef"];
+            label?: string;
+            path?: string;
+        };
+        v1CheckpointManagementServiceRestoreCheckpointBody: {
+            workspace: components["schemas"]["v1WorkspaceRef"];
+            path?: string;
+            plan_token?: string;
+        };
+        /**
+         * @description Why a checkpoint was taken.
+         *
+         *      - CHECKPOINT_REASON_MANUAL: Taken by an operator.
+         *      - CHECKPOINT_REASON_BEFORE_RESTORE: Automatic: the state a restore replaced (restoring it undoes the restore).
+         *      - CHECKPOINT_REASON_BEFORE_PROJECT_DELETE: Automatic: the project before it was deleted.
+         *      - CHECKPOINT_REASON_BEFORE_DELETE: Automatic: a directory before a recursive delete.
+         * @default CHECKPOINT_REASON_UNSPECIFIED
+         * @enum {string}
+         */
+        v1CheckpointReason: "CHECKPOINT_REASON_UNSPECIFIED" | "CHECKPOINT_REASON_MANUAL" | "CHECKPOINT_REASON_BEFORE_RESTORE" | "CHECKPOINT_REASON_BEFORE_PROJECT_DELETE" | "CHECKPOINT_REASON_BEFORE_DELETE";
+        v1CompareCheckpointResponse: {
+            base?: components["schemas"]["v1Checkpoint"];
+            target?: components["schemas"]["v1Checkpoint"];
+            /** @description The part compared. */
+            path?: string;
+            changes?: components["schemas"]["v1CheckpointChange"][];
+            /**
+             * @description Identifies exactly these changes; RestoreCheckpoint given it refuses to
+             *     run (REVISION_MISMATCH) if the workspace changed since. Only when
+             *     compared with the current state.
+             */
+            plan_token?: string;
+            /** @description More changes than returned (the list stops at 5000). */
+            truncated?: boolean;
+            /** Format: int32 */
+            total_changes?: number;
+        };
+        v1DeleteCheckpointResponse: Record<string, never>;
         v1DeleteEntryResponse: Record<string, never>;
         v1DeleteProjectResponse: Record<string, never>;
+        /**
+         * @description - DIFF_STATE_UNSPECIFIED: No diff was asked for.
+         *      - DIFF_STATE_OVER_BUDGET: The comparison's diff budget is spent: compare this path alone.
+         *      - DIFF_STATE_UNAVAILABLE: A directory, a change of mode only, or a side that cannot be read.
+         * @default DIFF_STATE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1DiffState: "DIFF_STATE_UNSPECIFIED" | "DIFF_STATE_INCLUDED" | "DIFF_STATE_NOT_TEXT" | "DIFF_STATE_TOO_LARGE" | "DIFF_STATE_OVER_BUDGET" | "DIFF_STATE_UNAVAILABLE";
         /** @description Entry is one file or directory inside a workspace. */
         v1Entry: {
             /** @description Name inside its directory. */
@@ -196,6 +366,10 @@ export interface components {
             /** @description Sorted by agent_id. */
             agents?: components["schemas"]["v1Agent"][];
         };
+        v1ListCheckpointsResponse: {
+            /** @description Newest first. */
+            checkpoints?: components["schemas"]["v1Checkpoint"][];
+        };
         v1ListEntriesResponse: {
             /** @description Directories first, then files; each group by name. */
             entries?: components["schemas"]["v1Entry"][];
@@ -229,6 +403,20 @@ export interface components {
             git_initialized?: boolean;
             /** @description Revision of the project's root directory. */
             revision?: string;
+        };
+        v1RestoreCheckpointResponse: {
+            checkpoint?: components["schemas"]["v1Checkpoint"];
+            path?: string;
+            /** @description What was undone (without diffs). */
+            changes?: components["schemas"]["v1CheckpointChange"][];
+            /**
+             * @description The automatic checkpoint of the state before the restore: restoring it
+             *     undoes the restore. Empty when automatic checkpoints are off.
+             */
+            undo_checkpoint_id?: string;
+            truncated?: boolean;
+            /** Format: int32 */
+            total_changes?: number;
         };
         v1WorkspaceManagementServiceCreateProjectBody: {
             name: string;
@@ -286,6 +474,196 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1ListAgentsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_ListCheckpoints: {
+        parameters: {
+            query?: {
+                /**
+                 * @description - PROJECT: One Project: a first-level directory under the projects root.
+                 *      - GLOBAL: The Global virtual root: skills/ and AGENTS.md of CODEX_HOME, nothing else.
+                 */
+                "workspace.scope"?: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+                "workspace.project_name"?: string;
+            };
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListCheckpointsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_CreateCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["v1CheckpointManagementServiceCreateCheckpointBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1Checkpoint"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_DeleteCheckpoint: {
+        parameters: {
+            query?: {
+                /**
+                 * @description - PROJECT: One Project: a first-level directory under the projects root.
+                 *      - GLOBAL: The Global virtual root: skills/ and AGENTS.md of CODEX_HOME, nothing else.
+                 */
+                "workspace.scope"?: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+                "workspace.project_name"?: string;
+            };
+            header?: never;
+            path: {
+                agent_id: string;
+                checkpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1DeleteCheckpointResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_CompareCheckpoint: {
+        parameters: {
+            query?: {
+                /**
+                 * @description - PROJECT: One Project: a first-level directory under the projects root.
+                 *      - GLOBAL: The Global virtual root: skills/ and AGENTS.md of CODEX_HOME, nothing else.
+                 */
+                "workspace.scope"?: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+                "workspace.project_name"?: string;
+                against_checkpoint_id?: string;
+                path?: string;
+                include_diffs?: boolean;
+            };
+            header?: never;
+            path: {
+                agent_id: string;
+                checkpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1CompareCheckpointResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_RestoreCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+                checkpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["v1CheckpointManagementServiceRestoreCheckpointBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1RestoreCheckpointResponse"];
                 };
             };
             /** @description An unexpected error response. */

@@ -47,8 +47,11 @@ type Record struct {
 	Action          string    `json:"action"`
 	SourcePath      string    `json:"source_path"`
 	DestinationPath string    `json:"destination_path"`
-	Result          string    `json:"result"`
-	GRPCCode        string    `json:"grpc_code"`
+	// CheckpointID names the checkpoint a checkpoint action created,
+	// restored or deleted.
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+	Result       string `json:"result"`
+	GRPCCode     string `json:"grpc_code"`
 	// Reason is the machine-readable error reason, when there is one.
 	Reason string `json:"reason,omitempty"`
 	// HTTPStatus is set for WebDAV mutations.

@@ -21,12 +21,15 @@ func mutationRoute(method, path, rawQuery string) (action, agentID, project stri
 		return "", "", ""
 	}
 	seg := strings.Split(strings.TrimSuffix(rest, "/"), "/")
-	if len(seg) < 2 || seg[1] != "projects" {
+	if len(seg) < 2 || (seg[1] != "projects" && seg[1] != "checkpoints") {
 		return "", "", ""
 	}
 	agentID = seg[0]
 	if len(agentID) > 64 {
 		agentID = agentID[:64]
+	}
+	if seg[1] == "checkpoints" {
+		return checkpointRoute(method, seg), agentID, ""
 	}
 	switch {
 	case len(seg) == 2 && method == http.MethodPost:

@@ -62,6 +62,11 @@ func (s *Server) newMux(mode runtime.UnescapingMode) (*runtime.ServeMux, error) 
 	if err := workspacev1.RegisterWorkspaceManagementServiceHandlerServer(context.Background(), mux, s.opts.Service); err != nil {
 		return nil, err
 	}
+	if s.opts.Checkpoints != nil {
+		if err := workspacev1.RegisterCheckpointManagementServiceHandlerServer(context.Background(), mux, s.opts.Checkpoints); err != nil {
+			return nil, err
+		}
+	}
 	return mux, nil
 }
 

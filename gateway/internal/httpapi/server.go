@@ -50,10 +50,12 @@ var davMethods = []string{
 
 // Options are the Server's collaborators.
 type Options struct {
-	Auth     *auth.Authenticator
-	Service  workspacev1.WorkspaceManagementServiceServer
-	Metrics  *metrics.Metrics
-	Gatherer prometheus.Gatherer
+	Auth    *auth.Authenticator
+	Service workspacev1.WorkspaceManagementServiceServer
+	// Checkpoints serves the checkpoint routes; nil leaves them out.
+	Checkpoints workspacev1.CheckpointManagementServiceServer
+	Metrics     *metrics.Metrics
+	Gatherer    prometheus.Gatherer
 	// DAV is the WebDAV view mounted at /dav/; nil answers 501.
 	DAV http.Handler
 	// Portal serves the static portal.

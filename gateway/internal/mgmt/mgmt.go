@@ -161,6 +161,9 @@ type call struct {
 	project  string
 	source   string
 	dest     string
+	// checkpoint points at the checkpoint ID of a checkpoint action
+	// (audit); the call may set it (a create learns its ID).
+	checkpoint *string
 }
 
 func scopeOf(w *workspacev1.WorkspaceRef) (scope, project string) {
@@ -233,6 +236,9 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 		if err != nil {
 			rec.Result = audit.ResultError
 			rec.Reason = Reason(st)
+		}
+		if c.checkpoint != nil {
+			rec.CheckpointID = *c.checkpoint
 		}
 		s.audit.Record(ctx, rec)
 	}

@@ -58,9 +58,10 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 			ci.Operator = ci.Operator[:256]
 		}
 		ctx = context.WithValue(ctx, callInfoKey{}, ci)
+		ctx = davfs.WithOperator(ctx, ci.Operator) // names automatic checkpoints
 		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDKey, ci.RequestID))
 		action := path.Base(info.FullMethod)
-		if !strings.HasPrefix(info.FullMethod, "/workspace.v1.WorkspaceService/") {
+		if !strings.HasPrefix(info.FullMethod, "/workspace.v1.WorkspaceService/") && !strings.HasPrefix(info.FullMethod, "/workspace.v1.CheckpointService/") {
 			// Health checks and other infrastructure: no metrics, debug log.
 			resp, err = handler(ctx, req)
 			log.Debug("rpc", "method", info.FullMethod, "request_id", ci.RequestID, "code", status.Code(err).String())
@@ -128,7 +129,7 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 }
 
 // readRPCs change nothing; their successes log at debug.
-var readRPCs = map[string]bool{"ListProjects": true, "ListEntries": true, "GetFile": true}
+var readRPCs = map[string]bool{"ListProjects": true, "ListEntries": true, "GetFile": true, "ListCheckpoints": true, "CompareCheckpoint": true}
 
 // errorDetail is the full error chain for logs. davfs promises its causes hold
 // no file content.

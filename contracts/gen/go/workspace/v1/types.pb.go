@@ -253,50 +253,64 @@ const (
 	ErrorReason_INTERNAL        ErrorReason = 81
 	// Unauthenticated (gateway only)
 	ErrorReason_UNAUTHENTICATED ErrorReason = 90
+	// Checkpoints (classes as commented in contracts/errtable)
+	// NotFound: no such checkpoint in this workspace.
+	ErrorReason_CHECKPOINT_NOT_FOUND ErrorReason = 100
+	// ResourceExhausted: the checkpoint cannot fit within services.checkpoints limits.
+	ErrorReason_CHECKPOINT_LIMIT ErrorReason = 101
+	// FailedPrecondition: a restore would write over or into something the
+	// checkpoint cannot hold (a symlink, special or multi-link file, denied name).
+	ErrorReason_CHECKPOINT_CONFLICT ErrorReason = 102
+	// FailedPrecondition: the agent's sidecar has no checkpoint store.
+	ErrorReason_CHECKPOINTS_DISABLED ErrorReason = 103
 )
 
 // Enum value maps for ErrorReason.
 var (
 	ErrorReason_name = map[int32]string{
-		0:  "ERROR_REASON_UNSPECIFIED",
-		1:  "INVALID_PATH",
-		2:  "INVALID_NAME",
-		3:  "INVALID_WORKSPACE",
-		4:  "INVALID_CURSOR",
-		5:  "INVALID_ARGUMENT",
-		6:  "CONFIRMATION_MISMATCH",
-		7:  "NOT_TEXT",
-		10: "NOT_FOUND",
-		11: "AGENT_NOT_FOUND",
-		12: "PROJECT_NOT_FOUND",
-		20: "ALREADY_EXISTS",
-		30: "DENYLISTED",
-		31: "SYMLINK",
-		32: "OUTSIDE_GLOBAL",
-		33: "PROTECTED",
-		34: "MULTIPLE_LINKS",
-		35: "READ_ONLY",
-		36: "FORBIDDEN",
-		40: "REVISION_MISMATCH",
-		41: "CURSOR_STALE",
-		42: "LOCKED",
-		50: "TOO_LARGE",
-		51: "PATH_TOO_LONG",
-		52: "PATH_TOO_DEEP",
-		53: "PAGE_SIZE_TOO_LARGE",
-		54: "NO_SPACE",
-		60: "NOT_A_FILE",
-		61: "NOT_A_DIRECTORY",
-		62: "DIRECTORY_NOT_EMPTY",
-		63: "MOVE_INTO_SELF",
-		64: "NOT_REGULAR",
-		65: "PROJECT_MANAGEMENT_DISABLED",
-		66: "PRECONDITION_REQUIRED",
-		67: "NOT_SUPPORTED",
-		70: "SIDECAR_UNAVAILABLE",
-		80: "GIT_INIT_FAILED",
-		81: "INTERNAL",
-		90: "UNAUTHENTICATED",
+		0:   "ERROR_REASON_UNSPECIFIED",
+		1:   "INVALID_PATH",
+		2:   "INVALID_NAME",
+		3:   "INVALID_WORKSPACE",
+		4:   "INVALID_CURSOR",
+		5:   "INVALID_ARGUMENT",
+		6:   "CONFIRMATION_MISMATCH",
+		7:   "NOT_TEXT",
+		10:  "NOT_FOUND",
+		11:  "AGENT_NOT_FOUND",
+		12:  "PROJECT_NOT_FOUND",
+		20:  "ALREADY_EXISTS",
+		30:  "DENYLISTED",
+		31:  "SYMLINK",
+		32:  "OUTSIDE_GLOBAL",
+		33:  "PROTECTED",
+		34:  "MULTIPLE_LINKS",
+		35:  "READ_ONLY",
+		36:  "FORBIDDEN",
+		40:  "REVISION_MISMATCH",
+		41:  "CURSOR_STALE",
+		42:  "LOCKED",
+		50:  "TOO_LARGE",
+		51:  "PATH_TOO_LONG",
+		52:  "PATH_TOO_DEEP",
+		53:  "PAGE_SIZE_TOO_LARGE",
+		54:  "NO_SPACE",
+		60:  "NOT_A_FILE",
+		61:  "NOT_A_DIRECTORY",
+		62:  "DIRECTORY_NOT_EMPTY",
+		63:  "MOVE_INTO_SELF",
+		64:  "NOT_REGULAR",
+		65:  "PROJECT_MANAGEMENT_DISABLED",
+		66:  "PRECONDITION_REQUIRED",
+		67:  "NOT_SUPPORTED",
+		70:  "SIDECAR_UNAVAILABLE",
+		80:  "GIT_INIT_FAILED",
+		81:  "INTERNAL",
+		90:  "UNAUTHENTICATED",
+		100: "CHECKPOINT_NOT_FOUND",
+		101: "CHECKPOINT_LIMIT",
+		102: "CHECKPOINT_CONFLICT",
+		103: "CHECKPOINTS_DISABLED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":    0,
@@ -338,6 +352,10 @@ var (
 		"GIT_INIT_FAILED":             80,
 		"INTERNAL":                    81,
 		"UNAUTHENTICATED":             90,
+		"CHECKPOINT_NOT_FOUND":        100,
+		"CHECKPOINT_LIMIT":            101,
+		"CHECKPOINT_CONFLICT":         102,
+		"CHECKPOINTS_DISABLED":        103,
 	}
 )
 
@@ -716,7 +734,7 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x1aNON_EDITABLE_REASON_BINARY\x10\x02\x12 \n" +
 	"\x1cNON_EDITABLE_REASON_NOT_UTF8\x10\x03\x12&\n" +
 	"\"NON_EDITABLE_REASON_MULTIPLE_LINKS\x10\x04\x12\x1f\n" +
-	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\x8e\x06\n" +
+	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\xf1\x06\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINVALID_PATH\x10\x01\x12\x10\n" +
@@ -760,7 +778,11 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x13SIDECAR_UNAVAILABLE\x10F\x12\x13\n" +
 	"\x0fGIT_INIT_FAILED\x10P\x12\f\n" +
 	"\bINTERNAL\x10Q\x12\x13\n" +
-	"\x0fUNAUTHENTICATED\x10ZBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
+	"\x0fUNAUTHENTICATED\x10Z\x12\x18\n" +
+	"\x14CHECKPOINT_NOT_FOUND\x10d\x12\x14\n" +
+	"\x10CHECKPOINT_LIMIT\x10e\x12\x17\n" +
+	"\x13CHECKPOINT_CONFLICT\x10f\x12\x18\n" +
+	"\x14CHECKPOINTS_DISABLED\x10gBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
 
 var (
 	file_workspace_v1_types_proto_rawDescOnce sync.Once

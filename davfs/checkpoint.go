@@ -1,0 +1,335 @@
+package davfs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Checkpoints: a snapshot of a PROJECT or GLOBAL workspace (or of one
+// directory or file in it) that can be compared with the current state or
+// with another checkpoint, restored (the whole of it, a directory or one
+// file) and deleted. See docs/checkpoints.md for the design.
+//
+// What a checkpoint guarantees: each file in it is whole, as of one moment
+// (read from one fd and kept only if its size, mtime and ctime did not move
+// while it was read; a file still changing after a few attempts is left
+// out and counted in Skipped). The tree as a whole is best effort while the
+// agent writes: files are read one after the other, so two files may be
+// captured at different moments. With the agent idle it is exact.
+//
+// Confinement: a checkpoint is read through the same confined walk as every
+// other operation (fds, never following a symlink, never crossing a mount).
+// It never captures a symlink, a FIFO, socket or device, a file with more
+// than one hard link, a denylisted or invalid name, davfs's temp files, or
+// anything of CODEX_HOME outside skills/ and AGENTS.md. A restore writes
+// only through davfs's atomic writes under the mutation lock, re-validates
+// every path from the store like a request path, never creates a symlink
+// or hard link, and refuses (FailedPrecondition/CHECKPOINT_CONFLICT) before
+// changing anything when something it would have to write over or into is
+// one of those uncaptured things.
+//
+// Limit: the store lives on the agent's volume (the agent can read and
+// delete it like anything else there). Objects are opened without following
+// a symlink, must be single-link regular files and are verified against
+// their SHA-256 name before a restore writes them; manifest paths are
+// validated again; so tampering can lose checkpoints but not make a
+// restore read or write anything outside the workspace.
+
+// CheckpointConfig is services.checkpoints.
+type CheckpointConfig struct {
+	// Dir is the store's absolute host path. Empty disables checkpoints
+	// (every checkpoint call fails with FailedPrecondition/
+	// CHECKPOINTS_DISABLED). It must lie outside every project and outside
+	// CODEX_HOME; a direct child of the projects root is allowed and its
+	// name is then denied (never a Project, never listed).
+	Dir string
+	// MaxPerWorkspace bounds the checkpoints of one workspace; the oldest
+	// are pruned first. Default 20.
+	MaxPerWorkspace int
+	// MaxTotalBytes bounds the bytes of all stored objects. Default 10 GiB.
+	MaxTotalBytes int64
+	// MaxAge: older checkpoints are pruned. Default 30 days.
+	MaxAge time.Duration
+	// Automatic takes a checkpoint before every restore, every project
+	// delete and every recursive delete of a directory.
+	Automatic bool
+}
+
+// Checkpoint defaults.
+const (
+	DefaultCheckpointsPerWorkspace = 20
+	DefaultCheckpointBytes         = 10 << 30
+	DefaultCheckpointAge           = 30 * 24 * time.Hour
+	maxLabelBytes                  = 200
+	maxOperatorBytes               = 256
+)
+
+// Why a checkpoint was taken.
+const (
+	CheckpointManual              = ""
+	CheckpointBeforeRestore       = "before_restore"
+	CheckpointBeforeProjectDelete = "before_project_delete"
+	CheckpointBeforeDelete        = "before_delete"
+)
+
+// Checkpoint describes one stored checkpoint.
+type Checkpoint struct {
+	ID        string
+	Workspace Workspace
+	// Root is the path the checkpoint was taken of ("" for the whole
+	// workspace). Compare and restore stay inside it.
+	Root     string
+	Label    string
+	Operator string
+	Created  time.Time
+	// Reason is CheckpointManual or one of the automatic reasons.
+	Reason string
+	Files  int
+	Dirs   int
+	Size   int64 // bytes of the files captured
+	// Skipped counts names left out: links, FIFOs, devices, denylisted or
+	// invalid names, mount points, files still changing after retries.
+	Skipped int
+}
+
+// CheckpointOptions are the choices of CreateCheckpoint.
+type CheckpointOptions struct {
+	Label    string
+	Operator string
+	// Path limits the checkpoint to one directory or file ("": all).
+	Path string
+}
+
+type operatorKey struct{}
+
+// WithOperator names the operator for checkpoints davfs takes on its own
+// (before a delete or restore) during calls made with ctx.
+func WithOperator(ctx context.Context, operator string) context.Context {
+	return context.WithValue(ctx, operatorKey{}, operator)
+}
+
+func operatorFrom(ctx context.Context) string {
+	s, _ := ctx.Value(operatorKey{}).(string)
+	return s
+}
+
+var checkpointIDRE = regexp.MustCompile(`^[0-9a-f]{24}$`)
+
+// newCheckpointID is 16 hex digits of the creation time in nanoseconds and
+// 8 random ones: IDs sort by creation time.
+func newCheckpointID(now time.Time) string {
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	var b [8]byte
+	n := uint64(now.UnixNano())
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(n)
+		n >>= 8
+	}
+	return hex.EncodeToString(b[:]) + hex.EncodeToString(r[:])
+}
+
+func errCheckpointNotFound(id string) *Error {
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	return newErr(CodeNotFound, ReasonCheckpointNotFound, nil, "checkpoint %q not found", id)
+}
+
+func errCheckpointsDisabled() *Error {
+	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
+}
+
+func checkLabel(label string) error {
+	if len(label) > maxLabelBytes {
+		return newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "label is longer than %d bytes", maxLabelBytes)
+	}
+	if !utf8.ValidString(label) || strings.IndexFunc(label, unicode.IsControl) >= 0 {
+		return newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "label must be UTF-8 text without control characters")
+	}
+	return nil
+}
+
+// checkpointWorkspace validates ws for a checkpoint call. A PROJECT
+// workspace needs only a valid name: its project may have been deleted
+// (its checkpoints are how it comes back).
+func (f *FS) checkpointWorkspace(ws Workspace) error {
+	if err := f.alive(); err != nil {
+		return err
+	}
+	if f.ck == nil {
+		return errCheckpointsDisabled()
+	}
+	switch ws.Scope {
+	case ScopeProject:
+		return f.checkProjectRef(ws.Project)
+	case ScopeGlobal:
+		if ws.Project != "" {
+			return newErr(CodeInvalidArgument, ReasonInvalidWorkspace, nil, "a GLOBAL workspace takes no project_name")
+		}
+		return nil
+	}
+	return newErr(CodeInvalidArgument, ReasonInvalidWorkspace, nil, "workspace scope must be PROJECT or GLOBAL")
+}
+
+// CheckpointsEnabled reports whether a store is configured.
+func (f *FS) CheckpointsEnabled() bool { return f.ck != nil }
+
+// CreateCheckpoint snapshots ws (or opts.Path in it) into the store. It
+// takes no mutation lock: the agent and other requests go on writing (see
+// the guarantees above). Afterwards the limits are applied, oldest first;
+// if the new checkpoint cannot fit even alone it is removed again and the
+// call fails with ResourceExhausted/CHECKPOINT_LIMIT.
+func (f *FS) CreateCheckpoint(ctx context.Context, ws Workspace, opts CheckpointOptions) (Checkpoint, error) {
+	if err := f.checkpointWorkspace(ws); err != nil {
+		return Checkpoint{}, err
+	}
+	if err := checkLabel(opts.Label); err != nil {
+		return Checkpoint{}, err
+	}
+	return f.createCheckpoint(ctx, ws, opts, CheckpointManual)
+}
+
+func (f *FS) createCheckpoint(ctx context.Context, ws Workspace, opts CheckpointOptions, reason string) (Checkpoint, error) {
+	w, err := f.resolve(ws, opts.Path)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if len(opts.Operator) > maxOperatorBytes {
+		opts.Operator = opts.Operator[:maxOperatorBytes]
+	}
+	if !w.isRoot() {
+		// The target's own problem, as every operation reports it (a
+		// symlink is SYMLINK, a FIFO NOT_REGULAR, a missing one NOT_FOUND).
+		if _, err := f.stat(w); err != nil {
+			return Checkpoint{}, err
+		}
+	}
+	if err := f.ck.open(f); err != nil {
+		return Checkpoint{}, err
+	}
+	start := f.now()
+	c, err := f.ck.create(ctx, f, w, opts, reason, start)
+	f.observeCheckpoint("create", f.now().Sub(start), c.Size, err)
+	return c, err
+}
+
+// autoCheckpoint takes the automatic checkpoint of w (reason) when they
+// are enabled. A missing target needs none.
+func (f *FS) autoCheckpoint(ctx context.Context, ws Workspace, path, reason string) (string, error) {
+	if f.ck == nil || !f.ck.cfg.Automatic {
+		return "", nil
+	}
+	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Operator: operatorFrom(ctx)}, reason)
+	if err != nil {
+		if r := ReasonOf(err); CodeOf(err) == CodeNotFound || r == ReasonNotRegular || r == ReasonSymlink || r == ReasonMultipleLinks {
+			return "", nil // nothing there a checkpoint could hold
+		}
+		return "", err
+	}
+	return c.ID, nil
+}
+
+// ListCheckpoints lists ws's checkpoints, newest first. The project of a
+// PROJECT workspace need not exist any more.
+func (f *FS) ListCheckpoints(ctx context.Context, ws Workspace) ([]Checkpoint, error) {
+	if err := f.checkpointWorkspace(ws); err != nil {
+		return nil, err
+	}
+	if err := f.ck.open(f); err != nil {
+		return nil, err
+	}
+	f.ck.gc.RLock()
+	defer f.ck.gc.RUnlock()
+	return f.ck.list(ws)
+}
+
+// GetCheckpoint returns one checkpoint of ws.
+func (f *FS) GetCheckpoint(ctx context.Context, ws Workspace, id string) (Checkpoint, error) {
+	if err := f.checkpointWorkspace(ws); err != nil {
+		return Checkpoint{}, err
+	}
+	if !checkpointIDRE.MatchString(id) {
+		return Checkpoint{}, errCheckpointNotFound(id)
+	}
+	if err := f.ck.open(f); err != nil {
+		return Checkpoint{}, err
+	}
+	f.ck.gc.RLock()
+	defer f.ck.gc.RUnlock()
+	m, err := f.ck.readMeta(ws, id)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	return m.checkpoint(), nil
+}
+
+// DeleteCheckpoint removes one checkpoint of ws and the objects no other
+// checkpoint shares.
+func (f *FS) DeleteCheckpoint(ctx context.Context, ws Workspace, id string) error {
+	if err := f.checkpointWorkspace(ws); err != nil {
+		return err
+	}
+	if !checkpointIDRE.MatchString(id) {
+		return errCheckpointNotFound(id)
+	}
+	if err := f.ck.open(f); err != nil {
+		return err
+	}
+	start := f.now()
+	err := f.ck.delete(f, ws, id)
+	f.observeCheckpoint("delete", f.now().Sub(start), 0, err)
+	return err
+}
+
+// CheckpointObserver receives one call per checkpoint operation (metrics).
+type CheckpointObserver func(op string, d time.Duration, bytes int64, err error)
+
+func (f *FS) observeCheckpoint(op string, d time.Duration, bytes int64, err error) {
+	if f.cfg.CheckpointObserver != nil {
+		f.cfg.CheckpointObserver(op, d, bytes, err)
+	}
+}
+
+// CheckpointStats are the store's totals (metrics).
+type CheckpointStats struct {
+	Checkpoints int
+	Bytes       int64
+}
+
+// CheckpointStats counts the stored checkpoints and object bytes.
+func (f *FS) CheckpointStats() (CheckpointStats, error) {
+	if f.ck == nil {
+		return CheckpointStats{}, nil
+	}
+	if err := f.ck.open(f); err != nil {
+		return CheckpointStats{}, err
+	}
+	f.ck.gc.RLock()
+	defer f.ck.gc.RUnlock()
+	metas, err := f.ck.allMetas()
+	if err != nil {
+		return CheckpointStats{}, err
+	}
+	return CheckpointStats{Checkpoints: len(metas), Bytes: f.ck.total.Load()}, nil
+}
+
+// checkpointDirName is the store's name when Dir is a direct child of the
+// projects root ("" otherwise): it is added to the denylist.
+func checkpointDirName(cfg Config) string {
+	if cfg.Checkpoints.Dir == "" || cfg.ProjectsRoot == "" {
+		return ""
+	}
+	d := filepath.Clean(cfg.Checkpoints.Dir)
+	if filepath.Dir(d) == filepath.Clean(cfg.ProjectsRoot) {
+		return filepath.Base(d)
+	}
+	return ""
+}

@@ -1,0 +1,434 @@
+package davfs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// ChangeKind says how a path differs from the checkpoint (the "base") in
+// the target (the current state or another checkpoint).
+type ChangeKind int
+
+const (
+	ChangeUnspecified ChangeKind = iota
+	ChangeAdded                  // in the target only: a restore removes it
+	ChangeRemoved                // in the base only: a restore creates it
+	ChangeModified               // content or mode differ: a restore rewrites it
+)
+
+// DiffState says whether Change.Diff holds a text diff, and why not.
+type DiffState int
+
+const (
+	DiffNotRequested DiffState = iota
+	DiffIncluded
+	DiffNotText     // binary or not UTF-8 on either side
+	DiffTooLarge    // either side above the editable limit
+	DiffOverBudget  // the comparison's diff budget is spent; compare the path alone
+	DiffUnavailable // a directory, a mode change only, or a side that cannot be read
+)
+
+// Change is one path that differs.
+type Change struct {
+	Path             string
+	Kind             ChangeKind
+	Type             EntryType
+	OldSize, NewSize int64
+	OldMode, NewMode uint32
+	Diff             string // unified diff, when DiffState is DiffIncluded
+	DiffState        DiffState
+}
+
+// Comparison is the result of CompareCheckpoint.
+type Comparison struct {
+	Base   Checkpoint
+	Target *Checkpoint // nil: the current state
+	// Path is the part compared ("" the whole workspace).
+	Path    string
+	Changes []Change
+	// PlanToken identifies exactly these changes (without diffs). A
+	// restore given it refuses to run if what it would change differs
+	// (Aborted/REVISION_MISMATCH). Only set when the target is current.
+	PlanToken string
+}
+
+// diffBudget bounds the diff text of one comparison.
+const diffBudget = 1 << 20
+
+// within reports whether p is scope or below it.
+func within(p, scope string) bool {
+	return scope == "" || p == scope || strings.HasPrefix(p, scope+"/")
+}
+
+// narrow returns the part of path that lies in a checkpoint of root: path
+// itself when inside root, root when path contains it.
+func narrow(root, path string) (string, error) {
+	switch {
+	case within(path, root):
+		return path, nil
+	case within(root, path):
+		return root, nil
+	}
+	return "", newErr(CodeInvalidArgument, ReasonInvalidPath, nil, "%q is outside the checkpoint (taken of %q)", path, root)
+}
+
+func inScope(es []ckEntry, scope string) []ckEntry {
+	out := es[:0:0]
+	for _, e := range es {
+		if within(e.Path, scope) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func entryType(e *ckEntry) EntryType {
+	if e.Dir {
+		return TypeDirectory
+	}
+	return TypeFile
+}
+
+// changesBetween merges two sorted entry lists. pinned (may be nil) are
+// directories of the target that hold uncaptured names: never reported as
+// added, because a restore cannot remove them.
+func changesBetween(base, target []ckEntry, pinned map[string]struct{}) []Change {
+	var out []Change
+	added := func(e *ckEntry) {
+		if _, ok := pinned[e.Path]; ok && e.Dir {
+			return
+		}
+		out = append(out, Change{Path: e.Path, Kind: ChangeAdded, Type: entryType(e), NewSize: e.Size, NewMode: e.Mode})
+	}
+	removed := func(e *ckEntry) {
+		out = append(out, Change{Path: e.Path, Kind: ChangeRemoved, Type: entryType(e), OldSize: e.Size, OldMode: e.Mode})
+	}
+	i, j := 0, 0
+	for i < len(base) || j < len(target) {
+		switch {
+		case j == len(target) || (i < len(base) && base[i].Path < target[j].Path):
+			removed(&base[i])
+			i++
+		case i == len(base) || target[j].Path < base[i].Path:
+			added(&target[j])
+			j++
+		default:
+			a, b := &base[i], &target[j]
+			switch {
+			case a.Dir != b.Dir:
+				removed(a)
+				added(b)
+			case a.Hash != b.Hash || a.Mode&0o777 != b.Mode&0o777:
+				out = append(out, Change{Path: a.Path, Kind: ChangeModified, Type: entryType(a), OldSize: a.Size, NewSize: b.Size, OldMode: a.Mode, NewMode: b.Mode})
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// planToken hashes what a restore would change, with the target's facts.
+func planToken(base, target []ckEntry, changes []Change) string {
+	idx := func(es []ckEntry) map[string]*ckEntry {
+		m := make(map[string]*ckEntry, len(es))
+		for i := range es {
+			m[es[i].Path] = &es[i]
+		}
+		return m
+	}
+	bi, ti := idx(base), idx(target)
+	d := sha256.New()
+	for _, c := range changes {
+		fmt.Fprintf(d, "%d\x00%s\x00%d\x00", c.Kind, c.Path, c.Type)
+		for _, e := range []*ckEntry{bi[c.Path], ti[c.Path]} {
+			if e != nil {
+				fmt.Fprintf(d, "%t\x00%s\x00%o\x00%d\x00%d\x00", e.Dir, e.Hash, e.Mode&0o777, e.Dev, e.Ino)
+			}
+			d.Write([]byte{1})
+		}
+	}
+	return hex.EncodeToString(d.Sum(nil)[:16])
+}
+
+// liveState hashes the current tree at scope (nothing if it is missing).
+func (f *FS) liveState(ctx context.Context, ws Workspace, scope string, ref *ckManifest) (*scanner, error) {
+	w, err := f.resolve(ws, scope)
+	if err != nil {
+		return nil, err
+	}
+	sc := newScanner(ctx, f, w, nil, ref)
+	if err := sc.scan(); err != nil {
+		if CodeOf(err) == CodeNotFound {
+			return newScanner(ctx, f, w, nil), nil
+		}
+		return nil, err
+	}
+	return sc, nil
+}
+
+// CompareCheckpoint compares the checkpoint id of ws with the current state
+// (against "") or with the checkpoint against, limited to path ("": all of
+// the checkpoint). With withDiffs, text files within the editable limit
+// get a unified diff (bounded by a budget per comparison); nothing else's
+// content is ever returned.
+func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, path string, withDiffs bool) (Comparison, error) {
+	if err := f.checkpointWorkspace(ws); err != nil {
+		return Comparison{}, err
+	}
+	if !checkpointIDRE.MatchString(id) {
+		return Comparison{}, errCheckpointNotFound(id)
+	}
+	if against != "" && !checkpointIDRE.MatchString(against) {
+		return Comparison{}, errCheckpointNotFound(against)
+	}
+	if _, err := f.resolve(ws, path); err != nil {
+		return Comparison{}, err
+	}
+	if err := f.ck.open(f); err != nil {
+		return Comparison{}, err
+	}
+	start := f.now()
+	f.ck.gc.RLock()
+	defer f.ck.gc.RUnlock()
+	meta, err := f.ck.readMeta(ws, id)
+	if err != nil {
+		return Comparison{}, err
+	}
+	scope, err := narrow(meta.Root, path)
+	if err != nil {
+		return Comparison{}, err
+	}
+	base, err := f.ck.readManifest(ws, id)
+	if err != nil {
+		return Comparison{}, err
+	}
+	out := Comparison{Base: meta.checkpoint()}
+	var target []ckEntry
+	var pinned map[string]struct{}
+	if against != "" {
+		tm, err := f.ck.readMeta(ws, against)
+		if err != nil {
+			return Comparison{}, err
+		}
+		if scope, err = narrow(tm.Root, scope); err != nil {
+			return Comparison{}, err
+		}
+		man, err := f.ck.readManifest(ws, against)
+		if err != nil {
+			return Comparison{}, err
+		}
+		tc := tm.checkpoint()
+		out.Target = &tc
+		target = man.Entries
+	} else {
+		sc, err := f.liveState(ctx, ws, scope, base)
+		if err != nil {
+			return Comparison{}, err
+		}
+		target, pinned = sc.out, sc.pinned
+	}
+	b, t := inScope(base.Entries, scope), inScope(target, scope)
+	out.Path = scope
+	out.Changes = changesBetween(b, t, pinned)
+	if against == "" {
+		out.PlanToken = planToken(b, t, out.Changes)
+	}
+	if withDiffs {
+		f.addDiffs(ctx, ws, &out, b, t, against != "")
+	}
+	f.observeCheckpoint("compare", f.now().Sub(start), 0, nil)
+	return out, nil
+}
+
+// addDiffs fills the diffs of out's file changes.
+func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, target []ckEntry, targetStored bool) {
+	bi := map[string]*ckEntry{}
+	for i := range base {
+		bi[base[i].Path] = &base[i]
+	}
+	ti := map[string]*ckEntry{}
+	for i := range target {
+		ti[target[i].Path] = &target[i]
+	}
+	budget := diffBudget
+	for i := range out.Changes {
+		c := &out.Changes[i]
+		if c.Type != TypeFile {
+			c.DiffState = DiffUnavailable
+			continue
+		}
+		var old, cur string
+		var st DiffState
+		if c.Kind != ChangeAdded {
+			old, st = f.storedText(bi[c.Path])
+			if st != DiffIncluded {
+				c.DiffState = st
+				continue
+			}
+		}
+		if c.Kind != ChangeRemoved {
+			if targetStored {
+				cur, st = f.storedText(ti[c.Path])
+			} else {
+				cur, st = f.liveText(ctx, ws, c.Path)
+			}
+			if st != DiffIncluded {
+				c.DiffState = st
+				continue
+			}
+		}
+		if old == cur {
+			c.DiffState = DiffUnavailable // a mode change only
+			continue
+		}
+		if budget <= 0 {
+			c.DiffState = DiffOverBudget
+			continue
+		}
+		c.Diff = unifiedDiff(c.Path, old, cur, c.Kind)
+		c.DiffState = DiffIncluded
+		budget -= len(c.Diff)
+	}
+}
+
+// storedText returns a stored file's text, or why there is none.
+func (f *FS) storedText(e *ckEntry) (string, DiffState) {
+	if e == nil || e.Dir {
+		return "", DiffUnavailable
+	}
+	if e.Size > f.cfg.MaxEditableFileSize {
+		return "", DiffTooLarge
+	}
+	r, err := f.ck.openObject(e)
+	if err != nil {
+		return "", DiffUnavailable
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, f.cfg.MaxEditableFileSize+1))
+	if err != nil || int64(len(b)) != e.Size {
+		return "", DiffUnavailable
+	}
+	if classify(b) != EditableOK {
+		return "", DiffNotText
+	}
+	return string(b), DiffIncluded
+}
+
+// liveText reads a current file the way ReadFile does.
+func (f *FS) liveText(ctx context.Context, ws Workspace, p string) (string, DiffState) {
+	file, err := f.ReadFile(ctx, ws, p)
+	if err != nil {
+		return "", DiffUnavailable
+	}
+	if !file.Entry.Editable {
+		switch file.Entry.Reason {
+		case NotEditableTooLarge:
+			return "", DiffTooLarge
+		case NotEditableBinary, NotEditableNotUTF8:
+			return "", DiffNotText
+		}
+		return "", DiffUnavailable
+	}
+	return string(file.Content), DiffIncluded
+}
+
+// unifiedDiff is a unified diff (3 lines of context) from old to cur. The
+// line diff is go-diff's (diff-match-patch in line mode).
+func unifiedDiff(path, old, cur string, kind ChangeKind) string {
+	dmp := diffmatchpatch.New()
+	ra, rb, lines := dmp.DiffLinesToRunes(old, cur)
+	diffs := dmp.DiffCharsToLines(dmp.DiffMainRunes(ra, rb, false), lines)
+	type line struct {
+		op   byte
+		text string
+	}
+	var ls []line
+	for _, d := range diffs {
+		op := byte(' ')
+		switch d.Type {
+		case diffmatchpatch.DiffInsert:
+			op = '+'
+		case diffmatchpatch.DiffDelete:
+			op = '-'
+		}
+		for t := d.Text; t != ""; {
+			i := strings.IndexByte(t, '\n')
+			if i < 0 {
+				ls = append(ls, line{op, t})
+				break
+			}
+			ls = append(ls, line{op, t[:i+1]})
+			t = t[i+1:]
+		}
+	}
+	var b strings.Builder
+	from, to := "a/"+path, "b/"+path
+	if kind == ChangeAdded {
+		from = "/dev/null"
+	}
+	if kind == ChangeRemoved {
+		to = "/dev/null"
+	}
+	b.WriteString("--- " + from + "\n+++ " + to + "\n")
+	const context = 3
+	for i := 0; i < len(ls); {
+		if ls[i].op == ' ' {
+			i++
+			continue
+		}
+		// A hunk: from context lines before the change to context lines
+		// after its last change, merging changes closer than 2*context.
+		start := max(0, i-context)
+		end := i
+		for j := i; j < len(ls); j++ {
+			if ls[j].op != ' ' {
+				end = j
+			} else if j-end > 2*context {
+				break
+			}
+		}
+		stop := min(len(ls), end+context+1)
+		oldLine, newLine := 1, 1
+		for _, l := range ls[:start] {
+			if l.op != '+' {
+				oldLine++
+			}
+			if l.op != '-' {
+				newLine++
+			}
+		}
+		oldN, newN := 0, 0
+		for _, l := range ls[start:stop] {
+			if l.op != '+' {
+				oldN++
+			}
+			if l.op != '-' {
+				newN++
+			}
+		}
+		if oldN == 0 {
+			oldLine--
+		}
+		if newN == 0 {
+			newLine--
+		}
+		b.WriteString("@@ -" + strconv.Itoa(oldLine) + "," + strconv.Itoa(oldN) + " +" + strconv.Itoa(newLine) + "," + strconv.Itoa(newN) + " @@\n")
+		for _, l := range ls[start:stop] {
+			b.WriteByte(l.op)
+			b.WriteString(l.text)
+			if !strings.HasSuffix(l.text, "\n") {
+				b.WriteString("\n\\ No newline at end of file\n")
+			}
+		}
+		i = stop
+	}
+	return b.String()
+}

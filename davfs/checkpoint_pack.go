@@ -1,0 +1,165 @@
+package davfs
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Packs: the new files of up to smallObject bytes of one checkpoint go,
+// one after the other, into one file, packs/<id>.pack, and each manifest
+// entry names its pack and offset. One file per checkpoint instead of one
+// per object: creating a file is the dominant cost of a first checkpoint
+// (10,000 creations against tar's one), while a pack is written
+// sequentially. Larger files stay loose objects (objects/<h[:2]>/<h>).
+// A pack is kept while any manifest names it and removed whole when none
+// does (no repacking: a pack's dead entries cost space until then).
+
+// packMax: files up to this size are packed; larger ones (whose creation
+// cost is small beside their bytes) are loose objects, so a pack's dead
+// entries stay small.
+const packMax = 16 << 10
+
+// putBytes stores b as the loose object h unless it exists.
+func (s *ckStore) putBytes(h string, b []byte) (int64, error) {
+	dfd, err := s.objDir(h, false)
+	if err == nil {
+		var st unix.Stat_t
+		ok := fstatat(dfd, h, &st) == nil && isType(&st, unix.S_IFREG)
+		unix.Close(dfd)
+		if ok {
+			return 0, nil
+		}
+	}
+	t, err := createTemp(s.tmpfd)
+	if err != nil {
+		return 0, err
+	}
+	for q := b; len(q) > 0; {
+		n, err := unix.Write(t.fd, q)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.discard(s.tmpfd)
+			return 0, err
+		}
+		q = q[n:]
+	}
+	unix.Close(t.fd)
+	return s.putTemp(t.name, h, int64(len(b)))
+}
+
+type packWriter struct {
+	s   *ckStore
+	id  string
+	t   tempFile
+	off int64
+	ok  bool // t was created
+}
+
+func (s *ckStore) newPack(id string) *packWriter { return &packWriter{s: s, id: id} }
+
+// add appends b and returns its offset.
+func (p *packWriter) add(b []byte) (int64, error) {
+	if !p.ok {
+		t, err := createTemp(p.s.tmpfd)
+		if err != nil {
+			return 0, err
+		}
+		p.t, p.ok = t, true
+	}
+	off := p.off
+	for q := b; len(q) > 0; {
+		n, err := unix.Write(p.t.fd, q)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		q = q[n:]
+	}
+	p.off += int64(len(b))
+	return off, nil
+}
+
+// commit fsyncs the pack and moves it to packs/<id>.pack, before the
+// manifest naming it is written.
+func (p *packWriter) commit() error {
+	if !p.ok {
+		return nil
+	}
+	if err := unix.Fsync(p.t.fd); err != nil {
+		return err
+	}
+	unix.Close(p.t.fd)
+	p.t.fd = -1
+	if err := unix.Renameat2(p.s.tmpfd, p.t.name, p.s.packfd, p.id+".pack", unix.RENAME_NOREPLACE); err != nil {
+		unix.Unlinkat(p.s.tmpfd, p.t.name, 0)
+		p.ok = false
+		return err
+	}
+	p.s.total.Add(p.off)
+	p.ok = false
+	return nil
+}
+
+// discard removes an uncommitted pack.
+func (p *packWriter) discard() {
+	if p.ok {
+		p.t.discard(p.s.tmpfd)
+		p.ok = false
+	}
+}
+
+type packReader struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (r packReader) Close() error { return r.f.Close() }
+
+// openObject opens the stored bytes of the file entry e: in its pack, or
+// the loose object. Never through a symlink, and only from a single-link
+// regular file large enough.
+func (s *ckStore) openObject(e *ckEntry) (io.ReadCloser, error) {
+	if e.Pack == "" {
+		return s.openLoose(e.Hash, e.Size)
+	}
+	if !checkpointIDRE.MatchString(e.Pack) || e.Off < 0 || e.Size < 0 {
+		return nil, errors.New("invalid pack reference")
+	}
+	fd, err := unix.Openat(s.packfd, e.Pack+".pack", oFile|oCommon, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size < e.Off+e.Size {
+		unix.Close(fd)
+		return nil, errors.New("pack is not a single-link regular file holding the entry")
+	}
+	f := os.NewFile(uintptr(fd), "checkpoint-pack")
+	return packReader{SectionReader: io.NewSectionReader(f, e.Off, e.Size), f: f}, nil
+}
+
+// eachPack calls fn for every regular file in packs/.
+func (s *ckStore) eachPack(fn func(dirfd int, name string, st *unix.Stat_t)) {
+	rfd, err := unix.Openat(s.packfd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(rfd)
+	ents, err := readDirents(rfd)
+	if err != nil {
+		return
+	}
+	for _, d := range ents {
+		var st unix.Stat_t
+		if fstatat(rfd, d.name, &st) == nil && isType(&st, unix.S_IFREG) {
+			fn(rfd, d.name, &st)
+		}
+	}
+}

@@ -1,0 +1,377 @@
+package davfs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"io"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// RestoreOptions are the choices of RestoreCheckpoint.
+type RestoreOptions struct {
+	// PlanToken, if set, is the Comparison.PlanToken the caller showed:
+	// the restore refuses (Aborted/REVISION_MISMATCH, nothing changed) if
+	// what it would change now differs.
+	PlanToken string
+}
+
+// RestoreResult says what a restore did.
+type RestoreResult struct {
+	Checkpoint Checkpoint
+	Path       string   // the part restored ("" the whole checkpoint)
+	Changes    []Change // what was undone (no diffs)
+	// AutoCheckpoint is the ID of the checkpoint of the state before the
+	// restore (automatic checkpoints on), which undoes it.
+	AutoCheckpoint string
+}
+
+func errConflict(rel string) *Error {
+	return newErr(CodeFailedPrecondition, ReasonCheckpointConflict, nil,
+		"%q is in the way: a link, special file or denied name the checkpoint does not hold; nothing was restored", rel)
+}
+
+func errChangedDuring(rel string) *Error {
+	return newErr(CodeAborted, ReasonRevisionMismatch, nil, "%q changed during the restore; the restore stopped there", rel)
+}
+
+// RestoreCheckpoint makes path ("" the whole checkpoint) of ws what it was
+// in the checkpoint id. First, with automatic checkpoints on, it
+// checkpoints the current state of that part (the undo). Then, under the
+// mutation lock, it compares again and changes exactly what that
+// comparison shows: removes what was added, recreates what was removed,
+// rewrites what was modified (atomic writes, the checkpoint's permission
+// bits, setuid/setgid/sticky never). Anything in the way that the
+// checkpoint could not hold (a symlink, a special or multi-link file, a
+// denied name) refuses the restore before it changes anything
+// (FailedPrecondition/CHECKPOINT_CONFLICT); such names are never removed
+// or replaced. A project that was deleted is created again (without its
+// .git, which checkpoints never hold).
+func (f *FS) RestoreCheckpoint(ctx context.Context, ws Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
+	if err := f.checkpointWorkspace(ws); err != nil {
+		return RestoreResult{}, err
+	}
+	if !checkpointIDRE.MatchString(id) {
+		return RestoreResult{}, errCheckpointNotFound(id)
+	}
+	if _, err := f.resolve(ws, path); err != nil {
+		return RestoreResult{}, err
+	}
+	if err := f.ck.open(f); err != nil {
+		return RestoreResult{}, err
+	}
+	start := f.now()
+	res, err := f.restore(ctx, ws, id, path, opts)
+	f.observeCheckpoint("restore", f.now().Sub(start), 0, err)
+	return res, err
+}
+
+func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
+	s := f.ck
+	s.hold(id)
+	defer s.release(id)
+	s.gc.RLock()
+	meta, err := s.readMeta(ws, id)
+	s.gc.RUnlock()
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	scope, err := narrow(meta.Root, path)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	res := RestoreResult{Checkpoint: meta.checkpoint(), Path: scope}
+	if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, scope, CheckpointBeforeRestore); err != nil {
+		return RestoreResult{}, err
+	}
+	s.gc.RLock()
+	defer s.gc.RUnlock()
+	man, err := s.readManifest(ws, id)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	base := inScope(man.Entries, scope)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	live, err := f.liveState(ctx, ws, scope, man)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	target := inScope(live.out, scope)
+	changes := changesBetween(base, target, live.pinned)
+	if opts.PlanToken != "" && planToken(base, target, changes) != opts.PlanToken {
+		return RestoreResult{}, newErr(CodeAborted, ReasonRevisionMismatch, nil, "the workspace changed since the comparison; compare again")
+	}
+	res.Changes = changes
+	if len(changes) == 0 {
+		return res, nil
+	}
+	bi := map[string]*ckEntry{}
+	for i := range base {
+		bi[base[i].Path] = &base[i]
+	}
+	ti := map[string]*ckEntry{}
+	for i := range target {
+		ti[target[i].Path] = &target[i]
+	}
+	// Conflicts first: nothing changes if anything is in the way.
+	for _, c := range changes {
+		if c.Kind == ChangeAdded {
+			continue
+		}
+		for p := c.Path; ; {
+			if _, ok := live.blocked[p]; ok {
+				return RestoreResult{}, errConflict(p)
+			}
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+		}
+		if _, ok := live.pinned[c.Path]; ok && c.Type == TypeFile {
+			if e := ti[c.Path]; e != nil && e.Dir {
+				return RestoreResult{}, errConflict(c.Path)
+			}
+		}
+	}
+	if err := f.restoreParents(ws, scope); err != nil {
+		return RestoreResult{}, err
+	}
+	// Removals, deepest first.
+	var dels []Change
+	for _, c := range changes {
+		if c.Kind == ChangeAdded {
+			dels = append(dels, c)
+		}
+	}
+	slices.SortFunc(dels, func(a, b Change) int { return strings.Compare(b.Path, a.Path) })
+	for _, c := range dels {
+		if err := f.restoreRemove(ws, c.Path, ti[c.Path]); err != nil {
+			return RestoreResult{}, err
+		}
+	}
+	// Creations and rewrites, parents first.
+	var puts []Change
+	for _, c := range changes {
+		if c.Kind != ChangeAdded {
+			puts = append(puts, c)
+		}
+	}
+	slices.SortFunc(puts, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	for _, c := range puts {
+		e := bi[c.Path]
+		var err error
+		if e.Dir {
+			err = f.restoreDir(ws, e)
+		} else {
+			err = f.restoreFile(ctx, ws, e, c.Kind == ChangeModified, ti[c.Path])
+		}
+		if err != nil {
+			return RestoreResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// hold keeps id from being pruned while a restore reads it.
+func (s *ckStore) hold(id string) {
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	if s.busy == nil {
+		s.busy = map[string]int{}
+	}
+	s.busy[id]++
+}
+
+func (s *ckStore) release(id string) {
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	if s.busy[id]--; s.busy[id] <= 0 {
+		delete(s.busy, id)
+	}
+}
+
+func (s *ckStore) isBusy(id string) bool {
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	return s.busy[id] > 0
+}
+
+// restoreParents creates a deleted project and the missing directories
+// above scope (0755), under the mutation lock.
+func (f *FS) restoreParents(ws Workspace, scope string) error {
+	if ws.Scope == ScopeProject {
+		if err := f.projectErr(ws.Project); err != nil {
+			if ReasonOf(err) != ReasonProjectNotFound {
+				return err
+			}
+			if err := unix.Mkdirat(f.projects.fd, ws.Project, 0o755); err != nil && err != unix.EEXIST {
+				return fsErr(err, ws.Project)
+			}
+			if err := f.syncRoot(); err != nil {
+				return fsErr(err, ws.Project)
+			}
+		}
+	}
+	segs := strings.Split(scope, "/")
+	for i := 1; i < len(segs); i++ {
+		w, err := f.resolve(ws, strings.Join(segs[:i], "/"))
+		if err != nil {
+			return err
+		}
+		if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
+			continue
+		}
+		pfd, err := f.openParentDir(w)
+		if err != nil {
+			return err
+		}
+		err = unix.Mkdirat(pfd, w.name(), 0o755)
+		if err == nil {
+			err = fsyncDir(pfd)
+		} else if err == unix.EEXIST {
+			err = nil
+		}
+		unix.Close(pfd)
+		if err != nil {
+			return fsErr(err, w.rel)
+		}
+	}
+	return nil
+}
+
+// restoreRemove removes a name the checkpoint does not have, if it still is
+// the one the comparison saw (a directory only when empty by now).
+func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
+	w, err := f.resolve(ws, p)
+	if err != nil {
+		return err
+	}
+	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills) {
+		return nil
+	}
+	pfd, err := f.openParentDir(w)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
+		return errChangedDuring(p)
+	}
+	if seen == nil || isType(&st, unix.S_IFDIR) != seen.Dir || (!seen.Dir && (st.Dev != seen.Dev || st.Ino != seen.Ino)) {
+		return errChangedDuring(p)
+	}
+	flags := 0
+	if seen.Dir {
+		flags = unix.AT_REMOVEDIR
+	} else if err := checkLinks(&st, p, linkDelete); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(pfd, w.name(), flags); err != nil {
+		if err == unix.ENOTEMPTY || err == unix.EEXIST {
+			return errChangedDuring(p)
+		}
+		return fsErr(err, p)
+	}
+	return fsErr(fsyncDir(pfd), p)
+}
+
+// restoreDir creates a directory of the checkpoint or sets its mode.
+func (f *FS) restoreDir(ws Workspace, e *ckEntry) error {
+	w, err := f.resolve(ws, e.Path)
+	if err != nil {
+		return err
+	}
+	pfd, err := f.openParentDir(w)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	mode := e.Mode & 0o777
+	if err := unix.Mkdirat(pfd, w.name(), mode); err != nil && err != unix.EEXIST {
+		return fsErr(err, e.Path)
+	}
+	fd, err := f.openName(w.r, pfd, w.name(), oDirRead)
+	if err != nil {
+		return f.resolveErr(w, e.Path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchmod(fd, mode); err != nil {
+		return fsErr(err, e.Path)
+	}
+	return fsErr(fsyncDir(pfd), e.Path)
+}
+
+// hashingReader hashes what is read through it.
+type hashingReader struct {
+	r io.Reader
+	h hash.Hash
+}
+
+func (h *hashingReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.h.Write(p[:n])
+	return n, err
+}
+
+// restoreFile writes a file of the checkpoint atomically: a temp file
+// with the stored bytes (verified against their hash) and mode, renamed
+// over the current file if it still is the one compared (replace), or
+// onto a free name.
+func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace bool, seen *ckEntry) error {
+	w, err := f.resolve(ws, e.Path)
+	if err != nil {
+		return err
+	}
+	pfd, err := f.openParentDir(w)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	obj, err := f.ck.openObject(e)
+	if err != nil {
+		return newErr(CodeInternal, ReasonInternal, err, "the checkpoint's copy of %q is missing or damaged; nothing was written to it", e.Path)
+	}
+	defer obj.Close()
+	hr := &hashingReader{r: obj, h: sha256.New()}
+	t, err := f.writeTemp(ctx, pfd, e.Path, hr, e.Size, e.Mode&0o777, nil)
+	if err != nil {
+		return err
+	}
+	if hex.EncodeToString(hr.h.Sum(nil)) != e.Hash {
+		t.discard(pfd)
+		return newErr(CodeInternal, ReasonInternal, nil, "the checkpoint's copy of %q is damaged; nothing was written to it", e.Path)
+	}
+	// The checkpoint's mtime too (an editor's or build tool's view of the
+	// file); the ctime is the restore's, as always.
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(e.Mtime)}
+	if err := unix.UtimesNanoAt(pfd, t.name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.discard(pfd)
+		return fsErr(err, e.Path)
+	}
+	var target *unix.Stat_t
+	if replace {
+		var st unix.Stat_t
+		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || seen.Dir || st.Dev != seen.Dev || st.Ino != seen.Ino {
+			t.discard(pfd)
+			return errChangedDuring(e.Path)
+		}
+		target = &st
+	}
+	_, old, err := f.commit(pfd, w, t, target)
+	if err != nil {
+		if ReasonOf(err) == ReasonAlreadyExists {
+			return errChangedDuring(e.Path)
+		}
+		return err
+	}
+	closeRef(old)
+	unix.Close(t.fd)
+	return fsErr(fsyncDir(pfd), e.Path)
+}

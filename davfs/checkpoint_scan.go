@@ -1,0 +1,401 @@
+package davfs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// scanner walks a workspace subtree by fds, the way every davfs operation
+// does (openName: never a symlink, never another mount), and records what a
+// checkpoint may hold: directories and single-link regular files with
+// visible names. Everything else is "blocked": not captured, never written
+// over or into by a restore, and it keeps its directories from being
+// removed ("pinned").
+//
+// With a store, file bytes go into it (capture); without one, files are
+// only hashed (compare and restore read the live tree this way).
+type scanner struct {
+	ctx     context.Context
+	f       *FS
+	w       wsPath
+	store   *ckStore // nil: hash only
+	ref     map[string]*ckEntry
+	out     []ckEntry
+	blocked map[string]struct{}
+	pinned  map[string]struct{}
+	added   int64 // bytes newly stored
+	loose   int   // loose objects newly written (made durable by one syncfs)
+	buf     []byte
+	pack    *packWriter        // where new small files go (capture)
+	known   map[string]ckEntry // hash → where its bytes are stored
+}
+
+// captureRetries: a file whose stat moves while it is read is read again
+// this many times before it is left out.
+const captureRetries = 4
+
+// keyMargin: a file whose ctime is this far before the moment it was read
+// can be recognised by its stat next time (a later change of it moves the
+// ctime past the read, whatever the time stamp granularity).
+const keyMargin = 2 * time.Second
+
+func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*ckManifest) *scanner {
+	s := &scanner{ctx: ctx, f: f, w: w, store: store, ref: map[string]*ckEntry{},
+		blocked: map[string]struct{}{}, pinned: map[string]struct{}{}, known: map[string]ckEntry{}}
+	for _, m := range refs {
+		if m == nil {
+			continue
+		}
+		for i := range m.Entries {
+			e := &m.Entries[i]
+			if e.Dir || !validHash(e.Hash) {
+				continue
+			}
+			if e.Key {
+				s.ref[e.Path] = e
+			}
+			s.known[e.Hash] = *e
+		}
+	}
+	return s
+}
+
+// block records rel as present but not captured.
+func (s *scanner) block(rel string) {
+	s.blocked[rel] = struct{}{}
+	for p := rel; p != ""; {
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			p = ""
+		} else {
+			p = p[:i]
+		}
+		s.pinned[p] = struct{}{}
+	}
+}
+
+// scan walks s.w: the workspace root (for GLOBAL, skills/ and AGENTS.md)
+// or the one directory or file it names. A missing target is NotFound.
+func (s *scanner) scan() error {
+	w := s.w
+	if err := s.f.wsErr(w); err != nil {
+		return err
+	}
+	switch {
+	case w.isRoot() && w.isGlobal():
+		fd, err := s.f.open(w, oDirPath)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		for _, name := range []string{globalSkills, globalAgents} {
+			if err := s.entry(fd, name, name, 1); err != nil {
+				return err
+			}
+		}
+	case w.isRoot():
+		fd, err := s.f.open(w, oDirRead)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := s.dir(fd, "", 0); err != nil {
+			return err
+		}
+	default:
+		pfd, err := s.f.openParent(w, oDirPath)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(pfd)
+		var st unix.Stat_t
+		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
+			return fsErr(err, w.rel)
+		}
+		if err := s.entry(pfd, w.name(), w.rel, len(w.segs)); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(s.out, func(a, b ckEntry) int { return strings.Compare(a.Path, b.Path) })
+	return nil
+}
+
+func (s *scanner) dir(fd int, rel string, depth int) error {
+	ents, err := readDirents(fd)
+	if err != nil {
+		return fsErr(err, rel)
+	}
+	for _, d := range ents {
+		if err := s.ctx.Err(); err != nil {
+			return ctxErr(s.ctx)
+		}
+		if err := s.entry(fd, d.name, childRel(rel, d.name), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entry records the name in pfd (rel in the workspace, depth segments).
+func (s *scanner) entry(pfd int, name, rel string, depth int) error {
+	f := s.f
+	if !f.visibleName(name) || depth > f.cfg.MaxPathDepth || len(rel) > f.cfg.MaxPathLength {
+		s.block(rel)
+		return nil
+	}
+	var st unix.Stat_t
+	if err := lstatOn(s.w.r, pfd, name, &st); err != nil {
+		switch errnoOf(err) {
+		case unix.ENOENT:
+			return nil // gone meanwhile
+		case unix.EXDEV:
+			s.block(rel)
+			return nil
+		}
+		return fsErr(err, rel)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		if s.w.isGlobal() && rel == globalAgents {
+			s.block(rel)
+			return nil
+		}
+		fd, err := f.openName(s.w.r, pfd, name, oDirRead)
+		if err != nil {
+			if errnoOf(err) == unix.ENOENT {
+				return nil
+			}
+			s.block(rel)
+			return nil
+		}
+		defer unix.Close(fd)
+		var cur unix.Stat_t
+		if err := unix.Fstat(fd, &cur); err != nil || cur.Ino != st.Ino || cur.Dev != st.Dev {
+			s.block(rel)
+			return nil
+		}
+		s.out = append(s.out, ckEntry{Path: rel, Dir: true, Mode: uint32(cur.Mode & 0o7777), Mtime: cur.Mtim.Nano()})
+		return s.dir(fd, rel, depth)
+	case unix.S_IFREG:
+		if st.Nlink > 1 || (s.w.isGlobal() && rel == globalSkills) {
+			s.block(rel)
+			return nil
+		}
+		e, ok, err := s.file(pfd, name, rel, &st)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.block(rel)
+			return nil
+		}
+		s.out = append(s.out, e)
+		return nil
+	}
+	s.block(rel)
+	return nil
+}
+
+func entryOf(rel string, st *unix.Stat_t, h string, readAt time.Time) ckEntry {
+	return ckEntry{Path: rel, Mode: uint32(st.Mode & 0o7777), Size: st.Size, Hash: h, Mtime: st.Mtim.Nano(),
+		Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano(), Key: st.Ctim.Nano() < readAt.Add(-keyMargin).UnixNano()}
+}
+
+func sameStat(a, b *unix.Stat_t) bool {
+	return a.Dev == b.Dev && a.Ino == b.Ino && a.Size == b.Size && a.Mtim == b.Mtim && a.Ctim == b.Ctim && a.Mode == b.Mode
+}
+
+// file captures (or hashes) one regular file, whole, as of one moment: the
+// bytes read from one fd whose fstat did not move while they were read. ok
+// is false for a file that is not a single-link regular file any more, or
+// kept changing.
+func (s *scanner) file(pfd int, name, rel string, st *unix.Stat_t) (ckEntry, bool, error) {
+	if r := s.ref[rel]; r != nil && r.Dev == st.Dev && r.Ino == st.Ino && r.Size == st.Size &&
+		r.Mtime == st.Mtim.Nano() && r.Ctime == st.Ctim.Nano() && validHash(r.Hash) {
+		e := *r
+		e.Mode = uint32(st.Mode & 0o7777)
+		return e, true, nil // unchanged since the checkpoint that read it
+	}
+	for range captureRetries {
+		fd, err := s.f.openName(s.w.r, pfd, name, oFile)
+		if err != nil {
+			if errnoOf(err) == unix.ENOENT {
+				return ckEntry{}, false, nil
+			}
+			return ckEntry{}, false, nil
+		}
+		e, stable, err := s.read(fd, rel)
+		unix.Close(fd)
+		if err != nil {
+			return ckEntry{}, false, err
+		}
+		if stable {
+			return e, true, nil
+		}
+	}
+	return ckEntry{}, false, nil
+}
+
+// smallObject: files up to this size are read into memory, hashed, and
+// written only when the object is missing.
+const smallObject = 1 << 20
+
+// read reads one open file. stable is false when it must be read again.
+func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
+	var before, after unix.Stat_t
+	if err := unix.Fstat(fd, &before); err != nil {
+		return ckEntry{}, false, fsErr(err, rel)
+	}
+	if !isType(&before, unix.S_IFREG) || before.Nlink > 1 {
+		return ckEntry{}, false, nil
+	}
+	readAt := time.Now()
+	if s.store == nil || before.Size <= smallObject {
+		h, b, n, err := s.hashAll(fd, before.Size, s.store != nil)
+		if err != nil {
+			return ckEntry{}, false, fsErr(err, rel)
+		}
+		if err := unix.Fstat(fd, &after); err != nil {
+			return ckEntry{}, false, fsErr(err, rel)
+		}
+		if !sameStat(&before, &after) || n != before.Size {
+			return ckEntry{}, false, nil
+		}
+		e := entryOf(rel, &before, h, readAt)
+		if s.store != nil {
+			if k, ok := s.known[h]; ok {
+				e.Pack, e.Off = k.Pack, k.Off // the same bytes are stored already
+			} else if len(b) > packMax {
+				added, err := s.store.putBytes(h, b)
+				if err != nil {
+					return ckEntry{}, false, errStore(err)
+				}
+				s.added += added
+				s.loose++
+				s.known[h] = e
+			} else {
+				off, err := s.pack.add(b)
+				if err != nil {
+					return ckEntry{}, false, errStore(err)
+				}
+				e.Pack, e.Off = s.pack.id, off
+				s.added += int64(len(b))
+				s.known[h] = e
+				if s.added > s.store.cfg.MaxTotalBytes {
+					return ckEntry{}, false, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+				}
+			}
+		}
+		return e, true, nil
+	}
+	// A large file streams into a temp object while it is hashed.
+	t, err := createTemp(s.store.tmpfd)
+	if err != nil {
+		return ckEntry{}, false, errStore(err)
+	}
+	d := sha256.New()
+	n, err := s.copy(t.fd, fd, d)
+	if err != nil {
+		t.discard(s.store.tmpfd)
+		return ckEntry{}, false, err
+	}
+	unix.Close(t.fd)
+	if err := unix.Fstat(fd, &after); err != nil || !sameStat(&before, &after) || n != before.Size {
+		unix.Unlinkat(s.store.tmpfd, t.name, 0)
+		return ckEntry{}, false, nil
+	}
+	h := hex.EncodeToString(d.Sum(nil))
+	added, err := s.store.putTemp(t.name, h, n)
+	if err != nil {
+		return ckEntry{}, false, errStore(err)
+	}
+	s.added += added
+	s.loose++
+	if s.added > s.store.cfg.MaxTotalBytes {
+		return ckEntry{}, false, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+	}
+	e := entryOf(rel, &before, h, readAt)
+	s.known[h] = e
+	return e, true, nil
+}
+
+// hashAll reads all of fd (size bytes expected) and hashes it; keep
+// returns the bytes too.
+func (s *scanner) hashAll(fd int, size int64, keep bool) (string, []byte, int64, error) {
+	if s.buf == nil {
+		s.buf = make([]byte, 256<<10)
+	}
+	d := sha256.New()
+	var all []byte
+	if keep && size <= smallObject {
+		b, _, err := readAllAt(fd, size, nil)
+		if err != nil {
+			return "", nil, 0, err
+		}
+		// One byte more than the stat said: the file grew; the caller's
+		// stat comparison sees the size anyway.
+		d.Write(b)
+		return hex.EncodeToString(d.Sum(nil)), b, int64(len(b)), nil
+	}
+	var n int64
+	for {
+		m, err := unix.Read(fd, s.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", nil, 0, err
+		}
+		if m == 0 {
+			break
+		}
+		d.Write(s.buf[:m])
+		n += int64(m)
+	}
+	return hex.EncodeToString(d.Sum(nil)), all, n, nil
+}
+
+// copy copies src to dst, hashing the bytes.
+func (s *scanner) copy(dst, src int, d hash.Hash) (int64, error) {
+	if s.buf == nil {
+		s.buf = make([]byte, 256<<10)
+	}
+	var n int64
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return n, ctxErr(s.ctx)
+		}
+		m, err := unix.Read(src, s.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, fsErr(err, "")
+		}
+		if m == 0 {
+			return n, nil
+		}
+		d.Write(s.buf[:m])
+		for b := s.buf[:m]; len(b) > 0; {
+			k, err := unix.Write(dst, b)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return n, errStore(err)
+			}
+			b = b[k:]
+		}
+		n += int64(m)
+		if s.added+n > s.store.cfg.MaxTotalBytes {
+			return n, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+		}
+	}
+}

@@ -1,0 +1,1064 @@
+package davfs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The checkpoint store: content-addressed, deduplicated, on the agent's
+// volume, reached only through fds held for its directories.
+//
+//	<dir>/objects/<h[:2]>/<h>   a file's bytes; h = hex SHA-256 of them
+//	<dir>/tmp/                  objects and manifests being written
+//	<dir>/ws/<key>/<id>.manifest  the entries of one checkpoint (JSON)
+//	<dir>/ws/<key>/<id>.json      its description; written last, so a
+//	                              checkpoint exists once this file does
+//
+// <key> is "g" for GLOBAL and "p-" + 32 hex digits of the SHA-256 of the
+// project name for a PROJECT. An unchanged file costs nothing in the next
+// checkpoint: its stat (device, inode, size, mtime, ctime) matches the
+// previous manifest's entry, so it is neither read nor stored again, and
+// identical bytes anywhere share one object.
+//
+// Durability: objects are written without one fsync each; one syncfs of
+// the store's file system runs before the manifest is written (and the
+// manifest and description are fsynced and renamed into place), so a
+// crash leaves either a complete checkpoint or none, plus orphan objects
+// that the next collection removes.
+//
+// Locking: gc is held shared by captures, compares, restores and lists,
+// exclusively by deletes and pruning (which remove objects).
+type ckStore struct {
+	cfg       CheckpointConfig
+	path      string // host path (never logged or returned)
+	underRoot string // the name under the projects root, or ""
+	mu        sync.Mutex
+	opened    bool
+	fd        int // the store directory (O_PATH)
+	objfd     int // objects/ (O_PATH)
+	tmpfd     int // tmp/ (O_RDONLY: syncfs)
+	wsfd      int // ws/ (O_PATH)
+	packfd    int // packs/ (O_PATH)
+	gc        sync.RWMutex
+	total     atomic.Int64 // bytes of all objects
+	objDirs   sync.Map     // object subdirectories known to exist
+	busyMu    sync.Mutex
+	busy      map[string]int // checkpoints a restore reads: never pruned
+	cacheMu   sync.Mutex
+	manifests []cachedManifest // most recent first
+}
+
+func newCkStore(f *FS, cfg Config) (*ckStore, error) {
+	c := cfg.Checkpoints
+	if c.Dir == "" {
+		return nil, nil
+	}
+	if !filepath.IsAbs(c.Dir) {
+		return nil, errors.New("davfs: checkpoints dir must be an absolute path")
+	}
+	if c.MaxPerWorkspace <= 0 {
+		c.MaxPerWorkspace = DefaultCheckpointsPerWorkspace
+	}
+	if c.MaxTotalBytes <= 0 {
+		c.MaxTotalBytes = DefaultCheckpointBytes
+	}
+	if c.MaxAge <= 0 {
+		c.MaxAge = DefaultCheckpointAge
+	}
+	s := &ckStore{cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
+	// An existing store is checked now (a misplaced one fails the start);
+	// a missing one is created by the first checkpoint, so Open changes
+	// nothing on disk.
+	if _, err := os.Lstat(s.path); err == nil {
+		if err := s.open(f); err != nil {
+			return nil, fmt.Errorf("davfs: checkpoints dir: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func (s *ckStore) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, fd := range []int{s.fd, s.objfd, s.tmpfd, s.wsfd, s.packfd} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	s.fd, s.objfd, s.tmpfd, s.wsfd, s.packfd, s.opened = -1, -1, -1, -1, -1, false
+}
+
+func errStore(err error) error {
+	var de *Error
+	if errors.As(err, &de) {
+		return de
+	}
+	if errnoOf(err) == unix.ENOSPC || errnoOf(err) == unix.EDQUOT {
+		return newErr(CodeResourceExhausted, ReasonNoSpace, err, "no space left in the checkpoint store")
+	}
+	return newErr(CodeInternal, ReasonInternal, err, "checkpoint store error")
+}
+
+// open creates (0700) and opens the store, checks where it is, sweeps tmp/
+// and counts the object bytes. Once.
+func (s *ckStore) open(f *FS) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opened {
+		return nil
+	}
+	var fd int
+	var err error
+	if s.underRoot != "" {
+		if err = unix.Mkdirat(f.projects.fd, s.underRoot, 0o700); err != nil && err != unix.EEXIST {
+			return errStore(err)
+		}
+		fd, err = unix.Openat(f.projects.fd, s.underRoot, oDirPath|oCommon, 0)
+	} else {
+		if err = os.MkdirAll(s.path, 0o700); err != nil {
+			return errStore(err)
+		}
+		fd, err = unix.Open(s.path, oDirPath|oCommon, 0)
+	}
+	if err != nil {
+		return errStore(err)
+	}
+	if err := s.checkPlace(f, fd); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	sub := func(name string, flags int) (int, error) {
+		if err := unix.Mkdirat(fd, name, 0o700); err != nil && err != unix.EEXIST {
+			return -1, err
+		}
+		return unix.Openat(fd, name, flags|oCommon, 0)
+	}
+	objfd, err1 := sub("objects", oDirPath)
+	tmpfd, err2 := sub("tmp", oDirRead)
+	wsfd, err3 := sub("ws", oDirPath)
+	packfd, err4 := sub("packs", oDirPath)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		for _, x := range []int{fd, objfd, tmpfd, wsfd, packfd} {
+			if x >= 0 {
+				unix.Close(x)
+			}
+		}
+		return errStore(err)
+	}
+	s.fd, s.objfd, s.tmpfd, s.wsfd, s.packfd = fd, objfd, tmpfd, wsfd, packfd
+	// Leftovers of an interrupted write.
+	if ents, err := readDirents(tmpfd); err == nil {
+		for _, d := range ents {
+			unix.Unlinkat(tmpfd, d.name, 0)
+		}
+	}
+	var total int64
+	s.eachObject(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
+	s.eachPack(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
+	s.total.Store(total)
+	s.opened = true
+	return nil
+}
+
+func errStorePlace() *Error {
+	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil,
+		"services.checkpoints.dir must be outside every project and outside CODEX_HOME, and must not contain either root")
+}
+
+// checkPlace walks up from the store by fds (".."): it must not be inside
+// CODEX_HOME, nor inside the projects root except as a direct child whose
+// name is denied; and neither root may be inside it.
+func (s *ckStore) checkPlace(f *FS, fd int) error {
+	id := func(fd int) (fdIdentity, error) { return identityOf(fd, "") }
+	self, err := id(fd)
+	if err != nil {
+		return errStore(err)
+	}
+	proj, _ := id(f.projects.fd)
+	codex, _ := id(f.codex.fd)
+	// ancestors returns the identities from fd up to the file system root.
+	ancestors := func(fd int) ([]fdIdentity, error) {
+		var out []fdIdentity
+		cur, err := unix.Dup(fd)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { unix.Close(cur) }()
+		for range 4096 {
+			i, err := id(cur)
+			if err != nil {
+				return nil, err
+			}
+			if len(out) > 0 && out[len(out)-1] == i {
+				return out, nil // "/" is its own parent
+			}
+			out = append(out, i)
+			next, err := unix.Openat(cur, "..", oDirPath|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return nil, err
+			}
+			unix.Close(cur)
+			cur = next
+		}
+		return out, nil
+	}
+	up, err := ancestors(fd)
+	if err != nil {
+		return errStore(err)
+	}
+	for i, a := range up {
+		switch {
+		case a == codex:
+			return errStorePlace()
+		case a == proj:
+			if i != 1 || s.underRoot == "" {
+				return errStorePlace()
+			}
+			var st unix.Stat_t
+			if fstatat(f.projects.fd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino {
+				return errStorePlace()
+			}
+		}
+	}
+	for _, rfd := range []int{f.projects.fd, f.codex.fd} {
+		up, err := ancestors(rfd)
+		if err != nil {
+			return errStore(err)
+		}
+		if slices.Contains(up, self) {
+			return errStorePlace()
+		}
+	}
+	return nil
+}
+
+// eachObject calls fn for every regular file under objects/.
+func (s *ckStore) eachObject(fn func(dirfd int, name string, st *unix.Stat_t)) {
+	rfd, err := unix.Openat(s.objfd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(rfd)
+	subs, err := readDirents(rfd)
+	if err != nil {
+		return
+	}
+	for _, d := range subs {
+		dfd, err := unix.Openat(rfd, d.name, oDirRead|oCommon, 0)
+		if err != nil {
+			continue
+		}
+		ents, _ := readDirents(dfd)
+		for _, e := range ents {
+			var st unix.Stat_t
+			if fstatat(dfd, e.name, &st) == nil && isType(&st, unix.S_IFREG) {
+				fn(dfd, e.name, &st)
+			}
+		}
+		unix.Close(dfd)
+	}
+}
+
+// wsKey names ws's directory under ws/.
+func wsKey(ws Workspace) string {
+	if ws.Scope == ScopeGlobal {
+		return "g"
+	}
+	h := sha256.Sum256([]byte(ws.Project))
+	return "p-" + hex.EncodeToString(h[:16])
+}
+
+func validHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// objDir opens (creating it if asked) objects/<h[:2]> (O_PATH).
+func (s *ckStore) objDir(h string, create bool) (int, error) {
+	name := h[:2]
+	if create {
+		if _, ok := s.objDirs.Load(name); !ok {
+			if err := unix.Mkdirat(s.objfd, name, 0o700); err != nil && err != unix.EEXIST {
+				return -1, err
+			}
+			s.objDirs.Store(name, true)
+		}
+	}
+	return unix.Openat(s.objfd, name, oDirPath|oCommon, 0)
+}
+
+// putTemp moves the complete temp file tmp (in tmp/) to the object h. It
+// returns the bytes added (0 when the object existed: deduplicated).
+func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
+	dfd, err := s.objDir(h, true)
+	if err != nil {
+		unix.Unlinkat(s.tmpfd, tmp, 0)
+		return 0, err
+	}
+	defer unix.Close(dfd)
+	err = unix.Renameat2(s.tmpfd, tmp, dfd, h, unix.RENAME_NOREPLACE)
+	if err == unix.EEXIST {
+		unix.Unlinkat(s.tmpfd, tmp, 0)
+		return 0, nil
+	}
+	if err != nil {
+		unix.Unlinkat(s.tmpfd, tmp, 0)
+		return 0, err
+	}
+	s.total.Add(size)
+	return size, nil
+}
+
+// openLoose opens the loose object h for reading: never through a symlink,
+// and only a single-link regular file of the expected size.
+func (s *ckStore) openLoose(h string, size int64) (*os.File, error) {
+	if !validHash(h) {
+		return nil, errors.New("invalid object name")
+	}
+	dfd, err := s.objDir(h, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, h, oFile|oCommon, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size != size {
+		unix.Close(fd)
+		return nil, errors.New("object is not a single-link regular file of its size")
+	}
+	return os.NewFile(uintptr(fd), "checkpoint-object"), nil
+}
+
+// ckEntry is one captured name. Dev, Ino and Ctime only serve to reuse the
+// hash in the next checkpoint; they are never returned.
+type ckEntry struct {
+	Path  string `json:"p"`
+	Dir   bool   `json:"d,omitempty"`
+	Mode  uint32 `json:"m"`
+	Size  int64  `json:"s,omitempty"`
+	Hash  string `json:"h,omitempty"`
+	Mtime int64  `json:"t,omitempty"`
+	Dev   uint64 `json:"dv,omitempty"`
+	Ino   uint64 `json:"i,omitempty"`
+	Ctime int64  `json:"c,omitempty"`
+	// Key: the stat may stand for the content next time (the file's ctime
+	// was well before it was read, so a later change moves the ctime).
+	Key bool `json:"k,omitempty"`
+	// Pack and Off locate a small file's bytes in packs/<Pack>.pack;
+	// empty Pack: the loose object Hash.
+	Pack string `json:"pk,omitempty"`
+	Off  int64  `json:"o,omitempty"`
+}
+
+type ckManifest struct {
+	Version int       `json:"version"`
+	Entries []ckEntry `json:"entries"` // sorted by Path
+}
+
+// ckMeta is the stored description of a checkpoint.
+type ckMeta struct {
+	Version  int       `json:"version"`
+	ID       string    `json:"id"`
+	Scope    string    `json:"scope"` // "project" or "global"
+	Project  string    `json:"project,omitempty"`
+	Root     string    `json:"root,omitempty"`
+	Label    string    `json:"label,omitempty"`
+	Operator string    `json:"operator,omitempty"`
+	Created  time.Time `json:"created"`
+	Reason   string    `json:"reason,omitempty"`
+	Files    int       `json:"files"`
+	Dirs     int       `json:"dirs"`
+	Size     int64     `json:"size"`
+	Skipped  int       `json:"skipped"`
+}
+
+func (m *ckMeta) workspace() Workspace {
+	if m.Scope == "global" {
+		return Workspace{Scope: ScopeGlobal}
+	}
+	return Workspace{Scope: ScopeProject, Project: m.Project}
+}
+
+func (m *ckMeta) checkpoint() Checkpoint {
+	return Checkpoint{ID: m.ID, Workspace: m.workspace(), Root: m.Root, Label: m.Label, Operator: m.Operator,
+		Created: m.Created, Reason: m.Reason, Files: m.Files, Dirs: m.Dirs, Size: m.Size, Skipped: m.Skipped}
+}
+
+// maxManifestBytes bounds what is read back as one manifest.
+const maxManifestBytes = 512 << 20
+
+// readSmall reads the regular single-link file name in dirfd (never a
+// symlink) of at most max bytes.
+func readSmall(dirfd int, name string, max int64) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, oFile|oCommon, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size > max {
+		return nil, errors.New("not a single-link regular file within bounds")
+	}
+	b, ok, err := readAllAt(fd, st.Size, nil)
+	if err == nil && !ok {
+		err = errors.New("changed while read")
+	}
+	return b, err
+}
+
+// writeAtomic writes b as name in dirfd: a temp file in tmp/, fsync,
+// rename, fsync of dirfd's directory (dirRead, O_RDONLY).
+func (s *ckStore) writeAtomic(dirfd, dirRead int, name string, b []byte) error {
+	t, err := createTemp(s.tmpfd)
+	if err != nil {
+		return err
+	}
+	for p := b; len(p) > 0; {
+		n, err := unix.Write(t.fd, p)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.discard(s.tmpfd)
+			return err
+		}
+		p = p[n:]
+	}
+	if err := unix.Fsync(t.fd); err != nil {
+		t.discard(s.tmpfd)
+		return err
+	}
+	unix.Close(t.fd)
+	if err := unix.Renameat(s.tmpfd, t.name, dirfd, name); err != nil {
+		unix.Unlinkat(s.tmpfd, t.name, 0)
+		return err
+	}
+	return fsyncDir(dirRead)
+}
+
+// wsDir opens ws/<key> (O_PATH), creating it if asked.
+func (s *ckStore) wsDir(ws Workspace, create bool) (int, error) {
+	key := wsKey(ws)
+	if create {
+		if err := unix.Mkdirat(s.wsfd, key, 0o700); err != nil && err != unix.EEXIST {
+			return -1, err
+		}
+	}
+	return unix.Openat(s.wsfd, key, oDirPath|oCommon, 0)
+}
+
+func (s *ckStore) readMeta(ws Workspace, id string) (*ckMeta, error) {
+	dfd, err := s.wsDir(ws, false)
+	if err != nil {
+		return nil, errCheckpointNotFound(id)
+	}
+	defer unix.Close(dfd)
+	m, err := readMetaAt(dfd, id)
+	if err != nil {
+		return nil, errCheckpointNotFound(id)
+	}
+	if w := m.workspace(); w != ws {
+		return nil, errCheckpointNotFound(id)
+	}
+	return m, nil
+}
+
+func readMetaAt(dfd int, id string) (*ckMeta, error) {
+	b, err := readSmall(dfd, id+".json", 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	var m ckMeta
+	if err := json.Unmarshal(b, &m); err != nil || m.ID != id {
+		return nil, errors.New("bad checkpoint description")
+	}
+	return &m, nil
+}
+
+// readManifest returns a checkpoint's manifest, from the small cache of
+// recent ones when it is there (a manifest never changes once written).
+// Callers must not modify it.
+func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
+	key := wsKey(ws) + "/" + id
+	if m := s.cached(key); m != nil {
+		return m, nil
+	}
+	dfd, err := s.wsDir(ws, false)
+	if err != nil {
+		return nil, errCheckpointNotFound(id)
+	}
+	defer unix.Close(dfd)
+	m, err := readManifestAt(dfd, id)
+	if err == nil {
+		s.cache(key, m)
+	}
+	return m, err
+}
+
+// manifestCacheSize: recent manifests kept decoded (a 10,000-file one is
+// a few MiB), so compare and restore of one path do not decode it again.
+const manifestCacheSize = 4
+
+type cachedManifest struct {
+	key string
+	m   *ckManifest
+}
+
+func (s *ckStore) cached(key string) *ckManifest {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	for i, c := range s.manifests {
+		if c.key == key {
+			s.manifests = append(append([]cachedManifest{c}, s.manifests[:i]...), s.manifests[i+1:]...)
+			return c.m
+		}
+	}
+	return nil
+}
+
+func (s *ckStore) cache(key string, m *ckManifest) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	s.manifests = append([]cachedManifest{{key, m}}, s.manifests...)
+	if len(s.manifests) > manifestCacheSize {
+		s.manifests = s.manifests[:manifestCacheSize]
+	}
+}
+
+func (s *ckStore) uncache(key string) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == key })
+}
+
+func readManifestAt(dfd int, id string) (*ckManifest, error) {
+	b, err := readSmall(dfd, id+".manifest", maxManifestBytes)
+	if err != nil {
+		return nil, errStore(err)
+	}
+	var m ckManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, newErr(CodeInternal, ReasonInternal, err, "checkpoint %q is damaged", id)
+	}
+	return &m, nil
+}
+
+// list returns ws's checkpoints, newest first.
+func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
+	dfd, err := s.wsDir(ws, false)
+	if errors.Is(err, unix.ENOENT) {
+		return []Checkpoint{}, nil
+	}
+	if err != nil {
+		return nil, errStore(err)
+	}
+	defer unix.Close(dfd)
+	metas, err := metasIn(dfd)
+	if err != nil {
+		return nil, errStore(err)
+	}
+	out := make([]Checkpoint, 0, len(metas))
+	for _, m := range metas {
+		if m.workspace() == ws {
+			out = append(out, m.checkpoint())
+		}
+	}
+	slices.SortFunc(out, func(a, b Checkpoint) int { return strings.Compare(b.ID, a.ID) })
+	return out, nil
+}
+
+// metasIn reads every description in one ws/<key> directory.
+func metasIn(dfd int) ([]*ckMeta, error) {
+	rfd, err := unix.Openat(dfd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(rfd)
+	ents, err := readDirents(rfd)
+	if err != nil {
+		return nil, err
+	}
+	var out []*ckMeta
+	for _, d := range ents {
+		id, ok := strings.CutSuffix(d.name, ".json")
+		if !ok || !checkpointIDRE.MatchString(id) {
+			continue
+		}
+		if m, err := readMetaAt(rfd, id); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// ckRef is one stored checkpoint, for limits and collection.
+type ckRef struct {
+	meta *ckMeta
+	key  string
+}
+
+// allMetas reads the descriptions of every workspace.
+func (s *ckStore) allMetas() ([]ckRef, error) {
+	rfd, err := unix.Openat(s.wsfd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(rfd)
+	keys, err := readDirents(rfd)
+	if err != nil {
+		return nil, err
+	}
+	var out []ckRef
+	for _, k := range keys {
+		dfd, err := unix.Openat(rfd, k.name, oDirPath|oCommon, 0)
+		if err != nil {
+			continue
+		}
+		metas, _ := metasIn(dfd)
+		unix.Close(dfd)
+		for _, m := range metas {
+			if wsKey(m.workspace()) == k.name {
+				out = append(out, ckRef{meta: m, key: k.name})
+			}
+		}
+	}
+	return out, nil
+}
+
+// remove deletes one checkpoint's files: the description first (then it
+// no longer exists), then the manifest.
+func (s *ckStore) remove(key, id string) error {
+	s.uncache(key + "/" + id)
+	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	if err := unix.Unlinkat(dfd, id+".json", 0); err != nil && err != unix.ENOENT {
+		return err
+	}
+	unix.Unlinkat(dfd, id+".manifest", 0)
+	return fsyncDir(dfd)
+}
+
+func (s *ckStore) delete(f *FS, ws Workspace, id string) error {
+	s.gc.Lock()
+	defer s.gc.Unlock()
+	if _, err := s.readMeta(ws, id); err != nil {
+		return err
+	}
+	if err := s.remove(wsKey(ws), id); err != nil {
+		return errStore(err)
+	}
+	return s.collect(nil)
+}
+
+// collect removes every object no remaining checkpoint references and
+// every manifest without a description (refs: the checkpoints to keep, nil
+// to read them). It runs with gc held exclusively.
+func (s *ckStore) collect(refs []ckRef) error {
+	if refs == nil {
+		var err error
+		if refs, err = s.allMetas(); err != nil {
+			return errStore(err)
+		}
+	}
+	live := map[string]struct{}{}
+	livePacks := map[string]struct{}{}
+	byKey := map[string]map[string]bool{}
+	for _, r := range refs {
+		dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
+		if err != nil {
+			return errStore(err)
+		}
+		m, err := readManifestAt(dfd, r.meta.ID)
+		unix.Close(dfd)
+		if err != nil {
+			// A damaged manifest must not free what it may still hold.
+			return err
+		}
+		for _, e := range m.Entries {
+			if e.Pack != "" {
+				livePacks[e.Pack+".pack"] = struct{}{}
+			} else if e.Hash != "" {
+				live[e.Hash] = struct{}{}
+			}
+		}
+		if byKey[r.key] == nil {
+			byKey[r.key] = map[string]bool{}
+		}
+		byKey[r.key][r.meta.ID] = true
+	}
+	var total int64
+	s.eachObject(func(dfd int, name string, st *unix.Stat_t) {
+		if _, ok := live[name]; ok {
+			total += st.Size
+			return
+		}
+		if unix.Unlinkat(dfd, name, 0) != nil {
+			total += st.Size
+		}
+	})
+	s.eachPack(func(dfd int, name string, st *unix.Stat_t) {
+		if _, ok := livePacks[name]; ok {
+			total += st.Size
+			return
+		}
+		if unix.Unlinkat(dfd, name, 0) != nil {
+			total += st.Size
+		}
+	})
+	s.total.Store(total)
+	// Orphan manifests (a create interrupted before its description).
+	if rfd, err := unix.Openat(s.wsfd, ".", oDirRead|oCommon, 0); err == nil {
+		keys, _ := readDirents(rfd)
+		for _, k := range keys {
+			dfd, err := unix.Openat(rfd, k.name, oDirRead|oCommon, 0)
+			if err != nil {
+				continue
+			}
+			ents, _ := readDirents(dfd)
+			for _, d := range ents {
+				if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[k.name][id] {
+					unix.Unlinkat(dfd, d.name, 0)
+				}
+			}
+			unix.Close(dfd)
+		}
+		unix.Close(rfd)
+	}
+	return nil
+}
+
+// create captures w, commits the checkpoint and applies the limits.
+func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOptions, reason string, start time.Time) (Checkpoint, error) {
+	s.pruneAge(f)
+	s.gc.RLock()
+	id := newCheckpointID(start)
+	var prev *ckManifest
+	if cks, err := s.list(w.ws); err == nil && len(cks) > 0 {
+		prev, _ = s.readManifest(w.ws, cks[0].ID)
+	}
+	sc := newScanner(ctx, f, w, s, prev)
+	sc.pack = s.newPack(id)
+	defer sc.pack.discard()
+	err := sc.scan()
+	if _, ok := sc.blocked[w.rel]; ok && err == nil && !w.isRoot() {
+		err = newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q cannot be checkpointed (a link, a special file or a denied name)", w.rel)
+	}
+	if err == nil && sc.added > s.cfg.MaxTotalBytes {
+		err = errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+	}
+	var meta *ckMeta
+	if err == nil {
+		if perr := sc.pack.commit(); perr != nil {
+			err = errStore(perr)
+		}
+	}
+	if err == nil && sc.loose > 0 {
+		// One syncfs makes every loose object durable before the manifest
+		// that names them (the pack was fsynced on its own).
+		if serr := unix.Syncfs(s.tmpfd); serr != nil {
+			err = errStore(serr)
+		}
+	}
+	if err == nil {
+		meta = &ckMeta{Version: 1, ID: id, Root: w.rel, Label: opts.Label, Operator: opts.Operator, Created: start.UTC(),
+			Reason: reason, Skipped: len(sc.blocked)}
+		if w.ws.Scope == ScopeGlobal {
+			meta.Scope = "global"
+		} else {
+			meta.Scope, meta.Project = "project", w.ws.Project
+		}
+		for _, e := range sc.out {
+			if e.Dir {
+				meta.Dirs++
+			} else {
+				meta.Files++
+				meta.Size += e.Size
+			}
+		}
+		err = s.commit(w.ws, meta, &ckManifest{Version: 1, Entries: sc.out})
+	}
+	s.gc.RUnlock()
+	if err != nil {
+		if sc.added > 0 {
+			// Objects only this failed checkpoint stored.
+			s.gc.Lock()
+			s.collect(nil)
+			s.gc.Unlock()
+		}
+		return Checkpoint{}, err
+	}
+	if err := s.enforce(f, w.ws, id); err != nil {
+		return Checkpoint{}, err
+	}
+	return meta.checkpoint(), nil
+}
+
+func errCheckpointLimit(why string) *Error {
+	return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the checkpoint does not fit: %s; delete checkpoints or raise the limit", why)
+}
+
+// commit writes the manifest, then the description.
+func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
+	mb, err := m.MarshalJSON() // not json.Marshal: it would re-scan the output
+	if err != nil {
+		return errStore(err)
+	}
+	jb, err := json.Marshal(meta)
+	if err != nil {
+		return errStore(err)
+	}
+	if _, err := s.wsDir(ws, true); err != nil {
+		return errStore(err)
+	}
+	dfd, err := unix.Openat(s.wsfd, wsKey(ws), oDirRead|oCommon, 0)
+	if err != nil {
+		return errStore(err)
+	}
+	defer unix.Close(dfd)
+	if err := s.writeAtomic(dfd, dfd, meta.ID+".manifest", mb); err != nil {
+		return errStore(err)
+	}
+	if err := s.writeAtomic(dfd, dfd, meta.ID+".json", jb); err != nil {
+		unix.Unlinkat(dfd, meta.ID+".manifest", 0)
+		return errStore(err)
+	}
+	s.cache(wsKey(ws)+"/"+meta.ID, m)
+	return nil
+}
+
+// pruneAge removes checkpoints older than MaxAge.
+func (s *ckStore) pruneAge(f *FS) {
+	s.gc.Lock()
+	defer s.gc.Unlock()
+	refs, err := s.allMetas()
+	if err != nil {
+		return
+	}
+	cut := f.now().Add(-s.cfg.MaxAge)
+	keep := refs[:0:0]
+	removed := false
+	for _, r := range refs {
+		if r.meta.Created.Before(cut) && !s.isBusy(r.meta.ID) {
+			if s.remove(r.key, r.meta.ID) == nil {
+				removed = true
+				continue
+			}
+		}
+		keep = append(keep, r)
+	}
+	if removed {
+		s.collect(keep)
+	}
+}
+
+// enforce applies the count and byte limits after the checkpoint newID of
+// ws was committed: the oldest others go first; if the new one still does
+// not fit, it goes too and the create fails.
+func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
+	s.gc.Lock()
+	defer s.gc.Unlock()
+	key := wsKey(ws)
+	refs, err := s.allMetas()
+	if err != nil {
+		return errStore(err)
+	}
+	// Oldest first (IDs sort by time).
+	slices.SortFunc(refs, func(a, b ckRef) int { return strings.Compare(a.meta.ID, b.meta.ID) })
+	var removed bool
+	n := 0
+	for _, r := range refs {
+		if r.key == key {
+			n++
+		}
+	}
+	keep := refs[:0:0]
+	for _, r := range refs {
+		if n > s.cfg.MaxPerWorkspace && r.key == key && r.meta.ID != newID && !s.isBusy(r.meta.ID) {
+			if s.remove(r.key, r.meta.ID) == nil {
+				n--
+				removed = true
+				continue
+			}
+		}
+		keep = append(keep, r)
+	}
+	if removed {
+		if err := s.collect(keep); err != nil {
+			return err
+		}
+	}
+	if s.total.Load() <= s.cfg.MaxTotalBytes {
+		return nil
+	}
+	// Over the byte limit: plan the removals on reference counts.
+	counts := map[string]int{}
+	sizes := map[string]int64{}
+	hashes := map[string][]string{}
+	for _, r := range keep {
+		dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
+		if err != nil {
+			return errStore(err)
+		}
+		m, err := readManifestAt(dfd, r.meta.ID)
+		unix.Close(dfd)
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, e := range m.Entries {
+			k, size := e.Hash, e.Size
+			if e.Pack != "" {
+				k = "pack:" + e.Pack
+				if known, ok := sizes[k]; ok {
+					size = known
+				} else {
+					var st unix.Stat_t
+					if fstatat(s.packfd, e.Pack+".pack", &st) == nil {
+						size = st.Size
+					}
+				}
+			}
+			if k != "" && !seen[k] {
+				seen[k] = true
+				counts[k]++
+				sizes[k] = size
+				hashes[r.meta.ID] = append(hashes[r.meta.ID], k)
+			}
+		}
+	}
+	var total int64
+	for h := range counts {
+		total += sizes[h]
+	}
+	drop := func(r ckRef) {
+		for _, h := range hashes[r.meta.ID] {
+			if counts[h]--; counts[h] == 0 {
+				total -= sizes[h]
+			}
+		}
+	}
+	final := keep[:0:0]
+	for _, r := range keep {
+		if total > s.cfg.MaxTotalBytes && r.meta.ID != newID && !s.isBusy(r.meta.ID) {
+			drop(r)
+			s.remove(r.key, r.meta.ID)
+			continue
+		}
+		final = append(final, r)
+	}
+	fits := total <= s.cfg.MaxTotalBytes
+	if !fits {
+		s.remove(key, newID)
+		final = slices.DeleteFunc(final, func(r ckRef) bool { return r.meta.ID == newID })
+	}
+	if err := s.collect(final); err != nil {
+		return err
+	}
+	if !fits {
+		return errCheckpointLimit("it is larger than services.checkpoints.maxTotalBytes")
+	}
+	return nil
+}
+
+// MarshalJSON writes the manifest as encoding/json would (the same field
+// names; read back with encoding/json), without reflection: for a
+// 10,000-file tree it is a fifth of a second checkpoint's time otherwise.
+func (m *ckManifest) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 64+len(m.Entries)*160)
+	b = append(b, `{"version":`...)
+	b = strconv.AppendInt(b, int64(m.Version), 10)
+	b = append(b, `,"entries":[`...)
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"p":`...)
+		b = appendJSONString(b, e.Path)
+		if e.Dir {
+			b = append(b, `,"d":true`...)
+		}
+		b = append(b, `,"m":`...)
+		b = strconv.AppendUint(b, uint64(e.Mode), 10)
+		num := func(key string, v int64) {
+			if v != 0 {
+				b = append(b, key...)
+				b = strconv.AppendInt(b, v, 10)
+			}
+		}
+		num(`,"s":`, e.Size)
+		if e.Hash != "" {
+			b = append(b, `,"h":`...)
+			b = appendJSONString(b, e.Hash)
+		}
+		num(`,"t":`, e.Mtime)
+		if e.Dev != 0 {
+			b = append(b, `,"dv":`...)
+			b = strconv.AppendUint(b, e.Dev, 10)
+		}
+		if e.Ino != 0 {
+			b = append(b, `,"i":`...)
+			b = strconv.AppendUint(b, e.Ino, 10)
+		}
+		num(`,"c":`, e.Ctime)
+		if e.Key {
+			b = append(b, `,"k":true`...)
+		}
+		if e.Pack != "" {
+			b = append(b, `,"pk":`...)
+			b = appendJSONString(b, e.Pack)
+		}
+		num(`,"o":`, e.Off)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...), nil
+}
+
+// appendJSONString appends s (valid UTF-8: davfs only records visible
+// names) as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hexd = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,574 @@
+package davfs_test
+
+// Checkpoints (issue #15): create, list, compare, restore, delete; the
+// traps of the confined walk; limits; persistence; a writer running.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+func ckEnv(t *testing.T, layout []string, tweak func(*davfs.Config)) *secEnv {
+	t.Helper()
+	return secNewEnv(t, "", layout, func(c *davfs.Config) {
+		c.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store"), Automatic: true}
+		if tweak != nil {
+			tweak(c)
+		}
+	})
+}
+
+func ckWrite(t *testing.T, p string, b []byte, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ckKinds(cs []davfs.Change) map[string]davfs.ChangeKind {
+	out := map[string]davfs.ChangeKind{}
+	for _, c := range cs {
+		out[c.Path] = c.Kind
+	}
+	return out
+}
+
+func ckCreate(t *testing.T, e *secEnv, ws davfs.Workspace, opts davfs.CheckpointOptions) davfs.Checkpoint {
+	t.Helper()
+	c, err := e.fs.CreateCheckpoint(context.Background(), ws, opts)
+	if err != nil {
+		t.Fatalf("CreateCheckpoint: %v", err)
+	}
+	return c
+}
+
+func ckEqual(t *testing.T, what string, want, got map[string]secNode) {
+	t.Helper()
+	if d := secDiff(want, got, nil); len(d) > 0 {
+		t.Fatalf("%s:\n%s", what, strings.Join(d, "\n"))
+	}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	e := ckEnv(t, []string{"projects/p/okdir/deep/x.bin"}, nil)
+	ctx := context.Background()
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	ckWrite(t, filepath.Join(proj, "run.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755)
+	before := secSnapshot(t, proj)
+	outside := secSnapshot(t, filepath.Join(e.base, "outside"))
+
+	c := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good", Operator: "alice"})
+	if c.Files != 4 || c.Dirs != 2 || c.Label != "known good" || c.Operator != "alice" || c.Reason != davfs.CheckpointManual {
+		t.Fatalf("checkpoint = %+v", c)
+	}
+
+	// The agent edits, adds, deletes and chmods.
+	ckWrite(t, filepath.Join(proj, "ok.txt"), []byte("content of projects/p/ok.txt\nmore\n"), 0o644)
+	ckWrite(t, filepath.Join(proj, "new/added.txt"), []byte("new\n"), 0o600)
+	if err := os.Remove(filepath.Join(proj, "okdir/inner.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(proj, "run.sh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edited := secSnapshot(t, proj)
+
+	cmp, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, "", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]davfs.ChangeKind{
+		"ok.txt": davfs.ChangeModified, "new": davfs.ChangeAdded, "new/added.txt": davfs.ChangeAdded,
+		"okdir/inner.txt": davfs.ChangeRemoved, "run.sh": davfs.ChangeModified,
+	}
+	if got := ckKinds(cmp.Changes); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("changes = %v, want %v", got, want)
+	}
+	for _, ch := range cmp.Changes {
+		switch ch.Path {
+		case "ok.txt":
+			if ch.DiffState != davfs.DiffIncluded || !strings.Contains(ch.Diff, "+more\n") || !strings.Contains(ch.Diff, "--- a/ok.txt") {
+				t.Errorf("ok.txt diff (%v): %q", ch.DiffState, ch.Diff)
+			}
+		case "run.sh":
+			if ch.OldMode&0o777 != 0o755 || ch.NewMode&0o777 != 0o644 || ch.Diff != "" {
+				t.Errorf("run.sh change = %+v", ch)
+			}
+		}
+	}
+
+	res, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", davfs.RestoreOptions{PlanToken: cmp.PlanToken})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if len(res.Changes) != len(cmp.Changes) || res.AutoCheckpoint == "" {
+		t.Fatalf("restore result = %+v", res)
+	}
+	ckEqual(t, "after restore", before, secSnapshot(t, proj))
+	ckEqual(t, "outside", outside, secSnapshot(t, filepath.Join(e.base, "outside")))
+
+	// The restore is undone by its automatic checkpoint.
+	list, err := e.fs.ListCheckpoints(ctx, ws)
+	if err != nil || len(list) != 2 || list[0].ID != res.AutoCheckpoint || list[0].Reason != davfs.CheckpointBeforeRestore {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, res.AutoCheckpoint, "", davfs.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ckEqual(t, "after undo", edited, secSnapshot(t, proj))
+
+	// One file, then one directory.
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "ok.txt", davfs.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(proj, "ok.txt")); string(b) != "content of projects/p/ok.txt\n" {
+		t.Fatalf("ok.txt = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "new/added.txt")); err != nil {
+		t.Fatalf("a one-file restore touched another file: %v", err)
+	}
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "okdir", davfs.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "okdir/inner.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Compare two checkpoints; delete one.
+	c2 := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	cmp2, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, c2.ID, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ckKinds(cmp2.Changes); fmt.Sprint(got) != fmt.Sprint(map[string]davfs.ChangeKind{"new": davfs.ChangeAdded, "new/added.txt": davfs.ChangeAdded, "run.sh": davfs.ChangeModified}) {
+		t.Fatalf("checkpoint vs checkpoint = %v", got)
+	}
+	if err := e.fs.DeleteCheckpoint(ctx, ws, c2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.GetCheckpoint(ctx, ws, c2.ID); davfs.ReasonOf(err) != davfs.ReasonCheckpointNotFound {
+		t.Fatalf("deleted checkpoint: %v", err)
+	}
+}
+
+func TestCheckpointPlanTokenStale(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ctx := context.Background()
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	c := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	ckWrite(t, filepath.Join(proj, "ok.txt"), []byte("one\n"), 0o644)
+	cmp, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, "", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckWrite(t, filepath.Join(proj, "other.txt"), []byte("two\n"), 0o644) // after the comparison
+	before := secSnapshot(t, proj)
+	_, err = e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", davfs.RestoreOptions{PlanToken: cmp.PlanToken})
+	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
+		t.Fatalf("restore with a stale plan: %v", err)
+	}
+	ckEqual(t, "refused restore", before, secSnapshot(t, proj))
+}
+
+// The traps: nothing but single-link regular files and directories with
+// visible names is captured, and a restore never writes through or over
+// what it did not capture.
+func TestCheckpointTraps(t *testing.T) {
+	layout := []string{
+		"projects/p/link => /outside/canary.txt",
+		"projects/p/dirlink => /outside/dir",
+		"projects/p/hard == outside/canary.txt",
+		"projects/p/fifo |",
+		"projects/p/node_modules/secret.js",
+		"projects/p/.git/config",
+		"projects/p/sub/",
+		"codex/skills/tool.md",
+		"codex/skills/auth => /codex/auth.json",
+		"codex/skills/hard == codex/auth.json",
+	}
+	for _, openat2 := range []bool{true, false} {
+		t.Run(fmt.Sprintf("openat2=%v", openat2), func(t *testing.T) {
+			e := ckEnv(t, layout, func(c *davfs.Config) { c.DisableOpenat2 = !openat2 })
+			ctx := context.Background()
+			all := secSnapshot(t, e.base)
+			notStore := func(k string) bool { return secUnder(k, "store") }
+
+			c := ckCreate(t, e, secProject("p"), davfs.CheckpointOptions{})
+			// ok.txt, okdir/, okdir/inner.txt, sub/
+			if c.Files != 2 || c.Dirs != 2 || c.Skipped != 6 {
+				t.Fatalf("project checkpoint = %+v", c)
+			}
+			g := ckCreate(t, e, davfs.Workspace{Scope: davfs.ScopeGlobal}, davfs.CheckpointOptions{})
+			// skills/, skills/ok.md, skills/tool.md, AGENTS.md
+			if g.Files != 3 || g.Dirs != 1 || g.Skipped != 2 {
+				t.Fatalf("global checkpoint = %+v", g)
+			}
+			// No secret byte reached the store.
+			filepath.Walk(filepath.Join(e.base, "store"), func(p string, info os.FileInfo, err error) error {
+				if err == nil && info.Mode().IsRegular() {
+					b, _ := os.ReadFile(p)
+					secNoSecret(t, "store file", b)
+				}
+				return nil
+			})
+			ckEqual(t, "checkpoints changed the volumes", all, secSnapshotSkip(t, e.base, notStore))
+
+			// A compare of the untouched tree shows nothing.
+			cmp, err := e.fs.CompareCheckpoint(ctx, secProject("p"), c.ID, "", "", true)
+			if err != nil || len(cmp.Changes) != 0 {
+				t.Fatalf("compare = %+v, %v", cmp.Changes, err)
+			}
+
+			// The agent puts traps where the checkpoint has files.
+			proj := filepath.Join(e.projects(), "p")
+			os.RemoveAll(filepath.Join(proj, "okdir"))
+			if err := os.Symlink(filepath.Join(e.base, "outside/dir"), filepath.Join(proj, "okdir")); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(proj, "ok.txt"))
+			if err := os.Link(filepath.Join(e.base, "outside/canary.txt"), filepath.Join(proj, "ok.txt")); err != nil {
+				t.Fatal(err)
+			}
+			before := secSnapshotSkip(t, e.base, notStore)
+			for _, p := range []string{"", "okdir", "ok.txt"} {
+				_, err := e.fs.RestoreCheckpoint(ctx, secProject("p"), c.ID, p, davfs.RestoreOptions{})
+				if davfs.ReasonOf(err) != davfs.ReasonCheckpointConflict {
+					t.Fatalf("restore %q over a trap: %v", p, err)
+				}
+				secCheckDavErr(t, "restore", err, e.base)
+			}
+			ckEqual(t, "a refused restore changed something", before, secSnapshotSkip(t, e.base, notStore))
+
+			// Global: the planted names stay, AGENTS.md comes back.
+			os.Remove(filepath.Join(e.codex(), "AGENTS.md"))
+			if _, err := e.fs.RestoreCheckpoint(ctx, davfs.Workspace{Scope: davfs.ScopeGlobal}, g.ID, "", davfs.RestoreOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(e.codex(), "AGENTS.md")); !bytes.Equal(b, secContent("codex/AGENTS.md")) {
+				t.Fatalf("AGENTS.md = %q", b)
+			}
+			after := secSnapshot(t, e.base)
+			for _, k := range []string{"codex/skills/auth", "codex/skills/hard", "codex/auth.json", "outside/canary.txt"} {
+				if after[k] != before[k] {
+					t.Errorf("%s changed: %v -> %v", k, before[k], after[k])
+				}
+			}
+		})
+	}
+}
+
+func secSnapshotSkip(t *testing.T, root string, skip func(string) bool) map[string]secNode {
+	s := secSnapshot(t, root)
+	for k := range s {
+		if skip(k) {
+			delete(s, k)
+		}
+	}
+	return s
+}
+
+func TestCheckpointBadInput(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ctx := context.Background()
+	ws := secProject("p")
+	c := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	before := secSnapshot(t, e.base)
+	cases := []struct {
+		name   string
+		err    error
+		reason davfs.Reason
+	}{
+		{"dot path", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "okdir/./inner.txt"})
+			return err
+		}(), davfs.ReasonInvalidPath},
+		{"empty segment", func() error {
+			_, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "okdir//inner.txt", davfs.RestoreOptions{})
+			return err
+		}(), davfs.ReasonInvalidPath},
+		{"dotdot", func() error { _, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, "", "../q", false); return err }(), davfs.ReasonInvalidPath},
+		{"denylisted", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "node_modules"})
+			return err
+		}(), davfs.ReasonDenylisted},
+		{"label", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: "a\nb"})
+			return err
+		}(), davfs.ReasonInvalidArgument},
+		{"id", func() error {
+			_, err := e.fs.RestoreCheckpoint(ctx, ws, "../../x", "", davfs.RestoreOptions{})
+			return err
+		}(), davfs.ReasonCheckpointNotFound},
+		{"other workspace", func() error {
+			_, err := e.fs.RestoreCheckpoint(ctx, secProject("q"), c.ID, "", davfs.RestoreOptions{})
+			return err
+		}(), davfs.ReasonCheckpointNotFound},
+		{"outside global", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, davfs.Workspace{Scope: davfs.ScopeGlobal}, davfs.CheckpointOptions{Path: "auth.json"})
+			return err
+		}(), davfs.ReasonOutsideGlobal},
+		{"missing", func() error {
+			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "nope"})
+			return err
+		}(), davfs.ReasonNotFound},
+	}
+	for _, tc := range cases {
+		if davfs.ReasonOf(tc.err) != tc.reason {
+			t.Errorf("%s: %v (reason %s), want %s", tc.name, tc.err, davfs.ReasonOf(tc.err), tc.reason)
+		}
+		secCheckDavErr(t, tc.name, tc.err, e.base)
+	}
+	ckEqual(t, "bad input changed something", before, secSnapshot(t, e.base))
+
+	// Without a store every call says so.
+	d := secNewEnv(t, "", nil, nil)
+	if _, err := d.fs.ListCheckpoints(ctx, ws); davfs.ReasonOf(err) != davfs.ReasonCheckpointsDisabled {
+		t.Fatalf("disabled: %v", err)
+	}
+}
+
+func TestCheckpointDedupAndLimits(t *testing.T) {
+	e := ckEnv(t, nil, func(c *davfs.Config) {
+		c.Checkpoints.MaxPerWorkspace = 3
+		c.Checkpoints.MaxTotalBytes = 64 << 10
+	})
+	ctx := context.Background()
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	ckWrite(t, filepath.Join(proj, "big.bin"), bytes.Repeat([]byte("a"), 40<<10), 0o644)
+	first := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	st1, _ := e.fs.CheckpointStats()
+	// Unchanged files cost nothing.
+	ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	st2, _ := e.fs.CheckpointStats()
+	if st2.Bytes != st1.Bytes || st2.Checkpoints != 2 {
+		t.Fatalf("second checkpoint of an unchanged tree: %+v -> %+v", st1, st2)
+	}
+	ckWrite(t, filepath.Join(proj, "ok.txt"), []byte("changed\n"), 0o644)
+	ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	st3, _ := e.fs.CheckpointStats()
+	if st3.Bytes != st1.Bytes+int64(len("changed\n")) {
+		t.Fatalf("one changed file: %d -> %d bytes", st1.Bytes, st3.Bytes)
+	}
+	// The count limit prunes the oldest.
+	ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	list, _ := e.fs.ListCheckpoints(ctx, ws)
+	if len(list) != 3 || list[len(list)-1].ID == first.ID {
+		t.Fatalf("count limit: %d checkpoints, oldest %s (first %s)", len(list), list[len(list)-1].ID, first.ID)
+	}
+	// The byte limit: a new 40 KiB file does not fit beside the old one
+	// unless the older checkpoints go; a 70 KiB one never fits.
+	ckWrite(t, filepath.Join(proj, "big.bin"), bytes.Repeat([]byte("b"), 40<<10), 0o644)
+	ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	list, _ = e.fs.ListCheckpoints(ctx, ws)
+	st4, _ := e.fs.CheckpointStats()
+	if len(list) != 1 || st4.Bytes > 64<<10 {
+		t.Fatalf("byte limit: %d checkpoints, %d bytes", len(list), st4.Bytes)
+	}
+	ckWrite(t, filepath.Join(proj, "big.bin"), bytes.Repeat([]byte("c"), 70<<10), 0o644)
+	_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{})
+	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit || davfs.CodeOf(err) != davfs.CodeResourceExhausted {
+		t.Fatalf("too large: %v", err)
+	}
+	list2, _ := e.fs.ListCheckpoints(ctx, ws)
+	st5, _ := e.fs.CheckpointStats()
+	if len(list2) != 1 || list2[0].ID != list[0].ID || st5.Bytes != st4.Bytes {
+		t.Fatalf("a refused checkpoint left something: %d checkpoints, %d -> %d bytes", len(list2), st4.Bytes, st5.Bytes)
+	}
+}
+
+func TestCheckpointRestartKeepsThem(t *testing.T) {
+	base := t.TempDir()
+	secBuild(t, base, secBaseLayout)
+	cfg := secConfig(base)
+	cfg.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(base, "projects", ".checkpoints")}
+	ctx := context.Background()
+	f, err := davfs.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.CreateCheckpoint(ctx, secProject("p"), davfs.CheckpointOptions{Label: "l"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store under the projects root is never a project.
+	page, err := f.ListProjects(ctx, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range page.Projects {
+		if p.Name == ".checkpoints" {
+			t.Fatal("the store is listed as a project")
+		}
+	}
+	if err := f.DeleteProject(ctx, ".checkpoints", ".checkpoints"); err == nil {
+		t.Fatal("the store could be deleted as a project")
+	}
+	f.Close()
+	os.Remove(filepath.Join(base, "projects/p/ok.txt"))
+
+	f, err = davfs.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	list, err := f.ListCheckpoints(ctx, secProject("p"))
+	if err != nil || len(list) != 1 || list[0].ID != c.ID || list[0].Label != "l" || !list[0].Created.Equal(c.Created) {
+		t.Fatalf("after restart: %+v, %v", list, err)
+	}
+	if _, err := f.RestoreCheckpoint(ctx, secProject("p"), c.ID, "ok.txt", davfs.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(base, "projects/p/ok.txt")); !bytes.Equal(b, secContent("projects/p/ok.txt")) {
+		t.Fatalf("ok.txt = %q", b)
+	}
+}
+
+func TestCheckpointStorePlacement(t *testing.T) {
+	for _, dir := range []string{"projects/p/ckpt", "codex/ckpt", "codex/skills/ckpt", "projects", "."} {
+		t.Run(dir, func(t *testing.T) {
+			base := t.TempDir()
+			secBuild(t, base, secBaseLayout)
+			cfg := secConfig(base)
+			cfg.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(base, dir)}
+			os.MkdirAll(cfg.Checkpoints.Dir, 0o755)
+			if f, err := davfs.Open(cfg); err == nil {
+				f.Close()
+				t.Fatalf("a store at %s was accepted", dir)
+			}
+		})
+	}
+}
+
+func TestCheckpointAutomaticBeforeDeletes(t *testing.T) {
+	e := ckEnv(t, []string{"projects/p/okdir/sub/more.txt"}, nil)
+	ctx := context.Background()
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	before := secSnapshot(t, proj)
+
+	st, err := e.fs.Stat(ctx, ws, "okdir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fs.DeleteEntry(davfs.WithOperator(ctx, "bob"), ws, "okdir", st.Revision, true); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := e.fs.ListCheckpoints(ctx, ws)
+	if len(list) != 1 || list[0].Reason != davfs.CheckpointBeforeDelete || list[0].Root != "okdir" || list[0].Operator != "bob" {
+		t.Fatalf("after a recursive delete: %+v", list)
+	}
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", davfs.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ckEqual(t, "recursive delete undone", before, secSnapshot(t, proj))
+
+	if err := e.fs.DeleteProject(ctx, "p", "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(proj); !os.IsNotExist(err) {
+		t.Fatalf("project still there: %v", err)
+	}
+	list, _ = e.fs.ListCheckpoints(ctx, ws)
+	if len(list) < 2 || list[0].Reason != davfs.CheckpointBeforeProjectDelete {
+		t.Fatalf("after a project delete: %+v", list)
+	}
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", davfs.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := secSnapshot(t, proj)
+	delete(before, ".") // the root's mode and times are the new directory's
+	delete(got, ".")
+	ckEqual(t, "project delete undone", before, got)
+}
+
+// A checkpoint taken while a writer replaces files holds each file whole:
+// one of the versions written, never a mix.
+func TestCheckpointWriterRunning(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ctx := context.Background()
+	ws := secProject("w")
+	proj := filepath.Join(e.projects(), "w")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const files = 20
+	version := func(i, n int) []byte {
+		return []byte(fmt.Sprintf("v%d:%s\n", n, strings.Repeat(string(rune('a'+n%26)), 1000+n%7*3000)))
+	}
+	for i := range files {
+		ckWrite(t, filepath.Join(proj, fmt.Sprintf("f%02d", i)), version(i, 0), 0o644)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; !stop.Load(); n++ {
+			i := n % files
+			p := filepath.Join(proj, fmt.Sprintf("f%02d", i))
+			// Written under a hidden temp name, then renamed into place,
+			// as editors and davfs itself do.
+			tmp := filepath.Join(proj, ".davfs-tmp-w")
+			os.WriteFile(tmp, version(i, n), 0o644)
+			if n%5 == 0 {
+				os.Rename(tmp, filepath.Join(proj, "churn"))
+				os.Remove(filepath.Join(proj, "churn"))
+				continue
+			}
+			os.Rename(tmp, p)
+		}
+	}()
+	var ids []string
+	for range 8 {
+		c, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{})
+		if err != nil {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	stop.Store(true)
+	wg.Wait()
+	whole := regexp.MustCompile(`^v(\d+):([a-z])+\n$`)
+	for _, id := range ids {
+		if _, err := e.fs.RestoreCheckpoint(ctx, ws, id, "", davfs.RestoreOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ents, _ := os.ReadDir(proj)
+		for _, de := range ents {
+			if strings.HasPrefix(de.Name(), ".davfs-tmp-") {
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join(proj, de.Name()))
+			m := whole.FindSubmatch(b)
+			if m == nil {
+				t.Fatalf("checkpoint %s: %s is not one whole version: %q", id, de.Name(), secTrunc(b))
+			}
+			var n int
+			fmt.Sscan(string(m[1]), &n)
+			if !bytes.Equal(b, version(0, n)) {
+				t.Fatalf("checkpoint %s: %s is torn (v%d)", id, de.Name(), n)
+			}
+		}
+	}
+}

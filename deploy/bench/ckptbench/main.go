@@ -1,0 +1,297 @@
+// Command ckptbench measures checkpoints (issue #15) beside `tar -c` of the
+// same tree in the same run: a first checkpoint of a 10,000-file / 100 MiB
+// project against tar writing an archive of it (and tar plus a sync of that
+// archive, the durable equivalent: a checkpoint is durable when it
+// returns); a second checkpoint after 10 files changed; compare and restore
+// of one file; and the sidecar's peak memory growth during each (VmHWM,
+// reset through /proc/PID/clear_refs before each operation).
+//
+// The sidecar is the real agent-sidecar binary (built here), driven over
+// gRPC on 127.0.0.1. Runs are interleaved (tar, checkpoint, tar, ...) and
+// the median is reported with every run's value.
+//
+// Usage (from the repository root): go run ./deploy/bench/ckptbench [-runs 5] [-files 10000] [-mib 100]
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"gopkg.in/yaml.v3"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/sidecar"
+)
+
+func main() {
+	runs := flag.Int("runs", 5, "interleaved runs (the median is reported)")
+	files := flag.Int("files", 10000, "files in the project")
+	mib := flag.Int("mib", 100, "MiB in the project")
+	dir := flag.String("dir", "", "work directory (default: bin/ckptbench, on the repository's disk)")
+	flag.Parse()
+	if err := run(*runs, *files, *mib, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "ckptbench:", err)
+		os.Exit(1)
+	}
+}
+
+type sample struct {
+	tar, tarSync, first, second, compare, restore time.Duration
+	memFirst, memSecond                           int64 // KiB of VmHWM growth
+}
+
+func run(runs, files, mib int, dir string) error {
+	if dir == "" {
+		dir = filepath.Join("bin", "ckptbench")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	work, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	root := filepath.Join(work, "vol")
+	proj := filepath.Join(root, "projects", "big")
+	if err := os.MkdirAll(filepath.Join(root, "codex"), 0o755); err != nil {
+		return err
+	}
+	fmt.Printf("preparing %d files, %d MiB ...\n", files, mib)
+	size := int64(mib) << 20 / int64(files)
+	buf := make([]byte, size)
+	for i := range files {
+		p := filepath.Join(proj, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.bin", i))
+		if i%100 == 0 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+		}
+		rand.Read(buf)
+		if err := os.WriteFile(p, buf, 0o644); err != nil {
+			return err
+		}
+	}
+	bin := filepath.Join(work, "agent-sidecar")
+	if out, err := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar").CombinedOutput(); err != nil {
+		return fmt.Errorf("build: %v\n%s", err, out)
+	}
+	sc, err := startSidecar(work, bin, root)
+	if err != nil {
+		return err
+	}
+	defer sc.stop()
+	conn, err := grpc.NewClient(sc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cl := workspacev1.NewCheckpointServiceClient(conn)
+	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: "big"}
+	ctx := context.Background()
+
+	var out []sample
+	for r := range runs {
+		var s sample
+		// Baseline: tar of the same tree into an archive on the same disk.
+		archive := filepath.Join(work, "tree.tar")
+		t0 := time.Now()
+		if o, err := exec.Command("tar", "-cf", archive, "-C", proj, ".").CombinedOutput(); err != nil {
+			return fmt.Errorf("tar: %v %s", err, o)
+		}
+		s.tar = time.Since(t0)
+		if o, err := exec.Command("sync", "-f", archive).CombinedOutput(); err != nil {
+			return fmt.Errorf("sync: %v %s", err, o)
+		}
+		s.tarSync = time.Since(t0)
+		os.Remove(archive)
+
+		// A first checkpoint (the store is emptied between runs).
+		rss := sc.resetPeak()
+		t0 = time.Now()
+		c1, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "first"})
+		if err != nil {
+			return err
+		}
+		s.first = time.Since(t0)
+		s.memFirst = sc.peak() - rss
+
+		// Ten files change; a second checkpoint.
+		for i := range 10 {
+			p := filepath.Join(proj, fmt.Sprintf("d%03d", i*7), fmt.Sprintf("f%05d.bin", i*700))
+			rand.Read(buf)
+			if err := os.WriteFile(p, buf, 0o644); err != nil {
+				return err
+			}
+		}
+		rss = sc.resetPeak()
+		t0 = time.Now()
+		c2, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "second"})
+		if err != nil {
+			return err
+		}
+		s.second = time.Since(t0)
+		s.memSecond = sc.peak() - rss
+
+		// Compare and restore one changed file.
+		one := fmt.Sprintf("d%03d/f%05d.bin", 0, 0)
+		t0 = time.Now()
+		cmp, err := cl.CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: ws, CheckpointId: c1.GetId(), Path: one})
+		if err != nil {
+			return err
+		}
+		s.compare = time.Since(t0)
+		if len(cmp.GetChanges()) != 1 {
+			return fmt.Errorf("compare of one changed file: %d changes", len(cmp.GetChanges()))
+		}
+		t0 = time.Now()
+		if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: ws, CheckpointId: c1.GetId(), Path: one}); err != nil {
+			return err
+		}
+		s.restore = time.Since(t0)
+		_ = c2
+		// Empty the store for the next run's first checkpoint.
+		l, err := cl.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: ws})
+		if err != nil {
+			return err
+		}
+		for _, c := range l.GetCheckpoints() {
+			if _, err := cl.DeleteCheckpoint(ctx, &workspacev1.DeleteCheckpointRequest{Workspace: ws, CheckpointId: c.GetId()}); err != nil {
+				return err
+			}
+		}
+		fmt.Printf("run %d: tar %v, tar+sync %v, first %v, second %v, compare %v, restore %v, mem first %d KiB, second %d KiB\n",
+			r+1, s.tar.Round(time.Millisecond), s.tarSync.Round(time.Millisecond), s.first.Round(time.Millisecond), s.second.Round(time.Millisecond),
+			s.compare.Round(time.Microsecond), s.restore.Round(time.Microsecond), s.memFirst, s.memSecond)
+		out = append(out, s)
+	}
+	report(out)
+	return nil
+}
+
+func median[T int64 | time.Duration](v []T) T {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func col[T any](ss []sample, f func(sample) T) []T {
+	out := make([]T, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
+	}
+	return out
+}
+
+func ratios(ss []sample, num, den func(sample) time.Duration) string {
+	var v []string
+	var r []float64
+	for _, s := range ss {
+		x := float64(num(s)) / float64(den(s))
+		r = append(r, x)
+		v = append(v, strconv.FormatFloat(x, 'f', 3, 64))
+	}
+	slices.Sort(r)
+	return fmt.Sprintf("%.3f× (%s)", r[len(r)/2], strings.Join(v, ", "))
+}
+
+func report(ss []sample) {
+	fmt.Println()
+	fmt.Printf("| figure | median | target |\n|---|---|---|\n")
+	fmt.Printf("| tar -c (archive on the same disk) | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.tar })).Round(time.Millisecond))
+	fmt.Printf("| tar -c + sync of the archive | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.tarSync })).Round(time.Millisecond))
+	fmt.Printf("| first checkpoint | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.first })).Round(time.Millisecond))
+	fmt.Printf("| first checkpoint / tar -c | %s | ≤ 1.5× |\n", ratios(ss, func(s sample) time.Duration { return s.first }, func(s sample) time.Duration { return s.tar }))
+	fmt.Printf("| first checkpoint / (tar -c + sync) | %s | |\n", ratios(ss, func(s sample) time.Duration { return s.first }, func(s sample) time.Duration { return s.tarSync }))
+	fmt.Printf("| second checkpoint (10 files changed) / first | %s | ≤ 0.1× |\n", ratios(ss, func(s sample) time.Duration { return s.second }, func(s sample) time.Duration { return s.first }))
+	fmt.Printf("| compare one file / first checkpoint | %s | ≤ 0.05× |\n", ratios(ss, func(s sample) time.Duration { return s.compare }, func(s sample) time.Duration { return s.first }))
+	fmt.Printf("| restore one file / first checkpoint | %s | ≤ 0.05× |\n", ratios(ss, func(s sample) time.Duration { return s.restore }, func(s sample) time.Duration { return s.first }))
+	fmt.Printf("| sidecar peak memory growth, first checkpoint | %d KiB | < 64 MiB |\n", median(col(ss, func(s sample) int64 { return s.memFirst })))
+	fmt.Printf("| sidecar peak memory growth, second checkpoint | %d KiB | < 64 MiB |\n", median(col(ss, func(s sample) int64 { return s.memSecond })))
+}
+
+type proc struct {
+	addr string
+	pid  int
+	stop func()
+}
+
+func startSidecar(work, bin, root string) (*proc, error) {
+	c := sidecar.DefaultConfig()
+	c.RPCServer.Address = "127.0.0.1:0"
+	c.DavServer.Address = "127.0.0.1:0"
+	c.MetricsServer.Address = "127.0.0.1:0"
+	c.Services.Project.ProjectsRootDir = filepath.Join(root, "projects")
+	c.Services.Project.CodexHomeDir = filepath.Join(root, "codex")
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(work, "sidecar.yaml")
+	if err := os.WriteFile(cfg, data, 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--config", cfg)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["@message"] == "listening" && m["server"] == "rpc" {
+				addr <- fmt.Sprint(m["address"])
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case a := <-addr:
+		return &proc{addr: a, pid: cmd.Process.Pid, stop: func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }}, nil
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, errors.New("no rpc listening line within 30s")
+	}
+}
+
+func (p *proc) status(key string) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return -1
+}
+
+// resetPeak resets VmHWM to the current RSS and returns that RSS (KiB).
+func (p *proc) resetPeak() int64 {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.pid), []byte("5"), 0o644)
+	return p.status("VmRSS")
+}
+
+func (p *proc) peak() int64 { return p.status("VmHWM") }

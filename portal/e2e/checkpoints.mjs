@@ -1,0 +1,166 @@
+// Browser end-to-end tests of the Checkpoints panel and its diff view
+// (issue #15), registered by run.mjs into its one ordered run (same stack:
+// the real gateway and sidecars on 127.0.0.1, headless chromium).
+import fs from 'node:fs';
+import path from 'node:path';
+
+export function registerCheckpointTests(h) {
+  registerFolderRestoreTest(h);
+  const { test, expect, eventually, $, dialog, row, projectRow, ensureSignedIn, selectAgent, openProject, clickMenu, shot } = h;
+  const rows = (p) => p.locator('[data-testid="ckpt-row"]');
+
+  test('checkpoints: create with a label; the agent edits; compare shows each file and its diff; restore all brings the bytes back', async () => {
+    const a = h.sa();
+    a.write('ckpt-demo/notes.txt', 'one\ntwo\nthree\n');
+    a.write('ckpt-demo/keep.txt', 'keep\n');
+    a.write('ckpt-demo/gone.txt', 'to be deleted by the agent\n');
+    await ensureSignedIn();
+    await selectAgent('codex-a');
+    await $('[data-testid="refresh-projects"]').click();
+    await openProject('ckpt-demo');
+    await $('[data-testid="open-checkpoints"]').click();
+    const p = dialog('checkpoints-panel');
+    await p.waitFor();
+    await eventually(async () => (await p.locator('[data-testid="ckpt-empty"]').count()) === 1, 'empty list first');
+    await p.locator('[data-testid="ckpt-label"]').fill('known good');
+    await p.locator('[data-testid="ckpt-create"]').click();
+    await eventually(async () => (await rows(p).count()) === 1, 'the checkpoint is listed');
+    const first = await rows(p).first().textContent();
+    expect(first.includes('known good') && first.includes('46 B'), `label and size shown (${first.trim()})`);
+
+    // The agent edits, adds and deletes.
+    a.write('ckpt-demo/notes.txt', 'one\nTWO\nthree\n');
+    a.write('ckpt-demo/extra.txt', 'added by the agent\n');
+    fs.unlinkSync(path.join(a.projects, 'ckpt-demo/gone.txt'));
+
+    await rows(p).first().locator('[data-testid="ckpt-compare"]').click();
+    const cv = p.locator('[data-testid="ckpt-compare-view"]');
+    await cv.waitFor();
+    const changes = cv.locator('[data-testid="ckpt-change"]');
+    await eventually(async () => (await changes.count()) === 3, 'three changes listed');
+    const kinds = await changes.evaluateAll((els) => els.map((e) => `${e.dataset.kind} ${e.dataset.path}`).sort().join(', '));
+    expect(kinds === 'added extra.txt, changed notes.txt, removed gone.txt', `changes (${kinds})`);
+    await cv.locator('[data-testid="ckpt-change"][data-path="notes.txt"]').click();
+    const diff = await cv.locator('[data-testid="ckpt-diff"]').textContent();
+    expect(diff.includes('-two') && diff.includes('+TWO') && diff.includes(' one'), `unified diff (${diff})`);
+    expect((await cv.locator('[data-testid="ckpt-diff"] .d-add').count()) === 1, 'the added line is highlighted');
+    await shot('checkpoints.png');
+
+    await cv.locator('[data-testid="ckpt-restore-all"]').click();
+    const rd = dialog('restore-checkpoint-dialog');
+    await rd.waitFor();
+    const effects = await rd.locator('[data-testid="restore-effects"]').textContent();
+    expect(/extra\.txt\s*is removed/.test(effects) && /gone\.txt\s*is recreated/.test(effects) && /notes\.txt\s*is put back/.test(effects), `confirmation lists the changes (${effects})`);
+    expect((await rd.textContent()).includes('can be undone'), 'says the restore can be undone');
+    await rd.locator('[data-action="confirm"]').click();
+    await eventually(
+      () => a.read('ckpt-demo/notes.txt') === 'one\ntwo\nthree\n' && !a.exists('ckpt-demo/extra.txt') && a.read('ckpt-demo/gone.txt') === 'to be deleted by the agent\n',
+      'restored on disk',
+    );
+    await eventually(async () => (await rows(p).count()) === 2, 'the undo checkpoint is listed');
+    expect((await rows(p).first().textContent()).includes('before a restore'), 'its reason is shown');
+
+    // Delete the undo checkpoint.
+    await rows(p).first().locator('[data-testid="ckpt-delete"]').click();
+    await dialog('delete-checkpoint-dialog').locator('[data-action="confirm"]').click();
+    await eventually(async () => (await rows(p).count()) === 1, 'checkpoint deleted');
+    await p.locator('[data-testid="ckpt-close"]').click();
+    await eventually(async () => (await dialog('checkpoints-panel').count()) === 0, 'panel closed');
+  });
+
+  test('checkpoints: "Compare with checkpoint" on a file shows its diff; restoring that file leaves the others', async () => {
+    const a = h.sa();
+    a.write('ckpt-demo/notes.txt', 'changed again\n');
+    a.write('ckpt-demo/keep.txt', 'keep, changed\n');
+    await $('[data-testid="refresh-files"]').click();
+    await row('notes.txt').click({ button: 'right' });
+    await clickMenu('Compare with checkpoint');
+    const p = dialog('checkpoints-panel');
+    await p.waitFor();
+    const cv = p.locator('[data-testid="ckpt-compare-view"]');
+    await eventually(async () => (await cv.locator('[data-testid="ckpt-diff"]').textContent())?.includes('+changed again'), 'the file diff is shown');
+    expect((await cv.locator('[data-testid="ckpt-change"]').count()) === 1, 'only that file compared');
+    await cv.locator('[data-testid="ckpt-restore-path"]').click();
+    const rd = dialog('restore-checkpoint-dialog');
+    await rd.waitFor();
+    await rd.locator('[data-action="confirm"]').click();
+    await eventually(() => a.read('ckpt-demo/notes.txt') === 'one\ntwo\nthree\n', 'file restored');
+    expect(a.read('ckpt-demo/keep.txt') === 'keep, changed\n', 'another file untouched');
+    await p.locator('[data-testid="ckpt-close"]').click();
+  });
+
+  test('checkpoints: a deleted project comes back from its automatic checkpoint', async () => {
+    const a = h.sa();
+    await projectRow('ckpt-demo').locator('button', { hasText: 'Delete' }).click();
+    const d = dialog('delete-project-dialog');
+    await d.waitFor();
+    expect((await d.textContent()).includes('checkpoint'), 'the confirmation mentions the automatic checkpoint');
+    await d.locator('input').fill('ckpt-demo');
+    await d.locator('[data-action="confirm"]').click();
+    await eventually(() => !a.exists('ckpt-demo'), 'project deleted on disk');
+    await $('[data-testid="deleted-project-checkpoints"]').click();
+    const p = dialog('checkpoints-panel');
+    await p.waitFor();
+    await eventually(async () => (await rows(p).first().textContent())?.includes('before the project was deleted'), 'automatic checkpoint listed');
+    await rows(p).first().locator('[data-testid="ckpt-restore"]').click();
+    const rd = dialog('restore-checkpoint-dialog');
+    await rd.waitFor();
+    await rd.locator('[data-action="confirm"]').click();
+    await eventually(() => a.exists('ckpt-demo/notes.txt') && a.read('ckpt-demo/keep.txt') === 'keep, changed\n', 'project back on disk');
+    await p.locator('[data-testid="ckpt-close"]').click();
+    await eventually(async () => (await projectRow('ckpt-demo').count()) === 1, 'project listed again');
+  });
+
+  test('checkpoints: the Global panel checkpoints skills/ and AGENTS.md', async () => {
+    const a = h.sa();
+    a.write('skills/ckpt-skill/SKILL.md', '---\nname: ckpt-skill\n---\n', 'global');
+    await $('[data-testid="tab-global"]').click();
+    await $('[data-testid="open-checkpoints"]').click();
+    const p = dialog('checkpoints-panel');
+    await p.waitFor();
+    expect((await p.locator('#ckpt-title').textContent()).includes('Global'), 'Global title');
+    const before = await rows(p).count();
+    await p.locator('[data-testid="ckpt-create"]').click();
+    await eventually(async () => (await rows(p).count()) === before + 1, 'Global checkpoint listed');
+    a.write('skills/ckpt-skill/SKILL.md', '---\nname: ckpt-skill\n---\nbroken by the agent\n', 'global');
+    await rows(p).first().locator('[data-testid="ckpt-compare"]').click();
+    const cv = p.locator('[data-testid="ckpt-compare-view"]');
+    await eventually(async () => (await cv.locator('[data-testid="ckpt-diff"]').textContent())?.includes('+broken by the agent'), 'Global diff');
+    await p.locator('[data-testid="ckpt-close"]').click();
+    await $('[data-testid="tab-projects"]').click();
+  });
+}
+
+export function registerFolderRestoreTest(h) {
+  const { test, expect, eventually, $, dialog, ensureSignedIn, selectAgent, openProject } = h;
+  const rows = (p) => p.locator('[data-testid="ckpt-row"]');
+  test('checkpoints: restore one folder from the diff view; files outside it stay', async () => {
+    const a = h.sa();
+    a.write('ckpt-folder/sub/a.txt', 'a one\n');
+    a.write('ckpt-folder/top.txt', 'top one\n');
+    await ensureSignedIn();
+    await selectAgent('codex-a');
+    await $('[data-testid="refresh-projects"]').click();
+    await openProject('ckpt-folder');
+    await $('[data-testid="open-checkpoints"]').click();
+    const p = dialog('checkpoints-panel');
+    await p.waitFor();
+    await p.locator('[data-testid="ckpt-create"]').click();
+    await eventually(async () => (await rows(p).count()) === 1, 'checkpoint listed');
+    a.write('ckpt-folder/sub/a.txt', 'a two\n');
+    a.write('ckpt-folder/sub/b.txt', 'new in sub\n');
+    a.write('ckpt-folder/top.txt', 'top two\n');
+    await rows(p).first().locator('[data-testid="ckpt-compare"]').click();
+    const cv = p.locator('[data-testid="ckpt-compare-view"]');
+    await cv.locator('[data-testid="ckpt-change"][data-path="sub/a.txt"]').click();
+    await cv.locator('[data-testid="ckpt-restore-folder"]').click();
+    const rd = dialog('restore-checkpoint-dialog');
+    await rd.waitFor();
+    const effects = await rd.locator('[data-testid="restore-effects"]').textContent();
+    expect(effects.includes('sub/a.txt') && effects.includes('sub/b.txt') && !effects.includes('top.txt'), `only the folder's changes (${effects})`);
+    await rd.locator('[data-action="confirm"]').click();
+    await eventually(() => a.read('ckpt-folder/sub/a.txt') === 'a one\n' && !a.exists('ckpt-folder/sub/b.txt'), 'folder restored');
+    expect(a.read('ckpt-folder/top.txt') === 'top two\n', 'a file outside the folder is untouched');
+    await p.locator('[data-testid="ckpt-close"]').click();
+  });
+}

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { changesUnder, diffLines, modeText, restoreEffect, within } from './checkpoints';
+
+describe('checkpoints helpers', () => {
+  it('scopes changes to a path', () => {
+    const cs = [{ path: 'a' }, { path: 'a/b.txt' }, { path: 'ab' }, { path: 'c' }];
+    expect(changesUnder(cs, 'a').map((c) => c.path)).toEqual(['a', 'a/b.txt']);
+    expect(changesUnder(cs, '').length).toBe(4);
+    expect(within('ab', 'a')).toBe(false);
+  });
+  it('classifies diff lines', () => {
+    const d = diffLines('--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n same\n-old\n+new\n\\ No newline at end of file\n');
+    expect(d.map((l) => l.kind)).toEqual(['head', 'head', 'hunk', 'ctx', 'del', 'add', 'note']);
+  });
+  it('says what a restore does', () => {
+    expect(restoreEffect({ kind: 'CHANGE_KIND_ADDED' })).toBe('removed');
+    expect(restoreEffect({ kind: 'CHANGE_KIND_REMOVED' })).toBe('recreated');
+    expect(restoreEffect({ kind: 'CHANGE_KIND_MODIFIED' })).toBe('put back');
+    expect(modeText(0o755)).toBe('0755');
+  });
+});

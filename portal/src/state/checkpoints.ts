@@ -1,0 +1,91 @@
+// Pure helpers of the Checkpoints panel (views/checkpoints.ts): labels for
+// reasons and change kinds, the parts of a comparison a restore of one
+// path changes, and a unified diff split into classified lines.
+import type { Checkpoint, CheckpointChange } from '../api/checkpoints';
+
+export function reasonLabel(c: Checkpoint): string {
+  switch (c.reason) {
+    case 'CHECKPOINT_REASON_BEFORE_RESTORE':
+      return 'before a restore';
+    case 'CHECKPOINT_REASON_BEFORE_PROJECT_DELETE':
+      return 'before the project was deleted';
+    case 'CHECKPOINT_REASON_BEFORE_DELETE':
+      return 'before a folder was deleted';
+  }
+  return '';
+}
+
+export function kindLabel(ch: CheckpointChange): string {
+  switch (ch.kind) {
+    case 'CHANGE_KIND_ADDED':
+      return 'added';
+    case 'CHANGE_KIND_REMOVED':
+      return 'removed';
+    case 'CHANGE_KIND_MODIFIED':
+      return 'changed';
+  }
+  return '';
+}
+
+/** What a restore does to a change, in words. */
+export function restoreEffect(ch: CheckpointChange): string {
+  switch (ch.kind) {
+    case 'CHANGE_KIND_ADDED':
+      return 'removed';
+    case 'CHANGE_KIND_REMOVED':
+      return 'recreated';
+  }
+  return 'put back';
+}
+
+/** p is path or inside it ("" contains everything). */
+export function within(p: string, path: string): boolean {
+  return path === '' || p === path || p.startsWith(path + '/');
+}
+
+/** The changes a restore of path would make. */
+export function changesUnder(changes: CheckpointChange[], path: string): CheckpointChange[] {
+  return changes.filter((c) => within(c.path ?? '', path));
+}
+
+export type DiffLineKind = 'add' | 'del' | 'hunk' | 'head' | 'ctx' | 'note';
+
+export interface DiffLine {
+  kind: DiffLineKind;
+  text: string;
+}
+
+/** Splits a unified diff into lines for display (never evaluated as HTML). */
+export function diffLines(diff: string): DiffLine[] {
+  const out: DiffLine[] = [];
+  const lines = diff.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  for (const l of lines) {
+    let kind: DiffLineKind = 'ctx';
+    if (l.startsWith('+++') || l.startsWith('---')) kind = 'head';
+    else if (l.startsWith('@@')) kind = 'hunk';
+    else if (l.startsWith('+')) kind = 'add';
+    else if (l.startsWith('-')) kind = 'del';
+    else if (l.startsWith('\\')) kind = 'note';
+    out.push({ kind, text: l });
+  }
+  return out;
+}
+
+export function diffStateText(ch: CheckpointChange): string {
+  switch (ch.diff_state) {
+    case 'DIFF_STATE_NOT_TEXT':
+      return 'Not a text file: no diff is shown.';
+    case 'DIFF_STATE_TOO_LARGE':
+      return 'Larger than the editable limit: no diff is shown.';
+    case 'DIFF_STATE_OVER_BUDGET':
+      return 'Too many changes to show every diff: compare this file alone.';
+    case 'DIFF_STATE_UNAVAILABLE':
+      return ch.type === 'ENTRY_TYPE_DIRECTORY' ? 'A folder.' : 'Only the permissions changed, or a side cannot be read.';
+  }
+  return '';
+}
+
+export function modeText(m: number | undefined): string {
+  return (m ?? 0).toString(8).padStart(4, '0');
+}

@@ -1,0 +1,89 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// CheckpointsConfig is services.checkpoints (issue #15, docs/checkpoints.md).
+type CheckpointsConfig struct {
+	// Enabled: false turns checkpoints off (every checkpoint call fails
+	// with CHECKPOINTS_DISABLED, and deletes and restores take none).
+	Enabled bool `yaml:"enabled"`
+	// Dir is the store's absolute path. Empty: <projectsRootDir>/.agent-checkpoints,
+	// on the projects volume; that name is then denied (never a Project,
+	// never listed). Elsewhere it must be outside every project and CODEX_HOME.
+	Dir string `yaml:"dir"`
+	// Automatic: a checkpoint before every restore, project delete and
+	// recursive delete.
+	Automatic bool `yaml:"automatic"`
+	// MaxPerWorkspace, MaxTotalBytes and MaxAge bound the store; the oldest
+	// checkpoints are pruned first.
+	MaxPerWorkspace int    `yaml:"maxPerWorkspace"`
+	MaxTotalBytes   int64  `yaml:"maxTotalBytes"`
+	MaxAge          string `yaml:"maxAge"` // a Go duration, e.g. 720h
+}
+
+// DefaultCheckpointDirName is the store's name under the projects root
+// when services.checkpoints.dir is empty.
+const DefaultCheckpointDirName = ".agent-checkpoints"
+
+// DefaultCheckpointsConfig: on, automatic, 20 per workspace, 10 GiB, 30 days.
+func DefaultCheckpointsConfig() CheckpointsConfig {
+	return CheckpointsConfig{Enabled: true, Automatic: true, MaxPerWorkspace: davfs.DefaultCheckpointsPerWorkspace,
+		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h"}
+}
+
+func (c CheckpointsConfig) validate(p ProjectConfig) error {
+	const pre = "services.checkpoints."
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s%s: %s", pre, key, fmt.Sprintf(format, args...)))
+	}
+	if c.Dir != "" {
+		d := filepath.Clean(c.Dir)
+		switch {
+		case !filepath.IsAbs(c.Dir):
+			bad("dir", "must be an absolute path (got %q)", c.Dir)
+		case d == "/":
+			bad("dir", "must not be the file system root")
+		case p.ProjectsRootDir != "" && filepath.Dir(d) != filepath.Clean(p.ProjectsRootDir) && within(d, filepath.Clean(p.ProjectsRootDir)):
+			bad("dir", "must not be inside a project (a direct child of projectsRootDir is allowed)")
+		case p.CodexHomeDir != "" && within(d, filepath.Clean(p.CodexHomeDir)):
+			bad("dir", "must not be inside codexHomeDir")
+		case p.ProjectsRootDir != "" && within(filepath.Clean(p.ProjectsRootDir), d),
+			p.CodexHomeDir != "" && within(filepath.Clean(p.CodexHomeDir), d):
+			bad("dir", "must not contain projectsRootDir or codexHomeDir")
+		}
+	}
+	if c.MaxPerWorkspace < 1 || c.MaxPerWorkspace > 10000 {
+		bad("maxPerWorkspace", "must be between 1 and 10000 (got %d)", c.MaxPerWorkspace)
+	}
+	if c.MaxTotalBytes < 1 {
+		bad("maxTotalBytes", "must be at least 1 byte (got %d)", c.MaxTotalBytes)
+	}
+	if d, err := time.ParseDuration(c.MaxAge); err != nil || d <= 0 {
+		bad("maxAge", "must be a positive duration such as 720h (got %q)", c.MaxAge)
+	}
+	return errors.Join(errs...)
+}
+
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// davfsCheckpoints turns the section into davfs's config.
+func (c CheckpointsConfig) davfs(p ProjectConfig) davfs.CheckpointConfig {
+	if !c.Enabled {
+		return davfs.CheckpointConfig{}
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = filepath.Join(p.ProjectsRootDir, DefaultCheckpointDirName)
+	}
+	age, _ := time.ParseDuration(c.MaxAge)
+	return davfs.CheckpointConfig{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, Automatic: c.Automatic}
+}

@@ -1,0 +1,85 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// Checkpoints are the checkpoint store's figures: operations by result,
+// their duration, failures by reason, bytes captured, and (read at scrape)
+// the checkpoints and object bytes stored.
+type Checkpoints struct {
+	ops      *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	captured prometheus.Counter
+}
+
+// NewCheckpoints creates and registers the collectors.
+func NewCheckpoints(reg prometheus.Registerer) (*Checkpoints, error) {
+	m := &Checkpoints{
+		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_checkpoint_operations_total",
+			Help: "Checkpoint operations (create, compare, restore, delete) by result (success or error); automatic checkpoints included.",
+		}, []string{"op", "result"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_checkpoint_failures_total",
+			Help: "Failed checkpoint operations by op and reason.",
+		}, []string{"op", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sidecar_checkpoint_duration_seconds",
+			Help:    "Duration of checkpoint operations by op.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"op"}),
+		captured: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sidecar_checkpoint_captured_bytes_total",
+			Help: "Bytes of the files in the checkpoints created (before deduplication).",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.ops, m.failures, m.duration, m.captured} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, op := range []string{"create", "compare", "restore", "delete"} {
+		m.ops.WithLabelValues(op, "success")
+		m.ops.WithLabelValues(op, "error")
+		m.duration.WithLabelValues(op)
+	}
+	return m, nil
+}
+
+// Observe is the davfs.CheckpointObserver.
+func (m *Checkpoints) Observe(op string, d time.Duration, bytes int64, err error) {
+	if err != nil {
+		m.ops.WithLabelValues(op, "error").Inc()
+		m.failures.WithLabelValues(op, string(davfs.ReasonOf(err))).Inc()
+	} else {
+		m.ops.WithLabelValues(op, "success").Inc()
+		if op == "create" {
+			m.captured.Add(float64(bytes))
+		}
+	}
+	m.duration.WithLabelValues(op).Observe(d.Seconds())
+}
+
+// RegisterStore adds the gauges read from the store at scrape time.
+func (m *Checkpoints) RegisterStore(reg prometheus.Registerer, stats func() (davfs.CheckpointStats, error)) error {
+	count := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sidecar_checkpoints",
+		Help: "Checkpoints stored (all workspaces).",
+	}, func() float64 { s, _ := stats(); return float64(s.Checkpoints) })
+	bytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sidecar_checkpoint_store_bytes",
+		Help: "Bytes of the deduplicated objects in the checkpoint store.",
+	}, func() float64 { s, _ := stats(); return float64(s.Bytes) })
+	for _, c := range []prometheus.Collector{count, bytes} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package rpc
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/davfs"
+)
+
+// CheckpointFS is the part of *davfs.FS the CheckpointService uses.
+type CheckpointFS interface {
+	CreateCheckpoint(ctx context.Context, ws davfs.Workspace, opts davfs.CheckpointOptions) (davfs.Checkpoint, error)
+	ListCheckpoints(ctx context.Context, ws davfs.Workspace) ([]davfs.Checkpoint, error)
+	CompareCheckpoint(ctx context.Context, ws davfs.Workspace, id, against, path string, withDiffs bool) (davfs.Comparison, error)
+	RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts davfs.RestoreOptions) (davfs.RestoreResult, error)
+	DeleteCheckpoint(ctx context.Context, ws davfs.Workspace, id string) error
+}
+
+var _ CheckpointFS = (*davfs.FS)(nil)
+
+// maxChanges bounds the changes of one response (the rest is counted).
+const maxChanges = 5000
+
+// CheckpointService is the sidecar's CheckpointService over davfs. Errors
+// are davfs errors, mapped by the interceptor.
+type CheckpointService struct {
+	workspacev1.UnimplementedCheckpointServiceServer
+	fs CheckpointFS
+}
+
+// NewCheckpointService returns the service over fs.
+func NewCheckpointService(fs CheckpointFS) *CheckpointService { return &CheckpointService{fs: fs} }
+
+func (s *CheckpointService) CreateCheckpoint(ctx context.Context, req *workspacev1.CreateCheckpointRequest) (*workspacev1.Checkpoint, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: req.GetLabel(), Path: req.GetPath(), Operator: operatorOf(ctx)})
+	if err != nil {
+		return nil, err
+	}
+	return toCheckpoint(c), nil
+}
+
+func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev1.ListCheckpointsRequest) (*workspacev1.ListCheckpointsResponse, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	cs, err := s.fs.ListCheckpoints(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	out := &workspacev1.ListCheckpointsResponse{Checkpoints: make([]*workspacev1.Checkpoint, 0, len(cs))}
+	for _, c := range cs {
+		out.Checkpoints = append(out.Checkpoints, toCheckpoint(c))
+	}
+	return out, nil
+}
+
+func (s *CheckpointService) CompareCheckpoint(ctx context.Context, req *workspacev1.CompareCheckpointRequest) (*workspacev1.CompareCheckpointResponse, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetCheckpointId() == "" {
+		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
+	}
+	c, err := s.fs.CompareCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetAgainstCheckpointId(), req.GetPath(), req.GetIncludeDiffs())
+	if err != nil {
+		return nil, err
+	}
+	out := &workspacev1.CompareCheckpointResponse{Base: toCheckpoint(c.Base), Path: c.Path, PlanToken: c.PlanToken, TotalChanges: int32(len(c.Changes))}
+	if c.Target != nil {
+		out.Target = toCheckpoint(*c.Target)
+	}
+	out.Changes, out.Truncated = toChanges(c.Changes)
+	return out, nil
+}
+
+func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspacev1.RestoreCheckpointRequest) (*workspacev1.RestoreCheckpointResponse, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetCheckpointId() == "" {
+		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
+	}
+	r, err := s.fs.RestoreCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetPath(), davfs.RestoreOptions{PlanToken: req.GetPlanToken()})
+	if err != nil {
+		return nil, err
+	}
+	out := &workspacev1.RestoreCheckpointResponse{Checkpoint: toCheckpoint(r.Checkpoint), Path: r.Path, UndoCheckpointId: r.AutoCheckpoint, TotalChanges: int32(len(r.Changes))}
+	out.Changes, out.Truncated = toChanges(r.Changes)
+	return out, nil
+}
+
+func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspacev1.DeleteCheckpointRequest) (*workspacev1.DeleteCheckpointResponse, error) {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetCheckpointId() == "" {
+		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
+	}
+	if err := s.fs.DeleteCheckpoint(ctx, ws, req.GetCheckpointId()); err != nil {
+		return nil, err
+	}
+	return &workspacev1.DeleteCheckpointResponse{}, nil
+}
+
+func toWorkspaceRef(ws davfs.Workspace) *workspacev1.WorkspaceRef {
+	if ws.Scope == davfs.ScopeGlobal {
+		return &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_GLOBAL}
+	}
+	return &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: ws.Project}
+}
+
+func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
+	reason := workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL
+	switch c.Reason {
+	case davfs.CheckpointBeforeRestore:
+		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE
+	case davfs.CheckpointBeforeProjectDelete:
+		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE
+	case davfs.CheckpointBeforeDelete:
+		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE
+	}
+	return &workspacev1.Checkpoint{
+		Id: c.ID, Workspace: toWorkspaceRef(c.Workspace), RootPath: c.Root, Label: c.Label, Operator: c.Operator,
+		CreatedAt: timestamppb.New(c.Created), Reason: reason, FileCount: int32(c.Files), DirectoryCount: int32(c.Dirs),
+		Size: c.Size, SkippedCount: int32(c.Skipped),
+	}
+}
+
+func toChanges(cs []davfs.Change) ([]*workspacev1.CheckpointChange, bool) {
+	n := min(len(cs), maxChanges)
+	out := make([]*workspacev1.CheckpointChange, 0, n)
+	for _, c := range cs[:n] {
+		pc := &workspacev1.CheckpointChange{Path: c.Path, OldSize: c.OldSize, NewSize: c.NewSize,
+			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff}
+		switch c.Kind {
+		case davfs.ChangeAdded:
+			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_ADDED
+		case davfs.ChangeRemoved:
+			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_REMOVED
+		case davfs.ChangeModified:
+			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_MODIFIED
+		}
+		pc.Type = workspacev1.EntryType_ENTRY_TYPE_FILE
+		if c.Type == davfs.TypeDirectory {
+			pc.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
+		}
+		switch c.DiffState {
+		case davfs.DiffIncluded:
+			pc.DiffState = workspacev1.DiffState_DIFF_STATE_INCLUDED
+		case davfs.DiffNotText:
+			pc.DiffState = workspacev1.DiffState_DIFF_STATE_NOT_TEXT
+		case davfs.DiffTooLarge:
+			pc.DiffState = workspacev1.DiffState_DIFF_STATE_TOO_LARGE
+		case davfs.DiffOverBudget:
+			pc.DiffState = workspacev1.DiffState_DIFF_STATE_OVER_BUDGET
+		case davfs.DiffUnavailable:
+			pc.DiffState = workspacev1.DiffState_DIFF_STATE_UNAVAILABLE
+		}
+		out = append(out, pc)
+	}
+	return out, len(cs) > n
+}
+
+// operatorOf is the operator the interceptor read from the metadata.
+func operatorOf(ctx context.Context) string {
+	ci, _ := ctx.Value(callInfoKey{}).(CallInfo)
+	return ci.Operator
+}
