@@ -2,7 +2,7 @@
 // #15), built like client.ts: openapi-fetch over the generated contract
 // types, the session's CSRF token on every state-changing request.
 import createClient from 'openapi-fetch';
-import { ApiError } from './errors';
+import { unwrap, wsQuery } from './client';
 import type { components, paths } from '../../../contracts/gen/ts/workspace';
 import type { WorkspaceRef } from './types';
 
@@ -11,25 +11,6 @@ export type Checkpoint = S['v1Checkpoint'];
 export type CheckpointChange = S['v1CheckpointChange'];
 export type CompareResponse = S['v1CompareCheckpointResponse'];
 export type RestoreResponse = S['v1RestoreCheckpointResponse'];
-
-type Result<T> = { data?: T; error?: unknown; response: Response };
-
-async function unwrap<T>(p: Promise<Result<T>>): Promise<T> {
-  let r: Result<T>;
-  try {
-    r = await p;
-  } catch {
-    throw ApiError.network();
-  }
-  if (!r.response.ok) throw ApiError.from(r.response.status, r.error);
-  return (r.data ?? {}) as T;
-}
-
-function wsQuery(ws: WorkspaceRef) {
-  return ws.scope === 'GLOBAL'
-    ? { 'workspace.scope': 'GLOBAL' as const }
-    : { 'workspace.scope': 'PROJECT' as const, 'workspace.project_name': ws.project_name ?? '' };
-}
 
 export type CheckpointApi = ReturnType<typeof createCheckpointApi>;
 

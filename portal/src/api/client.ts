@@ -7,7 +7,8 @@ import type { Entry, EntryType, paths, WorkspaceRef } from './types';
 
 type Result<T> = { data?: T; error?: unknown; response: Response };
 
-async function unwrap<T>(p: Promise<Result<T>>): Promise<T> {
+/** The answer's data, or an ApiError for a failed or unreachable request. */
+export async function unwrap<T>(p: Promise<Result<T>>): Promise<T> {
   let r: Result<T>;
   try {
     r = await p;
@@ -18,7 +19,8 @@ async function unwrap<T>(p: Promise<Result<T>>): Promise<T> {
   return (r.data ?? {}) as T;
 }
 
-function wsQuery(ws: WorkspaceRef) {
+/** A workspace as the REST API's query parameters. */
+export function wsQuery(ws: WorkspaceRef) {
   return ws.scope === 'GLOBAL'
     ? { 'workspace.scope': 'GLOBAL' as const }
     : { 'workspace.scope': 'PROJECT' as const, 'workspace.project_name': ws.project_name ?? '' };
