@@ -1,0 +1,385 @@
+package davfs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Waits for events are generous deadlines, never speed targets.
+const watchWait = 20 * time.Second
+
+func newWatcher(t *testing.T, e *env, cfg WatchConfig) *Watcher {
+	t.Helper()
+	w, err := e.fs.NewWatcher(cfg)
+	must(t, err)
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+func subscribe(t *testing.T, w *Watcher, ws Workspace, dirs ...string) *Subscription {
+	t.Helper()
+	s, err := w.Subscribe(bg, ws, dirs, "")
+	must(t, err)
+	t.Cleanup(s.Close)
+	c := next(t, s)
+	if c.Kind != ChangeReady {
+		t.Fatalf("first change %v, want ready", c.Kind)
+	}
+	return s
+}
+
+func next(t *testing.T, s *Subscription) Change {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, watchWait)
+	defer cancel()
+	c, err := s.Next(ctx)
+	if err != nil {
+		t.Fatalf("no change within %v: %v", watchWait, err)
+	}
+	return c
+}
+
+// until collects changes up to and including the first one for path.
+func until(t *testing.T, s *Subscription, path string) []Change {
+	t.Helper()
+	var got []Change
+	for {
+		c := next(t, s)
+		got = append(got, c)
+		if c.Path == path && c.Kind != ChangeReady {
+			return got
+		}
+	}
+}
+
+func TestWatchBasicChanges(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env) {
+		e.write("projects/demo/src/a.txt", "one")
+		w := newWatcher(t, e, WatchConfig{})
+		s := subscribe(t, w, proj("demo"), "src")
+
+		e.write("projects/demo/src/b.txt", "new")
+		c := until(t, s, "src/b.txt")
+		last := c[len(c)-1]
+		st, err := e.fs.Stat(bg, proj("demo"), "src/b.txt")
+		must(t, err)
+		if last.Kind != ChangeCreated || last.Entry.Revision != st.Revision || last.Directory != "src" {
+			t.Fatalf("create: %+v, want created with revision %s", last, st.Revision)
+		}
+
+		e.write("projects/demo/src/a.txt", "two")
+		c = until(t, s, "src/a.txt")
+		st, _ = e.fs.Stat(bg, proj("demo"), "src/a.txt")
+		if last = c[len(c)-1]; last.Kind != ChangeModified || last.Entry.Revision != st.Revision {
+			t.Fatalf("modify: %+v", last)
+		}
+
+		must(t, os.Rename(filepath.Join(e.projects, "demo/src/a.txt"), filepath.Join(e.projects, "demo/src/c.txt")))
+		c = until(t, s, "src/c.txt")
+		if last = c[len(c)-1]; last.Kind != ChangeRenamed || last.FromPath != "src/a.txt" {
+			t.Fatalf("rename: %+v", last)
+		}
+
+		must(t, os.Remove(filepath.Join(e.projects, "demo/src/b.txt")))
+		c = until(t, s, "src/b.txt")
+		if last = c[len(c)-1]; last.Kind != ChangeRemoved || last.Entry.Revision != "" {
+			t.Fatalf("remove: %+v", last)
+		}
+		// The directory's own new revision comes along.
+		e.write("projects/demo/src/d.txt", "x")
+		until(t, s, "src/d.txt")
+		c = until(t, s, "src")
+		dst, _ := e.fs.Stat(bg, proj("demo"), "src")
+		if last = c[len(c)-1]; last.Kind != ChangeModified || last.Entry.Revision != dst.Revision {
+			t.Fatalf("directory revision: %+v, want %s", last, dst.Revision)
+		}
+	})
+}
+
+// A davfs write (temp file, rename) is one Modified and never shows the
+// temp file.
+func TestWatchDavfsWriteNoTempName(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("projects/demo/f.txt", "one")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "")
+	st, err := e.fs.Stat(bg, proj("demo"), "f.txt")
+	must(t, err)
+	e2, err := e.fs.UpdateFile(bg, proj("demo"), "f.txt", []byte("two"), st.Revision)
+	must(t, err)
+	for _, c := range until(t, s, "f.txt") {
+		if strings.Contains(c.Path, tempPrefix) {
+			t.Fatalf("temp file in a change: %+v", c)
+		}
+		if c.Path == "f.txt" && (c.Kind != ChangeModified || c.Entry.Revision != e2.Revision) {
+			t.Fatalf("write: %+v, want modified %s", c, e2.Revision)
+		}
+	}
+}
+
+// Traps: a symlink (to a canary inside the test tree), a denylisted
+// directory, a temp-named file and CODEX_HOME secrets never yield a change;
+// a sentinel written afterwards proves the watch was live.
+func TestWatchTrapsNeverEmit(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env) {
+		e.mkdir("projects/demo/src")
+		w := newWatcher(t, e, WatchConfig{})
+		s := subscribe(t, w, proj("demo"), "src")
+		g := subscribe(t, w, global, "", "skills")
+
+		e.symlink("outside/canary.txt", "projects/demo/src/link.txt")
+		e.symlink("outside", "projects/demo/src/linkdir")
+		e.mkdir("projects/demo/src/node_modules/pkg")
+		e.write("projects/demo/src/node_modules/pkg/index.js", "x")
+		e.write("projects/demo/src/.git", "gitdir")
+		e.write("projects/demo/src/"+tempPrefix+"123", "partial")
+		e.write("codex/auth.json", "SECRET-AUTH-2")
+		e.write("codex/config.toml", "SECRET-CONFIG-2")
+		e.write("codex/history.jsonl", "h")
+		e.symlink("codex/auth.json", "codex/skills/auth-link")
+
+		e.write("projects/demo/src/sentinel.txt", "s")
+		for _, c := range until(t, s, "src/sentinel.txt") {
+			if c.Path != "src/sentinel.txt" && c.Path != "src" {
+				t.Fatalf("trap produced a change: %+v", c)
+			}
+		}
+		e.write("codex/AGENTS.md", "agents")
+		for _, c := range until(t, g, "AGENTS.md") {
+			if c.Path != "AGENTS.md" {
+				t.Fatalf("trap produced a change: %+v", c)
+			}
+		}
+		e.write("codex/skills/sentinel.md", "s")
+		for _, c := range until(t, g, "skills/sentinel.md") {
+			if c.Path != "skills/sentinel.md" && c.Path != "skills" && c.Path != "" {
+				t.Fatalf("trap produced a change: %+v", c)
+			}
+		}
+		if w.Stats().Filtered == 0 {
+			t.Fatal("filtered counter did not move")
+		}
+		e.checkCanaries2()
+	})
+}
+
+func (e *env) checkCanaries2() {
+	e.t.Helper()
+	if got := e.read("outside/canary.txt"); got != "CANARY" {
+		e.t.Fatalf("canary changed: %q", got)
+	}
+}
+
+// A symlink swap of a visible file makes it disappear (Removed), never a
+// Created/Modified with the target's revision.
+func TestWatchSymlinkSwap(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("projects/demo/a.txt", "real")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "")
+	tmp := filepath.Join(e.projects, "demo", "x-link")
+	must(t, os.Symlink(filepath.Join(e.outside, "canary.txt"), tmp))
+	must(t, os.Rename(tmp, filepath.Join(e.projects, "demo", "a.txt")))
+	c := until(t, s, "a.txt")
+	if last := c[len(c)-1]; last.Kind != ChangeRemoved {
+		t.Fatalf("symlink swap: %+v, want removed", last)
+	}
+	for _, x := range c {
+		if x.Path == "x-link" {
+			t.Fatalf("symlink name in a change: %+v", x)
+		}
+	}
+}
+
+// A watched directory moved under a denylisted name (or replaced by a
+// symlink) ends its watch; nothing from its new place is reported.
+func TestWatchDirectoryGone(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/src")
+	e.mkdir("projects/demo/node_modules")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "src")
+	must(t, os.Rename(filepath.Join(e.projects, "demo/src"), filepath.Join(e.projects, "demo/node_modules/src")))
+	must(t, os.Symlink(filepath.Join(e.outside), filepath.Join(e.projects, "demo/src")))
+	e.write("projects/demo/node_modules/src/hidden.txt", "x")
+	c := next(t, s)
+	if c.Kind != ChangeResync || c.Reason != ResyncGone || len(c.Directories) != 1 || c.Directories[0] != "src" {
+		t.Fatalf("got %+v, want resync gone for src", c)
+	}
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	if c, err := s.Next(ctx); err == nil {
+		t.Fatalf("change after the directory went: %+v", c)
+	}
+	if n := w.Stats().WatchedDirs; n != 0 {
+		t.Fatalf("watched dirs %d after gone", n)
+	}
+}
+
+// A 5,000-file burst (a git checkout) is a bounded number of changes, among
+// them a "reload this directory".
+func TestWatchBurstCoalesced(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/src")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "src")
+	for i := range 5000 {
+		must(t, os.WriteFile(filepath.Join(e.projects, "demo/src", fmt.Sprintf("f%04d.go", i)), []byte("package x\n"), 0o644))
+	}
+	// Quiet period, then a sentinel: everything before it belongs to the burst.
+	time.Sleep(time.Second)
+	e.write("projects/demo/src/zz-sentinel.txt", "s")
+	got := until(t, s, "src/zz-sentinel.txt")
+	dirs := 0
+	for _, c := range got {
+		if c.Kind == ChangeDirectory {
+			dirs++
+		}
+	}
+	if dirs == 0 || len(got) > 50 {
+		t.Fatalf("burst of 5000 gave %d changes (%d directory reloads); want a few with a reload", len(got), dirs)
+	}
+	// After the reload the watch knows every file: a later modify is Modified.
+	e.write("projects/demo/src/f0001.go", "package y\n")
+	c := until(t, s, "src/f0001.go")
+	if last := c[len(c)-1]; last.Kind != ChangeModified {
+		t.Fatalf("after burst: %+v", last)
+	}
+}
+
+func TestWatchLimits(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, d := range []string{"a", "b", "c"} {
+		e.mkdir("projects/demo/" + d)
+	}
+	w := newWatcher(t, e, WatchConfig{MaxDirs: 2, MaxDirsPerSubscriber: 2})
+	s, err := w.Subscribe(bg, proj("demo"), []string{"a", "b", "c"}, "")
+	must(t, err)
+	defer s.Close()
+	if c := next(t, s); c.Kind != ChangeReady || strings.Join(c.Directories, ",") != "a,b" {
+		t.Fatalf("ready %+v", c)
+	}
+	if c := next(t, s); c.Kind != ChangeResync || c.Reason != ResyncLimit || strings.Join(c.Directories, ",") != "c" {
+		t.Fatalf("limit %+v", c)
+	}
+	// The sidecar-wide cap: a and b are held by s.
+	s2, err := w.Subscribe(bg, proj("demo"), []string{"c"}, "")
+	must(t, err)
+	defer s2.Close()
+	next(t, s2)
+	if c := next(t, s2); c.Kind != ChangeResync || c.Reason != ResyncLimit {
+		t.Fatalf("sidecar cap %+v", c)
+	}
+	if st := w.Stats(); st.WatchedDirs != 2 || st.Resyncs[ResyncLimit] != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestWatchSubscriberOverflow(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/d")
+	w := newWatcher(t, e, WatchConfig{QueueLen: 4, BurstEntries: 1000})
+	s := subscribe(t, w, proj("demo"), "d")
+	for i := range 20 {
+		e.write(fmt.Sprintf("projects/demo/d/f%d", i), "x")
+	}
+	deadline := time.Now().Add(watchWait)
+	for w.Stats().Drops == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c := next(t, s); c.Kind != ChangeResync || c.Reason != ResyncOverflow {
+		t.Fatalf("got %+v, want resync overflow", c)
+	}
+}
+
+func TestWatchResume(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/d")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "d")
+	e.write("projects/demo/d/one", "1")
+	got := until(t, s, "d/one")
+	pos := got[len(got)-1].ID
+	s.Close()
+	// Written while nobody is subscribed: the lingering watch records it.
+	e.write("projects/demo/d/two", "2")
+	deadline := time.Now().Add(watchWait)
+	for w.Stats().Events == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	r, err := w.Subscribe(bg, proj("demo"), []string{"d"}, pos)
+	must(t, err)
+	defer r.Close()
+	if c := next(t, r); c.Kind != ChangeReady {
+		t.Fatalf("ready %+v", c)
+	}
+	for _, c := range until(t, r, "d/two") {
+		if c.Kind == ChangeResync {
+			t.Fatalf("resume gave a resync: %+v", c)
+		}
+	}
+
+	// Another process's position: an explicit gap.
+	g, err := w.Subscribe(bg, proj("demo"), []string{"d"}, "0000-5")
+	must(t, err)
+	defer g.Close()
+	next(t, g)
+	if c := next(t, g); c.Kind != ChangeResync || c.Reason != ResyncGap {
+		t.Fatalf("foreign epoch: %+v", c)
+	}
+	// A directory not watched before: a gap for it.
+	e.mkdir("projects/demo/new")
+	n, err := w.Subscribe(bg, proj("demo"), []string{"new"}, pos)
+	must(t, err)
+	defer n.Close()
+	next(t, n)
+	if c := next(t, n); c.Kind != ChangeResync || c.Reason != ResyncGap || c.Directories[0] != "new" {
+		t.Fatalf("fresh watch on resume: %+v", c)
+	}
+}
+
+func TestWatchBadInput(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/a/node_modules")
+	e.symlink("outside", "projects/demo/ln")
+	w := newWatcher(t, e, WatchConfig{})
+	for _, tc := range []struct {
+		ws     Workspace
+		dirs   []string
+		resume string
+		code   Code
+		reason Reason
+	}{
+		{proj("demo"), nil, "", CodeInvalidArgument, ReasonInvalidArgument},
+		{proj("demo"), []string{"a/../a"}, "", CodeInvalidArgument, ReasonInvalidPath},
+		{proj("demo"), []string{"a/./x"}, "", CodeInvalidArgument, ReasonInvalidPath},
+		{proj("demo"), []string{"a//x"}, "", CodeInvalidArgument, ReasonInvalidPath},
+		{proj("demo"), []string{"/a"}, "", CodeInvalidArgument, ReasonInvalidPath},
+		{proj("demo"), []string{"a/node_modules"}, "", CodePermissionDenied, ReasonDenylisted},
+		{global, []string{"sessions"}, "", CodePermissionDenied, ReasonOutsideGlobal},
+		{proj("demo"), []string{"a"}, "garbage", CodeInvalidArgument, ReasonInvalidArgument},
+		{proj("demo"), []string{"a"}, "ab-01", CodeInvalidArgument, ReasonInvalidArgument},
+	} {
+		_, err := w.Subscribe(bg, tc.ws, tc.dirs, tc.resume)
+		wantErr(t, err, tc.code, tc.reason)
+	}
+	// A symlinked or missing directory is not an error but not live either.
+	s, err := w.Subscribe(bg, proj("demo"), []string{"ln", "missing"}, "")
+	must(t, err)
+	defer s.Close()
+	if c := next(t, s); c.Kind != ChangeReady || len(c.Directories) != 0 {
+		t.Fatalf("ready %+v", c)
+	}
+	if c := next(t, s); c.Kind != ChangeResync || c.Reason != ResyncGone || len(c.Directories) != 2 {
+		t.Fatalf("gone %+v", c)
+	}
+	if n := w.Stats().WatchedDirs; n != 0 {
+		t.Fatalf("watched %d", n)
+	}
+}
