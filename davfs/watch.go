@@ -46,9 +46,11 @@ import (
 // subscriber has a bounded queue; a subscriber that falls behind loses its
 // queue and receives one Resync(OVERFLOW); a kernel queue overflow gives
 // every subscriber a Resync(OVERFLOW). Bursts are coalesced per directory:
-// names changed within Coalesce are published together, and more than
-// BurstEntries of them are one Directory ("reload this directory") change;
-// while a burst lasts, the directory is published at most every BurstHold.
+// names changed within Coalesce are published together, and once more than
+// BurstEntries names changed within a second, the rest is one Directory
+// ("reload this directory") change; while a burst lasts, the directory is
+// published at most every BurstHold. A burst of any size thus costs at most
+// BurstEntries entry changes plus one reload per BurstHold.
 //
 // Limits: changes inside a subscribed directory's subdirectories are not
 // reported unless those are subscribed too. Renames are paired by inode
@@ -82,7 +84,7 @@ type WatchConfig struct {
 	MaxDirsPerSubscriber int           // directories per subscription [256]
 	Coalesce             time.Duration // window after a directory's first change [50ms]
 	BurstHold            time.Duration // minimum spacing while a burst lasts [500ms]
-	BurstEntries         int           // names per window above which a directory is reloaded [64]
+	BurstEntries         int           // names per second above which a directory is reloaded [64]
 	QueueLen             int           // pending changes per subscriber [512]
 	Linger               time.Duration // an unsubscribed watch is kept this long [30s]
 	History              int           // changes kept for resuming [4096]
@@ -227,6 +229,10 @@ type dirWatch struct {
 	burst   bool
 	armed   bool
 	hot     bool // the last batch was a burst: hold the next one
+	// names published one by one in the current rate period (a second):
+	// a slow, steady burst (a shell loop) is coalesced too.
+	recentN  int
+	recentAt time.Time
 
 	flushMu sync.Mutex // serialises flushes; guards known and rev
 	known   map[string]knownEntry
@@ -422,6 +428,10 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 
 var errWatchLimit = errors.New("watch limit")
 
+// burstPeriod is the rate period of BurstEntries: more names than that in
+// one directory within it make a burst.
+const burstPeriod = time.Second
+
 // acquireLocked returns the watch of p, creating it.
 func (w *Watcher) acquireLocked(ctx context.Context, p wsPath) (*dirWatch, bool, error) {
 	d, err := w.newWatchLocked(ctx, p)
@@ -613,9 +623,12 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		w.stats.filtered.Add(1)
 		return
 	}
+	if now := time.Now(); now.Sub(d.recentAt) > burstPeriod {
+		d.recentAt, d.recentN = now, 0
+	}
 	if !d.burst {
 		d.pending[name] = struct{}{}
-		if len(d.pending) > w.cfg.BurstEntries {
+		if len(d.pending)+d.recentN > w.cfg.BurstEntries {
 			d.burst, d.pending = true, map[string]struct{}{}
 		}
 	}
@@ -703,6 +716,9 @@ func (w *Watcher) flush(d *dirWatch) {
 	}
 	w.mu.Lock()
 	d.hot = burst
+	if !burst {
+		d.recentN += len(names)
+	}
 	w.publishLocked(d, out)
 	w.mu.Unlock()
 }

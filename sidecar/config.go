@@ -52,6 +52,7 @@ type LogConfig struct {
 // ServicesConfig groups the sidecar's services.
 type ServicesConfig struct {
 	Project ProjectConfig `yaml:"project"`
+	Watch   WatchConfig   `yaml:"watch"`
 }
 
 // ProjectConfig is services.project: the volumes and the limits davfs enforces.
@@ -207,6 +208,7 @@ func (c Config) Validate() error {
 		bad("log.format", "must be json or text (got %q)", c.Log.Format)
 	}
 
+	c.Services.Watch.validate(bad)
 	p := c.Services.Project
 	const pre = "services.project."
 	for _, d := range []struct{ key, dir string }{

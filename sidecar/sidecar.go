@@ -68,6 +68,7 @@ type Sidecar struct {
 	grpc     *grpc.Server
 	health   *health.Server
 	dav      http.Handler
+	watcher  *davfs.Watcher // live changes (watch.go)
 	ready    atomic.Bool
 }
 
@@ -167,6 +168,11 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		grpc.InitialConnWindowSize(int32(2*win)),
 	)
 	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
+	if err := s.startWatcher(); err != nil {
+		fs.Close()
+		return nil, fmt.Errorf("live changes: %w", err)
+	}
+	workspacev1.RegisterWatchServiceServer(s.grpc, rpc.NewWatchService(s.watcher))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
@@ -248,6 +254,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	}
 	s.ready.Store(false)
 	s.health.Shutdown()
+	// Watch streams never end by themselves: end them so the drain is quick.
+	s.watcher.Close()
 
 	sctx, cancel := context.WithTimeout(context.Background(), s.deps.ShutdownTimeout)
 	defer cancel()
