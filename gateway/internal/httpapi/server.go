@@ -69,6 +69,11 @@ type Options struct {
 	BodyIdleTimeout time.Duration
 	Logger          hclog.Logger
 	Now             func() time.Time
+	// Watch serves live changes (watch.go); nil answers 501.
+	Watch        Watcher
+	WatchMetrics *WatchMetrics
+	// Stopping is closed when the gateway shuts down: open watch streams end.
+	Stopping <-chan struct{}
 }
 
 // Server is the gateway's HTTP handler.
@@ -111,6 +116,7 @@ func New(opts Options) (*Server, error) {
 	e.GET(APIPrefix+"/session", s.whoami, admin)
 	e.DELETE(APIPrefix+"/session", s.logout)
 	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
+	e.GET(APIPrefix+"/agents/:agent_id/watch", s.watch, admin)
 	api := echo.WrapHandler(restAPI)
 	e.Any(APIPrefix+"/*", api, admin, s.auditRefused)
 	e.Any(APIPrefix, api, admin)

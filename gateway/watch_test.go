@@ -1,0 +1,273 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/sidecar/sidecartest"
+)
+
+// sseEvent is one Server-Sent Event.
+type sseEvent struct {
+	name, id string
+	data     map[string]any
+}
+
+func (e sseEvent) str(k string) string { s, _ := e.data[k].(string); return s }
+
+type sseStream struct {
+	resp   *http.Response
+	events chan sseEvent
+	cancel context.CancelFunc
+}
+
+// openSSE opens the watch endpoint; hdr are extra header pairs.
+func openSSE(t *testing.T, g *gatewaytest.Gateway, query string, hdr ...string) (*sseStream, *http.Response) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req := g.NewRequest(t, http.MethodGet, api+"/agents/codex-a/watch?"+query, nil)
+	req = req.WithContext(ctx)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		cancel()
+		return nil, resp
+	}
+	s := &sseStream{resp: resp, events: make(chan sseEvent, 1024), cancel: cancel}
+	go func() {
+		defer close(s.events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.name != "" {
+					s.events <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, "event: "):
+				ev.name = line[7:]
+			case strings.HasPrefix(line, "id: "):
+				ev.id = line[4:]
+			case strings.HasPrefix(line, "data: "):
+				_ = json.Unmarshal([]byte(line[6:]), &ev.data)
+			}
+		}
+	}()
+	return s, resp
+}
+
+// next waits (generously) for the next event; ok is false when the stream ended.
+func (s *sseStream) next(t *testing.T) (sseEvent, bool) {
+	t.Helper()
+	select {
+	case ev, ok := <-s.events:
+		return ev, ok
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event within 20s")
+	}
+	return sseEvent{}, false
+}
+
+func (s *sseStream) until(t *testing.T, path string) []sseEvent {
+	t.Helper()
+	var got []sseEvent
+	for {
+		ev, ok := s.next(t)
+		if !ok {
+			t.Fatalf("stream ended before an event for %q (got %v)", path, got)
+		}
+		got = append(got, ev)
+		if ev.name == "change" && ev.str("path") == path && ev.str("kind") != "WATCH_EVENT_KIND_READY" {
+			return got
+		}
+	}
+}
+
+func liveStack(t *testing.T) (*sidecartest.Sidecar, *gatewaytest.Gateway) {
+	t.Helper()
+	sc := sidecartest.Start(t, sidecartest.Options{})
+	if err := os.MkdirAll(filepath.Join(sc.ProjectsDir, "demo/src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sidecartest.Chown(t, sc.ProjectsDir)
+	g := gatewaytest.Start(t, gatewaytest.Options{Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
+	return sc, g
+}
+
+const watchQuery = "workspace.scope=PROJECT&workspace.project_name=demo&directory=src&directory="
+
+func TestWatchSSE(t *testing.T) {
+	sc, g := liveStack(t)
+	src := filepath.Join(sc.ProjectsDir, "demo/src")
+
+	t.Run("auth, agent and bad input are refused like every call", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, path, auth string
+			status           int
+			reason           string
+		}{
+			{"no credentials", "/agents/codex-a/watch?" + watchQuery, "", 401, "UNAUTHENTICATED"},
+			{"not admin", "/agents/codex-a/watch?" + watchQuery, "Bearer " + g.UserToken, 403, "FORBIDDEN"},
+			{"unknown agent", "/agents/nope/watch?" + watchQuery, "Bearer " + g.AdminToken, 404, "AGENT_NOT_FOUND"},
+			{"dot segment", "/agents/codex-a/watch?workspace.scope=PROJECT&workspace.project_name=demo&directory=src/../src", "Bearer " + g.AdminToken, 400, "INVALID_PATH"},
+			{"empty segment", "/agents/codex-a/watch?workspace.scope=PROJECT&workspace.project_name=demo&directory=src//x", "Bearer " + g.AdminToken, 400, "INVALID_PATH"},
+			{"denylisted", "/agents/codex-a/watch?workspace.scope=PROJECT&workspace.project_name=demo&directory=node_modules", "Bearer " + g.AdminToken, 403, "DENYLISTED"},
+			{"outside global", "/agents/codex-a/watch?workspace.scope=GLOBAL&directory=sessions", "Bearer " + g.AdminToken, 403, "OUTSIDE_GLOBAL"},
+			{"no directory", "/agents/codex-a/watch?workspace.scope=PROJECT&workspace.project_name=demo", "Bearer " + g.AdminToken, 400, "INVALID_ARGUMENT"},
+			{"unknown parameter", "/agents/codex-a/watch?" + watchQuery + "&x=1", "Bearer " + g.AdminToken, 400, "INVALID_ARGUMENT"},
+			{"bad resume id", "/agents/codex-a/watch?" + watchQuery + "&resume_after=zz", "Bearer " + g.AdminToken, 400, "INVALID_ARGUMENT"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				req, _ := http.NewRequest(http.MethodGet, g.URL+api+tc.path, nil)
+				if tc.auth != "" {
+					req.Header.Set("Authorization", tc.auth)
+				}
+				r := do(t, req)
+				if r.Status != tc.status || r.reason(t) != tc.reason {
+					t.Fatalf("%d %s, want %d %s", r.Status, r.Body, tc.status, tc.reason)
+				}
+			})
+		}
+	})
+
+	s, resp := openSSE(t, g, watchQuery)
+	if s == nil {
+		t.Fatalf("watch: %d", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	ready, _ := s.next(t)
+	if ready.str("kind") != "WATCH_EVENT_KIND_READY" || ready.id == "" {
+		t.Fatalf("first event %+v", ready)
+	}
+
+	write := func(rel, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(src, rel), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.txt", "SECRET-CONTENT-ONE")
+	evs := s.until(t, "src/a.txt")
+	last := evs[len(evs)-1]
+	entry, _ := last.data["entry"].(map[string]any)
+	if last.str("kind") != "WATCH_EVENT_KIND_CREATED" || entry["revision"] == "" || last.id == "" {
+		t.Fatalf("created: %+v", last)
+	}
+	for _, ev := range evs {
+		b, _ := json.Marshal(ev.data)
+		if strings.Contains(string(b), "SECRET-CONTENT") {
+			t.Fatalf("content in an event: %s", b)
+		}
+	}
+	lastID := last.id
+	parent := t
+
+	t.Run("the gateway killed mid-stream: another gateway resumes with Last-Event-ID, nothing lost", func(t *testing.T) {
+		// Started on the parent test: it serves the subtests after this one.
+		g2 := gatewaytest.Start(parent, gatewaytest.Options{Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
+		g.Kill()
+		for {
+			if _, ok := s.next(t); !ok {
+				break
+			}
+		}
+		write("while-away.txt", "x") // nobody is connected
+		time.Sleep(300 * time.Millisecond)
+		r, resp := openSSE(t, g2, watchQuery, "Last-Event-ID", lastID)
+		if r == nil {
+			t.Fatalf("resume: %d", resp.StatusCode)
+		}
+		for _, ev := range r.until(t, "src/while-away.txt") {
+			if ev.str("kind") == "WATCH_EVENT_KIND_RESYNC" {
+				t.Fatalf("resume gave a resync: %+v", ev)
+			}
+		}
+		g = g2
+	})
+
+	t.Run("the sidecar killed mid-stream: the stream ends, a reconnect gets an explicit resync", func(t *testing.T) {
+		s, _ := openSSE(t, g, watchQuery)
+		r0, _ := s.next(t)
+		sc.RestartSamePorts(true)
+		var end sseEvent
+		for {
+			ev, ok := s.next(t)
+			if !ok {
+				break
+			}
+			if ev.name == "end" {
+				end = ev
+			}
+		}
+		if code, _ := end.data["code"].(float64); code != 14 {
+			t.Fatalf("end event %+v, want code 14 (Unavailable)", end)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			r, resp := openSSE(t, g, watchQuery, "Last-Event-ID", r0.id)
+			if r != nil {
+				r.next(t) // ready
+				ev, _ := r.next(t)
+				if ev.str("kind") != "WATCH_EVENT_KIND_RESYNC" || ev.str("reason") != "RESYNC_REASON_GAP" {
+					t.Fatalf("after a sidecar restart: %+v", ev)
+				}
+				write("after.txt", "x")
+				r.until(t, "src/after.txt")
+				break
+			}
+			if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				t.Fatalf("reconnect: %d", resp.StatusCode)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		r := admin(t, g, http.MethodGet, "/metrics", "")
+		for _, want := range []string{`agent_gateway_watch_events_total{agent_id="codex-a",kind="CREATED"}`, `agent_gateway_watch_streams{agent_id="codex-a"}`} {
+			if !strings.Contains(string(r.Body), want) {
+				t.Fatalf("metrics lack %s", want)
+			}
+		}
+	})
+
+	t.Run("SIGTERM ends open streams at once", func(t *testing.T) {
+		s, _ := openSSE(t, g, watchQuery)
+		s.next(t)
+		start := time.Now()
+		if err := g.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		var end sseEvent
+		for {
+			ev, ok := s.next(t)
+			if !ok {
+				break
+			}
+			end = ev
+		}
+		if end.name != "end" {
+			t.Fatalf("last event %+v, want end", end)
+		}
+		t.Logf("stopped in %v", time.Since(start))
+	})
+}
