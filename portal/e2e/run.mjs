@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { binaries, Gateway, REPO, Sidecar, tempBase } from './harness.mjs';
+import { registerLiveTests } from './live.mjs';
 
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const SHOTS = process.env.E2E_SCREENSHOTS || path.join(REPO, 'docs/screenshots');
@@ -1386,6 +1387,12 @@ test('layout: readable on a narrow window', async () => {
   await shot('narrow.png');
   await page.setViewportSize({ width: 1280, height: 800 });
 });
+
+registerLiveTests(
+  { test, expect, eventually },
+  { get page() { return page; }, get gw() { return gw; }, get sa() { return sa; }, get sb() { return sb; }, base },
+  { $, dialog, row, projectRow, openProject, ensureSignedIn, selectAgent, editorText, setEditorText, shot },
+);
 
 // ---------------------------------------------------------------------------
 

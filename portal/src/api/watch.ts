@@ -79,7 +79,8 @@ export class LiveStream {
     this.#h = h;
     this.#make = make;
     this.lastId = resumeFrom;
-    this.#open();
+    // Not from the constructor: the handlers may refer to this stream.
+    queueMicrotask(() => this.#open());
   }
 
   #open(): void {

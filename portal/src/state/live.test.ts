@@ -33,8 +33,10 @@ describe('applyToTree', () => {
     expect(names(t, '')).toEqual(['lib', 'a.txt', 'b.txt', 'd.txt']);
     expect(t.dirs.has('src')).toBe(false);
   });
-  it('a directory revision refresh patches its row in the parent', () => {
+  it('a directory revision refresh patches its row in the parent; the root is listed nowhere', () => {
     const t = tree();
+    applyToTree(t, { kind: 'WATCH_EVENT_KIND_MODIFIED', path: '', entry: dir('', 'd9') });
+    expect(names(t, '')).toEqual(['src', 'a.txt', 'c.txt']);
     applyToTree(t, { kind: 'WATCH_EVENT_KIND_MODIFIED', path: 'src', entry: dir('src', 'd2') });
     expect(t.dirs.get('')!.listing.items[0]!.revision).toBe('d2');
   });

@@ -34,6 +34,8 @@ function removeFrom(t: TreeState, path: string): boolean {
 /** Puts entry into its parent's listing (replacing one of the same path). */
 function upsert(t: TreeState, entry: Entry): boolean {
   const path = entry.path ?? '';
+  // The workspace root's own new revision: no listing shows the root.
+  if (path === '') return false;
   const d = t.dirs.get(parentOf(path));
   if (!d || !d.listing.loaded) return false;
   const i = d.listing.items.findIndex((e) => e.path === path);
