@@ -226,6 +226,7 @@ type dirWatch struct {
 
 	// under Watcher.mu
 	pending map[string]struct{}
+	self    bool // the directory's own attributes changed
 	burst   bool
 	armed   bool
 	hot     bool // the last batch was a burst: hold the next one
@@ -462,6 +463,15 @@ func (w *Watcher) newWatchLocked(ctx context.Context, p wsPath) (*dirWatch, erro
 		unix.Close(fd)
 		return nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, err, "%q is not a directory", p.rel)
 	}
+	// A directory has one path: a watch of the same inode under another
+	// path is of a directory that moved (its parent was renamed). inotify
+	// would hand both the same watch descriptor; end the stale one first.
+	for _, old := range w.dirs {
+		if old.dev == st.Dev && old.ino == st.Ino {
+			w.goneLocked(old)
+			break
+		}
+	}
 	d := &dirWatch{
 		key: key, ws: p.ws, dir: p.rel, w: p, fd: fd, dev: st.Dev, ino: st.Ino,
 		proc: "/proc/self/fd/" + strconv.Itoa(fd), root: p.isGlobal() && p.isRoot(),
@@ -615,8 +625,14 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		}
 	}
 	if name == "" {
-		// The watched directory itself was moved or deleted.
-		w.goneLocked(d)
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			// The watched directory itself was moved or deleted.
+			w.goneLocked(d)
+			return
+		}
+		// Its own attributes changed (chmod, chown): its revision did.
+		d.self = true
+		w.armLocked(d)
 		return
 	}
 	if !w.f.visibleName(name) || (d.root && name != globalSkills && name != globalAgents) {
@@ -684,8 +700,8 @@ func (w *Watcher) flush(d *dirWatch) {
 		w.mu.Unlock()
 		return
 	}
-	names, burst, refresh := d.pending, d.burst, d.refresh
-	d.pending, d.burst, d.armed, d.refresh = map[string]struct{}{}, false, false, false
+	names, burst, refresh, self := d.pending, d.burst, d.refresh, d.self
+	d.pending, d.burst, d.armed, d.refresh, d.self = map[string]struct{}{}, false, false, false, false
 	w.mu.Unlock()
 
 	fd, ok := w.same(d)
@@ -712,7 +728,7 @@ func (w *Watcher) flush(d *dirWatch) {
 			out = append(out, Change{Kind: ChangeDirectory, Path: d.dir, Entry: self})
 		}
 	} else {
-		out = w.diff(ctx, d, fd, names)
+		out = w.diff(ctx, d, fd, names, self)
 	}
 	w.mu.Lock()
 	d.hot = burst
@@ -725,7 +741,7 @@ func (w *Watcher) flush(d *dirWatch) {
 
 // diff stats each changed name through the confined Stat and compares it
 // with what d knew.
-func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[string]struct{}) []Change {
+func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[string]struct{}, self bool) []Change {
 	sorted := make([]string, 0, len(names))
 	for n := range names {
 		sorted = append(sorted, n)
@@ -771,7 +787,7 @@ func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[strin
 		}
 		out = append(out, Change{Kind: ChangeRemoved, Path: r.path})
 	}
-	if len(out) > 0 {
+	if len(out) > 0 || self {
 		// The directory's own revision moves with its entries: send it so a
 		// later rename or delete of the directory is not refused.
 		if self, err := w.f.Stat(ctx, d.ws, d.dir); err == nil && self.Revision != d.rev {

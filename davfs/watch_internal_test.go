@@ -383,3 +383,42 @@ func TestWatchBadInput(t *testing.T) {
 		t.Fatalf("watched %d", n)
 	}
 }
+
+// A watched directory whose parent is renamed keeps its inode under a new
+// path: subscribing to the new path ends the old watch (GONE) and the new
+// one reports changes (inotify would give both one descriptor).
+func TestWatchSameInodeNewPath(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/a/b")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "a/b")
+	must(t, os.Rename(filepath.Join(e.projects, "demo/a"), filepath.Join(e.projects, "demo/c")))
+	n := subscribe(t, w, proj("demo"), "c/b")
+	if c := next(t, s); c.Kind != ChangeResync || c.Reason != ResyncGone || c.Directories[0] != "a/b" {
+		t.Fatalf("old path: %+v", c)
+	}
+	e.write("projects/demo/c/b/x.txt", "x")
+	if got := until(t, n, "c/b/x.txt"); got[len(got)-1].Kind != ChangeCreated {
+		t.Fatalf("new path: %+v", got)
+	}
+	if st := w.Stats(); st.WatchedDirs != 1 {
+		t.Fatalf("watched %d", st.WatchedDirs)
+	}
+}
+
+// A chmod/chown of the watched directory itself is its new revision, not
+// its end (inotify reports it on the directory's own watch).
+func TestWatchDirectoryAttributes(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/src")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "src")
+	must(t, os.Chmod(filepath.Join(e.projects, "demo/src"), 0o750))
+	c := next(t, s)
+	st, _ := e.fs.Stat(bg, proj("demo"), "src")
+	if c.Kind != ChangeModified || c.Path != "src" || c.Entry.Revision != st.Revision {
+		t.Fatalf("chmod of the watched directory: %+v", c)
+	}
+	e.write("projects/demo/src/x", "x")
+	until(t, s, "src/x")
+}

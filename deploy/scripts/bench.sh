@@ -21,4 +21,8 @@ if [ -d deploy/bench/gatewaybench ]; then
   echo "== the same with the gateway as deploy/k8s runs it (1 CPU: GOMAXPROCS=1) =="
   go run ./deploy/bench/gatewaybench -gateway-procs 1 | tee "$out/gateway-1cpu.txt"
 fi
+if [ -d deploy/bench/watchbench ]; then
+  echo "== live changes: write -> event at a subscriber vs raw fsnotify; 100 subscribers' memory =="
+  go run ./deploy/bench/watchbench | tee "$out/watch.txt"
+fi
 echo "bench: results in $out/"

@@ -49,6 +49,8 @@ export class LiveController {
   #disk: DiskState | null = null;
   /** The id to resume from when the same agent and workspace reopen. */
   #resume = { key: '', id: '' };
+  /** Agent selection and workspace of the open stream. */
+  #streamKey = '';
 
   constructor(h: LiveHost) {
     this.#h = h;
@@ -71,7 +73,14 @@ export class LiveController {
     const dirs = watchedDirs(tree);
     const key = [scope.serial, wsKey, ...dirs].join('\n');
     if (key === this.#key) return;
-    if (scope.serial !== this.#serial) this.#close(); // another agent selection: the old stream goes now
+    // Another agent selection or another workspace: the old stream goes now,
+    // and the view is not live until the new one is ready.
+    const rkey = scope.serial + '\n' + wsKey;
+    if (scope.serial !== this.#serial || this.#streamKey !== rkey) {
+      this.#close();
+      this.#status = { kind: 'connecting' };
+      this.#h.update();
+    }
     this.#key = key;
     this.#serial = scope.serial;
     if (this.#timer) clearTimeout(this.#timer);
@@ -93,6 +102,11 @@ export class LiveController {
         event: (ev) => {
           if (this.#stream !== stream) return;
           this.#resume = { key: rkey, id: stream.lastId };
+          if (ev.kind === 'WATCH_EVENT_KIND_READY' && !stream.resumedFrom) {
+            // A fresh subscription: what changed between the listings and the
+            // watches is in no event, so list the watched folders once more.
+            void this.#apply(scope, tree, { kind: 'WATCH_EVENT_KIND_RESYNC', reason: 'RESYNC_REASON_GAP', directories: ev.directories ?? [] });
+          }
           void this.#apply(scope, tree, ev);
         },
         status: (s) => {
@@ -103,6 +117,7 @@ export class LiveController {
       },
     );
     this.#stream = stream;
+    this.#streamKey = rkey;
   }
 
   #close(): void {
@@ -110,6 +125,7 @@ export class LiveController {
     this.#timer = null;
     this.#stream?.close();
     this.#stream = null;
+    this.#streamKey = '';
     this.#key = '';
     this.#serial = -1;
     this.#notLive.clear();

@@ -73,6 +73,8 @@ export class LiveStream {
   #closed = false;
   /** The last event id received: where a reconnect resumes. */
   lastId: string;
+  /** The id the current connection resumed from ('' for a fresh subscription). */
+  resumedFrom = '';
 
   constructor(url: (resume: string) => string, resumeFrom: string, h: StreamHandlers, make: ESFactory = (u) => new EventSource(u)) {
     this.#url = url;
@@ -86,6 +88,7 @@ export class LiveStream {
   #open(): void {
     if (this.#closed) return;
     if (this.#attempt === 0) this.#h.status({ kind: 'connecting' });
+    this.resumedFrom = this.lastId;
     const es = this.#make(this.#url(this.lastId));
     this.#es = es;
     es.addEventListener('change', (m) => {
