@@ -714,7 +714,31 @@ func (w *Watcher) flush(d *dirWatch) {
 	defer unix.Close(fd)
 	ctx := context.Background()
 	var out []Change
-	if burst || refresh {
+	if refresh && !burst {
+		// After a kernel overflow: whatever differs from what was last
+		// published is a change (some may have come after the resync the
+		// subscribers were sent), reported like any other, or as one
+		// reload when there is too much of it.
+		snap, _, err := w.snapshot(ctx, d)
+		if err != nil {
+			w.mu.Lock()
+			w.goneLocked(d)
+			w.mu.Unlock()
+			return
+		}
+		for n, k := range snap {
+			if old, ok := d.known[n]; !ok || old.rev != k.rev {
+				names[n] = struct{}{}
+			}
+		}
+		for n := range d.known {
+			if _, ok := snap[n]; !ok {
+				names[n] = struct{}{}
+			}
+		}
+		burst = len(names) > w.cfg.BurstEntries
+	}
+	if burst {
 		known, rev, err := w.snapshot(ctx, d)
 		if err != nil {
 			w.mu.Lock()
@@ -723,10 +747,8 @@ func (w *Watcher) flush(d *dirWatch) {
 			return
 		}
 		d.known, d.rev = known, rev
-		if burst {
-			self, _ := w.f.Stat(ctx, d.ws, d.dir)
-			out = append(out, Change{Kind: ChangeDirectory, Path: d.dir, Entry: self})
-		}
+		self, _ := w.f.Stat(ctx, d.ws, d.dir)
+		out = append(out, Change{Kind: ChangeDirectory, Path: d.dir, Entry: self})
 	} else {
 		out = w.diff(ctx, d, fd, names, self)
 	}
@@ -829,7 +851,9 @@ func (w *Watcher) overflow() {
 		d.refresh = true
 		w.armLocked(d)
 	}
-	// Nothing before this point can be replayed exactly.
+	// Nothing before this point can be replayed exactly: the overflow takes
+	// a position of its own, so no earlier position counts as complete.
+	w.seq++
 	w.ringN, w.ringH = 0, 0
 	for _, d := range w.dirs {
 		d.since = w.seq + 1

@@ -429,3 +429,35 @@ func TestWatchDirectoryAttributes(t *testing.T) {
 	e.write("projects/demo/src/x", "x")
 	until(t, s, "src/x")
 }
+
+// A kernel queue overflow (IN_Q_OVERFLOW, delivered by fsnotify as
+// ErrEventOverflow) gives every subscriber a RESYNC(OVERFLOW); the watches
+// re-read their directories and go on reporting, and positions from before
+// resume with a gap.
+func TestWatchKernelOverflow(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("projects/demo/d/a.txt", "a")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "d")
+	e.write("projects/demo/d/b.txt", "b")
+	got := until(t, s, "d") // b.txt, then the directory's new revision
+	before := got[len(got)-1].ID
+	w.overflow() // what loop does on fsnotify.ErrEventOverflow
+	if c := next(t, s); c.Kind != ChangeResync || c.Reason != ResyncOverflow || len(c.Directories) != 0 {
+		t.Fatalf("overflow: %+v", c)
+	}
+	e.write("projects/demo/d/c.txt", "c")
+	if got := until(t, s, "d/c.txt"); got[len(got)-1].Kind != ChangeCreated {
+		t.Fatalf("after overflow: %+v", got)
+	}
+	r, err := w.Subscribe(bg, proj("demo"), []string{"d"}, before)
+	must(t, err)
+	defer r.Close()
+	next(t, r)
+	if c := next(t, r); c.Kind != ChangeResync || c.Reason != ResyncGap {
+		t.Fatalf("resume from before the overflow: %+v", c)
+	}
+	if n := w.Stats().Resyncs[ResyncOverflow]; n != 1 {
+		t.Fatalf("overflow resyncs %d", n)
+	}
+}
