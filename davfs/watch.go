@@ -500,8 +500,13 @@ func (w *Watcher) newWatchLocked(ctx context.Context, p wsPath) (*dirWatch, erro
 	return d, nil
 }
 
-// snapshot lists d through the confined listing.
+// snapshot lists d through the confined listing. Its reads are the
+// watcher's own, not a client's: they are made under ForMutation so that
+// they do not count as handing a directory revision out (seen.go), which
+// would move the cutoff of a later recursive delete past work no client
+// saw. Only what is published counts (publishLocked).
 func (w *Watcher) snapshot(ctx context.Context, d *dirWatch) (map[string]knownEntry, string, error) {
+	ctx = ForMutation(ctx)
 	es, err := w.f.ReadDir(ctx, d.ws, d.dir)
 	if err != nil {
 		return nil, "", err
@@ -712,7 +717,11 @@ func (w *Watcher) flush(d *dirWatch) {
 		return
 	}
 	defer unix.Close(fd)
-	ctx := context.Background()
+	// The watcher's reads are not a client's (see snapshot); readAt is
+	// taken before any of them: what is published shows the directory as
+	// it was no earlier than this.
+	ctx := ForMutation(context.Background())
+	readAt := time.Now().UnixNano()
 	var out []Change
 	if refresh && !burst {
 		// After a kernel overflow: whatever differs from what was last
@@ -757,13 +766,14 @@ func (w *Watcher) flush(d *dirWatch) {
 	if !burst {
 		d.recentN += len(names)
 	}
-	w.publishLocked(d, out)
+	w.publishLocked(d, out, readAt)
 	w.mu.Unlock()
 }
 
 // diff stats each changed name through the confined Stat and compares it
 // with what d knew.
 func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[string]struct{}, self bool) []Change {
+	ctx = ForMutation(ctx)
 	sorted := make([]string, 0, len(names))
 	for n := range names {
 		sorted = append(sorted, n)
@@ -820,8 +830,16 @@ func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[strin
 	return out
 }
 
-func (w *Watcher) publishLocked(d *dirWatch, cs []Change) {
+// publishLocked numbers cs, keeps them for resuming and queues them to d's
+// subscribers. A directory revision in a published change is shown to a
+// client (now, or when it is replayed) and may be sent back with a delete:
+// it is handed out as read at readAt, the time before the watcher's reads
+// that produced it (never later than what the change shows).
+func (w *Watcher) publishLocked(d *dirWatch, cs []Change, readAt int64) {
 	for _, c := range cs {
+		if c.Entry.Type == TypeDirectory && c.Entry.Revision != "" {
+			w.f.seen.noteAt(c.Entry.Revision, readAt)
+		}
 		w.seq++
 		c.seq, c.key = w.seq, d.key
 		c.ID, c.Workspace, c.Directory = w.idLocked(), d.ws, d.dir

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Waits for events are generous deadlines, never speed targets.
@@ -459,5 +461,76 @@ func TestWatchKernelOverflow(t *testing.T) {
 	}
 	if n := w.Stats().Resyncs[ResyncOverflow]; n != 1 {
 		t.Fatalf("overflow resyncs %d", n)
+	}
+}
+
+// The watcher's own reads are not a client's: with a watch on d, a
+// recursive delete carrying the revision a client read before the agent's
+// newer work is still refused (the watcher re-reading d after a change
+// must not move the delete's cutoff), and nothing is deleted.
+func TestWatchReadsDoNotHandOutRevisions(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env) {
+		e.write("projects/demo/d/existing.txt", "old")
+		e.mkdir("projects/demo/d/sub")
+		time.Sleep(tick)
+		st, err := e.fs.Stat(bg, proj("demo"), "d")
+		must(t, err)
+		rev := st.Revision
+		w := newWatcher(t, e, WatchConfig{})
+		s := subscribe(t, w, proj("demo"), "d")
+		time.Sleep(tick)
+		e.write("projects/demo/d/sub/new.txt", "agent work")
+		e.write("projects/demo/d/existing.txt", "agent rewrite") // in place: d's revision stays
+		if got := until(t, s, "d/existing.txt"); got[len(got)-1].Kind != ChangeModified {
+			t.Fatalf("rewrite: %+v", got)
+		}
+		var lst unix.Stat_t
+		must(t, unix.Lstat(filepath.Join(e.projects, "demo/d"), &lst))
+		if dirRevision(&lst) != rev {
+			t.Fatal("the changes moved d's own revision: the test checks nothing")
+		}
+		err = e.fs.DeleteEntry(bg, proj("demo"), "d", rev, true)
+		wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+		if e.read("projects/demo/d/sub/new.txt") != "agent work" || e.read("projects/demo/d/existing.txt") != "agent rewrite" {
+			t.Fatal("the refused delete removed the agent's work")
+		}
+	})
+}
+
+// A directory revision the watcher publishes is shown to a client, read
+// when the batch was: a recursive delete carrying it removes work done
+// before that read (here after d's own last change, so d's ctime alone
+// would refuse it) and refuses work done after it.
+func TestWatchPublishedRevisionHandedOut(t *testing.T) {
+	for _, later := range []bool{false, true} {
+		t.Run(fmt.Sprintf("later=%v", later), func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.mkdir("projects/demo/d/sub")
+			// A long window: the work in sub lands between d's change and
+			// the watcher's read of it.
+			w := newWatcher(t, e, WatchConfig{Coalesce: 2 * time.Second})
+			s := subscribe(t, w, proj("demo"), "d")
+			e.write("projects/demo/d/x.txt", "x") // d's revision moves
+			time.Sleep(tick)
+			e.write("projects/demo/d/sub/older.txt", "older work")
+			got := until(t, s, "d")
+			c := got[len(got)-1]
+			if c.Kind != ChangeModified || c.Entry.Revision == "" {
+				t.Fatalf("directory revision: %+v", got)
+			}
+			if later {
+				time.Sleep(tick)
+				e.write("projects/demo/d/sub/newer.txt", "newer work")
+				wantErr(t, e.fs.DeleteEntry(bg, proj("demo"), "d", c.Entry.Revision, true), CodeAborted, ReasonRevisionMismatch)
+				if !e.exists("projects/demo/d/sub/newer.txt") {
+					t.Fatal("the refused delete removed newer work")
+				}
+				return
+			}
+			must(t, e.fs.DeleteEntry(bg, proj("demo"), "d", c.Entry.Revision, true))
+			if e.exists("projects/demo/d") {
+				t.Fatal("the tree is still there")
+			}
+		})
 	}
 }
