@@ -71,7 +71,10 @@ type Watcher struct {
 	ring   []Change // recent published changes, ring[ringHead] oldest once full
 	ringN  int
 	ringH  int
-	closed bool
+	// histFrom: every change published after this position is in the ring
+	// (it moves when the ring drops its oldest change or is cleared).
+	histFrom uint64
+	closed   bool
 
 	stats watchCounters
 	done  chan struct{}
@@ -407,7 +410,7 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 		w.stats.resync(ResyncGone, 1)
 	}
 	if resumeOK {
-		if w.oldestLocked() > resumeSeq+1 {
+		if resumeSeq < w.histFrom || resumeSeq > w.seq {
 			// The ring no longer reaches back to the position.
 			gap = live
 		} else {
@@ -475,7 +478,7 @@ func (w *Watcher) newWatchLocked(ctx context.Context, p wsPath) (*dirWatch, erro
 	d := &dirWatch{
 		key: key, ws: p.ws, dir: p.rel, w: p, fd: fd, dev: st.Dev, ino: st.Ino,
 		proc: "/proc/self/fd/" + strconv.Itoa(fd), root: p.isGlobal() && p.isRoot(),
-		since: w.seq + 1, pending: map[string]struct{}{},
+		pending: map[string]struct{}{},
 	}
 	if err := w.nw.Add(d.proc); err != nil {
 		unix.Close(fd)
@@ -495,6 +498,12 @@ func (w *Watcher) newWatchLocked(ctx context.Context, p wsPath) (*dirWatch, erro
 		return nil, err
 	}
 	d.known, d.rev = known, rev
+	// The watch takes a position of its own: whatever changed before it
+	// began is unknown, so every earlier position (the current one
+	// included: a client whose last id is it may have missed a change
+	// while the directory was not watched) resumes with a gap.
+	w.seq++
+	d.since = w.seq + 1
 	w.dirs[key] = d
 	w.byProc[d.proc] = d
 	return d, nil
@@ -561,16 +570,6 @@ func (w *Watcher) releaseAllLocked(s *Subscription) {
 	}
 	s.dirs = nil
 	delete(w.subs, s)
-}
-
-func (w *Watcher) oldestLocked() uint64 {
-	if w.ringN < len(w.ring) {
-		if w.ringN == 0 {
-			return w.seq + 1
-		}
-		return w.ring[0].seq
-	}
-	return w.ring[w.ringH].seq
 }
 
 func (w *Watcher) replayLocked(s *Subscription, after uint64, keys map[string]bool) {
@@ -847,6 +846,7 @@ func (w *Watcher) publishLocked(d *dirWatch, cs []Change, readAt int64) {
 			w.ring[w.ringN] = c
 			w.ringN++
 		} else {
+			w.histFrom = w.ring[w.ringH].seq
 			w.ring[w.ringH] = c
 			w.ringH = (w.ringH + 1) % len(w.ring)
 		}
@@ -872,7 +872,7 @@ func (w *Watcher) overflow() {
 	// Nothing before this point can be replayed exactly: the overflow takes
 	// a position of its own, so no earlier position counts as complete.
 	w.seq++
-	w.ringN, w.ringH = 0, 0
+	w.ringN, w.ringH, w.histFrom = 0, 0, w.seq
 	for _, d := range w.dirs {
 		d.since = w.seq + 1
 	}

@@ -534,3 +534,58 @@ func TestWatchPublishedRevisionHandedOut(t *testing.T) {
 		})
 	}
 }
+
+// A watch that ended (it lingered out) and was begun again by another
+// subscriber did not see what changed meanwhile: a client resuming from
+// its last id — the position current when the old watch ended — gets a
+// gap, not silence.
+func TestWatchResumeAfterRewatchIsGap(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/d")
+	w := newWatcher(t, e, WatchConfig{Linger: time.Millisecond, Revalidate: 10 * time.Millisecond})
+	s1, err := w.Subscribe(bg, proj("demo"), []string{"d"}, "")
+	must(t, err)
+	ready := next(t, s1)
+	if ready.Kind != ChangeReady {
+		t.Fatalf("ready %+v", ready)
+	}
+	s1.Close()
+	deadline := time.Now().Add(watchWait)
+	for w.Stats().WatchedDirs != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle watch was not dropped")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.write("projects/demo/d/lost.txt", "written while not watched")
+	subscribe(t, w, proj("demo"), "d")
+	r, err := w.Subscribe(bg, proj("demo"), []string{"d"}, ready.ID)
+	must(t, err)
+	defer r.Close()
+	if c := next(t, r); c.Kind != ChangeReady {
+		t.Fatalf("ready %+v", c)
+	}
+	if c := next(t, r); c.Kind != ChangeResync || c.Reason != ResyncGap || len(c.Directories) != 1 || c.Directories[0] != "d" {
+		t.Fatalf("resume over a re-watch: %+v, want resync gap for d", c)
+	}
+}
+
+// After a kernel overflow, the position current at the overflow resumes
+// with a gap too (what changed around the overflow is not in the history).
+func TestWatchResumeAtOverflowIsGap(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/d")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "d")
+	e.write("projects/demo/d/a.txt", "a")
+	got := until(t, s, "d")
+	last := got[len(got)-1].ID
+	w.overflow()
+	r, err := w.Subscribe(bg, proj("demo"), []string{"d"}, last)
+	must(t, err)
+	defer r.Close()
+	next(t, r)
+	if c := next(t, r); c.Kind != ChangeResync || c.Reason != ResyncGap {
+		t.Fatalf("resume from the overflow's position: %+v", c)
+	}
+}
