@@ -641,6 +641,16 @@ func (w *Watcher) event(ev fsnotify.Event) {
 	}
 	if !w.f.visibleName(name) || (d.root && name != globalSkills && name != globalAgents) {
 		w.stats.filtered.Add(1)
+		// The name is never published, but its creation, removal or
+		// rename changed the directory's own revision (mkdir
+		// node_modules): publish that, so a later rename or delete of the
+		// directory with the last published revision is not refused. Not
+		// in the Global root, whose other names (auth.json, sessions) must
+		// not even show as activity, and which is never renamed or deleted.
+		if !d.root {
+			d.self = true
+			w.armLocked(d)
+		}
 		return
 	}
 	if now := time.Now(); now.Sub(d.recentAt) > burstPeriod {

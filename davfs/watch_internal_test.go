@@ -589,3 +589,37 @@ func TestWatchResumeAtOverflowIsGap(t *testing.T) {
 		t.Fatalf("resume from the overflow's position: %+v", c)
 	}
 }
+
+// A filtered name (denylisted, a temp file) is never published, but the
+// directory's own new revision is: mkdir node_modules moves it, and a
+// client holding the last published revision could not rename or delete
+// the directory otherwise.
+func TestWatchFilteredNameMovesDirectoryRevision(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/web")
+	w := newWatcher(t, e, WatchConfig{})
+	s := subscribe(t, w, proj("demo"), "web")
+	e.mkdir("projects/demo/web/node_modules")
+	c := next(t, s)
+	st, err := e.fs.Stat(bg, proj("demo"), "web")
+	must(t, err)
+	if c.Kind != ChangeModified || c.Path != "web" || c.Entry.Revision != st.Revision {
+		t.Fatalf("after mkdir node_modules: %+v, want web modified with %s", c, st.Revision)
+	}
+	e.write("projects/demo/web/sentinel.txt", "s")
+	for _, c := range until(t, s, "web/sentinel.txt") {
+		if strings.Contains(c.Path, "node_modules") || strings.Contains(c.FromPath, "node_modules") {
+			t.Fatalf("a denylisted name was published: %+v", c)
+		}
+	}
+	if w.Stats().Filtered == 0 {
+		t.Fatal("nothing was filtered: the test checks nothing")
+	}
+	// The published revision is the one a move of web needs.
+	st, err = e.fs.Stat(bg, proj("demo"), "web")
+	must(t, err)
+	got := until(t, s, "web")
+	if last := got[len(got)-1]; last.Entry.Revision != st.Revision {
+		t.Fatalf("last published revision %s, directory is at %s", last.Entry.Revision, st.Revision)
+	}
+}
