@@ -115,6 +115,9 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	for _, md := range workspacev1.WorkspaceService_ServiceDesc.Methods {
 		m.Init(md.MethodName)
 	}
+	for _, sd := range workspacev1.WatchService_ServiceDesc.Streams {
+		m.Init(sd.StreamName)
+	}
 
 	initializer := deps.Initializer
 	if initializer == nil {
@@ -157,6 +160,9 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	win := min(maxMsg, 16<<20)
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), m)),
+		// The Watch stream: the same request ID, operator, log line, metrics
+		// and panic recovery as the unary calls.
+		grpc.ChainStreamInterceptor(rpc.StreamInterceptor(s.log.Named("rpc"), m)),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		// Fixed flow-control windows as large as a whole message: a call

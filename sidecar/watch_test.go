@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
@@ -212,5 +213,38 @@ func TestWatchConfigValidate(t *testing.T) {
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "services.watch.maxDirectories") {
 		t.Fatalf("Validate: %v", err)
+	}
+}
+
+// The Watch stream goes through the stream interceptor like every unary
+// call: the request ID and operator reach the log line, the call is
+// counted, the ID is echoed back.
+func TestWatchStreamLoggedAndCounted(t *testing.T) {
+	sc := sidecartest.Start(t, sidecartest.Options{})
+	mkdir(t, sc.ProjectsDir, "demo/src")
+	ctx := metadata.AppendToOutgoingContext(ctxT(t), "x-request-id", "watch-req-1", "x-operator", "alice")
+	st, err := workspacev1.NewWatchServiceClient(sc.Conn(t)).Watch(ctx, &workspacev1.WatchRequest{Workspace: proj("demo"), Directories: []string{"src/node_modules"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Recv()
+	wantErr(t, err, codes.PermissionDenied, "DENYLISTED")
+	if hdr, _ := st.Header(); strings.Join(hdr.Get("x-request-id"), ",") != "watch-req-1" {
+		t.Fatalf("x-request-id header %v", hdr.Get("x-request-id"))
+	}
+	if !sc.WaitLog("watch-req-1", 20*time.Second) {
+		t.Fatalf("no log line for the stream:\n%s", sc.Logs())
+	}
+	found := false
+	for _, l := range sc.LogLines() {
+		if l["request_id"] == "watch-req-1" && l["@message"] == "rpc" {
+			found = l["operator"] == "alice" && l["method"] == "/workspace.v1.WatchService/Watch" && l["code"] == "PermissionDenied"
+		}
+	}
+	if !found {
+		t.Fatalf("stream log line missing or wrong:\n%s", sc.Logs())
+	}
+	if v := metric(t, sc, `sidecar_grpc_errors_total{action="Watch",code="PermissionDenied",reason="DENYLISTED"}`); v != "1" {
+		t.Fatalf("Watch errors metric %q", v)
 	}
 }
