@@ -105,6 +105,7 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		Auth: authn, Service: svc, Metrics: m, Gatherer: reg, DAV: dav,
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
+		WatchHeartbeat: cfg.HTTPServer.Heartbeat(),
 	})
 	if err != nil {
 		svc.Close()

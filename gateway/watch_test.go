@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -270,4 +272,60 @@ func TestWatchSSE(t *testing.T) {
 		}
 		t.Logf("stopped in %v", time.Since(start))
 	})
+}
+
+// A stream is authenticated again at every heartbeat: signing out (the
+// session revoked on the server) ends an open stream with "event: end"
+// UNAUTHENTICATED, instead of it going on relaying names.
+func TestWatchEndsWhenSessionSignedOut(t *testing.T) {
+	sc := sidecartest.Start(t, sidecartest.Options{})
+	if err := os.MkdirAll(filepath.Join(sc.ProjectsDir, "demo/src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sidecartest.Chown(t, sc.ProjectsDir)
+	beat := 200 * time.Millisecond
+	g := gatewaytest.Start(t, gatewaytest.Options{
+		Agents:    []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
+		Configure: func(c *gateway.Config) { c.HTTPServer.WatchHeartbeat = &beat },
+	})
+	cookie, csrf, lr := login(t, g, g.AdminToken)
+	if lr.Status != http.StatusOK || cookie == nil {
+		t.Fatalf("login: %d %s", lr.Status, lr.Body)
+	}
+	// The cookie alone (no bearer token).
+	s, resp := openSSE(t, g, watchQuery, "Authorization", "", "Cookie", cookie.Name+"="+cookie.Value)
+	if s == nil {
+		t.Fatalf("watch with a session: %d", resp.StatusCode)
+	}
+	if ready, _ := s.next(t); ready.str("kind") != "WATCH_EVENT_KIND_READY" {
+		t.Fatalf("first event %+v", ready)
+	}
+	out, _ := http.NewRequest(http.MethodDelete, g.URL+api+"/session", nil)
+	out.AddCookie(cookie)
+	out.Header.Set("X-CSRF-Token", csrf)
+	if r := do(t, out); r.Status != http.StatusNoContent {
+		t.Fatalf("sign out: %d %s", r.Status, r.Body)
+	}
+	// A change after the sign-out may race the next heartbeat; what must
+	// hold is that the stream ends with UNAUTHENTICATED.
+	if err := os.WriteFile(filepath.Join(sc.ProjectsDir, "demo/src/after-signout.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var end sseEvent
+	for {
+		ev, ok := s.next(t)
+		if !ok {
+			break
+		}
+		if ev.name == "end" {
+			end = ev
+		}
+	}
+	if code, _ := end.data["code"].(float64); code != 16 {
+		t.Fatalf("end event %+v, want code 16 (Unauthenticated)", end)
+	}
+	details, _ := end.data["details"].([]any)
+	if len(details) == 0 || !strings.Contains(fmt.Sprint(details), "UNAUTHENTICATED") {
+		t.Fatalf("end event details %v", details)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -74,6 +75,12 @@ type Options struct {
 	WatchMetrics *WatchMetrics
 	// Stopping is closed when the gateway shuts down: open watch streams end.
 	Stopping <-chan struct{}
+	// WatchHeartbeat is the keep-alive interval of a watch stream, at
+	// which its credentials are checked again (default WatchHeartbeat).
+	WatchHeartbeat time.Duration
+	// WatchStreams caps the open watch streams per agent (default
+	// DefaultWatchStreams).
+	WatchStreams int
 }
 
 // Server is the gateway's HTTP handler.
@@ -83,6 +90,9 @@ type Server struct {
 	log       hclog.Logger
 	now       func() time.Time
 	marshaler runtime.Marshaler
+
+	watchMu   sync.Mutex
+	watchOpen map[string]int // open watch streams by agent
 }
 
 // New builds the echo server and registers every route.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/gateway/internal/auth"
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 )
 
@@ -114,6 +116,58 @@ func truncateParam(k string) string {
 	return k
 }
 
+// watchWriteTimeout bounds each write of a watch stream: a client that
+// stops reading ends its stream instead of holding the handler (which
+// would then never see Stopping).
+const watchWriteTimeout = 30 * time.Second
+
+// DefaultWatchStreams caps the open watch streams per agent and gateway.
+const DefaultWatchStreams = 256
+
+// watchReauthEvery is how often, at most, the credentials are checked again
+// before a write (besides every heartbeat).
+const watchReauthEvery = time.Second
+
+// streamAuth checks the stream's request again as requireAdmin did when it
+// connected: a session signed out or expired, an operator removed or no
+// longer admin end the stream.
+func (s *Server) streamAuth(r *http.Request) *status.Status {
+	id, err := s.opts.Auth.Authenticate(r)
+	if err != nil {
+		s.authFailure("401")
+		return status.New(codes.Unauthenticated, "authentication required: the session or credentials are no longer valid")
+	}
+	if !id.Admin() {
+		s.authFailure("403")
+		return status.New(codes.PermissionDenied, "admin role required")
+	}
+	return nil
+}
+
+// watchSlot takes one of agentID's stream slots; false when all are taken.
+func (s *Server) watchSlot(agentID string) (release func(), ok bool) {
+	max := s.opts.WatchStreams
+	if max <= 0 {
+		max = DefaultWatchStreams
+	}
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watchOpen[agentID] >= max {
+		return nil, false
+	}
+	if s.watchOpen == nil {
+		s.watchOpen = map[string]int{}
+	}
+	s.watchOpen[agentID]++
+	return func() {
+		s.watchMu.Lock()
+		defer s.watchMu.Unlock()
+		if s.watchOpen[agentID]--; s.watchOpen[agentID] <= 0 {
+			delete(s.watchOpen, agentID)
+		}
+	}, true
+}
+
 func (s *Server) watch(c echo.Context) error {
 	r := c.Request()
 	w := c.Response()
@@ -127,6 +181,14 @@ func (s *Server) watch(c echo.Context) error {
 		respond(w, r, s.marshaler, status.Convert(err), 0)
 		return nil
 	}
+	release, ok := s.watchSlot(agentID)
+	if !ok {
+		// Retryable: the portal backs off and reconnects.
+		w.Header().Set("Retry-After", "5")
+		s.writeError(w, codes.Unavailable, workspacev1.ErrorReason_SIDECAR_UNAVAILABLE, "too many live-change streams for this agent; retry later")
+		return nil
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	recv, err := s.opts.Watch.Watch(ctx, agentID, req)
@@ -145,11 +207,12 @@ func (s *Server) watch(c echo.Context) error {
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	// The deadline is the connection's: clear it for a kept-alive next request.
+	defer rc.SetWriteDeadline(time.Time{})
 	// Reconnect quickly after a gateway restart (EventSource's own retry).
-	if _, err := w.Write([]byte("retry: 1000\n\n")); err != nil {
+	if !s.streamWrite(w, rc, []byte("retry: 1000\n\n")) {
 		return nil
 	}
-	_ = rc.Flush()
 
 	type item struct {
 		ev  *workspacev1.WatchEvent
@@ -169,8 +232,20 @@ func (s *Server) watch(c echo.Context) error {
 			}
 		}
 	}()
-	beat := time.NewTicker(WatchHeartbeat)
+	interval := s.opts.WatchHeartbeat
+	if interval <= 0 {
+		interval = WatchHeartbeat
+	}
+	beat := time.NewTicker(interval)
 	defer beat.Stop()
+	// A session ends the stream when it expires, whatever comes before.
+	var expired <-chan time.Time
+	if id, ok := auth.FromContext(r.Context()); ok && id.Session != nil {
+		t := time.NewTimer(max(id.Session.Expires.Sub(s.now()), 0))
+		defer t.Stop()
+		expired = t.C
+	}
+	lastAuth := time.Now()
 	for {
 		var out []byte
 		select {
@@ -182,12 +257,27 @@ func (s *Server) watch(c echo.Context) error {
 			st := status.New(codes.Unavailable, "the gateway is restarting; reconnect and resume")
 			s.writeEnd(w, rc, label, st)
 			return nil
+		case <-expired:
+			s.writeEnd(w, rc, label, status.New(codes.Unauthenticated, "the session expired; sign in again"))
+			return nil
 		case <-beat.C:
+			if st := s.streamAuth(r); st != nil {
+				s.writeEnd(w, rc, label, st)
+				return nil
+			}
+			lastAuth = time.Now()
 			out = []byte(": ping\n\n")
 		case it := <-events:
 			if it.err != nil {
 				s.writeEnd(w, rc, label, status.Convert(it.err))
 				return nil
+			}
+			if time.Since(lastAuth) >= watchReauthEvery {
+				if st := s.streamAuth(r); st != nil {
+					s.writeEnd(w, rc, label, st)
+					return nil
+				}
+				lastAuth = time.Now()
 			}
 			data, err := s.marshaler.Marshal(it.ev)
 			if err != nil {
@@ -203,13 +293,22 @@ func (s *Server) watch(c echo.Context) error {
 			out = append(out, data...)
 			out = append(out, "\n\n"...)
 		}
-		if _, err := w.Write(out); err != nil {
-			return nil
-		}
-		if err := rc.Flush(); err != nil {
+		if !s.streamWrite(w, rc, out) {
 			return nil
 		}
 	}
+}
+
+// streamWrite writes and flushes out under a fresh write deadline; false
+// means the stream is over (the client is gone or not reading).
+func (s *Server) streamWrite(w http.ResponseWriter, rc *http.ResponseController, out []byte) bool {
+	if err := rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return false
+	}
+	if _, err := w.Write(out); err != nil {
+		return false
+	}
+	return rc.Flush() == nil
 }
 
 // writeEnd sends the reason the stream ends as "event: end" (the REST error
@@ -225,6 +324,5 @@ func (s *Server) writeEnd(w http.ResponseWriter, rc *http.ResponseController, ag
 	if err != nil {
 		return
 	}
-	_, _ = w.Write(append(append([]byte("event: end\ndata: "), data...), "\n\n"...))
-	_ = rc.Flush()
+	s.streamWrite(w, rc, append(append([]byte("event: end\ndata: "), data...), "\n\n"...))
 }
