@@ -51,6 +51,12 @@ export class LiveController {
   #resume = { key: '', id: '' };
   /** Agent selection and workspace of the open stream. */
   #streamKey = '';
+  /**
+   * Serial of the latest reaction to a change of the open file: a response
+   * to an older one (two quick changes, the first answer arriving last) is
+   * dropped instead of showing the older version.
+   */
+  #fileSeq = 0;
 
   constructor(h: LiveHost) {
     this.#h = h;
@@ -152,6 +158,7 @@ export class LiveController {
   async #fileChange(scope: AgentScope<AgentState>, r: ReturnType<typeof fileReaction>): Promise<void> {
     const f = scope.state.file;
     if (!f || r.kind === 'none') return;
+    const seq = ++this.#fileSeq;
     const ws = f.workspaceKey === 'GLOBAL:' ? ({ scope: 'GLOBAL' } as WorkspaceRef) : ({ scope: 'PROJECT', project_name: f.workspaceKey.slice('PROJECT:'.length) } as WorkspaceRef);
     let revision = r.kind === 'changed' ? r.revision : '';
     let deleted = r.kind === 'deleted';
@@ -165,6 +172,7 @@ export class LiveController {
         deleted = true;
       }
     }
+    if (seq !== this.#fileSeq) return; // a later change of the file is being handled
     const cur = scope.state.file;
     if (!scope.alive || !cur || cur.path !== f.path || cur.workspaceKey !== f.workspaceKey) return;
     if (deleted) {

@@ -41,6 +41,13 @@ export function watchUrl(agentId: string, ws: WorkspaceRef, dirs: string[], resu
   return `/api/v1/agent-gateway/agents/${encodeURIComponent(agentId)}/watch?${q.toString()}`;
 }
 
+/**
+ * How long a stream must stay up before the backoff starts again from
+ * 0.5 s: a stream that ends right after READY (a gateway that cannot keep
+ * it, a proxy cutting it) must not reconnect every half second.
+ */
+export const STABLE_AFTER_MS = 30_000;
+
 /** Delay before reconnect attempt n (0-based): 0.5 s doubling to 30 s, ±20 % jitter. */
 export function backoffDelay(attempt: number, random: () => number = Math.random): number {
   const base = Math.min(30_000, 500 * 2 ** Math.min(attempt, 16));
@@ -68,6 +75,8 @@ export class LiveStream {
   readonly #make: ESFactory;
   #es: EventSource | null = null;
   #timer: ReturnType<typeof setTimeout> | null = null;
+  /** Resets the backoff once the current connection stayed up STABLE_AFTER_MS. */
+  #stable: ReturnType<typeof setTimeout> | null = null;
   #attempt = 0;
   #since = 0;
   #closed = false;
@@ -102,9 +111,14 @@ export class LiveStream {
       }
       if (ev.id) this.lastId = ev.id;
       if (ev.kind === 'WATCH_EVENT_KIND_READY') {
-        this.#attempt = 0;
         this.#since = 0;
         this.#h.status({ kind: 'live' });
+        // The backoff starts again only once this connection proved stable.
+        if (this.#stable) clearTimeout(this.#stable);
+        this.#stable = setTimeout(() => {
+          this.#stable = null;
+          if (this.#es === es) this.#attempt = 0;
+        }, STABLE_AFTER_MS);
       }
       this.#h.event(ev);
     });
@@ -117,6 +131,8 @@ export class LiveStream {
     if (this.#es !== es || this.#closed) return;
     es.close();
     this.#es = null;
+    if (this.#stable) clearTimeout(this.#stable);
+    this.#stable = null;
     if (!this.#since) this.#since = Date.now();
     const attempt = this.#attempt++;
     this.#h.status({ kind: 'reconnecting', since: this.#since, attempt: this.#attempt });
@@ -129,6 +145,7 @@ export class LiveStream {
   close(): void {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
+    if (this.#stable) clearTimeout(this.#stable);
     this.#es?.close();
     this.#es = null;
   }
