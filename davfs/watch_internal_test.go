@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -315,23 +316,28 @@ func TestWatchResume(t *testing.T) {
 	got := until(t, s, "d/one")
 	pos := got[len(got)-1].ID
 	s.Close()
-	// Written while nobody is subscribed: the lingering watch records it.
+	// Written while nobody is subscribed: the lingering watch records it
+	// (in the history: wait for that, not for a while).
 	e.write("projects/demo/d/two", "2")
-	deadline := time.Now().Add(watchWait)
-	for w.Stats().Events == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	waitHistory(t, w, "d/two")
 	r, err := w.Subscribe(bg, proj("demo"), []string{"d"}, pos)
 	must(t, err)
 	defer r.Close()
 	if c := next(t, r); c.Kind != ChangeReady {
 		t.Fatalf("ready %+v", c)
 	}
-	for _, c := range until(t, r, "d/two") {
+	got = until(t, r, "d/two")
+	for _, c := range got {
 		if c.Kind == ChangeResync {
 			t.Fatalf("resume gave a resync: %+v", c)
 		}
+	}
+	replayed := got[len(got)-1]
+	// A change after the resume is live, and numbered after the replayed one.
+	e.write("projects/demo/d/three", "3")
+	got = until(t, r, "d/three")
+	if live := got[len(got)-1]; idSeq(t, replayed.ID) >= idSeq(t, live.ID) || idSeq(t, pos) >= idSeq(t, replayed.ID) {
+		t.Fatalf("ids out of order: resumed from %s, replayed %s, live %s", pos, replayed.ID, live.ID)
 	}
 
 	// Another process's position: an explicit gap.
@@ -351,6 +357,40 @@ func TestWatchResume(t *testing.T) {
 	if c := next(t, n); c.Kind != ChangeResync || c.Reason != ResyncGap || c.Directories[0] != "new" {
 		t.Fatalf("fresh watch on resume: %+v", c)
 	}
+}
+
+// waitHistory waits (generously) until a change for path is in w's resume
+// history.
+func waitHistory(t *testing.T, w *Watcher, path string) {
+	t.Helper()
+	deadline := time.Now().Add(watchWait)
+	for {
+		w.mu.Lock()
+		found := false
+		for i := 0; i < w.ringN; i++ {
+			if w.ring[i].Path == path {
+				found = true
+			}
+		}
+		w.mu.Unlock()
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no change for %s in the history within %v", path, watchWait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func idSeq(t *testing.T, id string) uint64 {
+	t.Helper()
+	_, n, ok := strings.Cut(id, "-")
+	v, err := strconv.ParseUint(n, 10, 64)
+	if !ok || err != nil {
+		t.Fatalf("bad change id %q", id)
+	}
+	return v
 }
 
 func TestWatchBadInput(t *testing.T) {
@@ -621,5 +661,50 @@ func TestWatchFilteredNameMovesDirectoryRevision(t *testing.T) {
 	got := until(t, s, "web")
 	if last := got[len(got)-1]; last.Entry.Revision != st.Revision {
 		t.Fatalf("last published revision %s, directory is at %s", last.Entry.Revision, st.Revision)
+	}
+}
+
+// A PARENT of a watched directory renamed away, or swapped for a symlink
+// (to the canary directory inside the test tree), ends the watch with
+// Resync(GONE): the watched inode now lives at another path (or the path
+// leads through a symlink), and nothing written there — nor at the
+// symlink's target — is reported. A sentinel in another watched directory
+// of the same subscription proves the stream went on.
+func TestWatchParentMovedOrSwapped(t *testing.T) {
+	for _, swap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("symlink=%v", swap), func(t *testing.T) {
+			forModes(t, func(t *testing.T, e *env) {
+				e.mkdir("projects/demo/a/b")
+				e.mkdir("projects/demo/other")
+				e.mkdir("outside/b")
+				w := newWatcher(t, e, WatchConfig{Revalidate: 50 * time.Millisecond})
+				s := subscribe(t, w, proj("demo"), "a/b", "other")
+				must(t, os.Rename(filepath.Join(e.projects, "demo/a"), filepath.Join(e.projects, "demo/moved")))
+				if swap {
+					must(t, os.Symlink(e.outside, filepath.Join(e.projects, "demo/a")))
+					e.write("outside/b/target.txt", "at the symlink's target")
+				}
+				// Under the watched inode's new path.
+				e.write("projects/demo/moved/b/new-place.txt", "x")
+				c := next(t, s)
+				if c.Kind != ChangeResync || c.Reason != ResyncGone || len(c.Directories) != 1 || c.Directories[0] != "a/b" {
+					t.Fatalf("got %+v, want resync gone for a/b", c)
+				}
+				e.write("projects/demo/moved/b/later.txt", "x")
+				e.write("outside/b/later.txt", "x")
+				e.write("projects/demo/other/sentinel.txt", "s")
+				for _, c := range until(t, s, "other/sentinel.txt") {
+					if c.Directory != "other" {
+						t.Fatalf("a change from the old watch: %+v", c)
+					}
+				}
+				if n := w.Stats().WatchedDirs; n != 1 {
+					t.Fatalf("watched dirs %d, want 1 (other)", n)
+				}
+				if e.read("outside/canary.txt") != "CANARY" {
+					t.Fatal("canary changed")
+				}
+			})
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,19 @@ func liveStack(t *testing.T) (*sidecartest.Sidecar, *gatewaytest.Gateway) {
 	return sc, g
 }
 
+// idBefore reports whether event id a ("<epoch>-<seq>") precedes b of the same epoch.
+func idBefore(t *testing.T, a, b string) bool {
+	t.Helper()
+	ea, na, _ := strings.Cut(a, "-")
+	eb, nb, _ := strings.Cut(b, "-")
+	sa, err1 := strconv.ParseUint(na, 10, 64)
+	sb, err2 := strconv.ParseUint(nb, 10, 64)
+	if err1 != nil || err2 != nil || ea != eb {
+		t.Fatalf("event ids %q, %q", a, b)
+	}
+	return sa < sb
+}
+
 const watchQuery = "workspace.scope=PROJECT&workspace.project_name=demo&directory=src&directory="
 
 func TestWatchSSE(t *testing.T) {
@@ -192,17 +206,33 @@ func TestWatchSSE(t *testing.T) {
 				break
 			}
 		}
-		write("while-away.txt", "x") // nobody is connected
-		time.Sleep(300 * time.Millisecond)
+		// An observer on the same directory tells when the sidecar has
+		// published the change (into the history the resume replays from):
+		// a real condition, not a while.
+		obs, oresp := openSSE(t, g2, "workspace.scope=PROJECT&workspace.project_name=demo&directory=src")
+		if obs == nil {
+			t.Fatalf("observer: %d", oresp.StatusCode)
+		}
+		obs.next(t)                  // ready
+		write("while-away.txt", "x") // the resuming client is not connected
+		obs.until(t, "src/while-away.txt")
 		r, resp := openSSE(t, g2, watchQuery, "Last-Event-ID", lastID)
 		if r == nil {
 			t.Fatalf("resume: %d", resp.StatusCode)
 		}
-		for _, ev := range r.until(t, "src/while-away.txt") {
+		evs := r.until(t, "src/while-away.txt")
+		for _, ev := range evs {
 			if ev.str("kind") == "WATCH_EVENT_KIND_RESYNC" {
 				t.Fatalf("resume gave a resync: %+v", ev)
 			}
 		}
+		replayed := evs[len(evs)-1].id
+		write("live.txt", "x")
+		evs = r.until(t, "src/live.txt")
+		if live := evs[len(evs)-1].id; !idBefore(t, lastID, replayed) || !idBefore(t, replayed, live) {
+			t.Fatalf("ids out of order: resumed after %s, replayed %s, live %s", lastID, replayed, live)
+		}
+		obs.cancel()
 		g = g2
 	})
 
