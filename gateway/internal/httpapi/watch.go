@@ -172,7 +172,8 @@ func (s *Server) watch(c echo.Context) error {
 	r := c.Request()
 	w := c.Response()
 	if s.opts.Watch == nil {
-		s.writeError(w, codes.Unimplemented, workspacev1.ErrorReason_INTERNAL, "live changes are not available in this build")
+		// The errtable row of NOT_SUPPORTED: FailedPrecondition, 409.
+		s.writeError(w, codes.FailedPrecondition, workspacev1.ErrorReason_NOT_SUPPORTED, "live changes are not available in this build")
 		return nil
 	}
 	agentID := c.Param("agent_id")
