@@ -81,6 +81,9 @@ type Options struct {
 	// WatchStreams caps the open watch streams per agent (default
 	// DefaultWatchStreams).
 	WatchStreams int
+	// WatchWriteTimeout bounds each write of a watch stream (default
+	// WatchWriteTimeout).
+	WatchWriteTimeout time.Duration
 }
 
 // Server is the gateway's HTTP handler.

@@ -116,10 +116,10 @@ func truncateParam(k string) string {
 	return k
 }
 
-// watchWriteTimeout bounds each write of a watch stream: a client that
+// WatchWriteTimeout bounds each write of a watch stream: a client that
 // stops reading ends its stream instead of holding the handler (which
 // would then never see Stopping).
-const watchWriteTimeout = 30 * time.Second
+const WatchWriteTimeout = 30 * time.Second
 
 // DefaultWatchStreams caps the open watch streams per agent and gateway.
 const DefaultWatchStreams = 256
@@ -303,7 +303,11 @@ func (s *Server) watch(c echo.Context) error {
 // streamWrite writes and flushes out under a fresh write deadline; false
 // means the stream is over (the client is gone or not reading).
 func (s *Server) streamWrite(w http.ResponseWriter, rc *http.ResponseController, out []byte) bool {
-	if err := rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	d := s.opts.WatchWriteTimeout
+	if d <= 0 {
+		d = WatchWriteTimeout
+	}
+	if err := rc.SetWriteDeadline(time.Now().Add(d)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return false
 	}
 	if _, err := w.Write(out); err != nil {
