@@ -74,13 +74,17 @@ func (f *floodWatcher) Watch(ctx context.Context, agentID string, req *workspace
 }
 
 func watchServer(t *testing.T, w Watcher, opts func(*Options)) *httptest.Server {
+	return watchServerSessions(t, w, session.New(nil, 0, 0), opts)
+}
+
+func watchServerSessions(t *testing.T, w Watcher, sessions *session.Store, opts func(*Options)) *httptest.Server {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := auth.New(config.Auth{Tokens: []config.Token{{Operator: "alice", Role: "admin", SHA256: config.HashToken("tok")}}}, session.New(nil, 0, 0))
+	a := auth.New(config.Auth{Tokens: []config.Token{{Operator: "alice", Role: "admin", SHA256: config.HashToken("tok")}}}, sessions)
 	o := Options{Auth: a, Service: &fakeService{}, Metrics: m, Gatherer: reg, Watch: w, Stopping: make(chan struct{})}
 	opts(&o)
 	s, err := New(o)
@@ -165,5 +169,45 @@ func TestWatchStreamsCappedPerAgent(t *testing.T) {
 			t.Fatalf("after a slot was freed: %d", r4.StatusCode)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A session's stream ends at the session's expiry, even between
+// heartbeats (here an hour apart), with UNAUTHENTICATED. (Expiry is kept
+// in whole seconds: the 2 s session lives at least 1 s.)
+func TestWatchEndsAtSessionExpiry(t *testing.T) {
+	fw := &floodWatcher{idle: true}
+	srv := watchServerSessions(t, fw, session.New(nil, 2*time.Second, 0), func(o *Options) { o.WatchHeartbeat = time.Hour })
+	resp, err := http.Post(srv.URL+APIPrefix+"/session", "application/json", strings.NewReader(`{"token":"tok"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == session.CookieName {
+			cookie = c
+		}
+	}
+	if resp.StatusCode != 200 || cookie == nil {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+watchPath, nil)
+	req.AddCookie(cookie)
+	st, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Body.Close()
+	if st.StatusCode != 200 {
+		t.Fatalf("watch: %d", st.StatusCode)
+	}
+	// The whole stream, until the server ends it (or the 20 s context does).
+	b, _ := io.ReadAll(st.Body)
+	end := strings.Index(string(b), "event: end\ndata: ")
+	if end < 0 || !strings.Contains(string(b[end:]), `"code":16`) || !strings.Contains(string(b[end:]), "UNAUTHENTICATED") {
+		t.Fatalf("stream did not end with UNAUTHENTICATED: %q", b)
 	}
 }
