@@ -23,7 +23,7 @@ ggw="$(cd tools && go list -m -f '{{.Dir}}' github.com/grpc-ecosystem/grpc-gatew
 
 rm -rf gen/go gen/openapi gen/ts
 mkdir -p gen/go gen/openapi gen/ts
-protos=(workspace/v1/types.proto workspace/v1/workspace.proto workspace/v1/management.proto workspace/v1/checkpoints.proto)
+protos=(workspace/v1/types.proto workspace/v1/workspace.proto workspace/v1/management.proto workspace/v1/checkpoints.proto workspace/v1/watch.proto)
 
 PATH="$bin:$PATH" protoc -I proto -I "$gapi" -I "$ggw" \
   --go_out=gen/go --go_opt=paths=source_relative \

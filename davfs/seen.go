@@ -11,7 +11,9 @@ import (
 // directory revision must still not destroy work done after that revision
 // was read, so davfs remembers when it last handed each directory revision
 // out (Stat, the listings, CreateEntry and MoveEntry: what every surface
-// shows a client; see handOut and ForMutation), and the delete's own walk
+// shows a client; see handOut and ForMutation; and a directory revision
+// the Watcher publishes, as read when its batch was, while the Watcher's
+// own background reads count for nothing), and the delete's own walk
 // refuses as soon as it meets an entry whose ctime is later (remove.go).
 //
 // ctime, not mtime: the kernel sets ctime to the current time on every
@@ -48,10 +50,13 @@ type dirSeen struct {
 func newDirSeen(max int) *dirSeen { return &dirSeen{max: max} }
 
 // note records that rev is being handed out now.
-func (s *dirSeen) note(rev string) {
-	now := time.Now().UnixNano()
+func (s *dirSeen) note(rev string) { s.noteAt(rev, time.Now().UnixNano()) }
+
+// noteAt records that rev was handed out as read at (Unix ns; a later
+// record of it is kept).
+func (s *dirSeen) noteAt(rev string, at int64) {
 	s.mu.Lock()
-	s.putLocked(rev, now)
+	s.putLocked(rev, at)
 	s.mu.Unlock()
 }
 

@@ -50,6 +50,7 @@ type Gateway struct {
 	svc     *mgmt.Service
 	audit   *audit.Logger
 	handler http.Handler
+	stop    chan struct{} // closed at shutdown: ends live-change streams
 }
 
 // New builds the gateway from a validated config.
@@ -92,17 +93,26 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		al.Close()
 		return nil, err
 	}
+	wm, err := httpapi.NewWatchMetrics(reg)
+	if err != nil {
+		svc.Close()
+		al.Close()
+		return nil, err
+	}
+	stop := make(chan struct{})
 	srv, err := httpapi.New(httpapi.Options{
+		Watch: svc, WatchMetrics: wm, Stopping: stop,
 		Auth: authn, Service: svc, Checkpoints: svc.Checkpoints(), Metrics: m, Gatherer: reg, DAV: dav,
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
+		WatchHeartbeat: cfg.HTTPServer.Heartbeat(),
 	})
 	if err != nil {
 		svc.Close()
 		al.Close()
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, handler: srv}, nil
+	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, handler: srv, stop: stop}, nil
 }
 
 // serverLog routes net/http's own server messages (accept errors, panics)
@@ -165,6 +175,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	close(g.stop)
 	for _, srv := range servers {
 		_ = srv.Shutdown(sctx)
 	}

@@ -53,6 +53,7 @@ type LogConfig struct {
 type ServicesConfig struct {
 	Project     ProjectConfig     `yaml:"project"`
 	Checkpoints CheckpointsConfig `yaml:"checkpoints"`
+	Watch       WatchConfig       `yaml:"watch"`
 }
 
 // ProjectConfig is services.project: the volumes and the limits davfs enforces.
@@ -210,6 +211,7 @@ func (c Config) Validate() error {
 		bad("log.format", "must be json or text (got %q)", c.Log.Format)
 	}
 
+	c.Services.Watch.validate(bad)
 	p := c.Services.Project
 	const pre = "services.project."
 	for _, d := range []struct{ key, dir string }{

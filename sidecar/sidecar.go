@@ -68,6 +68,7 @@ type Sidecar struct {
 	grpc     *grpc.Server
 	health   *health.Server
 	dav      http.Handler
+	watcher  *davfs.Watcher // live changes (watch.go)
 	ready    atomic.Bool
 }
 
@@ -113,6 +114,9 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	s.metrics = m
 	for _, md := range workspacev1.WorkspaceService_ServiceDesc.Methods {
 		m.Init(md.MethodName)
+	}
+	for _, sd := range workspacev1.WatchService_ServiceDesc.Streams {
+		m.Init(sd.StreamName)
 	}
 	for _, md := range workspacev1.CheckpointService_ServiceDesc.Methods {
 		m.Init(md.MethodName)
@@ -169,6 +173,9 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	win := min(maxMsg, 16<<20)
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), m)),
+		// The Watch stream: the same request ID, operator, log line, metrics
+		// and panic recovery as the unary calls.
+		grpc.ChainStreamInterceptor(rpc.StreamInterceptor(s.log.Named("rpc"), m)),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		// Fixed flow-control windows as large as a whole message: a call
@@ -181,6 +188,11 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	)
 	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
 	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(fs))
+	if err := s.startWatcher(); err != nil {
+		fs.Close()
+		return nil, fmt.Errorf("live changes: %w", err)
+	}
+	workspacev1.RegisterWatchServiceServer(s.grpc, rpc.NewWatchService(s.watcher))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
@@ -262,6 +274,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	}
 	s.ready.Store(false)
 	s.health.Shutdown()
+	// Watch streams never end by themselves: end them so the drain is quick.
+	s.watcher.Close()
 
 	sctx, cancel := context.WithTimeout(context.Background(), s.deps.ShutdownTimeout)
 	defer cancel()

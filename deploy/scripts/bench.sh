@@ -25,4 +25,8 @@ if [ -d deploy/bench/ckptbench ]; then
   echo "== checkpoints vs tar -c =="
   go run ./deploy/bench/ckptbench | tee "$out/checkpoints.txt"
 fi
+if [ -d deploy/bench/watchbench ]; then
+  echo "== live changes: write -> event at a subscriber vs raw fsnotify; 100 subscribers' memory =="
+  go run ./deploy/bench/watchbench | tee "$out/watch.txt"
+fi
 echo "bench: results in $out/"

@@ -30,6 +30,7 @@ import { editorView } from './views/editor';
 import { treeView } from './views/tree';
 import { createCheckpointApi, type CheckpointApi } from './api/checkpoints';
 import { openCheckpoints } from './views/checkpoints';
+import { LiveController } from './live';
 
 /** SKILL.md of a new skill: the front matter Codex reads, and a place for the instructions. */
 export function skillTemplate(name: string): string {
@@ -57,6 +58,8 @@ export class App {
   #reauth: Promise<boolean> | null = null;
   /** >0 while the page is being brought to a URL's place: the URL is replaced, not pushed. */
   #routing = 0;
+  /** Live changes: the watch stream of what is on screen (live.ts). */
+  readonly #live: LiveController;
 
   constructor(root: HTMLElement) {
     this.#root = root;
@@ -66,6 +69,24 @@ export class App {
       (text) => this.#onEdit(text),
       () => void this.save(),
     );
+    this.#live = new LiveController({
+      scope: () => this.#scope,
+      tree: (st) => this.#currentTree(st),
+      enabled: () => this.#screen.kind === 'app' && !!this.#agent?.project_management_enabled,
+      reloadDir: (scope, tree, dir) => this.#reloadDir(scope, tree, dir),
+      getFile: (scope, ws, path) => scope.guard(this.#api.getFile(scope.agentId, ws, path)),
+      showLoaded: (scope, r) => {
+        const cur = scope.state.file;
+        if (!cur) return;
+        scope.state.file = ed.reloaded(cur, r);
+        this.#loadEditor(scope.state.file.text, languageForPath(cur.path));
+        const tree = scope.state.trees.get(cur.workspaceKey);
+        if (tree && r.entry) patchEntry(tree, r.entry);
+      },
+      reloadServerVersion: () => this.#reloadServerVersion(),
+      notify: (kind, text) => this.notify(kind, text),
+      update: () => this.update(),
+    });
     window.addEventListener('pagehide', () => this.#flushDraft());
     window.addEventListener('popstate', () => void this.#onPopState());
     window.addEventListener('beforeunload', (e) => {
@@ -1198,6 +1219,7 @@ export class App {
       this.#scheduled = false;
       render(this.#view(), this.#root);
       this.#syncUrl();
+      this.#live.sync();
       if (this.#focusAfterRender) {
         const el = this.#root.querySelector<HTMLElement>(`[data-key="${CSS.escape(this.#focusAfterRender)}"]`);
         this.#focusAfterRender = null;
@@ -1298,11 +1320,12 @@ export class App {
           </button>`,
         )}
       </div>
+      ${this.#live.statusView()}
       <main class="layout" id="panel-files" role="tabpanel" aria-labelledby="tab-${st.tab}">
         <section class="sidebar" aria-label=${st.tab === 'projects' ? 'Projects and files' : 'Global files'}>
           ${st.tab === 'projects' ? this.#projectsSidebar(scope, st) : this.#globalSidebar(scope, st)}
         </section>
-        <section class="editor-pane" aria-label="File">${editorView(st, {
+        <section class="editor-pane" aria-label="File">${this.#live.fileBar(st)}${editorView(st, {
           editorDom: this.#editor.dom,
           retryOpen: (ws, path) => void this.#openFile(ws, path, true),
           copyMine: async () =>

@@ -50,6 +50,7 @@ const (
 	DefaultBodyReadTimeout   = 10 * time.Second
 	DefaultBodyIdleTimeout   = 60 * time.Second
 	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultWatchHeartbeat    = 15 * time.Second
 )
 
 // HTTPServer is the main listener and how long it waits for clients. A
@@ -66,6 +67,15 @@ type HTTPServer struct {
 	BodyIdleTimeout *time.Duration `yaml:"bodyIdleTimeout,omitempty"`
 	// IdleTimeout bounds a kept-alive connection between requests.
 	IdleTimeout *time.Duration `yaml:"idleTimeout,omitempty"`
+	// WatchHeartbeat is the interval of a live-change stream's keep-alive
+	// comment; at each one the stream's credentials are checked again (a
+	// signed-out session, a removed operator end it).
+	WatchHeartbeat *time.Duration `yaml:"watchHeartbeat,omitempty"`
+}
+
+// Heartbeat is httpServer.watchHeartbeat or its default.
+func (s HTTPServer) Heartbeat() time.Duration {
+	return orDefault(s.WatchHeartbeat, DefaultWatchHeartbeat)
 }
 
 func orDefault(d *time.Duration, def time.Duration) time.Duration {
@@ -291,6 +301,7 @@ func (c *Config) Validate() error {
 		{"httpServer.bodyReadTimeout", c.HTTPServer.BodyReadTimeout},
 		{"httpServer.bodyIdleTimeout", c.HTTPServer.BodyIdleTimeout},
 		{"httpServer.idleTimeout", c.HTTPServer.IdleTimeout},
+		{"httpServer.watchHeartbeat", c.HTTPServer.WatchHeartbeat},
 	} {
 		if d.v != nil && *d.v <= 0 {
 			bad(d.key, "must be > 0 (for example 10s)")

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -71,6 +72,20 @@ type Options struct {
 	BodyIdleTimeout time.Duration
 	Logger          hclog.Logger
 	Now             func() time.Time
+	// Watch serves live changes (watch.go); nil answers 501.
+	Watch        Watcher
+	WatchMetrics *WatchMetrics
+	// Stopping is closed when the gateway shuts down: open watch streams end.
+	Stopping <-chan struct{}
+	// WatchHeartbeat is the keep-alive interval of a watch stream, at
+	// which its credentials are checked again (default WatchHeartbeat).
+	WatchHeartbeat time.Duration
+	// WatchStreams caps the open watch streams per agent (default
+	// DefaultWatchStreams).
+	WatchStreams int
+	// WatchWriteTimeout bounds each write of a watch stream (default
+	// WatchWriteTimeout).
+	WatchWriteTimeout time.Duration
 }
 
 // Server is the gateway's HTTP handler.
@@ -80,6 +95,9 @@ type Server struct {
 	log       hclog.Logger
 	now       func() time.Time
 	marshaler runtime.Marshaler
+
+	watchMu   sync.Mutex
+	watchOpen map[string]int // open watch streams by agent
 }
 
 // New builds the echo server and registers every route.
@@ -113,6 +131,7 @@ func New(opts Options) (*Server, error) {
 	e.GET(APIPrefix+"/session", s.whoami, admin)
 	e.DELETE(APIPrefix+"/session", s.logout)
 	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
+	e.GET(APIPrefix+"/agents/:agent_id/watch", s.watch, admin)
 	api := echo.WrapHandler(restAPI)
 	e.Any(APIPrefix+"/*", api, admin, s.auditRefused)
 	e.Any(APIPrefix, api, admin)

@@ -195,3 +195,106 @@ func newRequestID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// StreamInterceptor is Interceptor's counterpart for streaming calls (the
+// WatchService's Watch): the same request ID and operator handling (the ID
+// is echoed as header metadata and reaches the handler's context), a
+// recovered panic ends the stream with Internal instead of the process,
+// and one log line and one metrics observation per stream when it ends.
+// A stream ended by its client (canceled) is a normal end: observed as OK,
+// logged at debug. Log lines never hold file content or names beyond the
+// request's workspace.
+func StreamInterceptor(log hclog.Logger, obs Observer) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		start := time.Now()
+		ctx := ss.Context()
+		md, _ := metadata.FromIncomingContext(ctx)
+		ci := CallInfo{RequestID: first(md, RequestIDKey), Operator: first(md, OperatorKey)}
+		if !validID(ci.RequestID) {
+			ci.RequestID = newRequestID()
+		}
+		if len(ci.Operator) > 256 {
+			ci.Operator = ci.Operator[:256]
+		}
+		ws := &infoStream{ServerStream: ss, ctx: context.WithValue(ctx, callInfoKey{}, ci)}
+		_ = ss.SetHeader(metadata.Pairs(RequestIDKey, ci.RequestID))
+		action := path.Base(info.FullMethod)
+		ours := strings.HasPrefix(info.FullMethod, "/workspace.v1.")
+		fields := func() []any {
+			f := []any{"method", info.FullMethod, "request_id", ci.RequestID, "operator", ci.Operator}
+			if ws.req != nil {
+				f = append(f, requestFields(ws.req)...)
+			}
+			return f
+		}
+
+		var cause error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					cause = fmt.Errorf("panic: %v", p)
+					log.Error("panic in handler", append(fields(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))...)
+				}
+			}()
+			cause = handler(srv, ws)
+		}()
+
+		st, reason := toStatus(cause)
+		d := time.Since(start)
+		clientGone := st.Code() == codes.Canceled && ctx.Err() != nil
+		if !ours {
+			log.Debug("rpc", "method", info.FullMethod, "request_id", ci.RequestID, "code", st.Code().String())
+			if cause != nil {
+				return st.Err()
+			}
+			return nil
+		}
+		if obs != nil {
+			code := st.Code().String()
+			if clientGone {
+				code, reason = codes.OK.String(), ""
+			}
+			obs.Observe(action, code, reason, d)
+		}
+		level := hclog.Info
+		switch {
+		case cause == nil || clientGone:
+			level = hclog.Debug
+		case st.Code() == codes.Internal:
+			level = hclog.Error
+		}
+		if level >= log.GetLevel() {
+			f := append(fields(), "code", st.Code().String(), "duration", d.String())
+			switch {
+			case cause == nil:
+			case st.Code() == codes.Internal:
+				f = append(f, "reason", string(reason), "error", errorDetail(cause))
+			default:
+				f = append(f, "reason", string(reason), "error", st.Message())
+			}
+			log.Log(level, "rpc", f...)
+		}
+		if cause != nil {
+			return st.Err()
+		}
+		return nil
+	}
+}
+
+// infoStream carries the CallInfo in its context and keeps the first
+// request message for the log line.
+type infoStream struct {
+	grpc.ServerStream
+	ctx context.Context
+	req any
+}
+
+func (s *infoStream) Context() context.Context { return s.ctx }
+
+func (s *infoStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err == nil && s.req == nil {
+		s.req = m
+	}
+	return err
+}

@@ -1,0 +1,333 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/gateway/internal/auth"
+	"github.com/agentworkspace/files/gateway/internal/mgmt"
+)
+
+// Live changes for browsers (issue #16, docs/live-changes.md):
+//
+//	GET /api/v1/agent-gateway/agents/{agent_id}/watch
+//	    ?workspace.scope=PROJECT&workspace.project_name=demo
+//	    &directory=&directory=src        (repeated; "" is the root)
+//	    &resume_after=<event id>          (or the Last-Event-ID header)
+//
+// answered with Server-Sent Events: "event: change", "id: <event id>",
+// "data: <WatchEvent as JSON>", a ": ping" comment every WatchHeartbeat,
+// and "event: end" with the error body when the sidecar stream ends (the
+// client reconnects and resumes). Errors before the first event are
+// ordinary REST errors with the table's HTTP status. It is authenticated
+// and authorised like every API route (requireAdmin); it is a GET, so a
+// cookie session needs no CSRF header, and it changes nothing.
+
+// WatchHeartbeat is the comment interval that keeps proxies from closing
+// an idle stream.
+const WatchHeartbeat = 15 * time.Second
+
+// Watcher opens an agent's watch stream (mgmt.Service).
+type Watcher interface {
+	Watch(ctx context.Context, agentID string, req *workspacev1.WatchRequest) (mgmt.WatchRecv, error)
+}
+
+// WatchMetrics are the gateway's live-change figures.
+type WatchMetrics struct {
+	Streams *prometheus.GaugeVec
+	Events  *prometheus.CounterVec
+	Ends    *prometheus.CounterVec
+}
+
+// NewWatchMetrics registers the figures on reg.
+func NewWatchMetrics(reg prometheus.Registerer) (*WatchMetrics, error) {
+	m := &WatchMetrics{
+		Streams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "agent_gateway_watch_streams", Help: "Open live-change (SSE) streams by agent.",
+		}, []string{"agent_id"}),
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_watch_events_total", Help: "Live-change events relayed to browsers, by agent and kind.",
+		}, []string{"agent_id", "kind"}),
+		Ends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_watch_stream_ends_total", Help: "Live-change streams ended by the sidecar side (the client resumes), by agent and gRPC code.",
+		}, []string{"agent_id", "code"}),
+	}
+	for _, c := range []prometheus.Collector{m.Streams, m.Events, m.Ends} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+var watchParams = map[string]bool{"workspace.scope": true, "workspace.project_name": true, "directory": true, "resume_after": true}
+
+// watchRequest decodes the query strictly: unknown or repeated single
+// parameters are refused, paths go to the sidecar unchanged (davfs refuses
+// dot and empty segments; nothing is normalised here).
+func watchRequest(r *http.Request) (*workspacev1.WatchRequest, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, "the query does not parse")
+	}
+	for k, v := range q {
+		if !watchParams[k] {
+			return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, "unknown query parameter "+truncateParam(k))
+		}
+		if k != "directory" && len(v) > 1 {
+			return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, k+" given more than once")
+		}
+	}
+	ws := &workspacev1.WorkspaceRef{ProjectName: q.Get("workspace.project_name")}
+	switch q.Get("workspace.scope") {
+	case "PROJECT":
+		ws.Scope = workspacev1.WorkspaceScope_PROJECT
+	case "GLOBAL":
+		ws.Scope = workspacev1.WorkspaceScope_GLOBAL
+	default:
+		return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_WORKSPACE, "workspace.scope must be PROJECT or GLOBAL")
+	}
+	if len(q["directory"]) == 0 {
+		return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, "name at least one directory")
+	}
+	req := &workspacev1.WatchRequest{Workspace: ws, Directories: q["directory"], ResumeAfter: q.Get("resume_after")}
+	// EventSource's own reconnect sends the last id it saw: newer than the URL's.
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		req.ResumeAfter = id
+	}
+	return req, nil
+}
+
+func truncateParam(k string) string {
+	k = strings.ToValidUTF8(k, "?")
+	if len(k) > 64 {
+		return k[:64]
+	}
+	return k
+}
+
+// WatchWriteTimeout bounds each write of a watch stream: a client that
+// stops reading ends its stream instead of holding the handler (which
+// would then never see Stopping).
+const WatchWriteTimeout = 30 * time.Second
+
+// DefaultWatchStreams caps the open watch streams per agent and gateway.
+const DefaultWatchStreams = 256
+
+// watchReauthEvery is how often, at most, the credentials are checked again
+// before a write (besides every heartbeat).
+const watchReauthEvery = time.Second
+
+// streamAuth checks the stream's request again as requireAdmin did when it
+// connected: a session signed out or expired, an operator removed or no
+// longer admin end the stream.
+func (s *Server) streamAuth(r *http.Request) *status.Status {
+	id, err := s.opts.Auth.Authenticate(r)
+	if err != nil {
+		s.authFailure("401")
+		return status.New(codes.Unauthenticated, "authentication required: the session or credentials are no longer valid")
+	}
+	if !id.Admin() {
+		s.authFailure("403")
+		return status.New(codes.PermissionDenied, "admin role required")
+	}
+	return nil
+}
+
+// watchSlot takes one of agentID's stream slots; false when all are taken.
+func (s *Server) watchSlot(agentID string) (release func(), ok bool) {
+	max := s.opts.WatchStreams
+	if max <= 0 {
+		max = DefaultWatchStreams
+	}
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watchOpen[agentID] >= max {
+		return nil, false
+	}
+	if s.watchOpen == nil {
+		s.watchOpen = map[string]int{}
+	}
+	s.watchOpen[agentID]++
+	return func() {
+		s.watchMu.Lock()
+		defer s.watchMu.Unlock()
+		if s.watchOpen[agentID]--; s.watchOpen[agentID] <= 0 {
+			delete(s.watchOpen, agentID)
+		}
+	}, true
+}
+
+func (s *Server) watch(c echo.Context) error {
+	r := c.Request()
+	w := c.Response()
+	if s.opts.Watch == nil {
+		// The errtable row of NOT_SUPPORTED: FailedPrecondition, 409.
+		s.writeError(w, codes.FailedPrecondition, workspacev1.ErrorReason_NOT_SUPPORTED, "live changes are not available in this build")
+		return nil
+	}
+	agentID := c.Param("agent_id")
+	req, err := watchRequest(r)
+	if err != nil {
+		respond(w, r, s.marshaler, status.Convert(err), 0)
+		return nil
+	}
+	release, ok := s.watchSlot(agentID)
+	if !ok {
+		// Retryable: the portal backs off and reconnects.
+		w.Header().Set("Retry-After", "5")
+		s.writeError(w, codes.Unavailable, workspacev1.ErrorReason_SIDECAR_UNAVAILABLE, "too many live-change streams for this agent; retry later")
+		return nil
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	recv, err := s.opts.Watch.Watch(ctx, agentID, req)
+	if err != nil {
+		respond(w, r, s.marshaler, status.Convert(err), 0)
+		return nil
+	}
+	label := agentID
+	if m := s.opts.WatchMetrics; m != nil {
+		m.Streams.WithLabelValues(label).Inc()
+		defer m.Streams.WithLabelValues(label).Dec()
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	// The deadline is the connection's: clear it for a kept-alive next request.
+	defer rc.SetWriteDeadline(time.Time{})
+	// Reconnect quickly after a gateway restart (EventSource's own retry).
+	if !s.streamWrite(w, rc, []byte("retry: 1000\n\n")) {
+		return nil
+	}
+
+	type item struct {
+		ev  *workspacev1.WatchEvent
+		err error
+	}
+	events := make(chan item, 16)
+	go func() {
+		for {
+			ev, err := recv()
+			select {
+			case events <- item{ev, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	interval := s.opts.WatchHeartbeat
+	if interval <= 0 {
+		interval = WatchHeartbeat
+	}
+	beat := time.NewTicker(interval)
+	defer beat.Stop()
+	// A session ends the stream when it expires, whatever comes before.
+	var expired <-chan time.Time
+	if id, ok := auth.FromContext(r.Context()); ok && id.Session != nil {
+		t := time.NewTimer(max(id.Session.Expires.Sub(s.now()), 0))
+		defer t.Stop()
+		expired = t.C
+	}
+	lastAuth := time.Now()
+	for {
+		var out []byte
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.opts.Stopping:
+			// The gateway is stopping: end the stream so Shutdown does not
+			// wait for it; the browser reconnects to the next gateway.
+			st := status.New(codes.Unavailable, "the gateway is restarting; reconnect and resume")
+			s.writeEnd(w, rc, label, st)
+			return nil
+		case <-expired:
+			s.writeEnd(w, rc, label, status.New(codes.Unauthenticated, "the session expired; sign in again"))
+			return nil
+		case <-beat.C:
+			if st := s.streamAuth(r); st != nil {
+				s.writeEnd(w, rc, label, st)
+				return nil
+			}
+			lastAuth = time.Now()
+			out = []byte(": ping\n\n")
+		case it := <-events:
+			if it.err != nil {
+				s.writeEnd(w, rc, label, status.Convert(it.err))
+				return nil
+			}
+			if time.Since(lastAuth) >= watchReauthEvery {
+				if st := s.streamAuth(r); st != nil {
+					s.writeEnd(w, rc, label, st)
+					return nil
+				}
+				lastAuth = time.Now()
+			}
+			data, err := s.marshaler.Marshal(it.ev)
+			if err != nil {
+				return nil
+			}
+			if m := s.opts.WatchMetrics; m != nil {
+				m.Events.WithLabelValues(label, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
+			}
+			out = make([]byte, 0, len(data)+len(it.ev.GetId())+32)
+			out = append(out, "event: change\nid: "...)
+			out = append(out, it.ev.GetId()...)
+			out = append(out, "\ndata: "...)
+			out = append(out, data...)
+			out = append(out, "\n\n"...)
+		}
+		if !s.streamWrite(w, rc, out) {
+			return nil
+		}
+	}
+}
+
+// streamWrite writes and flushes out under a fresh write deadline; false
+// means the stream is over (the client is gone or not reading).
+func (s *Server) streamWrite(w http.ResponseWriter, rc *http.ResponseController, out []byte) bool {
+	d := s.opts.WatchWriteTimeout
+	if d <= 0 {
+		d = WatchWriteTimeout
+	}
+	if err := rc.SetWriteDeadline(time.Now().Add(d)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return false
+	}
+	if _, err := w.Write(out); err != nil {
+		return false
+	}
+	return rc.Flush() == nil
+}
+
+// writeEnd sends the reason the stream ends as "event: end" (the REST error
+// body); the client reconnects with the last id it holds.
+func (s *Server) writeEnd(w http.ResponseWriter, rc *http.ResponseController, agentID string, st *status.Status) {
+	if m := s.opts.WatchMetrics; m != nil {
+		m.Ends.WithLabelValues(agentID, st.Code().String()).Inc()
+	}
+	st = withReason(st)
+	pb := st.Proto()
+	pb.Message = strings.ToValidUTF8(pb.Message, "\uFFFD")
+	data, err := s.marshaler.Marshal(pb)
+	if err != nil {
+		return
+	}
+	s.streamWrite(w, rc, append(append([]byte("event: end\ndata: "), data...), "\n\n"...))
+}

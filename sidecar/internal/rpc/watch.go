@@ -1,0 +1,116 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/davfs"
+)
+
+// maxWatchDirectories bounds a WatchRequest before davfs sees it; the
+// per-stream watch cap (davfs.WatchConfig.MaxDirsPerSubscriber) is lower
+// and answered with a RESYNC(LIMIT) event, not an error.
+const maxWatchDirectories = 4096
+
+// WatchService is the sidecar's WatchService over a davfs.Watcher.
+type WatchService struct {
+	workspacev1.UnimplementedWatchServiceServer
+	w *davfs.Watcher
+}
+
+// NewWatchService returns the service over w.
+func NewWatchService(w *davfs.Watcher) *WatchService { return &WatchService{w: w} }
+
+// Watch streams w's changes for the request's directories until the client
+// cancels or the watcher closes (the sidecar is stopping: Unavailable).
+func (s *WatchService) Watch(req *workspacev1.WatchRequest, stream workspacev1.WatchService_WatchServer) error {
+	ws, err := workspace(req.GetWorkspace())
+	if err != nil {
+		return streamErr(err)
+	}
+	if len(req.GetDirectories()) > maxWatchDirectories {
+		return streamErr(invalid(davfs.ReasonInvalidArgument, "too many directories in one watch request"))
+	}
+	ctx := stream.Context()
+	sub, err := s.w.Subscribe(ctx, ws, req.GetDirectories(), req.GetResumeAfter())
+	if err != nil {
+		return streamErr(err)
+	}
+	defer sub.Close()
+	for {
+		c, err := sub.Next(ctx)
+		if errors.Is(err, davfs.ErrWatchClosed) {
+			return status.Error(codes.Unavailable, "the sidecar is stopping; reconnect and resume")
+		}
+		if err != nil {
+			return streamErr(err)
+		}
+		if err := stream.Send(toWatchEvent(c)); err != nil {
+			return err
+		}
+	}
+}
+
+func streamErr(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return status.Error(codes.Canceled, "watch canceled")
+	}
+	st, _ := toStatus(err)
+	return st.Err()
+}
+
+func toWatchEvent(c davfs.Change) *workspacev1.WatchEvent {
+	ev := &workspacev1.WatchEvent{
+		Id:          c.ID,
+		Directory:   c.Directory,
+		Path:        c.Path,
+		FromPath:    c.FromPath,
+		Directories: c.Directories,
+		Workspace:   toWorkspaceRef(c.Workspace),
+	}
+	switch c.Kind {
+	case davfs.ChangeReady:
+		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_READY
+	case davfs.ChangeCreated:
+		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_CREATED
+	case davfs.ChangeModified:
+		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_MODIFIED
+	case davfs.ChangeRemoved:
+		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_REMOVED
+	case davfs.ChangeRenamed:
+		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_RENAMED
+	case davfs.ChangeDirectory:
+		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_DIRECTORY
+	case davfs.ChangeResync:
+		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_RESYNC
+	}
+	switch c.Kind {
+	case davfs.ChangeCreated, davfs.ChangeModified, davfs.ChangeRenamed, davfs.ChangeDirectory:
+		ev.Entry = toEntry(c.Entry)
+	}
+	switch c.Reason {
+	case davfs.ResyncOverflow:
+		ev.Reason = workspacev1.ResyncReason_RESYNC_REASON_OVERFLOW
+	case davfs.ResyncLimit:
+		ev.Reason = workspacev1.ResyncReason_RESYNC_REASON_LIMIT
+	case davfs.ResyncGap:
+		ev.Reason = workspacev1.ResyncReason_RESYNC_REASON_GAP
+	case davfs.ResyncGone:
+		ev.Reason = workspacev1.ResyncReason_RESYNC_REASON_GONE
+	}
+	return ev
+}
+
+func toWorkspaceRef(ws davfs.Workspace) *workspacev1.WorkspaceRef {
+	switch ws.Scope {
+	case davfs.ScopeProject:
+		return &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: ws.Project}
+	case davfs.ScopeGlobal:
+		return &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_GLOBAL}
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package sidecar
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// WatchConfig is services.watch: the bounds of live changes (issue #16,
+// docs/live-changes.md). Zero values take the defaults.
+type WatchConfig struct {
+	// MaxDirectories caps the directories watched by this sidecar (one
+	// inotify instance), default 4096. Keep it below the node's
+	// fs.inotify.max_user_watches share of the volume's UID.
+	MaxDirectories int `yaml:"maxDirectories"`
+	// MaxDirectoriesPerStream caps one stream's directories, default 256.
+	MaxDirectoriesPerStream int `yaml:"maxDirectoriesPerStream"`
+}
+
+func (c WatchConfig) validate(bad func(key, format string, args ...any)) {
+	if c.MaxDirectories < 0 {
+		bad("services.watch.maxDirectories", "must not be negative (got %d)", c.MaxDirectories)
+	}
+	if c.MaxDirectoriesPerStream < 0 {
+		bad("services.watch.maxDirectoriesPerStream", "must not be negative (got %d)", c.MaxDirectoriesPerStream)
+	}
+}
+
+func (c WatchConfig) davfs() davfs.WatchConfig {
+	return davfs.WatchConfig{MaxDirs: c.MaxDirectories, MaxDirsPerSubscriber: c.MaxDirectoriesPerStream}
+}
+
+// watchCollector exports the Watcher's figures at scrape time.
+type watchCollector struct {
+	w                                              *davfs.Watcher
+	subscribers, dirs, events, filtered, drops, rs *prometheus.Desc
+}
+
+func newWatchCollector(w *davfs.Watcher) *watchCollector {
+	return &watchCollector{w: w,
+		subscribers: prometheus.NewDesc("sidecar_watch_subscribers", "Open live-change streams.", nil, nil),
+		dirs:        prometheus.NewDesc("sidecar_watch_directories", "Directories watched (inotify watches), lingering ones included.", nil, nil),
+		events:      prometheus.NewDesc("sidecar_watch_events_total", "Live-change events queued to streams.", nil, nil),
+		filtered:    prometheus.NewDesc("sidecar_watch_filtered_total", "inotify events dropped by the confinement filter (denylisted, temp, secret names).", nil, nil),
+		drops:       prometheus.NewDesc("sidecar_watch_dropped_total", "Live-change events lost to a full stream queue (each loss is followed by a resync).", nil, nil),
+		rs:          prometheus.NewDesc("sidecar_watch_resyncs_total", "Resync events sent, by reason (overflow, limit, gap, gone).", []string{"reason"}, nil),
+	}
+}
+
+func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.subscribers, c.dirs, c.events, c.filtered, c.drops, c.rs} {
+		ch <- d
+	}
+}
+
+func (c *watchCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.w.Stats()
+	ch <- prometheus.MustNewConstMetric(c.subscribers, prometheus.GaugeValue, float64(st.Subscribers))
+	ch <- prometheus.MustNewConstMetric(c.dirs, prometheus.GaugeValue, float64(st.WatchedDirs))
+	ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(st.Events))
+	ch <- prometheus.MustNewConstMetric(c.filtered, prometheus.CounterValue, float64(st.Filtered))
+	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(st.Drops))
+	for _, r := range []davfs.ResyncReason{davfs.ResyncOverflow, davfs.ResyncLimit, davfs.ResyncGap, davfs.ResyncGone} {
+		ch <- prometheus.MustNewConstMetric(c.rs, prometheus.CounterValue, float64(st.Resyncs[r]), r.String())
+	}
+}
+
+// startWatcher opens the live-changes Watcher and registers its figures.
+func (s *Sidecar) startWatcher() error {
+	w, err := s.fs.NewWatcher(s.cfg.Services.Watch.davfs())
+	if err != nil {
+		return err
+	}
+	if err := s.registry.Register(newWatchCollector(w)); err != nil {
+		w.Close()
+		return errors.Join(errors.New("watch metrics"), err)
+	}
+	s.watcher = w
+	return nil
+}
