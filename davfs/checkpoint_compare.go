@@ -12,15 +12,15 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
-// ChangeKind says how a path differs from the checkpoint (the "base") in
+// CheckpointChangeKind says how a path differs from the checkpoint (the "base") in
 // the target (the current state or another checkpoint).
-type ChangeKind int
+type CheckpointChangeKind int
 
 const (
-	ChangeUnspecified ChangeKind = iota
-	ChangeAdded                  // in the target only: a restore removes it
-	ChangeRemoved                // in the base only: a restore creates it
-	ChangeModified               // content or mode differ: a restore rewrites it
+	CheckpointUnchanged CheckpointChangeKind = iota
+	CheckpointAdded                          // in the target only: a restore removes it
+	CheckpointRemoved                        // in the base only: a restore creates it
+	CheckpointModified                       // content or mode differ: a restore rewrites it
 )
 
 // DiffState says whether Change.Diff holds a text diff, and why not.
@@ -35,10 +35,10 @@ const (
 	DiffUnavailable // a directory, a mode change only, or a side that cannot be read
 )
 
-// Change is one path that differs.
-type Change struct {
+// CheckpointChange is one path that differs.
+type CheckpointChange struct {
 	Path             string
-	Kind             ChangeKind
+	Kind             CheckpointChangeKind
 	Type             EntryType
 	OldSize, NewSize int64
 	OldMode, NewMode uint32
@@ -52,7 +52,7 @@ type Comparison struct {
 	Target *Checkpoint // nil: the current state
 	// Path is the part compared ("" the whole workspace).
 	Path    string
-	Changes []Change
+	Changes []CheckpointChange
 	// PlanToken identifies exactly these changes (without diffs). A
 	// restore given it refuses to run if what it would change differs
 	// (Aborted/REVISION_MISMATCH). Only set when the target is current.
@@ -99,16 +99,16 @@ func entryType(e *ckEntry) EntryType {
 // changesBetween merges two sorted entry lists. pinned (may be nil) are
 // directories of the target that hold uncaptured names: never reported as
 // added, because a restore cannot remove them.
-func changesBetween(base, target []ckEntry, pinned map[string]struct{}) []Change {
-	var out []Change
+func changesBetween(base, target []ckEntry, pinned map[string]struct{}) []CheckpointChange {
+	var out []CheckpointChange
 	added := func(e *ckEntry) {
 		if _, ok := pinned[e.Path]; ok && e.Dir {
 			return
 		}
-		out = append(out, Change{Path: e.Path, Kind: ChangeAdded, Type: entryType(e), NewSize: e.Size, NewMode: e.Mode})
+		out = append(out, CheckpointChange{Path: e.Path, Kind: CheckpointAdded, Type: entryType(e), NewSize: e.Size, NewMode: e.Mode})
 	}
 	removed := func(e *ckEntry) {
-		out = append(out, Change{Path: e.Path, Kind: ChangeRemoved, Type: entryType(e), OldSize: e.Size, OldMode: e.Mode})
+		out = append(out, CheckpointChange{Path: e.Path, Kind: CheckpointRemoved, Type: entryType(e), OldSize: e.Size, OldMode: e.Mode})
 	}
 	i, j := 0, 0
 	for i < len(base) || j < len(target) {
@@ -126,7 +126,7 @@ func changesBetween(base, target []ckEntry, pinned map[string]struct{}) []Change
 				removed(a)
 				added(b)
 			case a.Hash != b.Hash || a.Mode&0o777 != b.Mode&0o777:
-				out = append(out, Change{Path: a.Path, Kind: ChangeModified, Type: entryType(a), OldSize: a.Size, NewSize: b.Size, OldMode: a.Mode, NewMode: b.Mode})
+				out = append(out, CheckpointChange{Path: a.Path, Kind: CheckpointModified, Type: entryType(a), OldSize: a.Size, NewSize: b.Size, OldMode: a.Mode, NewMode: b.Mode})
 			}
 			i++
 			j++
@@ -136,7 +136,7 @@ func changesBetween(base, target []ckEntry, pinned map[string]struct{}) []Change
 }
 
 // planToken hashes what a restore would change, with the target's facts.
-func planToken(base, target []ckEntry, changes []Change) string {
+func planToken(base, target []ckEntry, changes []CheckpointChange) string {
 	idx := func(es []ckEntry) map[string]*ckEntry {
 		m := make(map[string]*ckEntry, len(es))
 		for i := range es {
@@ -267,14 +267,14 @@ func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, 
 		}
 		var old, cur string
 		var st DiffState
-		if c.Kind != ChangeAdded {
+		if c.Kind != CheckpointAdded {
 			old, st = f.storedText(bi[c.Path])
 			if st != DiffIncluded {
 				c.DiffState = st
 				continue
 			}
 		}
-		if c.Kind != ChangeRemoved {
+		if c.Kind != CheckpointRemoved {
 			if targetStored {
 				cur, st = f.storedText(ti[c.Path])
 			} else {
@@ -342,7 +342,7 @@ func (f *FS) liveText(ctx context.Context, ws Workspace, p string) (string, Diff
 
 // unifiedDiff is a unified diff (3 lines of context) from old to cur. The
 // line diff is go-diff's (diff-match-patch in line mode).
-func unifiedDiff(path, old, cur string, kind ChangeKind) string {
+func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 	dmp := diffmatchpatch.New()
 	ra, rb, lines := dmp.DiffLinesToRunes(old, cur)
 	diffs := dmp.DiffCharsToLines(dmp.DiffMainRunes(ra, rb, false), lines)
@@ -371,10 +371,10 @@ func unifiedDiff(path, old, cur string, kind ChangeKind) string {
 	}
 	var b strings.Builder
 	from, to := "a/"+path, "b/"+path
-	if kind == ChangeAdded {
+	if kind == CheckpointAdded {
 		from = "/dev/null"
 	}
-	if kind == ChangeRemoved {
+	if kind == CheckpointRemoved {
 		to = "/dev/null"
 	}
 	b.WriteString("--- " + from + "\n+++ " + to + "\n")

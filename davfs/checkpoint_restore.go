@@ -23,8 +23,8 @@ type RestoreOptions struct {
 // RestoreResult says what a restore did.
 type RestoreResult struct {
 	Checkpoint Checkpoint
-	Path       string   // the part restored ("" the whole checkpoint)
-	Changes    []Change // what was undone (no diffs)
+	Path       string             // the part restored ("" the whole checkpoint)
+	Changes    []CheckpointChange // what was undone (no diffs)
 	// AutoCheckpoint is the ID of the checkpoint of the state before the
 	// restore (automatic checkpoints on), which undoes it.
 	AutoCheckpoint string
@@ -120,7 +120,7 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	}
 	// Conflicts first: nothing changes if anything is in the way.
 	for _, c := range changes {
-		if c.Kind == ChangeAdded {
+		if c.Kind == CheckpointAdded {
 			continue
 		}
 		for p := c.Path; ; {
@@ -143,33 +143,33 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		return RestoreResult{}, err
 	}
 	// Removals, deepest first.
-	var dels []Change
+	var dels []CheckpointChange
 	for _, c := range changes {
-		if c.Kind == ChangeAdded {
+		if c.Kind == CheckpointAdded {
 			dels = append(dels, c)
 		}
 	}
-	slices.SortFunc(dels, func(a, b Change) int { return strings.Compare(b.Path, a.Path) })
+	slices.SortFunc(dels, func(a, b CheckpointChange) int { return strings.Compare(b.Path, a.Path) })
 	for _, c := range dels {
 		if err := f.restoreRemove(ws, c.Path, ti[c.Path]); err != nil {
 			return RestoreResult{}, err
 		}
 	}
 	// Creations and rewrites, parents first.
-	var puts []Change
+	var puts []CheckpointChange
 	for _, c := range changes {
-		if c.Kind != ChangeAdded {
+		if c.Kind != CheckpointAdded {
 			puts = append(puts, c)
 		}
 	}
-	slices.SortFunc(puts, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(puts, func(a, b CheckpointChange) int { return strings.Compare(a.Path, b.Path) })
 	for _, c := range puts {
 		e := bi[c.Path]
 		var err error
 		if e.Dir {
 			err = f.restoreDir(ws, e)
 		} else {
-			err = f.restoreFile(ctx, ws, e, c.Kind == ChangeModified, ti[c.Path])
+			err = f.restoreFile(ctx, ws, e, c.Kind == CheckpointModified, ti[c.Path])
 		}
 		if err != nil {
 			return RestoreResult{}, err

@@ -273,8 +273,8 @@ func (s *ckStore) eachObject(fn func(dirfd int, name string, st *unix.Stat_t)) {
 	}
 }
 
-// wsKey names ws's directory under ws/.
-func wsKey(ws Workspace) string {
+// ckWorkspaceKey names ws's directory under ws/.
+func ckWorkspaceKey(ws Workspace) string {
 	if ws.Scope == ScopeGlobal {
 		return "g"
 	}
@@ -465,7 +465,7 @@ func (s *ckStore) writeAtomic(dirfd, dirRead int, name string, b []byte) error {
 
 // wsDir opens ws/<key> (O_PATH), creating it if asked.
 func (s *ckStore) wsDir(ws Workspace, create bool) (int, error) {
-	key := wsKey(ws)
+	key := ckWorkspaceKey(ws)
 	if create {
 		if err := unix.Mkdirat(s.wsfd, key, 0o700); err != nil && err != unix.EEXIST {
 			return -1, err
@@ -506,7 +506,7 @@ func readMetaAt(dfd int, id string) (*ckMeta, error) {
 // recent ones when it is there (a manifest never changes once written).
 // Callers must not modify it.
 func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
-	key := wsKey(ws) + "/" + id
+	key := ckWorkspaceKey(ws) + "/" + id
 	if m := s.cached(key); m != nil {
 		return m, nil
 	}
@@ -644,7 +644,7 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 		metas, _ := metasIn(dfd)
 		unix.Close(dfd)
 		for _, m := range metas {
-			if wsKey(m.workspace()) == k.name {
+			if ckWorkspaceKey(m.workspace()) == k.name {
 				out = append(out, ckRef{meta: m, key: k.name})
 			}
 		}
@@ -674,7 +674,7 @@ func (s *ckStore) delete(f *FS, ws Workspace, id string) error {
 	if _, err := s.readMeta(ws, id); err != nil {
 		return err
 	}
-	if err := s.remove(wsKey(ws), id); err != nil {
+	if err := s.remove(ckWorkspaceKey(ws), id); err != nil {
 		return errStore(err)
 	}
 	return s.collect(nil)
@@ -840,7 +840,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 	if _, err := s.wsDir(ws, true); err != nil {
 		return errStore(err)
 	}
-	dfd, err := unix.Openat(s.wsfd, wsKey(ws), oDirRead|oCommon, 0)
+	dfd, err := unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirRead|oCommon, 0)
 	if err != nil {
 		return errStore(err)
 	}
@@ -852,7 +852,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 		unix.Unlinkat(dfd, meta.ID+".manifest", 0)
 		return errStore(err)
 	}
-	s.cache(wsKey(ws)+"/"+meta.ID, m)
+	s.cache(ckWorkspaceKey(ws)+"/"+meta.ID, m)
 	return nil
 }
 
@@ -887,7 +887,7 @@ func (s *ckStore) pruneAge(f *FS) {
 func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
-	key := wsKey(ws)
+	key := ckWorkspaceKey(ws)
 	refs, err := s.allMetas()
 	if err != nil {
 		return errStore(err)

@@ -41,8 +41,8 @@ func ckWrite(t *testing.T, p string, b []byte, mode os.FileMode) {
 	}
 }
 
-func ckKinds(cs []davfs.Change) map[string]davfs.ChangeKind {
-	out := map[string]davfs.ChangeKind{}
+func ckKinds(cs []davfs.CheckpointChange) map[string]davfs.CheckpointChangeKind {
+	out := map[string]davfs.CheckpointChangeKind{}
 	for _, c := range cs {
 		out[c.Path] = c.Kind
 	}
@@ -94,9 +94,9 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]davfs.ChangeKind{
-		"ok.txt": davfs.ChangeModified, "new": davfs.ChangeAdded, "new/added.txt": davfs.ChangeAdded,
-		"okdir/inner.txt": davfs.ChangeRemoved, "run.sh": davfs.ChangeModified,
+	want := map[string]davfs.CheckpointChangeKind{
+		"ok.txt": davfs.CheckpointModified, "new": davfs.CheckpointAdded, "new/added.txt": davfs.CheckpointAdded,
+		"okdir/inner.txt": davfs.CheckpointRemoved, "run.sh": davfs.CheckpointModified,
 	}
 	if got := ckKinds(cmp.Changes); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("changes = %v, want %v", got, want)
@@ -157,7 +157,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ckKinds(cmp2.Changes); fmt.Sprint(got) != fmt.Sprint(map[string]davfs.ChangeKind{"new": davfs.ChangeAdded, "new/added.txt": davfs.ChangeAdded, "run.sh": davfs.ChangeModified}) {
+	if got := ckKinds(cmp2.Changes); fmt.Sprint(got) != fmt.Sprint(map[string]davfs.CheckpointChangeKind{"new": davfs.CheckpointAdded, "new/added.txt": davfs.CheckpointAdded, "run.sh": davfs.CheckpointModified}) {
 		t.Fatalf("checkpoint vs checkpoint = %v", got)
 	}
 	if err := e.fs.DeleteCheckpoint(ctx, ws, c2.ID); err != nil {

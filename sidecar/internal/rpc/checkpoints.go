@@ -112,13 +112,6 @@ func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspace
 	return &workspacev1.DeleteCheckpointResponse{}, nil
 }
 
-func toWorkspaceRef(ws davfs.Workspace) *workspacev1.WorkspaceRef {
-	if ws.Scope == davfs.ScopeGlobal {
-		return &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_GLOBAL}
-	}
-	return &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: ws.Project}
-}
-
 func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
 	reason := workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL
 	switch c.Reason {
@@ -136,18 +129,18 @@ func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
 	}
 }
 
-func toChanges(cs []davfs.Change) ([]*workspacev1.CheckpointChange, bool) {
+func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bool) {
 	n := min(len(cs), maxChanges)
 	out := make([]*workspacev1.CheckpointChange, 0, n)
 	for _, c := range cs[:n] {
 		pc := &workspacev1.CheckpointChange{Path: c.Path, OldSize: c.OldSize, NewSize: c.NewSize,
 			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff}
 		switch c.Kind {
-		case davfs.ChangeAdded:
+		case davfs.CheckpointAdded:
 			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_ADDED
-		case davfs.ChangeRemoved:
+		case davfs.CheckpointRemoved:
 			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_REMOVED
-		case davfs.ChangeModified:
+		case davfs.CheckpointModified:
 			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_MODIFIED
 		}
 		pc.Type = workspacev1.EntryType_ENTRY_TYPE_FILE
