@@ -38,9 +38,10 @@ import (
 // Limit: the store lives on the agent's volume (the agent can read and
 // delete it like anything else there). Objects are opened without following
 // a symlink, must be single-link regular files and are verified against
-// their SHA-256 name before a restore writes them; manifest paths are
-// validated again; so tampering can lose checkpoints but not make a
-// restore read or write anything outside the workspace.
+// their SHA-256 name before a restore writes them; a manifest is
+// validated whole when loaded (checkManifest), before anything uses it; so
+// tampering can lose checkpoints but not make a restore read or write
+// anything outside the workspace, panic, or stop half done.
 
 // CheckpointConfig is services.checkpoints.
 type CheckpointConfig struct {

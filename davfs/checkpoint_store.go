@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,7 @@ import (
 // Locking: gc is held shared by captures, compares, restores and lists,
 // exclusively by deletes and pruning (which remove objects).
 type ckStore struct {
+	fs        *FS // its path validation and logger
 	cfg       CheckpointConfig
 	path      string // host path (never logged or returned)
 	underRoot string // the name under the projects root, or ""
@@ -79,7 +81,7 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if c.MaxAge <= 0 {
 		c.MaxAge = DefaultCheckpointAge
 	}
-	s := &ckStore{cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
+	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
 	// An existing store is checked now (a misplaced one fails the start);
 	// a missing one is created by the first checkpoint, so Open changes
 	// nothing on disk.
@@ -502,9 +504,9 @@ func readMetaAt(dfd int, id string) (*ckMeta, error) {
 	return &m, nil
 }
 
-// readManifest returns a checkpoint's manifest, from the small cache of
-// recent ones when it is there (a manifest never changes once written).
-// Callers must not modify it.
+// readManifest returns a checkpoint's manifest, validated (see
+// checkManifest), from the small cache of recent ones when it is there (a
+// manifest never changes once written). Callers must not modify it.
 func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 	key := ckWorkspaceKey(ws) + "/" + id
 	if m := s.cached(key); m != nil {
@@ -515,7 +517,11 @@ func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 		return nil, errCheckpointNotFound(id)
 	}
 	defer unix.Close(dfd)
-	m, err := readManifestAt(dfd, id)
+	meta, err := readMetaAt(dfd, id)
+	if err != nil || meta.workspace() != ws {
+		return nil, errCheckpointNotFound(id)
+	}
+	m, err := s.loadManifest(dfd, meta)
 	if err == nil {
 		s.cache(key, m)
 	}
@@ -558,16 +564,109 @@ func (s *ckStore) uncache(key string) {
 	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == key })
 }
 
-func readManifestAt(dfd int, id string) (*ckManifest, error) {
-	b, err := readSmall(dfd, id+".manifest", maxManifestBytes)
+// errDamaged: a stored checkpoint that fails validation. Nothing has been
+// changed when it is returned; the checkpoint can only be deleted.
+func errDamaged(id string, cause error) *Error {
+	return newErr(CodeFailedPrecondition, ReasonCheckpointConflict, cause,
+		"checkpoint %q is damaged (its stored manifest is invalid); nothing was changed; delete it", id)
+}
+
+// loadManifest reads, decodes and validates the manifest of meta's
+// checkpoint in its ws/<key> directory dfd.
+func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
+	b, err := readSmall(dfd, meta.ID+".manifest", maxManifestBytes)
 	if err != nil {
-		return nil, errStore(err)
+		if errnoOf(err) == unix.ENOENT {
+			return nil, errDamaged(meta.ID, errors.New("manifest missing"))
+		}
+		if errnoOf(err) != 0 {
+			return nil, errStore(err)
+		}
+		return nil, errDamaged(meta.ID, err)
 	}
 	var m ckManifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, newErr(CodeInternal, ReasonInternal, err, "checkpoint %q is damaged", id)
+		return nil, errDamaged(meta.ID, errors.New("manifest is not valid JSON"))
+	}
+	if err := s.checkManifest(meta, &m); err != nil {
+		return nil, errDamaged(meta.ID, err)
 	}
 	return &m, nil
+}
+
+// checkManifest validates a decoded manifest before anything uses it, so
+// that a tampered store can only make a checkpoint unusable, never make a
+// restore panic or stop half done: the checkpoint's root and every path
+// must be a valid request path of its workspace (no empty, "." or ".."
+// segment, not absolute, no NUL, within the length and depth limits, no
+// denied or reserved name, inside GLOBAL's allowlist) inside the root;
+// the paths strictly sorted (so unique); every entry's parent, below the
+// root, a directory of the manifest; a file's hash 64 lower-case hex
+// digits, its pack reference a checkpoint ID with an offset that does
+// not overflow; sizes and offsets >= 0; modes permission bits only. The
+// causes it returns name no path (they reach logs as causes only).
+func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
+	f, ws := s.fs, meta.workspace()
+	if m.Version != 1 {
+		return errors.New("unknown manifest version")
+	}
+	valid := func(p string) error {
+		var buf [32]string
+		segs, err := f.splitPathBuf(p, buf[:0])
+		if err != nil {
+			return err
+		}
+		if ws.Scope == ScopeGlobal {
+			return checkGlobal(p, segs)
+		}
+		return nil
+	}
+	if meta.Root != "" {
+		if err := valid(meta.Root); err != nil {
+			return errors.New("invalid root")
+		}
+	}
+	dirs := make(map[string]struct{})
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		switch {
+		case e.Path == "":
+			return fmt.Errorf("entry %d: empty path", i)
+		case i > 0 && e.Path <= m.Entries[i-1].Path:
+			return fmt.Errorf("entry %d: paths not sorted or not unique", i)
+		case valid(e.Path) != nil:
+			return fmt.Errorf("entry %d: invalid path", i)
+		case !within(e.Path, meta.Root):
+			return fmt.Errorf("entry %d: outside the checkpoint's root", i)
+		case e.Mode&^0o7777 != 0:
+			return fmt.Errorf("entry %d: invalid mode", i)
+		case e.Size < 0 || e.Off < 0:
+			return fmt.Errorf("entry %d: negative size or offset", i)
+		}
+		if e.Path != meta.Root {
+			parent := ""
+			if j := strings.LastIndexByte(e.Path, '/'); j >= 0 {
+				parent = e.Path[:j]
+			}
+			if _, ok := dirs[parent]; !ok && parent != "" {
+				return fmt.Errorf("entry %d: its parent is not a directory of the checkpoint", i)
+			}
+		}
+		if e.Dir {
+			if e.Hash != "" || e.Pack != "" || e.Size != 0 {
+				return fmt.Errorf("entry %d: a directory with content", i)
+			}
+			dirs[e.Path] = struct{}{}
+			continue
+		}
+		if !validHash(e.Hash) {
+			return fmt.Errorf("entry %d: invalid hash", i)
+		}
+		if e.Pack != "" && (!checkpointIDRE.MatchString(e.Pack) || e.Off > math.MaxInt64-e.Size) {
+			return fmt.Errorf("entry %d: invalid pack reference", i)
+		}
+	}
+	return nil
 }
 
 // list returns ws's checkpoints, newest first.
@@ -698,7 +797,7 @@ func (s *ckStore) collect(refs []ckRef) error {
 		if err != nil {
 			return errStore(err)
 		}
-		m, err := readManifestAt(dfd, r.meta.ID)
+		m, err := s.loadManifest(dfd, r.meta)
 		unix.Close(dfd)
 		if err != nil {
 			// A damaged manifest must not free what it may still hold.
@@ -929,7 +1028,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		if err != nil {
 			return errStore(err)
 		}
-		m, err := readManifestAt(dfd, r.meta.ID)
+		m, err := s.loadManifest(dfd, r.meta)
 		unix.Close(dfd)
 		if err != nil {
 			return err

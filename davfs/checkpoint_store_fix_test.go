@@ -1,0 +1,262 @@
+package davfs
+
+// Reviewer findings on the checkpoint store (issue #15): tampered
+// manifests, the store's placement, limits that evict before failing, a
+// damaged manifest jamming collection, the manifest encoding, and the
+// entry count limit.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ckfEnv is an env with a store beside the roots (<tmp>/store).
+func ckfEnv(t *testing.T, mod func(*Config)) *env {
+	t.Helper()
+	return newEnv(t, func(c *Config) {
+		c.Checkpoints = CheckpointConfig{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store")}
+		if mod != nil {
+			mod(c)
+		}
+	})
+}
+
+// ckfTree records every name under dir (relative path → mode and content).
+func ckfTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		v := fi.Mode().String()
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			v += " " + string(b)
+		}
+		out[rel] = v
+		return nil
+	})
+	must(t, err)
+	return out
+}
+
+func ckfSame(t *testing.T, what string, a, b map[string]string) {
+	t.Helper()
+	for k, v := range a {
+		if b[k] != v {
+			t.Fatalf("%s: %s changed: %q → %q", what, k, v, b[k])
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			t.Fatalf("%s: %s appeared", what, k)
+		}
+	}
+}
+
+// ckfManifestPath is the host path of a checkpoint's manifest.
+func ckfManifestPath(e *env, ws Workspace, id string) string {
+	return filepath.Join(e.dir, "store", "ws", ckWorkspaceKey(ws), id+".manifest")
+}
+
+// ckfTamper rewrites a stored manifest through edit and drops the cache.
+func ckfTamper(t *testing.T, e *env, ws Workspace, id string, edit func(m *ckManifest)) {
+	t.Helper()
+	p := ckfManifestPath(e, ws, id)
+	b, err := os.ReadFile(p)
+	must(t, err)
+	var m ckManifest
+	must(t, json.Unmarshal(b, &m))
+	edit(&m)
+	type plain ckManifest
+	b, err = json.Marshal((*plain)(&m))
+	must(t, err)
+	must(t, os.WriteFile(p, b, 0o600))
+	e.fs.ck.cacheMu.Lock()
+	e.fs.ck.manifests = nil
+	e.fs.ck.cacheMu.Unlock()
+}
+
+// noPanic runs fn, turning a panic into a test failure with a message.
+func noPanic(t *testing.T, what string, fn func() error) (err error) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s panicked: %v", what, r)
+			err = fmt.Errorf("panic")
+		}
+	}()
+	return fn()
+}
+
+// A tampered manifest is refused when it is loaded: compare and restore
+// fail with FailedPrecondition/CHECKPOINT_CONFLICT and the workspace is
+// not touched (before the fix an empty path panicked in wsPath.parent
+// after the restore's removals had run).
+func TestCheckpointTamperedManifestRefused(t *testing.T) {
+	hashOf := func(m *ckManifest, p string) string {
+		for _, e := range m.Entries {
+			if e.Path == p {
+				return e.Hash
+			}
+		}
+		return ""
+	}
+	insert := func(m *ckManifest, e ckEntry) {
+		m.Entries = append(m.Entries, e)
+		for i := len(m.Entries) - 1; i > 0 && m.Entries[i].Path < m.Entries[i-1].Path; i-- {
+			m.Entries[i], m.Entries[i-1] = m.Entries[i-1], m.Entries[i]
+		}
+	}
+	cases := map[string]func(m *ckManifest){
+		"empty dir path (front)": func(m *ckManifest) {
+			m.Entries = append([]ckEntry{{Path: "", Dir: true}}, m.Entries...)
+		},
+		"empty dir path (appended)": func(m *ckManifest) { m.Entries = append(m.Entries, ckEntry{Path: "", Dir: true}) },
+		"dot-dot": func(m *ckManifest) {
+			m.Entries = append([]ckEntry{{Path: "../x", Mode: 0o644, Hash: hashOf(m, "a.txt")}}, m.Entries...)
+		},
+		"dot segment": func(m *ckManifest) { insert(m, ckEntry{Path: "d/./y", Mode: 0o644, Hash: hashOf(m, "a.txt")}) },
+		"absolute": func(m *ckManifest) {
+			m.Entries = append([]ckEntry{{Path: "/abs", Mode: 0o644, Hash: hashOf(m, "a.txt")}}, m.Entries...)
+		},
+		"empty segment": func(m *ckManifest) { insert(m, ckEntry{Path: "d//y", Mode: 0o644, Hash: hashOf(m, "a.txt")}) },
+		"NUL":           func(m *ckManifest) { insert(m, ckEntry{Path: "d/y\x00z", Mode: 0o644, Hash: hashOf(m, "a.txt")}) },
+		"denied name": func(m *ckManifest) {
+			insert(m, ckEntry{Path: "node_modules", Dir: true, Mode: 0o755})
+			insert(m, ckEntry{Path: "node_modules/x", Mode: 0o644, Hash: hashOf(m, "a.txt")})
+		},
+		".git": func(m *ckManifest) { insert(m, ckEntry{Path: ".git", Dir: true, Mode: 0o755}) },
+		"reserved temp name": func(m *ckManifest) {
+			insert(m, ckEntry{Path: tempPrefix + "x", Mode: 0o644, Hash: hashOf(m, "a.txt")})
+		},
+		"too deep": func(m *ckManifest) {
+			insert(m, ckEntry{Path: strings.Repeat("d/", 200) + "x", Mode: 0o644, Hash: hashOf(m, "a.txt")})
+		},
+		"duplicate": func(m *ckManifest) { insert(m, m.Entries[len(m.Entries)-1]) },
+		"unsorted": func(m *ckManifest) {
+			n := len(m.Entries)
+			m.Entries[0], m.Entries[n-1] = m.Entries[n-1], m.Entries[0]
+		},
+		"bad hash": func(m *ckManifest) {
+			for i := range m.Entries {
+				if m.Entries[i].Path == "a.txt" {
+					m.Entries[i].Hash = "../../../x"
+				}
+			}
+		},
+		"upper-case hash": func(m *ckManifest) {
+			for i := range m.Entries {
+				if m.Entries[i].Path == "a.txt" {
+					m.Entries[i].Hash = strings.ToUpper(m.Entries[i].Hash)
+				}
+			}
+		},
+		"bad pack": func(m *ckManifest) {
+			for i := range m.Entries {
+				if m.Entries[i].Path == "a.txt" {
+					m.Entries[i].Pack = "../x"
+				}
+			}
+		},
+		"negative size": func(m *ckManifest) {
+			for i := range m.Entries {
+				if m.Entries[i].Path == "a.txt" {
+					m.Entries[i].Size = -1
+				}
+			}
+		},
+		"file under a file": func(m *ckManifest) {
+			insert(m, ckEntry{Path: "a.txt/x", Mode: 0o644, Hash: hashOf(m, "a.txt")})
+		},
+		"parent missing": func(m *ckManifest) {
+			insert(m, ckEntry{Path: "nodir/x", Mode: 0o644, Hash: hashOf(m, "a.txt")})
+		},
+		"bad mode": func(m *ckManifest) {
+			for i := range m.Entries {
+				if m.Entries[i].Path == "a.txt" {
+					m.Entries[i].Mode = 0o170644
+				}
+			}
+		},
+		"unknown version": func(m *ckManifest) { m.Version = 9 },
+	}
+	for name, edit := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := ckfEnv(t, nil)
+			ws := proj("p")
+			e.write("projects/p/a.txt", "A1")
+			e.write("projects/p/d/b.txt", "B1")
+			c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+			must(t, err)
+			// The workspace moves on: a restore would remove, rewrite and
+			// recreate.
+			e.write("projects/p/a.txt", "A2")
+			must(t, os.Remove(filepath.Join(e.projects, "p/d/b.txt")))
+			e.write("projects/p/new/c.txt", "C")
+			ckfTamper(t, e, ws, c.ID, edit)
+			before := ckfTree(t, e.projects)
+
+			err = noPanic(t, "compare", func() error {
+				_, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "", false)
+				return err
+			})
+			wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointConflict)
+			err = noPanic(t, "restore", func() error {
+				_, err := e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{})
+				return err
+			})
+			wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointConflict)
+			ckfSame(t, "after a refused restore", before, ckfTree(t, e.projects))
+			e.checkCanaries()
+			// It can still be deleted.
+			must(t, e.fs.DeleteCheckpoint(bg, ws, c.ID))
+		})
+	}
+}
+
+// What a capture writes passes the validation, for a project, a part of
+// one and GLOBAL, through restore after the cache is dropped.
+func TestCheckpointValidManifestsLoad(t *testing.T) {
+	e := ckfEnv(t, nil)
+	ws := proj("p")
+	e.write("projects/p/a.txt", "A")
+	e.write("projects/p/a-b/x", "X")
+	e.write("projects/p/a/b/c.txt", "C")
+	e.write("projects/p/node_modules/skip", "S")
+	e.write("codex/skills/s/SKILL.md", "S")
+	e.write("codex/AGENTS.md", "AG")
+	for _, tc := range []struct {
+		ws   Workspace
+		path string
+	}{{ws, ""}, {ws, "a"}, {ws, "a/b/c.txt"}, {global, ""}, {global, "skills/s"}} {
+		c, err := e.fs.CreateCheckpoint(bg, tc.ws, CheckpointOptions{Path: tc.path})
+		must(t, err)
+		e.fs.ck.cacheMu.Lock()
+		e.fs.ck.manifests = nil
+		e.fs.ck.cacheMu.Unlock()
+		if _, err := e.fs.CompareCheckpoint(bg, tc.ws, c.ID, "", "", false); err != nil {
+			t.Fatalf("compare %v %q: %v", tc.ws, tc.path, err)
+		}
+		if _, err := e.fs.RestoreCheckpoint(bg, tc.ws, c.ID, "", RestoreOptions{}); err != nil {
+			t.Fatalf("restore %v %q: %v", tc.ws, tc.path, err)
+		}
+	}
+}
+
+var _ = errors.Is
