@@ -23,6 +23,7 @@ import (
 // The checkpoint store: content-addressed, deduplicated, on the agent's
 // volume, reached only through fds held for its directories.
 //
+//	<dir>/CHECKPOINT-STORE      the marker (see claim)
 //	<dir>/objects/<h[:2]>/<h>   a file's bytes; h = hex SHA-256 of them
 //	<dir>/tmp/                  objects and manifests being written
 //	<dir>/ws/<key>/<id>.manifest  the entries of one checkpoint (JSON)
@@ -85,12 +86,112 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	// An existing store is checked now (a misplaced one fails the start);
 	// a missing one is created by the first checkpoint, so Open changes
 	// nothing on disk.
-	if _, err := os.Lstat(s.path); err == nil {
+	if fd, err := openDirNoFollow(s.path, false); err == nil {
+		unix.Close(fd)
 		if err := s.open(f); err != nil {
 			return nil, fmt.Errorf("davfs: checkpoints dir: %w", err)
 		}
+	} else if errnoOf(err) != unix.ENOENT {
+		return nil, fmt.Errorf("davfs: checkpoints dir: %w", errStore(err))
 	}
 	return s, nil
+}
+
+// openDirNoFollow opens (O_PATH) the absolute directory path one
+// component at a time from "/", never following a symlink in any of them
+// (O_NOFOLLOW|O_DIRECTORY on each), and, when create is set, creating the
+// missing ones (0700). Its errors are bare errnos: they name no path.
+func openDirNoFollow(path string, create bool) (int, error) {
+	fd, err := unix.Open("/", oDirPath|oCommon, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, seg := range strings.Split(filepath.Clean(path), "/") {
+		if seg == "" {
+			continue
+		}
+		next, err := unix.Openat(fd, seg, oDirPath|oCommon, 0)
+		if err == unix.ENOENT && create {
+			if err = unix.Mkdirat(fd, seg, 0o700); err == nil || err == unix.EEXIST {
+				next, err = unix.Openat(fd, seg, oDirPath|oCommon, 0)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// storeMarker names the file that marks a directory as a checkpoint store
+// this code created: an existing non-empty directory without it (and
+// without the layout of an older store) is never taken over, since opening
+// a store empties its tmp/ and collection empties objects/ and packs/.
+const storeMarker = "CHECKPOINT-STORE"
+
+const storeMarkerText = "agent workspace files: checkpoint store (docs/checkpoints.md); do not put anything else here\n"
+
+func errNotAStore() *Error {
+	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil,
+		"services.checkpoints.dir is an existing directory that is not a checkpoint store (it is not empty and has no store marker); choose an empty or new directory")
+}
+
+// claim checks that the store directory fd (O_PATH) is a store, or empty,
+// and writes the marker when it is missing: an empty directory becomes a
+// store, and so does a store of an older version without the marker,
+// recognised by holding nothing but its directories objects/, ws/, tmp/
+// (and packs/).
+func claim(fd int) error {
+	rfd, err := unix.Openat(fd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return errStore(err)
+	}
+	defer unix.Close(rfd)
+	ents, err := readDirents(rfd)
+	if err != nil {
+		return errStore(err)
+	}
+	layout := map[string]bool{"objects": false, "ws": false, "tmp": false, "packs": true}
+	legacy := len(ents) > 0
+	for _, d := range ents {
+		var st unix.Stat_t
+		if d.name == storeMarker {
+			if fstatat(rfd, d.name, &st) == nil && isType(&st, unix.S_IFREG) && st.Nlink == 1 {
+				return nil
+			}
+			return errNotAStore()
+		}
+		if _, ok := layout[d.name]; !ok || fstatat(rfd, d.name, &st) != nil || !isType(&st, unix.S_IFDIR) {
+			legacy = false
+			continue
+		}
+		layout[d.name] = true
+	}
+	for _, seen := range layout {
+		legacy = legacy && seen
+	}
+	if len(ents) > 0 && !legacy {
+		return errNotAStore()
+	}
+	mfd, err := unix.Openat(rfd, storeMarker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|oCommon, 0o600)
+	if err != nil {
+		return errStore(err)
+	}
+	_, werr := unix.Write(mfd, []byte(storeMarkerText))
+	if werr == nil {
+		werr = unix.Fsync(mfd)
+	}
+	unix.Close(mfd)
+	if werr != nil {
+		unix.Unlinkat(rfd, storeMarker, 0)
+		return errStore(werr)
+	}
+	if err := fsyncDir(rfd); err != nil {
+		return errStore(err)
+	}
+	return nil
 }
 
 func (s *ckStore) close() {
@@ -131,15 +232,16 @@ func (s *ckStore) open(f *FS) error {
 		}
 		fd, err = unix.Openat(f.projects.fd, s.underRoot, oDirPath|oCommon, 0)
 	} else {
-		if err = os.MkdirAll(s.path, 0o700); err != nil {
-			return errStore(err)
-		}
-		fd, err = unix.Open(s.path, oDirPath|oCommon, 0)
+		fd, err = openDirNoFollow(s.path, true)
 	}
 	if err != nil {
 		return errStore(err)
 	}
 	if err := s.checkPlace(f, fd); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	if err := claim(fd); err != nil {
 		unix.Close(fd)
 		return err
 	}

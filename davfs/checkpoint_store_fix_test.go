@@ -259,4 +259,139 @@ func TestCheckpointValidManifestsLoad(t *testing.T) {
 	}
 }
 
-var _ = errors.Is
+// ckfNoHostPath fails when err or any cause in its chain names base.
+func ckfNoHostPath(t *testing.T, err error, base string) {
+	t.Helper()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if strings.Contains(e.Error(), base) {
+			t.Fatalf("error names a host path: %q", e.Error())
+		}
+	}
+}
+
+// ckfOpen opens davfs over e's roots with the store at dir.
+func ckfOpen(e *env, dir string) (*FS, error) {
+	f, err := Open(Config{ProjectsRoot: e.projects, CodexHome: e.codex, DeniedNames: []string{"node_modules"},
+		Checkpoints: CheckpointConfig{Dir: dir}})
+	if err == nil {
+		e.t.Cleanup(func() { f.Close() })
+	}
+	return f, err
+}
+
+// ckfOpenAndCreate opens davfs with the store at dir and checkpoints
+// project p: the first error of either.
+func ckfOpenAndCreate(e *env, dir string) error {
+	f, err := ckfOpen(e, dir)
+	if err != nil {
+		return err
+	}
+	_, err = f.CreateCheckpoint(bg, proj("p"), CheckpointOptions{})
+	return err
+}
+
+// The store's directory is reached from "/" one component at a time
+// without following a symlink: a symlink among its parents (here to a
+// canary directory inside the test's temp dir) is refused, whether the
+// store exists or would be created, and nothing is created through it.
+// Before the fix os.MkdirAll followed it and only the last component was
+// opened with O_NOFOLLOW.
+func TestCheckpointStoreParentSymlinkRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("outside/real")
+	e.symlink("outside/real", "link")
+	// Missing store: the start or the first checkpoint must refuse.
+	e.write("projects/p/a.txt", "A")
+	err := ckfOpenAndCreate(e, filepath.Join(e.dir, "link", "store"))
+	if err == nil {
+		t.Fatal("a store below a symlinked parent was created")
+	}
+	ckfNoHostPath(t, err, e.dir)
+	if e.exists("outside/real/store") {
+		t.Fatal("the store was created through the symlink")
+	}
+	// Existing store behind the link: the start fails.
+	e.mkdir("outside/real/store2")
+	if _, err := ckfOpen(e, filepath.Join(e.dir, "link", "store2")); err == nil {
+		t.Fatal("an existing store below a symlinked parent was accepted")
+	} else {
+		ckfNoHostPath(t, err, e.dir)
+	}
+	// The store itself a symlink.
+	e.symlink("outside/real/store2", "store3")
+	if _, err := ckfOpen(e, filepath.Join(e.dir, "store3")); err == nil {
+		t.Fatal("a symlinked store was accepted")
+	}
+	e.checkCanaries()
+}
+
+// A store that cannot be created (a parent is a file) fails without the
+// host path in the error or its causes (before: os.MkdirAll's PathError).
+func TestCheckpointStoreErrorsNameNoPath(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("outside/file", "F")
+	e.write("projects/p/a.txt", "A")
+	err := ckfOpenAndCreate(e, filepath.Join(e.dir, "outside", "file", "store"))
+	if err == nil {
+		t.Fatal("a store below a file was created")
+	}
+	ckfNoHostPath(t, err, e.dir)
+}
+
+// An existing non-empty directory that is not a store is never taken
+// over: opening it would have emptied its tmp/ and collection its
+// objects/. An empty one becomes a store (marker written); a store of the
+// previous version, without the marker, is recognised by its layout.
+func TestCheckpointStoreForeignDirRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, rel := range []string{"outside/q/tmp/x", "outside/q/objects/ab/cd", "outside/q/keep.txt"} {
+		e.write(rel, "KEEP")
+	}
+	before := ckfTree(t, filepath.Join(e.dir, "outside"))
+	_, err := ckfOpen(e, filepath.Join(e.dir, "outside", "q"))
+	wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointsDisabled)
+	ckfSame(t, "a refused store", before, ckfTree(t, filepath.Join(e.dir, "outside")))
+
+	// The same as a direct child of the projects root: an existing project.
+	for _, rel := range []string{"projects/q/tmp/x", "projects/q/objects/ab/cd", "projects/q/src/main.go"} {
+		e.write(rel, "KEEP")
+	}
+	beforeQ := ckfTree(t, e.projects)
+	_, err = ckfOpen(e, filepath.Join(e.projects, "q"))
+	wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointsDisabled)
+	ckfSame(t, "a project refused as the store", beforeQ, ckfTree(t, e.projects))
+
+	// Only the layout dirs, but one of them is missing, and a stray file:
+	// not a store either.
+	e.mkdir("outside/r/objects")
+	e.mkdir("outside/r/ws")
+	e.write("outside/r/tmp", "a file, not the tmp dir")
+	if _, err := ckfOpen(e, filepath.Join(e.dir, "outside", "r")); err == nil {
+		t.Fatal("a directory that only looks like a store was accepted")
+	}
+
+	// An empty directory becomes a store.
+	e.mkdir("outside/empty")
+	f, err := ckfOpen(e, filepath.Join(e.dir, "outside", "empty"))
+	must(t, err)
+	e.write("projects/p/a.txt", "A")
+	_, err = f.CreateCheckpoint(bg, proj("p"), CheckpointOptions{})
+	must(t, err)
+	if !e.exists("outside/empty/" + storeMarker) {
+		t.Fatal("no marker in a new store")
+	}
+	f.Close()
+	_, err = ckfOpen(e, filepath.Join(e.dir, "outside", "empty"))
+	must(t, err)
+
+	// A previous version's store (no marker) is recognised and marked.
+	for _, d := range []string{"objects/ab", "ws/g", "tmp", "packs"} {
+		e.mkdir("outside/old/" + d)
+	}
+	_, err = ckfOpen(e, filepath.Join(e.dir, "outside", "old"))
+	must(t, err)
+	if !e.exists("outside/old/" + storeMarker) {
+		t.Fatal("an older store was not marked")
+	}
+	e.checkCanaries()
+}

@@ -17,7 +17,8 @@ type CheckpointsConfig struct {
 	Enabled bool `yaml:"enabled"`
 	// Dir is the store's absolute path. Empty: <projectsRootDir>/.agent-checkpoints,
 	// on the projects volume; that name is then denied (never a Project,
-	// never listed). Elsewhere it must be outside every project and CODEX_HOME.
+	// never listed). It is the only direct child of projectsRootDir allowed;
+	// elsewhere it must be outside every project and CODEX_HOME.
 	Dir string `yaml:"dir"`
 	// Automatic: a checkpoint before every restore, project delete and
 	// recursive delete.
@@ -52,8 +53,12 @@ func (c CheckpointsConfig) validate(p ProjectConfig) error {
 			bad("dir", "must be an absolute path (got %q)", c.Dir)
 		case d == "/":
 			bad("dir", "must not be the file system root")
+		case p.ProjectsRootDir != "" && filepath.Dir(d) == filepath.Clean(p.ProjectsRootDir) && filepath.Base(d) != DefaultCheckpointDirName:
+			// Any other name there is, or can become, a project, whose
+			// files the store would then sweep and collect.
+			bad("dir", "a direct child of projectsRootDir must be named %s (any other name can be a project)", DefaultCheckpointDirName)
 		case p.ProjectsRootDir != "" && filepath.Dir(d) != filepath.Clean(p.ProjectsRootDir) && within(d, filepath.Clean(p.ProjectsRootDir)):
-			bad("dir", "must not be inside a project (a direct child of projectsRootDir is allowed)")
+			bad("dir", "must not be inside a project (only projectsRootDir/%s is allowed there)", DefaultCheckpointDirName)
 		case p.CodexHomeDir != "" && within(d, filepath.Clean(p.CodexHomeDir)):
 			bad("dir", "must not be inside codexHomeDir")
 		case p.ProjectsRootDir != "" && within(filepath.Clean(p.ProjectsRootDir), d),
