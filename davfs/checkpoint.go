@@ -185,9 +185,10 @@ func (f *FS) CheckpointsEnabled() bool { return f.ck != nil }
 
 // CreateCheckpoint snapshots ws (or opts.Path in it) into the store. It
 // takes no mutation lock: the agent and other requests go on writing (see
-// the guarantees above). Afterwards the limits are applied, oldest first;
-// if the new checkpoint cannot fit even alone it is removed again and the
-// call fails with ResourceExhausted/CHECKPOINT_LIMIT.
+// the guarantees above). Afterwards the limits are applied, automatic
+// checkpoints before manual ones, oldest first; if the new checkpoint
+// cannot fit even with every removal planned, nothing else is removed, it
+// is removed again and the call fails with ResourceExhausted/CHECKPOINT_LIMIT.
 func (f *FS) CreateCheckpoint(ctx context.Context, ws Workspace, opts CheckpointOptions) (Checkpoint, error) {
 	if err := f.checkpointWorkspace(ws); err != nil {
 		return Checkpoint{}, err

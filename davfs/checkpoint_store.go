@@ -1082,9 +1082,36 @@ func (s *ckStore) pruneAge(f *FS) {
 	}
 }
 
+// isAutomatic reports whether a checkpoint was taken by davfs itself
+// (before a restore or delete): those are pruned before manual ones.
+func (r ckRef) isAutomatic() bool { return r.meta.Reason != CheckpointManual }
+
+// rawManifest decodes r's manifest without validating its paths (what
+// collection and the byte plan need are the names of its objects). ok is
+// false when it cannot be read or decoded: it may then name anything.
+func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
+	dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(dfd)
+	b, err := readSmall(dfd, r.meta.ID+".manifest", maxManifestBytes)
+	if err != nil {
+		return nil, false
+	}
+	var m ckManifest
+	if json.Unmarshal(b, &m) != nil {
+		return nil, false
+	}
+	return &m, true
+}
+
 // enforce applies the count and byte limits after the checkpoint newID of
-// ws was committed: the oldest others go first; if the new one still does
-// not fit, it goes too and the create fails.
+// ws was committed. It plans first and removes after: automatic
+// checkpoints go before manual ones, the oldest first in each; a
+// checkpoint a restore reads never goes. If the new checkpoint does not
+// fit even with every planned removal, nothing else is removed: the new
+// one alone goes and the create fails.
 func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
@@ -1093,102 +1120,109 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if err != nil {
 		return errStore(err)
 	}
-	// Oldest first (IDs sort by time).
-	slices.SortFunc(refs, func(a, b ckRef) int { return strings.Compare(a.meta.ID, b.meta.ID) })
-	var removed bool
+	// Eviction order: automatic first, then oldest first (IDs sort by time).
+	slices.SortFunc(refs, func(a, b ckRef) int {
+		if x, y := a.isAutomatic(), b.isAutomatic(); x != y {
+			if x {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.meta.ID, b.meta.ID)
+	})
+	evictable := func(r ckRef) bool { return r.meta.ID != newID && !s.isBusy(r.meta.ID) }
+	drop := map[*ckMeta]bool{}
 	n := 0
 	for _, r := range refs {
 		if r.key == key {
 			n++
 		}
 	}
-	keep := refs[:0:0]
 	for _, r := range refs {
-		if n > s.cfg.MaxPerWorkspace && r.key == key && r.meta.ID != newID && !s.isBusy(r.meta.ID) {
-			if s.remove(r.key, r.meta.ID) == nil {
-				n--
-				removed = true
+		if n > s.cfg.MaxPerWorkspace && r.key == key && evictable(r) {
+			drop[r.meta] = true
+			n--
+		}
+	}
+	fits := true
+	if s.total.Load() > s.cfg.MaxTotalBytes {
+		// Over the byte limit: plan further removals on reference counts
+		// over what the count limit keeps.
+		counts := map[string]int{}
+		sizes := map[string]int64{}
+		hashes := map[*ckMeta][]string{}
+		unknown := false
+		for _, r := range refs {
+			if drop[r.meta] {
 				continue
 			}
+			m, ok := s.rawManifest(r)
+			if !ok {
+				unknown = true // what it holds, and so what can be freed, is unknown
+				continue
+			}
+			seen := map[string]bool{}
+			for _, e := range m.Entries {
+				k, size := e.Hash, e.Size
+				if e.Pack != "" {
+					k = "pack:" + e.Pack
+					if known, ok := sizes[k]; ok {
+						size = known
+					} else {
+						var st unix.Stat_t
+						if checkpointIDRE.MatchString(e.Pack) && fstatat(s.packfd, e.Pack+".pack", &st) == nil {
+							size = st.Size
+						}
+					}
+				}
+				if k != "" && !seen[k] {
+					seen[k] = true
+					counts[k]++
+					sizes[k] = size
+					hashes[r.meta] = append(hashes[r.meta], k)
+				}
+			}
+		}
+		var total int64
+		for h := range counts {
+			total += sizes[h]
+		}
+		for _, r := range refs {
+			if total <= s.cfg.MaxTotalBytes {
+				break
+			}
+			if drop[r.meta] || !evictable(r) {
+				continue
+			}
+			if _, ok := hashes[r.meta]; !ok {
+				continue // damaged: removing it frees nothing known
+			}
+			drop[r.meta] = true
+			for _, h := range hashes[r.meta] {
+				if counts[h]--; counts[h] == 0 {
+					total -= sizes[h]
+				}
+			}
+		}
+		fits = !unknown && total <= s.cfg.MaxTotalBytes
+	}
+	if !fits {
+		// Nothing else goes: only the new checkpoint, and what only it stored.
+		s.remove(key, newID)
+		s.collect(nil)
+		return errCheckpointLimit("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned")
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	keep := refs[:0:0]
+	for _, r := range refs {
+		if drop[r.meta] && s.remove(r.key, r.meta.ID) == nil {
+			continue
 		}
 		keep = append(keep, r)
 	}
-	if removed {
-		if err := s.collect(keep); err != nil {
-			return err
-		}
-	}
-	if s.total.Load() <= s.cfg.MaxTotalBytes {
-		return nil
-	}
-	// Over the byte limit: plan the removals on reference counts.
-	counts := map[string]int{}
-	sizes := map[string]int64{}
-	hashes := map[string][]string{}
-	for _, r := range keep {
-		dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
-		if err != nil {
-			return errStore(err)
-		}
-		m, err := s.loadManifest(dfd, r.meta)
-		unix.Close(dfd)
-		if err != nil {
-			return err
-		}
-		seen := map[string]bool{}
-		for _, e := range m.Entries {
-			k, size := e.Hash, e.Size
-			if e.Pack != "" {
-				k = "pack:" + e.Pack
-				if known, ok := sizes[k]; ok {
-					size = known
-				} else {
-					var st unix.Stat_t
-					if fstatat(s.packfd, e.Pack+".pack", &st) == nil {
-						size = st.Size
-					}
-				}
-			}
-			if k != "" && !seen[k] {
-				seen[k] = true
-				counts[k]++
-				sizes[k] = size
-				hashes[r.meta.ID] = append(hashes[r.meta.ID], k)
-			}
-		}
-	}
-	var total int64
-	for h := range counts {
-		total += sizes[h]
-	}
-	drop := func(r ckRef) {
-		for _, h := range hashes[r.meta.ID] {
-			if counts[h]--; counts[h] == 0 {
-				total -= sizes[h]
-			}
-		}
-	}
-	final := keep[:0:0]
-	for _, r := range keep {
-		if total > s.cfg.MaxTotalBytes && r.meta.ID != newID && !s.isBusy(r.meta.ID) {
-			drop(r)
-			s.remove(r.key, r.meta.ID)
-			continue
-		}
-		final = append(final, r)
-	}
-	fits := total <= s.cfg.MaxTotalBytes
-	if !fits {
-		s.remove(key, newID)
-		final = slices.DeleteFunc(final, func(r ckRef) bool { return r.meta.ID == newID })
-	}
-	if err := s.collect(final); err != nil {
-		return err
-	}
-	if !fits {
-		return errCheckpointLimit("it is larger than services.checkpoints.maxTotalBytes")
-	}
-	return nil
+	return s.collect(keep)
 }
 
 // MarshalJSON writes the manifest as encoding/json would (the same field

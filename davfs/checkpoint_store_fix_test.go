@@ -6,6 +6,7 @@ package davfs
 // entry count limit.
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -395,3 +396,90 @@ func TestCheckpointStoreForeignDirRefused(t *testing.T) {
 	}
 	e.checkCanaries()
 }
+
+// ckfRandom is n bytes no other call returns (seeded by tag).
+func ckfRandom(tag string, n int) string {
+	b := make([]byte, 0, n+64)
+	for i := 0; len(b) < n; i++ {
+		h := sha256Sum(fmt.Sprintf("%s-%d", tag, i))
+		b = append(b, h[:]...)
+	}
+	return string(b[:n])
+}
+
+// A checkpoint that cannot fit even after every prune evicts nothing:
+// only it goes. Here the new checkpoint shares a 60,000-byte object with
+// another project's manual checkpoint and adds 60,000 bytes of its own
+// (its new bytes alone fit the 100,000-byte limit, the whole does not);
+// before the fix the other project's checkpoint was deleted first, then
+// the create failed anyway.
+func TestCheckpointLimitEvictsNothingWhenItCannotFit(t *testing.T) {
+	e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxTotalBytes = 100_000 })
+	shared := ckfRandom("shared", 60_000)
+	e.write("projects/b/x.bin", shared)
+	cb, err := e.fs.CreateCheckpoint(bg, proj("b"), CheckpointOptions{Label: "keep me"})
+	must(t, err)
+	e.write("projects/a/x.bin", shared)
+	e.write("projects/a/y.bin", ckfRandom("own", 60_000))
+	_, err = e.fs.CreateCheckpoint(bg, proj("a"), CheckpointOptions{})
+	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	if _, err := e.fs.GetCheckpoint(bg, proj("b"), cb.ID); err != nil {
+		t.Fatalf("another project's checkpoint was evicted by a create that failed: %v", err)
+	}
+	if l, err := e.fs.ListCheckpoints(bg, proj("a")); err != nil || len(l) != 0 {
+		t.Fatalf("the failed checkpoint stayed: %v %v", l, err)
+	}
+	if st, err := e.fs.CheckpointStats(); err != nil || st.Bytes != 60_000 || st.Checkpoints != 1 {
+		t.Fatalf("stats after the failed create = %+v, %v (want b's 60,000 bytes only)", st, err)
+	}
+	// b's checkpoint is whole.
+	must(t, os.Remove(filepath.Join(e.projects, "b/x.bin")))
+	_, err = e.fs.RestoreCheckpoint(bg, proj("b"), cb.ID, "", RestoreOptions{})
+	must(t, err)
+	if e.read("projects/b/x.bin") != shared {
+		t.Fatal("b restored wrong")
+	}
+}
+
+// Over the count limit, the workspace's automatic checkpoints go before
+// its manual ones, however old; over the byte limit too, across the store.
+func TestCheckpointLimitPrunesAutomaticFirst(t *testing.T) {
+	t.Run("count", func(t *testing.T) {
+		e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxPerWorkspace = 2 })
+		ws := proj("p")
+		e.write("projects/p/a.txt", "1")
+		m1, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Label: "m1"})
+		must(t, err)
+		e.write("projects/p/a.txt", "2")
+		_, err = e.fs.createCheckpoint(bg, ws, CheckpointOptions{}, CheckpointBeforeDelete)
+		must(t, err)
+		e.write("projects/p/a.txt", "3")
+		m2, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Label: "m2"})
+		must(t, err)
+		l, err := e.fs.ListCheckpoints(bg, ws)
+		must(t, err)
+		if len(l) != 2 || l[0].ID != m2.ID || l[1].ID != m1.ID {
+			t.Fatalf("kept %+v, want the two manual ones", l)
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxTotalBytes = 100_000 })
+		e.write("projects/m/x.bin", ckfRandom("m", 40_000))
+		cm, err := e.fs.CreateCheckpoint(bg, proj("m"), CheckpointOptions{})
+		must(t, err)
+		e.write("projects/q/x.bin", ckfRandom("q", 40_000))
+		cq, err := e.fs.createCheckpoint(bg, proj("q"), CheckpointOptions{}, CheckpointBeforeProjectDelete)
+		must(t, err)
+		e.write("projects/n/x.bin", ckfRandom("n", 40_000))
+		_, err = e.fs.CreateCheckpoint(bg, proj("n"), CheckpointOptions{})
+		must(t, err)
+		if _, err := e.fs.GetCheckpoint(bg, proj("m"), cm.ID); err != nil {
+			t.Fatalf("the older manual checkpoint was pruned: %v", err)
+		}
+		if _, err := e.fs.GetCheckpoint(bg, proj("q"), cq.ID); CodeOf(err) != CodeNotFound {
+			t.Fatalf("the automatic checkpoint was kept: %v", err)
+		}
+	})
+}
+
+func sha256Sum(s string) [32]byte { return sha256.Sum256([]byte(s)) }
