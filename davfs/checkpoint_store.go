@@ -883,7 +883,11 @@ func (s *ckStore) delete(f *FS, ws Workspace, id string) error {
 
 // collect removes every object no remaining checkpoint references and
 // every manifest without a description (refs: the checkpoints to keep, nil
-// to read them). It runs with gc held exclusively.
+// to read them). It runs with gc held exclusively. A manifest that cannot
+// be read or decoded (damaged, oversized) may name anything: that
+// collection then frees no object or pack, and the caller goes on (a
+// warning is logged; the checkpoint can be deleted, which frees them next
+// time). Its error is only the store's own (the ws/ listing).
 func (s *ckStore) collect(refs []ckRef) error {
 	if refs == nil {
 		var err error
@@ -894,16 +898,18 @@ func (s *ckStore) collect(refs []ckRef) error {
 	live := map[string]struct{}{}
 	livePacks := map[string]struct{}{}
 	byKey := map[string]map[string]bool{}
+	damaged := 0
 	for _, r := range refs {
-		dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
-		if err != nil {
-			return errStore(err)
+		if byKey[r.key] == nil {
+			byKey[r.key] = map[string]bool{}
 		}
-		m, err := s.loadManifest(dfd, r.meta)
-		unix.Close(dfd)
-		if err != nil {
-			// A damaged manifest must not free what it may still hold.
-			return err
+		byKey[r.key][r.meta.ID] = true
+		m, ok := s.rawManifest(r)
+		if !ok {
+			damaged++
+			s.fs.log.Warn("checkpoint store: a manifest cannot be read or decoded; this collection frees nothing",
+				"workspace_key", r.key, "checkpoint_id", r.meta.ID)
+			continue
 		}
 		for _, e := range m.Entries {
 			if e.Pack != "" {
@@ -912,10 +918,14 @@ func (s *ckStore) collect(refs []ckRef) error {
 				live[e.Hash] = struct{}{}
 			}
 		}
-		if byKey[r.key] == nil {
-			byKey[r.key] = map[string]bool{}
-		}
-		byKey[r.key][r.meta.ID] = true
+	}
+	if damaged > 0 {
+		var total int64
+		s.eachObject(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
+		s.eachPack(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
+		s.total.Store(total)
+		s.removeOrphanManifests(byKey)
+		return nil
 	}
 	var total int64
 	s.eachObject(func(dfd int, name string, st *unix.Stat_t) {
@@ -937,7 +947,13 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 	})
 	s.total.Store(total)
-	// Orphan manifests (a create interrupted before its description).
+	s.removeOrphanManifests(byKey)
+	return nil
+}
+
+// removeOrphanManifests removes the manifests without a description among
+// byKey (a create interrupted before its description).
+func (s *ckStore) removeOrphanManifests(byKey map[string]map[string]bool) {
 	if rfd, err := unix.Openat(s.wsfd, ".", oDirRead|oCommon, 0); err == nil {
 		keys, _ := readDirents(rfd)
 		for _, k := range keys {
@@ -955,7 +971,6 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 		unix.Close(rfd)
 	}
-	return nil
 }
 
 // create captures w, commits the checkpoint and applies the limits.

@@ -10,11 +10,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // ckfEnv is an env with a store beside the roots (<tmp>/store).
@@ -483,3 +487,92 @@ func TestCheckpointLimitPrunesAutomaticFirst(t *testing.T) {
 }
 
 func sha256Sum(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// One damaged or oversized manifest does not jam the store: deletes and
+// creates at the count limit of other workspaces go on (before the fix
+// collection failed, with the damaged checkpoint's ID in the error), the
+// damaged checkpoint's objects are kept, and the warning names no host
+// path.
+func TestCheckpointDamagedManifestDoesNotJamStore(t *testing.T) {
+	for _, how := range []string{"garbage", "oversized"} {
+		t.Run(how, func(t *testing.T) {
+			var logs strings.Builder
+			var logMu sync.Mutex
+			e := ckfEnv(t, func(c *Config) {
+				c.Checkpoints.MaxPerWorkspace = 1
+				c.Logger = hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logs, mu: &logMu}, Level: hclog.Warn})
+			})
+			e.write("projects/b/x.bin", ckfRandom("b", 30_000))
+			cb, err := e.fs.CreateCheckpoint(bg, proj("b"), CheckpointOptions{})
+			must(t, err)
+			mp := ckfManifestPath(e, proj("b"), cb.ID)
+			if how == "garbage" {
+				must(t, os.WriteFile(mp, []byte("{not json"), 0o600))
+			} else {
+				must(t, os.Truncate(mp, maxManifestBytes+1)) // sparse
+			}
+			e.fs.ck.cacheMu.Lock()
+			e.fs.ck.manifests = nil
+			e.fs.ck.cacheMu.Unlock()
+			objects := func() int {
+				n := 0
+				filepath.WalkDir(filepath.Join(e.dir, "store", "objects"), func(p string, d fs.DirEntry, err error) error {
+					if err == nil && d.Type().IsRegular() {
+						n++
+					}
+					return nil
+				})
+				return n
+			}
+			kept := objects()
+
+			e.write("projects/a/a.txt", "A1")
+			ca, err := e.fs.CreateCheckpoint(bg, proj("a"), CheckpointOptions{})
+			must(t, err)
+			for i := range 3 { // at the count limit: each prunes the previous one
+				e.write("projects/a/a.txt", fmt.Sprintf("A%d", i+2))
+				if _, err := e.fs.CreateCheckpoint(bg, proj("a"), CheckpointOptions{}); err != nil {
+					t.Fatalf("create at the count limit: %v", err)
+				}
+			}
+			if _, err := e.fs.GetCheckpoint(bg, proj("a"), ca.ID); CodeOf(err) != CodeNotFound {
+				t.Fatalf("the count limit did not prune: %v", err)
+			}
+			l, err := e.fs.ListCheckpoints(bg, proj("a"))
+			must(t, err)
+			if err := e.fs.DeleteCheckpoint(bg, proj("a"), l[0].ID); err != nil {
+				if strings.Contains(err.Error(), cb.ID) {
+					t.Fatalf("the error names another workspace's checkpoint: %v", err)
+				}
+				t.Fatalf("delete: %v", err)
+			}
+			if got := objects(); got < kept {
+				t.Fatalf("objects %d < %d: the damaged checkpoint's objects were freed", got, kept)
+			}
+			// The damaged one refuses compare, and can be deleted.
+			_, err = e.fs.CompareCheckpoint(bg, proj("b"), cb.ID, "", "", false)
+			wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointConflict)
+			must(t, e.fs.DeleteCheckpoint(bg, proj("b"), cb.ID))
+			if got := objects(); got != 0 {
+				t.Fatalf("%d objects left after every checkpoint was deleted", got)
+			}
+			logMu.Lock()
+			out := logs.String()
+			logMu.Unlock()
+			if !strings.Contains(out, "frees nothing") || strings.Contains(out, e.dir) {
+				t.Fatalf("log: %q", out)
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
