@@ -58,6 +58,11 @@ type CheckpointConfig struct {
 	MaxTotalBytes int64
 	// MaxAge: older checkpoints are pruned. Default 30 days.
 	MaxAge time.Duration
+	// MaxEntries bounds the names one capture records (directories and
+	// files kept, plus names skipped): beyond it the capture fails with
+	// ResourceExhausted/CHECKPOINT_LIMIT and nothing of it is kept.
+	// Default 200,000.
+	MaxEntries int
 	// Automatic takes a checkpoint before every restore, every project
 	// delete and every recursive delete of a directory.
 	Automatic bool
@@ -68,6 +73,7 @@ const (
 	DefaultCheckpointsPerWorkspace = 20
 	DefaultCheckpointBytes         = 10 << 30
 	DefaultCheckpointAge           = 30 * 24 * time.Hour
+	DefaultCheckpointEntries       = 200000
 	maxLabelBytes                  = 200
 	maxOperatorBytes               = 256
 )

@@ -81,6 +81,9 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if c.MaxAge <= 0 {
 		c.MaxAge = DefaultCheckpointAge
 	}
+	if c.MaxEntries <= 0 {
+		c.MaxEntries = DefaultCheckpointEntries
+	}
 	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
 	// An existing store is checked now (a misplaced one fails the start);
 	// a missing one is created by the first checkpoint, so Open changes
@@ -511,8 +514,11 @@ func (m *ckMeta) checkpoint() Checkpoint {
 		Created: m.Created, Reason: m.Reason, Files: m.Files, Dirs: m.Dirs, Size: m.Size, Skipped: m.Skipped}
 }
 
-// maxManifestBytes bounds what is read back as one manifest.
-const maxManifestBytes = 512 << 20
+// maxManifestBytes bounds what is read back as one manifest, and a
+// capture whose manifest would be larger fails (CHECKPOINT_LIMIT), so
+// every manifest written can be read. 200,000 entries (the default
+// maxEntries) take about 50 MiB with paths of 100 bytes.
+const maxManifestBytes = 128 << 20
 
 // readSmall reads the regular single-link file name in dirfd (never a
 // symlink) of at most max bytes.
@@ -1047,6 +1053,9 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 	mb, err := json.Marshal(m)
 	if err != nil {
 		return errStore(err)
+	}
+	if len(mb) > maxManifestBytes {
+		return errCheckpointLimit("its list of entries is larger than a manifest may be (long paths); checkpoint a part of the workspace")
 	}
 	jb, err := json.Marshal(meta)
 	if err != nil {

@@ -636,3 +636,40 @@ func TestCheckpointManifestEncodingRoundTrip(t *testing.T) {
 		t.Fatal("ckManifest has a hand-written MarshalJSON again (STYLE.md: under 20%, the library stays)")
 	}
 }
+
+// A capture of more names than maxEntries fails with CHECKPOINT_LIMIT and
+// keeps nothing (no checkpoint, no object, no pack); at the limit it
+// works. Skipped names count too (they are held in memory as well).
+func TestCheckpointMaxEntries(t *testing.T) {
+	e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxEntries = 5 })
+	ws := proj("p")
+	// 4 names: d, d/big.bin (a loose object), d/a.txt, b.txt.
+	e.write("projects/p/d/big.bin", ckfRandom("big", 40_000))
+	e.write("projects/p/d/a.txt", "A")
+	e.write("projects/p/b.txt", "B")
+	e.mkdir("projects/p/node_modules") // skipped: the 5th name
+	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	must(t, err)
+	must(t, e.fs.DeleteCheckpoint(bg, ws, c.ID))
+	e.write("projects/p/c.txt", "C") // the 6th
+	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	if l, err := e.fs.ListCheckpoints(bg, ws); err != nil || len(l) != 0 {
+		t.Fatalf("a checkpoint over maxEntries was kept: %v %v", l, err)
+	}
+	if st, err := e.fs.CheckpointStats(); err != nil || st.Bytes != 0 {
+		t.Fatalf("stats = %+v, %v: bytes of the refused capture stayed", st, err)
+	}
+	for _, sub := range []string{"objects", "packs", "tmp"} {
+		n := 0
+		filepath.WalkDir(filepath.Join(e.dir, "store", sub), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+		if n != 0 {
+			t.Fatalf("%d files left in %s/ by the refused capture", n, sub)
+		}
+	}
+}

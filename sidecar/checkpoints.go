@@ -28,16 +28,20 @@ type CheckpointsConfig struct {
 	MaxPerWorkspace int    `yaml:"maxPerWorkspace"`
 	MaxTotalBytes   int64  `yaml:"maxTotalBytes"`
 	MaxAge          string `yaml:"maxAge"` // a Go duration, e.g. 720h
+	// MaxEntries bounds the names one checkpoint holds (a capture beyond
+	// it fails with CHECKPOINT_LIMIT, nothing kept).
+	MaxEntries int `yaml:"maxEntries"`
 }
 
 // DefaultCheckpointDirName is the store's name under the projects root
 // when services.checkpoints.dir is empty.
 const DefaultCheckpointDirName = ".agent-checkpoints"
 
-// DefaultCheckpointsConfig: on, automatic, 20 per workspace, 10 GiB, 30 days.
+// DefaultCheckpointsConfig: on, automatic, 20 per workspace, 10 GiB, 30
+// days, 200,000 entries per checkpoint.
 func DefaultCheckpointsConfig() CheckpointsConfig {
 	return CheckpointsConfig{Enabled: true, Automatic: true, MaxPerWorkspace: davfs.DefaultCheckpointsPerWorkspace,
-		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h"}
+		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h", MaxEntries: davfs.DefaultCheckpointEntries}
 }
 
 func (c CheckpointsConfig) validate(p ProjectConfig) error {
@@ -72,6 +76,9 @@ func (c CheckpointsConfig) validate(p ProjectConfig) error {
 	if c.MaxTotalBytes < 1 {
 		bad("maxTotalBytes", "must be at least 1 byte (got %d)", c.MaxTotalBytes)
 	}
+	if c.MaxEntries < 1 || c.MaxEntries > 10000000 {
+		bad("maxEntries", "must be between 1 and 10000000 (got %d)", c.MaxEntries)
+	}
 	if d, err := time.ParseDuration(c.MaxAge); err != nil || d <= 0 {
 		bad("maxAge", "must be a positive duration such as 720h (got %q)", c.MaxAge)
 	}
@@ -90,5 +97,5 @@ func (c CheckpointsConfig) davfs(p ProjectConfig) davfs.CheckpointConfig {
 		dir = filepath.Join(p.ProjectsRootDir, DefaultCheckpointDirName)
 	}
 	age, _ := time.ParseDuration(c.MaxAge)
-	return davfs.CheckpointConfig{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, Automatic: c.Automatic}
+	return davfs.CheckpointConfig{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, MaxEntries: c.MaxEntries, Automatic: c.Automatic}
 }

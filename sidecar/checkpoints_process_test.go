@@ -317,6 +317,8 @@ func TestCheckpointsConfig(t *testing.T) {
 		"services:\n  checkpoints:\n    dir: /home/node/.codex/ckpt\n":                            "services.checkpoints.dir: must not be inside codexHomeDir",
 		"services:\n  checkpoints:\n    dir: /data\n":                                             "services.checkpoints.dir: must not contain",
 		"services:\n  checkpoints:\n    maxAge: soon\n":                                           "services.checkpoints.maxAge",
+		"services:\n  checkpoints:\n    maxEntries: 0\n":                                          "services.checkpoints.maxEntries: must be between 1 and 10000000",
+		"services:\n  checkpoints:\n    maxEntries: 1000\n":                                       "",
 		"services:\n  checkpoints:\n    maxPerWorkspace: 0\n":                                     "services.checkpoints.maxPerWorkspace",
 		"services:\n  checkpoints:\n    unknownKey: 1\n":                                          "services.checkpoints.unknownKey: unknown key",
 		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints\n    maxAge: 1h\n": "",
