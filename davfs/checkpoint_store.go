@@ -94,7 +94,7 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 			return nil, fmt.Errorf("davfs: checkpoints dir: %w", err)
 		}
 	} else if errnoOf(err) != unix.ENOENT {
-		return nil, fmt.Errorf("davfs: checkpoints dir: %w", errStore(err))
+		return nil, fmt.Errorf("davfs: checkpoints dir: %w", errStoreOpen(err))
 	}
 	return s, nil
 }
@@ -125,6 +125,16 @@ func openDirNoFollow(path string, create bool) (int, error) {
 		fd = next
 	}
 	return fd, nil
+}
+
+// errStoreOpen tells a path that is not a plain chain of directories (a
+// symlink or a file on it) from other store errors.
+func errStoreOpen(err error) error {
+	if e := errnoOf(err); e == unix.ELOOP || e == unix.ENOTDIR {
+		return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, err,
+			"services.checkpoints.dir must be a directory whose path has no symlink and no file in it")
+	}
+	return errStore(err)
 }
 
 // storeMarker names the file that marks a directory as a checkpoint store
@@ -237,7 +247,7 @@ func (s *ckStore) open(f *FS) error {
 		fd, err = openDirNoFollow(s.path, true)
 	}
 	if err != nil {
-		return errStore(err)
+		return errStoreOpen(err)
 	}
 	if err := s.checkPlace(f, fd); err != nil {
 		unix.Close(fd)
