@@ -1228,7 +1228,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 				continue
 			}
 			if _, ok := hashes[r.meta]; !ok {
-				continue // damaged: removing it frees nothing known
+				continue // damaged, or holding no file: removing it frees nothing known
 			}
 			drop[r.meta] = true
 			for _, h := range hashes[r.meta] {
