@@ -38,9 +38,10 @@ import (
 // Limit: the store lives on the agent's volume (the agent can read and
 // delete it like anything else there). Objects are opened without following
 // a symlink, must be single-link regular files and are verified against
-// their SHA-256 name before a restore writes them; manifest paths are
-// validated again; so tampering can lose checkpoints but not make a
-// restore read or write anything outside the workspace.
+// their SHA-256 name before a restore writes them; a manifest is
+// validated whole when loaded (checkManifest), before anything uses it; so
+// tampering can lose checkpoints but not make a restore read or write
+// anything outside the workspace, panic, or stop half done.
 
 // CheckpointConfig is services.checkpoints.
 type CheckpointConfig struct {
@@ -57,6 +58,11 @@ type CheckpointConfig struct {
 	MaxTotalBytes int64
 	// MaxAge: older checkpoints are pruned. Default 30 days.
 	MaxAge time.Duration
+	// MaxEntries bounds the names one capture records (directories and
+	// files kept, plus names skipped): beyond it the capture fails with
+	// ResourceExhausted/CHECKPOINT_LIMIT and nothing of it is kept.
+	// Default 200,000.
+	MaxEntries int
 	// Automatic takes a checkpoint before every restore, every project
 	// delete and every recursive delete of a directory.
 	Automatic bool
@@ -67,6 +73,7 @@ const (
 	DefaultCheckpointsPerWorkspace = 20
 	DefaultCheckpointBytes         = 10 << 30
 	DefaultCheckpointAge           = 30 * 24 * time.Hour
+	DefaultCheckpointEntries       = 200000
 	maxLabelBytes                  = 200
 	maxOperatorBytes               = 256
 )
@@ -184,9 +191,10 @@ func (f *FS) CheckpointsEnabled() bool { return f.ck != nil }
 
 // CreateCheckpoint snapshots ws (or opts.Path in it) into the store. It
 // takes no mutation lock: the agent and other requests go on writing (see
-// the guarantees above). Afterwards the limits are applied, oldest first;
-// if the new checkpoint cannot fit even alone it is removed again and the
-// call fails with ResourceExhausted/CHECKPOINT_LIMIT.
+// the guarantees above). Afterwards the limits are applied, automatic
+// checkpoints before manual ones, oldest first; if the new checkpoint
+// cannot fit even with every removal planned, nothing else is removed, it
+// is removed again and the call fails with ResourceExhausted/CHECKPOINT_LIMIT.
 func (f *FS) CreateCheckpoint(ctx context.Context, ws Workspace, opts CheckpointOptions) (Checkpoint, error) {
 	if err := f.checkpointWorkspace(ws); err != nil {
 		return Checkpoint{}, err

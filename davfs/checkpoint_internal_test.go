@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// The hand-written manifest encoding reads back, through encoding/json,
-// as what it wrote, names with quotes, backslashes and control bytes included.
+// The manifest encoding (encoding/json's) reads back as what it wrote,
+// names with quotes, backslashes and control bytes included.
 func TestCheckpointManifestJSON(t *testing.T) {
 	m := &ckManifest{Version: 1, Entries: []ckEntry{
 		{Path: "a", Dir: true, Mode: 0o755, Mtime: 5},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"slices"
 	"strings"
@@ -146,6 +147,10 @@ func (s *scanner) dir(fd int, rel string, depth int) error {
 // entry records the name in pfd (rel in the workspace, depth segments).
 func (s *scanner) entry(pfd int, name, rel string, depth int) error {
 	f := s.f
+	if s.store != nil && len(s.out)+len(s.blocked) >= s.store.cfg.MaxEntries {
+		// Memory and the manifest stay bounded: the capture fails whole.
+		return errCheckpointLimit(fmt.Sprintf("it holds more than services.checkpoints.maxEntries (%d) names", s.store.cfg.MaxEntries))
+	}
 	if !f.visibleName(name) || depth > f.cfg.MaxPathDepth || len(rel) > f.cfg.MaxPathLength {
 		s.block(rel)
 		return nil

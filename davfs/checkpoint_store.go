@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +22,7 @@ import (
 // The checkpoint store: content-addressed, deduplicated, on the agent's
 // volume, reached only through fds held for its directories.
 //
+//	<dir>/CHECKPOINT-STORE      the marker (see claim)
 //	<dir>/objects/<h[:2]>/<h>   a file's bytes; h = hex SHA-256 of them
 //	<dir>/tmp/                  objects and manifests being written
 //	<dir>/ws/<key>/<id>.manifest  the entries of one checkpoint (JSON)
@@ -43,6 +44,7 @@ import (
 // Locking: gc is held shared by captures, compares, restores and lists,
 // exclusively by deletes and pruning (which remove objects).
 type ckStore struct {
+	fs        *FS // its path validation and logger
 	cfg       CheckpointConfig
 	path      string // host path (never logged or returned)
 	underRoot string // the name under the projects root, or ""
@@ -79,16 +81,129 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if c.MaxAge <= 0 {
 		c.MaxAge = DefaultCheckpointAge
 	}
-	s := &ckStore{cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
+	if c.MaxEntries <= 0 {
+		c.MaxEntries = DefaultCheckpointEntries
+	}
+	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
 	// An existing store is checked now (a misplaced one fails the start);
 	// a missing one is created by the first checkpoint, so Open changes
 	// nothing on disk.
-	if _, err := os.Lstat(s.path); err == nil {
+	if fd, err := openDirNoFollow(s.path, false); err == nil {
+		unix.Close(fd)
 		if err := s.open(f); err != nil {
 			return nil, fmt.Errorf("davfs: checkpoints dir: %w", err)
 		}
+	} else if errnoOf(err) != unix.ENOENT {
+		return nil, fmt.Errorf("davfs: checkpoints dir: %w", errStoreOpen(err))
 	}
 	return s, nil
+}
+
+// openDirNoFollow opens (O_PATH) the absolute directory path one
+// component at a time from "/", never following a symlink in any of them
+// (O_NOFOLLOW|O_DIRECTORY on each), and, when create is set, creating the
+// missing ones (0700). Its errors are bare errnos: they name no path.
+func openDirNoFollow(path string, create bool) (int, error) {
+	fd, err := unix.Open("/", oDirPath|oCommon, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, seg := range strings.Split(filepath.Clean(path), "/") {
+		if seg == "" {
+			continue
+		}
+		next, err := unix.Openat(fd, seg, oDirPath|oCommon, 0)
+		if err == unix.ENOENT && create {
+			if err = unix.Mkdirat(fd, seg, 0o700); err == nil || err == unix.EEXIST {
+				next, err = unix.Openat(fd, seg, oDirPath|oCommon, 0)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// errStoreOpen tells a path that is not a plain chain of directories (a
+// symlink or a file on it) from other store errors.
+func errStoreOpen(err error) error {
+	if e := errnoOf(err); e == unix.ELOOP || e == unix.ENOTDIR {
+		return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, err,
+			"services.checkpoints.dir must be a directory whose path has no symlink and no file in it")
+	}
+	return errStore(err)
+}
+
+// storeMarker names the file that marks a directory as a checkpoint store
+// this code created: an existing non-empty directory without it (and
+// without the layout of an older store) is never taken over, since opening
+// a store empties its tmp/ and collection empties objects/ and packs/.
+const storeMarker = "CHECKPOINT-STORE"
+
+const storeMarkerText = "agent workspace files: checkpoint store (docs/checkpoints.md); do not put anything else here\n"
+
+func errNotAStore() *Error {
+	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil,
+		"services.checkpoints.dir is an existing directory that is not a checkpoint store (it is not empty and has no store marker); choose an empty or new directory")
+}
+
+// claim checks that the store directory fd (O_PATH) is a store, or empty,
+// and writes the marker when it is missing: an empty directory becomes a
+// store, and so does a store of an older version without the marker,
+// recognised by holding nothing but its directories objects/, ws/, tmp/
+// (and packs/).
+func claim(fd int) error {
+	rfd, err := unix.Openat(fd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return errStore(err)
+	}
+	defer unix.Close(rfd)
+	ents, err := readDirents(rfd)
+	if err != nil {
+		return errStore(err)
+	}
+	layout := map[string]bool{"objects": false, "ws": false, "tmp": false, "packs": true}
+	legacy := len(ents) > 0
+	for _, d := range ents {
+		var st unix.Stat_t
+		if d.name == storeMarker {
+			if fstatat(rfd, d.name, &st) == nil && isType(&st, unix.S_IFREG) && st.Nlink == 1 {
+				return nil
+			}
+			return errNotAStore()
+		}
+		if _, ok := layout[d.name]; !ok || fstatat(rfd, d.name, &st) != nil || !isType(&st, unix.S_IFDIR) {
+			legacy = false
+			continue
+		}
+		layout[d.name] = true
+	}
+	for _, seen := range layout {
+		legacy = legacy && seen
+	}
+	if len(ents) > 0 && !legacy {
+		return errNotAStore()
+	}
+	mfd, err := unix.Openat(rfd, storeMarker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|oCommon, 0o600)
+	if err != nil {
+		return errStore(err)
+	}
+	_, werr := unix.Write(mfd, []byte(storeMarkerText))
+	if werr == nil {
+		werr = unix.Fsync(mfd)
+	}
+	unix.Close(mfd)
+	if werr != nil {
+		unix.Unlinkat(rfd, storeMarker, 0)
+		return errStore(werr)
+	}
+	if err := fsyncDir(rfd); err != nil {
+		return errStore(err)
+	}
+	return nil
 }
 
 func (s *ckStore) close() {
@@ -129,15 +244,16 @@ func (s *ckStore) open(f *FS) error {
 		}
 		fd, err = unix.Openat(f.projects.fd, s.underRoot, oDirPath|oCommon, 0)
 	} else {
-		if err = os.MkdirAll(s.path, 0o700); err != nil {
-			return errStore(err)
-		}
-		fd, err = unix.Open(s.path, oDirPath|oCommon, 0)
+		fd, err = openDirNoFollow(s.path, true)
 	}
 	if err != nil {
-		return errStore(err)
+		return errStoreOpen(err)
 	}
 	if err := s.checkPlace(f, fd); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	if err := claim(fd); err != nil {
 		unix.Close(fd)
 		return err
 	}
@@ -408,8 +524,11 @@ func (m *ckMeta) checkpoint() Checkpoint {
 		Created: m.Created, Reason: m.Reason, Files: m.Files, Dirs: m.Dirs, Size: m.Size, Skipped: m.Skipped}
 }
 
-// maxManifestBytes bounds what is read back as one manifest.
-const maxManifestBytes = 512 << 20
+// maxManifestBytes bounds what is read back as one manifest, and a
+// capture whose manifest would be larger fails (CHECKPOINT_LIMIT), so
+// every manifest written can be read. 200,000 entries (the default
+// maxEntries) take about 50 MiB with paths of 100 bytes.
+const maxManifestBytes = 128 << 20
 
 // readSmall reads the regular single-link file name in dirfd (never a
 // symlink) of at most max bytes.
@@ -502,9 +621,9 @@ func readMetaAt(dfd int, id string) (*ckMeta, error) {
 	return &m, nil
 }
 
-// readManifest returns a checkpoint's manifest, from the small cache of
-// recent ones when it is there (a manifest never changes once written).
-// Callers must not modify it.
+// readManifest returns a checkpoint's manifest, validated (see
+// checkManifest), from the small cache of recent ones when it is there (a
+// manifest never changes once written). Callers must not modify it.
 func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 	key := ckWorkspaceKey(ws) + "/" + id
 	if m := s.cached(key); m != nil {
@@ -515,7 +634,11 @@ func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 		return nil, errCheckpointNotFound(id)
 	}
 	defer unix.Close(dfd)
-	m, err := readManifestAt(dfd, id)
+	meta, err := readMetaAt(dfd, id)
+	if err != nil || meta.workspace() != ws {
+		return nil, errCheckpointNotFound(id)
+	}
+	m, err := s.loadManifest(dfd, meta)
 	if err == nil {
 		s.cache(key, m)
 	}
@@ -558,16 +681,109 @@ func (s *ckStore) uncache(key string) {
 	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == key })
 }
 
-func readManifestAt(dfd int, id string) (*ckManifest, error) {
-	b, err := readSmall(dfd, id+".manifest", maxManifestBytes)
+// errDamaged: a stored checkpoint that fails validation. Nothing has been
+// changed when it is returned; the checkpoint can only be deleted.
+func errDamaged(id string, cause error) *Error {
+	return newErr(CodeFailedPrecondition, ReasonCheckpointConflict, cause,
+		"checkpoint %q is damaged (its stored manifest is invalid); nothing was changed; delete it", id)
+}
+
+// loadManifest reads, decodes and validates the manifest of meta's
+// checkpoint in its ws/<key> directory dfd.
+func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
+	b, err := readSmall(dfd, meta.ID+".manifest", maxManifestBytes)
 	if err != nil {
-		return nil, errStore(err)
+		if errnoOf(err) == unix.ENOENT {
+			return nil, errDamaged(meta.ID, errors.New("manifest missing"))
+		}
+		if errnoOf(err) != 0 {
+			return nil, errStore(err)
+		}
+		return nil, errDamaged(meta.ID, err)
 	}
 	var m ckManifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, newErr(CodeInternal, ReasonInternal, err, "checkpoint %q is damaged", id)
+		return nil, errDamaged(meta.ID, errors.New("manifest is not valid JSON"))
+	}
+	if err := s.checkManifest(meta, &m); err != nil {
+		return nil, errDamaged(meta.ID, err)
 	}
 	return &m, nil
+}
+
+// checkManifest validates a decoded manifest before anything uses it, so
+// that a tampered store can only make a checkpoint unusable, never make a
+// restore panic or stop half done: the checkpoint's root and every path
+// must be a valid request path of its workspace (no empty, "." or ".."
+// segment, not absolute, no NUL, within the length and depth limits, no
+// denied or reserved name, inside GLOBAL's allowlist) inside the root;
+// the paths strictly sorted (so unique); every entry's parent, below the
+// root, a directory of the manifest; a file's hash 64 lower-case hex
+// digits, its pack reference a checkpoint ID with an offset that does
+// not overflow; sizes and offsets >= 0; modes permission bits only. The
+// causes it returns name no path (they reach logs as causes only).
+func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
+	f, ws := s.fs, meta.workspace()
+	if m.Version != 1 {
+		return errors.New("unknown manifest version")
+	}
+	valid := func(p string) error {
+		var buf [32]string
+		segs, err := f.splitPathBuf(p, buf[:0])
+		if err != nil {
+			return err
+		}
+		if ws.Scope == ScopeGlobal {
+			return checkGlobal(p, segs)
+		}
+		return nil
+	}
+	if meta.Root != "" {
+		if err := valid(meta.Root); err != nil {
+			return errors.New("invalid root")
+		}
+	}
+	dirs := make(map[string]struct{})
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		switch {
+		case e.Path == "":
+			return fmt.Errorf("entry %d: empty path", i)
+		case i > 0 && e.Path <= m.Entries[i-1].Path:
+			return fmt.Errorf("entry %d: paths not sorted or not unique", i)
+		case valid(e.Path) != nil:
+			return fmt.Errorf("entry %d: invalid path", i)
+		case !within(e.Path, meta.Root):
+			return fmt.Errorf("entry %d: outside the checkpoint's root", i)
+		case e.Mode&^0o7777 != 0:
+			return fmt.Errorf("entry %d: invalid mode", i)
+		case e.Size < 0 || e.Off < 0:
+			return fmt.Errorf("entry %d: negative size or offset", i)
+		}
+		if e.Path != meta.Root {
+			parent := ""
+			if j := strings.LastIndexByte(e.Path, '/'); j >= 0 {
+				parent = e.Path[:j]
+			}
+			if _, ok := dirs[parent]; !ok && parent != "" {
+				return fmt.Errorf("entry %d: its parent is not a directory of the checkpoint", i)
+			}
+		}
+		if e.Dir {
+			if e.Hash != "" || e.Pack != "" || e.Size != 0 {
+				return fmt.Errorf("entry %d: a directory with content", i)
+			}
+			dirs[e.Path] = struct{}{}
+			continue
+		}
+		if !validHash(e.Hash) {
+			return fmt.Errorf("entry %d: invalid hash", i)
+		}
+		if e.Pack != "" && (!checkpointIDRE.MatchString(e.Pack) || e.Off > math.MaxInt64-e.Size) {
+			return fmt.Errorf("entry %d: invalid pack reference", i)
+		}
+	}
+	return nil
 }
 
 // list returns ws's checkpoints, newest first.
@@ -682,7 +898,11 @@ func (s *ckStore) delete(f *FS, ws Workspace, id string) error {
 
 // collect removes every object no remaining checkpoint references and
 // every manifest without a description (refs: the checkpoints to keep, nil
-// to read them). It runs with gc held exclusively.
+// to read them). It runs with gc held exclusively. A manifest that cannot
+// be read or decoded (damaged, oversized) may name anything: that
+// collection then frees no object or pack, and the caller goes on (a
+// warning is logged; the checkpoint can be deleted, which frees them next
+// time). Its error is only the store's own (the ws/ listing).
 func (s *ckStore) collect(refs []ckRef) error {
 	if refs == nil {
 		var err error
@@ -693,16 +913,18 @@ func (s *ckStore) collect(refs []ckRef) error {
 	live := map[string]struct{}{}
 	livePacks := map[string]struct{}{}
 	byKey := map[string]map[string]bool{}
+	damaged := 0
 	for _, r := range refs {
-		dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
-		if err != nil {
-			return errStore(err)
+		if byKey[r.key] == nil {
+			byKey[r.key] = map[string]bool{}
 		}
-		m, err := readManifestAt(dfd, r.meta.ID)
-		unix.Close(dfd)
-		if err != nil {
-			// A damaged manifest must not free what it may still hold.
-			return err
+		byKey[r.key][r.meta.ID] = true
+		m, ok := s.rawManifest(r)
+		if !ok {
+			damaged++
+			s.fs.log.Warn("checkpoint store: a manifest cannot be read or decoded; this collection frees nothing",
+				"workspace_key", r.key, "checkpoint_id", r.meta.ID)
+			continue
 		}
 		for _, e := range m.Entries {
 			if e.Pack != "" {
@@ -711,10 +933,14 @@ func (s *ckStore) collect(refs []ckRef) error {
 				live[e.Hash] = struct{}{}
 			}
 		}
-		if byKey[r.key] == nil {
-			byKey[r.key] = map[string]bool{}
-		}
-		byKey[r.key][r.meta.ID] = true
+	}
+	if damaged > 0 {
+		var total int64
+		s.eachObject(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
+		s.eachPack(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
+		s.total.Store(total)
+		s.removeOrphanManifests(byKey)
+		return nil
 	}
 	var total int64
 	s.eachObject(func(dfd int, name string, st *unix.Stat_t) {
@@ -736,7 +962,13 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 	})
 	s.total.Store(total)
-	// Orphan manifests (a create interrupted before its description).
+	s.removeOrphanManifests(byKey)
+	return nil
+}
+
+// removeOrphanManifests removes the manifests without a description among
+// byKey (a create interrupted before its description).
+func (s *ckStore) removeOrphanManifests(byKey map[string]map[string]bool) {
 	if rfd, err := unix.Openat(s.wsfd, ".", oDirRead|oCommon, 0); err == nil {
 		keys, _ := readDirents(rfd)
 		for _, k := range keys {
@@ -754,7 +986,6 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 		unix.Close(rfd)
 	}
-	return nil
 }
 
 // create captures w, commits the checkpoint and applies the limits.
@@ -829,9 +1060,12 @@ func errCheckpointLimit(why string) *Error {
 
 // commit writes the manifest, then the description.
 func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
-	mb, err := m.MarshalJSON() // not json.Marshal: it would re-scan the output
+	mb, err := json.Marshal(m)
 	if err != nil {
 		return errStore(err)
+	}
+	if len(mb) > maxManifestBytes {
+		return errCheckpointLimit("its list of entries is larger than a manifest may be (long paths); checkpoint a part of the workspace")
 	}
 	jb, err := json.Marshal(meta)
 	if err != nil {
@@ -881,9 +1115,36 @@ func (s *ckStore) pruneAge(f *FS) {
 	}
 }
 
+// isAutomatic reports whether a checkpoint was taken by davfs itself
+// (before a restore or delete): those are pruned before manual ones.
+func (r ckRef) isAutomatic() bool { return r.meta.Reason != CheckpointManual }
+
+// rawManifest decodes r's manifest without validating its paths (what
+// collection and the byte plan need are the names of its objects). ok is
+// false when it cannot be read or decoded: it may then name anything.
+func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
+	dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(dfd)
+	b, err := readSmall(dfd, r.meta.ID+".manifest", maxManifestBytes)
+	if err != nil {
+		return nil, false
+	}
+	var m ckManifest
+	if json.Unmarshal(b, &m) != nil {
+		return nil, false
+	}
+	return &m, true
+}
+
 // enforce applies the count and byte limits after the checkpoint newID of
-// ws was committed: the oldest others go first; if the new one still does
-// not fit, it goes too and the create fails.
+// ws was committed. It plans first and removes after: automatic
+// checkpoints go before manual ones, the oldest first in each; a
+// checkpoint a restore reads never goes. If the new checkpoint does not
+// fit even with every planned removal, nothing else is removed: the new
+// one alone goes and the create fails.
 func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
@@ -892,173 +1153,107 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if err != nil {
 		return errStore(err)
 	}
-	// Oldest first (IDs sort by time).
-	slices.SortFunc(refs, func(a, b ckRef) int { return strings.Compare(a.meta.ID, b.meta.ID) })
-	var removed bool
+	// Eviction order: automatic first, then oldest first (IDs sort by time).
+	slices.SortFunc(refs, func(a, b ckRef) int {
+		if x, y := a.isAutomatic(), b.isAutomatic(); x != y {
+			if x {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.meta.ID, b.meta.ID)
+	})
+	evictable := func(r ckRef) bool { return r.meta.ID != newID && !s.isBusy(r.meta.ID) }
+	drop := map[*ckMeta]bool{}
 	n := 0
 	for _, r := range refs {
 		if r.key == key {
 			n++
 		}
 	}
-	keep := refs[:0:0]
 	for _, r := range refs {
-		if n > s.cfg.MaxPerWorkspace && r.key == key && r.meta.ID != newID && !s.isBusy(r.meta.ID) {
-			if s.remove(r.key, r.meta.ID) == nil {
-				n--
-				removed = true
+		if n > s.cfg.MaxPerWorkspace && r.key == key && evictable(r) {
+			drop[r.meta] = true
+			n--
+		}
+	}
+	fits := true
+	if s.total.Load() > s.cfg.MaxTotalBytes {
+		// Over the byte limit: plan further removals on reference counts
+		// over what the count limit keeps.
+		counts := map[string]int{}
+		sizes := map[string]int64{}
+		hashes := map[*ckMeta][]string{}
+		unknown := false
+		for _, r := range refs {
+			if drop[r.meta] {
 				continue
 			}
+			m, ok := s.rawManifest(r)
+			if !ok {
+				unknown = true // what it holds, and so what can be freed, is unknown
+				continue
+			}
+			seen := map[string]bool{}
+			for _, e := range m.Entries {
+				k, size := e.Hash, e.Size
+				if e.Pack != "" {
+					k = "pack:" + e.Pack
+					if known, ok := sizes[k]; ok {
+						size = known
+					} else {
+						var st unix.Stat_t
+						if checkpointIDRE.MatchString(e.Pack) && fstatat(s.packfd, e.Pack+".pack", &st) == nil {
+							size = st.Size
+						}
+					}
+				}
+				if k != "" && !seen[k] {
+					seen[k] = true
+					counts[k]++
+					sizes[k] = size
+					hashes[r.meta] = append(hashes[r.meta], k)
+				}
+			}
+		}
+		var total int64
+		for h := range counts {
+			total += sizes[h]
+		}
+		for _, r := range refs {
+			if total <= s.cfg.MaxTotalBytes {
+				break
+			}
+			if drop[r.meta] || !evictable(r) {
+				continue
+			}
+			if _, ok := hashes[r.meta]; !ok {
+				continue // damaged, or holding no file: removing it frees nothing known
+			}
+			drop[r.meta] = true
+			for _, h := range hashes[r.meta] {
+				if counts[h]--; counts[h] == 0 {
+					total -= sizes[h]
+				}
+			}
+		}
+		fits = !unknown && total <= s.cfg.MaxTotalBytes
+	}
+	if !fits {
+		// Nothing else goes: only the new checkpoint, and what only it stored.
+		s.remove(key, newID)
+		s.collect(nil)
+		return errCheckpointLimit("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned")
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	keep := refs[:0:0]
+	for _, r := range refs {
+		if drop[r.meta] && s.remove(r.key, r.meta.ID) == nil {
+			continue
 		}
 		keep = append(keep, r)
 	}
-	if removed {
-		if err := s.collect(keep); err != nil {
-			return err
-		}
-	}
-	if s.total.Load() <= s.cfg.MaxTotalBytes {
-		return nil
-	}
-	// Over the byte limit: plan the removals on reference counts.
-	counts := map[string]int{}
-	sizes := map[string]int64{}
-	hashes := map[string][]string{}
-	for _, r := range keep {
-		dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
-		if err != nil {
-			return errStore(err)
-		}
-		m, err := readManifestAt(dfd, r.meta.ID)
-		unix.Close(dfd)
-		if err != nil {
-			return err
-		}
-		seen := map[string]bool{}
-		for _, e := range m.Entries {
-			k, size := e.Hash, e.Size
-			if e.Pack != "" {
-				k = "pack:" + e.Pack
-				if known, ok := sizes[k]; ok {
-					size = known
-				} else {
-					var st unix.Stat_t
-					if fstatat(s.packfd, e.Pack+".pack", &st) == nil {
-						size = st.Size
-					}
-				}
-			}
-			if k != "" && !seen[k] {
-				seen[k] = true
-				counts[k]++
-				sizes[k] = size
-				hashes[r.meta.ID] = append(hashes[r.meta.ID], k)
-			}
-		}
-	}
-	var total int64
-	for h := range counts {
-		total += sizes[h]
-	}
-	drop := func(r ckRef) {
-		for _, h := range hashes[r.meta.ID] {
-			if counts[h]--; counts[h] == 0 {
-				total -= sizes[h]
-			}
-		}
-	}
-	final := keep[:0:0]
-	for _, r := range keep {
-		if total > s.cfg.MaxTotalBytes && r.meta.ID != newID && !s.isBusy(r.meta.ID) {
-			drop(r)
-			s.remove(r.key, r.meta.ID)
-			continue
-		}
-		final = append(final, r)
-	}
-	fits := total <= s.cfg.MaxTotalBytes
-	if !fits {
-		s.remove(key, newID)
-		final = slices.DeleteFunc(final, func(r ckRef) bool { return r.meta.ID == newID })
-	}
-	if err := s.collect(final); err != nil {
-		return err
-	}
-	if !fits {
-		return errCheckpointLimit("it is larger than services.checkpoints.maxTotalBytes")
-	}
-	return nil
-}
-
-// MarshalJSON writes the manifest as encoding/json would (the same field
-// names; read back with encoding/json), without reflection: for a
-// 10,000-file tree it is a fifth of a second checkpoint's time otherwise.
-func (m *ckManifest) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 64+len(m.Entries)*160)
-	b = append(b, `{"version":`...)
-	b = strconv.AppendInt(b, int64(m.Version), 10)
-	b = append(b, `,"entries":[`...)
-	for i := range m.Entries {
-		e := &m.Entries[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"p":`...)
-		b = appendJSONString(b, e.Path)
-		if e.Dir {
-			b = append(b, `,"d":true`...)
-		}
-		b = append(b, `,"m":`...)
-		b = strconv.AppendUint(b, uint64(e.Mode), 10)
-		num := func(key string, v int64) {
-			if v != 0 {
-				b = append(b, key...)
-				b = strconv.AppendInt(b, v, 10)
-			}
-		}
-		num(`,"s":`, e.Size)
-		if e.Hash != "" {
-			b = append(b, `,"h":`...)
-			b = appendJSONString(b, e.Hash)
-		}
-		num(`,"t":`, e.Mtime)
-		if e.Dev != 0 {
-			b = append(b, `,"dv":`...)
-			b = strconv.AppendUint(b, e.Dev, 10)
-		}
-		if e.Ino != 0 {
-			b = append(b, `,"i":`...)
-			b = strconv.AppendUint(b, e.Ino, 10)
-		}
-		num(`,"c":`, e.Ctime)
-		if e.Key {
-			b = append(b, `,"k":true`...)
-		}
-		if e.Pack != "" {
-			b = append(b, `,"pk":`...)
-			b = appendJSONString(b, e.Pack)
-		}
-		num(`,"o":`, e.Off)
-		b = append(b, '}')
-	}
-	return append(b, "]}"...), nil
-}
-
-// appendJSONString appends s (valid UTF-8: davfs only records visible
-// names) as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	const hexd = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
+	return s.collect(keep)
 }

@@ -17,7 +17,8 @@ type CheckpointsConfig struct {
 	Enabled bool `yaml:"enabled"`
 	// Dir is the store's absolute path. Empty: <projectsRootDir>/.agent-checkpoints,
 	// on the projects volume; that name is then denied (never a Project,
-	// never listed). Elsewhere it must be outside every project and CODEX_HOME.
+	// never listed). It is the only direct child of projectsRootDir allowed;
+	// elsewhere it must be outside every project and CODEX_HOME.
 	Dir string `yaml:"dir"`
 	// Automatic: a checkpoint before every restore, project delete and
 	// recursive delete.
@@ -27,16 +28,20 @@ type CheckpointsConfig struct {
 	MaxPerWorkspace int    `yaml:"maxPerWorkspace"`
 	MaxTotalBytes   int64  `yaml:"maxTotalBytes"`
 	MaxAge          string `yaml:"maxAge"` // a Go duration, e.g. 720h
+	// MaxEntries bounds the names one checkpoint holds (a capture beyond
+	// it fails with CHECKPOINT_LIMIT, nothing kept).
+	MaxEntries int `yaml:"maxEntries"`
 }
 
 // DefaultCheckpointDirName is the store's name under the projects root
 // when services.checkpoints.dir is empty.
 const DefaultCheckpointDirName = ".agent-checkpoints"
 
-// DefaultCheckpointsConfig: on, automatic, 20 per workspace, 10 GiB, 30 days.
+// DefaultCheckpointsConfig: on, automatic, 20 per workspace, 10 GiB, 30
+// days, 200,000 entries per checkpoint.
 func DefaultCheckpointsConfig() CheckpointsConfig {
 	return CheckpointsConfig{Enabled: true, Automatic: true, MaxPerWorkspace: davfs.DefaultCheckpointsPerWorkspace,
-		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h"}
+		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h", MaxEntries: davfs.DefaultCheckpointEntries}
 }
 
 func (c CheckpointsConfig) validate(p ProjectConfig) error {
@@ -52,8 +57,12 @@ func (c CheckpointsConfig) validate(p ProjectConfig) error {
 			bad("dir", "must be an absolute path (got %q)", c.Dir)
 		case d == "/":
 			bad("dir", "must not be the file system root")
+		case p.ProjectsRootDir != "" && filepath.Dir(d) == filepath.Clean(p.ProjectsRootDir) && filepath.Base(d) != DefaultCheckpointDirName:
+			// Any other name there is, or can become, a project, whose
+			// files the store would then sweep and collect.
+			bad("dir", "a direct child of projectsRootDir must be named %s (any other name can be a project)", DefaultCheckpointDirName)
 		case p.ProjectsRootDir != "" && filepath.Dir(d) != filepath.Clean(p.ProjectsRootDir) && within(d, filepath.Clean(p.ProjectsRootDir)):
-			bad("dir", "must not be inside a project (a direct child of projectsRootDir is allowed)")
+			bad("dir", "must not be inside a project (only projectsRootDir/%s is allowed there)", DefaultCheckpointDirName)
 		case p.CodexHomeDir != "" && within(d, filepath.Clean(p.CodexHomeDir)):
 			bad("dir", "must not be inside codexHomeDir")
 		case p.ProjectsRootDir != "" && within(filepath.Clean(p.ProjectsRootDir), d),
@@ -66,6 +75,9 @@ func (c CheckpointsConfig) validate(p ProjectConfig) error {
 	}
 	if c.MaxTotalBytes < 1 {
 		bad("maxTotalBytes", "must be at least 1 byte (got %d)", c.MaxTotalBytes)
+	}
+	if c.MaxEntries < 1 || c.MaxEntries > 10000000 {
+		bad("maxEntries", "must be between 1 and 10000000 (got %d)", c.MaxEntries)
 	}
 	if d, err := time.ParseDuration(c.MaxAge); err != nil || d <= 0 {
 		bad("maxAge", "must be a positive duration such as 720h (got %q)", c.MaxAge)
@@ -85,5 +97,5 @@ func (c CheckpointsConfig) davfs(p ProjectConfig) davfs.CheckpointConfig {
 		dir = filepath.Join(p.ProjectsRootDir, DefaultCheckpointDirName)
 	}
 	age, _ := time.ParseDuration(c.MaxAge)
-	return davfs.CheckpointConfig{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, Automatic: c.Automatic}
+	return davfs.CheckpointConfig{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, MaxEntries: c.MaxEntries, Automatic: c.Automatic}
 }

@@ -312,14 +312,20 @@ func TestCheckpointBeforeWebDAVDelete(t *testing.T) {
 
 func TestCheckpointsConfig(t *testing.T) {
 	cases := map[string]string{
-		"services:\n  checkpoints:\n    dir: relative/path\n":                        "services.checkpoints.dir: must be an absolute path",
-		"services:\n  checkpoints:\n    dir: /data/projects/p/deep\n":                "services.checkpoints.dir: must not be inside a project",
-		"services:\n  checkpoints:\n    dir: /home/node/.codex/ckpt\n":               "services.checkpoints.dir: must not be inside codexHomeDir",
-		"services:\n  checkpoints:\n    dir: /data\n":                                "services.checkpoints.dir: must not contain",
-		"services:\n  checkpoints:\n    maxAge: soon\n":                              "services.checkpoints.maxAge",
-		"services:\n  checkpoints:\n    maxPerWorkspace: 0\n":                        "services.checkpoints.maxPerWorkspace",
-		"services:\n  checkpoints:\n    unknownKey: 1\n":                             "services.checkpoints.unknownKey: unknown key",
-		"services:\n  checkpoints:\n    dir: /data/projects/.ckpt\n    maxAge: 1h\n": "",
+		"services:\n  checkpoints:\n    dir: relative/path\n":                                     "services.checkpoints.dir: must be an absolute path",
+		"services:\n  checkpoints:\n    dir: /data/projects/p/deep\n":                             "services.checkpoints.dir: must not be inside a project",
+		"services:\n  checkpoints:\n    dir: /home/node/.codex/ckpt\n":                            "services.checkpoints.dir: must not be inside codexHomeDir",
+		"services:\n  checkpoints:\n    dir: /data\n":                                             "services.checkpoints.dir: must not contain",
+		"services:\n  checkpoints:\n    maxAge: soon\n":                                           "services.checkpoints.maxAge",
+		"services:\n  checkpoints:\n    maxEntries: 0\n":                                          "services.checkpoints.maxEntries: must be between 1 and 10000000",
+		"services:\n  checkpoints:\n    maxEntries: 1000\n":                                       "",
+		"services:\n  checkpoints:\n    maxPerWorkspace: 0\n":                                     "services.checkpoints.maxPerWorkspace",
+		"services:\n  checkpoints:\n    unknownKey: 1\n":                                          "services.checkpoints.unknownKey: unknown key",
+		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints\n    maxAge: 1h\n": "",
+		// A direct child of the projects root other than the default name
+		// is, or can become, a project (opening the store would sweep it).
+		"services:\n  checkpoints:\n    dir: /data/projects/.ckpt\n": "services.checkpoints.dir: a direct child of projectsRootDir must be named .agent-checkpoints",
+		"services:\n  checkpoints:\n    dir: /data/projects/q\n":     "services.checkpoints.dir: a direct child of projectsRootDir must be named .agent-checkpoints",
 	}
 	for in, want := range cases {
 		cfg, err := sidecar.ParseConfig([]byte(in))
