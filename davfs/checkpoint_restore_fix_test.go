@@ -1,0 +1,122 @@
+package davfs
+
+// Review fixes of checkpoint restore and compare (issue #15): a write
+// landing between the undo checkpoint and the restore is never lost; an
+// in-place write after the live comparison is never overwritten or
+// removed.
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func ckFixEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnv(t, func(c *Config) {
+		c.Checkpoints = CheckpointConfig{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store"), Automatic: true}
+	})
+}
+
+// setRestoreHook runs fn once at stage of the next restore. Not parallel:
+// the hook is a package variable.
+func setRestoreHook(t *testing.T, stage string, fn func()) {
+	t.Helper()
+	done := false
+	restoreTestHook = func(s string) {
+		if s == stage && !done {
+			done = true
+			fn()
+		}
+	}
+	t.Cleanup(func() { restoreTestHook = nil })
+}
+
+// inPlace rewrites an existing file without replacing its inode.
+func inPlace(t *testing.T, p, content string) {
+	t.Helper()
+	before, err := os.Stat(p)
+	must(t, err)
+	must(t, os.WriteFile(p, []byte(content), 0o644))
+	after, err := os.Stat(p)
+	must(t, err)
+	if !os.SameFile(before, after) {
+		t.Fatal("the write replaced the file; it must be in place")
+	}
+}
+
+func TestCheckpointRestoreWriteAfterUndo(t *testing.T) {
+	for _, tc := range []struct{ name, file string }{
+		{"replaced", "a.txt"}, // modified since the checkpoint: a restore rewrites it
+		{"removed", "n.txt"},  // added since the checkpoint: a restore removes it
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := ckFixEnv(t)
+			ws := proj("p")
+			e.write("projects/p/a.txt", "v1\n")
+			e.write("projects/p/b.txt", "keep\n")
+			c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+			must(t, err)
+			e.write("projects/p/a.txt", "v2 of the agent\n")
+			e.write("projects/p/n.txt", "new\n")
+			p := filepath.Join(e.projects, "p", tc.file)
+			// After the undo checkpoint was taken, before the restore
+			// looks: the agent writes again, in place.
+			setRestoreHook(t, "undo-taken", func() { inPlace(t, p, "v3, written after the undo checkpoint\n") })
+			_, err = e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{})
+			wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+			if got := e.read("projects/p/" + tc.file); got != "v3, written after the undo checkpoint\n" {
+				t.Fatalf("%s was changed by the refused restore", tc.file)
+			}
+			other := map[string]string{"a.txt": "v2 of the agent\n", "n.txt": "new\n", "b.txt": "keep\n"}
+			delete(other, tc.file)
+			for name, want := range other {
+				if got := e.read("projects/p/" + name); got != want {
+					t.Fatalf("%s was changed by the refused restore", name)
+				}
+			}
+			// The refused restore's undo checkpoint is gone again.
+			cs, err := e.fs.ListCheckpoints(bg, ws)
+			must(t, err)
+			if len(cs) != 1 {
+				t.Fatalf("%d checkpoints after a refused restore, want 1", len(cs))
+			}
+			e.checkCanaries()
+		})
+	}
+}
+
+func TestCheckpointRestoreInPlaceWriteBeforeApply(t *testing.T) {
+	for _, tc := range []struct{ name, file string }{
+		{"replaced", "a.txt"},
+		{"removed", "n.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := ckFixEnv(t)
+			ws := proj("p")
+			e.write("projects/p/a.txt", "v1\n")
+			c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+			must(t, err)
+			if tc.file == "a.txt" {
+				e.write("projects/p/a.txt", "v2 of the agent\n")
+			} else {
+				e.write("projects/p/n.txt", "new\n")
+			}
+			cmp, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "", false)
+			must(t, err)
+			if len(cmp.Changes) != 1 {
+				t.Fatalf("%d changes, want 1", len(cmp.Changes))
+			}
+			p := filepath.Join(e.projects, "p", tc.file)
+			// Under the lock, after every check: the agent (which takes no
+			// lock) writes the file in place.
+			setRestoreHook(t, "verified", func() { inPlace(t, p, "v3, written during the restore\n") })
+			_, err = e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{PlanToken: cmp.PlanToken})
+			wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+			if got := e.read("projects/p/" + tc.file); got != "v3, written during the restore\n" {
+				t.Fatalf("the in-place write to %s was lost", tc.file)
+			}
+			e.checkCanaries()
+		})
+	}
+}
