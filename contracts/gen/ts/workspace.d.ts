@@ -285,6 +285,7 @@ export interface components {
         v1CheckpointManagementServiceRestoreCheckpointBody: {
             workspace: components["schemas"]["v1WorkspaceRef"];
             path?: string;
+            /** @description Required: the plan_token of a comparison of this path (400 without). */
             plan_token?: string;
         };
         /**

@@ -1,7 +1,7 @@
 // Pure helpers of the Checkpoints panel (views/checkpoints.ts): labels for
 // reasons and change kinds, the parts of a comparison a restore of one
 // path changes, and a unified diff split into classified lines.
-import type { Checkpoint, CheckpointChange } from '../api/checkpoints';
+import type { Checkpoint, CheckpointChange, CompareResponse } from '../api/checkpoints';
 
 export function reasonLabel(c: Checkpoint): string {
   switch (c.reason) {
@@ -46,6 +46,24 @@ export function within(p: string, path: string): boolean {
 /** The changes a restore of path would make. */
 export function changesUnder(changes: CheckpointChange[], path: string): CheckpointChange[] {
   return changes.filter((c) => within(c.path ?? '', path));
+}
+
+/** What the confirmation of a restore shows, from a fresh comparison of
+ * exactly the path restored: the first max changes, how many there are in
+ * all (total_changes: a truncated comparison lists fewer) and the plan
+ * token the restore must send. */
+export interface RestorePlan {
+  shown: CheckpointChange[];
+  total: number;
+  more: number;
+  token: string;
+}
+
+export function restorePlan(result: CompareResponse, max = 30): RestorePlan {
+  const changes = result.changes ?? [];
+  const total = Math.max(Number(result.total_changes ?? 0), changes.length);
+  const shown = changes.slice(0, max);
+  return { shown, total, more: total - shown.length, token: result.plan_token ?? '' };
 }
 
 export type DiffLineKind = 'add' | 'del' | 'hunk' | 'head' | 'ctx' | 'note';

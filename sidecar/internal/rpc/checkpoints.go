@@ -89,6 +89,11 @@ func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspac
 	if req.GetCheckpointId() == "" {
 		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
 	}
+	// A restore changes exactly what the operator was shown: the plan of a
+	// comparison of the same path, checked again under the lock.
+	if req.GetPlanToken() == "" {
+		return nil, invalid(davfs.ReasonInvalidArgument, "plan_token is required: compare the checkpoint with the current state at this path first and pass its plan_token")
+	}
 	r, err := s.fs.RestoreCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetPath(), davfs.RestoreOptions{PlanToken: req.GetPlanToken()})
 	if err != nil {
 		return nil, err
