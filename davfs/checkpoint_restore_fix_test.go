@@ -6,8 +6,10 @@ package davfs
 // removed.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -118,5 +120,68 @@ func TestCheckpointRestoreInPlaceWriteBeforeApply(t *testing.T) {
 			}
 			e.checkCanaries()
 		})
+	}
+}
+
+// textOf is size bytes of numbered lines, each ending in tag.
+func textOf(size int, tag string) string {
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "line %07d %s\n", i, tag)
+	}
+	return b.String()[:size]
+}
+
+// A file rewritten whole has a diff about twice its size: a diff is
+// included only if it fits in what is left of the budget, so the diffs of
+// one comparison never exceed it, and a diff larger than the whole budget
+// is TooLarge. The compare itself succeeds and lists every file.
+func TestCheckpointCompareDiffBudget(t *testing.T) {
+	e := ckFixEnv(t)
+	ws := proj("p")
+	big := int(DefaultMaxEditableFileSize) // 1 MiB, the editable limit
+	e.write("projects/p/big.txt", textOf(big, "old"))
+	for i := range 2 {
+		e.write(fmt.Sprintf("projects/p/mid%d.txt", i), textOf(300<<10, "old"))
+	}
+	e.write("projects/p/small.txt", "one\n")
+	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	must(t, err)
+	e.write("projects/p/big.txt", textOf(big, "new"))
+	for i := range 2 {
+		e.write(fmt.Sprintf("projects/p/mid%d.txt", i), textOf(300<<10, "new"))
+	}
+	e.write("projects/p/small.txt", "two\n")
+	cmp, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "", true)
+	must(t, err)
+	states := map[string]DiffState{}
+	total := 0
+	for _, ch := range cmp.Changes {
+		states[ch.Path] = ch.DiffState
+		total += len(ch.Diff)
+		if (ch.DiffState == DiffIncluded) != (ch.Diff != "") {
+			t.Errorf("%s: state %v with %d diff bytes", ch.Path, ch.DiffState, len(ch.Diff))
+		}
+	}
+	if len(cmp.Changes) != 4 {
+		t.Fatalf("%d changes, want 4", len(cmp.Changes))
+	}
+	if states["big.txt"] != DiffTooLarge {
+		t.Errorf("big.txt: diff state %v, want TooLarge (its diff is larger than the whole budget)", states["big.txt"])
+	}
+	if states["mid0.txt"] != DiffIncluded || states["mid1.txt"] != DiffOverBudget {
+		t.Errorf("mid0/mid1: %v/%v, want the first included and the next over the budget", states["mid0.txt"], states["mid1.txt"])
+	}
+	if states["small.txt"] != DiffIncluded {
+		t.Errorf("small.txt: %v, want included (it still fits)", states["small.txt"])
+	}
+	if total > diffBudget {
+		t.Fatalf("%d bytes of diffs, above the budget of %d", total, diffBudget)
+	}
+	// Compared alone, a file over the budget gets its diff.
+	one, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "mid1.txt", true)
+	must(t, err)
+	if len(one.Changes) != 1 || one.Changes[0].DiffState != DiffIncluded {
+		t.Fatalf("mid1.txt alone: %+v", one.Changes)
 	}
 }

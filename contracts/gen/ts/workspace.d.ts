@@ -321,7 +321,10 @@ export interface components {
         v1DeleteProjectResponse: Record<string, never>;
         /**
          * @description - DIFF_STATE_UNSPECIFIED: No diff was asked for.
-         *      - DIFF_STATE_OVER_BUDGET: The comparison's diff budget is spent: compare this path alone.
+         *      - DIFF_STATE_TOO_LARGE: Either side is above the editable limit, or the diff alone is larger
+         *     than a comparison's whole diff budget (1 MiB).
+         *      - DIFF_STATE_OVER_BUDGET: What is left of the comparison's diff budget is too small for this
+         *     diff: compare this path alone.
          *      - DIFF_STATE_UNAVAILABLE: A directory, a change of mode only, or a side that cannot be read.
          * @default DIFF_STATE_UNSPECIFIED
          * @enum {string}

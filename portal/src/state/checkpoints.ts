@@ -95,9 +95,9 @@ export function diffStateText(ch: CheckpointChange): string {
     case 'DIFF_STATE_NOT_TEXT':
       return 'Not a text file: no diff is shown.';
     case 'DIFF_STATE_TOO_LARGE':
-      return 'Larger than the editable limit: no diff is shown.';
+      return 'Too large for a diff (a side above the editable limit, or the diff itself too long): no diff is shown.';
     case 'DIFF_STATE_OVER_BUDGET':
-      return 'Too many changes to show every diff: compare this file alone.';
+      return 'Too many changes to show every diff here: compare this file alone.';
     case 'DIFF_STATE_UNAVAILABLE':
       return ch.type === 'ENTRY_TYPE_DIRECTORY' ? 'A folder.' : 'Only the permissions changed, or a side cannot be read.';
   }

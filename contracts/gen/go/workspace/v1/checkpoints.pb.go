@@ -156,8 +156,11 @@ const (
 	DiffState_DIFF_STATE_UNSPECIFIED DiffState = 0
 	DiffState_DIFF_STATE_INCLUDED    DiffState = 1
 	DiffState_DIFF_STATE_NOT_TEXT    DiffState = 2
-	DiffState_DIFF_STATE_TOO_LARGE   DiffState = 3
-	// The comparison's diff budget is spent: compare this path alone.
+	// Either side is above the editable limit, or the diff alone is larger
+	// than a comparison's whole diff budget (1 MiB).
+	DiffState_DIFF_STATE_TOO_LARGE DiffState = 3
+	// What is left of the comparison's diff budget is too small for this
+	// diff: compare this path alone.
 	DiffState_DIFF_STATE_OVER_BUDGET DiffState = 4
 	// A directory, a change of mode only, or a side that cannot be read.
 	DiffState_DIFF_STATE_UNAVAILABLE DiffState = 5
