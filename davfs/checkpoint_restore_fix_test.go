@@ -6,11 +6,17 @@ package davfs
 // removed.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -228,4 +234,96 @@ func TestCheckpointPackDirSynced(t *testing.T) {
 	if len(cs) != 1 {
 		t.Fatalf("%d checkpoints, want 1", len(cs))
 	}
+}
+
+// TestCheckpointWriterRunning's in-place variant: the writer rewrites each
+// file in place (one pwrite at offset 0, no rename, no truncation), every
+// version longer than the last, so the file is one whole version at every
+// moment outside the write itself and every write changes the size (the
+// case the capture's fstat check covers; docs/checkpoints.md names the
+// limit of same-size writes within one time stamp tick). Every captured
+// file must be one whole version, never a mix of two.
+func TestCheckpointWriterRunningInPlace(t *testing.T) {
+	e := ckFixEnv(t)
+	ws := proj("w")
+	dir := filepath.Join(e.projects, "w")
+	must(t, os.MkdirAll(dir, 0o755))
+	const files = 20
+	const maxSize = 4000 // one page: a write is one copy into the page cache
+	size := func(n int) int { return 64 + n/files }
+	version := func(n int) []byte {
+		head := fmt.Sprintf("v%d:", n)
+		return []byte(head + strings.Repeat(string(rune('a'+n%26)), size(n)-len(head)-1) + "\n")
+	}
+	for i := range files {
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d", i)), version(i), 0o644))
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var writes atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := files; !stop.Load() && size(n) <= maxSize; n++ {
+			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("f%02d", n%files)), os.O_WRONLY, 0)
+			if err != nil {
+				continue
+			}
+			f.WriteAt(version(n), 0)
+			f.Close()
+			writes.Add(1)
+		}
+	}()
+	var ids []string
+	for range 8 {
+		c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+		if err != nil {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if writes.Load() == 0 {
+		t.Fatal("the writer wrote nothing")
+	}
+	whole := regexp.MustCompile(`^v(\d+):([a-z])+\n$`)
+	captured := 0
+	for _, id := range ids {
+		e.fs.ck.gc.RLock()
+		man, err := e.fs.ck.readManifest(ws, id)
+		e.fs.ck.gc.RUnlock()
+		must(t, err)
+		for i := range man.Entries {
+			en := &man.Entries[i]
+			if en.Dir {
+				continue
+			}
+			r, err := e.fs.ck.openObject(en)
+			must(t, err)
+			b, err := io.ReadAll(r)
+			r.Close()
+			must(t, err)
+			m := whole.FindSubmatch(b)
+			if m == nil {
+				t.Fatalf("checkpoint %s: %s is not one whole version (%d bytes)", id, en.Path, len(b))
+			}
+			n, _ := strconv.Atoi(string(m[1]))
+			if n%files != atoiSuffix(en.Path) || !bytes.Equal(b, version(n)) {
+				t.Fatalf("checkpoint %s: %s is torn (v%d, %d bytes)", id, en.Path, n, len(b))
+			}
+			captured++
+		}
+	}
+	if captured == 0 {
+		t.Fatal("no file was captured")
+	}
+}
+
+// atoiSuffix is the number in a name "fNN".
+func atoiSuffix(name string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(name, "f"))
+	return n
 }
