@@ -30,8 +30,8 @@ const (
 	DiffNotRequested DiffState = iota
 	DiffIncluded
 	DiffNotText     // binary or not UTF-8 on either side
-	DiffTooLarge    // either side above the editable limit
-	DiffOverBudget  // the comparison's diff budget is spent; compare the path alone
+	DiffTooLarge    // either side above the editable limit, or the diff larger than the whole budget
+	DiffOverBudget  // the diff does not fit in what is left of the budget; compare the path alone
 	DiffUnavailable // a directory, a mode change only, or a side that cannot be read
 )
 
@@ -59,7 +59,12 @@ type Comparison struct {
 	PlanToken string
 }
 
-// diffBudget bounds the diff text of one comparison.
+// diffBudget bounds the diff text of one comparison: a diff is included
+// only if it fits in what is left of it, so a comparison's diffs never
+// exceed it (the sidecar's gRPC messages are at least 4 MiB; the paths of
+// a response are bounded separately). A single diff larger than the whole
+// budget is DiffTooLarge: comparing that file alone would not show it
+// either.
 const diffBudget = 1 << 20
 
 // within reports whether p is scope or below it.
@@ -293,9 +298,17 @@ func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, 
 			c.DiffState = DiffOverBudget
 			continue
 		}
-		c.Diff = unifiedDiff(c.Path, old, cur, c.Kind)
-		c.DiffState = DiffIncluded
-		budget -= len(c.Diff)
+		d := unifiedDiff(c.Path, old, cur, c.Kind)
+		switch {
+		case len(d) > diffBudget:
+			c.DiffState = DiffTooLarge
+		case len(d) > budget:
+			c.DiffState = DiffOverBudget
+		default:
+			c.Diff = d
+			c.DiffState = DiffIncluded
+			budget -= len(d)
+		}
 	}
 }
 

@@ -102,9 +102,28 @@ func (p *packWriter) commit() error {
 		p.ok = false
 		return err
 	}
+	// The rename must be durable before a manifest names the pack: after a
+	// crash, a durable manifest naming a pack still in tmp/ would lose the
+	// pack to the startup sweep.
+	if err := packDirSync(p.s.packfd); err != nil {
+		unix.Unlinkat(p.s.packfd, p.id+".pack", 0)
+		p.ok = false
+		return err
+	}
 	p.s.total.Add(p.off)
 	p.ok = false
 	return nil
+}
+
+// packDirSync fsyncs packs/ (packfd is O_PATH: it is opened again
+// O_RDONLY to be fsynced). A variable for the tests.
+var packDirSync = func(packfd int) error {
+	fd, err := unix.Openat(packfd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return fsyncDir(fd)
 }
 
 // discard removes an uncommitted pack.

@@ -85,29 +85,72 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		return RestoreResult{}, err
 	}
 	res := RestoreResult{Checkpoint: meta.checkpoint(), Path: scope}
+	automatic := f.ck.cfg.Automatic
 	if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, scope, CheckpointBeforeRestore); err != nil {
 		return RestoreResult{}, err
 	}
+	if res.AutoCheckpoint != "" {
+		s.hold(res.AutoCheckpoint)
+		defer s.release(res.AutoCheckpoint)
+	}
+	if restoreTestHook != nil {
+		restoreTestHook("undo-taken")
+	}
+	res, err = f.restoreLocked(ctx, ws, id, scope, opts, automatic, res)
+	if err != nil && res.AutoCheckpoint != "" && ReasonOf(err) == ReasonRevisionMismatch && res.Changes == nil {
+		// Refused before anything changed: the undo checkpoint undoes
+		// nothing, and would only push older checkpoints out.
+		_ = f.ck.delete(f, ws, res.AutoCheckpoint)
+		res.AutoCheckpoint = ""
+	}
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	return res, nil
+}
+
+// restoreTestHook, when set (tests only), is called at the named stages of
+// a restore: "undo-taken" (after the undo checkpoint, before the mutation
+// lock) and "verified" (under the lock, after every check, before the
+// first change).
+var restoreTestHook func(stage string)
+
+// errMovedSinceUndo: a path the restore would remove or replace is not what
+// the undo checkpoint holds (the agent wrote it meanwhile).
+func errMovedSinceUndo(rel string) *Error {
+	return newErr(CodeAborted, ReasonRevisionMismatch, nil, "%q changed while the restore prepared; nothing was restored, compare again", rel)
+}
+
+// sameFileState reports whether two file entries are the same file in the
+// same state (identity, size, time stamps and content).
+func sameFileState(a, b *ckEntry) bool {
+	return a.Dev == b.Dev && a.Ino == b.Ino && a.Size == b.Size && a.Mtime == b.Mtime && a.Ctime == b.Ctime && a.Hash == b.Hash
+}
+
+// restoreLocked is the part of a restore under the mutation lock. On an
+// error with res.Changes still nil, nothing was changed.
+func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, opts RestoreOptions, automatic bool, res RestoreResult) (RestoreResult, error) {
+	s := f.ck
 	s.gc.RLock()
 	defer s.gc.RUnlock()
 	man, err := s.readManifest(ws, id)
 	if err != nil {
-		return RestoreResult{}, err
+		return res, err
 	}
 	base := inScope(man.Entries, scope)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	live, err := f.liveState(ctx, ws, scope, man)
 	if err != nil {
-		return RestoreResult{}, err
+		return res, err
 	}
 	target := inScope(live.out, scope)
 	changes := changesBetween(base, target, live.pinned)
 	if opts.PlanToken != "" && planToken(base, target, changes) != opts.PlanToken {
-		return RestoreResult{}, newErr(CodeAborted, ReasonRevisionMismatch, nil, "the workspace changed since the comparison; compare again")
+		return res, newErr(CodeAborted, ReasonRevisionMismatch, nil, "the workspace changed since the comparison; compare again")
 	}
-	res.Changes = changes
 	if len(changes) == 0 {
+		res.Changes = changes
 		return res, nil
 	}
 	bi := map[string]*ckEntry{}
@@ -118,6 +161,29 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	for i := range target {
 		ti[target[i].Path] = &target[i]
 	}
+	// The undo checkpoint must hold exactly what the restore removes or
+	// replaces: a write that landed after it was taken would be lost.
+	if automatic {
+		ui := map[string]*ckEntry{}
+		if res.AutoCheckpoint != "" {
+			um, err := s.readManifest(ws, res.AutoCheckpoint)
+			if err != nil {
+				return res, newErr(CodeAborted, ReasonRevisionMismatch, err, "the undo checkpoint is gone; nothing was restored, compare again")
+			}
+			for i := range um.Entries {
+				ui[um.Entries[i].Path] = &um.Entries[i]
+			}
+		}
+		for _, c := range changes {
+			t, u := ti[c.Path], ui[c.Path]
+			if t == nil {
+				continue // nothing there to lose
+			}
+			if u == nil || u.Dir != t.Dir || (!t.Dir && !sameFileState(u, t)) {
+				return res, errMovedSinceUndo(c.Path)
+			}
+		}
+	}
 	// Conflicts first: nothing changes if anything is in the way.
 	for _, c := range changes {
 		if c.Kind == CheckpointAdded {
@@ -125,7 +191,7 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		}
 		for p := c.Path; ; {
 			if _, ok := live.blocked[p]; ok {
-				return RestoreResult{}, errConflict(p)
+				return res, errConflict(p)
 			}
 			i := strings.LastIndexByte(p, '/')
 			if i < 0 {
@@ -135,12 +201,17 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		}
 		if _, ok := live.pinned[c.Path]; ok && c.Type == TypeFile {
 			if e := ti[c.Path]; e != nil && e.Dir {
-				return RestoreResult{}, errConflict(c.Path)
+				return res, errConflict(c.Path)
 			}
 		}
 	}
+	if restoreTestHook != nil {
+		restoreTestHook("verified")
+	}
+	// From here on, things change.
+	res.Changes = changes
 	if err := f.restoreParents(ws, scope); err != nil {
-		return RestoreResult{}, err
+		return res, err
 	}
 	// Removals, deepest first.
 	var dels []CheckpointChange
@@ -152,7 +223,7 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	slices.SortFunc(dels, func(a, b CheckpointChange) int { return strings.Compare(b.Path, a.Path) })
 	for _, c := range dels {
 		if err := f.restoreRemove(ws, c.Path, ti[c.Path]); err != nil {
-			return RestoreResult{}, err
+			return res, err
 		}
 	}
 	// Creations and rewrites, parents first.
@@ -172,7 +243,7 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 			err = f.restoreFile(ctx, ws, e, c.Kind == CheckpointModified, ti[c.Path])
 		}
 		if err != nil {
-			return RestoreResult{}, err
+			return res, err
 		}
 	}
 	return res, nil
@@ -245,6 +316,14 @@ func (f *FS) restoreParents(ws Workspace, scope string) error {
 	return nil
 }
 
+// statIsEntry reports whether st is still the file the live comparison
+// hashed into e: the same inode, size and time stamps (an in-place write
+// moves the mtime and ctime, a replacement the inode).
+func statIsEntry(st *unix.Stat_t, e *ckEntry) bool {
+	return isType(st, unix.S_IFREG) && st.Dev == e.Dev && st.Ino == e.Ino && st.Size == e.Size &&
+		st.Mtim.Nano() == e.Mtime && st.Ctim.Nano() == e.Ctime
+}
+
 // restoreRemove removes a name the checkpoint does not have, if it still is
 // the one the comparison saw (a directory only when empty by now).
 func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
@@ -264,7 +343,7 @@ func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return errChangedDuring(p)
 	}
-	if seen == nil || isType(&st, unix.S_IFDIR) != seen.Dir || (!seen.Dir && (st.Dev != seen.Dev || st.Ino != seen.Ino)) {
+	if seen == nil || isType(&st, unix.S_IFDIR) != seen.Dir || (!seen.Dir && !statIsEntry(&st, seen)) {
 		return errChangedDuring(p)
 	}
 	flags := 0
@@ -358,7 +437,7 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 	var target *unix.Stat_t
 	if replace {
 		var st unix.Stat_t
-		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || seen.Dir || st.Dev != seen.Dev || st.Ino != seen.Ino {
+		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || seen.Dir || !statIsEntry(&st, seen) {
 			t.discard(pfd)
 			return errChangedDuring(e.Path)
 		}

@@ -105,8 +105,16 @@ func TestCheckpointsREST(t *testing.T) {
 		t.Fatal("no undo checkpoint")
 	}
 
-	// Refusals: bad path, unknown ID, a non-admin.
-	r = admin(t, g, http.MethodPost, base+"/"+c.ID+":restore", `{`+ws+`,"path":"src/../notes.txt"}`)
+	// Refusals: no plan_token, bad path, unknown ID, a non-admin.
+	ckFile(t, projects, "demo/late.txt", "late\n")
+	r = admin(t, g, http.MethodPost, base+"/"+c.ID+":restore", `{`+ws+`}`)
+	if r.Status != 400 || r.reason(t) != "INVALID_ARGUMENT" || !strings.Contains(string(r.Body), "plan_token is required") {
+		t.Fatalf("restore without plan_token: %d %s", r.Status, r.Body)
+	}
+	if _, err := os.Stat(filepath.Join(projects, "demo/late.txt")); err != nil {
+		t.Fatalf("a refused restore removed late.txt: %v", err)
+	}
+	r = admin(t, g, http.MethodPost, base+"/"+c.ID+":restore", `{`+ws+`,"path":"src/../notes.txt","plan_token":"x"}`)
 	if r.Status != 400 || r.reason(t) != "INVALID_PATH" {
 		t.Fatalf("dotdot restore: %d %s", r.Status, r.Body)
 	}
@@ -137,7 +145,8 @@ func TestCheckpointsREST(t *testing.T) {
 	if len(list.Checkpoints) < 3 || list.Checkpoints[0].Reason != "CHECKPOINT_REASON_BEFORE_PROJECT_DELETE" {
 		t.Fatalf("after project delete: %+v", list)
 	}
-	ckJSON(t, admin(t, g, http.MethodPost, base+"/"+list.Checkpoints[0].ID+":restore", `{`+ws+`}`), 200, nil)
+	ckJSON(t, admin(t, g, http.MethodGet, base+"/"+list.Checkpoints[0].ID+"/compare?"+q, ""), 200, &cmp)
+	ckJSON(t, admin(t, g, http.MethodPost, base+"/"+list.Checkpoints[0].ID+":restore", `{`+ws+`,"plan_token":"`+cmp.PlanToken+`"}`), 200, nil)
 	if b, _ := os.ReadFile(filepath.Join(projects, "demo/src/a.go")); string(b) != "package a\n" {
 		t.Fatalf("project not back: %q", b)
 	}
@@ -152,14 +161,16 @@ func TestCheckpointsREST(t *testing.T) {
 			continue
 		}
 		acts[a+"/"+rec["result"].(string)]++
-		if rec["result"] == "ok" && rec["checkpoint_id"] == "" {
+		// checkpoint_id is omitempty: a missing one is an absent key (nil),
+		// never "", so check that it is a non-empty string.
+		if id, _ := rec["checkpoint_id"].(string); rec["result"] == "ok" && id == "" {
 			t.Errorf("audit record without checkpoint_id: %v", rec)
 		}
 		if rec["result"] == "ok" && rec["project_name"] != "demo" || rec["operator"] != gatewaytest.AdminOperator {
 			t.Errorf("audit record: %v", rec)
 		}
 	}
-	want := map[string]int{"create_checkpoint/ok": 1, "restore_checkpoint/ok": 2, "restore_checkpoint/error": 2, "delete_checkpoint/ok": 1, "delete_checkpoint/error": 1}
+	want := map[string]int{"create_checkpoint/ok": 1, "restore_checkpoint/ok": 2, "restore_checkpoint/error": 3, "delete_checkpoint/ok": 1, "delete_checkpoint/error": 1}
 	for k, n := range want {
 		if acts[k] != n {
 			t.Errorf("audit %s: %d records, want %d (all: %v)", k, acts[k], n, acts)

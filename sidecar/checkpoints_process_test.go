@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/sidecar"
@@ -69,6 +70,20 @@ func ckChanges(r interface {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
+}
+
+// ckPlan compares checkpoint id at path with the current state and returns
+// the plan_token a restore of that path needs.
+func ckPlan(t *testing.T, cl workspacev1.CheckpointServiceClient, ws *workspacev1.WorkspaceRef, id, path string) string {
+	t.Helper()
+	cmp, err := cl.CompareCheckpoint(ctxT(t), &workspacev1.CompareCheckpointRequest{Workspace: ws, CheckpointId: id, Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmp.GetPlanToken() == "" {
+		t.Fatal("a comparison with the current state returned no plan_token")
+	}
+	return cmp.GetPlanToken()
 }
 
 func asOperator(ctx context.Context, op string) context.Context {
@@ -180,7 +195,8 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 	}
 
 	// Undo the restore with its automatic checkpoint.
-	if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: res.GetUndoCheckpointId()}); err != nil {
+	if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: res.GetUndoCheckpointId(),
+		PlanToken: ckPlan(t, cl, demo, res.GetUndoCheckpointId(), "")}); err != nil {
 		t.Fatal(err)
 	}
 	editedNow := ckTree(t, filepath.Join(projects, "demo"))
@@ -193,9 +209,16 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 	still := ckTree(t, filepath.Join(projects, "demo"))
 	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: c.GetId(), PlanToken: cmp.GetPlanToken()})
 	wantErr(t, err, codes.Aborted, "REVISION_MISMATCH")
-	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: c.GetId(), Path: "src/./main.go"})
+	// Without a plan_token a restore is refused: it would change what
+	// nobody was shown.
+	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: c.GetId()})
+	wantErr(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
+	if !strings.Contains(status.Convert(err).Message(), "plan_token is required") {
+		t.Fatalf("restore without plan_token: %v", err)
+	}
+	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: c.GetId(), Path: "src/./main.go", PlanToken: "x"})
 	wantErr(t, err, codes.InvalidArgument, "INVALID_PATH")
-	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: "nope"})
+	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: "nope", PlanToken: "x"})
 	wantErr(t, err, codes.NotFound, "CHECKPOINT_NOT_FOUND")
 	_, err = cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: demo, Path: "link"})
 	wantErr(t, err, codes.PermissionDenied, "SYMLINK")
@@ -225,7 +248,8 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 	if auto.GetReason() != workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE || auto.GetRootPath() != "notes" || auto.GetOperator() != "bob" {
 		t.Fatalf("automatic checkpoint = %v", auto)
 	}
-	if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: auto.GetId()}); err != nil {
+	if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: auto.GetId(),
+		PlanToken: ckPlan(t, cl, demo, auto.GetId(), "")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, filepath.Join(projects, "demo/notes/new.txt")); got != "new\n" {

@@ -52,6 +52,8 @@ export function registerCheckpointTests(h) {
     const effects = await rd.locator('[data-testid="restore-effects"]').textContent();
     expect(/extra\.txt\s*is removed/.test(effects) && /gone\.txt\s*is recreated/.test(effects) && /notes\.txt\s*is put back/.test(effects), `confirmation lists the changes (${effects})`);
     expect((await rd.textContent()).includes('can be undone'), 'says the restore can be undone');
+    const total = await rd.locator('[data-testid="restore-total"]').getAttribute('data-total');
+    expect(total === '3', `the confirmation counts every change (${total})`);
     await rd.locator('[data-action="confirm"]').click();
     await eventually(
       () => a.read('ckpt-demo/notes.txt') === 'one\ntwo\nthree\n' && !a.exists('ckpt-demo/extra.txt') && a.read('ckpt-demo/gone.txt') === 'to be deleted by the agent\n',
@@ -83,6 +85,8 @@ export function registerCheckpointTests(h) {
     await cv.locator('[data-testid="ckpt-restore-path"]').click();
     const rd = dialog('restore-checkpoint-dialog');
     await rd.waitFor();
+    const total = await rd.locator('[data-testid="restore-total"]').getAttribute('data-total');
+    expect(total === '1', `one change: that file (${total})`);
     await rd.locator('[data-action="confirm"]').click();
     await eventually(() => a.read('ckpt-demo/notes.txt') === 'one\ntwo\nthree\n', 'file restored');
     expect(a.read('ckpt-demo/keep.txt') === 'keep, changed\n', 'another file untouched');
@@ -153,13 +157,26 @@ export function registerFolderRestoreTest(h) {
     await rows(p).first().locator('[data-testid="ckpt-compare"]').click();
     const cv = p.locator('[data-testid="ckpt-compare-view"]');
     await cv.locator('[data-testid="ckpt-change"][data-path="sub/a.txt"]').click();
+    // The agent adds a file after the comparison was shown: the
+    // confirmation comes from a fresh comparison of the folder, so it lists
+    // that file too (the restore removes exactly what it shows).
+    await eventually(async () => (await cv.locator('[data-testid="ckpt-change"]').count()) === 3, 'three changes listed');
+    a.write('ckpt-folder/sub/c.txt', 'added after the comparison\n');
     await cv.locator('[data-testid="ckpt-restore-folder"]').click();
     const rd = dialog('restore-checkpoint-dialog');
     await rd.waitFor();
     const effects = await rd.locator('[data-testid="restore-effects"]').textContent();
-    expect(effects.includes('sub/a.txt') && effects.includes('sub/b.txt') && !effects.includes('top.txt'), `only the folder's changes (${effects})`);
+    expect(
+      effects.includes('sub/a.txt') && effects.includes('sub/b.txt') && effects.includes('sub/c.txt') && !effects.includes('top.txt'),
+      `only the folder's changes, as of now (${effects})`,
+    );
+    const total = await rd.locator('[data-testid="restore-total"]').getAttribute('data-total');
+    expect(total === '3', `the confirmation counts every change of the folder (${total})`);
     await rd.locator('[data-action="confirm"]').click();
-    await eventually(() => a.read('ckpt-folder/sub/a.txt') === 'a one\n' && !a.exists('ckpt-folder/sub/b.txt'), 'folder restored');
+    await eventually(
+      () => a.read('ckpt-folder/sub/a.txt') === 'a one\n' && !a.exists('ckpt-folder/sub/b.txt') && !a.exists('ckpt-folder/sub/c.txt'),
+      'folder restored',
+    );
     expect(a.read('ckpt-folder/top.txt') === 'top two\n', 'a file outside the folder is untouched');
     await p.locator('[data-testid="ckpt-close"]').click();
   });

@@ -285,6 +285,7 @@ export interface components {
         v1CheckpointManagementServiceRestoreCheckpointBody: {
             workspace: components["schemas"]["v1WorkspaceRef"];
             path?: string;
+            /** @description Required: the plan_token of a comparison of this path (400 without). */
             plan_token?: string;
         };
         /**
@@ -320,7 +321,10 @@ export interface components {
         v1DeleteProjectResponse: Record<string, never>;
         /**
          * @description - DIFF_STATE_UNSPECIFIED: No diff was asked for.
-         *      - DIFF_STATE_OVER_BUDGET: The comparison's diff budget is spent: compare this path alone.
+         *      - DIFF_STATE_TOO_LARGE: Either side is above the editable limit, or the diff alone is larger
+         *     than a comparison's whole diff budget (1 MiB).
+         *      - DIFF_STATE_OVER_BUDGET: What is left of the comparison's diff budget is too small for this
+         *     diff: compare this path alone.
          *      - DIFF_STATE_UNAVAILABLE: A directory, a change of mode only, or a side that cannot be read.
          * @default DIFF_STATE_UNSPECIFIED
          * @enum {string}

@@ -161,7 +161,7 @@ func run(runs, files, mib int, dir string) error {
 			return fmt.Errorf("compare of one changed file: %d changes", len(cmp.GetChanges()))
 		}
 		t0 = time.Now()
-		if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: ws, CheckpointId: c1.GetId(), Path: one}); err != nil {
+		if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: ws, CheckpointId: c1.GetId(), Path: one, PlanToken: cmp.GetPlanToken()}); err != nil {
 			return err
 		}
 		s.restore = time.Since(t0)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changesUnder, diffLines, modeText, restoreEffect, within } from './checkpoints';
+import { changesUnder, diffLines, modeText, restoreEffect, restorePlan, within } from './checkpoints';
 
 describe('checkpoints helpers', () => {
   it('scopes changes to a path', () => {
@@ -17,5 +17,16 @@ describe('checkpoints helpers', () => {
     expect(restoreEffect({ kind: 'CHANGE_KIND_REMOVED' })).toBe('recreated');
     expect(restoreEffect({ kind: 'CHANGE_KIND_MODIFIED' })).toBe('put back');
     expect(modeText(0o755)).toBe('0755');
+  });
+  it('counts every change of a restore, not only those listed', () => {
+    const changes = Array.from({ length: 40 }, (_, i) => ({ path: `f${i}` }));
+    const p = restorePlan({ changes, total_changes: 7000, truncated: true, plan_token: 'tok' });
+    expect(p.total).toBe(7000);
+    expect(p.shown.length).toBe(30);
+    expect(p.more).toBe(7000 - 30);
+    expect(p.token).toBe('tok');
+    const small = restorePlan({ changes: [{ path: 'a' }], total_changes: 1 });
+    expect([small.total, small.more, small.token]).toEqual([1, 0, '']);
+    expect(restorePlan({}).total).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 // Pure helpers of the Checkpoints panel (views/checkpoints.ts): labels for
 // reasons and change kinds, the parts of a comparison a restore of one
 // path changes, and a unified diff split into classified lines.
-import type { Checkpoint, CheckpointChange } from '../api/checkpoints';
+import type { Checkpoint, CheckpointChange, CompareResponse } from '../api/checkpoints';
 
 export function reasonLabel(c: Checkpoint): string {
   switch (c.reason) {
@@ -48,6 +48,24 @@ export function changesUnder(changes: CheckpointChange[], path: string): Checkpo
   return changes.filter((c) => within(c.path ?? '', path));
 }
 
+/** What the confirmation of a restore shows, from a fresh comparison of
+ * exactly the path restored: the first max changes, how many there are in
+ * all (total_changes: a truncated comparison lists fewer) and the plan
+ * token the restore must send. */
+export interface RestorePlan {
+  shown: CheckpointChange[];
+  total: number;
+  more: number;
+  token: string;
+}
+
+export function restorePlan(result: CompareResponse, max = 30): RestorePlan {
+  const changes = result.changes ?? [];
+  const total = Math.max(Number(result.total_changes ?? 0), changes.length);
+  const shown = changes.slice(0, max);
+  return { shown, total, more: total - shown.length, token: result.plan_token ?? '' };
+}
+
 export type DiffLineKind = 'add' | 'del' | 'hunk' | 'head' | 'ctx' | 'note';
 
 export interface DiffLine {
@@ -77,9 +95,9 @@ export function diffStateText(ch: CheckpointChange): string {
     case 'DIFF_STATE_NOT_TEXT':
       return 'Not a text file: no diff is shown.';
     case 'DIFF_STATE_TOO_LARGE':
-      return 'Larger than the editable limit: no diff is shown.';
+      return 'Too large for a diff (a side above the editable limit, or the diff itself too long): no diff is shown.';
     case 'DIFF_STATE_OVER_BUDGET':
-      return 'Too many changes to show every diff: compare this file alone.';
+      return 'Too many changes to show every diff here: compare this file alone.';
     case 'DIFF_STATE_UNAVAILABLE':
       return ch.type === 'ENTRY_TYPE_DIRECTORY' ? 'A folder.' : 'Only the permissions changed, or a side cannot be read.';
   }

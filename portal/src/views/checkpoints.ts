@@ -7,7 +7,7 @@
 import { html, nothing, render, type TemplateResult } from 'lit-html';
 import type { Checkpoint, CheckpointApi, CheckpointChange, CompareResponse } from '../api/checkpoints';
 import type { WorkspaceRef } from '../api/types';
-import { changesUnder, diffLines, diffStateText, kindLabel, modeText, reasonLabel, restoreEffect, within } from '../state/checkpoints';
+import { diffLines, diffStateText, kindLabel, modeText, reasonLabel, restoreEffect, restorePlan } from '../state/checkpoints';
 import { confirmDialog } from '../ui/dialogs';
 import './checkpoints.css';
 
@@ -118,22 +118,38 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
 
     async function restore(c: Checkpoint, path: string): Promise<void> {
       // The confirmation shows what this restore changes: from a fresh
-      // comparison, whose plan the server checks again.
-      const fresh = cmp && cmp.checkpoint.id === c.id && within(path, cmp.result.path ?? '') ? cmp : await compare(c, '', cmp?.selected);
-      if (!fresh) return;
-      const changes = changesUnder(fresh.result.changes ?? [], path);
-      if (changes.length === 0) {
+      // comparison of exactly this path (never one shown earlier, which
+      // may be stale or of another part), whose plan token the server
+      // requires and checks again under its lock.
+      busy = true;
+      update();
+      let fresh: CompareResponse;
+      try {
+        fresh = await o.api.compare(o.agentId, o.ws, c.id ?? '', { path });
+      } catch (err) {
+        fail(err, 'The comparison failed; nothing was restored.');
+        busy = false;
+        update();
+        return;
+      }
+      busy = false;
+      update();
+      const plan = restorePlan(fresh);
+      if (plan.total === 0) {
         o.notify('info', `Nothing to restore: ${path ? path + ' is' : 'the workspace is'} as in the checkpoint.`);
         return;
       }
-      const shown = changes.slice(0, 30);
+      if (!plan.token) {
+        o.notify('error', 'The comparison returned no plan; nothing was restored.');
+        return;
+      }
       const ok = await confirmDialog({
         title: path ? `Restore ${path}?` : `Restore everything from checkpoint ${name(c)}?`,
         body: [
-          html`These ${changes.length} ${changes.length === 1 ? 'entry changes' : 'entries change'}:
+          html`<span data-testid="restore-total" data-total=${plan.total}>These ${plan.total} ${plan.total === 1 ? 'entry changes' : 'entries change'}:</span>
             <ul class="ckpt-effects" data-testid="restore-effects">
-              ${shown.map((ch) => html`<li><code>${ch.path}</code> is ${restoreEffect(ch)}</li>`)}
-              ${changes.length > shown.length ? html`<li>… and ${changes.length - shown.length} more</li>` : nothing}
+              ${plan.shown.map((ch) => html`<li><code>${ch.path}</code> is ${restoreEffect(ch)}</li>`)}
+              ${plan.more > 0 ? html`<li>… and ${plan.more} more</li>` : nothing}
             </ul>`,
           html`A checkpoint of the current state is taken first (when automatic checkpoints are on), so this restore can be undone.`,
         ],
@@ -145,9 +161,7 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
       busy = true;
       update();
       try {
-        // The plan covers exactly the comparison's part.
-        const planToken = path === (fresh.result.path ?? '') ? (fresh.result.plan_token ?? '') : '';
-        const r = await o.api.restore(o.agentId, o.ws, c.id ?? '', path, planToken);
+        const r = await o.api.restore(o.agentId, o.ws, c.id ?? '', path, plan.token);
         o.notify(
           'info',
           `Restored ${path || 'the workspace'} from checkpoint ${name(c)}.` +

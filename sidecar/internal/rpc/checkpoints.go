@@ -20,8 +20,15 @@ type CheckpointFS interface {
 
 var _ CheckpointFS = (*davfs.FS)(nil)
 
-// maxChanges bounds the changes of one response (the rest is counted).
-const maxChanges = 5000
+// maxChanges bounds the changes of one response (the rest is counted), and
+// maxChangePathBytes the bytes of their paths: 5,000 paths of up to the
+// path length limit would not fit in a gRPC message. With davfs's diff
+// budget (1 MiB) a response stays well under the sidecar's message limit
+// (at least 4 MiB, also the gateway's default receive limit).
+const (
+	maxChanges         = 5000
+	maxChangePathBytes = 512 << 10
+)
 
 // CheckpointService is the sidecar's CheckpointService over davfs. Errors
 // are davfs errors, mapped by the interceptor.
@@ -89,6 +96,11 @@ func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspac
 	if req.GetCheckpointId() == "" {
 		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
 	}
+	// A restore changes exactly what the operator was shown: the plan of a
+	// comparison of the same path, checked again under the lock.
+	if req.GetPlanToken() == "" {
+		return nil, invalid(davfs.ReasonInvalidArgument, "plan_token is required: compare the checkpoint with the current state at this path first and pass its plan_token")
+	}
 	r, err := s.fs.RestoreCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetPath(), davfs.RestoreOptions{PlanToken: req.GetPlanToken()})
 	if err != nil {
 		return nil, err
@@ -131,6 +143,13 @@ func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
 
 func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bool) {
 	n := min(len(cs), maxChanges)
+	pathBytes := 0
+	for i, c := range cs[:n] {
+		if pathBytes += len(c.Path); pathBytes > maxChangePathBytes {
+			n = i
+			break
+		}
+	}
 	out := make([]*workspacev1.CheckpointChange, 0, n)
 	for _, c := range cs[:n] {
 		pc := &workspacev1.CheckpointChange{Path: c.Path, OldSize: c.OldSize, NewSize: c.NewSize,

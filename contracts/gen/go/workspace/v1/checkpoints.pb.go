@@ -156,8 +156,11 @@ const (
 	DiffState_DIFF_STATE_UNSPECIFIED DiffState = 0
 	DiffState_DIFF_STATE_INCLUDED    DiffState = 1
 	DiffState_DIFF_STATE_NOT_TEXT    DiffState = 2
-	DiffState_DIFF_STATE_TOO_LARGE   DiffState = 3
-	// The comparison's diff budget is spent: compare this path alone.
+	// Either side is above the editable limit, or the diff alone is larger
+	// than a comparison's whole diff budget (1 MiB).
+	DiffState_DIFF_STATE_TOO_LARGE DiffState = 3
+	// What is left of the comparison's diff budget is too small for this
+	// diff: compare this path alone.
 	DiffState_DIFF_STATE_OVER_BUDGET DiffState = 4
 	// A directory, a change of mode only, or a side that cannot be read.
 	DiffState_DIFF_STATE_UNAVAILABLE DiffState = 5
@@ -782,7 +785,9 @@ type RestoreCheckpointRequest struct {
 	CheckpointId string                 `protobuf:"bytes,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
 	// A directory or file to restore alone; empty: the whole checkpoint.
 	Path string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
-	// Optional: the plan_token of the comparison shown to the operator.
+	// Required: the plan_token of a comparison of this path with the current
+	// state (the one shown to the operator). Missing: INVALID_ARGUMENT; the
+	// workspace changed since: ABORTED/REVISION_MISMATCH, nothing changed.
 	PlanToken     string `protobuf:"bytes,4,opt,name=plan_token,json=planToken,proto3" json:"plan_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1226,12 +1231,13 @@ func (x *CompareAgentCheckpointRequest) GetIncludeDiffs() bool {
 }
 
 type RestoreAgentCheckpointRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	CheckpointId  string                 `protobuf:"bytes,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	Workspace     *WorkspaceRef          `protobuf:"bytes,3,opt,name=workspace,proto3" json:"workspace,omitempty"`
-	Path          string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
-	PlanToken     string                 `protobuf:"bytes,5,opt,name=plan_token,json=planToken,proto3" json:"plan_token,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	AgentId      string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	CheckpointId string                 `protobuf:"bytes,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Workspace    *WorkspaceRef          `protobuf:"bytes,3,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	Path         string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	// Required: the plan_token of a comparison of this path (400 without).
+	PlanToken     string `protobuf:"bytes,5,opt,name=plan_token,json=planToken,proto3" json:"plan_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
