@@ -49,14 +49,7 @@ type CallInfo struct {
 func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		start := time.Now()
-		md, _ := metadata.FromIncomingContext(ctx)
-		ci := CallInfo{RequestID: first(md, RequestIDKey), Operator: first(md, OperatorKey)}
-		if !validID(ci.RequestID) {
-			ci.RequestID = newRequestID()
-		}
-		if len(ci.Operator) > 256 {
-			ci.Operator = ci.Operator[:256]
-		}
+		ci := incomingCall(ctx)
 		ctx = context.WithValue(ctx, callInfoKey{}, ci)
 		ctx = davfs.WithOperator(ctx, ci.Operator) // names automatic checkpoints
 		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDKey, ci.RequestID))
@@ -110,16 +103,7 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 			level = hclog.Error
 		}
 		if level >= log.GetLevel() {
-			f := append(fields(), "code", st.Code().String(), "duration", d.String())
-			switch {
-			case cause == nil:
-			case st.Code() == codes.Internal:
-				// The detail (wrapped cause) goes to the log only.
-				f = append(f, "reason", string(reason), "error", errorDetail(cause))
-			default:
-				f = append(f, "reason", string(reason), "error", st.Message())
-			}
-			log.Log(level, "rpc", f...)
+			logCall(log, level, fields(), st, reason, cause, d)
 		}
 		if cause != nil {
 			return nil, st.Err()
@@ -190,6 +174,35 @@ func validID(s string) bool {
 	return true
 }
 
+// incomingCall is the CallInfo in a call's metadata: its request ID (a new
+// one when missing or malformed) and its operator (at most 256 bytes).
+func incomingCall(ctx context.Context) CallInfo {
+	md, _ := metadata.FromIncomingContext(ctx)
+	ci := CallInfo{RequestID: first(md, RequestIDKey), Operator: first(md, OperatorKey)}
+	if !validID(ci.RequestID) {
+		ci.RequestID = newRequestID()
+	}
+	if len(ci.Operator) > 256 {
+		ci.Operator = ci.Operator[:256]
+	}
+	return ci
+}
+
+// logCall writes a call's one log line: its fields, code and duration and,
+// for a failure, the reason and the error (an internal error's wrapped
+// cause goes to the log only; the client sees the status message).
+func logCall(log hclog.Logger, level hclog.Level, f []any, st *status.Status, reason davfs.Reason, cause error, d time.Duration) {
+	f = append(f, "code", st.Code().String(), "duration", d.String())
+	switch {
+	case cause == nil:
+	case st.Code() == codes.Internal:
+		f = append(f, "reason", string(reason), "error", errorDetail(cause))
+	default:
+		f = append(f, "reason", string(reason), "error", st.Message())
+	}
+	log.Log(level, "rpc", f...)
+}
+
 func newRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -208,14 +221,7 @@ func StreamInterceptor(log hclog.Logger, obs Observer) grpc.StreamServerIntercep
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 		start := time.Now()
 		ctx := ss.Context()
-		md, _ := metadata.FromIncomingContext(ctx)
-		ci := CallInfo{RequestID: first(md, RequestIDKey), Operator: first(md, OperatorKey)}
-		if !validID(ci.RequestID) {
-			ci.RequestID = newRequestID()
-		}
-		if len(ci.Operator) > 256 {
-			ci.Operator = ci.Operator[:256]
-		}
+		ci := incomingCall(ctx)
 		ws := &infoStream{ServerStream: ss, ctx: context.WithValue(ctx, callInfoKey{}, ci)}
 		_ = ss.SetHeader(metadata.Pairs(RequestIDKey, ci.RequestID))
 		action := path.Base(info.FullMethod)
@@ -264,15 +270,7 @@ func StreamInterceptor(log hclog.Logger, obs Observer) grpc.StreamServerIntercep
 			level = hclog.Error
 		}
 		if level >= log.GetLevel() {
-			f := append(fields(), "code", st.Code().String(), "duration", d.String())
-			switch {
-			case cause == nil:
-			case st.Code() == codes.Internal:
-				f = append(f, "reason", string(reason), "error", errorDetail(cause))
-			default:
-				f = append(f, "reason", string(reason), "error", st.Message())
-			}
-			log.Log(level, "rpc", f...)
+			logCall(log, level, fields(), st, reason, cause, d)
 		}
 		if cause != nil {
 			return st.Err()
