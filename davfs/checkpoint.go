@@ -259,13 +259,25 @@ func (f *FS) ListCheckpoints(ctx context.Context, ws Workspace) ([]Checkpoint, e
 	return f.ck.list(ws)
 }
 
+// checkpointCall checks a call on ws's checkpoints before anything is
+// read: the workspace, and every checkpoint ID it names (an ID of any other
+// shape names no checkpoint: NotFound).
+func (f *FS) checkpointCall(ws Workspace, ids ...string) error {
+	if err := f.checkpointWorkspace(ws); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !checkpointIDRE.MatchString(id) {
+			return errCheckpointNotFound(id)
+		}
+	}
+	return nil
+}
+
 // GetCheckpoint returns one checkpoint of ws.
 func (f *FS) GetCheckpoint(ctx context.Context, ws Workspace, id string) (Checkpoint, error) {
-	if err := f.checkpointWorkspace(ws); err != nil {
+	if err := f.checkpointCall(ws, id); err != nil {
 		return Checkpoint{}, err
-	}
-	if !checkpointIDRE.MatchString(id) {
-		return Checkpoint{}, errCheckpointNotFound(id)
 	}
 	if err := f.ck.open(f); err != nil {
 		return Checkpoint{}, err
@@ -282,11 +294,8 @@ func (f *FS) GetCheckpoint(ctx context.Context, ws Workspace, id string) (Checkp
 // DeleteCheckpoint removes one checkpoint of ws and the objects no other
 // checkpoint shares.
 func (f *FS) DeleteCheckpoint(ctx context.Context, ws Workspace, id string) error {
-	if err := f.checkpointWorkspace(ws); err != nil {
+	if err := f.checkpointCall(ws, id); err != nil {
 		return err
-	}
-	if !checkpointIDRE.MatchString(id) {
-		return errCheckpointNotFound(id)
 	}
 	if err := f.ck.open(f); err != nil {
 		return err

@@ -185,14 +185,12 @@ func (f *FS) liveState(ctx context.Context, ws Workspace, scope string, ref *ckM
 // get a unified diff (bounded by a budget per comparison); nothing else's
 // content is ever returned.
 func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, path string, withDiffs bool) (Comparison, error) {
-	if err := f.checkpointWorkspace(ws); err != nil {
+	ids := []string{id}
+	if against != "" {
+		ids = append(ids, against)
+	}
+	if err := f.checkpointCall(ws, ids...); err != nil {
 		return Comparison{}, err
-	}
-	if !checkpointIDRE.MatchString(id) {
-		return Comparison{}, errCheckpointNotFound(id)
-	}
-	if against != "" && !checkpointIDRE.MatchString(against) {
-		return Comparison{}, errCheckpointNotFound(against)
 	}
 	if _, err := f.resolve(ws, path); err != nil {
 		return Comparison{}, err

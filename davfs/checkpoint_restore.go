@@ -52,11 +52,8 @@ func errChangedDuring(rel string) *Error {
 // or replaced. A project that was deleted is created again (without its
 // .git, which checkpoints never hold).
 func (f *FS) RestoreCheckpoint(ctx context.Context, ws Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
-	if err := f.checkpointWorkspace(ws); err != nil {
+	if err := f.checkpointCall(ws, id); err != nil {
 		return RestoreResult{}, err
-	}
-	if !checkpointIDRE.MatchString(id) {
-		return RestoreResult{}, errCheckpointNotFound(id)
 	}
 	if _, err := f.resolve(ws, path); err != nil {
 		return RestoreResult{}, err
