@@ -190,31 +190,40 @@ func admin(ctx context.Context) (auth.Identity, error) {
 	return id, nil
 }
 
+// sidecarFor is the agent a call of an authenticated admin goes to, with
+// the admin, the agent's metrics label ("unknown" for an agent that is not
+// configured) and the client-safe refusal when there is no such agent or
+// it has no sidecar (feature names what is disabled then).
+func (s *Service) sidecarFor(ctx context.Context, agentID, feature string) (*agent, auth.Identity, string, error) {
+	label := agentID
+	ag, known := s.agents[agentID]
+	if !known {
+		label = "unknown"
+	}
+	id, err := admin(ctx)
+	switch {
+	case err != nil:
+	case !known:
+		err = Error(codes.NotFound, workspacev1.ErrorReason_AGENT_NOT_FOUND, fmt.Sprintf("agent %q is not configured", truncate(agentID, 64)))
+	case ag.client == nil:
+		err = Error(codes.FailedPrecondition, workspacev1.ErrorReason_PROJECT_MANAGEMENT_DISABLED, fmt.Sprintf("agent %q has no workspace sidecar; %s is disabled", agentID, feature))
+	}
+	return ag, id, label, err
+}
+
 // do routes fn to the agent's sidecar with deadline and metadata, then
 // rewraps the error, counts the call and audits mutations.
 func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) error) error {
 	start := s.now()
-	agentLabel := c.agentID
-	ag, known := s.agents[c.agentID]
-	if !known {
-		agentLabel = "unknown"
-	}
-	id, err := admin(ctx)
+	ag, id, agentLabel, err := s.sidecarFor(ctx, c.agentID, "project management")
 	if err == nil {
-		switch {
-		case !known:
-			err = Error(codes.NotFound, workspacev1.ErrorReason_AGENT_NOT_FOUND, fmt.Sprintf("agent %q is not configured", truncate(c.agentID, 64)))
-		case ag.client == nil:
-			err = Error(codes.FailedPrecondition, workspacev1.ErrorReason_PROJECT_MANAGEMENT_DISABLED, fmt.Sprintf("agent %q has no workspace sidecar; project management is disabled", c.agentID))
-		default:
-			cctx, cancel := context.WithTimeout(ctx, ag.timeout)
-			cctx = metadata.NewOutgoingContext(cctx, metadata.Pairs(
-				requestid.MetadataKey, requestid.From(ctx),
-				OperatorMetadataKey, id.Operator,
-			))
-			err = rewrap(cctx, fn(cctx, ag.client), c.agentID)
-			cancel()
-		}
+		cctx, cancel := context.WithTimeout(ctx, ag.timeout)
+		cctx = metadata.NewOutgoingContext(cctx, metadata.Pairs(
+			requestid.MetadataKey, requestid.From(ctx),
+			OperatorMetadataKey, id.Operator,
+		))
+		err = rewrap(cctx, fn(cctx, ag.client), c.agentID)
+		cancel()
 	}
 	s.observe(c.action, agentLabel, err, start)
 	if c.mutation && s.audit != nil {

@@ -2,10 +2,8 @@ package mgmt
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
@@ -21,20 +19,7 @@ type WatchRecv func() (*workspacev1.WatchEvent, error)
 // ctx does, or with the sidecar. Opening is counted as the action "watch".
 func (s *Service) Watch(ctx context.Context, agentID string, req *workspacev1.WatchRequest) (WatchRecv, error) {
 	start := s.now()
-	agentLabel := agentID
-	ag, known := s.agents[agentID]
-	if !known {
-		agentLabel = "unknown"
-	}
-	id, err := admin(ctx)
-	if err == nil {
-		switch {
-		case !known:
-			err = Error(codes.NotFound, workspacev1.ErrorReason_AGENT_NOT_FOUND, fmt.Sprintf("agent %q is not configured", truncate(agentID, 64)))
-		case ag.conn == nil:
-			err = Error(codes.FailedPrecondition, workspacev1.ErrorReason_PROJECT_MANAGEMENT_DISABLED, fmt.Sprintf("agent %q has no workspace sidecar; live changes are disabled", agentID))
-		}
-	}
+	ag, id, agentLabel, err := s.sidecarFor(ctx, agentID, "live changes")
 	if err != nil {
 		s.observe("watch", agentLabel, err, start)
 		return nil, err
