@@ -78,6 +78,7 @@ var table = map[string]Row{
 	"PATH_TOO_DEEP":       {codes.ResourceExhausted, 400, 400},
 	"PAGE_SIZE_TOO_LARGE": {codes.ResourceExhausted, 400, 400},
 	"NO_SPACE":            {codes.ResourceExhausted, 507, 507},
+	"TOO_MANY_STREAMS":    {codes.ResourceExhausted, 429, 429},
 	// FailedPrecondition
 	"NOT_A_FILE":                  {codes.FailedPrecondition, 409, 409},
 	"NOT_A_DIRECTORY":             {codes.FailedPrecondition, 409, 409},

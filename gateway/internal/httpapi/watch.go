@@ -186,7 +186,7 @@ func (s *Server) watch(c echo.Context) error {
 	if !ok {
 		// Retryable: the portal backs off and reconnects.
 		w.Header().Set("Retry-After", "5")
-		s.writeError(w, codes.Unavailable, workspacev1.ErrorReason_SIDECAR_UNAVAILABLE, "too many live-change streams for this agent; retry later")
+		s.writeError(w, codes.ResourceExhausted, workspacev1.ErrorReason_TOO_MANY_STREAMS, "too many live-change streams for this agent; retry later")
 		return nil
 	}
 	defer release()

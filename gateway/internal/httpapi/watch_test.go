@@ -154,7 +154,7 @@ func TestWatchStreamsCappedPerAgent(t *testing.T) {
 	}
 	r3, _ := open()
 	b, _ := io.ReadAll(r3.Body)
-	if r3.StatusCode != http.StatusServiceUnavailable || r3.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "SIDECAR_UNAVAILABLE") {
+	if r3.StatusCode != http.StatusTooManyRequests || r3.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "TOO_MANY_STREAMS") {
 		t.Fatalf("third stream: %d %s", r3.StatusCode, b)
 	}
 	cancel1()

@@ -126,6 +126,7 @@ const REASON_TEXT: Record<string, string> = {
   PATH_TOO_DEEP: 'The path has too many levels.',
   PAGE_SIZE_TOO_LARGE: 'Too many items were requested at once.',
   NO_SPACE: 'The volume is full. Free some space and try again.',
+  TOO_MANY_STREAMS: 'Too many live-change streams are open for this agent; it will retry shortly.',
   NOT_A_FILE: 'That is not a file.',
   NOT_A_DIRECTORY: 'That is not a folder.',
   DIRECTORY_NOT_EMPTY: 'The folder is not empty.',

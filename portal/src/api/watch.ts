@@ -3,7 +3,7 @@
 // workspace, opened with the set of directories the tree shows. EventSource
 // sends the session cookie (same origin); the stream is a GET, so no CSRF
 // token is needed. Reconnects are ours (EventSource gives up on an HTTP
-// error such as 503): exponential backoff with jitter, resuming from the
+// error such as 429 or 503): exponential backoff with jitter, resuming from the
 // last event id so that nothing is lost, or the server says RESYNC.
 import type { Entry, WorkspaceRef } from './types';
 

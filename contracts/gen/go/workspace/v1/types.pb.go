@@ -233,6 +233,9 @@ const (
 	ErrorReason_PATH_TOO_DEEP       ErrorReason = 52
 	ErrorReason_PAGE_SIZE_TOO_LARGE ErrorReason = 53
 	ErrorReason_NO_SPACE            ErrorReason = 54
+	// Gateway only: the agent already has as many live-change streams as the
+	// gateway allows (429, with Retry-After).
+	ErrorReason_TOO_MANY_STREAMS ErrorReason = 55
 	// FailedPrecondition
 	ErrorReason_NOT_A_FILE                  ErrorReason = 60
 	ErrorReason_NOT_A_DIRECTORY             ErrorReason = 61
@@ -295,6 +298,7 @@ var (
 		52:  "PATH_TOO_DEEP",
 		53:  "PAGE_SIZE_TOO_LARGE",
 		54:  "NO_SPACE",
+		55:  "TOO_MANY_STREAMS",
 		60:  "NOT_A_FILE",
 		61:  "NOT_A_DIRECTORY",
 		62:  "DIRECTORY_NOT_EMPTY",
@@ -340,6 +344,7 @@ var (
 		"PATH_TOO_DEEP":               52,
 		"PAGE_SIZE_TOO_LARGE":         53,
 		"NO_SPACE":                    54,
+		"TOO_MANY_STREAMS":            55,
 		"NOT_A_FILE":                  60,
 		"NOT_A_DIRECTORY":             61,
 		"DIRECTORY_NOT_EMPTY":         62,
@@ -734,7 +739,7 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x1aNON_EDITABLE_REASON_BINARY\x10\x02\x12 \n" +
 	"\x1cNON_EDITABLE_REASON_NOT_UTF8\x10\x03\x12&\n" +
 	"\"NON_EDITABLE_REASON_MULTIPLE_LINKS\x10\x04\x12\x1f\n" +
-	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\xf1\x06\n" +
+	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\x87\a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINVALID_PATH\x10\x01\x12\x10\n" +
@@ -765,7 +770,8 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\rPATH_TOO_LONG\x103\x12\x11\n" +
 	"\rPATH_TOO_DEEP\x104\x12\x17\n" +
 	"\x13PAGE_SIZE_TOO_LARGE\x105\x12\f\n" +
-	"\bNO_SPACE\x106\x12\x0e\n" +
+	"\bNO_SPACE\x106\x12\x14\n" +
+	"\x10TOO_MANY_STREAMS\x107\x12\x0e\n" +
 	"\n" +
 	"NOT_A_FILE\x10<\x12\x13\n" +
 	"\x0fNOT_A_DIRECTORY\x10=\x12\x17\n" +
