@@ -28,6 +28,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"sort"
 	"sync"
 	"time"
 )
@@ -221,45 +222,106 @@ func (s *Store) Get(value string) (Session, bool) {
 	return sess, true
 }
 
-// Delete ends the session sealed in a cookie value (sign-out); values that
-// do not open are ignored.
-func (s *Store) Delete(value string) {
-	p, ok := s.open(value)
-	if !ok {
-		return
-	}
-	now := s.now()
-	exp := time.Unix(p.Expires, 0)
-	if !now.Before(exp) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.revoked) >= s.max {
-		s.evictLocked(now)
-	}
-	s.revoked[p.SID] = exp
+// Revocation is one signed-out session: its random id (never the cookie)
+// and when the session would have expired, after which it is forgotten.
+type Revocation struct {
+	SID     string
+	Expires time.Time
 }
 
-// evictLocked drops expired revocations, then those closest to expiry until
-// below max.
-func (s *Store) evictLocked(now time.Time) {
+// Delete ends the session sealed in a cookie value (sign-out) here and
+// returns its revocation for other replicas; values that do not open, or
+// have expired, are ignored (ok false).
+func (s *Store) Delete(value string) (Revocation, bool) {
+	p, ok := s.open(value)
+	if !ok {
+		return Revocation{}, false
+	}
+	r := Revocation{SID: p.SID, Expires: time.Unix(p.Expires, 0)}
+	if !s.now().Before(r.Expires) {
+		return Revocation{}, false
+	}
+	s.Revoke(r)
+	return r, true
+}
+
+// validSID reports whether sid has the shape randomToken makes: 43
+// base64url characters. Revocations from peers are checked against it, so
+// the list holds nothing else.
+func validSID(sid string) bool {
+	if len(sid) != 43 {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(sid)
+	return err == nil
+}
+
+// Revoke adds revocations (from this process or a peer) and returns how
+// many were new. Malformed or expired ones are skipped. The list stays
+// bounded: beyond max, expired entries go first, then those closest to
+// expiry.
+func (s *Store) Revoke(revs ...Revocation) int {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	added := 0
+	for _, r := range revs {
+		if !validSID(r.SID) || !now.Before(r.Expires) {
+			continue
+		}
+		if old, ok := s.revoked[r.SID]; ok {
+			if r.Expires.After(old) {
+				s.revoked[r.SID] = r.Expires
+			}
+			continue
+		}
+		s.revoked[r.SID] = r.Expires
+		added++
+	}
+	if len(s.revoked) > s.max {
+		s.trimLocked(now)
+	}
+	return added
+}
+
+// trimLocked drops expired revocations, then those closest to expiry until
+// max remain (one sort, so merging a peer's whole list stays O(n log n)).
+func (s *Store) trimLocked(now time.Time) {
 	for id, exp := range s.revoked {
 		if !now.Before(exp) {
 			delete(s.revoked, id)
 		}
 	}
-	for len(s.revoked) >= s.max {
-		var first string
-		var at time.Time
-		for id, exp := range s.revoked {
-			if first == "" || exp.Before(at) {
-				first, at = id, exp
-			}
-		}
-		delete(s.revoked, first)
+	if len(s.revoked) <= s.max {
+		return
+	}
+	all := make([]Revocation, 0, len(s.revoked))
+	for id, exp := range s.revoked {
+		all = append(all, Revocation{SID: id, Expires: exp})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Expires.Before(all[j].Expires) })
+	for _, r := range all[:len(all)-s.max] {
+		delete(s.revoked, r.SID)
 	}
 }
+
+// Revocations is a snapshot of the live revocations (what a starting peer
+// pulls), at most max entries.
+func (s *Store) Revocations() []Revocation {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Revocation, 0, len(s.revoked))
+	for id, exp := range s.revoked {
+		if now.Before(exp) {
+			out = append(out, Revocation{SID: id, Expires: exp})
+		}
+	}
+	return out
+}
+
+// Max is the bound of the revocation list.
+func (s *Store) Max() int { return s.max }
 
 // Len is the number of signed-out sessions remembered (tests and metrics).
 func (s *Store) Len() int {
