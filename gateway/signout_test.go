@@ -40,7 +40,7 @@ func TestSignOutAcrossReplicas(t *testing.T) {
 			},
 		})
 	}
-	dead := closedPort(t) // connection refused
+	dead := closedAddr(t) // connection refused
 	hung := hungPeer(t)   // accepts, never answers
 	peerAddr := func(g *gatewaytest.Gateway) string { return strings.TrimPrefix(g.MetricsURL, "http://") }
 	get := func(g *gatewaytest.Gateway, cookie string) int {
@@ -220,18 +220,6 @@ func signPeer(req *http.Request, sessionKey []byte, at time.Time, nonce string, 
 	req.Header.Set("X-Session-Peer-Timestamp", ts)
 	req.Header.Set("X-Session-Peer-Nonce", nonce)
 	req.Header.Set("X-Session-Peer-Signature", base64.RawURLEncoding.EncodeToString(m.Sum(nil)))
-}
-
-// closedPort returns a 127.0.0.1 address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // hungPeer returns the address of a listener that accepts connections and

@@ -138,6 +138,7 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 func (p *Peers) Close() {
 	p.cancel()
 	p.wg.Wait()
+	p.client.CloseIdleConnections()
 }
 
 // Ready reports whether the start-up sync is over (readiness).
