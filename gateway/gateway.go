@@ -1,7 +1,9 @@
 // Package gateway assembles the agent-gateway: config, auth, the in-process
 // WorkspaceManagementService with one gRPC client per agent sidecar, the
 // REST API, the WebDAV view, audit, metrics and the portal, served by one
-// echo HTTP server (plus an optional unauthenticated metrics listener).
+// echo HTTP server, plus an optional cluster-internal metrics listener
+// (/metrics unauthenticated; with auth.session.peers also the replicas'
+// HMAC-authenticated session peer endpoint, see internal/session).
 package gateway
 
 import (

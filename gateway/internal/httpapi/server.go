@@ -7,6 +7,8 @@
 // except /healthz, /readyz, the portal's files, OPTIONS / and the login
 // (POST /api/v1/agent-gateway/session) requires an authenticated admin;
 // cookie-authenticated state-changing requests also need X-CSRF-Token.
+// /readyz answers 503 until Options.Ready says the gateway is ready (a
+// replica with peers pulls their sign-outs first).
 package httpapi
 
 import (
