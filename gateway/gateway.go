@@ -1,7 +1,9 @@
 // Package gateway assembles the agent-gateway: config, auth, the in-process
 // WorkspaceManagementService with one gRPC client per agent sidecar, the
 // REST API, the WebDAV view, audit, metrics and the portal, served by one
-// echo HTTP server (plus an optional unauthenticated metrics listener).
+// echo HTTP server, plus an optional cluster-internal metrics listener
+// (/metrics unauthenticated; with auth.session.peers also the replicas'
+// HMAC-authenticated session peer endpoint, see internal/session).
 package gateway
 
 import (
@@ -49,6 +51,7 @@ type Gateway struct {
 	reg     *prometheus.Registry
 	svc     *mgmt.Service
 	audit   *audit.Logger
+	peers   *session.Peers // nil without auth.session.peers
 	handler http.Handler
 	stop    chan struct{} // closed at shutdown: ends live-change streams
 }
@@ -86,7 +89,20 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		al.Close()
 		return nil, err
 	}
-	authn := auth.New(cfg.Auth, session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...))
+	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
+	authn := auth.New(cfg.Auth, store)
+	var peers *session.Peers
+	if len(cfg.Auth.Session.Peers) > 0 {
+		peers, err = session.NewPeers(session.PeerOptions{
+			Store: store, Addrs: cfg.Auth.Session.Peers, Keys: cfg.Auth.Session.SealKeys(),
+			Logger: log.Named("session"), Registerer: reg, Now: now,
+		})
+		if err != nil {
+			svc.Close()
+			al.Close()
+			return nil, err
+		}
+	}
 	dav, err := newDAV(cfg, log, reg, al, now)
 	if err != nil {
 		svc.Close()
@@ -106,13 +122,31 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
 		WatchHeartbeat: cfg.HTTPServer.Heartbeat(),
+		SignOut:        signOuter(peers), Ready: ready(peers),
 	})
 	if err != nil {
 		svc.Close()
 		al.Close()
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, handler: srv, stop: stop}, nil
+	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil
+}
+
+// signOuter keeps a nil *Peers from becoming a non-nil interface.
+func signOuter(p *session.Peers) httpapi.SignOuter {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+// ready is the readiness of a gateway: with peers, once their sign-outs
+// were pulled (or session.SyncTimeout passed).
+func ready(p *session.Peers) func() bool {
+	if p == nil {
+		return nil
+	}
+	return p.Ready
 }
 
 // serverLog routes net/http's own server messages (accept errors, panics)
@@ -153,7 +187,20 @@ func (g *Gateway) Run(ctx context.Context) error {
 			_, _ = w.Write([]byte(`{"status":"ok"}`))
 		}
 		mux.HandleFunc("GET /healthz", ok)
-		mux.HandleFunc("GET /readyz", ok)
+		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+			if g.peers != nil && !g.peers.Ready() {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"status":"starting"}`))
+				return
+			}
+			ok(w, r)
+		})
+		if g.peers != nil {
+			// Cluster-internal like /metrics, and authenticated on its
+			// own (see gateway/internal/session).
+			mux.Handle(session.PeerPath, g.peers.Handler())
+		}
 		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: serverLog(g.log)})
 		listeners = append(listeners, mln)
 		names = append(names, "metrics")
@@ -164,6 +211,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 		go func(srv *http.Server, ln net.Listener) {
 			errc <- srv.Serve(ln)
 		}(srv, listeners[i])
+	}
+	if g.peers != nil {
+		// Listening first: peers starting at the same time can pull from
+		// this replica while it pulls from them.
+		g.peers.Start(listeners[len(listeners)-1].Addr().String())
+		defer g.peers.Close()
 	}
 	var runErr error
 	select {

@@ -391,6 +391,152 @@ func TestGateway(t *testing.T) {
 	}
 }
 
+// selects reports whether every label of sel is on labels.
+func selects(sel, labels map[string]string) bool {
+	if len(sel) == 0 {
+		return false
+	}
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestGatewayPeers (issue 14): the replicas find each other through a
+// headless Service on the metrics port, their config names it, their
+// session key comes from a Secret, and the NetworkPolicy lets gateway pods
+// (and only them, besides monitoring) reach that port.
+func TestGatewayPeers(t *testing.T) {
+	r := render(t)
+	d := r.deployments["agent-gateway"]
+	if d == nil {
+		t.Fatal("no Deployment agent-gateway")
+	}
+	pod := d.Spec.Template
+	svc := r.services["agent-gateway-peers"]
+	if svc == nil {
+		t.Fatal("no Service agent-gateway-peers")
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("agent-gateway-peers must be headless (clusterIP None), got %q", svc.Spec.ClusterIP)
+	}
+	if !svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("agent-gateway-peers must publish not-ready addresses: a replica syncs before it is ready")
+	}
+	if !selects(svc.Spec.Selector, pod.Labels) {
+		t.Errorf("agent-gateway-peers selector %v does not select the gateway pods %v", svc.Spec.Selector, pod.Labels)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9090 {
+		t.Fatalf("agent-gateway-peers ports = %+v, want 9090", svc.Spec.Ports)
+	}
+	c := container(t, d, "agent-gateway")
+	target := svc.Spec.Ports[0].TargetPort
+	found := false
+	for _, p := range c.Ports {
+		if (target.StrVal != "" && p.Name == target.StrVal || target.IntVal == p.ContainerPort) && p.ContainerPort == 9090 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("agent-gateway-peers targets %v, not the container's metrics port 9090", target.String())
+	}
+
+	var cfgMap string
+	mounts := map[string]string{} // volume -> mount path
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	secretPaths := []string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.ConfigMap != nil {
+			cfgMap = v.ConfigMap.Name
+		}
+		if v.Secret != nil && mounts[v.Name] != "" {
+			secretPaths = append(secretPaths, mounts[v.Name]+"/")
+		}
+	}
+	var gc struct {
+		MetricsServer struct {
+			Address string `json:"address"`
+		} `json:"metricsServer"`
+		Auth struct {
+			Session struct {
+				Keys     []string `json:"keys"`
+				KeysFile string   `json:"keysFile"`
+				Peers    []string `json:"peers"`
+			} `json:"session"`
+		} `json:"auth"`
+	}
+	cm := r.configMaps[cfgMap]
+	if cm == nil {
+		t.Fatalf("gateway ConfigMap %q not rendered", cfgMap)
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data["gateway.yaml"]), &gc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gc.Auth.Session.Peers, []string{"agent-gateway-peers:9090"}) {
+		t.Errorf("auth.session.peers = %v, want [agent-gateway-peers:9090]", gc.Auth.Session.Peers)
+	}
+	if !strings.HasSuffix(gc.MetricsServer.Address, ":9090") {
+		t.Errorf("metricsServer.address = %q: the peers' port must be the metrics listener", gc.MetricsServer.Address)
+	}
+	if len(gc.Auth.Session.Keys) != 0 {
+		t.Errorf("session keys must not sit in a ConfigMap; use auth.session.keysFile from a Secret")
+	}
+	inSecret := false
+	for _, p := range secretPaths {
+		inSecret = inSecret || strings.HasPrefix(gc.Auth.Session.KeysFile, p)
+	}
+	if !inSecret {
+		t.Errorf("auth.session.keysFile %q is not in a mounted Secret (%v): replicas must share the key", gc.Auth.Session.KeysFile, secretPaths)
+	}
+
+	np := r.policies["agent-gateway"]
+	if np == nil {
+		t.Fatal("no NetworkPolicy agent-gateway")
+	}
+	if !selects(np.Spec.PodSelector.MatchLabels, pod.Labels) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Fatalf("NetworkPolicy agent-gateway must restrict Ingress of the gateway pods")
+	}
+	open := map[int32]bool{}
+	gatewayPeers := false
+	for _, rule := range np.Spec.Ingress {
+		if len(rule.Ports) == 0 {
+			t.Errorf("an ingress rule without ports opens every port")
+		}
+		for _, p := range rule.Ports {
+			port := p.Port.IntVal
+			if len(rule.From) == 0 {
+				open[port] = true
+				continue
+			}
+			if port != 9090 {
+				continue
+			}
+			for _, peer := range rule.From {
+				switch {
+				case peer.PodSelector != nil && peer.NamespaceSelector == nil && peer.IPBlock == nil && selects(peer.PodSelector.MatchLabels, pod.Labels):
+					gatewayPeers = true
+				case peer.NamespaceSelector != nil && peer.PodSelector == nil && peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "monitoring":
+				default:
+					t.Errorf("port 9090 admits more than the gateway pods and monitoring: %+v", peer)
+				}
+			}
+		}
+	}
+	if !open[8080] {
+		t.Errorf("the gateway's port 8080 must stay open (it is the door for people)")
+	}
+	if open[9090] {
+		t.Errorf("port 9090 (metrics and session peers) open to everyone")
+	}
+	if !gatewayPeers {
+		t.Errorf("gateway pods must be admitted to each other's port 9090")
+	}
+}
+
 // TestNoSecretsCommitted: nothing that looks like a credential is rendered
 // into a ConfigMap, and no Secret object is part of the manifests.
 func TestNoSecretsCommitted(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -24,7 +25,7 @@ import (
 var agentIDs = []string{"codex-a", "codex-b"}
 
 // deploy applies the dev overlay as an operator would: its namespace first,
-// then what the overlay references but does not hold (the two Secrets, and
+// then what the overlay references but does not hold (the three Secrets, and
 // PersistentVolumes for its claims: hostPath directories under the work
 // directory, owned by UID 1000 because fsGroup does not apply to hostPath),
 // then the overlay itself, server-side, with --warnings-as-errors.
@@ -37,6 +38,11 @@ func (n *node) deploy() {
 	tokens := filepath.Join(n.dir, "secrets", "tokens.yaml")
 	writeFile(t, tokens, fmt.Sprintf("- {operator: tier-admin, role: admin, sha256: %q}\n", hex.EncodeToString(sum[:])), 0o600)
 	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "agent-gateway-tokens", "--from-file=tokens.yaml="+tokens)
+	// The session key every gateway replica shares (auth.session.keysFile).
+	key, _ := hex.DecodeString(randomHex(32))
+	sessionKeys := filepath.Join(n.dir, "secrets", "session-keys")
+	writeFile(t, sessionKeys, base64.StdEncoding.EncodeToString(key)+"\n", 0o600)
+	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "agent-gateway-session", "--from-file=keys="+sessionKeys)
 	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "openai-api-key", "--from-literal=OPENAI_API_KEY=sk-tier-not-a-key")
 
 	n.volumes = map[string]string{}

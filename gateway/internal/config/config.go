@@ -402,7 +402,7 @@ func (c *Config) Validate() error {
 			bad("auth.trustedProxy.adminGroup", "required")
 		}
 	}
-	errs = append(errs, c.Auth.Session.validate()...)
+	errs = append(errs, c.Auth.Session.validate(c.MetricsServer.Address)...)
 	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
 		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")
 	}

@@ -3,7 +3,9 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,6 +21,7 @@ const SessionKeySize = 32
 //	    keys: ["<base64 of 32 random bytes>"]   # first seals, all open
 //	    keysFile: /etc/agent-gateway/session/keys  # e.g. a mounted Kubernetes Secret
 //	    lifetime: 12h
+//	    peers: ["agent-gateway-peers:9090"]      # the other replicas' metrics listeners
 //
 // Keys from keysFile (one base64 key a line; blank lines and lines starting
 // with # are skipped) come before auth.session.keys; the first key of all
@@ -26,10 +29,18 @@ const SessionKeySize = 32
 // adding the new one first and removing the old one a lifetime later.
 // Without any key the gateway makes a random one at start: sessions then
 // end when it restarts and are not shared between replicas.
+//
+// Peers are the other replicas, host:port of their metrics listener; a
+// host name is resolved at each use and may name several replicas (a
+// headless Kubernetes Service). Replicas send each other sign-outs and a
+// starting replica pulls the current list (see gateway/internal/session),
+// authenticated with a key derived from the session keys, so peers need
+// configured keys and metricsServer.address.
 type Session struct {
 	Keys     []string       `yaml:"keys"`
 	KeysFile string         `yaml:"keysFile"`
 	Lifetime *time.Duration `yaml:"lifetime"`
+	Peers    []string       `yaml:"peers,omitempty"`
 }
 
 // SessionLifetime is auth.session.lifetime, 0 when unset (the default).
@@ -87,11 +98,28 @@ func (s Session) decode() ([][]byte, []error) {
 	return keys, errs
 }
 
-// validate reports every problem of auth.session.
-func (s Session) validate() []error {
-	_, errs := s.decode()
+// validate reports every problem of auth.session; metricsAddr is
+// metricsServer.address, where the peer endpoint is served.
+func (s Session) validate(metricsAddr string) []error {
+	keys, keyErrs := s.decode()
+	errs := append([]error(nil), keyErrs...)
 	if s.Lifetime != nil && *s.Lifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at least 1m (for example 12h)"))
+	}
+	for i, p := range s.Peers {
+		host, port, err := net.SplitHostPort(p)
+		n, perr := strconv.Atoi(port)
+		if err != nil || host == "" || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(host, "/ ") {
+			errs = append(errs, fmt.Errorf("auth.session.peers[%d]: must be host:port of a replica's metrics listener (for example agent-gateway-peers:9090)", i))
+		}
+	}
+	if len(s.Peers) > 0 {
+		if len(keys) == 0 && len(keyErrs) == 0 {
+			errs = append(errs, fmt.Errorf("auth.session.peers: needs auth.session.keys or auth.session.keysFile, the same on every replica"))
+		}
+		if metricsAddr == "" {
+			errs = append(errs, fmt.Errorf("auth.session.peers: needs metricsServer.address (replicas reach each other on the metrics listener)"))
+		}
 	}
 	return errs
 }

@@ -7,9 +7,12 @@
 // except /healthz, /readyz, the portal's files, OPTIONS / and the login
 // (POST /api/v1/agent-gateway/session) requires an authenticated admin;
 // cookie-authenticated state-changing requests also need X-CSRF-Token.
+// /readyz answers 503 until Options.Ready says the gateway is ready (a
+// replica with peers pulls their sign-outs first).
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -86,6 +89,16 @@ type Options struct {
 	// WatchWriteTimeout bounds each write of a watch stream (default
 	// WatchWriteTimeout).
 	WatchWriteTimeout time.Duration
+	// SignOut ends a session on every replica (session.Peers); nil ends
+	// it only in Auth's store, in this process.
+	SignOut SignOuter
+	// Ready gates /readyz (503 until it reports true); nil is always ready.
+	Ready func() bool
+}
+
+// SignOuter ends the session sealed in a cookie value everywhere.
+type SignOuter interface {
+	SignOut(ctx context.Context, value string)
 }
 
 // Server is the gateway's HTTP handler.
@@ -124,7 +137,7 @@ func New(opts Options) (*Server, error) {
 	admin := s.requireAdmin
 
 	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.healthz)
+	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})), admin)
 
 	e.POST(APIPrefix+"/session", s.login)
@@ -192,6 +205,15 @@ func (s *Server) portalOrNotFound(portal echo.HandlerFunc) echo.HandlerFunc {
 
 func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz is /healthz until the gateway is ready: a starting replica pulls
+// its peers' sign-outs first, so the Service sends it nobody before.
+func (s *Server) readyz(c echo.Context) error {
+	if s.opts.Ready != nil && !s.opts.Ready() {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+	}
+	return s.healthz(c)
 }
 
 func (s *Server) openapi(c echo.Context) error {
@@ -412,7 +434,11 @@ func (s *Server) logout(c echo.Context) error {
 				s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "missing or invalid "+auth.CSRFHeader+" header")
 				return nil
 			}
-			store.Delete(ck.Value)
+			if s.opts.SignOut != nil {
+				s.opts.SignOut.SignOut(r.Context(), ck.Value)
+			} else {
+				store.Delete(ck.Value)
+			}
 		}
 	}
 	http.SetCookie(c.Response(), &http.Cookie{

@@ -208,3 +208,42 @@ func TestDAVResponsesAreSandboxed(t *testing.T) {
 		t.Error("portal sandboxed")
 	}
 }
+
+type recordSignOut struct{ values []string }
+
+func (r *recordSignOut) SignOut(_ context.Context, v string) { r.values = append(r.values, v) }
+
+// Issue 14: sign-out goes through the peers (every replica) when the
+// gateway has them, and /readyz waits for their start-up sync.
+func TestSignOutHookAndReadiness(t *testing.T) {
+	store := session.New(nil, 0, 0)
+	a := auth.New(config.Auth{Tokens: []config.Token{{Operator: "alice", Role: "admin", SHA256: config.HashToken("tok")}}}, store)
+	rec := &recordSignOut{}
+	ready := false
+	s, err := New(Options{Auth: a, Service: &fakeService{}, Gatherer: prometheus.NewRegistry(),
+		Portal: portal.NewFS(fstest.MapFS{}), SignOut: rec, Ready: func() bool { return ready }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := serve(s, httptest.NewRequest(http.MethodGet, "/readyz", nil)); w.Code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before sync: %d", w.Code)
+	}
+	if w := serve(s, httptest.NewRequest(http.MethodGet, "/healthz", nil)); w.Code != http.StatusOK {
+		t.Errorf("/healthz before sync: %d (liveness must not wait)", w.Code)
+	}
+	ready = true
+	if w := serve(s, httptest.NewRequest(http.MethodGet, "/readyz", nil)); w.Code != http.StatusOK {
+		t.Errorf("/readyz after sync: %d", w.Code)
+	}
+
+	sess, _ := store.Create("alice", "admin")
+	r := httptest.NewRequest(http.MethodDelete, APIPrefix+"/session", nil)
+	r.AddCookie(&http.Cookie{Name: session.CookieName, Value: sess.ID})
+	r.Header.Set(auth.CSRFHeader, sess.CSRFToken)
+	if w := serve(s, r); w.Code != http.StatusNoContent {
+		t.Fatalf("sign-out: %d %s", w.Code, w.Body)
+	}
+	if len(rec.values) != 1 || rec.values[0] != sess.ID {
+		t.Errorf("SignOut hook got %d values", len(rec.values))
+	}
+}

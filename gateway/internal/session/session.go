@@ -12,13 +12,49 @@
 // drop the old one after one session lifetime); without configured keys a
 // random key is made at start (sessions then end with the process).
 //
-// Sign-out (Delete) puts the session id on a revocation list until the
-// session would have expired. Limits: that list lives in this process and is
-// bounded (when full, the entries closest to expiry are dropped first), so a
-// copy of a signed-out cookie stays valid on other replicas and after a
-// restart until its expiry. The browser that signs out drops its cookie, so
-// it is signed out everywhere; only a cookie copied beforehand outlives
-// sign-out. Shorter lifetimes narrow that window.
+// Sign-out (Delete) puts the session's random id (SID, never the cookie) on
+// a revocation list until the session would have expired. The list is
+// bounded (DefaultMaxSessions; beyond it expired entries go first, then
+// those closest to expiry, whose copies then work again until they expire).
+//
+// Replicas share sign-outs (Peers, auth.session.peers): the replica that
+// signs a session out records it, sends it to every peer and answers once
+// all acknowledged or SignOutWait (1 s) passed; unacknowledged deliveries
+// retry in the background for about 8 s. A starting replica listens, pulls
+// every peer's list and reports ready (/readyz) once each peer answered or
+// SyncTimeout (5 s) passed; every replica pulls again each ResyncInterval
+// (1 min), which catches up on deliveries that failed. Peer names are
+// resolved at each use, so a headless Service lists every replica; a
+// replica recognises itself by a random instance id in signed answers.
+//
+// The peer endpoint (PeerPath) is served on the metrics listener, not the
+// public port: that listener is cluster-internal (no Ingress or public
+// Service routes to it, and the gateway's NetworkPolicy admits only the
+// gateway's pods and the monitoring namespace), so a request from outside
+// the cluster cannot reach it at all, and the public port's surface stays
+// what the portal, REST and WebDAV need. The endpoint is authenticated on
+// its own too: every request carries an HMAC-SHA256 (key derived with HKDF
+// from each session key, label "agent-gateway session peers v1"; signed
+// with every key, accepted under any, so a key rotation rolling through
+// the replicas does not cut them off) over method, path, timestamp, a
+// nonce, the sender's instance id and the body's SHA-256. A timestamp
+// more than PeerWindow (30 s) off, or a nonce seen before, is refused;
+// anything refused gets 403, adds nothing, reads nothing, and is logged
+// with its reason (never a header value). Answers are signed the same
+// way, bound to the request's nonce, so a replica merges lists only from
+// key holders.
+//
+// Limits: peer traffic is authenticated, not encrypted (SIDs of signed-out
+// sessions open nothing). Until a sign-out reaches a replica (normally
+// before the sign-out response; otherwise at that replica's first resync
+// once it reaches the signing one) a copy of the cookie still works there. When every replica restarts at once, or the only one does,
+// no replica holds the list any more: copies of signed-out cookies taken
+// before their sign-out are accepted again until they expire. A replica
+// that reaches no peer within SyncTimeout starts with an empty list (it
+// logs so) and fills it at the next resync. The browser that signs out
+// drops its cookie, so only a copy taken beforehand outlives sign-out;
+// shorter lifetimes narrow that window, and rotating the session key (the
+// old one removed) ends every session at once.
 package session
 
 import (
@@ -28,6 +64,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"sort"
 	"sync"
 	"time"
 )
@@ -221,45 +258,106 @@ func (s *Store) Get(value string) (Session, bool) {
 	return sess, true
 }
 
-// Delete ends the session sealed in a cookie value (sign-out); values that
-// do not open are ignored.
-func (s *Store) Delete(value string) {
-	p, ok := s.open(value)
-	if !ok {
-		return
-	}
-	now := s.now()
-	exp := time.Unix(p.Expires, 0)
-	if !now.Before(exp) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.revoked) >= s.max {
-		s.evictLocked(now)
-	}
-	s.revoked[p.SID] = exp
+// Revocation is one signed-out session: its random id (never the cookie)
+// and when the session would have expired, after which it is forgotten.
+type Revocation struct {
+	SID     string
+	Expires time.Time
 }
 
-// evictLocked drops expired revocations, then those closest to expiry until
-// below max.
-func (s *Store) evictLocked(now time.Time) {
+// Delete ends the session sealed in a cookie value (sign-out) here and
+// returns its revocation for other replicas; values that do not open, or
+// have expired, are ignored (ok false).
+func (s *Store) Delete(value string) (Revocation, bool) {
+	p, ok := s.open(value)
+	if !ok {
+		return Revocation{}, false
+	}
+	r := Revocation{SID: p.SID, Expires: time.Unix(p.Expires, 0)}
+	if !s.now().Before(r.Expires) {
+		return Revocation{}, false
+	}
+	s.Revoke(r)
+	return r, true
+}
+
+// validSID reports whether sid has the shape randomToken makes: 43
+// base64url characters. Revocations from peers are checked against it, so
+// the list holds nothing else.
+func validSID(sid string) bool {
+	if len(sid) != 43 {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(sid)
+	return err == nil
+}
+
+// Revoke adds revocations (from this process or a peer) and returns how
+// many were new. Malformed or expired ones are skipped. The list stays
+// bounded: beyond max, expired entries go first, then those closest to
+// expiry.
+func (s *Store) Revoke(revs ...Revocation) int {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	added := 0
+	for _, r := range revs {
+		if !validSID(r.SID) || !now.Before(r.Expires) {
+			continue
+		}
+		if old, ok := s.revoked[r.SID]; ok {
+			if r.Expires.After(old) {
+				s.revoked[r.SID] = r.Expires
+			}
+			continue
+		}
+		s.revoked[r.SID] = r.Expires
+		added++
+	}
+	if len(s.revoked) > s.max {
+		s.trimLocked(now)
+	}
+	return added
+}
+
+// trimLocked drops expired revocations, then those closest to expiry until
+// max remain (one sort, so merging a peer's whole list stays O(n log n)).
+func (s *Store) trimLocked(now time.Time) {
 	for id, exp := range s.revoked {
 		if !now.Before(exp) {
 			delete(s.revoked, id)
 		}
 	}
-	for len(s.revoked) >= s.max {
-		var first string
-		var at time.Time
-		for id, exp := range s.revoked {
-			if first == "" || exp.Before(at) {
-				first, at = id, exp
-			}
-		}
-		delete(s.revoked, first)
+	if len(s.revoked) <= s.max {
+		return
+	}
+	all := make([]Revocation, 0, len(s.revoked))
+	for id, exp := range s.revoked {
+		all = append(all, Revocation{SID: id, Expires: exp})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Expires.Before(all[j].Expires) })
+	for _, r := range all[:len(all)-s.max] {
+		delete(s.revoked, r.SID)
 	}
 }
+
+// Revocations is a snapshot of the live revocations (what a starting peer
+// pulls), at most max entries.
+func (s *Store) Revocations() []Revocation {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Revocation, 0, len(s.revoked))
+	for id, exp := range s.revoked {
+		if now.Before(exp) {
+			out = append(out, Revocation{SID: id, Expires: exp})
+		}
+	}
+	return out
+}
+
+// Max is the bound of the revocation list.
+func (s *Store) Max() int { return s.max }
 
 // Len is the number of signed-out sessions remembered (tests and metrics).
 func (s *Store) Len() int {

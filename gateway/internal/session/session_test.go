@@ -126,3 +126,68 @@ func TestRevocationListBounded(t *testing.T) {
 		t.Errorf("Len after expiry = %d, want 1", s.Len())
 	}
 }
+
+func TestRevocationsFromPeers(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	s := New(clock, time.Hour, 3, key(1))
+	c, _ := s.Create("x", "admin")
+	rev, ok := s.Delete(c.ID)
+	if !ok || rev.SID != c.SID || !rev.Expires.Equal(c.Expires) {
+		t.Fatalf("Delete = %+v %v, want the session's SID and expiry", rev, ok)
+	}
+	if _, ok := s.Delete("garbage"); ok {
+		t.Error("Delete of garbage returned a revocation")
+	}
+
+	// Another replica learns it by SID alone.
+	peer := New(clock, time.Hour, 3, key(1))
+	if _, ok := peer.Get(c.ID); !ok {
+		t.Fatal("peer refuses a live session")
+	}
+	if n := peer.Revoke(s.Revocations()...); n != 1 {
+		t.Errorf("Revoke added %d, want 1", n)
+	}
+	if _, ok := peer.Get(c.ID); ok {
+		t.Error("peer accepts a session revoked by SID")
+	}
+	if n := peer.Revoke(rev); n != 0 {
+		t.Errorf("a repeated revocation counted as new (%d)", n)
+	}
+
+	sid := func(b byte) string { return base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) }
+	if n := peer.Revoke(
+		Revocation{SID: "short", Expires: now.Add(time.Minute)},
+		Revocation{SID: strings.Repeat("!", 43), Expires: now.Add(time.Minute)},
+		Revocation{SID: sid(9), Expires: now},
+	); n != 0 || peer.Len() != 1 {
+		t.Errorf("malformed or expired revocations kept: added %d, len %d", n, peer.Len())
+	}
+
+	// A later expiry for a known SID wins (a session sealed by a replica
+	// with a longer lifetime).
+	peer.Revoke(Revocation{SID: rev.SID, Expires: rev.Expires.Add(time.Hour)})
+	now = now.Add(90 * time.Minute)
+	if got := peer.Revocations(); len(got) != 1 || !got[0].Expires.Equal(rev.Expires.Add(time.Hour)) {
+		t.Errorf("Revocations = %+v", got)
+	}
+	now = now.Add(time.Hour)
+	if got := peer.Revocations(); len(got) != 0 {
+		t.Errorf("expired revocations listed: %+v", got)
+	}
+
+	// A merge beyond max keeps the max entries furthest from expiry.
+	var many []Revocation
+	for i := 0; i < 10; i++ {
+		many = append(many, Revocation{SID: sid(byte(i)), Expires: now.Add(time.Duration(i+1) * time.Minute)})
+	}
+	b := New(clock, time.Hour, 3, key(1))
+	b.Revoke(many...)
+	got := map[string]bool{}
+	for _, r := range b.Revocations() {
+		got[r.SID] = true
+	}
+	if len(got) != 3 || !got[sid(9)] || !got[sid(8)] || !got[sid(7)] {
+		t.Errorf("after a merge beyond max: %v, want the 3 latest expiries", got)
+	}
+}

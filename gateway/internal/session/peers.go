@@ -1,0 +1,517 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PeerPath is the peer endpoint on the metrics listener: GET returns this
+// replica's revocations, POST adds some.
+const PeerPath = "/internal/session/revocations"
+
+// Bounds of the peer protocol.
+const (
+	// SignOutWait is the longest a sign-out response waits for peers to
+	// acknowledge; deliveries not done by then go on in the background.
+	SignOutWait = time.Second
+	// PeerTimeout bounds one peer request (connect, send, answer).
+	PeerTimeout = 2 * time.Second
+	// SyncTimeout is the longest a starting replica waits for its peers'
+	// lists before it reports ready anyway.
+	SyncTimeout = 5 * time.Second
+	// ResyncInterval is how often a replica pulls its peers' lists again,
+	// catching up on sign-outs whose delivery failed.
+	ResyncInterval = time.Minute
+	// MaxPeerBody bounds a peer request or response body (a full list of
+	// DefaultMaxSessions revocations is about 700 KB).
+	MaxPeerBody = 2 << 20
+	// maxDeliveries bounds the sign-out deliveries in flight; beyond it a
+	// delivery is dropped (and the next resync catches up).
+	maxDeliveries = 64
+)
+
+// retryDelays are the pauses before each further attempt of a delivery
+// (about 8 s in all); after that the periodic resync takes over.
+var retryDelays = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+
+// PeerOptions configure Peers.
+type PeerOptions struct {
+	Store *Store
+	// Addrs are the configured auth.session.peers: host:port, the host
+	// resolved at each use (a headless Service names every replica).
+	Addrs []string
+	// Keys are the session keys; the peer key is derived from them.
+	Keys   [][]byte
+	Logger hclog.Logger
+	// Registerer receives the peer metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+	// Resolver resolves peer host names; nil uses net.DefaultResolver.
+	Resolver *net.Resolver
+}
+
+// Peers shares sign-outs with the other replicas (see the package doc).
+type Peers struct {
+	store    *Store
+	addrs    []string
+	auth     *peerAuth
+	log      hclog.Logger
+	now      func() time.Time
+	resolver *net.Resolver
+	client   *http.Client
+	instance string // random per process: recognises this replica among its peers
+
+	ctx    context.Context // ends at Close: background deliveries stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	slots  chan struct{} // maxDeliveries
+
+	mu    sync.Mutex
+	self  map[string]bool // addresses found to be this replica's own
+	ready chan struct{}
+	once  sync.Once
+
+	sends   *prometheus.CounterVec
+	refused *prometheus.CounterVec
+}
+
+// NewPeers returns the peer side of store. It needs at least one key.
+func NewPeers(o PeerOptions) (*Peers, error) {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	a, err := newPeerAuth(o.Keys, now)
+	if err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	res := o.Resolver
+	if res == nil {
+		res = net.DefaultResolver
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Peers{
+		store: o.Store, addrs: o.Addrs, auth: a, log: log, now: now, resolver: res,
+		// No proxy: peer traffic stays inside the cluster network.
+		client:   &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}},
+		instance: randomID(), ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxDeliveries),
+		ready: make(chan struct{}), self: map[string]bool{},
+		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_session_peer_deliveries_total", Help: "Sign-outs sent to a peer replica, by outcome (ok, failed after retries, dropped when too many were in flight).",
+		}, []string{"result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_session_peer_refused_total", Help: "Requests to the session peer endpoint refused (403), by reason.",
+		}, []string{"reason"}),
+	}
+	if o.Registerer != nil {
+		held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agent_gateway_session_revocations", Help: "Signed-out sessions remembered until they would have expired.",
+		}, func() float64 { return float64(o.Store.Len()) })
+		for _, c := range []prometheus.Collector{p.sends, p.refused, held} {
+			if err := o.Registerer.Register(c); err != nil {
+				cancel()
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// Close stops background deliveries and resyncs and waits for them.
+func (p *Peers) Close() {
+	p.cancel()
+	p.wg.Wait()
+	p.client.CloseIdleConnections()
+}
+
+// Ready reports whether the start-up sync is over (readiness).
+func (p *Peers) Ready() bool {
+	select {
+	case <-p.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *Peers) markReady() { p.once.Do(func() { close(p.ready) }) }
+
+// revocationJSON is one revocation on the wire.
+type revocationJSON struct {
+	SID     string `json:"sid"`
+	Expires int64  `json:"exp"`
+}
+
+type listJSON struct {
+	Revocations []revocationJSON `json:"revocations"`
+}
+
+func encodeList(revs []Revocation) []byte {
+	l := listJSON{Revocations: make([]revocationJSON, len(revs))}
+	for i, r := range revs {
+		l.Revocations[i] = revocationJSON{SID: r.SID, Expires: r.Expires.Unix()}
+	}
+	b, _ := json.Marshal(l)
+	return b
+}
+
+func decodeList(b []byte, max int) ([]Revocation, error) {
+	var l listJSON
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, err
+	}
+	if len(l.Revocations) > max {
+		return nil, fmt.Errorf("%d revocations, more than %d", len(l.Revocations), max)
+	}
+	out := make([]Revocation, len(l.Revocations))
+	for i, r := range l.Revocations {
+		out[i] = Revocation{SID: r.SID, Expires: time.Unix(r.Expires, 0)}
+	}
+	return out, nil
+}
+
+// --- the endpoint ---
+
+// Handler serves PeerPath. Anything without a valid signature, with a
+// timestamp outside PeerWindow or a nonce already used gets 403 and adds
+// nothing; the log line names the reason, never a header value.
+func (p *Peers) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The metrics listener has no body deadline of its own.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(5 * PeerTimeout))
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxPeerBody+1))
+		if err != nil || len(body) > MaxPeerBody {
+			p.refuse(w, r, "unreadable or too large body")
+			return
+		}
+		if r.URL.RawQuery != "" {
+			p.refuse(w, r, "query string")
+			return
+		}
+		if err := p.auth.verifyRequest(r, body); err != nil {
+			p.refuse(w, r, err.Error())
+			return
+		}
+		nonce := r.Header.Get(headerNonce)
+		switch r.Method {
+		case http.MethodGet:
+			p.reply(w, nonce, http.StatusOK, encodeList(p.store.Revocations()))
+		case http.MethodPost:
+			revs, err := decodeList(body, p.store.Max())
+			if err != nil {
+				p.log.Warn("session peer request refused", "reason", "malformed revocation list")
+				p.reply(w, nonce, http.StatusBadRequest, nil)
+				return
+			}
+			n := p.store.Revoke(revs...)
+			if n > 0 {
+				p.log.Info("session revocations received from a peer", "added", n)
+			}
+			p.reply(w, nonce, http.StatusOK, []byte(fmt.Sprintf(`{"added":%d}`, n)))
+		default:
+			p.reply(w, nonce, http.StatusMethodNotAllowed, nil)
+		}
+	})
+}
+
+func (p *Peers) refuse(w http.ResponseWriter, r *http.Request, reason string) {
+	p.refused.WithLabelValues(reason).Inc()
+	p.log.Warn("session peer request refused", "reason", reason, "method", r.Method)
+	http.Error(w, "forbidden", http.StatusForbidden)
+}
+
+func (p *Peers) reply(w http.ResponseWriter, nonce string, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	p.auth.signResponse(h, nonce, status, p.instance, body)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// --- the client ---
+
+// errSelf: the address is this replica's own.
+var errSelf = errors.New("this replica")
+
+// call sends one signed request to a peer and returns the verified
+// response body. Errors never carry the peer's address (see reason).
+func (p *Peers) call(ctx context.Context, addr, method string, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, PeerTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+PeerPath, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	nonce := p.auth.signRequest(req, p.instance, body)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, MaxPeerBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > MaxPeerBody {
+		return nil, errPeerAuth("response too large")
+	}
+	if err := p.auth.verifyResponse(resp, nonce, out); err != nil {
+		// A 403 from a replica with other keys is unsigned as well.
+		return nil, errPeerAuth(fmt.Sprintf("status %d, %v", resp.StatusCode, err))
+	}
+	if resp.Header.Get(headerInstance) == p.instance {
+		p.mu.Lock()
+		p.self[addr] = true
+		p.mu.Unlock()
+		return nil, errSelf
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, errPeerAuth(fmt.Sprintf("status %d", resp.StatusCode))
+	}
+	return out, nil
+}
+
+// reason describes a delivery error for logs without the peer's address
+// (net/http's errors quote the URL).
+func reason(err error) string {
+	var pe errPeerAuth
+	var ne net.Error
+	switch {
+	case errors.As(err, &pe):
+		return string(pe)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "shutting down"
+	default:
+		return "unreachable"
+	}
+}
+
+// resolve expands the configured peers to addresses, resolving host names
+// now (a headless Service lists every replica), without this replica's
+// own address once known.
+func (p *Peers) resolve(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	var errs []error
+	for _, a := range p.addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ips := []string{host}
+		if net.ParseIP(host) == nil {
+			ctx, cancel := context.WithTimeout(ctx, PeerTimeout)
+			ips, err = p.resolver.LookupHost(ctx, host)
+			cancel()
+			if err != nil {
+				errs = append(errs, errors.New("a peer name did not resolve"))
+				continue
+			}
+		}
+		p.mu.Lock()
+		for _, ip := range ips {
+			addr := net.JoinHostPort(ip, port)
+			if !seen[addr] && !p.self[addr] {
+				seen[addr] = true
+				out = append(out, addr)
+			}
+		}
+		p.mu.Unlock()
+	}
+	return out, errors.Join(errs...)
+}
+
+// SignOut ends the session sealed in a cookie value here and on every
+// peer. It returns once every peer acknowledged or SignOutWait passed,
+// whichever is first; deliveries still running retry in the background.
+func (p *Peers) SignOut(ctx context.Context, value string) {
+	rev, ok := p.store.Delete(value)
+	if !ok {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, SignOutWait)
+	defer cancel()
+	addrs, _ := p.resolve(wait)
+	body := encodeList([]Revocation{rev})
+	done := make(chan struct{}, len(addrs))
+	for _, addr := range addrs {
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			p.sends.WithLabelValues("dropped").Inc()
+			p.log.Warn("session sign-out not sent to a peer", "reason", "too many deliveries in flight")
+			done <- struct{}{}
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { <-p.slots }()
+			p.deliver(addr, body, done)
+		}()
+	}
+	for range addrs {
+		select {
+		case <-done:
+		case <-wait.Done():
+			p.log.Info("sign-out response sent before every peer acknowledged; retrying in the background")
+			return
+		}
+	}
+}
+
+// deliver sends body to one peer, retrying for a few seconds; it signals
+// done after the first attempt's outcome is known.
+func (p *Peers) deliver(addr string, body []byte, done chan<- struct{}) {
+	signalled := false
+	signal := func() {
+		if !signalled {
+			signalled = true
+			done <- struct{}{}
+		}
+	}
+	defer signal()
+	var err error
+	for attempt := 0; ; attempt++ {
+		_, err = p.call(p.ctx, addr, http.MethodPost, body)
+		if err == nil || errors.Is(err, errSelf) {
+			p.sends.WithLabelValues("ok").Inc()
+			return
+		}
+		signal() // the sign-out need not wait for retries
+		if attempt >= len(retryDelays) {
+			break
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-time.After(retryDelays[attempt]):
+		}
+	}
+	p.sends.WithLabelValues("failed").Inc()
+	p.log.Warn("session sign-out not delivered to a peer; its next resync pulls it", "reason", reason(err))
+}
+
+// pull fetches one peer's list and merges it; it returns how many
+// revocations were new.
+func (p *Peers) pull(ctx context.Context, addr string) (int, error) {
+	out, err := p.call(ctx, addr, http.MethodGet, nil)
+	if err != nil {
+		return 0, err
+	}
+	revs, err := decodeList(out, p.store.Max())
+	if err != nil {
+		return 0, errPeerAuth("malformed revocation list")
+	}
+	return p.store.Revoke(revs...), nil
+}
+
+// Start runs the start-up sync and then the periodic resync in the
+// background until Close. self is the address the peer listener is bound
+// to (skipped when a peer entry names it exactly; other names for this
+// replica are recognised by the instance id in the first answer).
+func (p *Peers) Start(self string) {
+	p.mu.Lock()
+	p.self[self] = true
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.sync()
+		t := time.NewTicker(ResyncInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-t.C:
+				p.pullAll(p.ctx, map[string]bool{})
+			}
+		}
+	}()
+}
+
+// pullAll pulls from every peer not yet in answered, concurrently, and
+// records who answered (or turned out to be this replica). It reports
+// whether the names resolved and every peer has answered.
+func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete bool, added int) {
+	addrs, rerr := p.resolve(ctx)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, addr := range addrs {
+		if answered[addr] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := p.pull(ctx, addr)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				answered[addr] = true
+				added += n
+			}
+		}()
+	}
+	wg.Wait()
+	// Addresses found to be this replica meanwhile are no longer peers.
+	complete = rerr == nil
+	p.mu.Lock()
+	for _, addr := range addrs {
+		complete = complete && (answered[addr] || p.self[addr])
+	}
+	p.mu.Unlock()
+	return complete, added
+}
+
+// sync is the start-up pull: until every resolved peer answered once, or
+// SyncTimeout. Readiness waits for it.
+func (p *Peers) sync() {
+	defer p.markReady()
+	ctx, cancel := context.WithTimeout(p.ctx, SyncTimeout)
+	defer cancel()
+	start := p.now()
+	answered := map[string]bool{}
+	total := 0
+	for {
+		complete, n := p.pullAll(ctx, answered)
+		total += n
+		if complete {
+			p.log.Info("session revocations synced from peers", "peers", len(answered), "revocations", total,
+				"duration_ms", p.now().Sub(start).Milliseconds())
+			return
+		}
+		select {
+		case <-ctx.Done():
+			p.log.Warn("session revocations: not every peer answered at start; ready anyway",
+				"peers_answered", len(answered), "revocations", total)
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
