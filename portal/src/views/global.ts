@@ -6,6 +6,7 @@ import type { AppContext } from '../context';
 import { GLOBAL, type AgentState } from '../state/appState';
 import type { AgentScope } from '../state/scope';
 import { workspaceKey } from '../state/tree';
+import { treeHeadButtons } from './tree';
 import { unavailableView } from './unavailable';
 
 export function globalSidebarView(c: AppContext, scope: AgentScope<AgentState>): TemplateResult {
@@ -33,17 +34,11 @@ export function globalSidebarView(c: AppContext, scope: AgentScope<AgentState>):
         <button class="btn btn-small" data-testid="new-skill" title="A folder in skills/ with a SKILL.md" @click=${() => void c.treeActions.newSkill(scope, tree)}>
           New skill
         </button>
-        <button class="btn btn-small" data-testid="refresh-files" title="Reload the listed folders and the open file" @click=${() => void c.tree.refresh(scope, tree)}>
-          Refresh
-        </button>
-        <button
-          class="btn btn-small"
-          data-testid="open-checkpoints"
-          title="Snapshots of skills/ and AGENTS.md: compare and restore"
-          @click=${() => void c.checkpoints.openForTree(tree)}
-        >
-          Checkpoints
-        </button>
+        ${treeHeadButtons(
+          () => void c.tree.refresh(scope, tree),
+          () => void c.checkpoints.openForTree(tree),
+          'Snapshots of skills/ and AGENTS.md: compare and restore',
+        )}
       </span>
     </div>
     <p class="muted hint">Shared by all of this agent's projects: its skills and the global AGENTS.md instructions.</p>

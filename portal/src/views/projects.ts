@@ -7,6 +7,7 @@ import type { AppContext } from '../context';
 import { shownTree, type AgentState } from '../state/appState';
 import { hasMore } from '../state/paging';
 import type { AgentScope } from '../state/scope';
+import { treeHeadButtons } from './tree';
 import { unavailableView } from './unavailable';
 
 export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>): TemplateResult {
@@ -81,22 +82,11 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
               <button class="btn btn-small" data-testid="root-new-folder" @click=${() => void c.treeActions.newEntry(tree, '', 'ENTRY_TYPE_DIRECTORY')}>
                 New folder
               </button>
-              <button
-                class="btn btn-small"
-                data-testid="refresh-files"
-                title="Reload the listed folders and the open file"
-                @click=${() => void c.tree.refresh(scope, tree)}
-              >
-                Refresh
-              </button>
-              <button
-                class="btn btn-small"
-                data-testid="open-checkpoints"
-                title="Snapshots of this project: compare and restore"
-                @click=${() => void c.checkpoints.openForTree(tree)}
-              >
-                Checkpoints
-              </button>
+              ${treeHeadButtons(
+                () => void c.tree.refresh(scope, tree),
+                () => void c.checkpoints.openForTree(tree),
+                'Snapshots of this project: compare and restore',
+              )}
             </span>
           </div>
           ${c.tree.view(scope, tree, `Files of project ${st.selectedProject}`)}
