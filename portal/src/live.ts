@@ -2,7 +2,7 @@
 // open for the selected agent's shown workspace and its expanded folders,
 // reopens it (resuming) when that set changes, closes it when the agent
 // changes or the user signs out, and applies each event to the tree and the
-// open file. App (app.ts) hands it a small host; the rules are in
+// open file. liveHooks.ts hands it a small host; the rules are in
 // state/live.ts, the screens in views/live.ts.
 import { html, type TemplateResult } from 'lit-html';
 import { asApiError } from './api/errors';

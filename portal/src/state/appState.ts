@@ -1,12 +1,15 @@
-// The page's one state: what is shown (Screen), the message strip (Notice),
-// and everything loaded for one agent selection (AgentState, kept apart per
-// agent by scope.ts). The views (src/views/) render it; App (src/app.ts)
-// changes it.
+// The page's one state (AppState): what is shown (Screen), the session, the
+// agent list, the message strip (Notice), and everything loaded for one agent
+// selection (AgentState, kept apart per agent by scope.ts). The views
+// (src/views/) render it; the feature modules (src/features/) change it; the
+// composition root (src/app.ts) creates the one instance.
 import type { ApiError } from '../api/errors';
-import type { Project, WorkspaceRef } from '../api/types';
+import type { SessionInfo } from '../api/session';
+import type { Agent, Project, WorkspaceRef } from '../api/types';
 import type * as ed from './editorState';
 import { emptyListing, type Listing } from './paging';
-import type { TreeState } from './tree';
+import { ScopeManager } from './scope';
+import { workspaceKey, type TreeState } from './tree';
 
 export type Tab = 'projects' | 'global';
 
@@ -58,3 +61,42 @@ export function freshAgentState(): AgentState {
   };
 }
 
+
+/** The tree on screen: Global's, or the selected project's (none while no project is selected). */
+export function shownTree(st: AgentState): TreeState | undefined {
+  if (st.tab === 'global') return st.trees.get(workspaceKey(GLOBAL));
+  return st.selectedProject ? st.trees.get(workspaceKey(project(st.selectedProject))) : undefined;
+}
+
+/** Everything the page holds; one instance, shared by every feature module. */
+export interface AppState {
+  screen: Screen;
+  /** Who is signed in (null on the login and no-access screens). */
+  session: SessionInfo | null;
+  agents: Agent[];
+  /** Why the agent list could not be loaded (shown with Retry). */
+  agentsError: ApiError | null;
+  /** One scope per agent selection; its state is the selected agent's AgentState. */
+  readonly scopes: ScopeManager<AgentState>;
+  notice: Notice | null;
+  /** Serial of the latest notice: a timer only clears the notice it was set for. */
+  noticeSerial: number;
+  /** data-key of the element that gets the focus after the next render. */
+  focusAfterRender: string | null;
+  /** >0 while the page is being brought to a URL's place: the URL is replaced, not pushed. */
+  routing: number;
+}
+
+export function freshAppState(): AppState {
+  return {
+    screen: { kind: 'loading' },
+    session: null,
+    agents: [],
+    agentsError: null,
+    scopes: new ScopeManager<AgentState>(freshAgentState),
+    notice: null,
+    noticeSerial: 0,
+    focusAfterRender: null,
+    routing: 0,
+  };
+}

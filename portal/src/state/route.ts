@@ -9,6 +9,7 @@
 //   /agents/{agent}/global/files/{path}              a Global file
 //
 // Every name is percent-encoded segment by segment; {path} keeps its "/".
+import type { AgentState } from './appState';
 
 export type RouteTab = 'projects' | 'global';
 
@@ -77,4 +78,11 @@ export function parseRoute(pathname: string): Route {
 
 export function sameRoute(a: Route, b: Route): boolean {
   return formatRoute(a) === formatRoute(b);
+}
+
+/** Where the page is when agent agentId shows st: the tab, the selected project and the open (or opening) file. */
+export function placeOf(agentId: string, st: AgentState): Route {
+  const path = st.file?.path ?? st.fileLoading ?? st.fileError?.path ?? '';
+  if (st.tab === 'global') return { agent: agentId, tab: 'global', project: '', path };
+  return { agent: agentId, tab: 'projects', project: st.selectedProject ?? '', path: st.selectedProject ? path : '' };
 }

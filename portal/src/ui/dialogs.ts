@@ -3,14 +3,19 @@
 // where it was. Each helper resolves with the user's choice.
 import { html, nothing, render, type TemplateResult } from 'lit-html';
 
-let serial = 0;
-
 const FOCUSABLE = 'button, [href], input, select, textarea, [tabindex]:not([tabindex="-1"])';
 
 function focusables(root: HTMLElement): HTMLElement[] {
   return [...root.querySelectorAll<HTMLElement>(FOCUSABLE)].filter(
     (el) => !el.hasAttribute('disabled') && el.getClientRects().length > 0,
   );
+}
+
+/** An id prefix no open dialog uses (the document is the only record: no module state). */
+function freeId(): string {
+  let n = 1;
+  while (document.querySelector(`dialog[aria-labelledby="dlg-${n}-title"]`)) n++;
+  return `dlg-${n}`;
 }
 
 interface ModalContext<T> {
@@ -26,7 +31,7 @@ function modal<T>(
   return new Promise<T>((resolve) => {
     const returnTo = document.activeElement as HTMLElement | null;
     const dlg = document.createElement('dialog');
-    const id = `dlg-${++serial}`;
+    const id = freeId();
     dlg.className = 'modal';
     dlg.setAttribute('role', opts.role ?? 'dialog');
     dlg.setAttribute('aria-labelledby', `${id}-title`);

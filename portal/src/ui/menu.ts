@@ -9,10 +9,12 @@ export interface MenuItem {
   run: () => void;
 }
 
-let open: (() => void) | null = null;
+/** The event that asks a menu to close. */
+const CLOSE = 'menu-close';
 
+/** Closes the open menu, if any (the menu in the document is the only record: no module state). */
 export function closeMenu(): void {
-  open?.();
+  document.querySelector('.context-menu[role="menu"]')?.dispatchEvent(new Event(CLOSE));
 }
 
 export function openMenu(x: number, y: number, items: MenuItem[], returnTo: HTMLElement | null, label: string): void {
@@ -26,14 +28,13 @@ export function openMenu(x: number, y: number, items: MenuItem[], returnTo: HTML
     document.removeEventListener('pointerdown', outside, true);
     window.removeEventListener('resize', dismiss);
     el.remove();
-    open = null;
     if (focusBack && returnTo?.isConnected) returnTo.focus();
   };
   const dismiss = () => done(true);
   const outside = (e: Event) => {
     if (!el.contains(e.target as Node)) done(false);
   };
-  open = dismiss;
+  el.addEventListener(CLOSE, dismiss);
   render(
     html`${items.map(
       (it) => html`<button

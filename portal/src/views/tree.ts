@@ -1,5 +1,5 @@
 // The lazily expanded tree of one workspace as an ARIA tree (roving
-// tabindex; the keys are handled by App).
+// tabindex; the keys are handled by features/tree.ts).
 import { html, nothing, svg, type TemplateResult } from 'lit-html';
 import { repeat } from 'lit-html/directives/repeat.js';
 import type { Entry } from '../api/types';
@@ -78,4 +78,12 @@ export function treeView(st: AgentState, tree: TreeState, label: string, h: Tree
     })}
     ${rows.length === 0 ? html`<li role="none" class="tree-status">Empty</li>` : nothing}
   </ul>`;
+}
+
+/** A tree's Refresh and Checkpoints buttons (the head of both sidebars' file sections). */
+export function treeHeadButtons(refresh: () => void, checkpoints: () => void, checkpointsTitle: string): TemplateResult {
+  return html`<button class="btn btn-small" data-testid="refresh-files" title="Reload the listed folders and the open file" @click=${refresh}>
+      Refresh
+    </button>
+    <button class="btn btn-small" data-testid="open-checkpoints" title=${checkpointsTitle} @click=${checkpoints}>Checkpoints</button>`;
 }

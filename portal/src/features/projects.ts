@@ -1,0 +1,153 @@
+// The Projects and Global tabs and the project list: paging ("Load more"),
+// selecting a project (a fresh tree each time), creating and deleting
+// projects. The sidebars are views/projects.ts and views/global.ts.
+import { html } from 'lit-html';
+import { asApiError, isUnauthenticated } from '../api/errors';
+import type { Project } from '../api/types';
+import type { AppContext } from '../context';
+import { GLOBAL, project, type AgentState, type Tab } from '../state/appState';
+import * as ed from '../state/editorState';
+import { projectNameProblem } from '../state/names';
+import { hasMore, loadFirst, loadMore, type Page } from '../state/paging';
+import { isStale, type AgentScope } from '../state/scope';
+import { newTree, workspaceKey } from '../state/tree';
+import { confirmDialog, promptDialog } from '../ui/dialogs';
+
+export class Projects {
+  readonly #c: AppContext;
+
+  constructor(c: AppContext) {
+    this.#c = c;
+  }
+
+  #pages(scope: AgentScope<AgentState>) {
+    return async (cursor: string): Promise<Page<Project>> => {
+      const r = await scope.guard(this.#c.api.listProjects(scope.agentId, cursor));
+      return { items: r.projects ?? [], nextCursor: r.next_cursor ?? '' };
+    };
+  }
+
+  /** The project list from its first page, or (more) its next page. */
+  async load(scope: AgentScope<AgentState>, more = false): Promise<void> {
+    const st = scope.state;
+    // "Load more" used from the keyboard: focus moves to the first project it added.
+    const focusNew = more && !!document.activeElement?.closest('[data-testid="load-more-projects"]');
+    const before = st.projects.items.length;
+    st.projectsLoading = true;
+    st.projectsError = null;
+    this.#c.update();
+    try {
+      st.projects = more ? (await loadMore(st.projects, this.#pages(scope), (p) => p.name ?? '')).listing : await loadFirst(this.#pages(scope));
+      const added = st.projects.items[before];
+      if (focusNew && added) this.#c.state.focusAfterRender = 'p:' + (added.name ?? '');
+      if (st.selectedProject && !st.projects.items.some((p) => p.name === st.selectedProject) && !hasMore(st.projects)) {
+        st.selectedProject = null;
+      }
+    } catch (err) {
+      if (isStale(err)) return;
+      if (isUnauthenticated(err)) return this.#c.fail(err);
+      st.projectsError = asApiError(err);
+    } finally {
+      if (scope.alive) {
+        st.projectsLoading = false;
+        this.#c.update();
+      }
+    }
+  }
+
+  async select(name: string): Promise<void> {
+    const scope = this.#c.state.scopes.current;
+    if (!scope || scope.state.selectedProject === name) return;
+    if (!(await this.#c.files.confirmDiscard('Switching the project'))) return;
+    if (!scope.alive) return;
+    const st = scope.state;
+    st.selectedProject = name;
+    this.#c.files.closeFile(st);
+    const key = workspaceKey(project(name));
+    // A fresh tree each time the project is selected: no stale listings.
+    const tree = newTree(project(name));
+    st.trees.set(key, tree);
+    this.#c.update();
+    await this.#c.tree.reloadDir(scope, tree, '');
+  }
+
+  async create(): Promise<void> {
+    const scope = this.#c.state.scopes.current;
+    if (!scope) return;
+    const name = await promptDialog({
+      title: 'Create project',
+      label: 'Project name',
+      help: 'A new folder in this agent\u2019s projects, initialised as a Git repository (branch main).',
+      confirmLabel: 'Create project',
+      validate: projectNameProblem,
+      testid: 'create-project-dialog',
+    });
+    if (name === null || !scope.alive) return;
+    try {
+      await scope.guard(this.#c.api.createProject(scope.agentId, name));
+      this.#c.notify('info', `Project ${name} was created.`);
+      await this.load(scope);
+      if (!ed.isDirty(scope.state.file)) await this.select(name);
+    } catch (err) {
+      this.#c.fail(err, `Project ${name} was not created.`);
+    }
+  }
+
+  async delete(name: string): Promise<void> {
+    const scope = this.#c.state.scopes.current;
+    if (!scope) return;
+    if (!(await this.#c.files.confirmDiscard('Deleting a project'))) return;
+    const ok = await confirmDialog({
+      title: `Delete project ${name}?`,
+      body: [
+        html`This <strong>permanently deletes</strong> the project <code>${name}</code> and everything in it, including its Git history
+          and files not under version control.`,
+        html`<strong>The deletion is permanent.</strong> With automatic checkpoints on (the default), a checkpoint of the project
+          (without its Git history and denied folders) is taken first: while it is kept, Checkpoints can bring the files back.`,
+      ],
+      requireText: { label: `Type the project name (${name}) to confirm`, value: name },
+      confirmLabel: 'Delete project permanently',
+      danger: true,
+      testid: 'delete-project-dialog',
+    });
+    if (!ok || !scope.alive) return;
+    try {
+      await scope.guard(this.#c.api.deleteProject(scope.agentId, name, name));
+      const st = scope.state;
+      st.trees.delete(workspaceKey(project(name)));
+      if (st.selectedProject === name) st.selectedProject = null;
+      this.#c.files.closeFile(st);
+      this.#c.notify('info', `Project ${name} was deleted.`, {
+        label: 'Checkpoints…',
+        testid: 'deleted-project-checkpoints',
+        run: () =>
+          void this.#c.checkpoints.open(project(name), () => {
+            const cur = this.#c.state.scopes.current;
+            return cur && this.load(cur);
+          }),
+      });
+      await this.load(scope);
+    } catch (err) {
+      this.#c.fail(err, `Project ${name} was not deleted.`);
+    }
+  }
+
+  async selectTab(tab: Tab): Promise<void> {
+    const scope = this.#c.state.scopes.current;
+    if (!scope || scope.state.tab === tab) return;
+    if (!(await this.#c.files.confirmDiscard('Switching tabs'))) return;
+    if (!scope.alive) return;
+    const st = scope.state;
+    st.tab = tab;
+    this.#c.files.closeFile(st);
+    if (tab === 'global') {
+      const tree = newTree(GLOBAL);
+      st.trees.set(workspaceKey(GLOBAL), tree);
+      this.#c.update();
+      await this.#c.tree.reloadDir(scope, tree, '');
+    } else {
+      this.#c.update();
+      if (!st.projects.loaded && this.#c.agents.current?.project_management_enabled) await this.load(scope);
+    }
+  }
+}

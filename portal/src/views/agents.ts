@@ -1,0 +1,57 @@
+// The signed-in page: the top bar (agent selector, operator, Sign out), the
+// message strip, and the selected agent's workspace (views/workspace.ts), or
+// why there is none (the agent list failed, no agents, no sidecar).
+import { html, nothing, type TemplateResult } from 'lit-html';
+import { describeGatewayError } from '../api/errors';
+import type { AppContext } from '../context';
+import { noticeView } from './notice';
+import { workspaceView } from './workspace';
+
+export function agentsPageView(c: AppContext): TemplateResult {
+  const s = c.state;
+  const scope = s.scopes.current;
+  const st = scope?.state;
+  const agent = c.agents.current;
+  return html`
+    <header class="topbar">
+      <h1>Agents</h1>
+      <label class="agent-select"
+        ><span>Agent</span>
+        <select
+          data-testid="agent-select"
+          aria-label="Agent"
+          ?disabled=${s.agents.length === 0}
+          @change=${(e: Event) => void c.agents.change(e.target as HTMLSelectElement)}
+        >
+          ${s.agents.map(
+            (a) =>
+              html`<option value=${a.agent_id ?? ''} ?selected=${a.agent_id === scope?.agentId}>
+                ${a.agent_id}${a.is_default ? ' (default)' : ''}${a.project_management_enabled ? '' : ' — no project management'}
+              </option>`,
+          )}
+        </select></label
+      >
+      <span class="spacer"></span>
+      <span class="operator" data-testid="operator">${s.session?.operator}</span>
+      ${s.session?.csrf_token
+        ? html`<button class="btn btn-small" data-testid="logout" @click=${() => void c.session.logout()}>Sign out</button>`
+        : nothing /* signed in by the trusted proxy: nothing to sign out of here */}
+    </header>
+    ${noticeView(s.notice, () => {
+      s.notice = null;
+      c.update();
+    })}
+    ${s.agentsError
+      ? html`<div class="panel-message" role="alert" data-testid="agents-error">
+          <p>The agent list could not be loaded. ${describeGatewayError(s.agentsError)}</p>
+          <button class="btn btn-primary" data-testid="agents-retry" @click=${() => void c.agents.load()}>Retry</button>
+        </div>`
+      : !scope || !st || !agent
+        ? html`<div class="panel-message"><p>${s.agents.length ? 'Select an agent.' : 'No agents are configured on the gateway.'}</p></div>`
+        : !agent.project_management_enabled
+          ? html`<div class="panel-message" data-testid="no-project-management">
+              <p>Project management is not enabled for <strong>${agent.agent_id}</strong>: it has no file sidecar configured.</p>
+            </div>`
+          : workspaceView(c, scope)}
+  `;
+}
