@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -47,9 +48,10 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 			c := *u
 			return &c, true
 		},
-		Timeout:  func(id string) time.Duration { return timeouts[id] },
-		AgentIDs: func() []string { return append([]string(nil), ids...) },
-		Writable: cfg.WebDAV.Writable,
+		Timeout:           func(id string) time.Duration { return timeouts[id] },
+		AgentIDs:          func() []string { return append([]string(nil), ids...) },
+		Writable:          cfg.WebDAV.Writable,
+		KeepUnconditional: cfg.WebDAV.Writable && cfg.WebDAV.KeepUnconditional(),
 		Operator: func(r *http.Request) string {
 			id, _ := auth.FromContext(r.Context())
 			return id.Operator
@@ -71,6 +73,8 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 				HTTPStatus:      m.Status,
 				DurationMS:      audit.Duration(m.Duration),
 				Result:          audit.ResultOK,
+				Unconditional:   m.Unconditional,
+				CheckpointID:    strings.Join(m.KeptVersions, ","),
 			}
 			if m.Status >= 400 {
 				rec.Result = audit.ResultError
