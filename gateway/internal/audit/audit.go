@@ -53,9 +53,9 @@ type Record struct {
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	// Unconditional: a WebDAV write that went ahead without a
 	// precondition or lock because what it replaced was kept.
-	Unconditional bool `json:"unconditional,omitempty"`
-	Result       string `json:"result"`
-	GRPCCode     string `json:"grpc_code"`
+	Unconditional bool   `json:"unconditional,omitempty"`
+	Result        string `json:"result"`
+	GRPCCode      string `json:"grpc_code"`
 	// Reason is the machine-readable error reason, when there is one.
 	Reason string `json:"reason,omitempty"`
 	// HTTPStatus is set for WebDAV mutations.
