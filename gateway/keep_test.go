@@ -401,3 +401,83 @@ func TestKeepNeedsCheckpoints(t *testing.T) {
 		t.Errorf("versions under refuse: %+v", vs)
 	}
 }
+
+// TestKeepGio drives gio (the gvfs WebDAV backend that Nautilus uses)
+// under its own D-Bus session: it mounts the project over dav://, then
+// `gio copy` overwrites a file and `gio remove` deletes one.
+func TestKeepGio(t *testing.T) {
+	for _, tool := range []string{"gio", "dbus-run-session"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: run `make setup` (deploy/scripts/setup.sh installs gvfs and dbus)", tool)
+		}
+	}
+	files := map[string]string{"notes.txt": "notes v1\n", "old.txt": "old, to be removed\n"}
+	for _, mode := range []string{"keep", "refuse"} {
+		t.Run(mode, func(t *testing.T) {
+			k := startKeep(t, mode, true, files)
+			outside, before := k.outsideState(t), k.demo(t)
+			src := filepath.Join(t.TempDir(), "notes.txt")
+			if err := os.WriteFile(src, []byte("notes v2 from gio\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(k.g.URL)
+			mount := "dav://gio@" + u.Host + "/dav/codex-a/projects/demo"
+			res := gio(t, mount, k.g.AdminToken, src)
+			sameTree(t, "outside the project", k.outsideState(t), outside)
+			if !res.mounted {
+				t.Fatalf("gio mount failed: %s", res.log)
+			}
+			if mode == "refuse" {
+				if res.copied || res.removed {
+					t.Fatalf("gio wrote without preconditions under refuse: %s", res.log)
+				}
+				sameTree(t, "after refused writes", k.demo(t), before)
+				return
+			}
+			if !res.copied || !res.removed {
+				t.Fatalf("gio under keep: %s", res.log)
+			}
+			sameTree(t, "after gio's writes", k.demo(t), map[string]string{"notes.txt": "notes v2 from gio\n"})
+			for _, rel := range []string{"notes.txt", "old.txt"} {
+				if got := k.restoreVersion(t, rel); got != files[rel] {
+					t.Errorf("%s restored from its version = %q, want %q", rel, got, files[rel])
+				}
+			}
+		})
+	}
+}
+
+type gioResult struct {
+	mounted, copied, removed bool
+	log                      string
+}
+
+// gio runs mount, copy, remove and unmount in one private D-Bus session
+// (gvfsd is started by D-Bus activation in it) with HOME and the XDG
+// directories in a temp dir; the password goes to `gio mount` on stdin.
+func gio(t *testing.T, mount, password, src string) gioResult {
+	t.Helper()
+	home := t.TempDir()
+	script := `
+printf '%s\n' "$GIO_PASSWORD" | gio mount "$GIO_MOUNT" && echo MOUNTED
+gio copy "$GIO_SRC" "$GIO_MOUNT/notes.txt" && echo COPIED
+gio remove "$GIO_MOUNT/old.txt" && echo REMOVED
+gio mount -u "$GIO_MOUNT"
+exit 0
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "dbus-run-session", "--", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_RUNTIME_DIR="+home, "XDG_CACHE_HOME="+home+"/cache",
+		"XDG_CONFIG_HOME="+home+"/config", "XDG_DATA_HOME="+home+"/data", "GIO_USE_VFS=gvfs",
+		"GIO_MOUNT="+mount, "GIO_PASSWORD="+password, "GIO_SRC="+src)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Logf("dbus-run-session: %v", err)
+	}
+	s := string(out)
+	return gioResult{
+		mounted: strings.Contains(s, "MOUNTED"), copied: strings.Contains(s, "COPIED"),
+		removed: strings.Contains(s, "REMOVED"), log: strings.ReplaceAll(s, password, "[token]"),
+	}
+}
