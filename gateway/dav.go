@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -74,7 +73,7 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 				DurationMS:      audit.Duration(m.Duration),
 				Result:          audit.ResultOK,
 				Unconditional:   m.Unconditional,
-				CheckpointID:    strings.Join(m.KeptVersions, ","),
+				CheckpointID:    m.KeptVersions,
 			}
 			if m.Status >= 400 {
 				rec.Result = audit.ResultError

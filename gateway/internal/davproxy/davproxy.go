@@ -129,11 +129,11 @@ type Mutation struct {
 	// empty on success (and when a sidecar error named none).
 	Reason string
 	// Unconditional: the write went ahead without a precondition because
-	// of KeepUnconditional; KeptVersions are the IDs of the per-file
-	// versions the sidecar kept of what it replaced (none for a write
-	// that replaced nothing).
+	// of KeepUnconditional; KeptVersions are the IDs (comma-separated) of
+	// the per-file versions the sidecar kept of what it replaced (empty
+	// for a write that replaced nothing).
 	Unconditional bool
-	KeptVersions  []string
+	KeptVersions  string
 	// Code is the gRPC code of the outcome: OK below 400,
 	// errtable.For(Reason).Code for a failure with a reason,
 	// DeadlineExceeded for a sidecar that timed out, Canceled when the
