@@ -66,6 +66,10 @@ type CheckpointConfig struct {
 	// Automatic takes a checkpoint before every restore, every project
 	// delete and every recursive delete of a directory.
 	Automatic bool
+	// MaxVersionsPerWorkspace bounds the per-file versions of one
+	// workspace (checkpoint_version.go), which do not count against
+	// MaxPerWorkspace; the oldest are pruned first. Default 200.
+	MaxVersionsPerWorkspace int
 }
 
 // Checkpoint defaults.
@@ -234,6 +238,9 @@ func (f *FS) createCheckpoint(ctx context.Context, ws Workspace, opts Checkpoint
 func (f *FS) autoCheckpoint(ctx context.Context, ws Workspace, path, reason string) (string, error) {
 	if f.ck == nil || !f.ck.cfg.Automatic {
 		return "", nil
+	}
+	if id := keptVersion(ctx, ws, path); id != "" {
+		return id, nil // a per-file version of it was just kept
 	}
 	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Operator: operatorFrom(ctx)}, reason)
 	if err != nil {

@@ -75,6 +75,9 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if c.MaxPerWorkspace <= 0 {
 		c.MaxPerWorkspace = DefaultCheckpointsPerWorkspace
 	}
+	if c.MaxVersionsPerWorkspace <= 0 {
+		c.MaxVersionsPerWorkspace = DefaultVersionsPerWorkspace
+	}
 	if c.MaxTotalBytes <= 0 {
 		c.MaxTotalBytes = DefaultCheckpointBytes
 	}
@@ -1153,8 +1156,15 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if err != nil {
 		return errStore(err)
 	}
-	// Eviction order: automatic first, then oldest first (IDs sort by time).
+	// Eviction order: versions, then other automatic checkpoints, then
+	// manual ones, oldest first in each (IDs sort by time).
 	slices.SortFunc(refs, func(a, b ckRef) int {
+		if x, y := a.isVersion(), b.isVersion(); x != y {
+			if x {
+				return -1
+			}
+			return 1
+		}
 		if x, y := a.isAutomatic(), b.isAutomatic(); x != y {
 			if x {
 				return -1
@@ -1165,14 +1175,22 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	})
 	evictable := func(r ckRef) bool { return r.meta.ID != newID && !s.isBusy(r.meta.ID) }
 	drop := map[*ckMeta]bool{}
-	n := 0
+	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
 	for _, r := range refs {
-		if r.key == key {
+		if r.key == key && r.isVersion() {
+			nv++
+		} else if r.key == key {
 			n++
 		}
 	}
 	for _, r := range refs {
-		if n > s.cfg.MaxPerWorkspace && r.key == key && evictable(r) {
+		if r.key != key || !evictable(r) {
+			continue
+		}
+		if r.isVersion() && nv > s.cfg.MaxVersionsPerWorkspace {
+			drop[r.meta] = true
+			nv--
+		} else if !r.isVersion() && n > s.cfg.MaxPerWorkspace {
 			drop[r.meta] = true
 			n--
 		}

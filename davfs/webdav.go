@@ -72,6 +72,13 @@ type Precondition struct {
 	// replace what appeared meanwhile.
 	Required bool
 
+	// Keep, set to the request's method, lets a Required write go ahead
+	// without IfMatch once what it replaces or removes is kept as a
+	// per-file version (checkpoint_version.go; webdav.unconditionalWrites:
+	// keep). With checkpoints off such a write is still refused, saying
+	// keeping is off. A create keeps nothing.
+	Keep string
+
 	// Replacing marks a RemoveAll that makes room for a COPY or MOVE
 	// destination (Overwrite: T): a file with more than one hard link is
 	// never replaced (PermissionDenied, MULTIPLE_LINKS).
@@ -331,6 +338,10 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	// a file with more than one hard link: DeleteEntryWith checks that on an
 	// fd under the mutation lock.
 	replacing := preconditionFor(ctx, t.name).Replacing
+	if id := unconditionalFrom(ctx).of(t.name); id != "" {
+		// The version just kept is the automatic checkpoint of this delete.
+		ctx = withKept(ctx, t.ws, t.path, id)
+	}
 	return wrapErr(ctx, op, t.name, d.fs.DeleteEntryWith(ctx, t.ws, t.path, expected, DeleteOptions{Recursive: true, Replace: replacing}))
 }
 
@@ -406,8 +417,10 @@ func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (stri
 		return "", wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 	case pre.IfMatch != "":
 		return pre.IfMatch, nil
-	case pre.Required:
+	case pre.Required && pre.Keep == "":
 		return "", wrapErr(ctx, op, t.name, errPreconditionRequired())
+	case pre.Required:
+		return d.keepBefore(ctx, op, t, e)
 	}
 	// No precondition from the client (allowed unconditional writes): the
 	// revision just read is the one acted on, so it is recorded as read
@@ -613,7 +626,16 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
 		}
 		if pre.Required && pre.IfMatch == "" {
-			return nil, wrapErr(ctx, op, t.name, errPreconditionRequired())
+			if pre.Keep == "" {
+				return nil, wrapErr(ctx, op, t.name, errPreconditionRequired())
+			}
+			// The upload commits only over the revision kept (If-Match).
+			id, err := d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep)
+			if err != nil {
+				return nil, wrapErr(ctx, op, t.name, err)
+			}
+			unconditionalFrom(ctx).note(t.name, id)
+			pre.IfMatch = e.Revision
 		}
 	case CodeOf(err) == CodeNotFound:
 		if flag&os.O_CREATE == 0 {

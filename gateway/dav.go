@@ -47,9 +47,10 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 			c := *u
 			return &c, true
 		},
-		Timeout:  func(id string) time.Duration { return timeouts[id] },
-		AgentIDs: func() []string { return append([]string(nil), ids...) },
-		Writable: cfg.WebDAV.Writable,
+		Timeout:           func(id string) time.Duration { return timeouts[id] },
+		AgentIDs:          func() []string { return append([]string(nil), ids...) },
+		Writable:          cfg.WebDAV.Writable,
+		KeepUnconditional: cfg.WebDAV.Writable && cfg.WebDAV.KeepUnconditional(),
 		Operator: func(r *http.Request) string {
 			id, _ := auth.FromContext(r.Context())
 			return id.Operator
@@ -71,6 +72,8 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 				HTTPStatus:      m.Status,
 				DurationMS:      audit.Duration(m.Duration),
 				Result:          audit.ResultOK,
+				Unconditional:   m.Unconditional,
+				CheckpointID:    m.KeptVersions,
 			}
 			if m.Status >= 400 {
 				rec.Result = audit.ResultError

@@ -31,17 +31,22 @@ type CheckpointsConfig struct {
 	// MaxEntries bounds the names one checkpoint holds (a capture beyond
 	// it fails with CHECKPOINT_LIMIT, nothing kept).
 	MaxEntries int `yaml:"maxEntries"`
+	// MaxVersionsPerWorkspace bounds the per-file versions WebDAV writes
+	// keep (gateway webdav.unconditionalWrites: keep); they do not count
+	// against maxPerWorkspace and are pruned first, oldest first.
+	MaxVersionsPerWorkspace int `yaml:"maxVersionsPerWorkspace"`
 }
 
 // DefaultCheckpointDirName is the store's name under the projects root
 // when services.checkpoints.dir is empty.
 const DefaultCheckpointDirName = ".agent-checkpoints"
 
-// DefaultCheckpointsConfig: on, automatic, 20 per workspace, 10 GiB, 30
-// days, 200,000 entries per checkpoint.
+// DefaultCheckpointsConfig: on, automatic, 20 per workspace (and 200
+// per-file versions), 10 GiB, 30 days, 200,000 entries per checkpoint.
 func DefaultCheckpointsConfig() CheckpointsConfig {
 	return CheckpointsConfig{Enabled: true, Automatic: true, MaxPerWorkspace: davfs.DefaultCheckpointsPerWorkspace,
-		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h", MaxEntries: davfs.DefaultCheckpointEntries}
+		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h", MaxEntries: davfs.DefaultCheckpointEntries,
+		MaxVersionsPerWorkspace: davfs.DefaultVersionsPerWorkspace}
 }
 
 func (c CheckpointsConfig) validate(p ProjectConfig) error {
@@ -73,6 +78,9 @@ func (c CheckpointsConfig) validate(p ProjectConfig) error {
 	if c.MaxPerWorkspace < 1 || c.MaxPerWorkspace > 10000 {
 		bad("maxPerWorkspace", "must be between 1 and 10000 (got %d)", c.MaxPerWorkspace)
 	}
+	if c.MaxVersionsPerWorkspace < 1 || c.MaxVersionsPerWorkspace > 100000 {
+		bad("maxVersionsPerWorkspace", "must be between 1 and 100000 (got %d)", c.MaxVersionsPerWorkspace)
+	}
 	if c.MaxTotalBytes < 1 {
 		bad("maxTotalBytes", "must be at least 1 byte (got %d)", c.MaxTotalBytes)
 	}
@@ -97,5 +105,6 @@ func (c CheckpointsConfig) davfs(p ProjectConfig) davfs.CheckpointConfig {
 		dir = filepath.Join(p.ProjectsRootDir, DefaultCheckpointDirName)
 	}
 	age, _ := time.ParseDuration(c.MaxAge)
-	return davfs.CheckpointConfig{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, MaxEntries: c.MaxEntries, Automatic: c.Automatic}
+	return davfs.CheckpointConfig{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, MaxEntries: c.MaxEntries, Automatic: c.Automatic,
+		MaxVersionsPerWorkspace: c.MaxVersionsPerWorkspace}
 }

@@ -27,11 +27,18 @@
 #                      debian-archive-keyring, ...) are not needed for
 #                      bookworm on Debian 12, whose keyring is present.
 #   ipset              (kube-router, make test-k8s-netpol) nothing recommended.
+#   gvfs-backends, gvfs-daemons, libglib2.0-bin, dbus-daemon  (gio, the GNOME
+#                      gvfs WebDAV client Nautilus uses, driven by the keep
+#                      tests under dbus-run-session): gvfs-backends holds
+#                      gvfsd-dav and pulls gvfs-common/gvfs-libs, udisks2 and
+#                      systemd as hard dependencies; its recommends (gvfs-fuse,
+#                      psmisc, ...) are not needed: gio talks to gvfsd by D-Bus.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone chromium fonts-liberation nginx libnginx-mod-http-dav-ext
-  docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap ipset)
+  docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap ipset
+  gvfs-backends gvfs-daemons libglib2.0-bin dbus-daemon)
 
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -76,6 +83,8 @@ fc-list 2>/dev/null | grep -qi liberation || fail "no Liberation font for chromi
 
 command -v litmus >/dev/null && litmus --version >/dev/null 2>&1 || fail "litmus does not run: install litmus"
 rclone version >/dev/null 2>&1 || fail "rclone does not run: install rclone"
+gio version >/dev/null 2>&1 && dbus-run-session --version >/dev/null 2>&1 || fail "gio or dbus-run-session does not run: install libglib2.0-bin dbus-daemon"
+[ -x /usr/libexec/gvfsd-dav ] || fail "gvfs's WebDAV backend is missing: install gvfs-backends"
 
 mods=""
 for m in /usr/lib/nginx/modules/ngx_http_dav_ext_module.so /usr/share/nginx/modules/ngx_http_dav_ext_module.so; do

@@ -28,6 +28,20 @@ const (
 	RequestIDHeader = "X-Request-ID"
 	// ReasonHeader names the errtable reason of an error response.
 	ReasonHeader = errtable.ReasonHeader
+	// UnconditionalHeader, set to UnconditionalKeep by a gateway with
+	// webdav.unconditionalWrites: keep, lets a write that replaces or
+	// removes an existing resource without a precondition or a held lock
+	// go ahead once what it replaces is kept as a per-file version (the
+	// sidecar honours it only with its checkpoints enabled).
+	UnconditionalHeader = "X-Workspace-Unconditional-Writes"
+	UnconditionalKeep   = "keep"
+	// KeptHeader, on a successful response, says the request's write went
+	// ahead without a precondition because of UnconditionalHeader: the IDs
+	// (comma-separated) of the versions it kept, or KeptNone when it
+	// replaced nothing (a MOVE of its source to a new name). The gateway
+	// audits it and strips it.
+	KeptHeader = "X-Workspace-Kept-Versions"
+	KeptNone   = "none"
 )
 
 var prefixRE = regexp.MustCompile(`^/dav/[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)

@@ -295,10 +295,13 @@ export interface components {
          *      - CHECKPOINT_REASON_BEFORE_RESTORE: Automatic: the state a restore replaced (restoring it undoes the restore).
          *      - CHECKPOINT_REASON_BEFORE_PROJECT_DELETE: Automatic: the project before it was deleted.
          *      - CHECKPOINT_REASON_BEFORE_DELETE: Automatic: a directory before a recursive delete.
+         *      - CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE: A per-file version: what a WebDAV write without a precondition
+         *     replaced or removed (gateway webdav.unconditionalWrites: keep). root_path
+         *     is the file or directory; the label names the method ("WebDAV PUT").
          * @default CHECKPOINT_REASON_UNSPECIFIED
          * @enum {string}
          */
-        v1CheckpointReason: "CHECKPOINT_REASON_UNSPECIFIED" | "CHECKPOINT_REASON_MANUAL" | "CHECKPOINT_REASON_BEFORE_RESTORE" | "CHECKPOINT_REASON_BEFORE_PROJECT_DELETE" | "CHECKPOINT_REASON_BEFORE_DELETE";
+        v1CheckpointReason: "CHECKPOINT_REASON_UNSPECIFIED" | "CHECKPOINT_REASON_MANUAL" | "CHECKPOINT_REASON_BEFORE_RESTORE" | "CHECKPOINT_REASON_BEFORE_PROJECT_DELETE" | "CHECKPOINT_REASON_BEFORE_DELETE" | "CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE";
         v1CompareCheckpointResponse: {
             base?: components["schemas"]["v1Checkpoint"];
             target?: components["schemas"]["v1Checkpoint"];
@@ -500,6 +503,11 @@ export interface operations {
                  */
                 "workspace.scope"?: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
                 "workspace.project_name"?: string;
+                /**
+                 * @description Optional: only the checkpoints that hold this file or directory
+                 *     (per-file versions included); empty: all.
+                 */
+                path?: string;
             };
             header?: never;
             path: {

@@ -48,10 +48,14 @@ type Record struct {
 	SourcePath      string    `json:"source_path"`
 	DestinationPath string    `json:"destination_path"`
 	// CheckpointID names the checkpoint a checkpoint action created,
-	// restored or deleted.
+	// restored or deleted, or the per-file version a WebDAV write kept of
+	// what it replaced (webdav.unconditionalWrites: keep).
 	CheckpointID string `json:"checkpoint_id,omitempty"`
-	Result       string `json:"result"`
-	GRPCCode     string `json:"grpc_code"`
+	// Unconditional: a WebDAV write that went ahead without a
+	// precondition or lock because what it replaced was kept.
+	Unconditional bool   `json:"unconditional,omitempty"`
+	Result        string `json:"result"`
+	GRPCCode      string `json:"grpc_code"`
 	// Reason is the machine-readable error reason, when there is one.
 	Reason string `json:"reason,omitempty"`
 	// HTTPStatus is set for WebDAV mutations.

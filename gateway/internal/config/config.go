@@ -234,7 +234,23 @@ func (p *TrustedProxy) Prefixes() []netip.Prefix {
 // WebDAV configures the /dav/ view.
 type WebDAV struct {
 	Writable bool `yaml:"writable"`
+	// UnconditionalWrites says what happens to a write that replaces or
+	// removes an existing resource without If-Match, If: entity tags or a
+	// held lock: UnconditionalRefuse ("", the default) answers 428;
+	// UnconditionalKeep lets it through once the sidecar kept what it
+	// replaces as a per-file version (sync clients: rclone, gio/Nautilus,
+	// the npm webdav client). Keep needs writable: true.
+	UnconditionalWrites string `yaml:"unconditionalWrites"`
 }
+
+// webdav.unconditionalWrites values.
+const (
+	UnconditionalRefuse = "refuse"
+	UnconditionalKeep   = "keep"
+)
+
+// KeepUnconditional reports whether webdav.unconditionalWrites is keep.
+func (w WebDAV) KeepUnconditional() bool { return w.UnconditionalWrites == UnconditionalKeep }
 
 // Audit configures the optional JSON-lines audit file.
 type Audit struct {
@@ -401,6 +417,15 @@ func (c *Config) Validate() error {
 		if strings.TrimSpace(p.AdminGroup) == "" {
 			bad("auth.trustedProxy.adminGroup", "required")
 		}
+	}
+	switch c.WebDAV.UnconditionalWrites {
+	case "", UnconditionalRefuse:
+	case UnconditionalKeep:
+		if !c.WebDAV.Writable {
+			bad("webdav.unconditionalWrites", "keep needs webdav.writable: true")
+		}
+	default:
+		bad("webdav.unconditionalWrites", "must be refuse or keep, got %q", c.WebDAV.UnconditionalWrites)
 	}
 	errs = append(errs, c.Auth.Session.validate(c.MetricsServer.Address)...)
 	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {

@@ -73,6 +73,8 @@ func TestValidate(t *testing.T) {
 		{"no role", r(`role: admin`, `role: ""`), []string{"auth.tokens[0].role"}},
 		{"bad cidr", r(`["10.0.0.0/8"]`, `["10.0.0.0/8", "nope"]`), []string{"auth.trustedProxy.cidrs[1]"}},
 		{"no admin group", r(`adminGroup: workspace-admins`, `adminGroup: ""`), []string{"auth.trustedProxy.adminGroup"}},
+		{"keep without writable", r(`webdav: { writable: false }`, `webdav: { writable: false, unconditionalWrites: keep }`), []string{"webdav.unconditionalWrites"}},
+		{"bad unconditionalWrites", r(`webdav: { writable: false }`, `webdav: { writable: true, unconditionalWrites: allow }`), []string{"webdav.unconditionalWrites"}},
 		{"several at once", func(s string) string {
 			s = r(`timeout: 10s`, `timeout: 0s`)(s)
 			s = r(`defaultAgent: codex-a`, `defaultAgent: x`)(s)
@@ -99,6 +101,18 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestUnconditionalWrites(t *testing.T) {
+	for v, keep := range map[string]bool{"": false, "refuse": false, "keep": true} {
+		cfg, err := Parse(strings.NewReader(r(`webdav: { writable: false }`, `webdav: { writable: true, unconditionalWrites: "`+v+`" }`)(good)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err != nil || cfg.WebDAV.KeepUnconditional() != keep {
+			t.Errorf("unconditionalWrites %q: %v, keep %v", v, err, cfg.WebDAV.KeepUnconditional())
+		}
 	}
 }
 

@@ -9,7 +9,10 @@
 //     proxy sets X-Forwarded-Prefix: /dav/{agent_id} (after deleting any
 //     client copy) and the sidecar emits its hrefs under it. The client's
 //     Host is kept, so the sidecar's Destination host check matches.
-//   - X-Workspace-Read-Only: true when the view is read-only.
+//   - X-Workspace-Read-Only: true when the view is read-only;
+//     X-Workspace-Unconditional-Writes: keep on writes with
+//     webdav.unconditionalWrites: keep, and the sidecar's
+//     X-Workspace-Kept-Versions answer is audited and stripped.
 //   - The sidecar names the errtable reason of every error response in
 //     X-Workspace-Error-Reason; the proxy strips it and audits with it.
 //
@@ -74,6 +77,11 @@ type Options struct {
 	AgentIDs func() []string
 	// Writable is webdav.writable.
 	Writable bool
+	// KeepUnconditional is webdav.unconditionalWrites: keep (with
+	// Writable): every write request tells the sidecar to let a write
+	// without a precondition through once what it replaces is kept as a
+	// per-file version (davwire.UnconditionalHeader).
+	KeepUnconditional bool
 	// Operator returns the authenticated identity set by the auth
 	// middleware. It is sent to the sidecar as X-Operator (any client value
 	// is replaced).
@@ -120,6 +128,12 @@ type Mutation struct {
 	// in X-Workspace-Error-Reason, or the gateway's own for its refusals;
 	// empty on success (and when a sidecar error named none).
 	Reason string
+	// Unconditional: the write went ahead without a precondition because
+	// of KeepUnconditional; KeptVersions are the IDs (comma-separated) of
+	// the per-file versions the sidecar kept of what it replaced (empty
+	// for a write that replaced nothing).
+	Unconditional bool
+	KeptVersions  string
 	// Code is the gRPC code of the outcome: OK below 400,
 	// errtable.For(Reason).Code for a failure with a reason,
 	// DeadlineExceeded for a sidecar that timed out, Canceled when the

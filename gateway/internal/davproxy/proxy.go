@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -43,6 +44,8 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 	hdr.Set(davwire.PrefixHeader, st.route.prefix())
 	if !h.opts.Writable {
 		hdr.Set(davwire.ReadOnlyHeader, "true")
+	} else if h.opts.KeepUnconditional {
+		hdr.Set(davwire.UnconditionalHeader, davwire.UnconditionalKeep)
 	}
 	if st.operator != "" {
 		hdr.Set(davwire.OperatorHeader, st.operator)
@@ -75,6 +78,14 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	if reason := hdr.Get(davwire.ReasonHeader); reason != "" && resp.StatusCode >= 400 {
 		if _, ok := errtable.Lookup(reason); ok {
 			st.rec.reason = reason
+		}
+	}
+	if v := hdr.Get(davwire.KeptHeader); v != "" && resp.StatusCode < 400 && h.opts.KeepUnconditional {
+		st.rec.unconditional = true
+		for _, id := range strings.Split(v, ",") {
+			if checkpointID.MatchString(id) {
+				st.rec.kept = append(st.rec.kept, id)
+			}
 		}
 	}
 	for k := range hdr {
@@ -117,6 +128,10 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	}
 	return nil
 }
+
+// checkpointID is the shape of a checkpoint ID (davfs): anything else in
+// davwire.KeptHeader is not audited.
+var checkpointID = regexp.MustCompile(`^[0-9a-f]{24}$`)
 
 // contentCSP sandboxes whatever a browser renders from the WebDAV view: no
 // script, no same-origin access, nothing loaded.
@@ -208,6 +223,9 @@ type recorder struct {
 	// the final response.
 	pre    http.Header
 	saw1xx bool
+	// unconditional and kept: the sidecar's davwire.KeptHeader.
+	unconditional bool
+	kept          []string
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -85,6 +85,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if m != nil && h.opts.OnMutation != nil {
 			m.Status, m.Duration = status, d
 			m.Code, m.Reason = rec.outcome()
+			m.Unconditional, m.KeptVersions = rec.unconditional, strings.Join(rec.kept, ",")
 			h.opts.OnMutation(r, *m)
 		}
 	}()

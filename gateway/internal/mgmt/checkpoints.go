@@ -45,7 +45,7 @@ func (c *Checkpoints) CreateCheckpoint(ctx context.Context, req *workspacev1.Cre
 func (c *Checkpoints) ListCheckpoints(ctx context.Context, req *workspacev1.ListAgentCheckpointsRequest) (*workspacev1.ListCheckpointsResponse, error) {
 	var out *workspacev1.ListCheckpointsResponse
 	err := c.doCheckpoint(ctx, call{action: "list_checkpoints", agentID: req.GetAgentId()}, func(ctx context.Context, sc workspacev1.CheckpointServiceClient) (err error) {
-		out, err = sc.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: req.GetWorkspace()})
+		out, err = sc.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: req.GetWorkspace(), Path: req.GetPath()})
 		return err
 	})
 	return out, err

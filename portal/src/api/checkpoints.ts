@@ -29,8 +29,9 @@ export function createCheckpointApi(opts: { csrf: () => string; fetch?: typeof f
   });
   const base = '/api/v1/agent-gateway/agents/{agent_id}/checkpoints' as const;
   return {
-    list: (agentId: string, ws: WorkspaceRef) =>
-      unwrap(client.GET(base, { params: { path: { agent_id: agentId }, query: wsQuery(ws) } })),
+    /** Newest first; with path, only the checkpoints (and per-file versions) that hold it. */
+    list: (agentId: string, ws: WorkspaceRef, path = '') =>
+      unwrap(client.GET(base, { params: { path: { agent_id: agentId }, query: { ...wsQuery(ws), ...(path ? { path } : {}) } } })),
 
     create: (agentId: string, ws: WorkspaceRef, label: string, path = '') =>
       unwrap(client.POST(base, { params: { path: { agent_id: agentId } }, body: { workspace: ws, label, path } })),

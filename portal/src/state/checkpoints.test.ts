@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changesUnder, diffLines, modeText, restoreEffect, restorePlan, within } from './checkpoints';
+import { changesUnder, diffLines, modeText, reasonLabel, restoreEffect, restorePlan, within } from './checkpoints';
 
 describe('checkpoints helpers', () => {
   it('scopes changes to a path', () => {
@@ -11,6 +11,10 @@ describe('checkpoints helpers', () => {
   it('classifies diff lines', () => {
     const d = diffLines('--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n same\n-old\n+new\n\\ No newline at end of file\n');
     expect(d.map((l) => l.kind)).toEqual(['head', 'head', 'hunk', 'ctx', 'del', 'add', 'note']);
+  });
+  it('labels per-file versions', () => {
+    expect(reasonLabel({ reason: 'CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE' })).toBe('version: before a WebDAV client replaced or removed it');
+    expect(reasonLabel({ reason: 'CHECKPOINT_REASON_MANUAL' })).toBe('');
   });
   it('says what a restore does', () => {
     expect(restoreEffect({ kind: 'CHANGE_KIND_ADDED' })).toBe('removed');

@@ -11,6 +11,8 @@ export function reasonLabel(c: Checkpoint): string {
       return 'before the project was deleted';
     case 'CHECKPOINT_REASON_BEFORE_DELETE':
       return 'before a folder was deleted';
+    case 'CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE':
+      return 'version: before a WebDAV client replaced or removed it';
   }
   return '';
 }

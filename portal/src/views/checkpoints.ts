@@ -77,7 +77,8 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
       loading = true;
       update();
       try {
-        list = (await o.api.list(o.agentId, o.ws)).checkpoints ?? [];
+        // From a file: the checkpoints and per-file versions that hold it.
+        list = (await o.api.list(o.agentId, o.ws, o.comparePath ?? '')).checkpoints ?? [];
         error = '';
       } catch (err) {
         error = o.describeError(err);
@@ -345,7 +346,7 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
     dlg.querySelector<HTMLElement>('[data-testid="ckpt-label"]')?.focus();
     void load().then(async () => {
       if (o.comparePath && list[0]) await compare(list[0], o.comparePath, o.comparePath);
-      else if (o.comparePath) o.notify('info', 'There is no checkpoint of this workspace yet.');
+      else if (o.comparePath) o.notify('info', 'No checkpoint or version holds this file yet.');
     });
   });
 }

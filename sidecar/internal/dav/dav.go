@@ -12,8 +12,11 @@
 //     davfs (davfs.WithPreconditions), which checks them at commit under
 //     its mutation lock; a replacing or removing write with neither a
 //     precondition nor a held lock gets 428 (unless
-//     Options.AllowUnconditionalWrites); a create needs none and is checked
-//     as If-None-Match: *;
+//     Options.AllowUnconditionalWrites, or the gateway's
+//     X-Workspace-Unconditional-Writes: keep with checkpoints enabled:
+//     then what it replaces is first kept as a per-file version, and
+//     X-Workspace-Kept-Versions names it); a create needs none and is
+//     checked as If-None-Match: *;
 //   - locks: x/net's in-memory lock system (exclusive only), with the
 //     revision of each locked resource pinned when the lock was taken, so a
 //     client that locks before it writes (Finder, Windows, davfs2) cannot
@@ -149,6 +152,9 @@ type request struct {
 	reason   string            // errtable reason of an error response
 	aborted  bool              // a streamed answer broke off: end the connection
 
+	keep   string               // the method, when the gateway says unconditionalWrites: keep
+	uncond *davfs.Unconditional // what keeping did
+
 	dstRemoved bool     // COPY/MOVE: this request removed the destination (guardFS)
 	refused    *refusal // a FileSystem call refused the request itself
 }
@@ -172,6 +178,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The file is opened to be read or seeked: open it once.
 		q.ctx = davfs.WithContentReads(q.ctx)
 	}
+	switch r.Method {
+	case http.MethodPut, http.MethodDelete, "MOVE", "COPY":
+		if r.Header.Get(davwire.UnconditionalHeader) == davwire.UnconditionalKeep {
+			q.keep = r.Method
+		}
+	}
+	q.ctx, q.uncond = davfs.WithUnconditional(q.ctx)
+	q.rec.before = q.keptHeader
 	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
 	q.r = r.WithContext(q.ctx)
 	q.serve()
@@ -602,6 +616,9 @@ func both(a, b string) string {
 // (davfs.WithPreconditions).
 func (q *request) precondition(name string) davfs.Precondition {
 	p := davfs.Precondition{Required: !q.h.opts.AllowUnconditionalWrites}
+	if p.Required {
+		p.Keep = q.keep
+	}
 	m := q.r.Method
 	if q.underRemovedDst(name) {
 		// This request just removed the destination: what it writes there
@@ -648,6 +665,21 @@ func (q *request) precondition(name string) davfs.Precondition {
 		break
 	}
 	return p
+}
+
+// keptHeader tells the gateway, on a successful answer, that the write
+// went ahead without a precondition because keeping was on, and which
+// versions it kept (davwire.KeptHeader).
+func (q *request) keptHeader() {
+	used, ids := q.uncond.Used()
+	if !used {
+		return
+	}
+	v := davwire.KeptNone
+	if len(ids) > 0 {
+		v = strings.Join(ids, ",")
+	}
+	q.rec.Header().Set(davwire.KeptHeader, v)
 }
 
 // afterWrite moves the pins of the locks the request held to what it

@@ -25,6 +25,7 @@ type recorder struct {
 	status int
 	held   bool // an error status was held back; its body is dropped
 	bytes  int64
+	before func() // called right before a success status is sent
 }
 
 func (r *recorder) Header() http.Header { return r.w.Header() }
@@ -37,6 +38,9 @@ func (r *recorder) WriteHeader(code int) {
 	if code >= 400 {
 		r.held = true
 		return
+	}
+	if r.before != nil {
+		r.before()
 	}
 	r.w.WriteHeader(code)
 }

@@ -12,7 +12,7 @@ import (
 // CheckpointFS is the part of *davfs.FS the CheckpointService uses.
 type CheckpointFS interface {
 	CreateCheckpoint(ctx context.Context, ws davfs.Workspace, opts davfs.CheckpointOptions) (davfs.Checkpoint, error)
-	ListCheckpoints(ctx context.Context, ws davfs.Workspace) ([]davfs.Checkpoint, error)
+	ListCheckpointsHolding(ctx context.Context, ws davfs.Workspace, path string) ([]davfs.Checkpoint, error)
 	CompareCheckpoint(ctx context.Context, ws davfs.Workspace, id, against, path string, withDiffs bool) (davfs.Comparison, error)
 	RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts davfs.RestoreOptions) (davfs.RestoreResult, error)
 	DeleteCheckpoint(ctx context.Context, ws davfs.Workspace, id string) error
@@ -57,7 +57,7 @@ func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev
 	if err != nil {
 		return nil, err
 	}
-	cs, err := s.fs.ListCheckpoints(ctx, ws)
+	cs, err := s.fs.ListCheckpointsHolding(ctx, ws, req.GetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +133,8 @@ func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
 		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE
 	case davfs.CheckpointBeforeDelete:
 		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE
+	case davfs.CheckpointBeforeWebDAVWrite:
+		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE
 	}
 	return &workspacev1.Checkpoint{
 		Id: c.ID, Workspace: toWorkspaceRef(c.Workspace), RootPath: c.Root, Label: c.Label, Operator: c.Operator,

@@ -47,6 +47,10 @@ const (
 	CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE CheckpointReason = 3
 	// Automatic: a directory before a recursive delete.
 	CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE CheckpointReason = 4
+	// A per-file version: what a WebDAV write without a precondition
+	// replaced or removed (gateway webdav.unconditionalWrites: keep). root_path
+	// is the file or directory; the label names the method ("WebDAV PUT").
+	CheckpointReason_CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE CheckpointReason = 5
 )
 
 // Enum value maps for CheckpointReason.
@@ -57,6 +61,7 @@ var (
 		2: "CHECKPOINT_REASON_BEFORE_RESTORE",
 		3: "CHECKPOINT_REASON_BEFORE_PROJECT_DELETE",
 		4: "CHECKPOINT_REASON_BEFORE_DELETE",
+		5: "CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE",
 	}
 	CheckpointReason_value = map[string]int32{
 		"CHECKPOINT_REASON_UNSPECIFIED":           0,
@@ -64,6 +69,7 @@ var (
 		"CHECKPOINT_REASON_BEFORE_RESTORE":        2,
 		"CHECKPOINT_REASON_BEFORE_PROJECT_DELETE": 3,
 		"CHECKPOINT_REASON_BEFORE_DELETE":         4,
+		"CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE":   5,
 	}
 )
 
@@ -515,8 +521,11 @@ func (x *CreateCheckpointRequest) GetPath() string {
 }
 
 type ListCheckpointsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Workspace     *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Workspace *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// Optional: only the checkpoints that hold this file or directory
+	// (per-file versions included); empty: all.
+	Path          string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -556,6 +565,13 @@ func (x *ListCheckpointsRequest) GetWorkspace() *WorkspaceRef {
 		return x.Workspace
 	}
 	return nil
+}
+
+func (x *ListCheckpointsRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
 }
 
 type ListCheckpointsResponse struct {
@@ -1095,9 +1111,12 @@ func (x *CreateAgentCheckpointRequest) GetPath() string {
 }
 
 type ListAgentCheckpointsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Workspace     *WorkspaceRef          `protobuf:"bytes,2,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AgentId   string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Workspace *WorkspaceRef          `protobuf:"bytes,2,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// Optional: only the checkpoints that hold this file or directory
+	// (per-file versions included); empty: all.
+	Path          string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1144,6 +1163,13 @@ func (x *ListAgentCheckpointsRequest) GetWorkspace() *WorkspaceRef {
 		return x.Workspace
 	}
 	return nil
+}
+
+func (x *ListAgentCheckpointsRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
 }
 
 type CompareAgentCheckpointRequest struct {
@@ -1402,9 +1428,10 @@ const file_workspace_v1_checkpoints_proto_rawDesc = "" +
 	"\x17CreateCheckpointRequest\x128\n" +
 	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
-	"\x04path\x18\x03 \x01(\tR\x04path\"R\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\"f\n" +
 	"\x16ListCheckpointsRequest\x128\n" +
-	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\"U\n" +
+	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"U\n" +
 	"\x17ListCheckpointsResponse\x12:\n" +
 	"\vcheckpoints\x18\x01 \x03(\v2\x18.workspace.v1.CheckpointR\vcheckpoints\"\xe6\x01\n" +
 	"\x18CompareCheckpointRequest\x128\n" +
@@ -1445,10 +1472,11 @@ const file_workspace_v1_checkpoints_proto_rawDesc = "" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12>\n" +
 	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefB\x04\xe2A\x01\x02R\tworkspace\x12\x14\n" +
 	"\x05label\x18\x03 \x01(\tR\x05label\x12\x12\n" +
-	"\x04path\x18\x04 \x01(\tR\x04path\"r\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\"\x86\x01\n" +
 	"\x1bListAgentCheckpointsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
-	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\"\x86\x02\n" +
+	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\"\x86\x02\n" +
 	"\x1dCompareAgentCheckpointRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\tR\fcheckpointId\x128\n" +
@@ -1466,13 +1494,14 @@ const file_workspace_v1_checkpoints_proto_rawDesc = "" +
 	"\x1cDeleteAgentCheckpointRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\tR\fcheckpointId\x128\n" +
-	"\tworkspace\x18\x03 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace*\xcb\x01\n" +
+	"\tworkspace\x18\x03 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace*\xf6\x01\n" +
 	"\x10CheckpointReason\x12!\n" +
 	"\x1dCHECKPOINT_REASON_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CHECKPOINT_REASON_MANUAL\x10\x01\x12$\n" +
 	" CHECKPOINT_REASON_BEFORE_RESTORE\x10\x02\x12+\n" +
 	"'CHECKPOINT_REASON_BEFORE_PROJECT_DELETE\x10\x03\x12#\n" +
-	"\x1fCHECKPOINT_REASON_BEFORE_DELETE\x10\x04*s\n" +
+	"\x1fCHECKPOINT_REASON_BEFORE_DELETE\x10\x04\x12)\n" +
+	"%CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE\x10\x05*s\n" +
 	"\n" +
 	"ChangeKind\x12\x1b\n" +
 	"\x17CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +

@@ -1,0 +1,217 @@
+package davfs
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Per-file versions (issue #15, "Sync clients without preconditions";
+// docs/checkpoints.md "Versions"). With webdav.unconditionalWrites: keep, a
+// WebDAV write that replaces or removes an existing resource without a
+// precondition or a held lock is accepted once what it replaces is kept: a
+// checkpoint of just that path (a file, or the directory a recursive
+// DELETE or an overwriting MOVE/COPY removes), reason
+// CheckpointBeforeWebDAVWrite, label "WebDAV <method>". Versions have their
+// own bound (CheckpointConfig.MaxVersionsPerWorkspace), are pruned before
+// every other checkpoint and never count against MaxPerWorkspace, so they
+// cannot evict an operator's checkpoints.
+
+// CheckpointBeforeWebDAVWrite is the reason of a per-file version.
+const CheckpointBeforeWebDAVWrite = "before_webdav_write"
+
+// DefaultVersionsPerWorkspace is MaxVersionsPerWorkspace's default.
+const DefaultVersionsPerWorkspace = 200
+
+// isVersion reports whether r is a per-file version.
+func (r ckRef) isVersion() bool { return r.meta.Reason == CheckpointBeforeWebDAVWrite }
+
+// Unconditional records what keeping did for one WebDAV request (the
+// sidecar tells the gateway, which audits it).
+type Unconditional struct {
+	mu       sync.Mutex
+	used     bool
+	versions []string
+	byName   map[string]string // WebDAV name → version kept of it
+}
+
+type unconditionalKey struct{}
+
+// WithUnconditional returns ctx in which what keeping does is recorded in
+// the returned Unconditional.
+func WithUnconditional(ctx context.Context) (context.Context, *Unconditional) {
+	u := &Unconditional{byName: map[string]string{}}
+	return context.WithValue(ctx, unconditionalKey{}, u), u
+}
+
+func unconditionalFrom(ctx context.Context) *Unconditional {
+	u, _ := ctx.Value(unconditionalKey{}).(*Unconditional)
+	return u
+}
+
+// Used reports whether a write of the request went ahead without a
+// precondition because keeping was on, and the IDs of the versions it kept
+// (none when it replaced nothing, e.g. a MOVE of its source to a new name).
+func (u *Unconditional) Used() (bool, []string) {
+	if u == nil {
+		return false, nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.used, append([]string(nil), u.versions...)
+}
+
+func (u *Unconditional) note(name, id string) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.used = true
+	if id != "" {
+		u.versions = append(u.versions, id)
+		u.byName[name] = id
+	}
+}
+
+type keptPathKey struct{}
+
+// withKept marks ctx: the version id already holds rel of ws, so the
+// automatic checkpoint before a recursive delete of it is that version.
+func withKept(ctx context.Context, ws Workspace, rel, id string) context.Context {
+	return context.WithValue(ctx, keptPathKey{}, keptPath{ws, rel, id})
+}
+
+type keptPath struct {
+	ws  Workspace
+	rel string
+	id  string
+}
+
+// keptVersion is the version withKept recorded for rel of ws ("" none).
+func keptVersion(ctx context.Context, ws Workspace, rel string) string {
+	k, ok := ctx.Value(keptPathKey{}).(keptPath)
+	if !ok || k.ws != ws || k.rel != rel {
+		return ""
+	}
+	return k.id
+}
+
+// KeepingOff is the message of the 428 a write gets when the gateway asks
+// to keep what it replaces but this agent's checkpoints are disabled.
+const KeepingOff = "send If-Match with the current ETag (or hold a lock): keeping replaced content (webdav.unconditionalWrites: keep) is off on this agent because its checkpoints are disabled (services.checkpoints.enabled)"
+
+func errKeepingOff() *Error {
+	e := errPreconditionRequired()
+	e.Message = KeepingOff
+	return e
+}
+
+// keepVersion keeps path of ws, which must have revision want, as a
+// per-file version before a WebDAV write replaces or removes it, and
+// returns the version's ID. The caller then commits the write with want as
+// its expected revision under the mutation lock, so what the write
+// replaces is what was kept: for a file, its revision is the same before
+// and after the capture (the revision binds the content and the inode's
+// stat, and the capture reads it whole from one fd), else the version is
+// dropped and the write refused (REVISION_MISMATCH); for a directory, the
+// caller handed want out before this capture, so the recursive delete
+// refuses to remove anything changed after the capture began (delete.go).
+// A version that cannot be stored fails the write with that error
+// (CHECKPOINT_LIMIT, NO_SPACE...) and nothing changes.
+func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method string) (string, error) {
+	if f.ck == nil {
+		return "", errKeepingOff()
+	}
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return "", err
+	}
+	if e, err := f.stat(w); err != nil || e.Revision != want {
+		return "", errStale(w.rel)
+	}
+	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Label: "WebDAV " + method, Operator: operatorFrom(ctx)}, CheckpointBeforeWebDAVWrite)
+	if err != nil {
+		return "", err
+	}
+	e, err := f.stat(w)
+	if err != nil || e.Revision != want || (e.Type == TypeFile && c.Files != 1) {
+		// Changed while it was read, or left out as still changing: the
+		// version is not what the write would replace.
+		_ = f.ck.delete(f, ws, c.ID)
+		return "", errStale(w.rel)
+	}
+	return c.ID, nil
+}
+
+// of is the version kept of name in this request ("" none).
+func (u *Unconditional) of(name string) string {
+	if u == nil {
+		return ""
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.byName[name]
+}
+
+// keepBefore is expectedRevision's answer to a Required write with Keep
+// and no IfMatch: a removal (RemoveAll, also the one making room for a
+// COPY or MOVE) keeps what it removes first; a Rename's source loses
+// nothing (it lives on at the destination) and goes ahead as it is.
+func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (string, error) {
+	// Handed out before the capture: a recursive delete then refuses
+	// whatever changed after the capture began (delete.go).
+	d.fs.handOut(context.Background(), e)
+	id := ""
+	if op == "removeall" {
+		var err error
+		if id, err = d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep); err != nil {
+			return "", wrapErr(ctx, op, t.name, err)
+		}
+	} else if d.fs.ck == nil {
+		return "", wrapErr(ctx, op, t.name, errKeepingOff())
+	}
+	unconditionalFrom(ctx).note(t.name, id)
+	return e.Revision, nil
+}
+
+// ListCheckpointsHolding lists, newest first, the checkpoints of ws that
+// hold path (a file or directory, workspace-relative): per-file versions
+// and every other checkpoint whose capture includes that name. An empty
+// path is ListCheckpoints.
+func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path string) ([]Checkpoint, error) {
+	if path == "" {
+		return f.ListCheckpoints(ctx, ws)
+	}
+	if err := f.checkpointWorkspace(ws); err != nil {
+		return nil, err
+	}
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.ck.open(f); err != nil {
+		return nil, err
+	}
+	f.ck.gc.RLock()
+	defer f.ck.gc.RUnlock()
+	all, err := f.ck.list(ws)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Checkpoint, 0, len(all))
+	for _, c := range all {
+		if c.Root != "" && c.Root != w.rel && !strings.HasPrefix(w.rel, c.Root+"/") {
+			continue // taken of another part of the workspace
+		}
+		m, err := f.ck.readManifest(ws, c.ID)
+		if err != nil {
+			continue // damaged: it holds nothing that can be restored
+		}
+		if _, ok := slices.BinarySearchFunc(m.Entries, w.rel, func(e ckEntry, p string) int { return strings.Compare(e.Path, p) }); ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,223 @@
+package davfs_test
+
+// Per-file versions (webdav.unconditionalWrites: keep): what a WebDAV write
+// without a precondition replaces or removes is kept first, bounded apart
+// from the operator's checkpoints, listed by path, and a version that
+// cannot be stored refuses the write with nothing changed.
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// keepCtx is a WebDAV request's context that asks to keep (method), as the
+// sidecar builds it under the gateway's keep header.
+func keepCtx(method string) (context.Context, *davfs.Unconditional) {
+	ctx, u := davfs.WithUnconditional(context.Background())
+	return davfs.WithPrecondition(ctx, davfs.Precondition{Required: true, Keep: method}), u
+}
+
+func davPut(t *testing.T, e *secEnv, ctx context.Context, name, body string) error {
+	t.Helper()
+	f, err := e.fs.WebDAV().OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// davErr is the davfs error a WebDAV FileSystem call returned (nil: none).
+func davErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := davfs.ErrorFromWebDAV(err); ok {
+		return e
+	}
+	return err
+}
+
+func readProj(t *testing.T, e *secEnv, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.projects(), "p", rel))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
+	ckWrite(t, filepath.Join(proj, "d/x.txt"), []byte("x\n"), 0o644)
+	bg := context.Background()
+
+	// Without Keep: 428, nothing written, nothing kept.
+	refuse := davfs.WithPrecondition(bg, davfs.Precondition{Required: true})
+	if err := davPut(t, e, refuse, "/projects/p/f.txt", "v2\n"); davfs.ReasonOf(davErr(err)) != "PRECONDITION_REQUIRED" {
+		t.Fatalf("unconditional PUT without keep: %v", err)
+	}
+
+	ctx, u := keepCtx("PUT")
+	if err := davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"); err != nil {
+		t.Fatalf("PUT with keep: %v", err)
+	}
+	used, ids := u.Used()
+	if got := readProj(t, e, "f.txt"); got != "v2\n" || !used || len(ids) != 1 {
+		t.Fatalf("after PUT: %q, used %v, versions %v", got, used, ids)
+	}
+	vs, err := e.fs.ListCheckpointsHolding(bg, ws, "f.txt")
+	if err != nil || len(vs) != 1 || vs[0].ID != ids[0] || vs[0].Reason != davfs.CheckpointBeforeWebDAVWrite || vs[0].Label != "WebDAV PUT" || vs[0].Root != "f.txt" || vs[0].Files != 1 {
+		t.Fatalf("versions of f.txt: %+v %v", vs, err)
+	}
+	if vs, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 0 {
+		t.Fatalf("a version of f.txt holds d/x.txt: %+v", vs)
+	}
+
+	// A create keeps nothing.
+	ctx, u = keepCtx("PUT")
+	if err := davPut(t, e, ctx, "/projects/p/new.txt", "new\n"); err != nil {
+		t.Fatal(err)
+	}
+	if used, ids := u.Used(); used || len(ids) != 0 {
+		t.Fatalf("a create kept %v", ids)
+	}
+
+	// A recursive delete keeps the directory, once (the version is its
+	// automatic checkpoint too).
+	ctx, u = keepCtx("DELETE")
+	if err := e.fs.WebDAV().RemoveAll(ctx, "/projects/p/d"); err != nil {
+		t.Fatalf("DELETE with keep: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "d")); !os.IsNotExist(err) {
+		t.Fatalf("d still there: %v", err)
+	}
+	_, ids = u.Used()
+	all, _ := e.fs.ListCheckpoints(bg, ws)
+	if len(ids) != 1 || len(all) != 2 || all[0].ID != ids[0] || all[0].Root != "d" || all[0].Files != 1 {
+		t.Fatalf("after DELETE of d: versions %v, checkpoints %+v", ids, all)
+	}
+	if vs, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 1 || vs[0].ID != ids[0] {
+		t.Fatalf("the directory's version does not list d/x.txt: %+v", vs)
+	}
+	if _, err := e.fs.RestoreCheckpoint(bg, ws, ids[0], "", davfs.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readProj(t, e, "d/x.txt"); got != "x\n" {
+		t.Fatalf("d/x.txt restored from the version = %q", got)
+	}
+
+	// A MOVE's source loses nothing: it goes ahead, keeping nothing.
+	ctx, u = keepCtx("MOVE")
+	if err := e.fs.WebDAV().Rename(ctx, "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
+		t.Fatalf("MOVE with keep: %v", err)
+	}
+	if used, ids := u.Used(); !used || len(ids) != 0 {
+		t.Fatalf("MOVE of a source: used %v, versions %v", used, ids)
+	}
+}
+
+// Versions have their own bound, pruned oldest first, and never evict the
+// operator's checkpoints.
+func TestVersionBound(t *testing.T) {
+	e := ckEnv(t, nil, func(c *davfs.Config) {
+		c.Checkpoints.MaxPerWorkspace = 1
+		c.Checkpoints.MaxVersionsPerWorkspace = 2
+	})
+	ws := secProject("p")
+	bg := context.Background()
+	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v0\n"), 0o644)
+	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good"})
+	var kept []string
+	for _, v := range []string{"v1\n", "v2\n", "v3\n"} {
+		ctx, u := keepCtx("PUT")
+		if err := davPut(t, e, ctx, "/projects/p/f.txt", v); err != nil {
+			t.Fatal(err)
+		}
+		_, ids := u.Used()
+		kept = append(kept, ids...)
+	}
+	list, _ := e.fs.ListCheckpoints(bg, ws)
+	var got []string
+	for _, c := range list {
+		got = append(got, c.ID)
+	}
+	want := []string{kept[2], kept[1], manual.ID}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("checkpoints %v, want %v (the two newest versions and the manual one)", got, want)
+	}
+}
+
+// A version that cannot be stored refuses the write, which changes
+// nothing; with checkpoints off the write is refused saying keeping is off.
+func TestVersionCannotBeKept(t *testing.T) {
+	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 1 << 10 })
+	ws := secProject("p")
+	big := strings.Repeat("b", 4<<10)
+	ckWrite(t, filepath.Join(e.projects(), "p", "big.txt"), []byte(big), 0o644)
+	ctx, u := keepCtx("PUT")
+	err := davErr(davPut(t, e, ctx, "/projects/p/big.txt", "small\n"))
+	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+		t.Fatalf("PUT over a file too large to keep: %v", err)
+	}
+	ctx, _ = keepCtx("DELETE")
+	if err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+		t.Fatalf("DELETE of a file too large to keep: %v", err)
+	}
+	if got := readProj(t, e, "big.txt"); got != big {
+		t.Fatal("a refused write changed big.txt")
+	}
+	if used, _ := u.Used(); used {
+		t.Error("a refused write is recorded as unconditional")
+	}
+	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+		t.Fatalf("a refused version was kept: %+v", list)
+	}
+
+	off := secNewEnv(t, "", nil, nil)
+	ckWrite(t, filepath.Join(off.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
+	ctx, _ = keepCtx("PUT")
+	err = davErr(davPut(t, off, ctx, "/projects/p/f.txt", "v2\n"))
+	if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "services.checkpoints.enabled") {
+		t.Fatalf("keep with checkpoints off: %v", err)
+	}
+}
+
+// What a write replaces is what was kept: an agent's change between the
+// version and the commit makes the commit refuse (REVISION_MISMATCH), and
+// the agent's bytes stay.
+func TestVersionIsWhatIsReplaced(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	p := filepath.Join(e.projects(), "p", "f.txt")
+	ckWrite(t, p, []byte("v1\n"), 0o644)
+	ctx, _ := keepCtx("PUT")
+	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckWrite(t, p, []byte("the agent's v1.5\n"), 0o644) // after the version, before the commit
+	// Refused when the upload starts (checked before the body streams) or
+	// at the commit.
+	_, err = io.WriteString(f, "client v2\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err := davErr(err); davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
+		t.Fatalf("commit over a file changed since it was kept: %v", err)
+	}
+	if got := readProj(t, e, "f.txt"); got != "the agent's v1.5\n" {
+		t.Fatalf("f.txt = %q", got)
+	}
+}
