@@ -58,10 +58,16 @@ fi
 # nginx from Debian may start itself on :80; the bench starts its own on loopback.
 if command -v service >/dev/null && pgrep -x nginx >/dev/null 2>&1; then service nginx stop >/dev/null 2>&1 || true; fi
 
+# npm ci again whenever package-lock.json changed since the last install
+# (a checkout that pulled a new dependency), not only when node_modules is
+# missing: the stamp holds the lock file's hash.
 for d in contracts portal; do
-  if [ -f "$d/package-lock.json" ] && [ ! -d "$d/node_modules" ]; then
+  [ -f "$d/package-lock.json" ] || continue
+  sum=$(sha256sum "$d/package-lock.json" | cut -d' ' -f1)
+  if [ ! -d "$d/node_modules" ] || [ "$(cat "$d/node_modules/.awf-lock-sha256" 2>/dev/null)" != "$sum" ]; then
     echo "setup: npm ci in $d"
     (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$sum" >"$d/node_modules/.awf-lock-sha256"
   fi
 done
 

@@ -87,6 +87,11 @@ describe('after a save', () => {
     expect(stillOpen(edit(f, 'x'), f)).toBe(true);
     expect(stillOpen(open('src/b.txt'), f)).toBe(false);
     expect(stillOpen(null, f)).toBe(false);
+    // The same path in another project (the user switched project meanwhile).
+    const other = openFile('PROJECT:other', 'src/a.txt', { entry: fileEntry('src/a.txt', 'r1'), content: 'one\r\n' });
+    expect(stillOpen(other, f)).toBe(false);
+    expect(closesWhenGone(other, f)).toBe(false);
+    expect(closesWhenGone(open(), f)).toBe(true);
   });
 });
 

@@ -64,9 +64,12 @@ export function listingsAfterSave(path: string): string[] {
   return dir === '' ? [] : [parentOf(dir)];
 }
 
-/** An answer about file f still applies to the open file cur (the same path). */
+/**
+ * An answer about file f still applies to the open file cur: the same path in
+ * the same workspace (another project's file of the same path is not it).
+ */
 export function stillOpen(cur: ed.OpenFile | null | undefined, f: ed.OpenFile): cur is ed.OpenFile {
-  return !!cur && cur.path === f.path;
+  return !!cur && cur.path === f.path && cur.workspaceKey === f.workspaceKey;
 }
 
 /**
@@ -81,7 +84,7 @@ export function refreshReplaces(cur: ed.OpenFile | null | undefined, f: ed.OpenF
 
 /** The refreshed file is gone on the server: the editor closes it unless it holds unsaved text. */
 export function closesWhenGone(cur: ed.OpenFile | null | undefined, f: ed.OpenFile): boolean {
-  return !!cur && cur.path === f.path && !ed.isDirty(cur);
+  return stillOpen(cur, f) && !ed.isDirty(cur);
 }
 
 /** Undo of a Revert puts the reverted text back only on the same, still clean file (nothing typed since). */
