@@ -62,9 +62,9 @@ type Record struct {
 	// SkipCheckpoint: the caller asked the delete to go without its
 	// automatic checkpoint (the override for a full store), so it cannot
 	// be undone.
-	SkipCheckpoint bool `json:"skip_checkpoint,omitempty"`
-	Result       string `json:"result"`
-	GRPCCode     string `json:"grpc_code"`
+	SkipCheckpoint bool   `json:"skip_checkpoint,omitempty"`
+	Result         string `json:"result"`
+	GRPCCode       string `json:"grpc_code"`
 	// Reason is the machine-readable error reason, when there is one.
 	Reason string `json:"reason,omitempty"`
 	// HTTPStatus is set for WebDAV mutations.
