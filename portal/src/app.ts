@@ -30,6 +30,7 @@ import { editorView } from './views/editor';
 import { treeView } from './views/tree';
 import { createCheckpointApi, type CheckpointApi } from './api/checkpoints';
 import { openCheckpoints } from './views/checkpoints';
+import { deleteWithOverride } from './views/deleteOverride';
 import { LiveController } from './live';
 
 /** SKILL.md of a new skill: the front matter Codex reads, and a place for the instructions. */
@@ -495,7 +496,7 @@ export class App {
     });
     if (!ok || !scope.alive) return;
     try {
-      await scope.guard(this.#api.deleteProject(scope.agentId, name, name));
+      await deleteWithOverride(`the project ${name}`, (skip) => scope.guard(this.#api.deleteProject(scope.agentId, name, name, skip)));
       const st = scope.state;
       st.trees.delete(workspaceKey(project(name)));
       if (st.selectedProject === name) st.selectedProject = null;
@@ -913,7 +914,7 @@ export class App {
     });
     if (!ok || !scope.alive) return;
     try {
-      await scope.guard(this.#api.deleteEntry(scope.agentId, tree.workspace, entry, dir));
+      await deleteWithOverride(`the folder ${path}`, (skip) => scope.guard(this.#api.deleteEntry(scope.agentId, tree.workspace, entry, dir, skip)));
       if (st.file && st.file.workspaceKey === workspaceKey(tree.workspace) && isWithin(st.file.path, path)) {
         this.#drafts.remove(scope.agentId, st.file.workspaceKey, st.file.path);
         this.#closeFile(st);
