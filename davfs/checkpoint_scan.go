@@ -37,7 +37,7 @@ type scanner struct {
 	added   int64 // bytes newly stored
 	loose   int   // loose objects newly written (made durable by one syncfs)
 	buf     []byte
-	pack    *packWriter        // where new small files go (capture)
+	pack    *packWriter         // where new small files go (capture)
 	known   map[string]*ckEntry // hash → where its bytes are stored
 }
 

@@ -55,7 +55,7 @@ func main() {
 
 type sample struct {
 	tar, tarFsync, first, second, compare, restore time.Duration
-	memFirst, memSecond                           int64 // KiB of VmHWM growth
+	memFirst, memSecond                            int64 // KiB of VmHWM growth
 }
 
 func run(runs, files, mib int, dir string) error {
