@@ -194,8 +194,8 @@ func (s *scanner) prestat(fd int, ents []dirent) []prestat {
 		defer wg.Done()
 		for {
 			lo := int(next.Add(prestatChunk)) - prestatChunk
-			if lo >= len(ents) {
-				return
+			if lo >= len(ents) || s.ctx.Err() != nil {
+				return // canceled: the walk's own check reports it
 			}
 			for i := lo; i < min(lo+prestatChunk, len(ents)); i++ {
 				out[i].err = lstatOn(s.w.r, fd, ents[i].name, &out[i].st)
