@@ -572,3 +572,42 @@ func TestCheckpointWriterRunning(t *testing.T) {
 		}
 	}
 }
+
+// The traps of TestCheckpointTraps in a directory large enough that the
+// walk lstats its names on parallel workers (prestat): the same names are
+// captured and skipped as in a small directory.
+func TestCheckpointTrapsInLargeDirectory(t *testing.T) {
+	traps := []string{
+		"link => /outside/canary.txt",
+		"dirlink => /outside/dir",
+		"hard == outside/canary.txt",
+		"fifo |",
+		"node_modules/secret.js",
+		".git/config",
+		"sub/",
+		"ok.txt",
+	}
+	var layout []string
+	for _, tr := range traps {
+		layout = append(layout, "projects/small/"+tr, "projects/large/"+tr)
+	}
+	for i := range 100 {
+		layout = append(layout, fmt.Sprintf("projects/large/f%03d.txt", i))
+	}
+	e := ckEnv(t, layout, nil)
+	small := ckCreate(t, e, secProject("small"), davfs.CheckpointOptions{})
+	large := ckCreate(t, e, secProject("large"), davfs.CheckpointOptions{})
+	if small.Files != 1 || small.Dirs != 1 || small.Skipped != 6 {
+		t.Fatalf("small directory checkpoint = %+v", small)
+	}
+	if large.Files != small.Files+100 || large.Dirs != small.Dirs || large.Skipped != small.Skipped {
+		t.Fatalf("large directory checkpoint = %+v, small %+v", large, small)
+	}
+	filepath.Walk(filepath.Join(e.base, "store"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			b, _ := os.ReadFile(p)
+			secNoSecret(t, "store file", b)
+		}
+		return nil
+	})
+}

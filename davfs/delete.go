@@ -25,6 +25,19 @@ type DeleteOptions struct {
 	// the delete with PermissionDenied/MULTIPLE_LINKS before anything is
 	// removed. A plain delete removes such names.
 	Replace bool
+	// SkipCheckpoint deletes without the automatic checkpoint a recursive
+	// delete otherwise takes first: the caller's explicit override for a
+	// full store (ResourceExhausted/CHECKPOINT_LIMIT). The delete then
+	// cannot be undone.
+	SkipCheckpoint bool
+}
+
+// DeleteResult is what a delete did besides deleting.
+type DeleteResult struct {
+	// AutoCheckpoint is the ID of the automatic checkpoint taken before
+	// the delete ("" when none was: automatic checkpoints off, skipped,
+	// not a directory, or nothing a checkpoint could hold).
+	AutoCheckpoint string
 }
 
 // DeleteEntryWith permanently deletes a file or directory. The expected
@@ -59,46 +72,57 @@ type DeleteOptions struct {
 // With automatic checkpoints on (CheckpointConfig.Automatic), a recursive
 // delete of a directory whose revision matches first checkpoints that
 // directory (checkpoint.go); if that fails, nothing is deleted and its
-// error is returned.
+// error is returned (a full store: ResourceExhausted/CHECKPOINT_LIMIT,
+// which opts.SkipCheckpoint overrides).
 func (f *FS) DeleteEntryWith(ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) error {
+	_, err := f.DeleteEntryResult(ctx, ws, path, expectedRevision, opts)
+	return err
+}
+
+// DeleteEntryResult is DeleteEntryWith that also says which automatic
+// checkpoint it took (for the caller's audit). When the delete fails after
+// the checkpoint was taken, the checkpoint is kept and its ID is still
+// returned with the error.
+func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) (DeleteResult, error) {
+	var res DeleteResult
 	if expectedRevision == "" {
-		return errRevisionRequired()
+		return res, errRevisionRequired()
 	}
 	w, err := f.resolve(ws, path)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if w.isRoot() {
 		if err := f.wsErr(w); err != nil {
-			return err
+			return res, err
 		}
-		return errProtected("the workspace root cannot be deleted")
+		return res, errProtected("the workspace root cannot be deleted")
 	}
 	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
-		return errProtected("the skills root cannot be deleted")
+		return res, errProtected("the skills root cannot be deleted")
 	}
-	if opts.Recursive && f.ck != nil && f.ck.cfg.Automatic {
+	if opts.Recursive && !opts.SkipCheckpoint && f.ck != nil && f.ck.cfg.Automatic {
 		// A directory's delete keeps an automatic checkpoint of it first
 		// (checkpoint.go), when the delete can succeed. f.stat, unlike
 		// Stat, does not hand the revision out (seen.go).
 		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory && e.Revision == expectedRevision {
-			if _, err := f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete); err != nil {
-				return err
+			if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete); err != nil {
+				return res, err
 			}
 		}
 	}
 	pfd, old, err := f.lockedDelete(ctx, w, expectedRevision, opts)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer unix.Close(pfd)
 	defer closeRef(old) // frees a deleted file, outside the lock (commit)
 	// The directory fsync runs after the unlock; success is only returned
 	// once it is done.
 	if err := fsyncDir(pfd); err != nil {
-		return fsErr(err, w.rel)
+		return res, fsErr(err, w.rel)
 	}
-	return nil
+	return res, nil
 }
 
 // lockedDelete is DeleteEntryWith's part under the mutation lock: the

@@ -183,26 +183,41 @@ func (f *FS) syncRoot() error {
 // directories included, never following a symlink. With automatic
 // checkpoints on, the project is checkpointed first (without .git and
 // denylisted directories, which checkpoints never hold); if that fails,
-// nothing is deleted.
+// nothing is deleted. It is DeleteProjectWith without options.
 func (f *FS) DeleteProject(ctx context.Context, name, confirmName string) error {
+	_, err := f.DeleteProjectWith(ctx, name, confirmName, DeleteOptions{})
+	return err
+}
+
+// DeleteProjectWith is DeleteProject with options (only SkipCheckpoint
+// applies: delete without the automatic checkpoint, the override for a
+// full store) that also says which automatic checkpoint it took; when the
+// delete fails after it was taken, it is kept and its ID still returned.
+func (f *FS) DeleteProjectWith(ctx context.Context, name, confirmName string, opts DeleteOptions) (DeleteResult, error) {
+	var res DeleteResult
 	if err := f.alive(); err != nil {
-		return err
+		return res, err
 	}
 	if name != confirmName {
-		return newErr(CodeInvalidArgument, ReasonConfirmationMismatch, nil, "confirm_name must equal the project name")
+		return res, newErr(CodeInvalidArgument, ReasonConfirmationMismatch, nil, "confirm_name must equal the project name")
 	}
 	if f.denied(name) {
-		return newErr(CodePermissionDenied, ReasonDenylisted, nil, "project %q is denied", name)
+		return res, newErr(CodePermissionDenied, ReasonDenylisted, nil, "project %q is denied", name)
 	}
 	if !f.visibleName(name) || strings.Contains(name, "/") {
-		return newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
+		return res, newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
 	}
-	if f.projectErr(name) == nil {
+	if !opts.SkipCheckpoint && f.projectErr(name) == nil {
 		// The automatic checkpoint that can bring it back (checkpoint.go).
-		if _, err := f.autoCheckpoint(ctx, Workspace{Scope: ScopeProject, Project: name}, "", CheckpointBeforeProjectDelete); err != nil {
-			return err
+		var err error
+		if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, Workspace{Scope: ScopeProject, Project: name}, "", CheckpointBeforeProjectDelete); err != nil {
+			return res, err
 		}
 	}
+	return res, f.deleteProject(ctx, name)
+}
+
+func (f *FS) deleteProject(ctx context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.projectErr(name); err != nil {

@@ -6,6 +6,7 @@ import path from 'node:path';
 
 export function registerCheckpointTests(h) {
   registerFolderRestoreTest(h);
+  registerDeleteOverrideTest(h);
   const { test, expect, eventually, $, dialog, row, projectRow, ensureSignedIn, selectAgent, openProject, clickMenu, shot } = h;
   const rows = (p) => p.locator('[data-testid="ckpt-row"]');
 
@@ -179,5 +180,60 @@ export function registerFolderRestoreTest(h) {
     );
     expect(a.read('ckpt-folder/top.txt') === 'top two\n', 'a file outside the folder is untouched');
     await p.locator('[data-testid="ckpt-close"]').click();
+  });
+}
+
+// codex-b's store is full (run.mjs gives it a 1 KiB limit): a delete whose
+// automatic checkpoint does not fit is refused, and the portal offers to
+// delete without one behind a second confirmation.
+export function registerDeleteOverrideTest(h) {
+  const { test, expect, eventually, $, dialog, row, projectRow, ensureSignedIn, selectAgent, openProject, clickMenu } = h;
+  test('checkpoints: with the store full, a delete offers "Delete without a checkpoint" behind a second confirmation', async () => {
+    const b = h.sb();
+    // Made here, not before the run: codex-b's project count is checked earlier.
+    b.write('full-store/sub/big.bin', 'x'.repeat(8192));
+    b.write('full-store/top.txt', 'stays\n');
+    b.write('full-doomed/big.bin', 'y'.repeat(8192));
+    await ensureSignedIn();
+    await selectAgent('codex-b');
+    await $('[data-testid="refresh-projects"]').click();
+    await openProject('full-store');
+    const deleteSub = async () => {
+      await row('sub').click({ button: 'right' });
+      await clickMenu('Delete…');
+      await dialog('delete-entry-dialog').locator('[data-action="confirm"]').click();
+      const o = dialog('delete-override-dialog');
+      await o.waitFor();
+      expect((await o.textContent()).includes('does not fit'), 'the offer says why');
+      await o.locator('[data-action="confirm"]').click();
+      const c = dialog('delete-override-confirm-dialog');
+      await c.waitFor();
+      expect((await c.textContent()).includes('cannot be undone'), 'the second confirmation says it cannot be undone');
+      return c;
+    };
+    // Declining the second confirmation deletes nothing.
+    await (await deleteSub()).locator('[data-action="cancel"]').click();
+    await eventually(async () => (await $('[data-testid="notice"]').textContent())?.includes('was not deleted'), 'the refusal is reported');
+    expect(b.exists('full-store/sub/big.bin'), 'nothing deleted after declining');
+    // Confirming deletes without a checkpoint.
+    await (await deleteSub()).locator('[data-action="confirm"]').click();
+    await eventually(() => !b.exists('full-store/sub'), 'folder deleted on disk');
+    expect(b.read('full-store/top.txt') === 'stays\n', 'the rest of the project stays');
+
+    await projectRow('full-doomed').locator('button', { hasText: 'Delete' }).click();
+    const d = dialog('delete-project-dialog');
+    await d.locator('input').fill('full-doomed');
+    await d.locator('[data-action="confirm"]').click();
+    await dialog('delete-override-dialog').locator('[data-action="confirm"]').click();
+    await dialog('delete-override-confirm-dialog').locator('[data-action="confirm"]').click();
+    await eventually(() => !b.exists('full-doomed'), 'project deleted on disk');
+
+    const audit = fs.readFileSync(path.join(h.gw().dir, 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const want = { delete_entry: 'error/CHECKPOINT_LIMIT/false error/CHECKPOINT_LIMIT/false ok//true', delete_project: 'error/CHECKPOINT_LIMIT/false ok//true' };
+    for (const [action, w] of Object.entries(want)) {
+      const recs = audit.filter((r) => r.action === action && r.agent_id === 'codex-b');
+      const got = recs.map((r) => `${r.result}/${r.reason ?? ''}/${r.skip_checkpoint ?? false}`).join(' ');
+      expect(got === w, `${action} audit: ${got}, want ${w}`);
+    }
   });
 }

@@ -105,8 +105,10 @@ function startProcess(name, cmd, args, opts, want, logs) {
 }
 
 export class Sidecar {
-  constructor(name, base, bin) {
+  /** opts.checkpointBytes: services.checkpoints.maxTotalBytes (a tiny one makes a full store). */
+  constructor(name, base, bin, opts = {}) {
     this.name = name;
+    this.checkpointBytes = opts.checkpointBytes;
     this.bin = bin;
     this.dir = path.join(base, name);
     this.projects = path.join(this.dir, 'projects');
@@ -137,6 +139,7 @@ export class Sidecar {
         '    maxPathLength: 4096',
         '    maxPathDepth: 64',
         '    deniedDirectories: [.git, .hg, .svn, node_modules, .venv, venv, vendor, dist, build, .next, .cache, __pycache__]',
+        ...(this.checkpointBytes ? ['  checkpoints:', `    maxTotalBytes: ${this.checkpointBytes}`] : []),
         '',
       ].join('\n'),
       { mode: 0o644 },

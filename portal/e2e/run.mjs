@@ -79,7 +79,8 @@ const requested = []; // paths of every request the page made
 async function setUp() {
   const bins = binaries(base, log);
   sa = new Sidecar('codex-a', base, bins.sidecar);
-  sb = new Sidecar('codex-b', base, bins.sidecar);
+  // codex-b's checkpoint store is tiny, so always full: the delete override test (checkpoints.mjs).
+  sb = new Sidecar('codex-b', base, bins.sidecar, { checkpointBytes: 1024 });
   // Data the tests rely on, prepared on the volumes before start.
   sa.mkdir('alpha-only');
   sa.write('alpha-only/README.md', '# Alpha\n\nOnly agent codex-a has this project.\n');
@@ -1392,7 +1393,7 @@ test('layout: readable on a narrow window', async () => {
   await page.setViewportSize({ width: 1280, height: 800 });
 });
 
-registerCheckpointTests({ test, expect, eventually, $, dialog, row, projectRow, ensureSignedIn, selectAgent, openProject, clickMenu, shot, sa: () => sa });
+registerCheckpointTests({ test, expect, eventually, $, dialog, row, projectRow, ensureSignedIn, selectAgent, openProject, clickMenu, shot, sa: () => sa, sb: () => sb, gw: () => gw });
 registerLiveTests(
   { test, expect, eventually },
   { get page() { return page; }, get gw() { return gw; }, get sa() { return sa; }, get sb() { return sb; }, base },

@@ -320,8 +320,20 @@ export interface components {
             total_changes?: number;
         };
         v1DeleteCheckpointResponse: Record<string, never>;
-        v1DeleteEntryResponse: Record<string, never>;
-        v1DeleteProjectResponse: Record<string, never>;
+        v1DeleteEntryResponse: {
+            /**
+             * @description The automatic checkpoint taken before a recursive delete (restoring it
+             *     brings the directory back); empty when none was taken.
+             */
+            auto_checkpoint_id?: string;
+        };
+        v1DeleteProjectResponse: {
+            /**
+             * @description The automatic checkpoint taken before the delete (restoring it brings
+             *     the project back); empty when none was taken.
+             */
+            auto_checkpoint_id?: string;
+        };
         /**
          * @description - DIFF_STATE_UNSPECIFIED: No diff was asked for.
          *      - DIFF_STATE_TOO_LARGE: Either side is above the editable limit, or the diff alone is larger
@@ -846,6 +858,12 @@ export interface operations {
                 path: string;
                 expected_revision: string;
                 recursive?: boolean;
+                /**
+                 * @description Delete without the automatic checkpoint of a recursive delete (query
+                 *     skip_checkpoint=true): the override for a full checkpoint store. The
+                 *     delete then cannot be undone. Audited as skip_checkpoint.
+                 */
+                skip_checkpoint?: boolean;
             };
             header?: never;
             path: {
@@ -988,6 +1006,12 @@ export interface operations {
         parameters: {
             query: {
                 confirm_name: string;
+                /**
+                 * @description Delete without the automatic checkpoint (query skip_checkpoint=true):
+                 *     the override for a full checkpoint store. The delete then cannot be
+                 *     undone. Audited as skip_checkpoint.
+                 */
+                skip_checkpoint?: boolean;
             };
             header?: never;
             path: {

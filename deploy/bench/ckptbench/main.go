@@ -1,8 +1,10 @@
 // Command ckptbench measures checkpoints (issue #15) beside `tar -c` of the
 // same tree in the same run: a first checkpoint of a 10,000-file / 100 MiB
-// project against tar writing an archive of it (and tar plus a sync of that
-// archive, the durable equivalent: a checkpoint is durable when it
-// returns); a second checkpoint after 10 files changed; compare and restore
+// project against tar writing an archive of it and fsyncing that archive
+// (the headline baseline: a checkpoint is durable when it returns, and
+// STYLE.md compares durable work with the physical limit of the same
+// durable work, not with a peer that does less) and, printed beside it,
+// plain tar; a second checkpoint after 10 files changed; compare and restore
 // of one file; and the sidecar's peak memory growth during each (VmHWM,
 // reset through /proc/PID/clear_refs before each operation).
 //
@@ -52,8 +54,8 @@ func main() {
 }
 
 type sample struct {
-	tar, tarSync, first, second, compare, restore time.Duration
-	memFirst, memSecond                           int64 // KiB of VmHWM growth
+	tar, tarFsync, first, second, compare, restore time.Duration
+	memFirst, memSecond                            int64 // KiB of VmHWM growth
 }
 
 func run(runs, files, mib int, dir string) error {
@@ -109,17 +111,18 @@ func run(runs, files, mib int, dir string) error {
 	var out []sample
 	for r := range runs {
 		var s sample
-		// Baseline: tar of the same tree into an archive on the same disk.
+		// Baseline: tar of the same tree into an archive on the same disk,
+		// then an fsync of that archive (what makes it durable).
 		archive := filepath.Join(work, "tree.tar")
 		t0 := time.Now()
 		if o, err := exec.Command("tar", "-cf", archive, "-C", proj, ".").CombinedOutput(); err != nil {
 			return fmt.Errorf("tar: %v %s", err, o)
 		}
 		s.tar = time.Since(t0)
-		if o, err := exec.Command("sync", "-f", archive).CombinedOutput(); err != nil {
-			return fmt.Errorf("sync: %v %s", err, o)
+		if err := fsyncFile(archive); err != nil {
+			return err
 		}
-		s.tarSync = time.Since(t0)
+		s.tarFsync = time.Since(t0)
 		os.Remove(archive)
 
 		// A first checkpoint (the store is emptied between runs).
@@ -176,13 +179,23 @@ func run(runs, files, mib int, dir string) error {
 				return err
 			}
 		}
-		fmt.Printf("run %d: tar %v, tar+sync %v, first %v, second %v, compare %v, restore %v, mem first %d KiB, second %d KiB\n",
-			r+1, s.tar.Round(time.Millisecond), s.tarSync.Round(time.Millisecond), s.first.Round(time.Millisecond), s.second.Round(time.Millisecond),
+		fmt.Printf("run %d: tar %v, tar+fsync %v, first %v, second %v, compare %v, restore %v, mem first %d KiB, second %d KiB\n",
+			r+1, s.tar.Round(time.Millisecond), s.tarFsync.Round(time.Millisecond), s.first.Round(time.Millisecond), s.second.Round(time.Millisecond),
 			s.compare.Round(time.Microsecond), s.restore.Round(time.Microsecond), s.memFirst, s.memSecond)
 		out = append(out, s)
 	}
 	report(out)
 	return nil
+}
+
+// fsyncFile fsyncs the file at p.
+func fsyncFile(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 func median[T int64 | time.Duration](v []T) T {
@@ -215,10 +228,11 @@ func report(ss []sample) {
 	fmt.Println()
 	fmt.Printf("| figure | median | target |\n|---|---|---|\n")
 	fmt.Printf("| tar -c (archive on the same disk) | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.tar })).Round(time.Millisecond))
-	fmt.Printf("| tar -c + sync of the archive | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.tarSync })).Round(time.Millisecond))
+	fmt.Printf("| tar -c + fsync of the archive | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.tarFsync })).Round(time.Millisecond))
 	fmt.Printf("| first checkpoint | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.first })).Round(time.Millisecond))
-	fmt.Printf("| first checkpoint / tar -c | %s | ≤ 1.5× |\n", ratios(ss, func(s sample) time.Duration { return s.first }, func(s sample) time.Duration { return s.tar }))
-	fmt.Printf("| first checkpoint / (tar -c + sync) | %s | |\n", ratios(ss, func(s sample) time.Duration { return s.first }, func(s sample) time.Duration { return s.tarSync }))
+	fmt.Printf("| second checkpoint | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.second })).Round(time.Millisecond))
+	fmt.Printf("| first checkpoint / (tar -c + fsync) (headline: both durable) | %s | ≤ 1.5× |\n", ratios(ss, func(s sample) time.Duration { return s.first }, func(s sample) time.Duration { return s.tarFsync }))
+	fmt.Printf("| first checkpoint / plain tar -c (not durable) | %s | |\n", ratios(ss, func(s sample) time.Duration { return s.first }, func(s sample) time.Duration { return s.tar }))
 	fmt.Printf("| second checkpoint (10 files changed) / first | %s | ≤ 0.1× |\n", ratios(ss, func(s sample) time.Duration { return s.second }, func(s sample) time.Duration { return s.first }))
 	fmt.Printf("| compare one file / first checkpoint | %s | ≤ 0.05× |\n", ratios(ss, func(s sample) time.Duration { return s.compare }, func(s sample) time.Duration { return s.first }))
 	fmt.Printf("| restore one file / first checkpoint | %s | ≤ 0.05× |\n", ratios(ss, func(s sample) time.Duration { return s.restore }, func(s sample) time.Duration { return s.first }))

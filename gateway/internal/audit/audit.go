@@ -53,9 +53,22 @@ type Record struct {
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	// Unconditional: a WebDAV write that went ahead without a
 	// precondition or lock because what it replaced was kept.
-	Unconditional bool   `json:"unconditional,omitempty"`
-	Result        string `json:"result"`
-	GRPCCode      string `json:"grpc_code"`
+	Unconditional bool `json:"unconditional,omitempty"`
+	// Automatic and CheckpointReason mark the create_checkpoint record of
+	// a checkpoint the sidecar took on its own before a mutation, and why:
+	// before_delete, before_project_delete or before_restore. The
+	// mutation's own record follows, naming it in AutoCheckpointID.
+	Automatic        bool   `json:"automatic,omitempty"`
+	CheckpointReason string `json:"checkpoint_reason,omitempty"`
+	// AutoCheckpointID names the automatic checkpoint taken before this
+	// delete or restore (restoring it undoes the mutation).
+	AutoCheckpointID string `json:"auto_checkpoint_id,omitempty"`
+	// SkipCheckpoint: the caller asked the delete to go without its
+	// automatic checkpoint (the override for a full store), so it cannot
+	// be undone.
+	SkipCheckpoint bool   `json:"skip_checkpoint,omitempty"`
+	Result         string `json:"result"`
+	GRPCCode       string `json:"grpc_code"`
 	// Reason is the machine-readable error reason, when there is one.
 	Reason string `json:"reason,omitempty"`
 	// HTTPStatus is set for WebDAV mutations.
@@ -184,6 +197,8 @@ func (l *Logger) Record(ctx context.Context, r Record) {
 		"request_id", r.RequestID, "operator", r.Operator, "agent_id", r.AgentID,
 		"workspace_scope", r.WorkspaceScope, "project_name", r.ProjectName,
 		"action", r.Action, "source_path", r.SourcePath, "destination_path", r.DestinationPath,
+		"checkpoint_id", r.CheckpointID, "automatic", r.Automatic, "checkpoint_reason", r.CheckpointReason,
+		"auto_checkpoint_id", r.AutoCheckpointID, "skip_checkpoint", r.SkipCheckpoint,
 		"result", r.Result, "grpc_code", r.GRPCCode, "reason", r.Reason,
 		"http_status", r.HTTPStatus, "duration_ms", r.DurationMS)
 	if l.path == "" {

@@ -75,7 +75,8 @@ func (s *Server) newMux(mode runtime.UnescapingMode) (*runtime.ServeMux, error) 
 // the directory), but DELETE .../projects/entries is also
 // DeleteProjectEntry's route, whose literal segment the generated mux
 // prefers over DeleteProject's {name}. So a DELETE of that path whose query
-// names only DeleteProject's own field, once (confirm_name), is
+// names only DeleteProject's own fields, once each (confirm_name, and
+// optionally skip_checkpoint), is
 // DeleteProject of the project "entries"; any other query (workspace.*,
 // path, expected_revision, or none) stays DeleteProjectEntry, as generated.
 // ("files" has no DELETE route of its own and needs nothing.)
@@ -108,9 +109,19 @@ func projectNamedEntries(r *http.Request) (*http.Request, bool) {
 }
 
 // deletesProject reports whether a DELETE .../projects/entries with this raw
-// query is DeleteProject: its only parameter is confirm_name, once. A query
-// that does not parse is left to DeleteProjectEntry (which refuses it).
+// query is DeleteProject: its parameters are confirm_name, once, and at
+// most skip_checkpoint, once. A query that does not parse is left to
+// DeleteProjectEntry (which refuses it).
 func deletesProject(rawQuery string) bool {
 	q, err := url.ParseQuery(rawQuery)
-	return err == nil && len(q) == 1 && len(q["confirm_name"]) == 1
+	if err != nil || len(q["confirm_name"]) != 1 {
+		return false
+	}
+	switch len(q) {
+	case 1:
+		return true
+	case 2:
+		return len(q["skip_checkpoint"]) == 1
+	}
+	return false
 }

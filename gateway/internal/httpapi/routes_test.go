@@ -93,6 +93,9 @@ func TestDeletesProject(t *testing.T) {
 		"confirm_name=entries": true, "confirm_name=": true, "confirm_name": true,
 		"": false, "path=x": false, "confirm_name=a&confirm_name=b": false,
 		"confirm_name=a&path=x": false, "confirm_name=%zz": false, "confirm_name=a;b": false,
+		"confirm_name=entries&skip_checkpoint=true": true, "skip_checkpoint=true": false,
+		"confirm_name=a&skip_checkpoint=true&skip_checkpoint=true": false,
+		"confirm_name=a&skip_checkpoint=true&path=x":               false,
 	} {
 		if got := deletesProject(q); got != want {
 			t.Errorf("deletesProject(%q) = %v, want %v", q, got, want)

@@ -67,10 +67,13 @@ func (c *Checkpoints) RestoreCheckpoint(ctx context.Context, req *workspacev1.Re
 	scope, project := scopeOf(req.GetWorkspace())
 	var out *workspacev1.RestoreCheckpointResponse
 	id := truncate(req.GetCheckpointId(), 64)
-	cl := call{action: "restore_checkpoint", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath(), checkpoint: &id}
+	auto := &autoCheckpoint{reason: "before_restore"}
+	cl := call{action: "restore_checkpoint", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath(), checkpoint: &id, auto: auto}
 	err := c.doCheckpoint(ctx, cl, func(ctx context.Context, sc workspacev1.CheckpointServiceClient) (err error) {
 		out, err = sc.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: req.GetWorkspace(), CheckpointId: req.GetCheckpointId(),
 			Path: req.GetPath(), PlanToken: req.GetPlanToken()})
+		// The undo checkpoint is of the restored scope.
+		auto.id, auto.path = out.GetUndoCheckpointId(), out.GetPath()
 		return err
 	})
 	return out, err

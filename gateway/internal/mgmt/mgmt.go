@@ -36,6 +36,10 @@ import (
 // OperatorMetadataKey is the gRPC metadata key naming the operator.
 const OperatorMetadataKey = "x-operator"
 
+// autoCheckpointTrailer names, in a failed delete's trailer, the automatic
+// checkpoint the sidecar took first (sidecar rpc.AutoCheckpointKey).
+const autoCheckpointTrailer = "x-auto-checkpoint-id"
+
 type agent struct {
 	id       string
 	provider string
@@ -164,6 +168,32 @@ type call struct {
 	// checkpoint points at the checkpoint ID of a checkpoint action
 	// (audit); the call may set it (a create learns its ID).
 	checkpoint *string
+	// skipCheckpoint: a delete asked to go without its automatic
+	// checkpoint (audited).
+	skipCheckpoint bool
+	// auto, when set, is filled by the call with the automatic checkpoint
+	// the sidecar took before the mutation (its ID from the response), so
+	// that it gets its own create_checkpoint record.
+	auto *autoCheckpoint
+}
+
+// autoID is the automatic checkpoint's ID: from the response, or, when the
+// delete failed after taking it, from the trailer.
+func autoID(fromResponse string, tr metadata.MD) string {
+	if fromResponse != "" {
+		return fromResponse
+	}
+	if v := tr.Get(autoCheckpointTrailer); len(v) == 1 {
+		return v[0]
+	}
+	return ""
+}
+
+// autoCheckpoint is an automatic checkpoint a mutation took first.
+type autoCheckpoint struct {
+	reason string // davfs's: before_delete, before_project_delete, before_restore
+	id     string // "" when none was taken
+	path   string // what it was taken of ("" the whole workspace)
 }
 
 func scopeOf(w *workspacev1.WorkspaceRef) (scope, project string) {
@@ -249,6 +279,16 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 		if c.checkpoint != nil {
 			rec.CheckpointID = *c.checkpoint
 		}
+		rec.SkipCheckpoint = c.skipCheckpoint
+		if a := c.auto; a != nil && a.id != "" {
+			// The checkpoint came first, and succeeded whatever the
+			// mutation's result.
+			s.audit.Record(ctx, audit.Record{Time: start, RequestID: rec.RequestID, Operator: rec.Operator, AgentID: rec.AgentID,
+				WorkspaceScope: rec.WorkspaceScope, ProjectName: rec.ProjectName, Action: "create_checkpoint", SourcePath: a.path,
+				CheckpointID: truncate(a.id, 64), Automatic: true, CheckpointReason: a.reason,
+				Result: audit.ResultOK, GRPCCode: codes.OK.String(), DurationMS: rec.DurationMS})
+			rec.AutoCheckpointID = truncate(a.id, 64)
+		}
 		s.audit.Record(ctx, rec)
 	}
 	return err
@@ -307,9 +347,14 @@ func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateAgen
 // DeleteProject permanently deletes a project.
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteAgentProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
 	var out *workspacev1.DeleteProjectResponse
-	err := s.do(ctx, call{action: "delete_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName()},
+	auto := &autoCheckpoint{reason: "before_project_delete"}
+	err := s.do(ctx, call{action: "delete_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName(),
+		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto},
 		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-			out, err = cl.DeleteProject(ctx, &workspacev1.DeleteProjectRequest{Name: req.GetName(), ConfirmName: req.GetConfirmName()})
+			var tr metadata.MD
+			out, err = cl.DeleteProject(ctx, &workspacev1.DeleteProjectRequest{Name: req.GetName(), ConfirmName: req.GetConfirmName(),
+				SkipCheckpoint: req.GetSkipCheckpoint()}, grpc.Trailer(&tr))
+			auto.id = autoID(out.GetAutoCheckpointId(), tr)
 			return err
 		})
 	return out, err
@@ -375,9 +420,14 @@ func (s *Service) MoveProjectEntry(ctx context.Context, req *workspacev1.MovePro
 func (s *Service) DeleteProjectEntry(ctx context.Context, req *workspacev1.DeleteProjectEntryRequest) (*workspacev1.DeleteEntryResponse, error) {
 	scope, project := scopeOf(req.GetWorkspace())
 	var out *workspacev1.DeleteEntryResponse
-	err := s.do(ctx, call{action: "delete_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath()},
+	auto := &autoCheckpoint{reason: "before_delete", path: req.GetPath()}
+	err := s.do(ctx, call{action: "delete_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath(),
+		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto},
 		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-			out, err = cl.DeleteEntry(ctx, &workspacev1.DeleteEntryRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(), ExpectedRevision: req.GetExpectedRevision(), Recursive: req.GetRecursive()})
+			var tr metadata.MD
+			out, err = cl.DeleteEntry(ctx, &workspacev1.DeleteEntryRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(),
+				ExpectedRevision: req.GetExpectedRevision(), Recursive: req.GetRecursive(), SkipCheckpoint: req.GetSkipCheckpoint()}, grpc.Trailer(&tr))
+			auto.id = autoID(out.GetAutoCheckpointId(), tr)
 			return err
 		})
 	return out, err

@@ -67,10 +67,14 @@ export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?:
         }),
       ),
 
-    deleteProject: (agentId: string, name: string, confirmName: string) =>
+    /** skipCheckpoint: delete without the automatic checkpoint (a full store's override, deleteOverride.ts). */
+    deleteProject: (agentId: string, name: string, confirmName: string, skipCheckpoint = false) =>
       unwrap(
         client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/projects/{name}', {
-          params: { path: { agent_id: agentId, name }, query: { confirm_name: confirmName } },
+          params: {
+            path: { agent_id: agentId, name },
+            query: { confirm_name: confirmName, ...(skipCheckpoint ? { skip_checkpoint: true } : {}) },
+          },
         }),
       ),
 
@@ -120,7 +124,7 @@ export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?:
         }),
       ),
 
-    deleteEntry: (agentId: string, ws: WorkspaceRef, entry: Entry, recursive: boolean) =>
+    deleteEntry: (agentId: string, ws: WorkspaceRef, entry: Entry, recursive: boolean, skipCheckpoint = false) =>
       unwrap(
         client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/projects/entries', {
           params: {
@@ -130,6 +134,7 @@ export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?:
               path: entry.path ?? '',
               expected_revision: entry.revision ?? '',
               ...(recursive ? { recursive: true } : {}),
+              ...(skipCheckpoint ? { skip_checkpoint: true } : {}),
             },
           },
         }),

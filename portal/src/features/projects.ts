@@ -12,6 +12,7 @@ import { hasMore, loadFirst, loadMore, type Page } from '../state/paging';
 import { isStale, type AgentScope } from '../state/scope';
 import { newTree, workspaceKey } from '../state/tree';
 import { confirmDialog, promptDialog } from '../ui/dialogs';
+import { deleteWithOverride } from '../views/deleteOverride';
 
 export class Projects {
   readonly #c: AppContext;
@@ -112,7 +113,7 @@ export class Projects {
     });
     if (!ok || !scope.alive) return;
     try {
-      await scope.guard(this.#c.api.deleteProject(scope.agentId, name, name));
+      await deleteWithOverride(`the project ${name}`, (skip) => scope.guard(this.#c.api.deleteProject(scope.agentId, name, name, skip)));
       const st = scope.state;
       st.trees.delete(workspaceKey(project(name)));
       if (st.selectedProject === name) st.selectedProject = null;

@@ -15,6 +15,7 @@ import { entryNameProblem, joinPath, normaliseFolderPath, parentOf } from '../st
 import type { AgentScope } from '../state/scope';
 import { dirState, forget, isDir, listingsToReload, type TreeState } from '../state/tree';
 import { confirmDialog, promptDialog } from '../ui/dialogs';
+import { deleteWithOverride } from '../views/deleteOverride';
 import { openMenu, type MenuItem } from '../ui/menu';
 
 export class TreeActions {
@@ -208,7 +209,7 @@ export class TreeActions {
     });
     if (!ok || !scope.alive) return;
     try {
-      await scope.guard(this.#c.api.deleteEntry(scope.agentId, tree.workspace, entry, dir));
+      await deleteWithOverride(`the folder ${path}`, (skip) => scope.guard(this.#c.api.deleteEntry(scope.agentId, tree.workspace, entry, dir, skip)));
       if (holdsOpenFile(st.file, tree, path)) {
         this.#c.drafts.remove(scope.agentId, st.file.workspaceKey, st.file.path);
         this.#c.files.closeFile(st);

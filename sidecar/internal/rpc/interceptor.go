@@ -25,6 +25,10 @@ import (
 const (
 	RequestIDKey = "x-request-id"
 	OperatorKey  = "x-operator"
+	// AutoCheckpointKey is the trailer naming the automatic checkpoint a
+	// delete took before it failed (on success the response carries it),
+	// so the gateway audits that checkpoint too.
+	AutoCheckpointKey = "x-auto-checkpoint-id"
 )
 
 // Observer records one finished call (metrics). Optional.

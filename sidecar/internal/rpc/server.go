@@ -6,6 +6,10 @@ package rpc
 
 import (
 	"context"
+	"errors"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
@@ -15,13 +19,13 @@ import (
 type FS interface {
 	ListProjects(ctx context.Context, pageSize int, cursor string) (davfs.ProjectPage, error)
 	CreateProject(ctx context.Context, name string) (davfs.Project, error)
-	DeleteProject(ctx context.Context, name, confirmName string) error
+	DeleteProjectWith(ctx context.Context, name, confirmName string, opts davfs.DeleteOptions) (davfs.DeleteResult, error)
 	ListEntries(ctx context.Context, ws davfs.Workspace, dir string, pageSize int, cursor string) (davfs.Page, error)
 	ReadFile(ctx context.Context, ws davfs.Workspace, path string) (davfs.File, error)
 	CreateEntry(ctx context.Context, ws davfs.Workspace, parent, name string, typ davfs.EntryType) (davfs.Entry, error)
 	UpdateFile(ctx context.Context, ws davfs.Workspace, path string, content []byte, expectedRevision string) (davfs.Entry, error)
 	MoveEntry(ctx context.Context, ws davfs.Workspace, src, dst, expectedRevision string) (davfs.Entry, error)
-	DeleteEntry(ctx context.Context, ws davfs.Workspace, path, expectedRevision string, recursive bool) error
+	DeleteEntryResult(ctx context.Context, ws davfs.Workspace, path, expectedRevision string, opts davfs.DeleteOptions) (davfs.DeleteResult, error)
 }
 
 var _ FS = (*davfs.FS)(nil)
@@ -62,10 +66,11 @@ func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateProj
 }
 
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
-	if err := s.fs.DeleteProject(ctx, req.GetName(), req.GetConfirmName()); err != nil {
-		return nil, err
+	r, err := s.fs.DeleteProjectWith(ctx, req.GetName(), req.GetConfirmName(), davfs.DeleteOptions{SkipCheckpoint: req.GetSkipCheckpoint()})
+	if err != nil {
+		return nil, failedDelete(ctx, r, err)
 	}
-	return &workspacev1.DeleteProjectResponse{}, nil
+	return &workspacev1.DeleteProjectResponse{AutoCheckpointId: r.AutoCheckpoint}, nil
 }
 
 func (s *Service) ListEntries(ctx context.Context, req *workspacev1.ListEntriesRequest) (*workspacev1.ListEntriesResponse, error) {
@@ -159,8 +164,26 @@ func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryR
 	if req.GetExpectedRevision() == "" {
 		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
 	}
-	if err := s.fs.DeleteEntry(ctx, ws, req.GetPath(), req.GetExpectedRevision(), req.GetRecursive()); err != nil {
-		return nil, err
+	r, err := s.fs.DeleteEntryResult(ctx, ws, req.GetPath(), req.GetExpectedRevision(),
+		davfs.DeleteOptions{Recursive: req.GetRecursive(), SkipCheckpoint: req.GetSkipCheckpoint()})
+	if err != nil {
+		return nil, failedDelete(ctx, r, err)
 	}
-	return &workspacev1.DeleteEntryResponse{}, nil
+	return &workspacev1.DeleteEntryResponse{AutoCheckpointId: r.AutoCheckpoint}, nil
+}
+
+// failedDelete is a failed delete's error: the automatic checkpoint it took
+// first (kept) is named in a trailer, and a CHECKPOINT_LIMIT (that
+// checkpoint did not fit) says the request's skip_checkpoint overrides it.
+// The hint belongs to this API: a WebDAV DELETE has no such override.
+func failedDelete(ctx context.Context, r davfs.DeleteResult, err error) error {
+	if r.AutoCheckpoint != "" {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(AutoCheckpointKey, r.AutoCheckpoint))
+	}
+	var de *davfs.Error
+	if !errors.As(err, &de) || de.Reason != davfs.ReasonCheckpointLimit {
+		return err
+	}
+	return &davfs.Error{Code: de.Code, Reason: de.Reason, Err: de,
+		Message: de.Message + "; or retry with skip_checkpoint=true to delete without a checkpoint (the delete then cannot be undone)"}
 }

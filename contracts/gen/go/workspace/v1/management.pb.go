@@ -222,12 +222,16 @@ func (x *CreateAgentProjectRequest) GetName() string {
 }
 
 type DeleteAgentProjectRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	ConfirmName   string                 `protobuf:"bytes,3,opt,name=confirm_name,json=confirmName,proto3" json:"confirm_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	AgentId     string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	ConfirmName string                 `protobuf:"bytes,3,opt,name=confirm_name,json=confirmName,proto3" json:"confirm_name,omitempty"`
+	// Delete without the automatic checkpoint (query skip_checkpoint=true):
+	// the override for a full checkpoint store. The delete then cannot be
+	// undone. Audited as skip_checkpoint.
+	SkipCheckpoint bool `protobuf:"varint,4,opt,name=skip_checkpoint,json=skipCheckpoint,proto3" json:"skip_checkpoint,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DeleteAgentProjectRequest) Reset() {
@@ -279,6 +283,13 @@ func (x *DeleteAgentProjectRequest) GetConfirmName() string {
 		return x.ConfirmName
 	}
 	return ""
+}
+
+func (x *DeleteAgentProjectRequest) GetSkipCheckpoint() bool {
+	if x != nil {
+		return x.SkipCheckpoint
+	}
+	return false
 }
 
 type ListProjectEntriesRequest struct {
@@ -652,8 +663,12 @@ type DeleteProjectEntryRequest struct {
 	Path             string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
 	ExpectedRevision string                 `protobuf:"bytes,4,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
 	Recursive        bool                   `protobuf:"varint,5,opt,name=recursive,proto3" json:"recursive,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Delete without the automatic checkpoint of a recursive delete (query
+	// skip_checkpoint=true): the override for a full checkpoint store. The
+	// delete then cannot be undone. Audited as skip_checkpoint.
+	SkipCheckpoint bool `protobuf:"varint,6,opt,name=skip_checkpoint,json=skipCheckpoint,proto3" json:"skip_checkpoint,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DeleteProjectEntryRequest) Reset() {
@@ -721,6 +736,13 @@ func (x *DeleteProjectEntryRequest) GetRecursive() bool {
 	return false
 }
 
+func (x *DeleteProjectEntryRequest) GetSkipCheckpoint() bool {
+	if x != nil {
+		return x.SkipCheckpoint
+	}
+	return false
+}
+
 var File_workspace_v1_management_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_management_proto_rawDesc = "" +
@@ -735,11 +757,12 @@ const file_workspace_v1_management_proto_rawDesc = "" +
 	"\x06cursor\x18\x03 \x01(\tR\x06cursor\"P\n" +
 	"\x19CreateAgentProjectRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
-	"\x04name\x18\x02 \x01(\tB\x04\xe2A\x01\x02R\x04name\"s\n" +
+	"\x04name\x18\x02 \x01(\tB\x04\xe2A\x01\x02R\x04name\"\x9c\x01\n" +
 	"\x19DeleteAgentProjectRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
-	"\fconfirm_name\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\vconfirmName\"\xb9\x01\n" +
+	"\fconfirm_name\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\vconfirmName\x12'\n" +
+	"\x0fskip_checkpoint\x18\x04 \x01(\bR\x0eskipCheckpoint\"\xb9\x01\n" +
 	"\x19ListProjectEntriesRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
 	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
@@ -769,13 +792,14 @@ const file_workspace_v1_management_proto_rawDesc = "" +
 	"\vsource_path\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\n" +
 	"sourcePath\x12/\n" +
 	"\x10destination_path\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\x0fdestinationPath\x121\n" +
-	"\x11expected_revision\x18\x05 \x01(\tB\x04\xe2A\x01\x02R\x10expectedRevision\"\xdb\x01\n" +
+	"\x11expected_revision\x18\x05 \x01(\tB\x04\xe2A\x01\x02R\x10expectedRevision\"\x84\x02\n" +
 	"\x19DeleteProjectEntryRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
 	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x18\n" +
 	"\x04path\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\x04path\x121\n" +
 	"\x11expected_revision\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\x10expectedRevision\x12\x1c\n" +
-	"\trecursive\x18\x05 \x01(\bR\trecursive2\xcb\x0f\n" +
+	"\trecursive\x18\x05 \x01(\bR\trecursive\x12'\n" +
+	"\x0fskip_checkpoint\x18\x06 \x01(\bR\x0eskipCheckpoint2\xcb\x0f\n" +
 	"\x1aWorkspaceManagementService\x12\x94\x01\n" +
 	"\n" +
 	"ListAgents\x12\x1f.workspace.v1.ListAgentsRequest\x1a .workspace.v1.ListAgentsResponse\"C\x92A\x1c\x12\x1aList the configured agents\x82\xd3\xe4\x93\x02\x1e\x12\x1c/api/v1/agent-gateway/agents\x12\xb9\x01\n" +

@@ -182,9 +182,12 @@ type DeleteProjectRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Must equal name exactly.
-	ConfirmName   string `protobuf:"bytes,2,opt,name=confirm_name,json=confirmName,proto3" json:"confirm_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ConfirmName string `protobuf:"bytes,2,opt,name=confirm_name,json=confirmName,proto3" json:"confirm_name,omitempty"`
+	// Delete without the automatic checkpoint (services.checkpoints.automatic):
+	// the override for a full store (ResourceExhausted/CHECKPOINT_LIMIT).
+	SkipCheckpoint bool `protobuf:"varint,3,opt,name=skip_checkpoint,json=skipCheckpoint,proto3" json:"skip_checkpoint,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DeleteProjectRequest) Reset() {
@@ -231,10 +234,20 @@ func (x *DeleteProjectRequest) GetConfirmName() string {
 	return ""
 }
 
+func (x *DeleteProjectRequest) GetSkipCheckpoint() bool {
+	if x != nil {
+		return x.SkipCheckpoint
+	}
+	return false
+}
+
 type DeleteProjectResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The automatic checkpoint taken before the delete (restoring it brings
+	// the project back); empty when none was taken.
+	AutoCheckpointId string `protobuf:"bytes,1,opt,name=auto_checkpoint_id,json=autoCheckpointId,proto3" json:"auto_checkpoint_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DeleteProjectResponse) Reset() {
@@ -265,6 +278,13 @@ func (x *DeleteProjectResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DeleteProjectResponse.ProtoReflect.Descriptor instead.
 func (*DeleteProjectResponse) Descriptor() ([]byte, []int) {
 	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DeleteProjectResponse) GetAutoCheckpointId() string {
+	if x != nil {
+		return x.AutoCheckpointId
+	}
+	return ""
 }
 
 type ListEntriesRequest struct {
@@ -720,9 +740,12 @@ type DeleteEntryRequest struct {
 	Path             string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	ExpectedRevision string                 `protobuf:"bytes,3,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
 	// Required to delete a non-empty directory (permanent, recursive).
-	Recursive     bool `protobuf:"varint,4,opt,name=recursive,proto3" json:"recursive,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Recursive bool `protobuf:"varint,4,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	// Delete without the automatic checkpoint of a recursive delete: the
+	// override for a full store (ResourceExhausted/CHECKPOINT_LIMIT).
+	SkipCheckpoint bool `protobuf:"varint,5,opt,name=skip_checkpoint,json=skipCheckpoint,proto3" json:"skip_checkpoint,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DeleteEntryRequest) Reset() {
@@ -783,10 +806,20 @@ func (x *DeleteEntryRequest) GetRecursive() bool {
 	return false
 }
 
+func (x *DeleteEntryRequest) GetSkipCheckpoint() bool {
+	if x != nil {
+		return x.SkipCheckpoint
+	}
+	return false
+}
+
 type DeleteEntryResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The automatic checkpoint taken before a recursive delete (restoring it
+	// brings the directory back); empty when none was taken.
+	AutoCheckpointId string `protobuf:"bytes,1,opt,name=auto_checkpoint_id,json=autoCheckpointId,proto3" json:"auto_checkpoint_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DeleteEntryResponse) Reset() {
@@ -819,6 +852,13 @@ func (*DeleteEntryResponse) Descriptor() ([]byte, []int) {
 	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{13}
 }
 
+func (x *DeleteEntryResponse) GetAutoCheckpointId() string {
+	if x != nil {
+		return x.AutoCheckpointId
+	}
+	return ""
+}
+
 var File_workspace_v1_workspace_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_workspace_proto_rawDesc = "" +
@@ -832,11 +872,13 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
 	"nextCursor\"*\n" +
 	"\x14CreateProjectRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"M\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"v\n" +
 	"\x14DeleteProjectRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fconfirm_name\x18\x02 \x01(\tR\vconfirmName\"\x17\n" +
-	"\x15DeleteProjectResponse\"\x97\x01\n" +
+	"\fconfirm_name\x18\x02 \x01(\tR\vconfirmName\x12'\n" +
+	"\x0fskip_checkpoint\x18\x03 \x01(\bR\x0eskipCheckpoint\"E\n" +
+	"\x15DeleteProjectResponse\x12,\n" +
+	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId\"\x97\x01\n" +
 	"\x12ListEntriesRequest\x128\n" +
 	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
@@ -869,13 +911,15 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\vsource_path\x18\x02 \x01(\tR\n" +
 	"sourcePath\x12)\n" +
 	"\x10destination_path\x18\x03 \x01(\tR\x0fdestinationPath\x12+\n" +
-	"\x11expected_revision\x18\x04 \x01(\tR\x10expectedRevision\"\xad\x01\n" +
+	"\x11expected_revision\x18\x04 \x01(\tR\x10expectedRevision\"\xd6\x01\n" +
 	"\x12DeleteEntryRequest\x128\n" +
 	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12+\n" +
 	"\x11expected_revision\x18\x03 \x01(\tR\x10expectedRevision\x12\x1c\n" +
-	"\trecursive\x18\x04 \x01(\bR\trecursive\"\x15\n" +
-	"\x13DeleteEntryResponse2\xcb\x05\n" +
+	"\trecursive\x18\x04 \x01(\bR\trecursive\x12'\n" +
+	"\x0fskip_checkpoint\x18\x05 \x01(\bR\x0eskipCheckpoint\"C\n" +
+	"\x13DeleteEntryResponse\x12,\n" +
+	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId2\xcb\x05\n" +
 	"\x10WorkspaceService\x12U\n" +
 	"\fListProjects\x12!.workspace.v1.ListProjectsRequest\x1a\".workspace.v1.ListProjectsResponse\x12J\n" +
 	"\rCreateProject\x12\".workspace.v1.CreateProjectRequest\x1a\x15.workspace.v1.Project\x12X\n" +
