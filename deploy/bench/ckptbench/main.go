@@ -16,29 +16,23 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"gopkg.in/yaml.v3"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
-	"github.com/agentworkspace/files/sidecar"
+	"github.com/agentworkspace/files/deploy/bench/benchproc"
 )
 
 func main() {
@@ -94,12 +88,12 @@ func run(runs, files, mib int, dir string) error {
 	if out, err := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar").CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v\n%s", err, out)
 	}
-	sc, err := startSidecar(work, bin, root)
+	sc, err := benchproc.StartSidecar(work, bin, benchproc.SidecarConfig(root), "rpc")
 	if err != nil {
 		return err
 	}
-	defer sc.stop()
-	conn, err := grpc.NewClient(sc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer sc.Stop()
+	conn, err := grpc.NewClient(sc.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
@@ -126,31 +120,32 @@ func run(runs, files, mib int, dir string) error {
 		os.Remove(archive)
 
 		// A first checkpoint (the store is emptied between runs).
-		rss := sc.resetPeak()
+		rss := benchproc.ResetPeak(sc.PID)
 		t0 = time.Now()
 		c1, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "first"})
 		if err != nil {
 			return err
 		}
 		s.first = time.Since(t0)
-		s.memFirst = sc.peak() - rss
+		s.memFirst = benchproc.StatusKB(sc.PID, "VmHWM") - rss
 
 		// Ten files change; a second checkpoint.
 		for i := range 10 {
-			p := filepath.Join(proj, fmt.Sprintf("d%03d", i*7), fmt.Sprintf("f%05d.bin", i*700))
+			n := i * (files / 10) // spread over the tree, whatever -files says
+			p := filepath.Join(proj, fmt.Sprintf("d%03d", n/100), fmt.Sprintf("f%05d.bin", n))
 			rand.Read(buf)
 			if err := os.WriteFile(p, buf, 0o644); err != nil {
 				return err
 			}
 		}
-		rss = sc.resetPeak()
+		rss = benchproc.ResetPeak(sc.PID)
 		t0 = time.Now()
 		c2, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "second"})
 		if err != nil {
 			return err
 		}
 		s.second = time.Since(t0)
-		s.memSecond = sc.peak() - rss
+		s.memSecond = benchproc.StatusKB(sc.PID, "VmHWM") - rss
 
 		// Compare and restore one changed file.
 		one := fmt.Sprintf("d%03d/f%05d.bin", 0, 0)
@@ -239,73 +234,3 @@ func report(ss []sample) {
 	fmt.Printf("| sidecar peak memory growth, first checkpoint | %d KiB | < 64 MiB |\n", median(col(ss, func(s sample) int64 { return s.memFirst })))
 	fmt.Printf("| sidecar peak memory growth, second checkpoint | %d KiB | < 64 MiB |\n", median(col(ss, func(s sample) int64 { return s.memSecond })))
 }
-
-type proc struct {
-	addr string
-	pid  int
-	stop func()
-}
-
-func startSidecar(work, bin, root string) (*proc, error) {
-	c := sidecar.DefaultConfig()
-	c.RPCServer.Address = "127.0.0.1:0"
-	c.DavServer.Address = "127.0.0.1:0"
-	c.MetricsServer.Address = "127.0.0.1:0"
-	c.Services.Project.ProjectsRootDir = filepath.Join(root, "projects")
-	c.Services.Project.CodexHomeDir = filepath.Join(root, "codex")
-	data, err := yaml.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	cfg := filepath.Join(work, "sidecar.yaml")
-	if err := os.WriteFile(cfg, data, 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--config", cfg)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil && m["@message"] == "listening" && m["server"] == "rpc" {
-				addr <- fmt.Sprint(m["address"])
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case a := <-addr:
-		return &proc{addr: a, pid: cmd.Process.Pid, stop: func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }}, nil
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		return nil, errors.New("no rpc listening line within 30s")
-	}
-}
-
-func (p *proc) status(key string) int64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, key+":"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return -1
-}
-
-// resetPeak resets VmHWM to the current RSS and returns that RSS (KiB).
-func (p *proc) resetPeak() int64 {
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.pid), []byte("5"), 0o644)
-	return p.status("VmRSS")
-}
-
-func (p *proc) peak() int64 { return p.status("VmHWM") }

@@ -15,7 +15,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"flag"
@@ -38,9 +37,8 @@ import (
 	"time"
 
 	"golang.org/x/net/webdav"
-	"gopkg.in/yaml.v3"
 
-	"github.com/agentworkspace/files/sidecar"
+	"github.com/agentworkspace/files/deploy/bench/benchproc"
 )
 
 func main() {
@@ -321,55 +319,15 @@ func moduleRoot() (string, error) {
 // ---- peers -----------------------------------------------------------------
 
 func startSidecar(work, bin, root string) (*server, error) {
-	c := sidecar.DefaultConfig()
-	c.RPCServer.Address = "127.0.0.1:0"
-	c.DavServer.Address = "127.0.0.1:0"
-	c.MetricsServer.Address = "127.0.0.1:0"
-	c.Log.Level = "info"
-	c.Services.Project.ProjectsRootDir = filepath.Join(root, "projects")
-	c.Services.Project.CodexHomeDir = filepath.Join(root, "codex")
+	c := benchproc.SidecarConfig(root)
 	c.Services.Project.MaxUploadSize = 1 << 30
 	// The peers write without If-Match; so does the benchmark.
 	c.DavServer.AllowUnconditionalWrites = true
-	data, err := yaml.Marshal(c)
+	p, err := benchproc.StartSidecar(work, bin, c, "dav")
 	if err != nil {
 		return nil, err
 	}
-	cfgPath := filepath.Join(work, "sidecar.yaml")
-	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		sent := false
-		for sc.Scan() {
-			var m map[string]any
-			if !sent && json.Unmarshal(sc.Bytes(), &m) == nil && m["@message"] == "listening" && m["server"] == "dav" {
-				addr <- fmt.Sprint(m["address"])
-				sent = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	stop := func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }
-	select {
-	case a := <-addr:
-		return &server{name: "sidecar", url: "http://" + a, pid: cmd.Process.Pid, stop: stop}, nil
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		return nil, errors.New("no dav listening line within 30s")
-	}
+	return &server{name: "sidecar", url: "http://" + p.Addr, pid: p.PID, stop: p.Stop}, nil
 }
 
 func startXNet(root string) (*server, error) {
@@ -500,24 +458,6 @@ http {
 
 // ---- memory ----------------------------------------------------------------
 
-// procKB reads a "VmXXX:" line of /proc/PID/status, in KiB.
-func procKB(pid int, key string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, key+":") {
-			f := strings.Fields(l)
-			if len(f) >= 2 {
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				return n
-			}
-		}
-	}
-	return -1
-}
-
 // memPIDs is the process that serves: nginx's workers (children of the
 // master), else the process itself.
 func memPIDs(s *server) []int {
@@ -544,7 +484,7 @@ func memPIDs(s *server) []int {
 func peakKB(s *server) int64 {
 	var m int64 = -1
 	for _, p := range memPIDs(s) {
-		if v := procKB(p, "VmHWM"); v > m {
+		if v := benchproc.StatusKB(p, "VmHWM"); v > m {
 			m = v
 		}
 	}
@@ -554,7 +494,7 @@ func peakKB(s *server) int64 {
 func rssKB(s *server) int64 {
 	var m int64 = -1
 	for _, p := range memPIDs(s) {
-		if v := procKB(p, "VmRSS"); v > m {
+		if v := benchproc.StatusKB(p, "VmRSS"); v > m {
 			m = v
 		}
 	}

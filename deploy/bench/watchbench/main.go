@@ -15,30 +15,24 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"gopkg.in/yaml.v3"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
-	"github.com/agentworkspace/files/sidecar"
+	"github.com/agentworkspace/files/deploy/bench/benchproc"
 )
 
 func main() {
@@ -74,12 +68,12 @@ func run(writes, subs, dirsPer int) error {
 			return err
 		}
 	}
-	sc, err := startSidecar(work, bin, root)
+	sc, err := benchproc.StartSidecar(work, bin, benchproc.SidecarConfig(root), "rpc")
 	if err != nil {
 		return err
 	}
-	defer sc.stop()
-	conn, err := grpc.NewClient(sc.rpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer sc.Stop()
+	conn, err := grpc.NewClient(sc.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
@@ -177,7 +171,7 @@ func run(writes, subs, dirsPer int) error {
 	fmt.Printf("  sidecar - raw, same write: p50 %s  p99 %s\n", ms(pct(extra, 50)), ms(pct(extra, 99)))
 
 	// ---- memory ----
-	before, err := vmRSS(sc.pid)
+	before, err := rssBytes(sc.PID)
 	if err != nil {
 		return err
 	}
@@ -212,11 +206,11 @@ func run(writes, subs, dirsPer int) error {
 	}
 	time.Sleep(500 * time.Millisecond)
 	runtime.GC()
-	after, err := vmRSS(sc.pid)
+	after, err := rssBytes(sc.PID)
 	if err != nil {
 		return err
 	}
-	hwm, _ := vmField(sc.pid, "VmHWM:")
+	hwm := benchproc.StatusKB(sc.PID, "VmHWM") << 10
 	delta := after - before
 	mv := "met"
 	if delta > 32<<20 {
@@ -260,78 +254,13 @@ func pct(v []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
+// rssBytes is pid's resident set in bytes.
+func rssBytes(pid int) (int64, error) {
+	kb := benchproc.StatusKB(pid, "VmRSS")
+	if kb < 0 {
+		return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	}
+	return kb << 10, nil
+}
+
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-
-func vmRSS(pid int) (int64, error) { return vmField(pid, "VmRSS:") }
-
-func vmField(pid int, key string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, key) {
-			f := strings.Fields(l)
-			if len(f) >= 2 {
-				kb, err := strconv.ParseInt(f[1], 10, 64)
-				return kb << 10, err
-			}
-		}
-	}
-	return 0, fmt.Errorf("%s not in /proc/%d/status", key, pid)
-}
-
-type proc struct {
-	rpc  string
-	pid  int
-	stop func()
-}
-
-func startSidecar(work, bin, root string) (*proc, error) {
-	c := sidecar.DefaultConfig()
-	c.RPCServer.Address = "127.0.0.1:0"
-	c.DavServer.Address = "127.0.0.1:0"
-	c.MetricsServer.Address = "127.0.0.1:0"
-	c.Log.Level = "info"
-	c.Services.Project.ProjectsRootDir = filepath.Join(root, "projects")
-	c.Services.Project.CodexHomeDir = filepath.Join(root, "codex")
-	data, err := yaml.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	cfgPath := filepath.Join(work, "sidecar.yaml")
-	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		sent := false
-		for sc.Scan() {
-			var m map[string]any
-			if !sent && json.Unmarshal(sc.Bytes(), &m) == nil && m["@message"] == "listening" && m["server"] == "rpc" {
-				addr <- fmt.Sprint(m["address"])
-				sent = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	stop := func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }
-	select {
-	case a := <-addr:
-		return &proc{rpc: a, pid: cmd.Process.Pid, stop: stop}, nil
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		return nil, errors.New("no rpc listening line within 30s")
-	}
-}
