@@ -72,6 +72,10 @@ import (
 // CookieName is the session cookie set by POST /api/v1/agent-gateway/session.
 const CookieName = "awf_session"
 
+// MaxRevocationLifetime bounds how far in the future a revocation's expiry
+// may be (unless this store's own lifetime is longer).
+const MaxRevocationLifetime = 30 * 24 * time.Hour
+
 // DefaultLifetime is how long a session is valid after login.
 const DefaultLifetime = 12 * time.Hour
 
@@ -293,7 +297,9 @@ func validSID(sid string) bool {
 }
 
 // Revoke adds revocations (from this process or a peer) and returns how
-// many were new. Malformed or expired ones are skipped. The list stays
+// many were new. Malformed or expired ones are skipped; an expiry beyond
+// MaxRevocationLifetime (or this store's lifetime, if longer) from now is
+// cut to it. The list stays
 // bounded: beyond max, expired entries go first, then those closest to
 // expiry.
 func (s *Store) Revoke(revs ...Revocation) int {
@@ -301,9 +307,16 @@ func (s *Store) Revoke(revs ...Revocation) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
+	// A peer may run a longer lifetime than this replica (a rollout), so
+	// the bound is the longer of the two; it keeps a key holder's far
+	// future expiry from pinning an entry for good.
+	latest := now.Add(max(s.lifetime, MaxRevocationLifetime))
 	for _, r := range revs {
 		if !validSID(r.SID) || !now.Before(r.Expires) {
 			continue
+		}
+		if r.Expires.After(latest) {
+			r.Expires = latest
 		}
 		if old, ok := s.revoked[r.SID]; ok {
 			if r.Expires.After(old) {
