@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -385,4 +386,83 @@ func counter(c prometheus.Counter) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+// startPeerWith is startPeer with options set by edit and the endpoint
+// wrapped by wrap.
+func startPeerWith(t *testing.T, k []byte, edit func(*PeerOptions), wrap func(http.Handler) http.Handler) *peerServer {
+	t.Helper()
+	p := &peerServer{store: New(nil, time.Hour, 100, k)}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	p.addr = strings.TrimPrefix(srv.URL, "http://")
+	o := PeerOptions{Store: p.store, Keys: [][]byte{k}, Registerer: prometheus.NewRegistry()}
+	edit(&o)
+	var err error
+	if p.peers, err = NewPeers(o); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.peers.Close)
+	mux.Handle(PeerPath, wrap(p.peers.Handler()))
+	return p
+}
+
+func TestDeliveryRetries(t *testing.T) {
+	fast := func(o *PeerOptions) { o.RetryDelays = []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond} }
+	// failing answers the first n requests with 500 (unsigned), then serves.
+	failing := func(n int) func(http.Handler) http.Handler {
+		var mu sync.Mutex
+		return func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				fail := n > 0
+				n--
+				mu.Unlock()
+				if fail {
+					http.Error(w, "down", http.StatusInternalServerError)
+					return
+				}
+				h.ServeHTTP(w, r)
+			})
+		}
+	}
+	waitCount := func(t *testing.T, p *Peers, result string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second)
+		for counter(p.sends.WithLabelValues(result)) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("deliveries{result=%q} = %v, want 1", result, counter(p.sends.WithLabelValues(result)))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Run("a delivery that failed is retried", func(t *testing.T) {
+		b := startPeerWith(t, key(1), func(*PeerOptions) {}, failing(2))
+		a := startPeerWith(t, key(1), func(o *PeerOptions) { fast(o); o.Addrs = []string{b.addr} }, func(h http.Handler) http.Handler { return h })
+		s, _ := a.store.Create("x", "admin")
+		a.peers.SignOut(context.Background(), s.ID)
+		waitRevoked(t, b.store, s.ID, 2*time.Second)
+		waitCount(t, a.peers, "ok")
+	})
+	t.Run("after the last retry it is counted failed", func(t *testing.T) {
+		b := startPeerWith(t, key(1), func(*PeerOptions) {}, failing(100))
+		a := startPeerWith(t, key(1), func(o *PeerOptions) { fast(o); o.Addrs = []string{b.addr} }, func(h http.Handler) http.Handler { return h })
+		s, _ := a.store.Create("x", "admin")
+		a.peers.SignOut(context.Background(), s.ID)
+		waitCount(t, a.peers, "failed")
+		if _, ok := b.store.Get(s.ID); !ok {
+			t.Error("the sign-out reached a peer that only ever answered 500")
+		}
+	})
+	t.Run("the resync catches up on what was never delivered", func(t *testing.T) {
+		a := startPeerWith(t, key(1), func(*PeerOptions) {}, func(h http.Handler) http.Handler { return h })
+		b := startPeerWith(t, key(1), func(o *PeerOptions) { o.Addrs = []string{a.addr}; o.Resync = 50 * time.Millisecond },
+			func(h http.Handler) http.Handler { return h })
+		b.peers.Start(b.addr)
+		waitReady(t, b.peers)
+		s, _ := a.store.Create("x", "admin")
+		a.store.Delete(s.ID) // on A only: A has no peers configured
+		waitRevoked(t, b.store, s.ID, 2*time.Second)
+	})
 }
