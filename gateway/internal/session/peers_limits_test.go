@@ -409,7 +409,9 @@ func startPeerWith(t *testing.T, k []byte, edit func(*PeerOptions), wrap func(ht
 }
 
 func TestDeliveryRetries(t *testing.T) {
-	fast := func(o *PeerOptions) { o.RetryDelays = []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond} }
+	fast := func(o *PeerOptions) {
+		o.RetryDelays = []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}
+	}
 	// failing answers the first n requests with 500 (unsigned), then serves.
 	failing := func(n int) func(http.Handler) http.Handler {
 		var mu sync.Mutex
