@@ -24,8 +24,14 @@
 // every peer's list and reports ready (/readyz) once each peer answered or
 // SyncTimeout (5 s) passed; every replica pulls again each ResyncInterval
 // (1 min), which catches up on deliveries that failed. Peer names are
-// resolved at each use, so a headless Service lists every replica; a
-// replica recognises itself by a random instance id in signed answers.
+// resolved at each use, so a headless Service lists every replica; each
+// resolved address must reach one replica (not a ClusterIP or load
+// balancer). Resolving and delivering run under the peers' own context,
+// not the sign-out request's, so a client that goes away does not stop
+// them. A replica recognises itself by a random instance id in signed
+// answers, and leaves out for good only a local address on its own port
+// that answered so; any other address is tried again (with a fresh
+// connection) next time.
 //
 // The peer endpoint (PeerPath) is served on the metrics listener, not the
 // public port: that listener is cluster-internal (no Ingress or public
@@ -37,12 +43,19 @@
 // from each session key, label "agent-gateway session peers v1"; signed
 // with every key, accepted under any, so a key rotation rolling through
 // the replicas does not cut them off) over method, path, timestamp, a
-// nonce, the sender's instance id and the body's SHA-256. A timestamp
-// more than PeerWindow (30 s) off, or a nonce seen before, is refused;
-// anything refused gets 403, adds nothing, reads nothing, and is logged
-// with its reason (never a header value). Answers are signed the same
-// way, bound to the request's nonce, so a replica merges lists only from
-// key holders.
+// nonce, the sender's instance id and the body's SHA-256, which the
+// request also carries in a header: the signature is checked before any
+// of the body is read. A timestamp more than PeerWindow (30 s) off, a
+// nonce seen before, or a nonce or instance id not of 22 base64url
+// characters is refused; only then is the body read (its Content-Length
+// at most MaxPeerBody, within PeerTimeout, GET none) and compared with the
+// signed digest. At most 4 requests are served at once (beyond: 503).
+// Anything refused gets 403, adds nothing and is counted; the log line
+// names the reason (never a header value) at most every 10 s per reason.
+// Answers are signed the same way, bound to the request's nonce, so a
+// replica merges lists only from key holders. A revocation's expiry is
+// cut to MaxRevocationLifetime (30 days, or the store's lifetime if
+// longer) from now.
 //
 // Limits: peer traffic is authenticated, not encrypted (SIDs of signed-out
 // sessions open nothing). Until a sign-out reaches a replica (normally
