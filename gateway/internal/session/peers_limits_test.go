@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -143,29 +144,11 @@ func TestPeerEndpointRefusesBeforeReadingTheBody(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Review of issue 14, low: every refusal wrote a line with the method the
 // client chose (of any length).
 func TestPeerRefusalLogBounded(t *testing.T) {
 	p := startPeer(t, 100, key(1), func() []string { return nil })
-	var logs syncBuffer
+	var logs proctest.Log
 	p.peers.log = hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true})
 	method := strings.Repeat("X", 4000)
 	for range 30 {
