@@ -75,9 +75,9 @@ func signedHeader(t *testing.T, k []byte, method string, body []byte) http.Heade
 // senders are still sending, and nothing of their body is held.
 func TestPeerEndpointRefusesBeforeReadingTheBody(t *testing.T) {
 	p := startPeer(t, 100, key(1), func() []string { return nil })
-	// Well below PeerTimeout and the old 10 s body deadline: an answer
-	// within it was given without waiting for the body.
-	const quick = PeerTimeout / 2
+	// Below PeerTimeout (the body deadline) and far below the old 10 s:
+	// an answer within it was given without waiting for the body.
+	const quick = 3 * PeerTimeout / 4
 	t.Run("unsigned requests with big bodies, many at once", func(t *testing.T) {
 		var wg sync.WaitGroup
 		got := make([]int, 50)
@@ -126,14 +126,19 @@ func TestPeerEndpointRefusesBeforeReadingTheBody(t *testing.T) {
 		for range maxServing {
 			held = append(held, rawPeerRequest(t, p.addr, http.MethodPost, signedHeader(t, key(1), http.MethodPost, []byte(`{"revocations":[]}`)), 18, []byte("{")))
 		}
-		time.Sleep(100 * time.Millisecond) // the held ones are being served
 		start := time.Now()
+		for len(p.peers.serving) < maxServing { // the held ones are being served
+			if time.Since(start) > quick {
+				t.Fatalf("%d of %d stalled requests served", len(p.peers.serving), maxServing)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		c := rawPeerRequest(t, p.addr, http.MethodGet, signedHeader(t, key(1), http.MethodGet, nil), 0, nil)
 		if st := status(c, quick); st != http.StatusServiceUnavailable {
 			t.Errorf("one more while %d are served: status %d, want 503", maxServing, st)
 		}
 		for i, c := range held {
-			if st := status(c, PeerTimeout+time.Second-time.Since(start)); st != http.StatusForbidden {
+			if st := status(c, PeerTimeout+2*time.Second-time.Since(start)); st != http.StatusForbidden {
 				t.Errorf("stalled body %d: status %d, want 403 after about PeerTimeout", i, st)
 			}
 		}
