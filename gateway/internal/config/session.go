@@ -32,7 +32,9 @@ const SessionKeySize = 32
 //
 // Peers are the other replicas, host:port of their metrics listener; a
 // host name is resolved at each use and may name several replicas (a
-// headless Kubernetes Service). Replicas send each other sign-outs and a
+// headless Kubernetes Service). Every address must reach one replica (a
+// pod), never a ClusterIP Service or load balancer in front of several: a
+// sign-out sent there reaches whichever replica answers, not all. Replicas send each other sign-outs and a
 // starting replica pulls the current list (see gateway/internal/session),
 // authenticated with a key derived from the session keys, so peers need
 // configured keys and metricsServer.address.

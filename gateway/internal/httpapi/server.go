@@ -96,7 +96,9 @@ type Options struct {
 	Ready func() bool
 }
 
-// SignOuter ends the session sealed in a cookie value everywhere.
+// SignOuter ends the session sealed in a cookie value everywhere. ctx (the
+// request's) bounds only how long the response waits for other replicas;
+// the sign-out itself reaches them whether or not the client stays.
 type SignOuter interface {
 	SignOut(ctx context.Context, value string)
 }

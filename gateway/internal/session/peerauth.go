@@ -15,15 +15,21 @@ import (
 	"time"
 )
 
-// Headers of the peer protocol. Every request carries all four; every
-// response carries the instance and a signature bound to the request's
-// nonce.
+// Headers of the peer protocol. Every request carries all five (the body's
+// digest in a header, so the signature is checked before any of the body
+// is read); every response carries the instance and a signature bound to
+// the request's nonce.
 const (
 	headerInstance  = "X-Session-Peer-Instance"
 	headerTimestamp = "X-Session-Peer-Timestamp"
 	headerNonce     = "X-Session-Peer-Nonce"
+	headerBody      = "X-Session-Peer-Body-SHA256"
 	headerSignature = "X-Session-Peer-Signature"
 )
+
+// idLen is the length of a nonce or instance id: 16 random bytes,
+// base64url without padding. Anything else is refused before any work.
+const idLen = 22
 
 // PeerWindow is how far a peer request's timestamp may be from this
 // replica's clock; a nonce is remembered for twice as long, so a request is
@@ -55,6 +61,7 @@ const (
 	errStale        errPeerAuth = "timestamp outside the window"
 	errReplayed     errPeerAuth = "replayed nonce"
 	errNonceFull    errPeerAuth = "replay cache full"
+	errBadHeader    errPeerAuth = "malformed peer header"
 )
 
 // peerAuth signs and verifies peer requests and responses with HMAC-SHA256
@@ -89,8 +96,26 @@ func bodyDigest(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func requestMessage(method, path, ts, nonce, instance string, body []byte) string {
-	return strings.Join([]string{"request", method, path, ts, nonce, instance, bodyDigest(body)}, "\n")
+func requestMessage(method, path, ts, nonce, instance, digest string) string {
+	return strings.Join([]string{"request", method, path, ts, nonce, instance, digest}, "\n")
+}
+
+// validID reports whether s has the shape randomID makes.
+func validID(s string) bool {
+	if len(s) != idLen {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil
+}
+
+// validDigest reports whether s is a hex SHA-256 as bodyDigest writes it.
+func validDigest(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
 }
 
 func responseMessage(nonce string, status int, instance string, body []byte) string {
@@ -151,20 +176,27 @@ func (a *peerAuth) signRequest(req *http.Request, instance string, body []byte) 
 	req.Header.Set(headerInstance, instance)
 	req.Header.Set(headerTimestamp, ts)
 	req.Header.Set(headerNonce, nonce)
-	req.Header.Set(headerSignature, a.sign(requestMessage(req.Method, req.URL.Path, ts, nonce, instance, body)))
+	digest := bodyDigest(body)
+	req.Header.Set(headerBody, digest)
+	req.Header.Set(headerSignature, a.sign(requestMessage(req.Method, req.URL.Path, ts, nonce, instance, digest)))
 	return nonce
 }
 
-// verifyRequest checks a received request's signature, its timestamp
-// against the window and its nonce against the replay cache (in that
-// order: an unsigned request never touches the cache).
-func (a *peerAuth) verifyRequest(r *http.Request, body []byte) error {
+// verifyRequest checks a received request's headers only: their shape,
+// the signature (over the body digest the request announces, which the
+// caller compares with the body once read), the timestamp against the
+// window and the nonce against the replay cache (in that order: an
+// unsigned request never touches the cache, and no body is read before).
+func (a *peerAuth) verifyRequest(r *http.Request) error {
 	h := r.Header
-	ts, nonce, instance := h.Get(headerTimestamp), h.Get(headerNonce), h.Get(headerInstance)
-	if h.Get(headerSignature) == "" || ts == "" || nonce == "" || instance == "" {
+	ts, nonce, instance, digest := h.Get(headerTimestamp), h.Get(headerNonce), h.Get(headerInstance), h.Get(headerBody)
+	if h.Get(headerSignature) == "" || ts == "" || nonce == "" || instance == "" || digest == "" {
 		return errNoSignature
 	}
-	if err := a.verify(requestMessage(r.Method, r.URL.Path, ts, nonce, instance, body), h.Get(headerSignature)); err != nil {
+	if !validID(nonce) || !validID(instance) || !validDigest(digest) || len(ts) > 20 {
+		return errBadHeader
+	}
+	if err := a.verify(requestMessage(r.Method, r.URL.Path, ts, nonce, instance, digest), h.Get(headerSignature)); err != nil {
 		return err
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)

@@ -15,7 +15,7 @@ func signedRequest(t *testing.T, a *peerAuth, method, path string, body []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.signRequest(req, "sender", body)
+	a.signRequest(req, randomID(), body)
 	return req
 }
 
@@ -45,7 +45,7 @@ func TestPeerAuthSignatures(t *testing.T) {
 		{"old key dropped on the receiver", [][]byte{key(1)}, [][]byte{key(2)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := mk(tc.receiver...).verifyRequest(signedRequest(t, mk(tc.sender...), "POST", PeerPath, body), body)
+			err := mk(tc.receiver...).verifyRequest(signedRequest(t, mk(tc.sender...), "POST", PeerPath, body))
 			if (err == nil) != tc.ok {
 				t.Errorf("verify = %v, want ok=%v", err, tc.ok)
 			}
@@ -61,27 +61,31 @@ func TestPeerAuthSignatures(t *testing.T) {
 	a := mk(key(1))
 	tamper := []struct {
 		name string
-		edit func(*http.Request) []byte
+		edit func(*http.Request)
 		want error
 	}{
-		{"untouched", func(*http.Request) []byte { return body }, nil},
-		{"other body", func(*http.Request) []byte { return []byte(`{"revocations":[{"sid":"x"}]}`) }, errBadSignature},
-		{"other method", func(r *http.Request) []byte { r.Method = "GET"; return body }, errBadSignature},
-		{"other path", func(r *http.Request) []byte { r.URL.Path = "/metrics"; return body }, errBadSignature},
-		{"other instance", func(r *http.Request) []byte { r.Header.Set(headerInstance, "me"); return body }, errBadSignature},
-		{"other timestamp", func(r *http.Request) []byte { r.Header.Set(headerTimestamp, "2000001"); return body }, errBadSignature},
-		{"no signature", func(r *http.Request) []byte { r.Header.Del(headerSignature); return body }, errNoSignature},
-		{"no nonce", func(r *http.Request) []byte { r.Header.Del(headerNonce); return body }, errNoSignature},
-		{"too many signatures", func(r *http.Request) []byte {
+		{"untouched", func(*http.Request) {}, nil},
+		{"other body digest", func(r *http.Request) { r.Header.Set(headerBody, bodyDigest([]byte(`{"revocations":[{"sid":"x"}]}`))) }, errBadSignature},
+		{"other method", func(r *http.Request) { r.Method = "GET" }, errBadSignature},
+		{"other path", func(r *http.Request) { r.URL.Path = "/metrics" }, errBadSignature},
+		{"other instance", func(r *http.Request) { r.Header.Set(headerInstance, randomID()) }, errBadSignature},
+		{"other timestamp", func(r *http.Request) { r.Header.Set(headerTimestamp, "2000001") }, errBadSignature},
+		{"no signature", func(r *http.Request) { r.Header.Del(headerSignature) }, errNoSignature},
+		{"no nonce", func(r *http.Request) { r.Header.Del(headerNonce) }, errNoSignature},
+		{"no body digest", func(r *http.Request) { r.Header.Del(headerBody) }, errNoSignature},
+		{"long nonce", func(r *http.Request) { r.Header.Set(headerNonce, strings.Repeat("A", 1<<16)) }, errBadHeader},
+		{"short instance", func(r *http.Request) { r.Header.Set(headerInstance, "me") }, errBadHeader},
+		{"nonce not base64url", func(r *http.Request) { r.Header.Set(headerNonce, strings.Repeat("+", idLen)) }, errBadHeader},
+		{"digest in capitals", func(r *http.Request) { r.Header.Set(headerBody, strings.ToUpper(r.Header.Get(headerBody))) }, errBadHeader},
+		{"too many signatures", func(r *http.Request) {
 			r.Header.Set(headerSignature, strings.Repeat("AAAA,", maxSignatures)+r.Header.Get(headerSignature))
-			return body
 		}, errBadSignature},
 	}
 	for _, tc := range tamper {
 		t.Run(tc.name, func(t *testing.T) {
 			req := signedRequest(t, a, "POST", PeerPath, body)
-			b := tc.edit(req)
-			if err := a.verifyRequest(req, b); !errors.Is(err, tc.want) {
+			tc.edit(req)
+			if err := a.verifyRequest(req); !errors.Is(err, tc.want) {
 				t.Errorf("verify = %v, want %v", err, tc.want)
 			}
 		})
@@ -108,20 +112,20 @@ func TestPeerAuthWindowAndReplay(t *testing.T) {
 		{-PeerWindow - time.Second, errStale},
 		{PeerWindow + time.Second, errStale},
 	} {
-		if err := a.verifyRequest(at(tc.skew), nil); !errors.Is(err, tc.want) {
+		if err := a.verifyRequest(at(tc.skew)); !errors.Is(err, tc.want) {
 			t.Errorf("sent %v from now: %v, want %v", tc.skew, err, tc.want)
 		}
 	}
 
 	req := signedRequest(t, a, "GET", PeerPath, nil)
-	if err := a.verifyRequest(req, nil); err != nil {
+	if err := a.verifyRequest(req); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.verifyRequest(req, nil); !errors.Is(err, errReplayed) {
+	if err := a.verifyRequest(req); !errors.Is(err, errReplayed) {
 		t.Errorf("replay within the window: %v", err)
 	}
 	now = now.Add(PeerWindow + time.Second)
-	if err := a.verifyRequest(req, nil); !errors.Is(err, errStale) {
+	if err := a.verifyRequest(req); !errors.Is(err, errStale) {
 		t.Errorf("replay after the window: %v", err)
 	}
 
@@ -130,11 +134,11 @@ func TestPeerAuthWindowAndReplay(t *testing.T) {
 		for i := 0; i < maxNonces; i++ {
 			a.nonces[randomID()] = now.Add(2 * PeerWindow)
 		}
-		if err := a.verifyRequest(signedRequest(t, a, "GET", PeerPath, nil), nil); !errors.Is(err, errNonceFull) {
+		if err := a.verifyRequest(signedRequest(t, a, "GET", PeerPath, nil)); !errors.Is(err, errNonceFull) {
 			t.Errorf("full cache: %v", err)
 		}
 		now = now.Add(2*PeerWindow + time.Second)
-		if err := a.verifyRequest(signedRequest(t, a, "GET", PeerPath, nil), nil); err != nil {
+		if err := a.verifyRequest(signedRequest(t, a, "GET", PeerPath, nil)); err != nil {
 			t.Errorf("after the entries aged out: %v", err)
 		}
 		if len(a.nonces) != 1 {

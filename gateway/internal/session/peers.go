@@ -40,17 +40,29 @@ const (
 	// maxDeliveries bounds the sign-out deliveries in flight; beyond it a
 	// delivery is dropped (and the next resync catches up).
 	maxDeliveries = 64
+	// maxServing bounds the peer requests handled at once (each may hold
+	// a body of up to MaxPeerBody); beyond it a signed request gets 503
+	// and its sender retries.
+	maxServing = 4
+	// refusalLogEvery is how often one refusal reason is logged at most:
+	// refusals are counted by the metric, the log only says they happen.
+	refusalLogEvery = 10 * time.Second
 )
 
-// retryDelays are the pauses before each further attempt of a delivery
-// (about 8 s in all); after that the periodic resync takes over.
-var retryDelays = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+// defaultRetryDelays are the pauses before each further attempt of a
+// delivery (about 8 s in all); after that the periodic resync takes over.
+func defaultRetryDelays() []time.Duration {
+	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
+}
 
 // PeerOptions configure Peers.
 type PeerOptions struct {
 	Store *Store
 	// Addrs are the configured auth.session.peers: host:port, the host
-	// resolved at each use (a headless Service names every replica).
+	// resolved at each use. Each resolved address must reach one replica
+	// (a headless Service names every pod); an address that reaches
+	// several (a ClusterIP, a load balancer) delivers each sign-out to
+	// whichever replica answers, not to all.
 	Addrs []string
 	// Keys are the session keys; the peer key is derived from them.
 	Keys   [][]byte
@@ -61,6 +73,12 @@ type PeerOptions struct {
 	Now func() time.Time
 	// Resolver resolves peer host names; nil uses net.DefaultResolver.
 	Resolver *net.Resolver
+	// RetryDelays are the pauses between the attempts of one delivery;
+	// nil uses the default schedule (about 8 s in all).
+	RetryDelays []time.Duration
+	// Resync is how often the peers' lists are pulled again; 0 uses
+	// ResyncInterval.
+	Resync time.Duration
 }
 
 // Peers shares sign-outs with the other replicas (see the package doc).
@@ -73,16 +91,27 @@ type Peers struct {
 	resolver *net.Resolver
 	client   *http.Client
 	instance string // random per process: recognises this replica among its peers
+	retries  []time.Duration
+	resync   time.Duration
 
-	ctx    context.Context // ends at Close: background deliveries stop
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	slots  chan struct{} // maxDeliveries
+	ctx     context.Context // ends at Close: background deliveries stop
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	slots   chan struct{} // maxDeliveries
+	serving chan struct{} // maxServing
 
-	mu    sync.Mutex
-	self  map[string]bool // addresses found to be this replica's own
-	ready chan struct{}
-	once  sync.Once
+	mu sync.Mutex
+	// self holds the addresses known to be this replica's own listener:
+	// the one it is bound to, and local addresses on its port that
+	// answered with its instance id. Never any other address, even one
+	// that once answered with the id: that may be a proxy in front of
+	// several replicas.
+	self       map[string]bool
+	listenPort string
+	logged     map[string]time.Time // refusal reason -> when last logged
+	suppressed map[string]int       // refusal reason -> not logged since
+	ready      chan struct{}
+	once       sync.Once
 
 	sends   *prometheus.CounterVec
 	refused *prometheus.CounterVec
@@ -106,18 +135,30 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 	if res == nil {
 		res = net.DefaultResolver
 	}
+	retries := o.RetryDelays
+	if retries == nil {
+		retries = defaultRetryDelays()
+	}
+	resync := o.Resync
+	if resync <= 0 {
+		resync = ResyncInterval
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Peers{
 		store: o.Store, addrs: o.Addrs, auth: a, log: log, now: now, resolver: res,
-		// No proxy: peer traffic stays inside the cluster network.
-		client:   &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}},
-		instance: randomID(), ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxDeliveries),
-		ready: make(chan struct{}), self: map[string]bool{},
+		// No proxy: peer traffic stays inside the cluster network. No
+		// keep-alive: peer requests are few, and a fresh connection per
+		// request lets a retry through an address that proxied to this
+		// replica reach another one.
+		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+		instance: randomID(), retries: retries, resync: resync, ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, maxDeliveries), serving: make(chan struct{}, maxServing),
+		ready: make(chan struct{}), self: map[string]bool{}, logged: map[string]time.Time{}, suppressed: map[string]int{},
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_session_peer_deliveries_total", Help: "Sign-outs sent to a peer replica, by outcome (ok, failed after retries, dropped when too many were in flight).",
+			Name: "agent_gateway_session_peer_deliveries_total", Help: "Sign-outs sent to a peer replica, by outcome (ok, failed after retries, dropped when too many were in flight, unresolved when a peer name did not resolve).",
 		}, []string{"result"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_session_peer_refused_total", Help: "Requests to the session peer endpoint refused (403), by reason.",
+			Name: "agent_gateway_session_peer_refused_total", Help: "Requests to the session peer endpoint refused (403, or 503 when too many were in flight), by reason.",
 		}, []string{"reason"}),
 	}
 	if o.Registerer != nil {
@@ -189,27 +230,51 @@ func decodeList(b []byte, max int) ([]Revocation, error) {
 
 // --- the endpoint ---
 
-// Handler serves PeerPath. Anything without a valid signature, with a
-// timestamp outside PeerWindow or a nonce already used gets 403 and adds
-// nothing; the log line names the reason, never a header value.
+// Handler serves PeerPath. The headers are checked before any of the body
+// is read: anything without a valid signature, with a timestamp outside
+// PeerWindow, a nonce already used or malformed peer headers gets 403, adds
+// nothing and reads nothing. Only then is the body read, at most
+// MaxPeerBody bytes as announced by Content-Length, within PeerTimeout,
+// and compared with the signed digest; at most maxServing requests are
+// served at once. Refusals are counted; the log line names the reason,
+// never a header value, and is rate-limited.
 func (p *Peers) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The metrics listener has no body deadline of its own.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(5 * PeerTimeout))
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxPeerBody+1))
-		if err != nil || len(body) > MaxPeerBody {
-			p.refuse(w, r, "unreadable or too large body")
-			return
-		}
+		// The metrics listener has no body deadline of its own; this one
+		// also bounds what net/http discards of an unread body.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(PeerTimeout))
 		if r.URL.RawQuery != "" {
 			p.refuse(w, r, "query string")
 			return
 		}
-		if err := p.auth.verifyRequest(r, body); err != nil {
+		if err := p.auth.verifyRequest(r); err != nil {
 			p.refuse(w, r, err.Error())
 			return
 		}
 		nonce := r.Header.Get(headerNonce)
+		select {
+		case p.serving <- struct{}{}:
+			defer func() { <-p.serving }()
+		default:
+			p.refused.WithLabelValues("too many requests in flight").Inc()
+			w.Header().Set("Connection", "close")
+			p.reply(w, nonce, http.StatusServiceUnavailable, nil)
+			return
+		}
+		n := r.ContentLength
+		if n < 0 || n > MaxPeerBody || (r.Method != http.MethodPost && n != 0) {
+			p.refuse(w, r, "body length missing or too large")
+			return
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			p.refuse(w, r, "unreadable body")
+			return
+		}
+		if bodyDigest(body) != r.Header.Get(headerBody) {
+			p.refuse(w, r, "body does not match its digest")
+			return
+		}
 		switch r.Method {
 		case http.MethodGet:
 			p.reply(w, nonce, http.StatusOK, encodeList(p.store.Revocations()))
@@ -231,10 +296,36 @@ func (p *Peers) Handler() http.Handler {
 	})
 }
 
+// refuse answers 403 and closes the connection (net/http would otherwise
+// wait to discard an unread body).
 func (p *Peers) refuse(w http.ResponseWriter, r *http.Request, reason string) {
 	p.refused.WithLabelValues(reason).Inc()
-	p.log.Warn("session peer request refused", "reason", reason, "method", r.Method)
+	if n, ok := p.logRefusal(reason); ok {
+		method := "other" // the method is the client's choice, of any length
+		if r.Method == http.MethodGet || r.Method == http.MethodPost {
+			method = r.Method
+		}
+		p.log.Warn("session peer request refused", "reason", reason, "method", method, "not_logged_before", n)
+	}
+	w.Header().Set("Connection", "close")
 	http.Error(w, "forbidden", http.StatusForbidden)
+}
+
+// logRefusal reports whether a refusal for reason is logged now (at most
+// once per refusalLogEvery per reason) and how many were not logged since
+// the last line. Reasons are fixed phrases, so the maps stay small.
+func (p *Peers) logRefusal(reason string) (int, bool) {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if last, ok := p.logged[reason]; ok && now.Sub(last) < refusalLogEvery && now.Sub(last) > -refusalLogEvery {
+		p.suppressed[reason]++
+		return 0, false
+	}
+	n := p.suppressed[reason]
+	p.logged[reason] = now
+	p.suppressed[reason] = 0
+	return n, true
 }
 
 func (p *Peers) reply(w http.ResponseWriter, nonce string, status int, body []byte) {
@@ -279,9 +370,11 @@ func (p *Peers) call(ctx context.Context, addr, method string, body []byte) ([]b
 		return nil, errPeerAuth(fmt.Sprintf("status %d, %v", resp.StatusCode, err))
 	}
 	if resp.Header.Get(headerInstance) == p.instance {
-		p.mu.Lock()
-		p.self[addr] = true
-		p.mu.Unlock()
+		if p.own(addr) {
+			p.mu.Lock()
+			p.self[addr] = true
+			p.mu.Unlock()
+		}
 		return nil, errSelf
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -298,6 +391,8 @@ func reason(err error) string {
 	switch {
 	case errors.As(err, &pe):
 		return string(pe)
+	case errors.Is(err, errSelf):
+		return "answered by this replica (does the peer address reach several replicas?)"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
@@ -309,6 +404,44 @@ func reason(err error) string {
 	}
 }
 
+// own reports whether addr is this replica's listener: a local interface
+// address on the port it listens on. Only such an address is left out of
+// later rounds once it answered with this replica's id; any other one
+// (a proxy, a Service's virtual IP) may reach another replica next time.
+func (p *Peers) own(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	p.mu.Lock()
+	listen := p.listenPort
+	p.mu.Unlock()
+	ip := net.ParseIP(host)
+	if err != nil || ip == nil || port != listen {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range ifaddrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSelf reports whether addr is known to be this replica's own.
+func (p *Peers) isSelf(addr string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.self[addr]
+}
+
+// errUnresolved: a configured peer did not resolve (fixed phrase, no name).
+const errUnresolved errPeerAuth = "a peer name did not resolve"
+
 // resolve expands the configured peers to addresses, resolving host names
 // now (a headless Service lists every replica), without this replica's
 // own address once known.
@@ -319,7 +452,7 @@ func (p *Peers) resolve(ctx context.Context) ([]string, error) {
 	for _, a := range p.addrs {
 		host, port, err := net.SplitHostPort(a)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, errPeerAuth("a peer address is not host:port"))
 			continue
 		}
 		ips := []string{host}
@@ -328,7 +461,7 @@ func (p *Peers) resolve(ctx context.Context) ([]string, error) {
 			ips, err = p.resolver.LookupHost(ctx, host)
 			cancel()
 			if err != nil {
-				errs = append(errs, errors.New("a peer name did not resolve"))
+				errs = append(errs, errUnresolved)
 				continue
 			}
 		}
@@ -346,27 +479,62 @@ func (p *Peers) resolve(ctx context.Context) ([]string, error) {
 }
 
 // SignOut ends the session sealed in a cookie value here and on every
-// peer. It returns once every peer acknowledged or SignOutWait passed,
-// whichever is first; deliveries still running retry in the background.
+// peer. It returns once every peer acknowledged, SignOutWait passed or ctx
+// ended, whichever is first. Resolving the peers and delivering run under
+// the peers' own context, not ctx: a client that goes away does not stop
+// its sign-out from reaching the other replicas.
 func (p *Peers) SignOut(ctx context.Context, value string) {
 	rev, ok := p.store.Delete(value)
 	if !ok {
 		return
 	}
+	if !p.take() {
+		return
+	}
+	acked := make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.slots }()
+		p.spread(encodeList([]Revocation{rev}), acked)
+	}()
 	wait, cancel := context.WithTimeout(ctx, SignOutWait)
 	defer cancel()
-	addrs, _ := p.resolve(wait)
-	body := encodeList([]Revocation{rev})
+	select {
+	case <-acked:
+	case <-wait.Done():
+		p.log.Info("sign-out response sent before every peer acknowledged; retrying in the background")
+	}
+}
+
+// take claims a delivery slot, or counts the delivery dropped.
+func (p *Peers) take() bool {
+	select {
+	case p.slots <- struct{}{}:
+		return true
+	default:
+		p.sends.WithLabelValues("dropped").Inc()
+		p.log.Warn("session sign-out not sent to a peer", "reason", "too many deliveries in flight")
+		return false
+	}
+}
+
+// spread resolves the peers and delivers body to each; it closes acked
+// once every first attempt's outcome is known.
+func (p *Peers) spread(body []byte, acked chan<- struct{}) {
+	defer close(acked)
+	addrs, err := p.resolve(p.ctx)
+	if err != nil {
+		p.sends.WithLabelValues("unresolved").Inc()
+		p.log.Warn("session sign-out not sent to every peer; their next resync pulls it", "reason", reason(err))
+	}
 	done := make(chan struct{}, len(addrs))
+	started := 0
 	for _, addr := range addrs {
-		select {
-		case p.slots <- struct{}{}:
-		default:
-			p.sends.WithLabelValues("dropped").Inc()
-			p.log.Warn("session sign-out not sent to a peer", "reason", "too many deliveries in flight")
-			done <- struct{}{}
+		if !p.take() {
 			continue
 		}
+		started++
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
@@ -374,13 +542,8 @@ func (p *Peers) SignOut(ctx context.Context, value string) {
 			p.deliver(addr, body, done)
 		}()
 	}
-	for range addrs {
-		select {
-		case <-done:
-		case <-wait.Done():
-			p.log.Info("sign-out response sent before every peer acknowledged; retrying in the background")
-			return
-		}
+	for range started {
+		<-done
 	}
 }
 
@@ -398,18 +561,23 @@ func (p *Peers) deliver(addr string, body []byte, done chan<- struct{}) {
 	var err error
 	for attempt := 0; ; attempt++ {
 		_, err = p.call(p.ctx, addr, http.MethodPost, body)
-		if err == nil || errors.Is(err, errSelf) {
+		if err == nil {
 			p.sends.WithLabelValues("ok").Inc()
 			return
 		}
+		if errors.Is(err, errSelf) && p.isSelf(addr) {
+			return // this replica's own address: nothing to deliver
+		}
+		// An answer with this replica's id from another address (a proxy)
+		// is retried: the next connection may reach another replica.
 		signal() // the sign-out need not wait for retries
-		if attempt >= len(retryDelays) {
+		if attempt >= len(p.retries) {
 			break
 		}
 		select {
 		case <-p.ctx.Done():
 			return
-		case <-time.After(retryDelays[attempt]):
+		case <-time.After(p.retries[attempt]):
 		}
 	}
 	p.sends.WithLabelValues("failed").Inc()
@@ -432,17 +600,20 @@ func (p *Peers) pull(ctx context.Context, addr string) (int, error) {
 
 // Start runs the start-up sync and then the periodic resync in the
 // background until Close. self is the address the peer listener is bound
-// to (skipped when a peer entry names it exactly; other names for this
-// replica are recognised by the instance id in the first answer).
+// to (skipped when a peer entry names it exactly; other local addresses on
+// its port are recognised by the instance id in their first answer).
 func (p *Peers) Start(self string) {
 	p.mu.Lock()
 	p.self[self] = true
+	if _, port, err := net.SplitHostPort(self); err == nil {
+		p.listenPort = port
+	}
 	p.mu.Unlock()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		p.sync()
-		t := time.NewTicker(ResyncInterval)
+		t := time.NewTicker(p.resync)
 		defer t.Stop()
 		for {
 			select {
@@ -479,7 +650,8 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 		}()
 	}
 	wg.Wait()
-	// Addresses found to be this replica meanwhile are no longer peers.
+	// Own addresses found meanwhile are no longer peers; an answer with
+	// this replica's id from any other address is not an answer.
 	complete = rerr == nil
 	p.mu.Lock()
 	for _, addr := range addrs {

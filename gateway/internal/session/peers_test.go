@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -53,12 +54,14 @@ func TestPeersShareSignOuts(t *testing.T) {
 	a = startPeer(t, 100, key(1), func() []string { return nil })
 	b = startPeer(t, 100, key(1), func() []string { return []string{a.addr} })
 	// A names itself too, as a headless Service does; it is bound to a
-	// wildcard address, so only the instance id can tell.
+	// wildcard address, so only the instance id (from a local address on
+	// its port) can tell.
 	a.peers.addrs = []string{a.addr, b.addr}
 
 	old, _ := a.store.Create("x", "admin")
 	a.store.Delete(old.ID)
-	a.peers.Start("[::]:9090")
+	_, aPort, _ := net.SplitHostPort(a.addr)
+	a.peers.Start(net.JoinHostPort("::", aPort))
 	waitReady(t, a.peers)
 	a.peers.mu.Lock()
 	self := a.peers.self[a.addr]

@@ -24,8 +24,14 @@
 // every peer's list and reports ready (/readyz) once each peer answered or
 // SyncTimeout (5 s) passed; every replica pulls again each ResyncInterval
 // (1 min), which catches up on deliveries that failed. Peer names are
-// resolved at each use, so a headless Service lists every replica; a
-// replica recognises itself by a random instance id in signed answers.
+// resolved at each use, so a headless Service lists every replica; each
+// resolved address must reach one replica (not a ClusterIP or load
+// balancer). Resolving and delivering run under the peers' own context,
+// not the sign-out request's, so a client that goes away does not stop
+// them. A replica recognises itself by a random instance id in signed
+// answers, and leaves out for good only a local address on its own port
+// that answered so; any other address is tried again (with a fresh
+// connection) next time.
 //
 // The peer endpoint (PeerPath) is served on the metrics listener, not the
 // public port: that listener is cluster-internal (no Ingress or public
@@ -37,12 +43,19 @@
 // from each session key, label "agent-gateway session peers v1"; signed
 // with every key, accepted under any, so a key rotation rolling through
 // the replicas does not cut them off) over method, path, timestamp, a
-// nonce, the sender's instance id and the body's SHA-256. A timestamp
-// more than PeerWindow (30 s) off, or a nonce seen before, is refused;
-// anything refused gets 403, adds nothing, reads nothing, and is logged
-// with its reason (never a header value). Answers are signed the same
-// way, bound to the request's nonce, so a replica merges lists only from
-// key holders.
+// nonce, the sender's instance id and the body's SHA-256, which the
+// request also carries in a header: the signature is checked before any
+// of the body is read. A timestamp more than PeerWindow (30 s) off, a
+// nonce seen before, or a nonce or instance id not of 22 base64url
+// characters is refused; only then is the body read (its Content-Length
+// at most MaxPeerBody, within PeerTimeout, GET none) and compared with the
+// signed digest. At most 4 requests are served at once (beyond: 503).
+// Anything refused gets 403, adds nothing and is counted; the log line
+// names the reason (never a header value) at most every 10 s per reason.
+// Answers are signed the same way, bound to the request's nonce, so a
+// replica merges lists only from key holders. A revocation's expiry is
+// cut to MaxRevocationLifetime (30 days, or the store's lifetime if
+// longer) from now.
 //
 // Limits: peer traffic is authenticated, not encrypted (SIDs of signed-out
 // sessions open nothing). Until a sign-out reaches a replica (normally
@@ -71,6 +84,10 @@ import (
 
 // CookieName is the session cookie set by POST /api/v1/agent-gateway/session.
 const CookieName = "awf_session"
+
+// MaxRevocationLifetime bounds how far in the future a revocation's expiry
+// may be (unless this store's own lifetime is longer).
+const MaxRevocationLifetime = 30 * 24 * time.Hour
 
 // DefaultLifetime is how long a session is valid after login.
 const DefaultLifetime = 12 * time.Hour
@@ -293,7 +310,9 @@ func validSID(sid string) bool {
 }
 
 // Revoke adds revocations (from this process or a peer) and returns how
-// many were new. Malformed or expired ones are skipped. The list stays
+// many were new. Malformed or expired ones are skipped; an expiry beyond
+// MaxRevocationLifetime (or this store's lifetime, if longer) from now is
+// cut to it. The list stays
 // bounded: beyond max, expired entries go first, then those closest to
 // expiry.
 func (s *Store) Revoke(revs ...Revocation) int {
@@ -301,9 +320,16 @@ func (s *Store) Revoke(revs ...Revocation) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
+	// A peer may run a longer lifetime than this replica (a rollout), so
+	// the bound is the longer of the two; it keeps a key holder's far
+	// future expiry from pinning an entry for good.
+	latest := now.Add(max(s.lifetime, MaxRevocationLifetime))
 	for _, r := range revs {
 		if !validSID(r.SID) || !now.Before(r.Expires) {
 			continue
+		}
+		if r.Expires.After(latest) {
+			r.Expires = latest
 		}
 		if old, ok := s.revoked[r.SID]; ok {
 			if r.Expires.After(old) {

@@ -176,6 +176,12 @@ func TestRevocationsFromPeers(t *testing.T) {
 		t.Errorf("expired revocations listed: %+v", got)
 	}
 
+	// An expiry beyond the bound is cut to it.
+	peer.Revoke(Revocation{SID: sid(20), Expires: time.Unix(1<<62, 0)})
+	if got := peer.Revocations(); len(got) != 1 || !got[0].Expires.Equal(now.Add(MaxRevocationLifetime)) {
+		t.Errorf("a far-future expiry: %+v, want now + %v", got, MaxRevocationLifetime)
+	}
+
 	// A merge beyond max keeps the max entries furthest from expiry.
 	var many []Revocation
 	for i := 0; i < 10; i++ {
