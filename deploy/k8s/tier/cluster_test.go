@@ -85,7 +85,11 @@ spec:
 	// policy enforcer) program their addresses a moment later.
 	waitFor(t, "the gateway reaches every sidecar", 90*time.Second, func() error {
 		for _, a := range agentIDs {
-			if r := n.do("GET", api+"/"+a+"/projects", nil); r.status != 200 {
+			r, err := n.try("GET", api+"/"+a+"/projects", nil)
+			if err != nil {
+				return fmt.Errorf("%s: %v", a, err)
+			}
+			if r.status != 200 {
 				return fmt.Errorf("%s: %d %s", a, r.status, r.body)
 			}
 		}
@@ -130,6 +134,17 @@ const api = "/api/v1/agent-gateway/agents"
 // a client would.
 func (n *node) do(method, path string, body any) reply {
 	n.t.Helper()
+	r, err := n.try(method, path, body)
+	if err != nil {
+		n.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// try is do with a transport error returned instead of ending the test:
+// for the waits, while kube-proxy and the policy enforcer still program a
+// new pod's address (connections are refused until then).
+func (n *node) try(method, path string, body any) (reply, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -147,13 +162,13 @@ func (n *node) do(method, path string, body any) reply {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		n.t.Fatalf("%s %s: %v", method, path, err)
+		return reply{}, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	r := reply{status: resp.StatusCode, body: b}
 	_ = json.Unmarshal(b, &r.json)
-	return r
+	return r, nil
 }
 
 // dav sends one WebDAV request with Basic auth, as a WebDAV client would.
