@@ -116,8 +116,12 @@ func errKeepingOff() *Error {
 // and after the capture (the revision binds the content and the inode's
 // stat, and the capture reads it whole from one fd), else the version is
 // dropped and the write refused (REVISION_MISMATCH); for a directory, the
-// caller handed want out before this capture, so the recursive delete
-// refuses to remove anything changed after the capture began (delete.go).
+// caller's recursive delete refuses to remove anything changed after a
+// moment taken before this capture began (DeleteOptions.ChangedAfter: a
+// later read of the revision by anyone does not move it), and a directory
+// holding names the version leaves out (Skipped: .git, links, special or
+// unreadable files) is refused (PRECONDITION_REQUIRED, KeepSkipped), as
+// the delete would unlink what nothing keeps.
 // A version that cannot be stored fails the write with that error
 // (CHECKPOINT_LIMIT, NO_SPACE...) and nothing changes.
 func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method string) (string, error) {
@@ -142,7 +146,24 @@ func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method s
 		_ = f.ck.delete(f, ws, c.ID)
 		return "", errStale(w.rel)
 	}
+	if e.Type == TypeDirectory && c.Skipped > 0 {
+		// The recursive delete would unlink what the version left out
+		// (.git, node_modules, links, FIFOs, unreadable or still changing
+		// files): nothing could bring those back, so keeping is no answer.
+		_ = f.ck.delete(f, ws, c.ID)
+		return "", errKeepSkipped()
+	}
 	return c.ID, nil
+}
+
+// KeepSkipped is the message of the 428 a keep write over a directory gets
+// when the directory holds names a version cannot keep.
+const KeepSkipped = "the folder holds names a version cannot keep (denied names such as .git or node_modules, links, special or unreadable files); send If-Match with the current ETag or hold a lock, or delete it through the portal or the REST API"
+
+func errKeepSkipped() *Error {
+	e := errPreconditionRequired()
+	e.Message = KeepSkipped
+	return e
 }
 
 // of is the version kept of name in this request ("" none).
@@ -160,8 +181,9 @@ func (u *Unconditional) of(name string) string {
 // COPY or MOVE) keeps what it removes first; a Rename's source loses
 // nothing (it lives on at the destination) and goes ahead as it is.
 func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (string, error) {
-	// Handed out before the capture: a recursive delete then refuses
-	// whatever changed after the capture began (delete.go).
+	// Handed out so that the delete's revision check holds; what the
+	// delete refuses is bounded by the moment RemoveAll took before this
+	// (DeleteOptions.ChangedAfter), not by this or any later hand-out.
 	d.fs.handOut(context.Background(), e)
 	id := ""
 	if op == "removeall" {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentworkspace/files/davfs"
 )
@@ -219,5 +220,83 @@ func TestVersionIsWhatIsReplaced(t *testing.T) {
 	}
 	if got := readProj(t, e, "f.txt"); got != "the agent's v1.5\n" {
 		t.Fatalf("f.txt = %q", got)
+	}
+}
+
+// A keep DELETE, or an overwriting MOVE/COPY, of a directory holding names
+// a version cannot keep (.git, a symlink) is refused: the recursive delete
+// would unlink them for good. Nothing is deleted and no version is left.
+func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	for _, tc := range []struct {
+		name  string
+		setup func(dir string)
+	}{
+		{".git", func(dir string) { ckWrite(t, filepath.Join(dir, ".git", "config"), []byte("[core]\n"), 0o644) }},
+		{"symlink", func(dir string) {
+			ckWrite(t, filepath.Join(dir, "canary.txt"), []byte("canary\n"), 0o644)
+			if err := os.Symlink("canary.txt", filepath.Join(dir, "link")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(proj, "d-"+strings.TrimPrefix(tc.name, "."))
+			ckWrite(t, filepath.Join(dir, "x.txt"), []byte("x\n"), 0o644)
+			tc.setup(dir)
+			before, _ := e.fs.ListCheckpoints(context.Background(), ws)
+			ctx, u := keepCtx("DELETE")
+			err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/"+filepath.Base(dir)))
+			if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "a version cannot keep") {
+				t.Fatalf("keep DELETE of a directory with %s: %v", tc.name, err)
+			}
+			if got := readProj(t, e, filepath.Base(dir)+"/x.txt"); got != "x\n" {
+				t.Fatalf("x.txt after the refused delete: %q", got)
+			}
+			if used, ids := u.Used(); used || len(ids) != 0 {
+				t.Fatalf("a refused delete recorded used %v, versions %v", used, ids)
+			}
+			if after, _ := e.fs.ListCheckpoints(context.Background(), ws); len(after) != len(before) {
+				t.Fatalf("the refused delete left a version: %+v", after)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(proj, "d-git", ".git", "config")); err != nil {
+		t.Fatalf(".git/config: %v", err)
+	}
+}
+
+// The capture/delete race: work the agent does after the version was
+// captured is never deleted, even when another client reads the directory
+// again (handing its revision out later) before the delete runs.
+func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
+	var e *secEnv
+	var armed bool
+	ws := secProject("p")
+	e = ckEnv(t, nil, func(c *davfs.Config) {
+		c.CheckpointObserver = func(op string, _ time.Duration, _ int64, err error) {
+			if op != "create" || !armed || err != nil {
+				return
+			}
+			armed = false
+			time.Sleep(20 * time.Millisecond) // past the kernel's ctime tick
+			ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("the agent's x2\n"), 0o644)
+			time.Sleep(20 * time.Millisecond)
+			if _, err := e.fs.Stat(context.Background(), ws, "d"); err != nil { // another client's PROPFIND
+				t.Error(err)
+			}
+		}
+	})
+	ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("x\n"), 0o644)
+	armed = true
+	ctx, _ := keepCtx("DELETE")
+	err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/d"))
+	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
+		t.Fatalf("keep DELETE over work done after the version: %v", err)
+	}
+	if got := readProj(t, e, "d/x.txt"); got != "the agent's x2\n" {
+		t.Fatalf("d/x.txt = %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package davfs
 import (
 	"context"
 	"errors"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,6 +31,12 @@ type DeleteOptions struct {
 	// full store (ResourceExhausted/CHECKPOINT_LIMIT). The delete then
 	// cannot be undone.
 	SkipCheckpoint bool
+	// ChangedAfter, when set, is the moment from which a recursive delete
+	// refuses every change, whatever later reads of the revision say (the
+	// start of a keep write's version: work the version may not hold is
+	// never deleted, even when another client reads the directory again
+	// before the delete). Unset: the last time the revision was handed out.
+	ChangedAfter time.Time
 }
 
 // DeleteResult is what a delete did besides deleting.
@@ -148,6 +155,9 @@ func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, expectedRevision s
 	// When the revision was last handed out, read before the revision
 	// check below hands it out again.
 	seenAt, _ := f.seen.last(expectedRevision)
+	if !opts.ChangedAfter.IsZero() {
+		seenAt = opts.ChangedAfter.UnixNano()
+	}
 	var st unix.Stat_t
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return -1, fsErr(err, w.rel)
