@@ -1145,7 +1145,8 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 // enforce applies the count and byte limits after the checkpoint newID of
 // ws was committed. It plans first and removes after: automatic
 // checkpoints go before manual ones, the oldest first in each; a
-// checkpoint a restore reads never goes. If the new checkpoint does not
+// checkpoint a restore reads never goes; a new per-file version evicts
+// only other versions, by count and by bytes. If the new checkpoint does not
 // fit even with every planned removal, nothing else is removed: the new
 // one alone goes and the create fails.
 func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
@@ -1174,6 +1175,16 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		return strings.Compare(a.meta.ID, b.meta.ID)
 	})
 	evictable := func(r ckRef) bool { return r.meta.ID != newID && !s.isBusy(r.meta.ID) }
+	// A per-file version makes room for its bytes only by evicting other
+	// versions: what an unconditional WebDAV write replaced never costs an
+	// operator's checkpoint, manual or automatic (taken before a delete or
+	// restore). When it still does not fit, it goes and the write fails.
+	newIsVersion := false
+	for _, r := range refs {
+		if r.key == key && r.meta.ID == newID {
+			newIsVersion = r.isVersion()
+		}
+	}
 	drop := map[*ckMeta]bool{}
 	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
 	for _, r := range refs {
@@ -1242,7 +1253,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 			if total <= s.cfg.MaxTotalBytes {
 				break
 			}
-			if drop[r.meta] || !evictable(r) {
+			if drop[r.meta] || !evictable(r) || (newIsVersion && !r.isVersion()) {
 				continue
 			}
 			if _, ok := hashes[r.meta]; !ok {

@@ -300,3 +300,31 @@ func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
 		t.Fatalf("d/x.txt = %q", got)
 	}
 }
+
+// A version never evicts an operator's checkpoint to fit the byte bound:
+// when only that would make room, the write is refused (CHECKPOINT_LIMIT)
+// and nothing changes.
+func TestVersionNeverEvictsManualByBytes(t *testing.T) {
+	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 12 << 10 })
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	ckWrite(t, filepath.Join(proj, "a.txt"), []byte(strings.Repeat("a", 8<<10)), 0o644)
+	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good", Path: "a.txt"})
+	f := strings.Repeat("f", 6<<10)
+	ckWrite(t, filepath.Join(proj, "f.txt"), []byte(f), 0o644)
+	ctx, u := keepCtx("PUT")
+	err := davErr(davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"))
+	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+		t.Fatalf("keep PUT that only the manual checkpoint's bytes would fit: %v", err)
+	}
+	if got := readProj(t, e, "f.txt"); got != f {
+		t.Fatal("a refused keep PUT changed f.txt")
+	}
+	if used, _ := u.Used(); used {
+		t.Error("a refused write is recorded as unconditional")
+	}
+	list, _ := e.fs.ListCheckpoints(context.Background(), ws)
+	if len(list) != 1 || list[0].ID != manual.ID {
+		t.Fatalf("checkpoints %+v, want only the manual one", list)
+	}
+}
