@@ -34,6 +34,7 @@ type Unconditional struct {
 	used     bool
 	versions []string
 	byName   map[string]string // WebDAV name → version kept of it
+	empty    map[string]bool   // WebDAV names of directories holding no file, kept as nothing
 }
 
 type unconditionalKey struct{}
@@ -146,6 +147,12 @@ func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method s
 		_ = f.ck.delete(f, ws, c.ID)
 		return "", errStale(w.rel)
 	}
+	if e.Type == TypeDirectory && c.Files == 0 && c.Skipped == 0 {
+		// Only empty directories: nothing to keep, and a sync that removes
+		// every directory it empties must not use up the versions' bound.
+		_ = f.ck.delete(f, ws, c.ID)
+		return "", nil
+	}
 	if e.Type == TypeDirectory && c.Skipped > 0 {
 		// The recursive delete would unlink what the version left out
 		// (.git, node_modules, links, FIFOs, unreadable or still changing
@@ -164,6 +171,50 @@ func errKeepSkipped() *Error {
 	e := errPreconditionRequired()
 	e.Message = KeepSkipped
 	return e
+}
+
+// forget drops id, a version of name dropped again because its write
+// failed and replaced nothing.
+func (u *Unconditional) forget(name, id string) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.versions = slices.DeleteFunc(u.versions, func(v string) bool { return v == id })
+	if u.byName[name] == id {
+		delete(u.byName, name)
+	}
+}
+
+// keptEmpty reports whether name is a directory this request's keep found
+// holding only empty directories (so no version, and no automatic
+// checkpoint, is needed before its delete).
+func (u *Unconditional) keptEmpty(name string) bool {
+	if u == nil {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.empty[name]
+}
+
+// dropUnusedVersion deletes id, the version a PUT kept of t, when the
+// upload failed or was aborted and t still has rev, the revision the
+// version holds: then it is the current content and keeping it twice would
+// only use up the versions' bound. When t changed (the upload's error may
+// have come after its commit), the version stays.
+func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string) {
+	w, err := d.fs.resolve(t.ws, t.path)
+	if err != nil {
+		return
+	}
+	if e, err := d.fs.stat(w); err != nil || e.Revision != rev {
+		return
+	}
+	if d.fs.ck.delete(d.fs, t.ws, id) == nil {
+		unconditionalFrom(ctx).forget(t.name, id)
+	}
 }
 
 // of is the version kept of name in this request ("" none).
@@ -190,6 +241,16 @@ func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (s
 		var err error
 		if id, err = d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep); err != nil {
 			return "", wrapErr(ctx, op, t.name, err)
+		}
+		if id == "" && e.Type == TypeDirectory {
+			if u := unconditionalFrom(ctx); u != nil {
+				u.mu.Lock()
+				if u.empty == nil {
+					u.empty = map[string]bool{}
+				}
+				u.empty[t.name] = true
+				u.mu.Unlock()
+			}
 		}
 	} else if d.fs.ck == nil {
 		return "", wrapErr(ctx, op, t.name, errKeepingOff())

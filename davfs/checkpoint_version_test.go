@@ -328,3 +328,51 @@ func TestVersionNeverEvictsManualByBytes(t *testing.T) {
 		t.Fatalf("checkpoints %+v, want only the manual one", list)
 	}
 }
+
+// Nothing is kept for a directory holding only empty directories (a sync
+// removes every directory it empties), nor for a PUT whose upload is
+// aborted: neither uses up the versions' bound.
+func TestVersionNotKeptForNothing(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	if err := os.MkdirAll(filepath.Join(proj, "empty", "inner"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, u := keepCtx("DELETE")
+	if err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/empty")); err != nil {
+		t.Fatalf("keep DELETE of empty directories: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "empty")); !os.IsNotExist(err) {
+		t.Fatalf("empty/ still there: %v", err)
+	}
+	if used, ids := u.Used(); !used || len(ids) != 0 {
+		t.Fatalf("keep DELETE of empty directories: used %v, versions %v", used, ids)
+	}
+	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+		t.Fatalf("empty directories left checkpoints: %+v", list)
+	}
+
+	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
+	ctx, u = keepCtx("PUT")
+	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(f, "half"); err != nil {
+		t.Fatal(err)
+	}
+	f.(davfs.Aborter).Abort(io.ErrUnexpectedEOF)
+	if err := f.Close(); err == nil {
+		t.Fatal("Close after Abort = nil")
+	}
+	if got := readProj(t, e, "f.txt"); got != "v1\n" {
+		t.Fatalf("f.txt after an aborted PUT = %q", got)
+	}
+	if _, ids := u.Used(); len(ids) != 0 {
+		t.Fatalf("an aborted PUT reports versions %v", ids)
+	}
+	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+		t.Fatalf("an aborted PUT left its version: %+v", list)
+	}
+}

@@ -349,6 +349,10 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	if id := unconditionalFrom(ctx).of(t.name); id != "" {
 		// The version just kept is the automatic checkpoint of this delete.
 		ctx = withKept(ctx, t.ws, t.path, id)
+	} else if !opts.ChangedAfter.IsZero() && unconditionalFrom(ctx).keptEmpty(t.name) {
+		// Only empty directories, which nothing needs to keep; a file
+		// that appears after ChangedAfter refuses the delete.
+		opts.SkipCheckpoint = true
 	}
 	return wrapErr(ctx, op, t.name, d.fs.DeleteEntryWith(ctx, t.ws, t.path, expected, opts))
 }
@@ -644,6 +648,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			}
 			unconditionalFrom(ctx).note(t.name, id)
 			pre.IfMatch = e.Revision
+			return startUpload(ctx, d, t, pre, id), nil
 		}
 	case CodeOf(err) == CodeNotFound:
 		if flag&os.O_CREATE == 0 {
@@ -672,7 +677,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	default:
 		return nil, wrapErr(ctx, op, t.name, err)
 	}
-	return startUpload(ctx, d, t, pre), nil
+	return startUpload(ctx, d, t, pre, ""), nil
 }
 
 // WebDAVWorkspace maps a WebDAV name of the WebDAV() FileSystem to the
