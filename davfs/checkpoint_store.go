@@ -1179,10 +1179,22 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	// versions: what an unconditional WebDAV write replaced never costs an
 	// operator's checkpoint, manual or automatic (taken before a delete or
 	// restore). When it still does not fit, it goes and the write fails.
+	// Nor does it evict a version younger than VersionMinAge: a sync that
+	// overwrites more files than the bound within minutes is refused
+	// (CHECKPOINT_LIMIT) rather than keep only the newest of what it
+	// replaced. That also protects a version whose write has not
+	// committed yet.
 	newIsVersion := false
 	for _, r := range refs {
 		if r.key == key && r.meta.ID == newID {
 			newIsVersion = r.isVersion()
+		}
+	}
+	if newIsVersion {
+		all := evictable
+		now := f.now()
+		evictable = func(r ckRef) bool {
+			return all(r) && r.isVersion() && now.Sub(r.meta.Created) >= VersionMinAge
 		}
 	}
 	drop := map[*ckMeta]bool{}
@@ -1205,6 +1217,11 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 			drop[r.meta] = true
 			n--
 		}
+	}
+	if newIsVersion && nv > s.cfg.MaxVersionsPerWorkspace {
+		s.remove(key, newID)
+		s.collect(nil)
+		return errCheckpointLimit(fmt.Sprintf("keeping it would prune a version younger than %v (services.checkpoints.maxVersionsPerWorkspace, %d, is reached)", VersionMinAge, s.cfg.MaxVersionsPerWorkspace))
 	}
 	fits := true
 	if s.total.Load() > s.cfg.MaxTotalBytes {
@@ -1253,7 +1270,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 			if total <= s.cfg.MaxTotalBytes {
 				break
 			}
-			if drop[r.meta] || !evictable(r) || (newIsVersion && !r.isVersion()) {
+			if drop[r.meta] || !evictable(r) {
 				continue
 			}
 			if _, ok := hashes[r.meta]; !ok {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Per-file versions (issue #15, "Sync clients without preconditions";
@@ -23,6 +24,12 @@ const CheckpointBeforeWebDAVWrite = "before_webdav_write"
 
 // DefaultVersionsPerWorkspace is MaxVersionsPerWorkspace's default.
 const DefaultVersionsPerWorkspace = 200
+
+// VersionMinAge is how long a version is safe from a newer one: keeping a
+// version that would prune (by count or by bytes) one younger than this
+// refuses the write with ResourceExhausted/CHECKPOINT_LIMIT (507) instead,
+// so what a burst of writes replaced is never lost to the bound.
+const VersionMinAge = 10 * time.Minute
 
 // isVersion reports whether r is a per-file version.
 func (r ckRef) isVersion() bool { return r.meta.Reason == CheckpointBeforeWebDAVWrite }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,19 +131,25 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	}
 }
 
-// Versions have their own bound, pruned oldest first, and never evict the
-// operator's checkpoints.
+// Versions have their own bound, pruned oldest first once older than
+// VersionMinAge, and never evict the operator's checkpoints.
 func TestVersionBound(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
 	e := ckEnv(t, nil, func(c *davfs.Config) {
 		c.Checkpoints.MaxPerWorkspace = 1
 		c.Checkpoints.MaxVersionsPerWorkspace = 2
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	})
+	later := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	ws := secProject("p")
 	bg := context.Background()
 	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v0\n"), 0o644)
 	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good"})
 	var kept []string
-	for _, v := range []string{"v1\n", "v2\n", "v3\n"} {
+	// v3 prunes v1, which is just old enough; v2 and v3 are young.
+	for i, v := range []string{"v1\n", "v2\n", "v3\n"} {
+		later([]time.Duration{davfs.VersionMinAge, davfs.VersionMinAge, time.Second}[i])
 		ctx, u := keepCtx("PUT")
 		if err := davPut(t, e, ctx, "/projects/p/f.txt", v); err != nil {
 			t.Fatal(err)
@@ -158,6 +165,21 @@ func TestVersionBound(t *testing.T) {
 	want := []string{kept[2], kept[1], manual.ID}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("checkpoints %v, want %v (the two newest versions and the manual one)", got, want)
+	}
+
+	// Within VersionMinAge of the oldest version (v2), keeping one more
+	// would prune it: the write is refused and changes nothing.
+	later(time.Second)
+	ctx, u := keepCtx("PUT")
+	err := davErr(davPut(t, e, ctx, "/projects/p/f.txt", "v4\n"))
+	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit || !strings.Contains(err.Error(), "younger than") {
+		t.Fatalf("keep PUT that would prune a young version: %v", err)
+	}
+	if used, _ := u.Used(); used || readProj(t, e, "f.txt") != "v3\n" {
+		t.Fatalf("a refused keep PUT: used %v, f.txt %q", used, readProj(t, e, "f.txt"))
+	}
+	if list, _ := e.fs.ListCheckpoints(bg, ws); len(list) != 3 {
+		t.Fatalf("after the refused PUT: %+v", list)
 	}
 }
 
