@@ -398,3 +398,27 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 		t.Fatalf("an aborted PUT left its version: %+v", list)
 	}
 }
+
+// ListCheckpointsHolding decodes at most MaxHoldingDecodes manifests, the
+// newest first; a version of the path itself answers from its description.
+func TestVersionListHoldingBounded(t *testing.T) {
+	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 5 })
+	ws := secProject("p")
+	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
+	ctx, u := keepCtx("PUT")
+	if err := davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"); err != nil {
+		t.Fatal(err)
+	}
+	_, version := u.Used()
+	var full []string
+	for i := 0; i < davfs.MaxHoldingDecodes+2; i++ {
+		full = append(full, ckCreate(t, e, ws, davfs.CheckpointOptions{}).ID)
+	}
+	got, err := e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != davfs.MaxHoldingDecodes+1 || len(version) != 1 || got[0].ID != full[len(full)-1] || got[len(got)-1].ID != version[0] {
+		t.Fatalf("holding f.txt: %d checkpoints (want the %d newest full ones and the version)", len(got), davfs.MaxHoldingDecodes)
+	}
+}
