@@ -194,6 +194,18 @@ func (u *Unconditional) forget(name, id string) {
 	}
 }
 
+func (u *Unconditional) noteEmpty(name string) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.empty == nil {
+		u.empty = map[string]bool{}
+	}
+	u.empty[name] = true
+}
+
 // keptEmpty reports whether name is a directory this request's keep found
 // holding only empty directories (so no version, and no automatic
 // checkpoint, is needed before its delete).
@@ -250,14 +262,7 @@ func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (s
 			return "", wrapErr(ctx, op, t.name, err)
 		}
 		if id == "" && e.Type == TypeDirectory {
-			if u := unconditionalFrom(ctx); u != nil {
-				u.mu.Lock()
-				if u.empty == nil {
-					u.empty = map[string]bool{}
-				}
-				u.empty[t.name] = true
-				u.mu.Unlock()
-			}
+			unconditionalFrom(ctx).noteEmpty(t.name)
 		}
 	} else if d.fs.ck == nil {
 		return "", wrapErr(ctx, op, t.name, errKeepingOff())

@@ -129,9 +129,12 @@ func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expected
 	}
 	opts.kept = nil
 	if id := keptVersion(ctx, ws, path); id != "" && !opts.ChangedAfter.IsZero() {
-		// A keep delete: nothing the version does not hold is deleted.
-		if opts.kept, err = f.keptEntries(ws, id, w.rel); err != nil {
-			return res, err
+		// A keep delete of a directory: nothing the version does not hold
+		// is deleted (a file's own revision check already binds it).
+		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory {
+			if opts.kept, err = f.keptEntries(ws, id, w.rel); err != nil {
+				return res, err
+			}
 		}
 	}
 	pfd, old, err := f.lockedDelete(ctx, w, expectedRevision, opts)
