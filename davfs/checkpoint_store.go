@@ -1145,7 +1145,8 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 // enforce applies the count and byte limits after the checkpoint newID of
 // ws was committed. It plans first and removes after: automatic
 // checkpoints go before manual ones, the oldest first in each; a
-// checkpoint a restore reads never goes. If the new checkpoint does not
+// checkpoint a restore reads never goes; a new per-file version evicts
+// only other versions, by count and by bytes. If the new checkpoint does not
 // fit even with every planned removal, nothing else is removed: the new
 // one alone goes and the create fails.
 func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
@@ -1174,6 +1175,28 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		return strings.Compare(a.meta.ID, b.meta.ID)
 	})
 	evictable := func(r ckRef) bool { return r.meta.ID != newID && !s.isBusy(r.meta.ID) }
+	// A per-file version makes room for its bytes only by evicting other
+	// versions: what an unconditional WebDAV write replaced never costs an
+	// operator's checkpoint, manual or automatic (taken before a delete or
+	// restore). When it still does not fit, it goes and the write fails.
+	// Nor does it evict a version younger than VersionMinAge: a sync that
+	// overwrites more files than the bound within minutes is refused
+	// (CHECKPOINT_LIMIT) rather than keep only the newest of what it
+	// replaced. That also protects a version whose write has not
+	// committed yet.
+	newIsVersion := false
+	for _, r := range refs {
+		if r.key == key && r.meta.ID == newID {
+			newIsVersion = r.isVersion()
+		}
+	}
+	if newIsVersion {
+		all := evictable
+		now := f.now()
+		evictable = func(r ckRef) bool {
+			return all(r) && r.isVersion() && now.Sub(r.meta.Created) >= VersionMinAge
+		}
+	}
 	drop := map[*ckMeta]bool{}
 	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
 	for _, r := range refs {
@@ -1194,6 +1217,11 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 			drop[r.meta] = true
 			n--
 		}
+	}
+	if newIsVersion && nv > s.cfg.MaxVersionsPerWorkspace {
+		s.remove(key, newID)
+		s.collect(nil)
+		return errCheckpointLimit(fmt.Sprintf("keeping it would prune a version younger than %v (services.checkpoints.maxVersionsPerWorkspace, %d, is reached)", VersionMinAge, s.cfg.MaxVersionsPerWorkspace))
 	}
 	fits := true
 	if s.total.Load() > s.cfg.MaxTotalBytes {

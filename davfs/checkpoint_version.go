@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Per-file versions (issue #15, "Sync clients without preconditions";
@@ -24,6 +25,12 @@ const CheckpointBeforeWebDAVWrite = "before_webdav_write"
 // DefaultVersionsPerWorkspace is MaxVersionsPerWorkspace's default.
 const DefaultVersionsPerWorkspace = 200
 
+// VersionMinAge is how long a version is safe from a newer one: keeping a
+// version that would prune (by count or by bytes) one younger than this
+// refuses the write with ResourceExhausted/CHECKPOINT_LIMIT (507) instead,
+// so what a burst of writes replaced is never lost to the bound.
+const VersionMinAge = 10 * time.Minute
+
 // isVersion reports whether r is a per-file version.
 func (r ckRef) isVersion() bool { return r.meta.Reason == CheckpointBeforeWebDAVWrite }
 
@@ -34,6 +41,7 @@ type Unconditional struct {
 	used     bool
 	versions []string
 	byName   map[string]string // WebDAV name → version kept of it
+	empty    map[string]bool   // WebDAV names of directories holding no file, kept as nothing
 }
 
 type unconditionalKey struct{}
@@ -116,8 +124,12 @@ func errKeepingOff() *Error {
 // and after the capture (the revision binds the content and the inode's
 // stat, and the capture reads it whole from one fd), else the version is
 // dropped and the write refused (REVISION_MISMATCH); for a directory, the
-// caller handed want out before this capture, so the recursive delete
-// refuses to remove anything changed after the capture began (delete.go).
+// caller's recursive delete refuses to remove anything changed after a
+// moment taken before this capture began (DeleteOptions.ChangedAfter: a
+// later read of the revision by anyone does not move it), and a directory
+// holding names the version leaves out (Skipped: .git, links, special or
+// unreadable files) is refused (PRECONDITION_REQUIRED, KeepSkipped), as
+// the delete would unlink what nothing keeps.
 // A version that cannot be stored fails the write with that error
 // (CHECKPOINT_LIMIT, NO_SPACE...) and nothing changes.
 func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method string) (string, error) {
@@ -142,7 +154,86 @@ func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method s
 		_ = f.ck.delete(f, ws, c.ID)
 		return "", errStale(w.rel)
 	}
+	if e.Type == TypeDirectory && c.Files == 0 && c.Skipped == 0 {
+		// Only empty directories: nothing to keep, and a sync that removes
+		// every directory it empties must not use up the versions' bound.
+		_ = f.ck.delete(f, ws, c.ID)
+		return "", nil
+	}
+	if e.Type == TypeDirectory && c.Skipped > 0 {
+		// The recursive delete would unlink what the version left out
+		// (.git, node_modules, links, FIFOs, unreadable or still changing
+		// files): nothing could bring those back, so keeping is no answer.
+		_ = f.ck.delete(f, ws, c.ID)
+		return "", errKeepSkipped()
+	}
 	return c.ID, nil
+}
+
+// KeepSkipped is the message of the 428 a keep write over a directory gets
+// when the directory holds names a version cannot keep.
+const KeepSkipped = "the folder holds names a version cannot keep (denied names such as .git or node_modules, links, special or unreadable files); send If-Match with the current ETag or hold a lock, or delete it through the portal or the REST API"
+
+func errKeepSkipped() *Error {
+	e := errPreconditionRequired()
+	e.Message = KeepSkipped
+	return e
+}
+
+// forget drops id, a version of name dropped again because its write
+// failed and replaced nothing.
+func (u *Unconditional) forget(name, id string) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.versions = slices.DeleteFunc(u.versions, func(v string) bool { return v == id })
+	if u.byName[name] == id {
+		delete(u.byName, name)
+	}
+}
+
+func (u *Unconditional) noteEmpty(name string) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.empty == nil {
+		u.empty = map[string]bool{}
+	}
+	u.empty[name] = true
+}
+
+// keptEmpty reports whether name is a directory this request's keep found
+// holding only empty directories (so no version, and no automatic
+// checkpoint, is needed before its delete).
+func (u *Unconditional) keptEmpty(name string) bool {
+	if u == nil {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.empty[name]
+}
+
+// dropUnusedVersion deletes id, the version a PUT kept of t, when the
+// upload failed or was aborted and t still has rev, the revision the
+// version holds: then it is the current content and keeping it twice would
+// only use up the versions' bound. When t changed (the upload's error may
+// have come after its commit), the version stays.
+func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string) {
+	w, err := d.fs.resolve(t.ws, t.path)
+	if err != nil {
+		return
+	}
+	if e, err := d.fs.stat(w); err != nil || e.Revision != rev {
+		return
+	}
+	if d.fs.ck.delete(d.fs, t.ws, id) == nil {
+		unconditionalFrom(ctx).forget(t.name, id)
+	}
 }
 
 // of is the version kept of name in this request ("" none).
@@ -160,14 +251,18 @@ func (u *Unconditional) of(name string) string {
 // COPY or MOVE) keeps what it removes first; a Rename's source loses
 // nothing (it lives on at the destination) and goes ahead as it is.
 func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (string, error) {
-	// Handed out before the capture: a recursive delete then refuses
-	// whatever changed after the capture began (delete.go).
+	// Handed out so that the delete's revision check holds; what the
+	// delete refuses is bounded by the moment RemoveAll took before this
+	// (DeleteOptions.ChangedAfter), not by this or any later hand-out.
 	d.fs.handOut(context.Background(), e)
 	id := ""
 	if op == "removeall" {
 		var err error
 		if id, err = d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep); err != nil {
 			return "", wrapErr(ctx, op, t.name, err)
+		}
+		if id == "" && e.Type == TypeDirectory {
+			unconditionalFrom(ctx).noteEmpty(t.name)
 		}
 	} else if d.fs.ck == nil {
 		return "", wrapErr(ctx, op, t.name, errKeepingOff())
@@ -176,10 +271,22 @@ func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (s
 	return e.Revision, nil
 }
 
+// MaxHoldingDecodes bounds the manifests one ListCheckpointsHolding call
+// decodes (a manifest of 20,000 files takes about 0.1-0.2 s).
+const MaxHoldingDecodes = 20
+
 // ListCheckpointsHolding lists, newest first, the checkpoints of ws that
 // hold path (a file or directory, workspace-relative): per-file versions
 // and every other checkpoint whose capture includes that name. An empty
 // path is ListCheckpoints.
+//
+// A version of path itself answers from its description; every other
+// candidate (a checkpoint of the workspace or of a directory above path)
+// is answered by decoding its manifest, at most MaxHoldingDecodes of them,
+// the newest first: older candidates beyond that are left out of the
+// answer. The store's lock is held only for the listing and for each
+// manifest read, never across the decodes, so keep writes and creates are
+// not stalled behind a long answer.
 func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path string) ([]Checkpoint, error) {
 	if path == "" {
 		return f.ListCheckpoints(ctx, ws)
@@ -195,19 +302,30 @@ func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path stri
 		return nil, err
 	}
 	f.ck.gc.RLock()
-	defer f.ck.gc.RUnlock()
 	all, err := f.ck.list(ws)
+	f.ck.gc.RUnlock()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Checkpoint, 0, len(all))
+	decoded := 0
 	for _, c := range all {
 		if c.Root != "" && c.Root != w.rel && !strings.HasPrefix(w.rel, c.Root+"/") {
 			continue // taken of another part of the workspace
 		}
+		if c.Reason == CheckpointBeforeWebDAVWrite && c.Root == w.rel {
+			out = append(out, c) // a version of path holds it
+			continue
+		}
+		if decoded >= MaxHoldingDecodes || ctx.Err() != nil {
+			continue
+		}
+		decoded++
+		f.ck.gc.RLock()
 		m, err := f.ck.readManifest(ws, c.ID)
+		f.ck.gc.RUnlock()
 		if err != nil {
-			continue // damaged: it holds nothing that can be restored
+			continue // damaged or just deleted: it holds nothing that can be restored
 		}
 		if _, ok := slices.BinarySearchFunc(m.Entries, w.rel, func(e ckEntry, p string) int { return strings.Compare(e.Path, p) }); ok {
 			out = append(out, c)

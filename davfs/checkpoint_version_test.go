@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentworkspace/files/davfs"
 )
@@ -129,19 +131,25 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	}
 }
 
-// Versions have their own bound, pruned oldest first, and never evict the
-// operator's checkpoints.
+// Versions have their own bound, pruned oldest first once older than
+// VersionMinAge, and never evict the operator's checkpoints.
 func TestVersionBound(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
 	e := ckEnv(t, nil, func(c *davfs.Config) {
 		c.Checkpoints.MaxPerWorkspace = 1
 		c.Checkpoints.MaxVersionsPerWorkspace = 2
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	})
+	later := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	ws := secProject("p")
 	bg := context.Background()
 	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v0\n"), 0o644)
 	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good"})
 	var kept []string
-	for _, v := range []string{"v1\n", "v2\n", "v3\n"} {
+	// v3 prunes v1, which is just old enough; v2 and v3 are young.
+	for i, v := range []string{"v1\n", "v2\n", "v3\n"} {
+		later([]time.Duration{davfs.VersionMinAge, davfs.VersionMinAge, time.Second}[i])
 		ctx, u := keepCtx("PUT")
 		if err := davPut(t, e, ctx, "/projects/p/f.txt", v); err != nil {
 			t.Fatal(err)
@@ -157,6 +165,21 @@ func TestVersionBound(t *testing.T) {
 	want := []string{kept[2], kept[1], manual.ID}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("checkpoints %v, want %v (the two newest versions and the manual one)", got, want)
+	}
+
+	// Within VersionMinAge of the oldest version (v2), keeping one more
+	// would prune it: the write is refused and changes nothing.
+	later(time.Second)
+	ctx, u := keepCtx("PUT")
+	err := davErr(davPut(t, e, ctx, "/projects/p/f.txt", "v4\n"))
+	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit || !strings.Contains(err.Error(), "younger than") {
+		t.Fatalf("keep PUT that would prune a young version: %v", err)
+	}
+	if used, _ := u.Used(); used || readProj(t, e, "f.txt") != "v3\n" {
+		t.Fatalf("a refused keep PUT: used %v, f.txt %q", used, readProj(t, e, "f.txt"))
+	}
+	if list, _ := e.fs.ListCheckpoints(bg, ws); len(list) != 3 {
+		t.Fatalf("after the refused PUT: %+v", list)
 	}
 }
 
@@ -219,5 +242,183 @@ func TestVersionIsWhatIsReplaced(t *testing.T) {
 	}
 	if got := readProj(t, e, "f.txt"); got != "the agent's v1.5\n" {
 		t.Fatalf("f.txt = %q", got)
+	}
+}
+
+// A keep DELETE, or an overwriting MOVE/COPY, of a directory holding names
+// a version cannot keep (.git, a symlink) is refused: the recursive delete
+// would unlink them for good. Nothing is deleted and no version is left.
+func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	for _, tc := range []struct {
+		name  string
+		setup func(dir string)
+	}{
+		{".git", func(dir string) { ckWrite(t, filepath.Join(dir, ".git", "config"), []byte("[core]\n"), 0o644) }},
+		{"symlink", func(dir string) {
+			ckWrite(t, filepath.Join(dir, "canary.txt"), []byte("canary\n"), 0o644)
+			if err := os.Symlink("canary.txt", filepath.Join(dir, "link")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(proj, "d-"+strings.TrimPrefix(tc.name, "."))
+			ckWrite(t, filepath.Join(dir, "x.txt"), []byte("x\n"), 0o644)
+			tc.setup(dir)
+			before, _ := e.fs.ListCheckpoints(context.Background(), ws)
+			ctx, u := keepCtx("DELETE")
+			err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/"+filepath.Base(dir)))
+			if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "a version cannot keep") {
+				t.Fatalf("keep DELETE of a directory with %s: %v", tc.name, err)
+			}
+			if got := readProj(t, e, filepath.Base(dir)+"/x.txt"); got != "x\n" {
+				t.Fatalf("x.txt after the refused delete: %q", got)
+			}
+			if used, ids := u.Used(); used || len(ids) != 0 {
+				t.Fatalf("a refused delete recorded used %v, versions %v", used, ids)
+			}
+			if after, _ := e.fs.ListCheckpoints(context.Background(), ws); len(after) != len(before) {
+				t.Fatalf("the refused delete left a version: %+v", after)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(proj, "d-git", ".git", "config")); err != nil {
+		t.Fatalf(".git/config: %v", err)
+	}
+}
+
+// The capture/delete race: work the agent does after the version was
+// captured is never deleted, even when another client reads the directory
+// again (handing its revision out later) before the delete runs.
+func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
+	var e *secEnv
+	var armed bool
+	ws := secProject("p")
+	e = ckEnv(t, nil, func(c *davfs.Config) {
+		c.CheckpointObserver = func(op string, _ time.Duration, _ int64, err error) {
+			if op != "create" || !armed || err != nil {
+				return
+			}
+			armed = false
+			time.Sleep(20 * time.Millisecond) // past the kernel's ctime tick
+			ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("the agent's x2\n"), 0o644)
+			time.Sleep(20 * time.Millisecond)
+			if _, err := e.fs.Stat(context.Background(), ws, "d"); err != nil { // another client's PROPFIND
+				t.Error(err)
+			}
+		}
+	})
+	ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("x\n"), 0o644)
+	armed = true
+	ctx, _ := keepCtx("DELETE")
+	err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/d"))
+	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
+		t.Fatalf("keep DELETE over work done after the version: %v", err)
+	}
+	if got := readProj(t, e, "d/x.txt"); got != "the agent's x2\n" {
+		t.Fatalf("d/x.txt = %q", got)
+	}
+}
+
+// A version never evicts an operator's checkpoint to fit the byte bound:
+// when only that would make room, the write is refused (CHECKPOINT_LIMIT)
+// and nothing changes.
+func TestVersionNeverEvictsManualByBytes(t *testing.T) {
+	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 12 << 10 })
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	ckWrite(t, filepath.Join(proj, "a.txt"), []byte(strings.Repeat("a", 8<<10)), 0o644)
+	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good", Path: "a.txt"})
+	f := strings.Repeat("f", 6<<10)
+	ckWrite(t, filepath.Join(proj, "f.txt"), []byte(f), 0o644)
+	ctx, u := keepCtx("PUT")
+	err := davErr(davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"))
+	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+		t.Fatalf("keep PUT that only the manual checkpoint's bytes would fit: %v", err)
+	}
+	if got := readProj(t, e, "f.txt"); got != f {
+		t.Fatal("a refused keep PUT changed f.txt")
+	}
+	if used, _ := u.Used(); used {
+		t.Error("a refused write is recorded as unconditional")
+	}
+	list, _ := e.fs.ListCheckpoints(context.Background(), ws)
+	if len(list) != 1 || list[0].ID != manual.ID {
+		t.Fatalf("checkpoints %+v, want only the manual one", list)
+	}
+}
+
+// Nothing is kept for a directory holding only empty directories (a sync
+// removes every directory it empties), nor for a PUT whose upload is
+// aborted: neither uses up the versions' bound.
+func TestVersionNotKeptForNothing(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	if err := os.MkdirAll(filepath.Join(proj, "empty", "inner"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, u := keepCtx("DELETE")
+	if err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/empty")); err != nil {
+		t.Fatalf("keep DELETE of empty directories: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "empty")); !os.IsNotExist(err) {
+		t.Fatalf("empty/ still there: %v", err)
+	}
+	if used, ids := u.Used(); !used || len(ids) != 0 {
+		t.Fatalf("keep DELETE of empty directories: used %v, versions %v", used, ids)
+	}
+	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+		t.Fatalf("empty directories left checkpoints: %+v", list)
+	}
+
+	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
+	ctx, u = keepCtx("PUT")
+	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(f, "half"); err != nil {
+		t.Fatal(err)
+	}
+	f.(davfs.Aborter).Abort(io.ErrUnexpectedEOF)
+	if err := f.Close(); err == nil {
+		t.Fatal("Close after Abort = nil")
+	}
+	if got := readProj(t, e, "f.txt"); got != "v1\n" {
+		t.Fatalf("f.txt after an aborted PUT = %q", got)
+	}
+	if _, ids := u.Used(); len(ids) != 0 {
+		t.Fatalf("an aborted PUT reports versions %v", ids)
+	}
+	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+		t.Fatalf("an aborted PUT left its version: %+v", list)
+	}
+}
+
+// ListCheckpointsHolding decodes at most MaxHoldingDecodes manifests, the
+// newest first; a version of the path itself answers from its description.
+func TestVersionListHoldingBounded(t *testing.T) {
+	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 5 })
+	ws := secProject("p")
+	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
+	ctx, u := keepCtx("PUT")
+	if err := davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"); err != nil {
+		t.Fatal(err)
+	}
+	_, version := u.Used()
+	var full []string
+	for i := 0; i < davfs.MaxHoldingDecodes+2; i++ {
+		full = append(full, ckCreate(t, e, ws, davfs.CheckpointOptions{}).ID)
+	}
+	got, err := e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != davfs.MaxHoldingDecodes+1 || len(version) != 1 || got[0].ID != full[len(full)-1] || got[len(got)-1].ID != version[0] {
+		t.Fatalf("holding f.txt: %d checkpoints (want the %d newest full ones and the version)", len(got), davfs.MaxHoldingDecodes)
 	}
 }

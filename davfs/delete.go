@@ -3,6 +3,8 @@ package davfs
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,6 +32,16 @@ type DeleteOptions struct {
 	// full store (ResourceExhausted/CHECKPOINT_LIMIT). The delete then
 	// cannot be undone.
 	SkipCheckpoint bool
+	// ChangedAfter, when set, is the moment from which a recursive delete
+	// refuses every change, whatever later reads of the revision say (the
+	// start of a keep write's version: work the version may not hold is
+	// never deleted, even when another client reads the directory again
+	// before the delete). Unset: the last time the revision was handed out.
+	ChangedAfter time.Time
+
+	// kept: the entries of the version a keep delete took of the tree
+	// (tree.kept); set by DeleteEntryResult, never by callers.
+	kept map[string]*ckEntry
 }
 
 // DeleteResult is what a delete did besides deleting.
@@ -68,6 +80,10 @@ type DeleteResult struct {
 // the entries already removed are ones unchanged since the read, and the
 // directory itself remains. Denylisted names inside are deleted like any
 // other (the denylist applies to requests, not to a deleted tree's content).
+// A keep delete (a WebDAV DELETE under webdav.unconditionalWrites: keep,
+// its version recorded in ctx) refuses changes after opts.ChangedAfter and
+// deletes only names the version holds, each regular file with the stat
+// it was captured with (tree.kept).
 //
 // With automatic checkpoints on (CheckpointConfig.Automatic), a recursive
 // delete of a directory whose revision matches first checkpoints that
@@ -111,6 +127,16 @@ func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expected
 			}
 		}
 	}
+	opts.kept = nil
+	if id := keptVersion(ctx, ws, path); id != "" && !opts.ChangedAfter.IsZero() {
+		// A keep delete of a directory: nothing the version does not hold
+		// is deleted (a file's own revision check already binds it).
+		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory {
+			if opts.kept, err = f.keptEntries(ws, id, w.rel); err != nil {
+				return res, err
+			}
+		}
+	}
 	pfd, old, err := f.lockedDelete(ctx, w, expectedRevision, opts)
 	if err != nil {
 		return res, err
@@ -148,6 +174,9 @@ func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, expectedRevision s
 	// When the revision was last handed out, read before the revision
 	// check below hands it out again.
 	seenAt, _ := f.seen.last(expectedRevision)
+	if !opts.ChangedAfter.IsZero() {
+		seenAt = opts.ChangedAfter.UnixNano()
+	}
 	var st unix.Stat_t
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 		return -1, fsErr(err, w.rel)
@@ -179,7 +208,8 @@ func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, expectedRevision s
 		if !opts.Recursive {
 			return -1, newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", w.rel)
 		}
-		t := &tree{r: w.r, changedAfter: max(seenAt, st.Ctim.Nano()), replace: opts.Replace, afterCheck: f.hooks.afterCheck}
+		t := &tree{r: w.r, changedAfter: max(seenAt, st.Ctim.Nano()), replace: opts.Replace, afterCheck: f.hooks.afterCheck,
+			kept: opts.kept, rel: w.rel}
 		err = t.remove(ctx, pfd, w.name(), st.Ino)
 	}
 	if err != nil {
@@ -202,4 +232,23 @@ func removeErr(err error, rel string) error {
 		return newErr(CodeResourceExhausted, ReasonPathTooDeep, err, "%q is nested too deeply to delete", rel)
 	}
 	return fsErr(err, rel)
+}
+
+// keptEntries reads the version id of ws back as the entries below rel (a
+// keep delete's tree.kept). A version that cannot be read refuses the
+// delete: what it holds is unknown.
+func (f *FS) keptEntries(ws Workspace, id, rel string) (map[string]*ckEntry, error) {
+	f.ck.gc.RLock()
+	m, err := f.ck.readManifest(ws, id)
+	f.ck.gc.RUnlock()
+	if err != nil {
+		return nil, newErr(CodeAborted, ReasonRevisionMismatch, err, "the version kept of %q cannot be read back", rel)
+	}
+	out := make(map[string]*ckEntry, len(m.Entries))
+	for i := range m.Entries {
+		if e := &m.Entries[i]; strings.HasPrefix(e.Path, rel+"/") {
+			out[e.Path] = e
+		}
+	}
+	return out, nil
 }

@@ -29,6 +29,40 @@ type tree struct {
 	replace bool
 	// afterCheck runs between the passes (tests; nil in production).
 	afterCheck func()
+	// kept, when set, is the version a keep delete took of the tree
+	// (workspace-relative path → entry): every name deleted must be in it,
+	// a regular file with the very stat it was captured with (statIsEntry),
+	// so nothing the version does not hold is ever deleted, a change
+	// within the ctime tick included. rel is the tree's own path.
+	kept map[string]*ckEntry
+	rel  string
+}
+
+// checkKept is the rule of kept for the entry at rel.
+func (t *tree) checkKept(rel string, st *unix.Stat_t) error {
+	if t.kept == nil {
+		return nil
+	}
+	e, ok := t.kept[rel]
+	switch {
+	case !ok:
+		return errChangedInside
+	case isType(st, unix.S_IFDIR):
+		if !e.Dir {
+			return errChangedInside
+		}
+	case e.Dir || !statIsEntry(st, e):
+		return errChangedInside
+	}
+	return nil
+}
+
+// child is the path of name in the directory at dir (only kept uses it).
+func (t *tree) child(dir, name string) string {
+	if t.kept == nil {
+		return ""
+	}
+	return dir + "/" + name
 }
 
 // check is the per-entry rule of both passes.
@@ -72,7 +106,7 @@ func (t *tree) remove(ctx context.Context, pfd int, name string, ino uint64) err
 		return unix.ESTALE // swapped since it was checked
 	}
 	// Nothing is deleted yet: a cancelled request may stop the check.
-	if err := t.walk(ctx, fd, 0, false); err != nil {
+	if err := t.walk(ctx, fd, t.rel, 0, false); err != nil {
 		return err
 	}
 	if t.afterCheck != nil {
@@ -81,7 +115,7 @@ func (t *tree) remove(ctx context.Context, pfd int, name string, ino uint64) err
 	// Once deleting, finish: a half-deleted tree helps nobody.
 	ctx = context.WithoutCancel(ctx)
 	for round := 0; ; round++ {
-		if err := t.walk(ctx, fd, 0, true); err != nil {
+		if err := t.walk(ctx, fd, t.rel, 0, true); err != nil {
 			return err
 		}
 		err := unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
@@ -97,7 +131,7 @@ func (t *tree) remove(ctx context.Context, pfd int, name string, ino uint64) err
 // directory is checked on its own fd, emptied and removed; anything else
 // (a symlink included, which is unlinked, never followed) is checked with
 // fstatat and unlinked.
-func (t *tree) walk(ctx context.Context, fd int, depth int, del bool) error {
+func (t *tree) walk(ctx context.Context, fd int, rel string, depth int, del bool) error {
 	if depth >= maxRemoveDepth {
 		return errTooDeep
 	}
@@ -113,13 +147,13 @@ func (t *tree) walk(ctx context.Context, fd int, depth int, del bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := t.entry(ctx, fd, d.name, depth, del)
+		err := t.entry(ctx, fd, t.child(rel, d.name), d.name, depth, del)
 		if del && (err == unix.EACCES || err == unix.EPERM) && !fixedPerm {
 			// A read-only directory (e.g. a Go module cache): make it
 			// writable through its fd, then retry.
 			fixedPerm = true
 			if unix.Fchmod(fd, 0o700) == nil {
-				err = t.entry(ctx, fd, d.name, depth, del)
+				err = t.entry(ctx, fd, t.child(rel, d.name), d.name, depth, del)
 			}
 		}
 		if err != nil && err != unix.ENOENT {
@@ -129,8 +163,9 @@ func (t *tree) walk(ctx context.Context, fd int, depth int, del bool) error {
 	return nil
 }
 
-// entry checks (and with del deletes) the name in the directory fd.
-func (t *tree) entry(ctx context.Context, fd int, name string, depth int, del bool) error {
+// entry checks (and with del deletes) the name in the directory fd, at
+// path rel (set only with kept).
+func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, del bool) error {
 	var st unix.Stat_t
 	if err := lstatOn(t.r, fd, name, &st); err != nil {
 		if err == unix.EXDEV {
@@ -140,6 +175,9 @@ func (t *tree) entry(ctx context.Context, fd int, name string, depth int, del bo
 	}
 	if !isType(&st, unix.S_IFDIR) {
 		if err := t.check(&st); err != nil {
+			return err
+		}
+		if err := t.checkKept(rel, &st); err != nil {
 			return err
 		}
 		if !del {
@@ -168,14 +206,17 @@ func (t *tree) entry(ctx context.Context, fd int, name string, depth int, del bo
 	if err := t.check(&st); err != nil {
 		return err
 	}
-	if err := t.walk(ctx, cfd, depth+1, del); err != nil || !del {
+	if err := t.checkKept(rel, &st); err != nil {
+		return err
+	}
+	if err := t.walk(ctx, cfd, rel, depth+1, del); err != nil || !del {
 		return err
 	}
 	for round := 0; ; round++ {
 		err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
 		if (err == unix.ENOTEMPTY || err == unix.EEXIST) && round < 8 {
 			// Something was added meanwhile: check and empty it again.
-			if err := t.walk(ctx, cfd, depth+1, del); err != nil {
+			if err := t.walk(ctx, cfd, rel, depth+1, del); err != nil {
 				return err
 			}
 			continue

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/net/webdav"
 )
@@ -330,19 +331,30 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 		}
 		return readOnlyErr(ctx, op, t.name, "this directory cannot be deleted here")
 	}
+	// Taken before the revision can be handed out for a keep: the version
+	// is captured after it, so the delete refuses whatever changed since.
+	start := time.Now()
 	expected, err := d.expectedRevision(ctx, op, t)
 	if err != nil {
 		return err
 	}
+	opts := DeleteOptions{Recursive: true}
+	if pre := preconditionFor(ctx, t.name); pre.Required && pre.Keep != "" && pre.IfMatch == "" {
+		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
+	}
 	// A removal that makes room for a COPY or MOVE destination never takes
 	// a file with more than one hard link: DeleteEntryWith checks that on an
 	// fd under the mutation lock.
-	replacing := preconditionFor(ctx, t.name).Replacing
+	opts.Replace = preconditionFor(ctx, t.name).Replacing
 	if id := unconditionalFrom(ctx).of(t.name); id != "" {
 		// The version just kept is the automatic checkpoint of this delete.
 		ctx = withKept(ctx, t.ws, t.path, id)
+	} else if !opts.ChangedAfter.IsZero() && unconditionalFrom(ctx).keptEmpty(t.name) {
+		// Only empty directories, which nothing needs to keep; a file
+		// that appears after ChangedAfter refuses the delete.
+		opts.SkipCheckpoint = true
 	}
-	return wrapErr(ctx, op, t.name, d.fs.DeleteEntryWith(ctx, t.ws, t.path, expected, DeleteOptions{Recursive: true, Replace: replacing}))
+	return wrapErr(ctx, op, t.name, d.fs.DeleteEntryWith(ctx, t.ws, t.path, expected, opts))
 }
 
 // Rename moves an entry within one workspace. Moves across projects or
@@ -636,6 +648,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			}
 			unconditionalFrom(ctx).note(t.name, id)
 			pre.IfMatch = e.Revision
+			return startUpload(ctx, d, t, pre, id), nil
 		}
 	case CodeOf(err) == CodeNotFound:
 		if flag&os.O_CREATE == 0 {
@@ -664,7 +677,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	default:
 		return nil, wrapErr(ctx, op, t.name, err)
 	}
-	return startUpload(ctx, d, t, pre), nil
+	return startUpload(ctx, d, t, pre, ""), nil
 }
 
 // WebDAVWorkspace maps a WebDAV name of the WebDAV() FileSystem to the

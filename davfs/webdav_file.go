@@ -287,7 +287,9 @@ var (
 	_ Aborter       = (*writeFile)(nil)
 )
 
-func startUpload(ctx context.Context, d *davFS, t target, pre Precondition) *writeFile {
+// version, when set, is the per-file version kept of t before this
+// upload: a failed or aborted upload drops it again (dropUnusedVersion).
+func startUpload(ctx context.Context, d *davFS, t target, pre Precondition, version string) *writeFile {
 	pr, pw := io.Pipe()
 	w := &writeFile{ctx: ctx, d: d, t: t, pw: pw, done: make(chan struct{})}
 	go func() {
@@ -296,6 +298,9 @@ func startUpload(ctx context.Context, d *davFS, t target, pre Precondition) *wri
 		w.entry, w.err = e, err
 		if err != nil {
 			pr.CloseWithError(err) // unblocks a Write with WriteStream's error
+			if version != "" {
+				d.dropUnusedVersion(ctx, t, version, pre.IfMatch)
+			}
 		} else {
 			pr.Close()
 		}

@@ -190,6 +190,22 @@ func (k *keepStack) unconditionalAudits(t *testing.T) map[string][]string {
 	return out
 }
 
+// refused428 reports whether the gateway audited action on path (in the
+// demo project) as refused with 428 PRECONDITION_REQUIRED.
+func (k *keepStack) refused428(t *testing.T, action, path string) bool {
+	t.Helper()
+	for _, r := range k.g.AuditRecords(t) {
+		a, _ := r["action"].(string)
+		p, _ := r["source_path"].(string)
+		st, _ := r["http_status"].(float64)
+		reason, _ := r["reason"].(string)
+		if a == action && p == path && st == 428 && reason == "PRECONDITION_REQUIRED" {
+			return true
+		}
+	}
+	return false
+}
+
 func (k *keepStack) rclone(t *testing.T, args ...string) error {
 	t.Helper()
 	bin, err := exec.LookPath("rclone")
@@ -278,11 +294,22 @@ func TestKeepRcloneSync(t *testing.T) {
 				t.Fatalf("second sync under keep: %v", err)
 			}
 			sameTree(t, "after the second sync", k.demo(t), tree(t, local))
-			audits := k.unconditionalAudits(t)
-			for _, a := range []string{"webdav.PUT", "webdav.DELETE"} {
-				if len(audits[a]) == 0 || slices.Contains(audits[a], "") {
-					t.Errorf("audit of unconditional %s: %q (want each with its version's checkpoint_id)", a, audits[a])
+			// Every PUT and DELETE went ahead keeping a version, except the
+			// DELETE of gone/, which rclone removes once it emptied it: a
+			// folder holding no file needs none.
+			for _, r := range k.g.AuditRecords(t) {
+				a, _ := r["action"].(string)
+				p, _ := r["source_path"].(string)
+				id, _ := r["checkpoint_id"].(string)
+				if u, _ := r["unconditional"].(bool); !u || (a != "webdav.PUT" && a != "webdav.DELETE") {
+					continue
 				}
+				if (id == "") != (a == "webdav.DELETE" && p == "gone") {
+					t.Errorf("audit of unconditional %s of %s: checkpoint_id %q", a, p, id)
+				}
+			}
+			if audits := k.unconditionalAudits(t); len(audits["webdav.PUT"]) == 0 || len(audits["webdav.DELETE"]) < 2 {
+				t.Errorf("audits of unconditional writes: %q", audits)
 			}
 			for _, rel := range []string{"a.txt", "b.txt", "sub/c.txt", "gone/e.txt"} {
 				vs := k.versions(t, rel)
@@ -298,6 +325,29 @@ func TestKeepRcloneSync(t *testing.T) {
 			}
 			sameTree(t, "outside the project after the restores", k.outsideState(t), outside)
 		})
+	}
+}
+
+// TestKeepRcloneSyncKeepsSkippedNames: rclone sync removes a remote
+// folder it does not have locally; the folder holds .git/config, which a
+// version never keeps (and WebDAV never lists). The files rclone sees go
+// (each kept), the folder's DELETE is refused with 428 and .git/config
+// stays.
+func TestKeepRcloneSyncKeepsSkippedNames(t *testing.T) {
+	k := startKeep(t, "keep", true, map[string]string{"held/x.txt": "x\n", "held/.git/config": "[core]\n", "keep.txt": "keep\n"})
+	local := t.TempDir()
+	writeLocal(t, local, map[string]string{"keep.txt": "keep\n"})
+	// rclone counts a failed removal of an emptied folder as no error of
+	// the sync, so its exit status says nothing here: the audit does.
+	syncErr := k.rclone(t, "sync", local, "gw:codex-a/projects/demo")
+	if got, err := os.ReadFile(filepath.Join(k.projects, "demo", "held", ".git", "config")); err != nil || string(got) != "[core]\n" {
+		t.Fatalf("held/.git/config after the sync: %q %v (rclone: %v)", got, err, syncErr)
+	}
+	if !k.refused428(t, "webdav.DELETE", "held") {
+		t.Error("no audited 428 PRECONDITION_REQUIRED for the DELETE of held/")
+	}
+	if got := k.restoreVersion(t, "held/x.txt"); got != "x\n" {
+		t.Errorf("held/x.txt restored from its version = %q", got)
 	}
 }
 
@@ -432,6 +482,13 @@ func TestKeepGio(t *testing.T) {
 					t.Fatalf("gio wrote without preconditions under refuse: %s", res.log)
 				}
 				sameTree(t, "after refused writes", k.demo(t), before)
+				// Refused for the reason under test, not because gio
+				// failed some other way.
+				for action, path := range map[string]string{"webdav.PUT": "notes.txt", "webdav.DELETE": "old.txt"} {
+					if !k.refused428(t, action, path) {
+						t.Errorf("no audited 428 PRECONDITION_REQUIRED for %s of %s; gio: %s", action, path, res.log)
+					}
+				}
 				return
 			}
 			if !res.copied || !res.removed {

@@ -78,8 +78,8 @@ func (c CheckpointsConfig) validate(p ProjectConfig) error {
 	if c.MaxPerWorkspace < 1 || c.MaxPerWorkspace > 10000 {
 		bad("maxPerWorkspace", "must be between 1 and 10000 (got %d)", c.MaxPerWorkspace)
 	}
-	if c.MaxVersionsPerWorkspace < 1 || c.MaxVersionsPerWorkspace > 100000 {
-		bad("maxVersionsPerWorkspace", "must be between 1 and 100000 (got %d)", c.MaxVersionsPerWorkspace)
+	if c.MaxVersionsPerWorkspace < 1 || c.MaxVersionsPerWorkspace > 10000 {
+		bad("maxVersionsPerWorkspace", "must be between 1 and 10000 (got %d)", c.MaxVersionsPerWorkspace)
 	}
 	if c.MaxTotalBytes < 1 {
 		bad("maxTotalBytes", "must be at least 1 byte (got %d)", c.MaxTotalBytes)

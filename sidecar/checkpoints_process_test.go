@@ -344,6 +344,8 @@ func TestCheckpointsConfig(t *testing.T) {
 		"services:\n  checkpoints:\n    maxEntries: 0\n":                                          "services.checkpoints.maxEntries: must be between 1 and 10000000",
 		"services:\n  checkpoints:\n    maxEntries: 1000\n":                                       "",
 		"services:\n  checkpoints:\n    maxPerWorkspace: 0\n":                                     "services.checkpoints.maxPerWorkspace",
+		"services:\n  checkpoints:\n    maxVersionsPerWorkspace: 10001\n":                         "services.checkpoints.maxVersionsPerWorkspace: must be between 1 and 10000",
+		"services:\n  checkpoints:\n    maxVersionsPerWorkspace: 10000\n":                         "",
 		"services:\n  checkpoints:\n    unknownKey: 1\n":                                          "services.checkpoints.unknownKey: unknown key",
 		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints\n    maxAge: 1h\n": "",
 		// A direct child of the projects root other than the default name

@@ -30,30 +30,78 @@
 #   gvfs-backends, gvfs-daemons, libglib2.0-bin, dbus-daemon  (gio, the GNOME
 #                      gvfs WebDAV client Nautilus uses, driven by the keep
 #                      tests under dbus-run-session): gvfs-backends holds
-#                      gvfsd-dav and pulls gvfs-common/gvfs-libs, udisks2 and
-#                      systemd as hard dependencies; its recommends (gvfs-fuse,
-#                      psmisc, ...) are not needed: gio talks to gvfsd by D-Bus.
+#                      gvfsd-dav and depends on gvfs-common/gvfs-libs and
+#                      psmisc; gvfs-daemons depends on udisks2 and lsof (and
+#                      libsystemd0, not systemd); their recommends
+#                      (gnome-keyring, dbus, ...) are not needed: gio talks to
+#                      gvfsd by D-Bus. udisks2's postinst would start its root
+#                      daemon on a systemd host (and apt may upgrade systemd
+#                      libraries alongside), so these are installed with a
+#                      temporary /usr/sbin/policy-rc.d that exits 101: no
+#                      service is started (any existing policy-rc.d is put
+#                      back afterwards).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone chromium fonts-liberation nginx libnginx-mod-http-dav-ext
-  docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap ipset
-  gvfs-backends gvfs-daemons libglib2.0-bin dbus-daemon)
+  docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap ipset)
+# Installed with no service started (see above).
+quiet_packages=(gvfs-backends gvfs-daemons libglib2.0-bin dbus-daemon)
 
-need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in "${packages[@]}"; do
-  have "$p" || need+=("$p")
-done
-if ((${#need[@]})); then
+missing() {
+  local p
+  for p in "$@"; do
+    have "$p" || printf '%s\n' "$p"
+  done
+}
+mapfile -t need < <(missing "${packages[@]}")
+mapfile -t need_quiet < <(missing "${quiet_packages[@]}")
+
+policy=/usr/sbin/policy-rc.d
+policy_saved=""
+# restore_policy puts back the policy-rc.d that was there before
+# no_services (or removes the temporary one); also run on exit, so an
+# interrupted install never leaves services blocked for good.
+restore_policy() {
+  [ -n "${policy_active:-}" ] || return 0
+  rm -f "$policy"
+  if [ -n "$policy_saved" ]; then mv -f "$policy_saved" "$policy"; fi
+  policy_active="" policy_saved=""
+}
+# no_services runs "$@" with invoke-rc.d refusing every service start
+# (policy-rc.d exit 101: action forbidden).
+no_services() {
+  policy_saved=""
+  if [ -e "$policy" ] || [ -L "$policy" ]; then
+    policy_saved=$(mktemp "$policy.awf-saved.XXXXXX")
+    mv -f "$policy" "$policy_saved"
+  fi
+  policy_active=1
+  trap restore_policy EXIT
+  printf '#!/bin/sh\n# setup.sh: no service starts while gvfs and udisks2 are installed\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  local rc=0
+  "$@" || rc=$?
+  restore_policy
+  trap - EXIT
+  return "$rc"
+}
+
+if ((${#need[@]} + ${#need_quiet[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: missing Debian packages: ${need[*]} (run as root, or: sudo apt-get install -y --no-install-recommends ${need[*]})" >&2
+    echo "setup: missing Debian packages: ${need[*]} ${need_quiet[*]} (run as root, or: sudo apt-get install -y --no-install-recommends ${need[*]} ${need_quiet[*]})" >&2
     exit 1
   fi
-  echo "setup: installing ${need[*]}"
+  echo "setup: installing ${need[*]} ${need_quiet[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  if ((${#need[@]})); then
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+  if ((${#need_quiet[@]})); then
+    no_services apt-get install -y -qq --no-install-recommends "${need_quiet[@]}" >/dev/null
+  fi
 fi
 # nginx from Debian may start itself on :80; the bench starts its own on loopback.
 if command -v service >/dev/null && pgrep -x nginx >/dev/null 2>&1; then service nginx stop >/dev/null 2>&1 || true; fi

@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
+
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 // capturedLog is a logger whose output a test reads.
@@ -264,5 +266,37 @@ func TestStalledClientBodyIs408(t *testing.T) {
 	muts.expectOne(t, 408, codes.InvalidArgument, "INVALID_ARGUMENT")
 	if _, err := os.Stat(filepath.Join(f.Root, "projects/demo/stalled.bin")); err == nil {
 		t.Error("the stalled upload left a file")
+	}
+}
+
+// A keep write that kept a version and then failed is audited with the
+// version (the sidecar names it on the error answer); the header never
+// reaches the client.
+func TestKeptVersionAuditedOnError(t *testing.T) {
+	const id = "18ed2d2b7de31ce03c4d8b75"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(davwire.UnconditionalHeader) != davwire.UnconditionalKeep {
+			t.Errorf("%s without the keep header", r.Method)
+		}
+		w.Header().Set(davwire.KeptHeader, id)
+		w.Header().Set(davwire.ReasonHeader, "REVISION_MISMATCH")
+		w.WriteHeader(http.StatusPreconditionFailed)
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	var muts mutations
+	h, err := New(Options{Agents: func(string) (*url.URL, bool) { return u, true }, Writable: true, KeepUnconditional: true, OnMutation: muts.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("DELETE", "/dav/a/projects/demo/d", nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusPreconditionFailed || w.Header().Get(davwire.KeptHeader) != "" {
+		t.Fatalf("answer %d, kept header %q", w.Code, w.Header().Get(davwire.KeptHeader))
+	}
+	muts.expectOne(t, 412, codes.Aborted, "REVISION_MISMATCH")
+	if m := muts.got[0]; !m.Unconditional || m.KeptVersions != id {
+		t.Fatalf("mutation %+v: want unconditional with version %s", m, id)
 	}
 }

@@ -80,7 +80,9 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 			st.rec.reason = reason
 		}
 	}
-	if v := hdr.Get(davwire.KeptHeader); v != "" && resp.StatusCode < 400 && h.opts.KeepUnconditional {
+	// On an error too: a MOVE or COPY that removed its destination and
+	// then failed names the version of what it removed.
+	if v := hdr.Get(davwire.KeptHeader); v != "" && h.opts.KeepUnconditional {
 		st.rec.unconditional = true
 		for _, id := range strings.Split(v, ",") {
 			if checkpointID.MatchString(id) {

@@ -675,6 +675,20 @@ func (q *request) keptHeader() {
 	if !used {
 		return
 	}
+	q.setKept(ids)
+}
+
+// keptOnError is keptHeader for an error answer: a write that kept a
+// version and then failed (a MOVE or COPY that removed its destination,
+// then could not finish) still names the version, so the gateway's audit
+// of the failure says where what it removed is kept.
+func (q *request) keptOnError() {
+	if _, ids := q.uncond.Used(); len(ids) > 0 {
+		q.setKept(ids)
+	}
+}
+
+func (q *request) setKept(ids []string) {
 	v := davwire.KeptNone
 	if len(ids) > 0 {
 		v = strings.Join(ids, ",")

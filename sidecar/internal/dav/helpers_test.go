@@ -58,6 +58,12 @@ func newBenchEnv(b *testing.B) *env {
 
 func newEnvTB(tb testing.TB, t *testing.T, mod func(*Options)) *env {
 	tb.Helper()
+	return newEnvFS(tb, t, nil, mod)
+}
+
+// newEnvFS is newEnvTB that also adjusts davfs's configuration (fsMod).
+func newEnvFS(tb testing.TB, t *testing.T, fsMod func(*davfs.Config), mod func(*Options)) *env {
+	tb.Helper()
 	root := tb.TempDir()
 	e := &env{t: t, projects: filepath.Join(root, "projects"), codex: filepath.Join(root, "codex"),
 		logs: &proctest.Log{}, reg: prometheus.NewRegistry(),
@@ -67,7 +73,11 @@ func newEnvTB(tb testing.TB, t *testing.T, mod func(*Options)) *env {
 			tb.Fatal(err)
 		}
 	}
-	fs, err := davfs.Open(davfs.Config{ProjectsRoot: e.projects, CodexHome: e.codex, DeniedNames: davfs.DefaultDeniedNames()})
+	cfg := davfs.Config{ProjectsRoot: e.projects, CodexHome: e.codex, DeniedNames: davfs.DefaultDeniedNames()}
+	if fsMod != nil {
+		fsMod(&cfg)
+	}
+	fs, err := davfs.Open(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

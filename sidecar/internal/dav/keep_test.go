@@ -1,9 +1,16 @@
 package dav
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
@@ -40,5 +47,52 @@ func TestKeepWithCheckpointsOff(t *testing.T) {
 	}
 	if a, b := hostOrMissing(e, "a.txt"), hostOrMissing(e, "b.txt"); a != "A" || b != "B" {
 		t.Fatalf("after refused writes: a %q, b %q", a, b)
+	}
+}
+
+// A keep write that kept a version and then failed still names the
+// version (X-Workspace-Kept-Versions on the error answer), so the
+// gateway's audit of the failure says where what it kept is: here a PUT
+// whose target the agent changed while the body streamed (412; the
+// version stays, as the file no longer holds it).
+func TestKeepNamesVersionOnError(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	e := newEnvFS(t, t, func(c *davfs.Config) {
+		c.Checkpoints = davfs.CheckpointConfig{Dir: store, Automatic: true}
+	}, func(o *Options) { o.AllowUnconditionalWrites = false })
+	e.put("/projects/demo/a.txt", "A")
+	ws := davfs.Workspace{Scope: davfs.ScopeProject, Project: "demo"}
+	pr, pw := io.Pipe()
+	type answer struct {
+		resp *http.Response
+		body string
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, b := e.do("PUT", "/projects/demo/a.txt", map[string]string{davwire.UnconditionalHeader: davwire.UnconditionalKeep}, pr)
+		done <- answer{resp, b}
+	}()
+	if _, err := pw.Write([]byte("client ")); err != nil {
+		t.Fatal(err)
+	}
+	var kept []davfs.Checkpoint
+	for deadline := time.Now().Add(10 * time.Second); len(kept) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		kept, _ = e.fs.ListCheckpoints(context.Background(), ws)
+	}
+	if len(kept) != 1 {
+		t.Fatalf("no version kept while the PUT streams: %+v", kept)
+	}
+	if err := os.WriteFile(filepath.Join(e.projects, "demo", "a.txt"), []byte("the agent's A2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pw.Write([]byte("B"))
+	pw.Close()
+	a := <-done
+	if a.resp.StatusCode != http.StatusPreconditionFailed || a.resp.Header.Get(davwire.KeptHeader) != kept[0].ID {
+		t.Fatalf("PUT over a file changed while it streamed: %d, kept header %q (want %s); body %q",
+			a.resp.StatusCode, a.resp.Header.Get(davwire.KeptHeader), kept[0].ID, a.body)
+	}
+	if got := hostOrMissing(e, "a.txt"); got != "the agent's A2" {
+		t.Fatalf("a.txt = %q", got)
 	}
 }

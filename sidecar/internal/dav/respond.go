@@ -202,6 +202,7 @@ func (q *request) fail(status int, reason, msg string) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set(errtable.ReasonHeader, reason)
+	q.keptOnError()
 	body := msg + "\n"
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	q.rec.status = status
@@ -217,6 +218,7 @@ func (q *request) failXML(status int, reason, cond string) {
 	h := q.rec.w.Header()
 	h.Set("Content-Type", "application/xml; charset=utf-8")
 	h.Set(errtable.ReasonHeader, reason)
+	q.keptOnError()
 	q.rec.status = status
 	q.rec.w.WriteHeader(status)
 	_, _ = io.WriteString(q.rec.w, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
