@@ -354,7 +354,56 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 		// that appears after ChangedAfter refuses the delete.
 		opts.SkipCheckpoint = true
 	}
-	return wrapErr(ctx, op, t.name, d.fs.DeleteEntryWith(ctx, t.ws, t.path, expected, opts))
+	res, err := d.fs.DeleteEntryResult(ctx, t.ws, t.path, expected, opts)
+	if id := res.AutoCheckpoint; id != "" && id != unconditionalFrom(ctx).of(t.name) {
+		// Kept with the error too: a delete that failed after its
+		// checkpoint still leaves that checkpoint in the store.
+		autoCheckpointsFrom(ctx).add(id)
+	}
+	return wrapErr(ctx, op, t.name, err)
+}
+
+// AutoCheckpoints records the automatic checkpoints a WebDAV request's
+// deletes took (a recursive DELETE, or the removal of a COPY or MOVE
+// destination directory), so that the sidecar can name them to the
+// gateway, which audits them. A per-file version kept for an unconditional
+// write is reported by Unconditional instead.
+type AutoCheckpoints struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+type autoCheckpointsKey struct{}
+
+// WithAutoCheckpoints returns ctx in which the automatic checkpoints of
+// WebDAV deletes are recorded in the returned AutoCheckpoints.
+func WithAutoCheckpoints(ctx context.Context) (context.Context, *AutoCheckpoints) {
+	a := &AutoCheckpoints{}
+	return context.WithValue(ctx, autoCheckpointsKey{}, a), a
+}
+
+func autoCheckpointsFrom(ctx context.Context) *AutoCheckpoints {
+	a, _ := ctx.Value(autoCheckpointsKey{}).(*AutoCheckpoints)
+	return a
+}
+
+func (a *AutoCheckpoints) add(id string) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ids = append(a.ids, id)
+}
+
+// IDs are the automatic checkpoints taken so far, in order.
+func (a *AutoCheckpoints) IDs() []string {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.ids...)
 }
 
 // Rename moves an entry within one workspace. Moves across projects or

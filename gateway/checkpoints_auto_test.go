@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/sidecar"
@@ -179,6 +180,87 @@ func TestAutomaticCheckpointAuditREST(t *testing.T) {
 		if recs[0]["request_id"] == nil || recs[0]["request_id"] != creates[map[string]int{"delete_entry": 0, "delete_project": 1, "restore_checkpoint": 2}[action]]["request_id"] {
 			t.Errorf("%s and its checkpoint have different request IDs", action)
 		}
+	}
+	if b, _ := os.ReadFile(g.AuditFile); strings.Contains(string(b), secret) {
+		t.Error("the audit file holds file content")
+	}
+}
+
+// The automatic checkpoint a WebDAV DELETE of a folder takes (here under a
+// LOCK the client holds: folders have no ETag) is audited like REST's: its
+// own create_checkpoint record, named by the DELETE's auto_checkpoint_id;
+// the sidecar's header naming it never reaches the client.
+func TestAutomaticCheckpointAuditWebDAV(t *testing.T) {
+	const secret = "SECRET-AUTO-DAV-77c1"
+	projects := t.TempDir()
+	ckFile(t, projects, "demo/src/a.go", "package a // "+secret+"\n")
+	ckFile(t, projects, "demo/keep.txt", "stays\n")
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects})
+	g := gatewaytest.Start(t, gatewaytest.Options{Writable: true, Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
+	dav := func(method, path, body string, hdr ...string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, g.URL+"/dav/codex-a/projects/demo/"+path, strings.NewReader(body))
+		req.SetBasicAuth("x", g.AdminToken)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	lock := dav("LOCK", "src/", `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>t</D:owner></D:lockinfo>`,
+		"Depth", "infinity", "Timeout", "Second-60", "Content-Type", "application/xml")
+	token := lock.Header.Get("Lock-Token")
+	if lock.StatusCode != http.StatusOK || token == "" {
+		t.Fatalf("LOCK: %d %q", lock.StatusCode, token)
+	}
+	del := dav(http.MethodDelete, "src/", "", "If", "("+token+")")
+	if del.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE under the lock: %d", del.StatusCode)
+	}
+	for k := range del.Header {
+		if strings.HasPrefix(k, "X-Workspace-") {
+			t.Errorf("the client got %s", k)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(projects, "demo/src")); !os.IsNotExist(err) {
+		t.Fatalf("src still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(projects, "demo/keep.txt")); err != nil {
+		t.Fatalf("a file beside it changed: %v", err)
+	}
+	// The WebDAV audit record is written once the response is sent.
+	var creates, dels []map[string]any
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		creates, dels = auditOf(t, g, "create_checkpoint"), auditOf(t, g, "webdav.DELETE")
+		if len(dels) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(creates) != 1 || len(dels) != 1 {
+		t.Fatalf("create_checkpoint %v, webdav.DELETE %v", creates, dels)
+	}
+	c, d := creates[0], dels[0]
+	id, _ := c["checkpoint_id"].(string)
+	if id == "" || c["automatic"] != true || c["checkpoint_reason"] != "before_delete" || c["source_path"] != "src" ||
+		c["project_name"] != "demo" || c["result"] != "ok" || c["operator"] != gatewaytest.AdminOperator || c["request_id"] != d["request_id"] {
+		t.Errorf("create_checkpoint: %v", c)
+	}
+	if d["auto_checkpoint_id"] != id || d["result"] != "ok" {
+		t.Errorf("webdav.DELETE: %v (checkpoint %q)", d, id)
+	}
+	// The checkpoint named is the one that holds the folder.
+	var list struct {
+		Checkpoints []struct {
+			ID string `json:"id"`
+		} `json:"checkpoints"`
+	}
+	ckJSON(t, admin(t, g, http.MethodGet, api+"/agents/codex-a/checkpoints?workspace.scope=PROJECT&workspace.project_name=demo&path=src", ""), 200, &list)
+	if len(list.Checkpoints) != 1 || list.Checkpoints[0].ID != id {
+		t.Errorf("checkpoints holding src: %+v, audited %q", list.Checkpoints, id)
 	}
 	if b, _ := os.ReadFile(g.AuditFile); strings.Contains(string(b), secret) {
 		t.Error("the audit file holds file content")

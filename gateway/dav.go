@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -84,6 +85,23 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 			if rec.Operator == "" {
 				id, _ := auth.FromContext(r.Context())
 				rec.Operator = id.Operator
+			}
+			// Each automatic checkpoint gets its own create_checkpoint
+			// record first, as over REST (mgmt); the mutation's record
+			// names the last one.
+			for id := range strings.SplitSeq(m.AutoCheckpoints, ",") {
+				if id == "" {
+					continue
+				}
+				path := rec.SourcePath
+				if rec.DestinationPath != "" {
+					path = rec.DestinationPath // what a COPY or MOVE removed
+				}
+				al.Record(r.Context(), audit.Record{Time: rec.Time, RequestID: rec.RequestID, Operator: rec.Operator,
+					AgentID: rec.AgentID, WorkspaceScope: rec.WorkspaceScope, ProjectName: rec.ProjectName,
+					Action: "create_checkpoint", SourcePath: path, CheckpointID: id, Automatic: true,
+					CheckpointReason: "before_delete", Result: audit.ResultOK, GRPCCode: "OK", DurationMS: rec.DurationMS})
+				rec.AutoCheckpointID = id
 			}
 			al.Record(r.Context(), rec)
 		},

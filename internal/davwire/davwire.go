@@ -42,6 +42,11 @@ const (
 	// audits it and strips it.
 	KeptHeader = "X-Workspace-Kept-Versions"
 	KeptNone   = "none"
+	// AutoCheckpointHeader, on a response to a WebDAV request whose delete
+	// took an automatic checkpoint (a recursive DELETE, or the removal of a
+	// COPY or MOVE destination directory), holds its ID (comma-separated
+	// when there were more). The gateway audits it and strips it.
+	AutoCheckpointHeader = "X-Workspace-Auto-Checkpoint"
 )
 
 var prefixRE = regexp.MustCompile(`^/dav/[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)

@@ -134,6 +134,11 @@ type Mutation struct {
 	// for a write that replaced nothing).
 	Unconditional bool
 	KeptVersions  string
+	// AutoCheckpoints are the IDs (comma-separated) of the automatic
+	// checkpoints the sidecar took before the request's delete (a
+	// recursive DELETE, or the removal of a COPY or MOVE destination
+	// directory), whatever its outcome.
+	AutoCheckpoints string
 	// Code is the gRPC code of the outcome: OK below 400,
 	// errtable.For(Reason).Code for a failure with a reason,
 	// DeadlineExceeded for a sidecar that timed out, Canceled when the

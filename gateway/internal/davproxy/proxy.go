@@ -90,6 +90,13 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 			}
 		}
 	}
+	if v := hdr.Get(davwire.AutoCheckpointHeader); v != "" {
+		for _, id := range strings.Split(v, ",") {
+			if checkpointID.MatchString(id) {
+				st.rec.autos = append(st.rec.autos, id)
+			}
+		}
+	}
 	for k := range hdr {
 		if strings.HasPrefix(k, "X-Workspace-") {
 			delete(hdr, k)
@@ -228,6 +235,9 @@ type recorder struct {
 	// unconditional and kept: the sidecar's davwire.KeptHeader.
 	unconditional bool
 	kept          []string
+	// autos: the automatic checkpoints the request's deletes took (the
+	// sidecar's davwire.AutoCheckpointHeader).
+	autos []string
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -86,6 +86,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.Status, m.Duration = status, d
 			m.Code, m.Reason = rec.outcome()
 			m.Unconditional, m.KeptVersions = rec.unconditional, strings.Join(rec.kept, ",")
+			m.AutoCheckpoints = strings.Join(rec.autos, ",")
 			h.opts.OnMutation(r, *m)
 		}
 	}()

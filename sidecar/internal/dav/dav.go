@@ -152,8 +152,9 @@ type request struct {
 	reason   string            // errtable reason of an error response
 	aborted  bool              // a streamed answer broke off: end the connection
 
-	keep   string               // the method, when the gateway says unconditionalWrites: keep
-	uncond *davfs.Unconditional // what keeping did
+	keep   string                 // the method, when the gateway says unconditionalWrites: keep
+	uncond *davfs.Unconditional   // what keeping did
+	autos  *davfs.AutoCheckpoints // automatic checkpoints its deletes took
 
 	dstRemoved bool     // COPY/MOVE: this request removed the destination (guardFS)
 	refused    *refusal // a FileSystem call refused the request itself
@@ -185,6 +186,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	q.ctx, q.uncond = davfs.WithUnconditional(q.ctx)
+	q.ctx, q.autos = davfs.WithAutoCheckpoints(q.ctx)
 	q.rec.before = q.keptHeader
 	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
 	q.r = r.WithContext(q.ctx)
@@ -671,6 +673,7 @@ func (q *request) precondition(name string) davfs.Precondition {
 // went ahead without a precondition because keeping was on, and which
 // versions it kept (davwire.KeptHeader).
 func (q *request) keptHeader() {
+	q.autoHeader()
 	used, ids := q.uncond.Used()
 	if !used {
 		return
@@ -683,8 +686,18 @@ func (q *request) keptHeader() {
 // then could not finish) still names the version, so the gateway's audit
 // of the failure says where what it removed is kept.
 func (q *request) keptOnError() {
+	q.autoHeader()
 	if _, ids := q.uncond.Used(); len(ids) > 0 {
 		q.setKept(ids)
+	}
+}
+
+// autoHeader names the automatic checkpoints the request's deletes took
+// (davwire.AutoCheckpointHeader), on success and on error alike: a delete
+// that failed after its checkpoint still left that checkpoint.
+func (q *request) autoHeader() {
+	if ids := q.autos.IDs(); len(ids) > 0 {
+		q.rec.Header().Set(davwire.AutoCheckpointHeader, strings.Join(ids, ","))
 	}
 }
 
