@@ -3,6 +3,9 @@ package mgmt
 import (
 	"context"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 )
 
@@ -70,10 +73,16 @@ func (c *Checkpoints) RestoreCheckpoint(ctx context.Context, req *workspacev1.Re
 	auto := &autoCheckpoint{reason: "before_restore"}
 	cl := call{action: "restore_checkpoint", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath(), checkpoint: &id, auto: auto}
 	err := c.doCheckpoint(ctx, cl, func(ctx context.Context, sc workspacev1.CheckpointServiceClient) (err error) {
+		var tr metadata.MD
 		out, err = sc.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: req.GetWorkspace(), CheckpointId: req.GetCheckpointId(),
-			Path: req.GetPath(), PlanToken: req.GetPlanToken()})
-		// The undo checkpoint is of the restored scope.
-		auto.id, auto.path = out.GetUndoCheckpointId(), out.GetPath()
+			Path: req.GetPath(), PlanToken: req.GetPlanToken()}, grpc.Trailer(&tr))
+		// The undo checkpoint is of the restored scope; a restore that
+		// failed after taking it names it in the trailer only (its path
+		// is then the request's).
+		auto.id, auto.path = autoID(out.GetUndoCheckpointId(), tr), out.GetPath()
+		if out == nil {
+			auto.path = req.GetPath()
+		}
 		return err
 	})
 	return out, err

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"time"
 
@@ -178,16 +179,22 @@ type call struct {
 }
 
 // autoID is the automatic checkpoint's ID: from the response, or, when the
-// delete failed after taking it, from the trailer.
+// delete or restore failed after taking it, from the trailer. Anything not
+// shaped like a checkpoint ID is dropped (as davproxy does with its header):
+// the audit record never carries what the sidecar should not have sent.
 func autoID(fromResponse string, tr metadata.MD) string {
-	if fromResponse != "" {
-		return fromResponse
+	id := fromResponse
+	if v := tr.Get(autoCheckpointTrailer); id == "" && len(v) == 1 {
+		id = v[0]
 	}
-	if v := tr.Get(autoCheckpointTrailer); len(v) == 1 {
-		return v[0]
+	if !checkpointIDShape.MatchString(id) {
+		return ""
 	}
-	return ""
+	return id
 }
+
+// checkpointIDShape is davfs's checkpoint ID: 24 lowercase hex digits.
+var checkpointIDShape = regexp.MustCompile(`^[0-9a-f]{24}$`)
 
 // autoCheckpoint is an automatic checkpoint a mutation took first.
 type autoCheckpoint struct {
@@ -285,9 +292,9 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 			// mutation's result.
 			s.audit.Record(ctx, audit.Record{Time: start, RequestID: rec.RequestID, Operator: rec.Operator, AgentID: rec.AgentID,
 				WorkspaceScope: rec.WorkspaceScope, ProjectName: rec.ProjectName, Action: "create_checkpoint", SourcePath: a.path,
-				CheckpointID: truncate(a.id, 64), Automatic: true, CheckpointReason: a.reason,
+				CheckpointID: a.id, Automatic: true, CheckpointReason: a.reason,
 				Result: audit.ResultOK, GRPCCode: codes.OK.String(), DurationMS: rec.DurationMS})
-			rec.AutoCheckpointID = truncate(a.id, 64)
+			rec.AutoCheckpointID = a.id
 		}
 		s.audit.Record(ctx, rec)
 	}

@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
@@ -103,6 +105,11 @@ func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspac
 	}
 	r, err := s.fs.RestoreCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetPath(), davfs.RestoreOptions{PlanToken: req.GetPlanToken()})
 	if err != nil {
+		// A restore that failed after taking its undo checkpoint (kept)
+		// names it, as a failed delete does, so that the gateway audits it.
+		if r.AutoCheckpoint != "" {
+			_ = grpc.SetTrailer(ctx, metadata.Pairs(AutoCheckpointKey, r.AutoCheckpoint))
+		}
 		return nil, err
 	}
 	out := &workspacev1.RestoreCheckpointResponse{Checkpoint: toCheckpoint(r.Checkpoint), Path: r.Path, UndoCheckpointId: r.AutoCheckpoint, TotalChanges: int32(len(r.Changes))}

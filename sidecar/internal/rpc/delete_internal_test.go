@@ -36,7 +36,7 @@ func (f *deleteFS) DeleteProjectWith(ctx context.Context, name, confirm string, 
 // after taking it. A CHECKPOINT_LIMIT names the override.
 func TestDeleteCheckpointOptions(t *testing.T) {
 	fs := &deleteFS{}
-	c, _ := startService(t, fs)
+	c, logs := startService(t, fs)
 	ctx := context.Background()
 	del := func(skip bool) (string, metadata.MD, error) {
 		var tr metadata.MD
@@ -71,5 +71,18 @@ func TestDeleteCheckpointOptions(t *testing.T) {
 				t.Fatalf("limit: %v, trailer %v", err, tr)
 			}
 		})
+	}
+	// The sidecar's own request log says which delete went without its
+	// checkpoint.
+	fs.res, fs.err = davfs.DeleteResult{}, nil
+	for id, skip := range map[string]bool{"req-skip": true, "req-keep": false} {
+		rctx := metadata.AppendToOutgoingContext(ctx, RequestIDKey, id)
+		if _, err := c.DeleteEntry(rctx, &workspacev1.DeleteEntryRequest{Workspace: project, Path: "d", ExpectedRevision: "r", Recursive: true, SkipCheckpoint: skip}); err != nil {
+			t.Fatal(err)
+		}
+		l := findLine(t, logs.String(), id)
+		if v, ok := l["skip_checkpoint"]; skip && v != true || !skip && ok {
+			t.Errorf("%s logged skip_checkpoint %v (present %v)", id, v, ok)
+		}
 	}
 }

@@ -154,6 +154,11 @@ func requestFields(req any) []any {
 	case interface{ GetPath() string }:
 		f = append(f, "path", r.GetPath())
 	}
+	// A delete that goes without its automatic checkpoint cannot be
+	// undone: the sidecar's own log says so, as the gateway's audit does.
+	if r, ok := req.(interface{ GetSkipCheckpoint() bool }); ok && r.GetSkipCheckpoint() {
+		f = append(f, "skip_checkpoint", true)
+	}
 	return f
 }
 
