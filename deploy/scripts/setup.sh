@@ -39,8 +39,84 @@
 #                      libraries alongside), so these are installed with a
 #                      temporary /usr/sbin/policy-rc.d that exits 101: no
 #                      service is started (any existing policy-rc.d is put
-#                      back afterwards).
+#                      back afterwards; a stub a killed run left is removed).
 set -euo pipefail
+
+# The policy-rc.d handling comes first so that its test can source just this
+# part (AWF_POLICY_RC_D, for that test only, puts the file and its lock in a
+# temporary directory instead of /usr/sbin and /run/lock).
+policy=${AWF_POLICY_RC_D:-/usr/sbin/policy-rc.d}
+if [ -n "${AWF_POLICY_RC_D:-}" ]; then
+  policy_lock=$policy.lock
+elif [ -d /run/lock ] && [ -w /run/lock ]; then
+  policy_lock=/run/lock/awf-setup.lock
+else
+  policy_lock=/tmp/awf-setup.lock
+fi
+# Every stub no_services writes carries this line; a file with it is
+# setup.sh's own, never an administrator's.
+policy_marker='# setup.sh: no service starts'
+policy_saved=""
+is_stub() { [ -f "$1" ] && [ ! -L "$1" ] && grep -qF -- "$policy_marker" "$1" 2>/dev/null; }
+# clear_stale_policy runs under the lock, so no other run is live: a stub
+# found now was left by a run that was killed (SIGKILL, OOM, reboot) before
+# it could restore. It is removed, and the policy that run had saved is put
+# back; a saved stub (an older setup.sh, without the lock, saved another
+# run's) is dropped, never restored.
+clear_stale_policy() {
+  local s
+  if is_stub "$policy"; then rm -f "$policy"; fi
+  for s in "$policy".awf-saved.*; do
+    [ -e "$s" ] || [ -L "$s" ] || continue
+    if is_stub "$s"; then
+      rm -f "$s"
+    elif ! [ -e "$policy" ] && ! [ -L "$policy" ]; then
+      mv -f "$s" "$policy"
+    fi
+  done
+}
+# restore_policy puts back the policy-rc.d that was there before
+# no_services (or removes the temporary one); also run on exit, so an
+# interrupted install never leaves services blocked for good.
+restore_policy() {
+  [ -n "${policy_active:-}" ] || return 0
+  rm -f "$policy"
+  if [ -n "$policy_saved" ]; then mv -f "$policy_saved" "$policy"; fi
+  policy_active="" policy_saved=""
+}
+# no_services runs "$@" with invoke-rc.d refusing every service start
+# (policy-rc.d exit 101: action forbidden). Two runs at once are serialized
+# by a lock (else the second would save the first's stub as the policy to
+# put back); "$@" does not inherit the lock, so a process it leaves behind
+# cannot hold it.
+no_services() {
+  local rc=0
+  exec 9>>"$policy_lock"
+  flock 9
+  clear_stale_policy
+  policy_saved=""
+  if [ -e "$policy" ] || [ -L "$policy" ]; then
+    policy_saved=$(mktemp "$policy.awf-saved.XXXXXX")
+    if ! mv -f "$policy" "$policy_saved"; then
+      rm -f "$policy_saved"
+      exec 9>&-
+      echo "setup: cannot move $policy aside" >&2
+      return 1
+    fi
+  fi
+  policy_active=1
+  trap restore_policy EXIT
+  printf '#!/bin/sh\n%s while gvfs and udisks2 are installed\nexit 101\n' "$policy_marker" >"$policy"
+  chmod 755 "$policy"
+  "$@" 9>&- || rc=$?
+  restore_policy
+  trap - EXIT
+  exec 9>&-
+  return "$rc"
+}
+# Sourced (by its test): only the functions above.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
+
 cd "$(dirname "$0")/../.."
 
 packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone chromium fonts-liberation nginx libnginx-mod-http-dav-ext
@@ -57,36 +133,6 @@ missing() {
 }
 mapfile -t need < <(missing "${packages[@]}")
 mapfile -t need_quiet < <(missing "${quiet_packages[@]}")
-
-policy=/usr/sbin/policy-rc.d
-policy_saved=""
-# restore_policy puts back the policy-rc.d that was there before
-# no_services (or removes the temporary one); also run on exit, so an
-# interrupted install never leaves services blocked for good.
-restore_policy() {
-  [ -n "${policy_active:-}" ] || return 0
-  rm -f "$policy"
-  if [ -n "$policy_saved" ]; then mv -f "$policy_saved" "$policy"; fi
-  policy_active="" policy_saved=""
-}
-# no_services runs "$@" with invoke-rc.d refusing every service start
-# (policy-rc.d exit 101: action forbidden).
-no_services() {
-  policy_saved=""
-  if [ -e "$policy" ] || [ -L "$policy" ]; then
-    policy_saved=$(mktemp "$policy.awf-saved.XXXXXX")
-    mv -f "$policy" "$policy_saved"
-  fi
-  policy_active=1
-  trap restore_policy EXIT
-  printf '#!/bin/sh\n# setup.sh: no service starts while gvfs and udisks2 are installed\nexit 101\n' >"$policy"
-  chmod 755 "$policy"
-  local rc=0
-  "$@" || rc=$?
-  restore_policy
-  trap - EXIT
-  return "$rc"
-}
 
 if ((${#need[@]} + ${#need_quiet[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
