@@ -2,14 +2,12 @@ package rpc
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -37,17 +35,7 @@ func TestRestoreCheckpointFailedUndoTrailer(t *testing.T) {
 	var buf proctest.Log
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(Interceptor(hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: &buf}), nil)))
 	workspacev1.RegisterCheckpointServiceServer(srv, NewCheckpointService(fs))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := serve(t, srv)
 	c := workspacev1.NewCheckpointServiceClient(conn)
 	restore := func() (string, metadata.MD, error) {
 		var tr metadata.MD

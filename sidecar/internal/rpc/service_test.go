@@ -61,12 +61,10 @@ func (f *fakeFS) ListEntries(ctx context.Context, ws davfs.Workspace, dir string
 	return davfs.Page{Entries: []davfs.Entry{{Name: "big.bin", Path: "big.bin", Type: davfs.TypeFile, Reason: davfs.NotEditableUnknown}}}, nil
 }
 
-func startService(t *testing.T, fs FS) (workspacev1.WorkspaceServiceClient, *proctest.Log) {
+// serve serves srv on 127.0.0.1 until the test ends and returns a client
+// connection to it.
+func serve(t *testing.T, srv *grpc.Server) *grpc.ClientConn {
 	t.Helper()
-	var buf proctest.Log
-	log := hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: &buf, Level: hclog.Debug})
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(Interceptor(log, nil)))
-	workspacev1.RegisterWorkspaceServiceServer(srv, NewService(fs))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +76,16 @@ func startService(t *testing.T, fs FS) (workspacev1.WorkspaceServiceClient, *pro
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func startService(t *testing.T, fs FS) (workspacev1.WorkspaceServiceClient, *proctest.Log) {
+	t.Helper()
+	var buf proctest.Log
+	log := hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: &buf, Level: hclog.Debug})
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(Interceptor(log, nil)))
+	workspacev1.RegisterWorkspaceServiceServer(srv, NewService(fs))
+	conn := serve(t, srv)
 	return workspacev1.NewWorkspaceServiceClient(conn), &buf
 }
 

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -48,17 +46,7 @@ func TestWatchStreamInterceptor(t *testing.T) {
 	obs := obsRec{got: make(chan string, 8)}
 	srv := grpc.NewServer(grpc.ChainStreamInterceptor(StreamInterceptor(log, obs)))
 	workspacev1.RegisterWatchServiceServer(srv, panicWatch{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := serve(t, srv)
 	c := workspacev1.NewWatchServiceClient(conn)
 	call := func(id, dir string) (*workspacev1.WatchEvent, metadata.MD, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -82,7 +70,7 @@ func TestWatchStreamInterceptor(t *testing.T) {
 	}
 
 	// A panic ends the stream with Internal; the server goes on serving.
-	_, _, err = call("req-boom", "boom")
+	_, _, err := call("req-boom", "boom")
 	if status.Code(err) != codes.Internal || strings.Contains(err.Error(), "handler bug") {
 		t.Fatalf("panic: %v, want Internal without the detail", err)
 	}
