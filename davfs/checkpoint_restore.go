@@ -50,7 +50,8 @@ func errChangedDuring(rel string) *Error {
 // denied name) refuses the restore before it changes anything
 // (FailedPrecondition/CHECKPOINT_CONFLICT); such names are never removed
 // or replaced. A project that was deleted is created again (without its
-// .git, which checkpoints never hold).
+// .git, which checkpoints never hold). A restore that fails after its
+// undo checkpoint was taken returns that checkpoint's ID with the error.
 func (f *FS) RestoreCheckpoint(ctx context.Context, ws Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
 	if err := f.checkpointCall(ws, id); err != nil {
 		return RestoreResult{}, err
@@ -101,7 +102,9 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		res.AutoCheckpoint = ""
 	}
 	if err != nil {
-		return RestoreResult{}, err
+		// The undo checkpoint of a restore that failed is kept, and named:
+		// after a partial restore it is what brings the state back.
+		return RestoreResult{AutoCheckpoint: res.AutoCheckpoint}, err
 	}
 	return res, nil
 }

@@ -327,3 +327,41 @@ func atoiSuffix(name string) int {
 	n, _ := strconv.Atoi(strings.TrimPrefix(name, "f"))
 	return n
 }
+
+// A restore that fails after changing something still names its undo
+// checkpoint (the sidecar passes it on in a trailer, the gateway audits it):
+// that is exactly when it is needed.
+func TestCheckpointRestoreFailureNamesUndo(t *testing.T) {
+	e := ckFixEnv(t)
+	ws := proj("p")
+	e.write("projects/p/a.txt", "v1\n")
+	e.write("projects/p/d/x.txt", "x1\n")
+	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	must(t, err)
+	e.write("projects/p/a.txt", "v2 of the agent\n")
+	e.write("projects/p/d/x.txt", "x2 of the agent\n")
+	// After every check, before the first change: d becomes a file, so
+	// a.txt is restored and d/x.txt cannot be.
+	d := filepath.Join(e.projects, "p", "d")
+	setRestoreHook(t, "verified", func() {
+		must(t, os.RemoveAll(d))
+		must(t, os.WriteFile(d, []byte("now a file\n"), 0o644))
+	})
+	res, err := e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{})
+	if err == nil {
+		t.Fatal("the restore went through a file where its folder was")
+	}
+	if res.AutoCheckpoint == "" {
+		t.Fatalf("the failed restore does not name its undo checkpoint (%v)", err)
+	}
+	cs, err := e.fs.ListCheckpoints(bg, ws)
+	must(t, err)
+	found := false
+	for _, x := range cs {
+		found = found || x.ID == res.AutoCheckpoint
+	}
+	if !found {
+		t.Fatalf("the undo checkpoint %s named is not in the store", res.AutoCheckpoint)
+	}
+	e.checkCanaries()
+}
