@@ -79,3 +79,51 @@ func TestCheckpointPrestatNeverFollowsLinks(t *testing.T) {
 		t.Fatalf("saw %d of the %d links", seen, len(links))
 	}
 }
+
+// A directory of many more names than services.checkpoints.maxEntries
+// fails its capture without statting all of them ahead of the walk: the
+// prestats taken (about 160 bytes a name) stop one past the limit. Before
+// the fix every name of the directory was stat'ed, and held, first.
+func TestCheckpointPrestatBoundedByMaxEntries(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	const names = 10_000
+	e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxEntries = 100 })
+	dir := filepath.Join(e.projects, "p", "many")
+	must(t, os.MkdirAll(dir, 0o755))
+	for i := range names {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("f%05d", i)))
+		must(t, err)
+		must(t, f.Close())
+	}
+	// The directory's listing itself (names and dirents) is read whole
+	// either way: measured alone, then subtracted.
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	var m0, m1, m2 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	ents, err := readDirents(fd)
+	runtime.ReadMemStats(&m1)
+	unix.Close(fd)
+	must(t, err)
+	if len(ents) != names {
+		t.Fatalf("%d names listed", len(ents))
+	}
+	listing := m1.TotalAlloc - m0.TotalAlloc
+	_, err = e.fs.CreateCheckpoint(bg, proj("p"), CheckpointOptions{Path: "many"})
+	runtime.ReadMemStats(&m2)
+	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	// Statting every name ahead would take names*160 bytes (1.6 MB) more.
+	if got, limit := m2.TotalAlloc-m1.TotalAlloc, listing+names*160/2; got > limit {
+		t.Fatalf("the refused capture allocated %d bytes (the listing alone %d): more than %d", got, listing, limit)
+	}
+	t.Logf("capture %d, listing %d", m2.TotalAlloc-m1.TotalAlloc, listing)
+	// And the count itself: one past what maxEntries still allows.
+	s := newScanner(bg, e.fs, wsPath{}, e.fs.ck)
+	if n := s.prestatCount(names); n != 101 {
+		t.Fatalf("prestatCount(%d) with maxEntries 100 = %d, want 101", names, n)
+	}
+	s.store = nil
+	if n := s.prestatCount(names); n != prestatWindow {
+		t.Fatalf("prestatCount(%d) without a store = %d, want a window (%d)", names, n, prestatWindow)
+	}
+}
