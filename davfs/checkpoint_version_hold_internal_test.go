@@ -14,12 +14,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/net/webdav"
 )
 
 // holdEnv is a store of maxTotalBytes 16 KiB on a clock the test moves,
 // with f.txt (6 KiB) and other/x.bin (12 KiB) of random bytes in project
 // p: a checkpoint of other/ fits only without a version of f.txt.
-func holdEnv(t *testing.T) (e *env, later func(time.Duration), old string) {
+// observer, when set, is the FS's CheckpointObserver.
+func holdEnv(t *testing.T, observer CheckpointObserver) (e *env, later func(time.Duration), old string) {
 	t.Helper()
 	var mu sync.Mutex
 	now := time.Now()
@@ -27,6 +30,7 @@ func holdEnv(t *testing.T) (e *env, later func(time.Duration), old string) {
 		c.Checkpoints.MaxTotalBytes = 16 << 10
 		c.Checkpoints.Automatic = true
 		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		c.CheckpointObserver = observer
 	})
 	later = func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	old = ckfRandom("f", 6<<10)
@@ -49,6 +53,20 @@ func holdDavErr(err error) error {
 	return err
 }
 
+// openKeepPut opens a keep PUT of p/f.txt: the upload, and the one version
+// it kept.
+func openKeepPut(t *testing.T, e *env) (webdav.File, string) {
+	t.Helper()
+	ctx, u := holdKeepCtx("PUT")
+	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	must(t, err)
+	_, ids := u.Used()
+	if len(ids) != 1 {
+		t.Fatalf("the keep PUT kept %v", ids)
+	}
+	return f, ids[0]
+}
+
 // noHolds fails when any checkpoint is still held (a leaked hold keeps a
 // version from ever being pruned).
 func noHolds(t *testing.T, e *env, what string) {
@@ -67,17 +85,10 @@ func noHolds(t *testing.T, e *env, what string) {
 // commits and what it replaced can be restored. Once the PUT has
 // finished, the hold is gone and the old version can be pruned.
 func TestVersionHeldWhileItsWriteStreams(t *testing.T) {
-	e, later, old := holdEnv(t)
+	e, later, old := holdEnv(t, nil)
 	ws := proj("p")
-	ctx, u := holdKeepCtx("PUT")
-	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	must(t, err)
-	_, ids := u.Used()
-	if len(ids) != 1 {
-		t.Fatalf("the keep PUT kept %v", ids)
-	}
-	version := ids[0]
-	_, err = io.WriteString(f, "the client's new ")
+	f, version := openKeepPut(t, e)
+	_, err := io.WriteString(f, "the client's new ")
 	must(t, err)
 	if !e.fs.ck.isBusy(version) {
 		t.Fatal("the version is not held while its upload streams")
@@ -121,25 +132,16 @@ func TestVersionHeldWhileItsDeleteRuns(t *testing.T) {
 	var later func(time.Duration)
 	armed := false
 	var during error
-	var mu sync.Mutex
-	now := time.Now()
-	e = ckfEnv(t, func(c *Config) {
-		c.Checkpoints.MaxTotalBytes = 16 << 10
-		c.Checkpoints.Automatic = true
-		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-		c.CheckpointObserver = func(op string, _ time.Duration, _ int64, err error) {
-			if op != "create" || !armed || err != nil {
-				return
-			}
-			armed = false
-			later(2 * VersionMinAge)
-			_, during = e.fs.CreateCheckpoint(bg, proj("p"), CheckpointOptions{Path: "other"})
+	e, later, _ = holdEnv(t, func(op string, _ time.Duration, _ int64, err error) {
+		if op != "create" || !armed || err != nil {
+			return
 		}
+		armed = false
+		later(2 * VersionMinAge)
+		_, during = e.fs.CreateCheckpoint(bg, proj("p"), CheckpointOptions{Path: "other"})
 	})
-	later = func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	old := ckfRandom("d", 6<<10)
 	e.write("projects/p/d/f.txt", old)
-	e.write("projects/p/other/x.bin", ckfRandom("other", 12<<10))
 	ctx, u := holdKeepCtx("DELETE")
 	armed = true
 	must(t, holdDavErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/d")))
@@ -161,18 +163,12 @@ func TestVersionHeldWhileItsDeleteRuns(t *testing.T) {
 // or restore), that only fits by evicting it fails with CHECKPOINT_LIMIT.
 // Once the version is old enough, it is the first to go.
 func TestVersionYoungNeverEvicted(t *testing.T) {
-	e, later, old := holdEnv(t)
-	ws := proj("p")
-	ctx, u := holdKeepCtx("PUT")
-	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	must(t, err)
-	_, err = io.WriteString(f, "v2\n")
+	e, later, old := holdEnv(t, nil)
+	f, version := openKeepPut(t, e)
+	_, err := io.WriteString(f, "v2\n")
 	must(t, err)
 	must(t, f.Close())
-	_, ids := u.Used()
-	if len(ids) != 1 {
-		t.Fatalf("the keep PUT kept %v", ids)
-	}
+	ids, ws := []string{version}, proj("p")
 	noHolds(t, e, "after the PUT")
 	later(time.Minute)
 	for _, reason := range []string{CheckpointManual, CheckpointBeforeDelete, CheckpointBeforeRestore} {
@@ -275,13 +271,8 @@ func TestVersionDropSkippedWhileHeld(t *testing.T) {
 	e := ckfEnv(t, nil)
 	ws := proj("p")
 	e.write("projects/p/f.txt", "v1\n")
-	ctx, u := holdKeepCtx("PUT")
-	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	must(t, err)
-	_, ids := u.Used()
-	if len(ids) != 1 {
-		t.Fatalf("the keep PUT kept %v", ids)
-	}
+	f, version := openKeepPut(t, e)
+	ids := []string{version}
 	e.fs.ck.hold(ids[0]) // a restore reading it
 	f.(Aborter).Abort(io.ErrUnexpectedEOF)
 	if err := f.Close(); err == nil {
