@@ -144,14 +144,19 @@ func (s *scanner) dir(fd int, rel string, depth int) error {
 	if err != nil {
 		return fsErr(err, rel)
 	}
-	pre := s.prestat(fd, ents)
+	var pre []prestat // the prestats of ents[base:next] (nil: none taken)
+	base, next := 0, 0
 	for i, d := range ents {
 		if err := s.ctx.Err(); err != nil {
 			return ctxErr(s.ctx)
 		}
+		if i == next {
+			n := s.prestatCount(len(ents) - i)
+			pre, base, next = s.prestat(fd, ents[i:i+n]), i, i+n
+		}
 		var p *prestat
 		if pre != nil {
-			p = &pre[i]
+			p = &pre[i-base]
 		}
 		if err := s.entryWith(fd, d.name, childRel(rel, d.name), depth+1, p); err != nil {
 			return err
@@ -168,6 +173,23 @@ const (
 	prestatMin   = 32
 	prestatChunk = 16
 )
+
+// prestatWindow bounds the names one prestat stats ahead of the walk: a
+// prestat is about 160 bytes, so a directory of a million names holds
+// them for a window at a time, not for the whole directory.
+const prestatWindow = 1024
+
+// prestatCount is how many of the remaining names of a directory the next
+// prestat stats: at most a window, and at most one past what
+// services.checkpoints.maxEntries still allows (the capture fails at that
+// name, so statting more ahead of it is wasted work and memory).
+func (s *scanner) prestatCount(remaining int) int {
+	n := min(remaining, prestatWindow)
+	if s.store != nil {
+		n = min(n, s.store.cfg.MaxEntries-len(s.out)-len(s.blocked)+1)
+	}
+	return max(n, 1)
+}
 
 // prestat is one name's lstat (lstatOn: never following a symlink, EXDEV
 // for another mount), taken ahead of entry.

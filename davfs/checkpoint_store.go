@@ -996,6 +996,14 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	s.pruneAge(f)
 	s.gc.RLock()
 	id := newCheckpointID(start)
+	held := reason == CheckpointBeforeWebDAVWrite
+	if held {
+		// A per-file version is held from before it exists until its
+		// write has finished: keepVersion hands the hold to its caller,
+		// which releases it (versionRelease). A checkpoint any other
+		// call creates meanwhile can then never evict it, however old.
+		s.hold(id)
+	}
 	var prev *ckManifest
 	if cks, err := s.list(w.ws); err == nil && len(cks) > 0 {
 		prev, _ = s.readManifest(w.ws, cks[0].ID)
@@ -1043,6 +1051,9 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	}
 	s.gc.RUnlock()
 	if err != nil {
+		if held {
+			s.release(id)
+		}
 		if sc.added > 0 {
 			// Objects only this failed checkpoint stored.
 			s.gc.Lock()
@@ -1052,6 +1063,9 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		return Checkpoint{}, err
 	}
 	if err := s.enforce(f, w.ws, id); err != nil {
+		if held {
+			s.release(id)
+		}
 		return Checkpoint{}, err
 	}
 	return meta.checkpoint(), nil
@@ -1145,8 +1159,9 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 // enforce applies the count and byte limits after the checkpoint newID of
 // ws was committed. It plans first and removes after: automatic
 // checkpoints go before manual ones, the oldest first in each; a
-// checkpoint a restore reads never goes; a new per-file version evicts
-// only other versions, by count and by bytes. If the new checkpoint does not
+// checkpoint a restore reads never goes, nor a per-file version younger
+// than VersionMinAge or one whose write is still running; a new per-file
+// version evicts only other versions, by count and by bytes. If the new checkpoint does not
 // fit even with every planned removal, nothing else is removed: the new
 // one alone goes and the create fails.
 func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
@@ -1174,16 +1189,21 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		}
 		return strings.Compare(a.meta.ID, b.meta.ID)
 	})
-	evictable := func(r ckRef) bool { return r.meta.ID != newID && !s.isBusy(r.meta.ID) }
+	// No checkpoint, of whatever kind, evicts a version younger than
+	// VersionMinAge: a sync that overwrites more files than the bound
+	// within minutes, or a manual or automatic checkpoint taken during
+	// one, is refused (CHECKPOINT_LIMIT) rather than lose what the writes
+	// replaced. A version whose write is still running is held (busy) on
+	// top of that, whatever its age (keepVersion).
+	now := f.now()
+	evictable := func(r ckRef) bool {
+		return r.meta.ID != newID && !s.isBusy(r.meta.ID) &&
+			(!r.isVersion() || now.Sub(r.meta.Created) >= VersionMinAge)
+	}
 	// A per-file version makes room for its bytes only by evicting other
 	// versions: what an unconditional WebDAV write replaced never costs an
 	// operator's checkpoint, manual or automatic (taken before a delete or
 	// restore). When it still does not fit, it goes and the write fails.
-	// Nor does it evict a version younger than VersionMinAge: a sync that
-	// overwrites more files than the bound within minutes is refused
-	// (CHECKPOINT_LIMIT) rather than keep only the newest of what it
-	// replaced. That also protects a version whose write has not
-	// committed yet.
 	newIsVersion := false
 	for _, r := range refs {
 		if r.key == key && r.meta.ID == newID {
@@ -1192,10 +1212,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	}
 	if newIsVersion {
 		all := evictable
-		now := f.now()
-		evictable = func(r ckRef) bool {
-			return all(r) && r.isVersion() && now.Sub(r.meta.Created) >= VersionMinAge
-		}
+		evictable = func(r ckRef) bool { return all(r) && r.isVersion() }
 	}
 	drop := map[*ckMeta]bool{}
 	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
@@ -1289,7 +1306,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		// Nothing else goes: only the new checkpoint, and what only it stored.
 		s.remove(key, newID)
 		s.collect(nil)
-		return errCheckpointLimit("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned")
+		return errCheckpointLimit(fmt.Sprintf("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned (a per-file version younger than %v, or one whose write is still running, is never pruned)", VersionMinAge))
 	}
 	if len(drop) == 0 {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -575,8 +576,11 @@ func TestCheckpointWriterRunning(t *testing.T) {
 
 // The traps of TestCheckpointTraps in a directory large enough that the
 // walk lstats its names on parallel workers (prestat): the same names are
-// captured and skipped as in a small directory.
+// captured and skipped as in a small directory. At least two procs, so
+// that the parallel path runs on a one-CPU runner too (what prestat itself
+// returns is checked by TestCheckpointPrestatNeverFollowsLinks).
 func TestCheckpointTrapsInLargeDirectory(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	traps := []string{
 		"link => /outside/canary.txt",
 		"dirlink => /outside/dir",

@@ -132,42 +132,89 @@ func errKeepingOff() *Error {
 // the delete would unlink what nothing keeps.
 // A version that cannot be stored fails the write with that error
 // (CHECKPOINT_LIMIT, NO_SPACE...) and nothing changes.
-func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method string) (string, error) {
+//
+// The version is held (never pruned, whatever its age) until the caller
+// calls release, which it must do once its write or delete has finished,
+// on every path (errors and panics too: defer it); release may be called
+// more than once. Without the hold, a checkpoint created while a long
+// upload streams could evict the only copy of what the upload replaces.
+// On an error, or when nothing was kept (""), release is a no-op.
+func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method string) (id string, release func(), err error) {
 	if f.ck == nil {
-		return "", errKeepingOff()
+		return "", noRelease, errKeepingOff()
 	}
 	w, err := f.resolve(ws, path)
 	if err != nil {
-		return "", err
+		return "", noRelease, err
 	}
 	if e, err := f.stat(w); err != nil || e.Revision != want {
-		return "", errStale(w.rel)
+		return "", noRelease, errStale(w.rel)
 	}
+	// Held by the store from before the version exists (ckStore.create).
 	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Label: "WebDAV " + method, Operator: operatorFrom(ctx)}, CheckpointBeforeWebDAVWrite)
 	if err != nil {
-		return "", err
+		return "", noRelease, err
 	}
+	release = f.ck.versionRelease(c.ID)
+	ok := false
+	defer func() {
+		if !ok {
+			release()
+		}
+	}()
 	e, err := f.stat(w)
 	if err != nil || e.Revision != want || (e.Type == TypeFile && c.Files != 1) {
 		// Changed while it was read, or left out as still changing: the
 		// version is not what the write would replace.
-		_ = f.ck.delete(f, ws, c.ID)
-		return "", errStale(w.rel)
+		f.ck.dropVersion(f, ws, c.ID, release)
+		return "", noRelease, errStale(w.rel)
 	}
 	if e.Type == TypeDirectory && c.Files == 0 && c.Skipped == 0 {
 		// Only empty directories: nothing to keep, and a sync that removes
 		// every directory it empties must not use up the versions' bound.
-		_ = f.ck.delete(f, ws, c.ID)
-		return "", nil
+		f.ck.dropVersion(f, ws, c.ID, release)
+		return "", noRelease, nil
 	}
 	if e.Type == TypeDirectory && c.Skipped > 0 {
 		// The recursive delete would unlink what the version left out
 		// (.git, node_modules, links, FIFOs, unreadable or still changing
 		// files): nothing could bring those back, so keeping is no answer.
-		_ = f.ck.delete(f, ws, c.ID)
-		return "", errKeepSkipped()
+		f.ck.dropVersion(f, ws, c.ID, release)
+		return "", noRelease, errKeepSkipped()
 	}
-	return c.ID, nil
+	ok = true
+	return c.ID, release, nil
+}
+
+func noRelease() {}
+
+// versionRelease is the release of the hold ckStore.create took on the
+// version id: it ends the hold once, however often it is called.
+func (s *ckStore) versionRelease(id string) func() {
+	var once sync.Once
+	return func() { once.Do(func() { s.release(id) }) }
+}
+
+// dropVersion releases the caller's hold on the version id of ws and
+// deletes it, unless someone else holds it too (a restore reading it):
+// then it stays, a checkpoint like any other. Both happen under the
+// store's lock, so no prune plans around the drop. It reports whether id
+// was deleted.
+func (s *ckStore) dropVersion(f *FS, ws Workspace, id string, release func()) bool {
+	s.gc.Lock()
+	defer s.gc.Unlock()
+	release()
+	if s.isBusy(id) {
+		return false
+	}
+	if _, err := s.readMeta(ws, id); err != nil {
+		return false
+	}
+	if s.remove(ckWorkspaceKey(ws), id) != nil {
+		return false
+	}
+	s.collect(nil)
+	return true
 }
 
 // KeepSkipped is the message of the 428 a keep write over a directory gets
@@ -222,8 +269,11 @@ func (u *Unconditional) keptEmpty(name string) bool {
 // upload failed or was aborted and t still has rev, the revision the
 // version holds: then it is the current content and keeping it twice would
 // only use up the versions' bound. When t changed (the upload's error may
-// have come after its commit), the version stays.
-func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string) {
+// have come after its commit), or another holds the version (a restore
+// reading it), the version stays. Either way the PUT's hold on it ends
+// (release).
+func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string, release func()) {
+	defer release()
 	w, err := d.fs.resolve(t.ws, t.path)
 	if err != nil {
 		return
@@ -231,7 +281,7 @@ func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string)
 	if e, err := d.fs.stat(w); err != nil || e.Revision != rev {
 		return
 	}
-	if d.fs.ck.delete(d.fs, t.ws, id) == nil {
+	if d.fs.ck.dropVersion(d.fs, t.ws, id, release) {
 		unconditionalFrom(ctx).forget(t.name, id)
 	}
 }
@@ -250,25 +300,27 @@ func (u *Unconditional) of(name string) string {
 // and no IfMatch: a removal (RemoveAll, also the one making room for a
 // COPY or MOVE) keeps what it removes first; a Rename's source loses
 // nothing (it lives on at the destination) and goes ahead as it is.
-func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (string, error) {
+// release ends the hold on the version kept (keepVersion): the caller
+// calls it once its delete has finished.
+func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (rev string, release func(), err error) {
 	// Handed out so that the delete's revision check holds; what the
 	// delete refuses is bounded by the moment RemoveAll took before this
 	// (DeleteOptions.ChangedAfter), not by this or any later hand-out.
 	d.fs.handOut(context.Background(), e)
 	id := ""
+	release = noRelease
 	if op == "removeall" {
-		var err error
-		if id, err = d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep); err != nil {
-			return "", wrapErr(ctx, op, t.name, err)
+		if id, release, err = d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep); err != nil {
+			return "", noRelease, wrapErr(ctx, op, t.name, err)
 		}
 		if id == "" && e.Type == TypeDirectory {
 			unconditionalFrom(ctx).noteEmpty(t.name)
 		}
 	} else if d.fs.ck == nil {
-		return "", wrapErr(ctx, op, t.name, errKeepingOff())
+		return "", noRelease, wrapErr(ctx, op, t.name, errKeepingOff())
 	}
 	unconditionalFrom(ctx).note(t.name, id)
-	return e.Revision, nil
+	return e.Revision, release, nil
 }
 
 // MaxHoldingDecodes bounds the manifests one ListCheckpointsHolding call

@@ -334,10 +334,12 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	// Taken before the revision can be handed out for a keep: the version
 	// is captured after it, so the delete refuses whatever changed since.
 	start := time.Now()
-	expected, err := d.expectedRevision(ctx, op, t)
+	expected, release, err := d.expectedRevision(ctx, op, t)
 	if err != nil {
 		return err
 	}
+	// The version kept (if any) is held until the delete has finished.
+	defer release()
 	opts := DeleteOptions{Recursive: true}
 	if pre := preconditionFor(ctx, t.name); pre.Required && pre.Keep != "" && pre.IfMatch == "" {
 		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
@@ -415,10 +417,11 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	if err != nil {
 		return err
 	}
-	expected, err := d.expectedRevision(ctx, op, src)
+	expected, release, err := d.expectedRevision(ctx, op, src)
 	if err != nil {
 		return err
 	}
+	defer release() // a Rename keeps nothing: a no-op
 	_, err = d.fs.MoveEntry(ctx, src.ws, src.path, dst.path, expected)
 	return wrapErr(ctx, op, src.name, err)
 }
@@ -462,24 +465,26 @@ func checkMove(ctx context.Context, op, oldName, newName string) (src, dst targe
 // commit: If-Match when given, else the current one (refused when the
 // precondition is Required). If-None-Match: * on an existing target can
 // never hold; a Replacing removal never takes a file with several links.
-func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (string, error) {
+// release ends the hold on a version keepBefore kept: the caller defers it
+// past its delete (a no-op when nothing was kept).
+func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (rev string, release func(), err error) {
 	pre := preconditionFor(ctx, t.name)
 	if pre.IfMatch != "" && !pre.Replacing {
-		return pre.IfMatch, nil
+		return pre.IfMatch, noRelease, nil
 	}
 	e, err := d.fs.Stat(ctx, t.ws, t.path)
 	if err != nil {
-		return "", wrapErr(ctx, op, t.name, err)
+		return "", noRelease, wrapErr(ctx, op, t.name, err)
 	}
 	switch {
 	case pre.IfNoneMatch:
-		return "", wrapErr(ctx, op, t.name, errRevisionMismatch())
+		return "", noRelease, wrapErr(ctx, op, t.name, errRevisionMismatch())
 	case pre.Replacing && e.Reason == NotEditableMultipleLinks:
-		return "", wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
+		return "", noRelease, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 	case pre.IfMatch != "":
-		return pre.IfMatch, nil
+		return pre.IfMatch, noRelease, nil
 	case pre.Required && pre.Keep == "":
-		return "", wrapErr(ctx, op, t.name, errPreconditionRequired())
+		return "", noRelease, wrapErr(ctx, op, t.name, errPreconditionRequired())
 	case pre.Required:
 		return d.keepBefore(ctx, op, t, e)
 	}
@@ -489,7 +494,7 @@ func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (stri
 	// the tree by the directory's ctime and refuse work it was asked to
 	// delete.
 	d.fs.handOut(context.Background(), e)
-	return e.Revision, nil
+	return e.Revision, noRelease, nil
 }
 
 // Stat returns the FileInfo of a name; it implements webdav.ETager and
@@ -691,13 +696,15 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 				return nil, wrapErr(ctx, op, t.name, errPreconditionRequired())
 			}
 			// The upload commits only over the revision kept (If-Match).
-			id, err := d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep)
+			// The version is held until the upload has finished
+			// (startUpload releases it).
+			id, release, err := d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep)
 			if err != nil {
 				return nil, wrapErr(ctx, op, t.name, err)
 			}
 			unconditionalFrom(ctx).note(t.name, id)
 			pre.IfMatch = e.Revision
-			return startUpload(ctx, d, t, pre, id), nil
+			return startUpload(ctx, d, t, pre, id, release), nil
 		}
 	case CodeOf(err) == CodeNotFound:
 		if flag&os.O_CREATE == 0 {
@@ -726,7 +733,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	default:
 		return nil, wrapErr(ctx, op, t.name, err)
 	}
-	return startUpload(ctx, d, t, pre, ""), nil
+	return startUpload(ctx, d, t, pre, "", noRelease), nil
 }
 
 // WebDAVWorkspace maps a WebDAV name of the WebDAV() FileSystem to the

@@ -289,17 +289,21 @@ var (
 
 // version, when set, is the per-file version kept of t before this
 // upload: a failed or aborted upload drops it again (dropUnusedVersion).
-func startUpload(ctx context.Context, d *davFS, t target, pre Precondition, version string) *writeFile {
+// release ends keepVersion's hold on it once the upload has finished,
+// committed or not, so no checkpoint created while the body streams can
+// evict it.
+func startUpload(ctx context.Context, d *davFS, t target, pre Precondition, version string, release func()) *writeFile {
 	pr, pw := io.Pipe()
 	w := &writeFile{ctx: ctx, d: d, t: t, pw: pw, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
+		defer release()
 		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.fs.MaxUploadSize(), pre)
 		w.entry, w.err = e, err
 		if err != nil {
 			pr.CloseWithError(err) // unblocks a Write with WriteStream's error
 			if version != "" {
-				d.dropUnusedVersion(ctx, t, version, pre.IfMatch)
+				d.dropUnusedVersion(ctx, t, version, pre.IfMatch, release)
 			}
 		} else {
 			pr.Close()

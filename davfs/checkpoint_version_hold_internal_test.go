@@ -1,0 +1,289 @@
+package davfs
+
+// Reviewer findings on per-file versions (webdav.unconditionalWrites: keep):
+// a version could be evicted by another checkpoint while its write still
+// ran, or by any non-version checkpoint however young it was, losing the
+// only copy of what the write replaced; a failed PUT dropped its version
+// even while a restore read it.
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/webdav"
+)
+
+// holdEnv is a store of maxTotalBytes 16 KiB on a clock the test moves,
+// with f.txt (6 KiB) and other/x.bin (12 KiB) of random bytes in project
+// p: a checkpoint of other/ fits only without a version of f.txt.
+// observer, when set, is the FS's CheckpointObserver.
+func holdEnv(t *testing.T, observer CheckpointObserver) (e *env, later func(time.Duration), old string) {
+	t.Helper()
+	var mu sync.Mutex
+	now := time.Now()
+	e = ckfEnv(t, func(c *Config) {
+		c.Checkpoints.MaxTotalBytes = 16 << 10
+		c.Checkpoints.Automatic = true
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		c.CheckpointObserver = observer
+	})
+	later = func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	old = ckfRandom("f", 6<<10)
+	e.write("projects/p/f.txt", old)
+	e.write("projects/p/other/x.bin", ckfRandom("other", 12<<10))
+	return e, later, old
+}
+
+// holdKeepCtx is a WebDAV request's context asking to keep (method).
+func holdKeepCtx(method string) (context.Context, *Unconditional) {
+	ctx, u := WithUnconditional(bg)
+	return WithPrecondition(ctx, Precondition{Required: true, Keep: method}), u
+}
+
+// holdDavErr is the davfs error in a WebDAV FileSystem error.
+func holdDavErr(err error) error {
+	if e, ok := ErrorFromWebDAV(err); ok {
+		return e
+	}
+	return err
+}
+
+// openKeepPut opens a keep PUT of p/f.txt: the upload, and the one version
+// it kept.
+func openKeepPut(t *testing.T, e *env) (webdav.File, string) {
+	t.Helper()
+	ctx, u := holdKeepCtx("PUT")
+	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	must(t, err)
+	_, ids := u.Used()
+	if len(ids) != 1 {
+		t.Fatalf("the keep PUT kept %v", ids)
+	}
+	return f, ids[0]
+}
+
+// noHolds fails when any checkpoint is still held (a leaked hold keeps a
+// version from ever being pruned).
+func noHolds(t *testing.T, e *env, what string) {
+	t.Helper()
+	e.fs.ck.busyMu.Lock()
+	defer e.fs.ck.busyMu.Unlock()
+	if len(e.fs.ck.busy) != 0 {
+		t.Fatalf("%s: checkpoints still held: %v", what, e.fs.ck.busy)
+	}
+}
+
+// The reviewer's reproduction: while a keep PUT's body streams, a manual
+// checkpoint that only fits without the PUT's version is refused
+// (CHECKPOINT_LIMIT) instead of evicting it, even once the version is
+// older than VersionMinAge (only the hold protects it then); the PUT
+// commits and what it replaced can be restored. Once the PUT has
+// finished, the hold is gone and the old version can be pruned.
+func TestVersionHeldWhileItsWriteStreams(t *testing.T) {
+	e, later, old := holdEnv(t, nil)
+	ws := proj("p")
+	f, version := openKeepPut(t, e)
+	_, err := io.WriteString(f, "the client's new ")
+	must(t, err)
+	if !e.fs.ck.isBusy(version) {
+		t.Fatal("the version is not held while its upload streams")
+	}
+	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Path: "other", Label: "during the upload"})
+	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	later(2 * VersionMinAge) // a slow upload: the version is old now
+	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Path: "other", Label: "during the upload"})
+	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	_, err = e.fs.createCheckpoint(bg, ws, CheckpointOptions{Path: "other"}, CheckpointBeforeDelete)
+	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	_, err = io.WriteString(f, "content\n")
+	must(t, err)
+	must(t, f.Close())
+	if e.read("projects/p/f.txt") != "the client's new content\n" {
+		t.Fatal("the PUT did not commit")
+	}
+	noHolds(t, e, "after the PUT")
+	if _, err := e.fs.GetCheckpoint(bg, ws, version); err != nil {
+		t.Fatalf("the version was evicted while its upload streamed: %v", err)
+	}
+	_, err = e.fs.RestoreCheckpoint(bg, ws, version, "", RestoreOptions{})
+	must(t, err)
+	if e.read("projects/p/f.txt") != old {
+		t.Fatal("what the PUT replaced was not restored")
+	}
+	noHolds(t, e, "after the restore")
+	// Released and old: it is what goes now.
+	e.write("projects/p/f.txt", "small\n")
+	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Path: "other"})
+	must(t, err)
+	if _, err := e.fs.GetCheckpoint(bg, ws, version); CodeOf(err) != CodeNotFound {
+		t.Fatalf("the released old version was not pruned: %v", err)
+	}
+}
+
+// The same for a keep DELETE: the version is held from before its
+// capture is committed until the delete has finished.
+func TestVersionHeldWhileItsDeleteRuns(t *testing.T) {
+	var e *env
+	var later func(time.Duration)
+	armed := false
+	var during error
+	e, later, _ = holdEnv(t, func(op string, _ time.Duration, _ int64, err error) {
+		if op != "create" || !armed || err != nil {
+			return
+		}
+		armed = false
+		later(2 * VersionMinAge)
+		_, during = e.fs.CreateCheckpoint(bg, proj("p"), CheckpointOptions{Path: "other"})
+	})
+	old := ckfRandom("d", 6<<10)
+	e.write("projects/p/d/f.txt", old)
+	ctx, u := holdKeepCtx("DELETE")
+	armed = true
+	must(t, holdDavErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/d")))
+	wantErr(t, during, CodeResourceExhausted, ReasonCheckpointLimit)
+	noHolds(t, e, "after the DELETE")
+	_, ids := u.Used()
+	if len(ids) != 1 {
+		t.Fatalf("the keep DELETE kept %v", ids)
+	}
+	_, err := e.fs.RestoreCheckpoint(bg, proj("p"), ids[0], "", RestoreOptions{})
+	must(t, err)
+	if e.read("projects/p/d/f.txt") != old {
+		t.Fatal("what the DELETE removed was not restored")
+	}
+}
+
+// No checkpoint evicts a version younger than VersionMinAge, not only a
+// newer version: a manual checkpoint, or an automatic one (before a delete
+// or restore), that only fits by evicting it fails with CHECKPOINT_LIMIT.
+// Once the version is old enough, it is the first to go.
+func TestVersionYoungNeverEvicted(t *testing.T) {
+	e, later, old := holdEnv(t, nil)
+	f, version := openKeepPut(t, e)
+	_, err := io.WriteString(f, "v2\n")
+	must(t, err)
+	must(t, f.Close())
+	ids, ws := []string{version}, proj("p")
+	noHolds(t, e, "after the PUT")
+	later(time.Minute)
+	for _, reason := range []string{CheckpointManual, CheckpointBeforeDelete, CheckpointBeforeRestore} {
+		_, err := e.fs.createCheckpoint(bg, ws, CheckpointOptions{Path: "other"}, reason)
+		wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+		if !strings.Contains(err.Error(), "younger than") {
+			t.Fatalf("%s: the refusal does not say why: %v", reason, err)
+		}
+		if _, err := e.fs.GetCheckpoint(bg, ws, ids[0]); err != nil {
+			t.Fatalf("a %s checkpoint evicted a version a minute old: %v", reason, err)
+		}
+	}
+	l, err := e.fs.ListCheckpoints(bg, ws)
+	must(t, err)
+	if len(l) != 1 {
+		t.Fatalf("the refused checkpoints stayed: %+v", l)
+	}
+	_, err = e.fs.RestoreCheckpoint(bg, ws, ids[0], "f.txt", RestoreOptions{})
+	must(t, err)
+	if e.read("projects/p/f.txt") != old {
+		t.Fatal("the version does not restore what the PUT replaced")
+	}
+	e.write("projects/p/f.txt", "small\n")
+	later(VersionMinAge)
+	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Path: "other"})
+	must(t, err)
+	if _, err := e.fs.GetCheckpoint(bg, ws, ids[0]); CodeOf(err) != CodeNotFound {
+		t.Fatalf("the old version was not pruned: %v", err)
+	}
+}
+
+// Every path of a keep write ends its version's hold: a PUT committed,
+// aborted, refused at commit, a version that does not fit, a DELETE done,
+// refused for names a version cannot keep, or of empty directories only.
+func TestVersionHoldReleasedOnEveryPath(t *testing.T) {
+	e := ckfEnv(t, func(c *Config) {
+		c.Checkpoints.MaxTotalBytes = 16 << 10
+		c.Checkpoints.Automatic = true
+	})
+	put := func(name, body string, abort bool) error {
+		ctx, _ := holdKeepCtx("PUT")
+		f, err := e.fs.WebDAV().OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return holdDavErr(err)
+		}
+		if _, err := io.WriteString(f, body); err != nil {
+			f.Close()
+			return holdDavErr(err)
+		}
+		if abort {
+			f.(Aborter).Abort(io.ErrUnexpectedEOF)
+		}
+		return holdDavErr(f.Close())
+	}
+	del := func(name string) error {
+		ctx, _ := holdKeepCtx("DELETE")
+		return holdDavErr(e.fs.WebDAV().RemoveAll(ctx, name))
+	}
+	e.write("projects/p/f.txt", "v1\n")
+	must(t, put("/projects/p/f.txt", "v2\n", false))
+	noHolds(t, e, "a committed PUT")
+	if err := put("/projects/p/f.txt", "half", true); err == nil {
+		t.Fatal("an aborted PUT committed")
+	}
+	noHolds(t, e, "an aborted PUT")
+
+	ctx, _ := holdKeepCtx("PUT")
+	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	must(t, err)
+	e.write("projects/p/f.txt", "the agent's v3\n") // after the version, before the commit
+	_, err = io.WriteString(f, "client v3\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	wantErr(t, holdDavErr(err), CodeAborted, ReasonRevisionMismatch)
+	noHolds(t, e, "a PUT refused at commit")
+
+	e.write("projects/p/big.txt", ckfRandom("big", 20<<10))
+	wantErr(t, put("/projects/p/big.txt", "small\n", false), CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, del("/projects/p/big.txt"), CodeResourceExhausted, ReasonCheckpointLimit)
+	noHolds(t, e, "a version too large")
+
+	e.write("projects/p/d/x.txt", "x\n")
+	must(t, del("/projects/p/d"))
+	noHolds(t, e, "a DELETE")
+	e.write("projects/p/g/.git/config", "[core]\n")
+	e.write("projects/p/g/x.txt", "x\n")
+	if err := del("/projects/p/g"); ReasonOf(err) != "PRECONDITION_REQUIRED" {
+		t.Fatalf("keep DELETE of a directory with .git: %v", err)
+	}
+	noHolds(t, e, "a DELETE refused for .git")
+	must(t, os.MkdirAll(e.projects+"/p/empty/inner", 0o755))
+	must(t, del("/projects/p/empty"))
+	noHolds(t, e, "a DELETE of empty directories")
+}
+
+// A failed PUT does not drop its version while another holds it (a
+// restore reading it): the drop is skipped, and the version stays.
+func TestVersionDropSkippedWhileHeld(t *testing.T) {
+	e := ckfEnv(t, nil)
+	ws := proj("p")
+	e.write("projects/p/f.txt", "v1\n")
+	f, version := openKeepPut(t, e)
+	ids := []string{version}
+	e.fs.ck.hold(ids[0]) // a restore reading it
+	f.(Aborter).Abort(io.ErrUnexpectedEOF)
+	if err := f.Close(); err == nil {
+		t.Fatal("Close after Abort = nil")
+	}
+	if _, err := e.fs.GetCheckpoint(bg, ws, ids[0]); err != nil {
+		t.Fatalf("a held version was dropped: %v", err)
+	}
+	if !e.fs.ck.isBusy(ids[0]) {
+		t.Fatal("the restore's hold was released by the PUT")
+	}
+	e.fs.ck.release(ids[0])
+	noHolds(t, e, "after the restore")
+}
