@@ -108,6 +108,11 @@ func (s Session) validate(metricsAddr string) []error {
 	if s.Lifetime != nil && *s.Lifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at least 1m (for example 12h)"))
 	}
+	// Replicas cap a peer's revocation at 30 days ahead (session
+	// package): a longer session would outlive its sign-out elsewhere.
+	if s.Lifetime != nil && *s.Lifetime > 30*24*time.Hour {
+		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at most 720h (30 days), the longest a sign-out is kept across replicas"))
+	}
 	for i, p := range s.Peers {
 		host, port, err := net.SplitHostPort(p)
 		n, perr := strconv.Atoi(port)

@@ -41,6 +41,7 @@ func TestSessionKeys(t *testing.T) {
 		{"    keys: [\"%%%\"]\n", "auth.session.keys[0]: not base64"},
 		{"    keysFile: " + filepath.Join(dir, "missing") + "\n", "auth.session.keysFile"},
 		{"    lifetime: 1s\n", "auth.session.lifetime"},
+		{"    lifetime: 721h\n", "auth.session.lifetime"},
 	} {
 		err := withSession(tc.block).Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
