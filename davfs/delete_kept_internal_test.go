@@ -1,8 +1,12 @@
 package davfs
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A keep delete deletes only what its version holds, each regular file
@@ -46,4 +50,95 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 	must(t, err)
 	defer release()
 	must(t, e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", st.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
+}
+
+// A keep delete whose capture found only empty directories keeps no
+// version; a file that appears afterwards refuses the delete whatever its
+// ctime says (file ctimes come from a coarse clock that can lag the
+// moment ChangedAfter was taken: played here by a floor in the future).
+func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
+	e := ckFixEnv(t)
+	e.mkdir("projects/p/d/e/f")
+	st, err := e.fs.Stat(bg, proj("p"), "d")
+	must(t, err)
+	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
+	must(t, err)
+	defer release()
+	if id != "" {
+		t.Fatalf("a version %q was kept of empty directories", id)
+	}
+	e.write("projects/p/d/e/new.txt", "the agent's new file")
+	st2, err := e.fs.Stat(bg, proj("p"), "d")
+	must(t, err)
+	opts := DeleteOptions{Recursive: true, SkipCheckpoint: true, ChangedAfter: time.Now().Add(time.Hour), keptDirsOnly: true}
+	err = e.fs.DeleteEntryWith(bg, proj("p"), "d", st2.Revision, opts)
+	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+	if e.read("projects/p/d/e/new.txt") != "the agent's new file" {
+		t.Fatal("the file created after the capture was deleted")
+	}
+	// Only directories again: the same delete goes ahead.
+	must(t, os.Remove(filepath.Join(e.dir, "projects/p/d/e/new.txt")))
+	st3, err := e.fs.Stat(bg, proj("p"), "d")
+	must(t, err)
+	must(t, e.fs.DeleteEntryWith(bg, proj("p"), "d", st3.Revision, opts))
+	if e.exists("projects/p/d") {
+		t.Fatal("the empty directories were not deleted")
+	}
+}
+
+// A kept file whose captured stat was too fresh to stand for its content
+// (ckEntry.Key unset) is re-read before it is deleted: a same-size rewrite
+// that leaves the stat unmoved (a coarse timestamp tick, played here by
+// giving the kept entry the new stat and the old hash) refuses the delete,
+// and with Key set the same comparison lets it go ahead, so it is the hash
+// that refuses.
+func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
+	e := ckFixEnv(t)
+	e.write("projects/p/d/a.txt", "the kept a")
+	st, err := e.fs.Stat(bg, proj("p"), "d")
+	must(t, err)
+	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
+	must(t, err)
+	defer release()
+	w, err := e.fs.resolve(proj("p"), "d")
+	must(t, err)
+	kept, err := e.fs.keptEntries(proj("p"), id, w.rel)
+	must(t, err)
+	var ke *ckEntry
+	for _, k := range kept {
+		if !k.Dir {
+			ke = k
+		}
+	}
+	if ke == nil {
+		t.Fatalf("the version holds no file: %v", kept)
+	}
+	if ke.Key {
+		t.Fatal("a file written just now was captured with a trusted stat")
+	}
+	p := filepath.Join(e.dir, "projects/p/d/a.txt")
+	must(t, os.WriteFile(p, []byte("the agent!"), 0o644)) // same size, in place
+	var now unix.Stat_t
+	must(t, unix.Lstat(p, &now))
+	ke.Dev, ke.Ino, ke.Size, ke.Mtime, ke.Ctime = now.Dev, now.Ino, now.Size, now.Mtim.Nano(), now.Ctim.Nano()
+	del := func() error {
+		st, err := e.fs.Stat(bg, proj("p"), "d")
+		must(t, err)
+		opts := DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), kept: kept}
+		pfd, old, err := e.fs.lockedDelete(bg, w, st.Revision, opts)
+		if err == nil {
+			unix.Close(pfd)
+			closeRef(old)
+		}
+		return err
+	}
+	wantErr(t, del(), CodeAborted, ReasonRevisionMismatch)
+	if e.read("projects/p/d/a.txt") != "the agent!" {
+		t.Fatal("the rewritten file was deleted")
+	}
+	ke.Key = true // the stat trusted: nothing else would have refused
+	must(t, del())
+	if e.exists("projects/p/d") {
+		t.Fatal("the delete did not go ahead")
+	}
 }

@@ -2,6 +2,8 @@ package davfs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
 
@@ -36,10 +38,18 @@ type tree struct {
 	// within the ctime tick included. rel is the tree's own path.
 	kept map[string]*ckEntry
 	rel  string
+	// dirsOnly: a keep delete whose capture held only empty directories
+	// (DeleteOptions.keptDirsOnly): every name that is not a directory
+	// refuses it, independent of the ctime clock.
+	dirsOnly bool
 }
 
-// checkKept is the rule of kept for the entry at rel.
-func (t *tree) checkKept(rel string, st *unix.Stat_t) error {
+// checkKept is the rule of kept (and dirsOnly) for the entry name in the
+// directory fd, at rel, whose lstat is st.
+func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
+	if t.dirsOnly && !isType(st, unix.S_IFDIR) {
+		return errChangedInside
+	}
 	if t.kept == nil {
 		return nil
 	}
@@ -52,6 +62,52 @@ func (t *tree) checkKept(rel string, st *unix.Stat_t) error {
 			return errChangedInside
 		}
 	case e.Dir || !statIsEntry(st, e):
+		return errChangedInside
+	case !e.Key:
+		// The capture's stat was too fresh to stand for the content (a
+		// same-size rewrite within one timestamp tick after the capture
+		// leaves it unmoved on coarse clocks): the bytes must be the ones
+		// kept.
+		return sameContent(t.r, fd, name, e)
+	}
+	return nil
+}
+
+// sameContent reports (nil) whether the regular file name in the
+// directory fd still is e: opened without following a link, its fstat is
+// e's before and after it is read whole, and the bytes hash to e.Hash.
+func sameContent(r root, fd int, name string, e *ckEntry) error {
+	if !validHash(e.Hash) {
+		return errChangedInside
+	}
+	ffd, err := unix.Openat(fd, name, oFile|oCommon, 0)
+	if err != nil {
+		return errChangedInside
+	}
+	defer unix.Close(ffd)
+	var before, after unix.Stat_t
+	if err := fstatOn(r, ffd, &before); err != nil || !statIsEntry(&before, e) {
+		return errChangedInside
+	}
+	d := sha256.New()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(ffd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return errChangedInside
+		}
+		if n == 0 {
+			break
+		}
+		d.Write(buf[:n])
+	}
+	if err := fstatOn(r, ffd, &after); err != nil || !statIsEntry(&after, e) {
+		return errChangedInside
+	}
+	if hex.EncodeToString(d.Sum(nil)) != e.Hash {
 		return errChangedInside
 	}
 	return nil
@@ -177,7 +233,7 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 		if err := t.check(&st); err != nil {
 			return err
 		}
-		if err := t.checkKept(rel, &st); err != nil {
+		if err := t.checkKept(fd, rel, name, &st); err != nil {
 			return err
 		}
 		if !del {
@@ -206,7 +262,7 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 	if err := t.check(&st); err != nil {
 		return err
 	}
-	if err := t.checkKept(rel, &st); err != nil {
+	if err := t.checkKept(fd, rel, name, &st); err != nil {
 		return err
 	}
 	if err := t.walk(ctx, cfd, rel, depth+1, del); err != nil || !del {
