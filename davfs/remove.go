@@ -33,9 +33,12 @@ type tree struct {
 	afterCheck func()
 	// kept, when set, is the version a keep delete took of the tree
 	// (workspace-relative path → entry): every name deleted must be in it,
-	// a regular file with the very stat it was captured with (statIsEntry),
-	// so nothing the version does not hold is ever deleted, a change
-	// within the ctime tick included. rel is the tree's own path.
+	// a regular file with the very stat it was captured with (statIsEntry)
+	// and, when that stat was too fresh to stand for the content (!Key),
+	// the very bytes (sameContent), so nothing the version does not hold
+	// is deleted, a change within the ctime tick included. One window is
+	// left open (entry): a rename() by the agent onto a name between its
+	// check and its unlink. rel is the tree's own path.
 	kept map[string]*ckEntry
 	rel  string
 	// dirsOnly: a keep delete whose capture held only empty directories
@@ -239,6 +242,11 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 		if !del {
 			return nil
 		}
+		// Not closed: an agent's rename() onto name between the lstat
+		// above and this unlink (microseconds, no davfs write can do it:
+		// they run under the mutation lock) gets the renamed file
+		// unlinked, a file the check never saw. unlinkat has no "only
+		// this inode" form; docs/checkpoints.md states the limit.
 		err := unix.Unlinkat(fd, name, 0)
 		if err != unix.EISDIR {
 			return err
