@@ -214,7 +214,7 @@ func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, expectedRevision s
 		if !opts.Recursive {
 			return -1, newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", w.rel)
 		}
-		t := &tree{r: w.r, changedAfter: max(seenAt, st.Ctim.Nano()), replace: opts.Replace, afterCheck: f.hooks.afterCheck,
+		t := &tree{r: w.r, changedAfter: max(seenAt, st.Ctim.Nano()), replace: opts.Replace, afterCheck: f.hooks.afterCheck, beforeUnlink: f.hooks.beforeUnlink,
 			kept: opts.kept, dirsOnly: opts.keptDirsOnly, rel: w.rel}
 		err = t.remove(ctx, pfd, w.name(), st.Ino)
 	}

@@ -142,3 +142,39 @@ func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
 		t.Fatal("the delete did not go ahead")
 	}
 }
+
+// A rename() by the agent onto a kept name between that name's check and
+// its unlink does not get the renamed file unlinked: the keep delete moves
+// the name out of reach first and deletes only the inode it checked; the
+// renamed file is back under its name, the delete refused, and no temp
+// name is left behind.
+func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
+	e := ckFixEnv(t)
+	e.write("projects/p/d/a.txt", "a")
+	e.write("projects/p/other.txt", "the agent's renamed file")
+	st, err := e.fs.Stat(bg, proj("p"), "d")
+	must(t, err)
+	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
+	must(t, err)
+	defer release()
+	renamed := false
+	e.fs.hooks.beforeUnlink = func() {
+		if !renamed {
+			renamed = true
+			must(t, os.Rename(filepath.Join(e.dir, "projects/p/other.txt"), filepath.Join(e.dir, "projects/p/d/a.txt")))
+		}
+	}
+	err = e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", st.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+	if !renamed {
+		t.Fatal("the hook never ran")
+	}
+	if e.read("projects/p/d/a.txt") != "the agent's renamed file" {
+		t.Fatal("the file renamed onto the checked name was deleted")
+	}
+	names, err := os.ReadDir(filepath.Join(e.dir, "projects/p/d"))
+	must(t, err)
+	if len(names) != 1 {
+		t.Fatalf("left in the directory: %v", names)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"math/rand/v2"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,15 +38,18 @@ type tree struct {
 	// a regular file with the very stat it was captured with (statIsEntry)
 	// and, when that stat was too fresh to stand for the content (!Key),
 	// the very bytes (sameContent), so nothing the version does not hold
-	// is deleted, a change within the ctime tick included. One window is
-	// left open (entry): a rename() by the agent onto a name between its
-	// check and its unlink. rel is the tree's own path.
+	// is deleted, a change within the ctime tick included; a file is only
+	// unlinked once moved out of the agent's reach (unlinkKept). rel is
+	// the tree's own path.
 	kept map[string]*ckEntry
 	rel  string
 	// dirsOnly: a keep delete whose capture held only empty directories
 	// (DeleteOptions.keptDirsOnly): every name that is not a directory
 	// refuses it, independent of the ctime clock.
 	dirsOnly bool
+	// beforeUnlink runs between a kept file's check and its unlink
+	// (tests; nil in production).
+	beforeUnlink func()
 }
 
 // checkKept is the rule of kept (and dirsOnly) for the entry name in the
@@ -114,6 +119,48 @@ func sameContent(r root, fd int, name string, e *ckEntry) error {
 		return errChangedInside
 	}
 	return nil
+}
+
+// unlinkKept deletes the kept file name in the directory fd, checked as
+// st: unlinkat has no "only this inode" form, so an agent's rename() onto
+// name between the check and the unlink would get a file the check never
+// saw unlinked. Instead name is first renamed (RENAME_NOREPLACE) to a
+// private temp name in the same directory, which no request can reach
+// and listings hide (tempPrefix), and unlinked only if it still is the
+// inode checked (device, inode, type, size, mtime: the rename itself
+// moves the ctime); otherwise it is renamed back and the delete refused.
+func (t *tree) unlinkKept(fd int, name string, st *unix.Stat_t) error {
+	if t.beforeUnlink != nil {
+		t.beforeUnlink()
+	}
+	var priv string
+	for i := 0; ; i++ {
+		priv = tempPrefix + "del-" + strconv.FormatUint(rand.Uint64(), 36)
+		err := unix.Renameat2(fd, name, fd, priv, unix.RENAME_NOREPLACE)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST || i >= 16 {
+			return err
+		}
+	}
+	var now unix.Stat_t
+	if err := lstatOn(t.r, fd, priv, &now); err == nil && now.Dev == st.Dev && now.Ino == st.Ino &&
+		now.Mode == st.Mode && now.Size == st.Size && now.Mtim == st.Mtim {
+		return unix.Unlinkat(fd, priv, 0)
+	}
+	// Not the file checked: it goes back under its name, untouched. Should
+	// that name have been taken again meanwhile, it goes to a visible name
+	// beside it rather than replace the newer file or stay under priv,
+	// which the temp sweep would remove.
+	if err := unix.Renameat2(fd, priv, fd, name, unix.RENAME_NOREPLACE); err != nil {
+		aside := name + ".davfs-kept-" + strconv.FormatUint(rand.Uint64(), 36)
+		if len(aside) > nameMax {
+			aside = "davfs-kept-" + strconv.FormatUint(rand.Uint64(), 36)
+		}
+		unix.Renameat2(fd, priv, fd, aside, unix.RENAME_NOREPLACE)
+	}
+	return errChangedInside
 }
 
 // child is the path of name in the directory at dir (only kept uses it).
@@ -242,11 +289,9 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 		if !del {
 			return nil
 		}
-		// Not closed: an agent's rename() onto name between the lstat
-		// above and this unlink (microseconds, no davfs write can do it:
-		// they run under the mutation lock) gets the renamed file
-		// unlinked, a file the check never saw. unlinkat has no "only
-		// this inode" form; docs/checkpoints.md states the limit.
+		if t.kept != nil {
+			return t.unlinkKept(fd, name, &st)
+		}
 		err := unix.Unlinkat(fd, name, 0)
 		if err != unix.EISDIR {
 			return err
