@@ -22,11 +22,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 			e := ckFixEnv(t)
 			e.write("projects/p/d/a.txt", "a")
 			e.write("projects/p/d/sub/b.txt", "b")
-			st, err := e.fs.Stat(bg, proj("p"), "d")
-			must(t, err)
-			id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
-			must(t, err)
-			defer release()
+			id, _ := keepD(t, e)
 			change(e)
 			st2, err := e.fs.Stat(bg, proj("p"), "d")
 			must(t, err)
@@ -44,12 +40,8 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 	// Unchanged, the same delete goes ahead.
 	e := ckFixEnv(t)
 	e.write("projects/p/d/a.txt", "a")
-	st, err := e.fs.Stat(bg, proj("p"), "d")
-	must(t, err)
-	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
-	must(t, err)
-	defer release()
-	must(t, e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", st.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
+	id, rev := keepD(t, e)
+	must(t, e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
 }
 
 // A keep delete whose capture found only empty directories keeps no
@@ -59,11 +51,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
 	e := ckFixEnv(t)
 	e.mkdir("projects/p/d/e/f")
-	st, err := e.fs.Stat(bg, proj("p"), "d")
-	must(t, err)
-	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
-	must(t, err)
-	defer release()
+	id, _ := keepD(t, e)
 	if id != "" {
 		t.Fatalf("a version %q was kept of empty directories", id)
 	}
@@ -95,11 +83,7 @@ func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
 func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
 	e := ckFixEnv(t)
 	e.write("projects/p/d/a.txt", "the kept a")
-	st, err := e.fs.Stat(bg, proj("p"), "d")
-	must(t, err)
-	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
-	must(t, err)
-	defer release()
+	id, _ := keepD(t, e)
 	w, err := e.fs.resolve(proj("p"), "d")
 	must(t, err)
 	kept, err := e.fs.keptEntries(proj("p"), id, w.rel)
@@ -152,11 +136,7 @@ func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
 	e := ckFixEnv(t)
 	e.write("projects/p/d/a.txt", "a")
 	e.write("projects/p/other.txt", "the agent's renamed file")
-	st, err := e.fs.Stat(bg, proj("p"), "d")
-	must(t, err)
-	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
-	must(t, err)
-	defer release()
+	id, rev := keepD(t, e)
 	renamed := false
 	e.fs.hooks.beforeUnlink = func() {
 		if !renamed {
@@ -164,7 +144,7 @@ func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
 			must(t, os.Rename(filepath.Join(e.dir, "projects/p/other.txt"), filepath.Join(e.dir, "projects/p/d/a.txt")))
 		}
 	}
-	err = e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", st.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+	err := e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
 	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 	if !renamed {
 		t.Fatal("the hook never ran")
@@ -177,4 +157,16 @@ func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
 	if len(names) != 1 {
 		t.Fatalf("left in the directory: %v", names)
 	}
+}
+
+// keepD keeps p/d of e as a keep DELETE would, for the rest of the test:
+// the version's ID ("" none) and the revision it holds.
+func keepD(t *testing.T, e *env) (id, rev string) {
+	t.Helper()
+	st, err := e.fs.Stat(bg, proj("p"), "d")
+	must(t, err)
+	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
+	must(t, err)
+	t.Cleanup(release)
+	return id, st.Revision
 }
