@@ -42,6 +42,12 @@ type DeleteOptions struct {
 	// kept: the entries of the version a keep delete took of the tree
 	// (tree.kept); set by DeleteEntryResult, never by callers.
 	kept map[string]*ckEntry
+	// keptDirsOnly: a keep delete whose capture found only empty
+	// directories (so no version): any other name found by the delete's
+	// walk refuses it, whatever its ctime says (file ctimes come from a
+	// coarse clock that can lag the moment ChangedAfter was taken). Set by
+	// RemoveAll.
+	keptDirsOnly bool
 }
 
 // DeleteResult is what a delete did besides deleting.
@@ -208,8 +214,8 @@ func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, expectedRevision s
 		if !opts.Recursive {
 			return -1, newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", w.rel)
 		}
-		t := &tree{r: w.r, changedAfter: max(seenAt, st.Ctim.Nano()), replace: opts.Replace, afterCheck: f.hooks.afterCheck,
-			kept: opts.kept, rel: w.rel}
+		t := &tree{r: w.r, changedAfter: max(seenAt, st.Ctim.Nano()), replace: opts.Replace, afterCheck: f.hooks.afterCheck, beforeUnlink: f.hooks.beforeUnlink,
+			kept: opts.kept, dirsOnly: opts.keptDirsOnly, rel: w.rel}
 		err = t.remove(ctx, pfd, w.name(), st.Ino)
 	}
 	if err != nil {

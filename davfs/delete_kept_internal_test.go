@@ -1,8 +1,12 @@
 package davfs
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A keep delete deletes only what its version holds, each regular file
@@ -18,11 +22,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 			e := ckFixEnv(t)
 			e.write("projects/p/d/a.txt", "a")
 			e.write("projects/p/d/sub/b.txt", "b")
-			st, err := e.fs.Stat(bg, proj("p"), "d")
-			must(t, err)
-			id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
-			must(t, err)
-			defer release()
+			id, _ := keepD(t, e)
 			change(e)
 			st2, err := e.fs.Stat(bg, proj("p"), "d")
 			must(t, err)
@@ -40,10 +40,133 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 	// Unchanged, the same delete goes ahead.
 	e := ckFixEnv(t)
 	e.write("projects/p/d/a.txt", "a")
+	id, rev := keepD(t, e)
+	must(t, e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
+}
+
+// A keep delete whose capture found only empty directories keeps no
+// version; a file that appears afterwards refuses the delete whatever its
+// ctime says (file ctimes come from a coarse clock that can lag the
+// moment ChangedAfter was taken: played here by a floor in the future).
+func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
+	e := ckFixEnv(t)
+	e.mkdir("projects/p/d/e/f")
+	id, _ := keepD(t, e)
+	if id != "" {
+		t.Fatalf("a version %q was kept of empty directories", id)
+	}
+	e.write("projects/p/d/e/new.txt", "the agent's new file")
+	st2, err := e.fs.Stat(bg, proj("p"), "d")
+	must(t, err)
+	opts := DeleteOptions{Recursive: true, SkipCheckpoint: true, ChangedAfter: time.Now().Add(time.Hour), keptDirsOnly: true}
+	err = e.fs.DeleteEntryWith(bg, proj("p"), "d", st2.Revision, opts)
+	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+	if e.read("projects/p/d/e/new.txt") != "the agent's new file" {
+		t.Fatal("the file created after the capture was deleted")
+	}
+	// Only directories again: the same delete goes ahead.
+	must(t, os.Remove(filepath.Join(e.dir, "projects/p/d/e/new.txt")))
+	st3, err := e.fs.Stat(bg, proj("p"), "d")
+	must(t, err)
+	must(t, e.fs.DeleteEntryWith(bg, proj("p"), "d", st3.Revision, opts))
+	if e.exists("projects/p/d") {
+		t.Fatal("the empty directories were not deleted")
+	}
+}
+
+// A kept file whose captured stat was too fresh to stand for its content
+// (ckEntry.Key unset) is re-read before it is deleted: a same-size rewrite
+// that leaves the stat unmoved (a coarse timestamp tick, played here by
+// giving the kept entry the new stat and the old hash) refuses the delete,
+// and with Key set the same comparison lets it go ahead, so it is the hash
+// that refuses.
+func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
+	e := ckFixEnv(t)
+	e.write("projects/p/d/a.txt", "the kept a")
+	id, _ := keepD(t, e)
+	w, err := e.fs.resolve(proj("p"), "d")
+	must(t, err)
+	kept, err := e.fs.keptEntries(proj("p"), id, w.rel)
+	must(t, err)
+	var ke *ckEntry
+	for _, k := range kept {
+		if !k.Dir {
+			ke = k
+		}
+	}
+	if ke == nil {
+		t.Fatalf("the version holds no file: %v", kept)
+	}
+	if ke.Key {
+		t.Fatal("a file written just now was captured with a trusted stat")
+	}
+	p := filepath.Join(e.dir, "projects/p/d/a.txt")
+	must(t, os.WriteFile(p, []byte("the agent!"), 0o644)) // same size, in place
+	var now unix.Stat_t
+	must(t, unix.Lstat(p, &now))
+	ke.Dev, ke.Ino, ke.Size, ke.Mtime, ke.Ctime = now.Dev, now.Ino, now.Size, now.Mtim.Nano(), now.Ctim.Nano()
+	del := func() error {
+		st, err := e.fs.Stat(bg, proj("p"), "d")
+		must(t, err)
+		opts := DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), kept: kept}
+		pfd, old, err := e.fs.lockedDelete(bg, w, st.Revision, opts)
+		if err == nil {
+			unix.Close(pfd)
+			closeRef(old)
+		}
+		return err
+	}
+	wantErr(t, del(), CodeAborted, ReasonRevisionMismatch)
+	if e.read("projects/p/d/a.txt") != "the agent!" {
+		t.Fatal("the rewritten file was deleted")
+	}
+	ke.Key = true // the stat trusted: nothing else would have refused
+	must(t, del())
+	if e.exists("projects/p/d") {
+		t.Fatal("the delete did not go ahead")
+	}
+}
+
+// A rename() by the agent onto a kept name between that name's check and
+// its unlink does not get the renamed file unlinked: the keep delete moves
+// the name out of reach first and deletes only the inode it checked; the
+// renamed file is back under its name, the delete refused, and no temp
+// name is left behind.
+func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
+	e := ckFixEnv(t)
+	e.write("projects/p/d/a.txt", "a")
+	e.write("projects/p/other.txt", "the agent's renamed file")
+	id, rev := keepD(t, e)
+	renamed := false
+	e.fs.hooks.beforeUnlink = func() {
+		if !renamed {
+			renamed = true
+			must(t, os.Rename(filepath.Join(e.dir, "projects/p/other.txt"), filepath.Join(e.dir, "projects/p/d/a.txt")))
+		}
+	}
+	err := e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+	if !renamed {
+		t.Fatal("the hook never ran")
+	}
+	if e.read("projects/p/d/a.txt") != "the agent's renamed file" {
+		t.Fatal("the file renamed onto the checked name was deleted")
+	}
+	names, err := os.ReadDir(filepath.Join(e.dir, "projects/p/d"))
+	must(t, err)
+	if len(names) != 1 {
+		t.Fatalf("left in the directory: %v", names)
+	}
+}
+
+// keepD keeps p/d of e as a keep DELETE would, for the rest of the test:
+// the version's ID ("" none) and the revision it holds.
+func keepD(t *testing.T, e *env) (id, rev string) {
+	t.Helper()
 	st, err := e.fs.Stat(bg, proj("p"), "d")
 	must(t, err)
 	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
 	must(t, err)
-	defer release()
-	must(t, e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", st.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
+	t.Cleanup(release)
+	return id, st.Revision
 }

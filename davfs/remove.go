@@ -2,8 +2,12 @@ package davfs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
+	"math/rand/v2"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,15 +35,29 @@ type tree struct {
 	afterCheck func()
 	// kept, when set, is the version a keep delete took of the tree
 	// (workspace-relative path → entry): every name deleted must be in it,
-	// a regular file with the very stat it was captured with (statIsEntry),
-	// so nothing the version does not hold is ever deleted, a change
-	// within the ctime tick included. rel is the tree's own path.
+	// a regular file with the very stat it was captured with (statIsEntry)
+	// and, when that stat was too fresh to stand for the content (!Key),
+	// the very bytes (sameContent), so nothing the version does not hold
+	// is deleted, a change within the ctime tick included; a file is only
+	// unlinked once moved out of the agent's reach (unlinkKept). rel is
+	// the tree's own path.
 	kept map[string]*ckEntry
 	rel  string
+	// dirsOnly: a keep delete whose capture held only empty directories
+	// (DeleteOptions.keptDirsOnly): every name that is not a directory
+	// refuses it, independent of the ctime clock.
+	dirsOnly bool
+	// beforeUnlink runs between a kept file's check and its unlink
+	// (tests; nil in production).
+	beforeUnlink func()
 }
 
-// checkKept is the rule of kept for the entry at rel.
-func (t *tree) checkKept(rel string, st *unix.Stat_t) error {
+// checkKept is the rule of kept (and dirsOnly) for the entry name in the
+// directory fd, at rel, whose lstat is st.
+func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
+	if t.dirsOnly && !isType(st, unix.S_IFDIR) {
+		return errChangedInside
+	}
 	if t.kept == nil {
 		return nil
 	}
@@ -53,8 +71,96 @@ func (t *tree) checkKept(rel string, st *unix.Stat_t) error {
 		}
 	case e.Dir || !statIsEntry(st, e):
 		return errChangedInside
+	case !e.Key:
+		// The capture's stat was too fresh to stand for the content (a
+		// same-size rewrite within one timestamp tick after the capture
+		// leaves it unmoved on coarse clocks): the bytes must be the ones
+		// kept.
+		return sameContent(t.r, fd, name, e)
 	}
 	return nil
+}
+
+// sameContent reports (nil) whether the regular file name in the
+// directory fd still is e: opened without following a link, its fstat is
+// e's before and after it is read whole, and the bytes hash to e.Hash.
+func sameContent(r root, fd int, name string, e *ckEntry) error {
+	if !validHash(e.Hash) {
+		return errChangedInside
+	}
+	ffd, err := unix.Openat(fd, name, oFile|oCommon, 0)
+	if err != nil {
+		return errChangedInside
+	}
+	defer unix.Close(ffd)
+	var before, after unix.Stat_t
+	if err := fstatOn(r, ffd, &before); err != nil || !statIsEntry(&before, e) {
+		return errChangedInside
+	}
+	d := sha256.New()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(ffd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return errChangedInside
+		}
+		if n == 0 {
+			break
+		}
+		d.Write(buf[:n])
+	}
+	if err := fstatOn(r, ffd, &after); err != nil || !statIsEntry(&after, e) {
+		return errChangedInside
+	}
+	if hex.EncodeToString(d.Sum(nil)) != e.Hash {
+		return errChangedInside
+	}
+	return nil
+}
+
+// unlinkKept deletes the kept file name in the directory fd, checked as
+// st: unlinkat has no "only this inode" form, so an agent's rename() onto
+// name between the check and the unlink would get a file the check never
+// saw unlinked. Instead name is first renamed (RENAME_NOREPLACE) to a
+// private temp name in the same directory, which no request can reach
+// and listings hide (tempPrefix), and unlinked only if it still is the
+// inode checked (device, inode, type, size, mtime: the rename itself
+// moves the ctime); otherwise it is renamed back and the delete refused.
+func (t *tree) unlinkKept(fd int, name string, st *unix.Stat_t) error {
+	if t.beforeUnlink != nil {
+		t.beforeUnlink()
+	}
+	var priv string
+	for i := 0; ; i++ {
+		priv = tempPrefix + "del-" + strconv.FormatUint(rand.Uint64(), 36)
+		err := unix.Renameat2(fd, name, fd, priv, unix.RENAME_NOREPLACE)
+		if err == nil {
+			break
+		}
+		if err != unix.EEXIST || i >= 16 {
+			return err
+		}
+	}
+	var now unix.Stat_t
+	if err := lstatOn(t.r, fd, priv, &now); err == nil && now.Dev == st.Dev && now.Ino == st.Ino &&
+		now.Mode == st.Mode && now.Size == st.Size && now.Mtim == st.Mtim {
+		return unix.Unlinkat(fd, priv, 0)
+	}
+	// Not the file checked: it goes back under its name, untouched. Should
+	// that name have been taken again meanwhile, it goes to a visible name
+	// beside it rather than replace the newer file or stay under priv,
+	// which the temp sweep would remove.
+	if err := unix.Renameat2(fd, priv, fd, name, unix.RENAME_NOREPLACE); err != nil {
+		aside := name + ".davfs-kept-" + strconv.FormatUint(rand.Uint64(), 36)
+		if len(aside) > nameMax {
+			aside = "davfs-kept-" + strconv.FormatUint(rand.Uint64(), 36)
+		}
+		unix.Renameat2(fd, priv, fd, aside, unix.RENAME_NOREPLACE)
+	}
+	return errChangedInside
 }
 
 // child is the path of name in the directory at dir (only kept uses it).
@@ -177,11 +283,14 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 		if err := t.check(&st); err != nil {
 			return err
 		}
-		if err := t.checkKept(rel, &st); err != nil {
+		if err := t.checkKept(fd, rel, name, &st); err != nil {
 			return err
 		}
 		if !del {
 			return nil
+		}
+		if t.kept != nil {
+			return t.unlinkKept(fd, name, &st)
 		}
 		err := unix.Unlinkat(fd, name, 0)
 		if err != unix.EISDIR {
@@ -206,7 +315,7 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 	if err := t.check(&st); err != nil {
 		return err
 	}
-	if err := t.checkKept(rel, &st); err != nil {
+	if err := t.checkKept(fd, rel, name, &st); err != nil {
 		return err
 	}
 	if err := t.walk(ctx, cfd, rel, depth+1, del); err != nil || !del {

@@ -352,9 +352,11 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 		// The version just kept is the automatic checkpoint of this delete.
 		ctx = withKept(ctx, t.ws, t.path, id)
 	} else if !opts.ChangedAfter.IsZero() && unconditionalFrom(ctx).keptEmpty(t.name) {
-		// Only empty directories, which nothing needs to keep; a file
-		// that appears after ChangedAfter refuses the delete.
+		// Only empty directories, which nothing needs to keep; any
+		// other name the delete finds (one that appeared after the
+		// capture) refuses it, whatever its ctime.
 		opts.SkipCheckpoint = true
+		opts.keptDirsOnly = true
 	}
 	res, err := d.fs.DeleteEntryResult(ctx, t.ws, t.path, expected, opts)
 	if id := res.AutoCheckpoint; id != "" && id != unconditionalFrom(ctx).of(t.name) {

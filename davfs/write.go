@@ -21,6 +21,7 @@ type hooks struct {
 	beforeRename func() error                        // runs under the lock right before the rename
 	beforeLock   func()                              // runs after the temp file is complete
 	afterCheck   func()                              // runs between a recursive delete's two passes
+	beforeUnlink func()                              // runs between a keep delete's check of a file and its unlink
 }
 
 func (f *FS) writeFD(fd int, b []byte) (int, error) {
