@@ -337,9 +337,10 @@ const MaxHoldingDecodes = 20
 // is answered by decoding its manifest, at most MaxHoldingDecodes of them,
 // the newest first: older candidates beyond that (or not reached before
 // ctx ended) are left out of the answer, and truncated says so, so that a
-// caller does not present the answer as complete. The store's lock is held only for the listing and for each
-// manifest read, never across the decodes, so keep writes and creates are
-// not stalled behind a long answer.
+// caller does not present the answer as complete. The store's lock is
+// held only for the listing and for each manifest read, never across the
+// decodes, so keep writes and creates are not stalled behind a long
+// answer.
 func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path string) (cs []Checkpoint, truncated bool, err error) {
 	if path == "" {
 		cs, err = f.ListCheckpoints(ctx, ws)
