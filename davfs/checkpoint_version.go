@@ -335,29 +335,32 @@ const MaxHoldingDecodes = 20
 // A version of path itself answers from its description; every other
 // candidate (a checkpoint of the workspace or of a directory above path)
 // is answered by decoding its manifest, at most MaxHoldingDecodes of them,
-// the newest first: older candidates beyond that are left out of the
-// answer. The store's lock is held only for the listing and for each
-// manifest read, never across the decodes, so keep writes and creates are
-// not stalled behind a long answer.
-func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path string) ([]Checkpoint, error) {
+// the newest first: older candidates beyond that (or not reached before
+// ctx ended) are left out of the answer, and truncated says so, so that a
+// caller does not present the answer as complete. The store's lock is
+// held only for the listing and for each manifest read, never across the
+// decodes, so keep writes and creates are not stalled behind a long
+// answer.
+func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path string) (cs []Checkpoint, truncated bool, err error) {
 	if path == "" {
-		return f.ListCheckpoints(ctx, ws)
+		cs, err = f.ListCheckpoints(ctx, ws)
+		return cs, false, err
 	}
 	if err := f.checkpointWorkspace(ws); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	w, err := f.resolve(ws, path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := f.ck.open(f); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	f.ck.gc.RLock()
 	all, err := f.ck.list(ws)
 	f.ck.gc.RUnlock()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]Checkpoint, 0, len(all))
 	decoded := 0
@@ -370,6 +373,7 @@ func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path stri
 			continue
 		}
 		if decoded >= MaxHoldingDecodes || ctx.Err() != nil {
+			truncated = true
 			continue
 		}
 		decoded++
@@ -383,5 +387,5 @@ func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path stri
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out, truncated, nil
 }

@@ -80,11 +80,11 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	if got := readProj(t, e, "f.txt"); got != "v2\n" || !used || len(ids) != 1 {
 		t.Fatalf("after PUT: %q, used %v, versions %v", got, used, ids)
 	}
-	vs, err := e.fs.ListCheckpointsHolding(bg, ws, "f.txt")
+	vs, _, err := e.fs.ListCheckpointsHolding(bg, ws, "f.txt")
 	if err != nil || len(vs) != 1 || vs[0].ID != ids[0] || vs[0].Reason != davfs.CheckpointBeforeWebDAVWrite || vs[0].Label != "WebDAV PUT" || vs[0].Root != "f.txt" || vs[0].Files != 1 {
 		t.Fatalf("versions of f.txt: %+v %v", vs, err)
 	}
-	if vs, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 0 {
+	if vs, _, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 0 {
 		t.Fatalf("a version of f.txt holds d/x.txt: %+v", vs)
 	}
 
@@ -111,7 +111,7 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	if len(ids) != 1 || len(all) != 2 || all[0].ID != ids[0] || all[0].Root != "d" || all[0].Files != 1 {
 		t.Fatalf("after DELETE of d: versions %v, checkpoints %+v", ids, all)
 	}
-	if vs, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 1 || vs[0].ID != ids[0] {
+	if vs, _, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 1 || vs[0].ID != ids[0] {
 		t.Fatalf("the directory's version does not list d/x.txt: %+v", vs)
 	}
 	if _, err := e.fs.RestoreCheckpoint(bg, ws, ids[0], "", davfs.RestoreOptions{}); err != nil {
@@ -400,7 +400,8 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 }
 
 // ListCheckpointsHolding decodes at most MaxHoldingDecodes manifests, the
-// newest first; a version of the path itself answers from its description.
+// newest first, and says when it left older candidates out; a version of
+// the path itself answers from its description.
 func TestVersionListHoldingBounded(t *testing.T) {
 	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 5 })
 	ws := secProject("p")
@@ -410,15 +411,31 @@ func TestVersionListHoldingBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, version := u.Used()
+	if len(version) != 1 {
+		t.Fatalf("the PUT kept %v", version)
+	}
 	var full []string
-	for i := 0; i < davfs.MaxHoldingDecodes+2; i++ {
+	// Exactly MaxHoldingDecodes candidates: every one is decoded, nothing
+	// is left out.
+	for i := 0; i < davfs.MaxHoldingDecodes; i++ {
 		full = append(full, ckCreate(t, e, ws, davfs.CheckpointOptions{}).ID)
 	}
-	got, err := e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
+	got, truncated, err := e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
+	if err != nil || truncated || len(got) != davfs.MaxHoldingDecodes+1 || got[0].ID != full[len(full)-1] || got[len(got)-1].ID != version[0] {
+		t.Fatalf("holding f.txt under the bound: %d checkpoints, truncated %v, %v (want all %d and not truncated)", len(got), truncated, err, davfs.MaxHoldingDecodes+1)
+	}
+	for i := 0; i < 2; i++ {
+		full = append(full, ckCreate(t, e, ws, davfs.CheckpointOptions{}).ID)
+	}
+	got, truncated, err = e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != davfs.MaxHoldingDecodes+1 || len(version) != 1 || got[0].ID != full[len(full)-1] || got[len(got)-1].ID != version[0] {
-		t.Fatalf("holding f.txt: %d checkpoints (want the %d newest full ones and the version)", len(got), davfs.MaxHoldingDecodes)
+	if !truncated || len(got) != davfs.MaxHoldingDecodes+1 || got[0].ID != full[len(full)-1] || got[davfs.MaxHoldingDecodes-1].ID != full[2] || got[len(got)-1].ID != version[0] {
+		t.Fatalf("holding f.txt over the bound: %d checkpoints, truncated %v (want the %d newest full ones and the version, truncated)", len(got), truncated, davfs.MaxHoldingDecodes)
+	}
+	// Without a path nothing is decoded and nothing left out.
+	if all, truncated, err := e.fs.ListCheckpointsHolding(context.Background(), ws, ""); err != nil || truncated || len(all) != len(full)+1 {
+		t.Fatalf("unfiltered: %d checkpoints, truncated %v, %v", len(all), truncated, err)
 	}
 }

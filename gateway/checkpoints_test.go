@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -192,5 +194,48 @@ func TestCheckpointsREST(t *testing.T) {
 		if !strings.Contains(string(r.Body), p) {
 			t.Errorf("openapi.json lacks %s", p)
 		}
+	}
+}
+
+// A listing with a path says over REST when it searched only the newest
+// candidates (davfs decodes at most MaxHoldingDecodes manifests), so that
+// the portal does not present it as every checkpoint holding the path.
+func TestCheckpointsRESTPathTruncated(t *testing.T) {
+	projects := t.TempDir()
+	ckFile(t, projects, "demo/notes.txt", "one\n")
+	// The default bound of the store is MaxHoldingDecodes: room for one more.
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, Configure: func(c *sidecar.Config) {
+		c.Services.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 1
+	}})
+	g := gatewaytest.Start(t, gatewaytest.Options{Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
+	base := api + "/agents/codex-a/checkpoints"
+	ws := `"workspace":{"scope":"PROJECT","project_name":"demo"}`
+	q := "workspace.scope=PROJECT&workspace.project_name=demo&path=notes.txt"
+	type listing struct {
+		Checkpoints []ckREST `json:"checkpoints"`
+		Truncated   *bool    `json:"truncated"`
+	}
+
+	var ids []string
+	create := func() {
+		t.Helper()
+		var c ckREST
+		ckJSON(t, admin(t, g, http.MethodPost, base, `{`+ws+`}`), 200, &c)
+		ids = append(ids, c.ID)
+	}
+	create()
+	var l listing
+	ckJSON(t, admin(t, g, http.MethodGet, base+"?"+q, ""), 200, &l)
+	if len(l.Checkpoints) != 1 || l.Truncated != nil && *l.Truncated {
+		t.Fatalf("one checkpoint: %+v", l)
+	}
+	for len(ids) < davfs.MaxHoldingDecodes+1 {
+		create()
+	}
+	l = listing{}
+	r := admin(t, g, http.MethodGet, base+"?"+q, "")
+	ckJSON(t, r, 200, &l)
+	if l.Truncated == nil || !*l.Truncated || len(l.Checkpoints) != davfs.MaxHoldingDecodes || l.Checkpoints[0].ID != ids[len(ids)-1] {
+		t.Fatalf("%d checkpoints, newest %s: want the %d newest, truncated: %s", len(ids), ids[len(ids)-1], davfs.MaxHoldingDecodes, r.Body)
 	}
 }

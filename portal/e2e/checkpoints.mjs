@@ -83,6 +83,7 @@ export function registerCheckpointTests(h) {
     const cv = p.locator('[data-testid="ckpt-compare-view"]');
     await eventually(async () => (await cv.locator('[data-testid="ckpt-diff"]').textContent())?.includes('+changed again'), 'the file diff is shown');
     expect((await cv.locator('[data-testid="ckpt-change"]').count()) === 1, 'only that file compared');
+    expect((await p.locator('[data-testid="ckpt-older-note"]').count()) === 0, 'every checkpoint was searched: no note');
     await cv.locator('[data-testid="ckpt-restore-path"]').click();
     const rd = dialog('restore-checkpoint-dialog');
     await rd.waitFor();
@@ -92,6 +93,33 @@ export function registerCheckpointTests(h) {
     await eventually(() => a.read('ckpt-demo/notes.txt') === 'one\ntwo\nthree\n', 'file restored');
     expect(a.read('ckpt-demo/keep.txt') === 'keep, changed\n', 'another file untouched');
     await p.locator('[data-testid="ckpt-close"]').click();
+  });
+
+  test('checkpoints: a file\'s checkpoints note when older checkpoints were not searched', async () => {
+    // More full checkpoints than the server decodes for one listing by path
+    // (MaxHoldingDecodes, 20): the newest are listed, the rest not searched.
+    const g = h.gw();
+    for (let i = 0; i < 21; i++) {
+      const r = await fetch(`${g.url}/api/v1/agent-gateway/agents/codex-a/checkpoints`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${g.adminToken}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ workspace: { scope: 'PROJECT', project_name: 'ckpt-demo' } }),
+      });
+      expect(r.ok, `checkpoint ${i} created (${r.status})`);
+    }
+    await row('notes.txt').click({ button: 'right' });
+    await clickMenu('Compare with checkpoint');
+    const p = dialog('checkpoints-panel');
+    await p.waitFor();
+    await eventually(
+      async () => (await p.locator('[data-testid="ckpt-older-note"]').count()) === 1,
+      'the note that older checkpoints were not searched',
+    );
+    const note = await p.locator('[data-testid="ckpt-older-note"]').textContent();
+    expect(note === 'Older checkpoints were not searched.', `note text (${note})`);
+    expect((await rows(p).count()) === 20, `the 20 newest listed (${await rows(p).count()})`);
+    await p.locator('[data-testid="ckpt-close"]').click();
+    await eventually(async () => (await dialog('checkpoints-panel').count()) === 0, 'panel closed');
   });
 
   test('checkpoints: a deleted project comes back from its automatic checkpoint', async () => {

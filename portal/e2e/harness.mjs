@@ -105,10 +105,12 @@ function startProcess(name, cmd, args, opts, want, logs) {
 }
 
 export class Sidecar {
-  /** opts.checkpointBytes: services.checkpoints.maxTotalBytes (a tiny one makes a full store). */
+  /** opts.checkpointBytes: services.checkpoints.maxTotalBytes (a tiny one makes a full store);
+   * opts.checkpointsPerWorkspace: its maxPerWorkspace (above 20, a listing by path can leave older ones out). */
   constructor(name, base, bin, opts = {}) {
     this.name = name;
     this.checkpointBytes = opts.checkpointBytes;
+    this.checkpointsPerWorkspace = opts.checkpointsPerWorkspace;
     this.bin = bin;
     this.dir = path.join(base, name);
     this.projects = path.join(this.dir, 'projects');
@@ -139,7 +141,9 @@ export class Sidecar {
         '    maxPathLength: 4096',
         '    maxPathDepth: 64',
         '    deniedDirectories: [.git, .hg, .svn, node_modules, .venv, venv, vendor, dist, build, .next, .cache, __pycache__]',
-        ...(this.checkpointBytes ? ['  checkpoints:', `    maxTotalBytes: ${this.checkpointBytes}`] : []),
+        ...(this.checkpointBytes || this.checkpointsPerWorkspace ? ['  checkpoints:'] : []),
+        ...(this.checkpointBytes ? [`    maxTotalBytes: ${this.checkpointBytes}`] : []),
+        ...(this.checkpointsPerWorkspace ? [`    maxPerWorkspace: ${this.checkpointsPerWorkspace}`] : []),
         '',
       ].join('\n'),
       { mode: 0o644 },

@@ -78,7 +78,7 @@ const requested = []; // paths of every request the page made
 
 async function setUp() {
   const bins = binaries(base, log);
-  sa = new Sidecar('codex-a', base, bins.sidecar);
+  sa = new Sidecar('codex-a', base, bins.sidecar, { checkpointsPerWorkspace: 40 });
   // codex-b's checkpoint store is tiny, so always full: the delete override test (checkpoints.mjs).
   sb = new Sidecar('codex-b', base, bins.sidecar, { checkpointBytes: 1024 });
   // Data the tests rely on, prepared on the volumes before start.

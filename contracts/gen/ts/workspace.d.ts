@@ -388,6 +388,11 @@ export interface components {
         v1ListCheckpointsResponse: {
             /** @description Newest first. */
             checkpoints?: components["schemas"]["v1Checkpoint"][];
+            /**
+             * @description True when the path filter searched only the newest candidates; older
+             *     checkpoints may hold the path too.
+             */
+            truncated?: boolean;
         };
         v1ListEntriesResponse: {
             /** @description Directories first, then files; each group by name. */

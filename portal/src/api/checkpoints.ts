@@ -9,6 +9,7 @@ import type { WorkspaceRef } from './types';
 type S = components['schemas'];
 export type Checkpoint = S['v1Checkpoint'];
 export type CheckpointChange = S['v1CheckpointChange'];
+export type ListResponse = S['v1ListCheckpointsResponse'];
 export type CompareResponse = S['v1CompareCheckpointResponse'];
 export type RestoreResponse = S['v1RestoreCheckpointResponse'];
 

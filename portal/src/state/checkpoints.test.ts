@@ -1,7 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { changesUnder, diffLines, modeText, reasonLabel, restoreEffect, restorePlan, within } from './checkpoints';
+import { changesUnder, diffLines, holdingList, modeText, reasonLabel, restoreEffect, restorePlan, within } from './checkpoints';
 
 describe('checkpoints helpers', () => {
+  it('notes when a path listing searched only the newest checkpoints', () => {
+    const c = { id: 'a' };
+    const cut = holdingList({ checkpoints: [c], truncated: true });
+    expect(cut.list).toEqual([c]);
+    expect(cut.note).toBe('Older checkpoints were not searched.');
+    expect(cut.none).toContain('older checkpoints were not searched');
+    for (const r of [{ checkpoints: [c] }, { checkpoints: [c], truncated: false }]) {
+      const all = holdingList(r);
+      expect(all.note).toBe('');
+      expect(all.none).toBe('No checkpoint or version holds this file yet.');
+    }
+    expect(holdingList({}).list).toEqual([]);
+  });
   it('scopes changes to a path', () => {
     const cs = [{ path: 'a' }, { path: 'a/b.txt' }, { path: 'ab' }, { path: 'c' }];
     expect(changesUnder(cs, 'a').map((c) => c.path)).toEqual(['a', 'a/b.txt']);

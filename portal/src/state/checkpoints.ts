@@ -1,7 +1,29 @@
 // Pure helpers of the Checkpoints panel (views/checkpoints.ts): labels for
 // reasons and change kinds, the parts of a comparison a restore of one
 // path changes, and a unified diff split into classified lines.
-import type { Checkpoint, CheckpointChange, CompareResponse } from '../api/checkpoints';
+import type { Checkpoint, CheckpointChange, CompareResponse, ListResponse } from '../api/checkpoints';
+
+/** A listing of the checkpoints holding a file: what it holds and whether
+ * the server searched only the newest candidates (it decodes a bounded
+ * number of manifests), so that the panel never presents it as complete. */
+export interface HoldingList {
+  list: Checkpoint[];
+  /** The note to show under the list; '' when every candidate was searched. */
+  note: string;
+  /** The notice when nothing listed holds the file. */
+  none: string;
+}
+
+export function holdingList(r: ListResponse): HoldingList {
+  const older = r.truncated === true;
+  return {
+    list: r.checkpoints ?? [],
+    note: older ? 'Older checkpoints were not searched.' : '',
+    none: older
+      ? 'None of the newest checkpoints holds this file; older checkpoints were not searched.'
+      : 'No checkpoint or version holds this file yet.',
+  };
+}
 
 export function reasonLabel(c: Checkpoint): string {
   switch (c.reason) {

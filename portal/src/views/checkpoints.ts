@@ -7,7 +7,7 @@
 import { html, nothing, render, type TemplateResult } from 'lit-html';
 import type { Checkpoint, CheckpointApi, CheckpointChange, CompareResponse } from '../api/checkpoints';
 import type { WorkspaceRef } from '../api/types';
-import { diffLines, diffStateText, kindLabel, modeText, reasonLabel, restoreEffect, restorePlan } from '../state/checkpoints';
+import { diffLines, diffStateText, holdingList, kindLabel, modeText, reasonLabel, restoreEffect, restorePlan } from '../state/checkpoints';
 import { confirmDialog } from '../ui/dialogs';
 import './checkpoints.css';
 
@@ -55,6 +55,10 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
     dlg.dataset['testid'] = 'checkpoints-panel';
     dlg.setAttribute('aria-labelledby', 'ckpt-title');
     let list: Checkpoint[] = [];
+    // What holdingList says of the listing (with comparePath: whether older
+    // checkpoints were left unsearched).
+    let note = '';
+    let none = '';
     let loading = true;
     let error = '';
     let label = '';
@@ -78,7 +82,7 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
       update();
       try {
         // From a file: the checkpoints and per-file versions that hold it.
-        list = (await o.api.list(o.agentId, o.ws, o.comparePath ?? '')).checkpoints ?? [];
+        ({ list, note, none } = holdingList(await o.api.list(o.agentId, o.ws, o.comparePath ?? '')));
         error = '';
       } catch (err) {
         error = o.describeError(err);
@@ -332,6 +336,7 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
                   )}
                 </tbody>
               </table>`}
+        ${!loading && note ? html`<p class="muted" data-testid="ckpt-older-note">${note}</p>` : nothing}
         ${cmp ? compareView(cmp) : nothing}
       `;
     }
@@ -346,7 +351,7 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
     dlg.querySelector<HTMLElement>('[data-testid="ckpt-label"]')?.focus();
     void load().then(async () => {
       if (o.comparePath && list[0]) await compare(list[0], o.comparePath, o.comparePath);
-      else if (o.comparePath) o.notify('info', 'No checkpoint or version holds this file yet.');
+      else if (o.comparePath) o.notify('info', none);
     });
   });
 }

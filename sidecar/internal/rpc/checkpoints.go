@@ -14,7 +14,7 @@ import (
 // CheckpointFS is the part of *davfs.FS the CheckpointService uses.
 type CheckpointFS interface {
 	CreateCheckpoint(ctx context.Context, ws davfs.Workspace, opts davfs.CheckpointOptions) (davfs.Checkpoint, error)
-	ListCheckpointsHolding(ctx context.Context, ws davfs.Workspace, path string) ([]davfs.Checkpoint, error)
+	ListCheckpointsHolding(ctx context.Context, ws davfs.Workspace, path string) ([]davfs.Checkpoint, bool, error)
 	CompareCheckpoint(ctx context.Context, ws davfs.Workspace, id, against, path string, withDiffs bool) (davfs.Comparison, error)
 	RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts davfs.RestoreOptions) (davfs.RestoreResult, error)
 	DeleteCheckpoint(ctx context.Context, ws davfs.Workspace, id string) error
@@ -59,11 +59,11 @@ func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev
 	if err != nil {
 		return nil, err
 	}
-	cs, err := s.fs.ListCheckpointsHolding(ctx, ws, req.GetPath())
+	cs, truncated, err := s.fs.ListCheckpointsHolding(ctx, ws, req.GetPath())
 	if err != nil {
 		return nil, err
 	}
-	out := &workspacev1.ListCheckpointsResponse{Checkpoints: make([]*workspacev1.Checkpoint, 0, len(cs))}
+	out := &workspacev1.ListCheckpointsResponse{Checkpoints: make([]*workspacev1.Checkpoint, 0, len(cs)), Truncated: truncated}
 	for _, c := range cs {
 		out.Checkpoints = append(out.Checkpoints, toCheckpoint(c))
 	}

@@ -577,7 +577,10 @@ func (x *ListCheckpointsRequest) GetPath() string {
 type ListCheckpointsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Newest first.
-	Checkpoints   []*Checkpoint `protobuf:"bytes,1,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	Checkpoints []*Checkpoint `protobuf:"bytes,1,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	// True when the path filter searched only the newest candidates; older
+	// checkpoints may hold the path too.
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -617,6 +620,13 @@ func (x *ListCheckpointsResponse) GetCheckpoints() []*Checkpoint {
 		return x.Checkpoints
 	}
 	return nil
+}
+
+func (x *ListCheckpointsResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
 }
 
 type CompareCheckpointRequest struct {
@@ -1431,9 +1441,10 @@ const file_workspace_v1_checkpoints_proto_rawDesc = "" +
 	"\x04path\x18\x03 \x01(\tR\x04path\"f\n" +
 	"\x16ListCheckpointsRequest\x128\n" +
 	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\"U\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"s\n" +
 	"\x17ListCheckpointsResponse\x12:\n" +
-	"\vcheckpoints\x18\x01 \x03(\v2\x18.workspace.v1.CheckpointR\vcheckpoints\"\xe6\x01\n" +
+	"\vcheckpoints\x18\x01 \x03(\v2\x18.workspace.v1.CheckpointR\vcheckpoints\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xe6\x01\n" +
 	"\x18CompareCheckpointRequest\x128\n" +
 	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\tR\fcheckpointId\x122\n" +
