@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentworkspace/files/gateway/internal/session"
 )
 
 // SessionKeySize is the size of a session key (AES-256), before base64.
@@ -108,10 +110,10 @@ func (s Session) validate(metricsAddr string) []error {
 	if s.Lifetime != nil && *s.Lifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at least 1m (for example 12h)"))
 	}
-	// Replicas cap a peer's revocation at 30 days ahead (session
-	// package): a longer session would outlive its sign-out elsewhere.
-	if s.Lifetime != nil && *s.Lifetime > 30*24*time.Hour {
-		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at most 720h (30 days), the longest a sign-out is kept across replicas"))
+	// Replicas cap a peer's revocation at session.MaxRevocationLifetime
+	// ahead: a longer session would outlive its sign-out elsewhere.
+	if s.Lifetime != nil && *s.Lifetime > session.MaxRevocationLifetime {
+		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at most %s (30 days), the longest a sign-out is kept across replicas", session.MaxRevocationLifetime))
 	}
 	for i, p := range s.Peers {
 		host, port, err := net.SplitHostPort(p)
