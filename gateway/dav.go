@@ -97,10 +97,7 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 				if rec.DestinationPath != "" {
 					path = rec.DestinationPath // what a COPY or MOVE removed
 				}
-				al.Record(r.Context(), audit.Record{Time: rec.Time, RequestID: rec.RequestID, Operator: rec.Operator,
-					AgentID: rec.AgentID, WorkspaceScope: rec.WorkspaceScope, ProjectName: rec.ProjectName,
-					Action: "create_checkpoint", SourcePath: path, CheckpointID: id, Automatic: true,
-					CheckpointReason: "before_delete", Result: audit.ResultOK, GRPCCode: "OK", DurationMS: rec.DurationMS})
+				al.Record(r.Context(), audit.AutomaticCheckpoint(rec, id, "before_delete", path))
 				rec.AutoCheckpointID = id
 			}
 			al.Record(r.Context(), rec)

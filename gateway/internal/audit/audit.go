@@ -175,6 +175,18 @@ func Track(ctx context.Context) (context.Context, *Tracker) {
 
 // Record writes one record. Paths are redacted here, so callers cannot leak a
 // CODEX_HOME name by forgetting to.
+// AutomaticCheckpoint is the create_checkpoint record of the automatic
+// checkpoint id (why: reason) that the sidecar took of path before the
+// mutation m: same time, request, operator and workspace as m, and a
+// success whatever m's result (the checkpoint came first). REST and WebDAV
+// write it before m's own record, which names id in AutoCheckpointID.
+func AutomaticCheckpoint(m Record, id, reason, path string) Record {
+	return Record{Time: m.Time, RequestID: m.RequestID, Operator: m.Operator, AgentID: m.AgentID,
+		WorkspaceScope: m.WorkspaceScope, ProjectName: m.ProjectName, Action: "create_checkpoint", SourcePath: path,
+		CheckpointID: id, Automatic: true, CheckpointReason: reason,
+		Result: ResultOK, GRPCCode: "OK", DurationMS: m.DurationMS}
+}
+
 func (l *Logger) Record(ctx context.Context, r Record) {
 	if t, ok := ctx.Value(trackerKey{}).(*Tracker); ok {
 		t.recorded.Store(true)

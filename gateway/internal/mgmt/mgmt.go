@@ -290,10 +290,7 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 		if a := c.auto; a != nil && a.id != "" {
 			// The checkpoint came first, and succeeded whatever the
 			// mutation's result.
-			s.audit.Record(ctx, audit.Record{Time: start, RequestID: rec.RequestID, Operator: rec.Operator, AgentID: rec.AgentID,
-				WorkspaceScope: rec.WorkspaceScope, ProjectName: rec.ProjectName, Action: "create_checkpoint", SourcePath: a.path,
-				CheckpointID: a.id, Automatic: true, CheckpointReason: a.reason,
-				Result: audit.ResultOK, GRPCCode: codes.OK.String(), DurationMS: rec.DurationMS})
+			s.audit.Record(ctx, audit.AutomaticCheckpoint(rec, a.id, a.reason, a.path))
 			rec.AutoCheckpointID = a.id
 		}
 		s.audit.Record(ctx, rec)
