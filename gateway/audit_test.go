@@ -1,13 +1,13 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentworkspace/files/gateway/gatewaytest"
-	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 )
 
@@ -55,8 +55,11 @@ func TestSidecarMetadata(t *testing.T) {
 func TestAuditRecords(t *testing.T) {
 	g, a, _ := twoFakes(t, gatewaytest.Options{})
 	const secret = "TOP-SECRET-FILE-CONTENT-7f3a"
-	a.Put("demo", "notes.txt", "old text")
+	a.Put(t, "demo", "notes.txt", "old text")
+	a.Put(t, "demo", "src/main.go", "package main\n")
 
+	// "{rev}" in a step's path or body is the revision in the previous
+	// step's response.
 	steps := []struct {
 		method, path, body string
 		wantStatus         int
@@ -64,18 +67,18 @@ func TestAuditRecords(t *testing.T) {
 	}{
 		{"POST", "/agents/codex-a/projects", `{"name":"newproj"}`, 200,
 			map[string]any{"action": "create_project", "workspace_scope": "PROJECT", "project_name": "newproj", "result": "ok", "grpc_code": "OK"}},
-		{"PUT", "/agents/codex-a/projects/files", `{"workspace":{"scope":"PROJECT","project_name":"demo"},"path":"notes.txt","content":"` + secret + `","expected_revision":"` + fakesidecar.Revision("old text") + `"}`, 200,
+		{"PUT", "/agents/codex-a/projects/files", `{"workspace":{"scope":"PROJECT","project_name":"demo"},"path":"notes.txt","content":"` + secret + `","expected_revision":"` + a.Revision(t, "demo", "notes.txt") + `"}`, 200,
 			map[string]any{"action": "update_file", "workspace_scope": "PROJECT", "project_name": "demo", "source_path": "notes.txt", "result": "ok", "grpc_code": "OK"}},
 		{"PUT", "/agents/codex-a/projects/files", `{"workspace":{"scope":"PROJECT","project_name":"demo"},"path":"notes.txt","content":"` + secret + `","expected_revision":"stale"}`, 409,
 			map[string]any{"action": "update_file", "source_path": "notes.txt", "result": "error", "grpc_code": "Aborted", "reason": "REVISION_MISMATCH"}},
 		{"POST", "/agents/codex-a/projects/entries", `{"workspace":{"scope":"PROJECT","project_name":"demo"},"parent_path":"src","name":"a.go","type":"ENTRY_TYPE_FILE"}`, 200,
 			map[string]any{"action": "create_entry", "source_path": "src/a.go", "result": "ok"}},
-		{"POST", "/agents/codex-a/projects/entries:move", `{"workspace":{"scope":"PROJECT","project_name":"demo"},"source_path":"src/a.go","destination_path":"src/b.go","expected_revision":"` + fakesidecar.Revision("") + `"}`, 200,
+		{"POST", "/agents/codex-a/projects/entries:move", `{"workspace":{"scope":"PROJECT","project_name":"demo"},"source_path":"src/a.go","destination_path":"src/b.go","expected_revision":"{rev}"}`, 200,
 			map[string]any{"action": "move_entry", "source_path": "src/a.go", "destination_path": "src/b.go", "result": "ok"}},
-		{"DELETE", "/agents/codex-a/projects/entries?workspace.scope=PROJECT&workspace.project_name=demo&path=src/b.go&expected_revision=" + fakesidecar.Revision(""), "", 200,
+		{"DELETE", "/agents/codex-a/projects/entries?workspace.scope=PROJECT&workspace.project_name=demo&path=src/b.go&expected_revision={rev}", "", 200,
 			map[string]any{"action": "delete_entry", "source_path": "src/b.go", "result": "ok"}},
-		{"POST", "/agents/codex-a/projects/entries", `{"workspace":{"scope":"GLOBAL"},"parent_path":"","name":"auth.json","type":"ENTRY_TYPE_FILE"}`, 200,
-			map[string]any{"action": "create_entry", "workspace_scope": "GLOBAL", "project_name": "", "source_path": "[redacted]"}},
+		{"POST", "/agents/codex-a/projects/entries", `{"workspace":{"scope":"GLOBAL"},"parent_path":"","name":"auth.json","type":"ENTRY_TYPE_FILE"}`, 403,
+			map[string]any{"action": "create_entry", "workspace_scope": "GLOBAL", "project_name": "", "source_path": "[redacted]", "result": "error", "reason": "OUTSIDE_GLOBAL"}},
 		{"POST", "/agents/codex-a/projects/entries", `{"workspace":{"scope":"GLOBAL"},"parent_path":"skills","name":"tool.md","type":"ENTRY_TYPE_FILE"}`, 200,
 			map[string]any{"action": "create_entry", "workspace_scope": "GLOBAL", "source_path": "skills/tool.md"}},
 		{"DELETE", "/agents/codex-a/projects/newproj?confirm_name=newproj", "", 200,
@@ -87,14 +90,18 @@ func TestAuditRecords(t *testing.T) {
 		{"POST", "/agents/ghost/projects", `{"name":"x"}`, 404,
 			map[string]any{"action": "create_project", "agent_id": "ghost", "result": "error", "grpc_code": "NotFound", "reason": "AGENT_NOT_FOUND"}},
 	}
+	var rev string
 	for i, s := range steps {
-		req := g.NewRequest(t, s.method, api+s.path, strings.NewReader(s.body))
+		req := g.NewRequest(t, s.method, api+strings.ReplaceAll(s.path, "{rev}", rev), strings.NewReader(strings.ReplaceAll(s.body, "{rev}", rev)))
 		req.Header.Set("X-Request-ID", "audit-step-"+string(rune('a'+i)))
 		req.Header.Set("X-Operator", "mallory")
 		r := do(t, req)
 		if r.Status != s.wantStatus {
 			t.Fatalf("step %d %s %s: %d %s", i, s.method, s.path, r.Status, r.Body)
 		}
+		var e struct{ Revision string }
+		_ = json.Unmarshal(r.Body, &e)
+		rev = e.Revision
 	}
 	recs := g.AuditRecords(t)
 	if len(recs) != len(steps) {

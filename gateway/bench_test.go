@@ -19,15 +19,16 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
 )
 
-// BenchmarkREST measures the gateway's own cost per REST call, in process,
-// over a fake sidecar (so the sidecar's file system work is not included).
-// make bench's gatewaybench compares against a real sidecar end to end.
+// BenchmarkREST measures the gateway's cost per REST call, in process, over
+// the sidecar's service in this process too (fakesidecar); direct-gRPC is
+// the floor, the same calls without the gateway. make bench's gatewaybench
+// compares against a real sidecar end to end.
 func BenchmarkREST(b *testing.B) {
 	fs := fakesidecar.Start(b)
 	for i := 0; i < 100; i++ {
-		fs.Put("bench", fmt.Sprintf("dir/file-%03d.txt", i), "x")
+		fs.Put(b, "bench", fmt.Sprintf("file-%03d.txt", i), "x")
 	}
-	fs.Put("bench", "big.txt", strings.Repeat("hello world\n", 16<<10/12))
+	fs.Put(b, "bench", "big.txt", strings.Repeat("hello world\n", 16<<10/12))
 	cfg := &gateway.Config{}
 	cfg.HTTPServer.Address = "127.0.0.1:0"
 	cfg.AgentRuntime.Agents = map[string]config.Agent{"a": {Provider: "p", Sidecar: &config.Sidecar{Endpoint: fs.Addr}}}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
@@ -20,7 +21,7 @@ func TestErrorMappingOverREST(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			code := fakesidecar.CodeOf(workspacev1.ErrorReason(num))
+			code := errtable.For(name).Code
 			r := admin(t, g, http.MethodGet, api+"/agents/codex-a/projects/files?workspace.scope=GLOBAL&path="+fakesidecar.FailPrefix+name, "")
 			wantReason := name
 			wantStatus := httpapi.HTTPStatus(code, name)

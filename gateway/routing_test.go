@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
-	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
 )
 
 // PRD §15.2: all configured agents, sorted, capability and default flags,
@@ -62,8 +61,8 @@ func TestListAgents(t *testing.T) {
 // on two agents holds different content.
 func TestRoutingIsolation(t *testing.T) {
 	g, a, b := twoFakes(t, gatewaytest.Options{})
-	a.Put("demo", "README.md", "content of A")
-	b.Put("demo", "README.md", "content of B")
+	a.Put(t, "demo", "README.md", "content of A")
+	b.Put(t, "demo", "README.md", "content of B")
 	for agent, want := range map[string]string{"codex-a": "content of A", "codex-b": "content of B"} {
 		r := admin(t, g, http.MethodGet, api+"/agents/"+agent+"/projects/files?workspace.scope=PROJECT&workspace.project_name=demo&path=README.md", "")
 		if r.Status != http.StatusOK {
@@ -182,13 +181,13 @@ func TestNeverContactsTheAgentRuntime(t *testing.T) {
 			c.AgentRuntime.Agents[id] = ag
 		}
 	}})
-	a.Put("busy", "task.txt", "v1")
+	a.Put(t, "busy", "task.txt", "v1")
 	admin(t, g, http.MethodGet, api+"/agents", "")
 	if r := admin(t, g, http.MethodGet, api+"/agents/codex-a/projects/files?workspace.scope=PROJECT&workspace.project_name=busy&path=task.txt", ""); r.Status != 200 {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	if r := admin(t, g, http.MethodPut, api+"/agents/codex-a/projects/files",
-		`{"workspace":{"scope":"PROJECT","project_name":"busy"},"path":"task.txt","content":"v2","expected_revision":"`+fakesidecar.Revision("v1")+`"}`); r.Status != 200 {
+		`{"workspace":{"scope":"PROJECT","project_name":"busy"},"path":"task.txt","content":"v2","expected_revision":"`+a.Revision(t, "busy", "task.txt")+`"}`); r.Status != 200 {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	if n := conns.Load(); n != 0 {
@@ -273,8 +272,8 @@ func TestProjectsNamedLikeRoutes(t *testing.T) {
 		}
 	}
 	// DeleteEntry keeps its route: a file in project "demo".
-	a.Put("demo", "gone.txt", "x")
-	r := admin(t, g, http.MethodDelete, api+"/agents/codex-a/projects/entries?workspace.scope=PROJECT&workspace.project_name=demo&path=gone.txt&expected_revision="+fakesidecar.Revision("x"), "")
+	a.Put(t, "demo", "gone.txt", "x")
+	r := admin(t, g, http.MethodDelete, api+"/agents/codex-a/projects/entries?workspace.scope=PROJECT&workspace.project_name=demo&path=gone.txt&expected_revision="+a.Revision(t, "demo", "gone.txt"), "")
 	if r.Status != http.StatusOK {
 		t.Errorf("DeleteEntry: %d %s", r.Status, r.Body)
 	}

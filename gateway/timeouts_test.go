@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
-	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -151,8 +150,8 @@ func TestSlowClients(t *testing.T) {
 	}
 
 	t.Run("authenticated REST upload making progress", func(t *testing.T) {
-		a.Put("demo", "slow.txt", "old")
-		body := updateBody("demo", "slow.txt", strings.Repeat("new text ", 30), fakesidecar.Revision("old"))
+		a.Put(t, "demo", "slow.txt", "old")
+		body := updateBody("demo", "slow.txt", strings.Repeat("new text ", 30), a.Revision(t, "demo", "slow.txt"))
 		c := dialSlow(t, g.Addr)
 		// ≈ 2.5 s in all, more than either bound, a piece every 250 ms.
 		n := len(body)/10 + 1
@@ -171,8 +170,8 @@ func TestSlowClients(t *testing.T) {
 	})
 
 	t.Run("authenticated REST upload stalled", func(t *testing.T) {
-		a.Put("demo", "stall.txt", "old")
-		body := updateBody("demo", "stall.txt", "never", fakesidecar.Revision("old"))
+		a.Put(t, "demo", "stall.txt", "old")
+		body := updateBody("demo", "stall.txt", "never", a.Revision(t, "demo", "stall.txt"))
 		c := dialSlow(t, g.Addr)
 		c.send(fmt.Sprintf("PUT %s/agents/codex-a/projects/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", api, g.AdminToken, len(body)),
 			[]byte(body[:len(body)/2]), len(body), 0) // then nothing

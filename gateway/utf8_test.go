@@ -16,7 +16,7 @@ import (
 // same code and reason.
 func TestInvalidUTF8IsRefusedPerField(t *testing.T) {
 	g, a, _ := twoFakes(t, gatewaytest.Options{})
-	a.Put("demo", "keep.txt", "kept")
+	a.Put(t, "demo", "keep.txt", "kept")
 	before := len(a.Calls())
 	p := api + "/agents/codex-a/projects"
 	cases := []struct {

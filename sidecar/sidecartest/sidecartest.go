@@ -27,12 +27,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar"
+	"github.com/agentworkspace/files/sidecar/internal/rpc"
 )
 
 // UID and GID the sidecar runs as when the tests run as root.
@@ -286,3 +289,25 @@ func Binary() (string, error) { return build.Binary() }
 // content-addressed cache directory (pruned after a day), so there is
 // nothing to remove per process.
 func Cleanup() {}
+
+// InProcess is the real WorkspaceService for a gRPC server a test runs in
+// its own process: davfs over fresh volumes in t.TempDir() (default limits,
+// no git init, checkpoints off, closed in t.Cleanup), the unary interceptor
+// the sidecar serves it behind (request ID and operator, davfs errors to
+// statuses with ErrorInfo; its log is discarded) and the projects volume.
+func InProcess(t testing.TB) (workspacev1.WorkspaceServiceServer, grpc.UnaryServerInterceptor, string) {
+	t.Helper()
+	base := t.TempDir()
+	cfg := davfs.Config{ProjectsRoot: filepath.Join(base, "projects"), CodexHome: filepath.Join(base, "codex-home")}
+	for _, d := range []string{cfg.ProjectsRoot, cfg.CodexHome} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatalf("sidecartest: %v", err)
+		}
+	}
+	fs, err := davfs.Open(cfg)
+	if err != nil {
+		t.Fatalf("sidecartest: %v", err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	return rpc.NewService(fs), rpc.Interceptor(hclog.NewNullLogger(), nil), cfg.ProjectsRoot
+}

@@ -1,37 +1,35 @@
-// Package fakesidecar is an in-memory WorkspaceService for gateway tests: it
-// records the metadata of every call and can be told to fail or stall, which
-// a real sidecar cannot. It is not a model of davfs semantics beyond what the
-// gateway's tests need (flat files per workspace, revisions, conflicts).
+// Package fakesidecar serves the real sidecar WorkspaceService (davfs over
+// a t.TempDir() volume, see sidecartest.InProcess) in the test process, with
+// what a real sidecar cannot do for the gateway's tests: it records the
+// metadata of every call, can be told to fail or stall, and can be stopped
+// and restarted on the same address.
 package fakesidecar
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net"
-	"sort"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
-// Domain is the ErrorInfo domain.
-const Domain = "workspace.agentworkspace.dev"
-
-// Special paths: a path "fail/<REASON>" fails with that reason's code; a
-// path "stall" blocks until the call's deadline; "leak" returns an error
-// without ErrorInfo whose message names an internal address.
+// Special paths (a request's path, or CreateProject's name): a path
+// "fail/<REASON>" fails with that reason, through the sidecar's own error
+// mapping (its code, ErrorInfo, message "forced failure <REASON>"); a path
+// "stall" blocks until the call's deadline; "leak" returns an error without
+// ErrorInfo whose message names an internal address.
 const (
 	FailPrefix = "fail/"
 	StallPath  = "stall"
@@ -45,29 +43,43 @@ type Call struct {
 	MD     metadata.MD
 }
 
-// Server is a fake sidecar.
+// Server is a sidecar's WorkspaceService on Addr.
 type Server struct {
-	workspacev1.UnimplementedWorkspaceServiceServer
-	Addr string
+	Addr        string
+	ProjectsDir string // the projects volume
 
+	svc   workspacev1.WorkspaceServiceServer
+	icpt  grpc.UnaryServerInterceptor // the sidecar's own
 	mu    sync.Mutex
-	files map[string]map[string]string // workspace key -> path -> content
 	calls []Call
 	srv   *grpc.Server
 }
 
-// Start serves a fake sidecar on 127.0.0.1:0 until t ends.
+// Start serves a sidecar on 127.0.0.1:0 until t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("fakesidecar: %v", err)
-	}
-	s := &Server{Addr: ln.Addr().String(), files: map[string]map[string]string{"global": {}}, srv: grpc.NewServer()}
-	workspacev1.RegisterWorkspaceServiceServer(s.srv, s)
-	go func() { _ = s.srv.Serve(ln) }()
+	s := &Server{}
+	s.svc, s.icpt, s.ProjectsDir = sidecartest.InProcess(t)
+	s.Addr = s.serve(t, "127.0.0.1:0")
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// serve starts a new gRPC server (a stopped one cannot serve again) on addr
+// and returns the address it listens on.
+func (s *Server) serve(t testing.TB, addr string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("fakesidecar: listen on %s: %v", addr, err)
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(s.intercept, s.icpt, fail))
+	workspacev1.RegisterWorkspaceServiceServer(srv, s.svc)
+	s.mu.Lock()
+	s.srv = srv
+	s.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String()
 }
 
 // Stop stops serving (connections are closed).
@@ -81,16 +93,7 @@ func (s *Server) Stop() {
 // Restart serves again on the same address after Stop.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	ln, err := net.Listen("tcp", s.Addr)
-	if err != nil {
-		t.Fatalf("fakesidecar: restart on %s: %v", s.Addr, err)
-	}
-	srv := grpc.NewServer()
-	workspacev1.RegisterWorkspaceServiceServer(srv, s)
-	s.mu.Lock()
-	s.srv = srv
-	s.mu.Unlock()
-	go func() { _ = srv.Serve(ln) }()
+	s.serve(t, s.Addr)
 }
 
 // Calls returns the calls received so far.
@@ -100,252 +103,66 @@ func (s *Server) Calls() []Call {
 	return append([]Call(nil), s.calls...)
 }
 
-// Put stores a file directly.
-func (s *Server) Put(project, path, content string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.files[project] == nil {
-		s.files[project] = map[string]string{}
+// Put writes a file, with its project and parent directories, into the
+// projects volume.
+func (s *Server) Put(t testing.TB, project, name, content string) {
+	t.Helper()
+	p := filepath.Join(s.ProjectsDir, project, name)
+	err := os.MkdirAll(filepath.Dir(p), 0o755)
+	if err == nil {
+		err = os.WriteFile(p, []byte(content), 0o644)
 	}
-	s.files[project][path] = content
+	if err != nil {
+		t.Fatalf("fakesidecar: put %s/%s: %v", project, name, err)
+	}
 }
 
-func (s *Server) record(ctx context.Context, method string) {
+// Revision returns the revision the service gives a project's file now.
+func (s *Server) Revision(t testing.TB, project, name string) string {
+	t.Helper()
+	f, err := s.svc.GetFile(context.Background(), &workspacev1.GetFileRequest{Path: name,
+		Workspace: &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: project}})
+	if err != nil {
+		t.Fatalf("fakesidecar: revision of %s/%s: %v", project, name, err)
+	}
+	return f.GetEntry().GetRevision()
+}
+
+// intercept records a call and applies the stall and leak paths, before
+// the sidecar's own interceptor.
+func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: method, MD: md.Copy()})
+	s.calls = append(s.calls, Call{Method: path.Base(info.FullMethod), MD: md.Copy()})
 	s.mu.Unlock()
-}
-
-// Err returns a status with ErrorInfo like the real sidecar.
-func Err(c codes.Code, reason, msg string) error {
-	st := status.New(c, msg)
-	st, _ = st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: Domain})
-	return st.Err()
-}
-
-// CodeOf returns the gRPC code of a reason (the enum's numbering groups
-// reasons by code, see types.proto).
-func CodeOf(reason workspacev1.ErrorReason) codes.Code {
-	return errtable.For(reason.String()).Code
-}
-
-func special(ctx context.Context, path string) error {
-	switch {
-	case strings.HasPrefix(path, FailPrefix):
-		name := strings.TrimPrefix(path, FailPrefix)
-		r := workspacev1.ErrorReason(workspacev1.ErrorReason_value[name])
-		return Err(CodeOf(r), name, "forced failure "+name)
-	case path == StallPath:
+	switch special(req) {
+	case StallPath:
 		<-ctx.Done()
-		return ctx.Err()
-	case path == LeakPath:
-		return status.Error(codes.Internal, LeakText)
+		return nil, ctx.Err()
+	case LeakPath:
+		return nil, status.Error(codes.Internal, LeakText)
 	}
-	return nil
+	return handler(ctx, req)
 }
 
-func key(w *workspacev1.WorkspaceRef) (string, error) {
-	switch w.GetScope() {
-	case workspacev1.WorkspaceScope_PROJECT:
-		if w.GetProjectName() == "" {
-			return "", Err(codes.InvalidArgument, "INVALID_WORKSPACE", "project_name is required")
-		}
-		return w.GetProjectName(), nil
-	case workspacev1.WorkspaceScope_GLOBAL:
-		return "global", nil
+// fail fails a call on a "fail/<REASON>" path as davfs would with that
+// reason; the sidecar's interceptor, before it, makes it the status.
+func fail(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if r, ok := strings.CutPrefix(special(req), FailPrefix); ok {
+		return nil, &davfs.Error{Reason: davfs.Reason(r), Message: "forced failure " + r}
 	}
-	return "", Err(codes.InvalidArgument, "INVALID_WORKSPACE", "workspace.scope is required")
+	return handler(ctx, req)
 }
 
-func revision(content string) string {
-	h := sha256.Sum256([]byte(content))
-	return hex.EncodeToString(h[:8])
+// special is the path of req that the special paths are matched against.
+func special(req any) string {
+	switch r := req.(type) {
+	case *workspacev1.CreateProjectRequest:
+		return r.GetName()
+	case *workspacev1.CreateEntryRequest:
+		return path.Join(r.GetParentPath(), r.GetName())
+	case interface{ GetPath() string }:
+		return r.GetPath()
+	}
+	return ""
 }
-
-func entry(path, content string) *workspacev1.Entry {
-	name := path[strings.LastIndex(path, "/")+1:]
-	return &workspacev1.Entry{Name: name, Path: path, Type: workspacev1.EntryType_ENTRY_TYPE_FILE, Size: int64(len(content)),
-		ModifiedAt: timestamppb.New(time.Unix(1700000000, 0)), Revision: revision(content), Editable: true}
-}
-
-// open records a workspace call, applies the path's special behaviour and
-// returns the workspace's files with s.mu held; the caller unlocks.
-func (s *Server) open(ctx context.Context, method, path string, w *workspacev1.WorkspaceRef) (map[string]string, error) {
-	s.record(ctx, method)
-	if err := special(ctx, path); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	m, err := s.ws(w)
-	if err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
-	return m, nil
-}
-
-func (s *Server) ws(w *workspacev1.WorkspaceRef) (map[string]string, error) {
-	k, err := key(w)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := s.files[k]
-	if !ok {
-		return nil, Err(codes.NotFound, "PROJECT_NOT_FOUND", "project not found")
-	}
-	return m, nil
-}
-
-func (s *Server) ListProjects(ctx context.Context, _ *workspacev1.ListProjectsRequest) (*workspacev1.ListProjectsResponse, error) {
-	s.record(ctx, "ListProjects")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := &workspacev1.ListProjectsResponse{}
-	for name := range s.files {
-		if name != "global" {
-			out.Projects = append(out.Projects, &workspacev1.Project{Name: name, GitInitialized: true, Revision: revision(name)})
-		}
-	}
-	sort.Slice(out.Projects, func(i, j int) bool { return out.Projects[i].Name < out.Projects[j].Name })
-	return out, nil
-}
-
-func (s *Server) CreateProject(ctx context.Context, req *workspacev1.CreateProjectRequest) (*workspacev1.Project, error) {
-	s.record(ctx, "CreateProject")
-	if err := special(ctx, req.GetName()); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if req.GetName() == "" || req.GetName() == "global" || strings.Contains(req.GetName(), "/") {
-		return nil, Err(codes.InvalidArgument, "INVALID_NAME", "invalid project name")
-	}
-	if _, ok := s.files[req.GetName()]; ok {
-		return nil, Err(codes.AlreadyExists, "ALREADY_EXISTS", "project already exists")
-	}
-	s.files[req.GetName()] = map[string]string{}
-	return &workspacev1.Project{Name: req.GetName(), GitInitialized: true, Revision: revision(req.GetName())}, nil
-}
-
-func (s *Server) DeleteProject(ctx context.Context, req *workspacev1.DeleteProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
-	s.record(ctx, "DeleteProject")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if req.GetConfirmName() != req.GetName() {
-		return nil, Err(codes.InvalidArgument, "CONFIRMATION_MISMATCH", "confirm_name does not match")
-	}
-	if _, ok := s.files[req.GetName()]; !ok || req.GetName() == "global" {
-		return nil, Err(codes.NotFound, "PROJECT_NOT_FOUND", "project not found")
-	}
-	delete(s.files, req.GetName())
-	return &workspacev1.DeleteProjectResponse{}, nil
-}
-
-func (s *Server) ListEntries(ctx context.Context, req *workspacev1.ListEntriesRequest) (*workspacev1.ListEntriesResponse, error) {
-	m, err := s.open(ctx, "ListEntries", req.GetPath(), req.GetWorkspace())
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	out := &workspacev1.ListEntriesResponse{DirectoryRevision: "dir"}
-	for p, c := range m {
-		out.Entries = append(out.Entries, entry(p, c))
-	}
-	sort.Slice(out.Entries, func(i, j int) bool { return out.Entries[i].Path < out.Entries[j].Path })
-	return out, nil
-}
-
-func (s *Server) GetFile(ctx context.Context, req *workspacev1.GetFileRequest) (*workspacev1.GetFileResponse, error) {
-	m, err := s.open(ctx, "GetFile", req.GetPath(), req.GetWorkspace())
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	c, ok := m[req.GetPath()]
-	if !ok {
-		return nil, Err(codes.NotFound, "NOT_FOUND", "file not found")
-	}
-	return &workspacev1.GetFileResponse{Entry: entry(req.GetPath(), c), Content: c}, nil
-}
-
-func (s *Server) CreateEntry(ctx context.Context, req *workspacev1.CreateEntryRequest) (*workspacev1.Entry, error) {
-	p := req.GetName()
-	if req.GetParentPath() != "" {
-		p = req.GetParentPath() + "/" + p
-	}
-	m, err := s.open(ctx, "CreateEntry", p, req.GetWorkspace())
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	if _, ok := m[p]; ok {
-		return nil, Err(codes.AlreadyExists, "ALREADY_EXISTS", "entry already exists")
-	}
-	m[p] = ""
-	return entry(p, ""), nil
-}
-
-func (s *Server) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileRequest) (*workspacev1.Entry, error) {
-	m, err := s.open(ctx, "UpdateFile", req.GetPath(), req.GetWorkspace())
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	if _, err := current(m, req.GetPath(), req.GetExpectedRevision(), "file"); err != nil {
-		return nil, err
-	}
-	m[req.GetPath()] = req.GetContent()
-	return entry(req.GetPath(), req.GetContent()), nil
-}
-
-func (s *Server) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryRequest) (*workspacev1.Entry, error) {
-	s.record(ctx, "MoveEntry")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, err := s.ws(req.GetWorkspace())
-	if err != nil {
-		return nil, err
-	}
-	c, err := current(m, req.GetSourcePath(), req.GetExpectedRevision(), "entry")
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := m[req.GetDestinationPath()]; ok {
-		return nil, Err(codes.AlreadyExists, "ALREADY_EXISTS", "destination exists")
-	}
-	delete(m, req.GetSourcePath())
-	m[req.GetDestinationPath()] = c
-	return entry(req.GetDestinationPath(), c), nil
-}
-
-func (s *Server) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryRequest) (*workspacev1.DeleteEntryResponse, error) {
-	s.record(ctx, "DeleteEntry")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, err := s.ws(req.GetWorkspace())
-	if err != nil {
-		return nil, err
-	}
-	if _, err := current(m, req.GetPath(), req.GetExpectedRevision(), "entry"); err != nil {
-		return nil, err
-	}
-	delete(m, req.GetPath())
-	return &workspacev1.DeleteEntryResponse{}, nil
-}
-
-// current returns the content at path in m if its revision is expected;
-// what names the path in the errors ("file", "entry").
-func current(m map[string]string, path, expected, what string) (string, error) {
-	c, ok := m[path]
-	if !ok {
-		return "", Err(codes.NotFound, "NOT_FOUND", what+" not found")
-	}
-	if revision(c) != expected {
-		return "", Err(codes.Aborted, "REVISION_MISMATCH", "the "+what+" changed since it was read")
-	}
-	return c, nil
-}
-
-// Revision exposes the fake's revision function.
-func Revision(content string) string { return revision(content) }
