@@ -50,9 +50,9 @@ type Server struct {
 
 	svc   workspacev1.WorkspaceServiceServer
 	icpt  grpc.UnaryServerInterceptor // the sidecar's own
+	srv   *grpc.Server
 	mu    sync.Mutex
 	calls []Call
-	srv   *grpc.Server
 }
 
 // Start serves a sidecar on 127.0.0.1:0 until t ends.
@@ -73,22 +73,14 @@ func (s *Server) serve(t testing.TB, addr string) string {
 	if err != nil {
 		t.Fatalf("fakesidecar: listen on %s: %v", addr, err)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(s.intercept, s.icpt, fail))
-	workspacev1.RegisterWorkspaceServiceServer(srv, s.svc)
-	s.mu.Lock()
-	s.srv = srv
-	s.mu.Unlock()
-	go func() { _ = srv.Serve(ln) }()
+	s.srv = grpc.NewServer(grpc.ChainUnaryInterceptor(s.icpt, s.intercept))
+	workspacev1.RegisterWorkspaceServiceServer(s.srv, s.svc)
+	go s.srv.Serve(ln)
 	return ln.Addr().String()
 }
 
 // Stop stops serving (connections are closed).
-func (s *Server) Stop() {
-	s.mu.Lock()
-	srv := s.srv
-	s.mu.Unlock()
-	srv.Stop()
-}
+func (s *Server) Stop() { s.srv.Stop() }
 
 // Restart serves again on the same address after Stop.
 func (s *Server) Restart(t testing.TB) {
@@ -128,28 +120,24 @@ func (s *Server) Revision(t testing.TB, project, name string) string {
 	return f.GetEntry().GetRevision()
 }
 
-// intercept records a call and applies the stall and leak paths, before
-// the sidecar's own interceptor.
+// intercept records a call and applies the special paths, after the
+// sidecar's own interceptor (which passes a status through and makes a
+// davfs error the status a real sidecar returns).
 func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Method: path.Base(info.FullMethod), MD: md.Copy()})
 	s.mu.Unlock()
-	switch special(req) {
+	p := special(req)
+	if reason, ok := strings.CutPrefix(p, FailPrefix); ok {
+		return nil, &davfs.Error{Reason: davfs.Reason(reason), Message: "forced failure " + reason}
+	}
+	switch p {
 	case StallPath:
 		<-ctx.Done()
 		return nil, ctx.Err()
 	case LeakPath:
 		return nil, status.Error(codes.Internal, LeakText)
-	}
-	return handler(ctx, req)
-}
-
-// fail fails a call on a "fail/<REASON>" path as davfs would with that
-// reason; the sidecar's interceptor, before it, makes it the status.
-func fail(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if r, ok := strings.CutPrefix(special(req), FailPrefix); ok {
-		return nil, &davfs.Error{Reason: davfs.Reason(r), Message: "forced failure " + r}
 	}
 	return handler(ctx, req)
 }
