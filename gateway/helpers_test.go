@@ -4,19 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	gatewaytest.Cleanup()
-	os.Exit(code)
-}
 
 const api = "/api/v1/agent-gateway"
 

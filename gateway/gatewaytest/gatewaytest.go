@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/internal/config"
 	"github.com/agentworkspace/files/internal/proctest"
@@ -227,15 +229,21 @@ func (g *Gateway) NewRequest(t testing.TB, method, path string, body io.Reader) 
 }
 
 // Stop sends SIGTERM and waits (SIGKILL after 15 s).
-func (g *Gateway) Stop() error {
+func (g *Gateway) Stop() error { return g.signal(syscall.SIGTERM) }
+
+// Kill sends SIGKILL (a crash: nothing drained) and waits for the exit.
+func (g *Gateway) Kill() { _ = g.signal(syscall.SIGKILL) }
+
+// signal sends sig and waits for the exit (SIGKILL after 15 s).
+func (g *Gateway) signal(sig syscall.Signal) error {
 	p := g.run.Current()
 	if p == nil {
 		return errors.New("gatewaytest: not started")
 	}
-	p.Signal(syscall.SIGTERM)
+	p.Signal(sig)
 	err, killed := p.Wait(15 * time.Second)
 	if killed {
-		return errors.New("gateway did not exit within 15s of SIGTERM")
+		return errors.New("gateway did not exit within 15s of " + unix.SignalName(sig))
 	}
 	return err
 }
@@ -274,8 +282,3 @@ var build = proctest.Builder{Pkg: "./gateway/cmd/agent-gateway", EnvVar: "AGENT_
 func Binary() (string, error) {
 	return build.Binary()
 }
-
-// Cleanup is kept for callers' TestMain; binaries now live in a shared,
-// content-addressed cache directory (pruned after a day), so there is
-// nothing to remove per process.
-func Cleanup() {}

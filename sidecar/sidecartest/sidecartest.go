@@ -285,11 +285,6 @@ var build = proctest.Builder{Pkg: "./sidecar/cmd/agent-sidecar", EnvVar: "AGENT_
 // ./sidecar/cmd/agent-sidecar into a shared directory readable by UID 1000.
 func Binary() (string, error) { return build.Binary() }
 
-// Cleanup is kept for callers' TestMain; binaries now live in a shared,
-// content-addressed cache directory (pruned after a day), so there is
-// nothing to remove per process.
-func Cleanup() {}
-
 // InProcess is the real WorkspaceService for a gRPC server a test runs in
 // its own process: davfs over fresh volumes in t.TempDir() (default limits,
 // no git init, checkpoints off, closed in t.Cleanup), the unary interceptor
