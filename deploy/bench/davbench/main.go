@@ -628,9 +628,13 @@ func cpuTicks(s *server) int64 {
 	return sum
 }
 
-// bestRate runs a rate phase for every peer, round-robin over rounds, and
-// keeps each peer's best round.
-func bestRate(servers []*server, rounds int, dur time.Duration, what string, fn func(s *server, c *http.Client) func(int, int64) error) (best, cpu [3]float64) {
+// bestRate runs a rate phase of 2 s (-quick: one of 1 s) for every peer,
+// round-robin over rounds, and keeps each peer's best round.
+func bestRate(cfg config, servers []*server, rounds int, what string, fn func(s *server, c *http.Client) func(int, int64) error) (best, cpu [3]float64) {
+	dur := 2 * time.Second
+	if cfg.quick {
+		dur, rounds = time.Second, 1
+	}
 	for i := range cpu {
 		cpu[i] = -1
 	}
@@ -674,13 +678,9 @@ func failed(s *server, what string, err error) bool {
 }
 
 func benchSmallGet(cfg config, servers []*server) []row {
-	dur, rounds := 2*time.Second, smallRounds
-	if cfg.quick {
-		dur, rounds = time.Second, 1
-	}
 	r := row{name: "16 concurrent 1 KiB GETs (best round)", unit: "req/s", higherBetter: true, target: ">= 0.9x x/net"}
 	c := row{name: "  server CPU per 1 KiB GET", unit: "µs"}
-	r.vals, c.vals = bestRate(servers, rounds, dur, "small GET", func(s *server, c *http.Client) func(int, int64) error {
+	r.vals, c.vals = bestRate(cfg, servers, smallRounds, "small GET", func(s *server, c *http.Client) func(int, int64) error {
 		url := s.url + "/projects/bench/small.txt"
 		return func(int, int64) error {
 			code, n, err := do(c, "GET", url, nil, nil, 0)
@@ -695,14 +695,10 @@ func benchSmallGet(cfg config, servers []*server) []row {
 }
 
 func benchSmallPut(cfg config, servers []*server) []row {
-	dur, rounds := 2*time.Second, 3
-	if cfg.quick {
-		dur, rounds = time.Second, 1
-	}
 	body := strings.Repeat("p", 4096)
 	r := row{name: "PUT 4 KiB, 16 clients (best round; sidecar atomic + fsync)", unit: "req/s", higherBetter: true, target: ">= 0.5x x/net"}
 	c := row{name: "  server CPU per 4 KiB PUT", unit: "µs"}
-	r.vals, c.vals = bestRate(servers, rounds, dur, "PUT", func(s *server, c *http.Client) func(int, int64) error {
+	r.vals, c.vals = bestRate(cfg, servers, 3, "PUT", func(s *server, c *http.Client) func(int, int64) error {
 		return func(w int, n int64) error {
 			url := fmt.Sprintf("%s/projects/bench/up/w%02d-%03d.txt", s.url, w, n%50)
 			code, _, err := do(c, "PUT", url, nil, strings.NewReader(body), int64(len(body)))

@@ -242,11 +242,13 @@ type timedCall struct {
 func timeCalls(n int, calls ...timedCall) error {
 	return errors.Join(benchproc.Interleave(30+n, len(calls), func(r, i int) error {
 		start := time.Now()
-		if err := calls[i].f(); err != nil {
+		err := calls[i].f()
+		d := time.Since(start)
+		if err != nil {
 			return fmt.Errorf("%s: %w", calls[i].name, err)
 		}
 		if r >= 30 {
-			*calls[i].out = append(*calls[i].out, time.Since(start))
+			*calls[i].out = append(*calls[i].out, d)
 		}
 		return nil
 	})...)
@@ -280,41 +282,43 @@ func smallText(p params) string {
 	return strings.Repeat(line, p.smallSize/len(line))
 }
 
-// getMiBs GETs url and returns the rate of the whole exchange in MiB/s.
+// getMiBs GETs url and returns the rate of the exchange in MiB/s.
 func getMiBs(c *http.Client, url, token string, want int64) (float64, error) {
-	start := time.Now()
-	n, err := get(c, url, token)
+	n, d, err := get(c, url, token)
 	if err == nil && n != want {
 		err = fmt.Errorf("GET: %d bytes, want %d", n, want)
 	}
-	return float64(n) / (1 << 20) / time.Since(start).Seconds(), err
+	return float64(n) / (1 << 20) / d.Seconds(), err
 }
 
 func restGet(c *http.Client, url, token string) error {
-	_, err := get(c, url, token)
+	_, _, err := get(c, url, token)
 	return err
 }
 
 // get GETs url (with token as the bearer, if set), reads the body and
-// returns its size; a status other than 200 is an error.
-func get(c *http.Client, url, token string) (int64, error) {
+// returns its size and the time from sending the request to the body's
+// end; a status other than 200 is an error.
+func get(c *http.Client, url, token string) (int64, time.Duration, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	n, err := io.Copy(io.Discard, resp.Body)
+	d := time.Since(start)
 	if err == nil && resp.StatusCode != http.StatusOK {
 		err = fmt.Errorf("GET %s: %s", strings.SplitN(url, "/", 4)[3], resp.Status)
 	}
-	return n, err
+	return n, d, err
 }
 
 type latency struct {
