@@ -1,34 +1,126 @@
-// Package benchproc starts the real agent-sidecar binary for the benchmark
-// tools (davbench, ckptbench, watchbench) and reads a process's memory from
-// /proc. It is bench support, not product code: the tests use
-// internal/proctest, which also checks logs and cleans up through testing.TB.
+// Package benchproc is what the benchmark tools (davbench, gatewaybench,
+// ckptbench, watchbench) share: starting the real agent-sidecar binary and
+// the peers they compare it with, reading a process's memory from /proc,
+// and the order statistics they report. It is bench support, not product
+// code: the tests use internal/proctest, which also checks logs and cleans
+// up through testing.TB.
 package benchproc
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/agentworkspace/files/sidecar"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"gopkg.in/yaml.v3"
+
+	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/sidecar"
 )
 
-// Sidecar is a started agent-sidecar process.
-type Sidecar struct {
-	// Addr is the address of the listener asked for (rpc or dav).
+// Proc is a started process under test.
+type Proc struct {
+	// Addr is the address it serves on (for a sidecar: of the listener
+	// asked for, rpc or dav).
 	Addr string
 	PID  int
-	// Stop sends SIGTERM and waits for the process to end.
+	// Conn is a gRPC connection to Addr when the sidecar's rpc listener
+	// was asked for, else nil.
+	Conn *grpc.ClientConn
+	// Stop closes Conn, sends the stop signal and waits for the process to
+	// end (killing it after 10 s).
 	Stop func()
+}
+
+// Start starts cmd (killed if this process dies) and returns once addr
+// returned the address it serves on, or fails after 30 s or when addr
+// fails. Stop sends it stop.
+func Start(cmd *exec.Cmd, stop os.Signal, addr func() (string, error)) (*Proc, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	type result struct {
+		addr string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		a, err := addr()
+		ch <- result{a, err}
+	}()
+	exited := make(chan struct{})
+	wait := func() { _ = cmd.Wait(); close(exited) }
+	var r result
+	select {
+	case r = <-ch:
+	case <-time.After(30 * time.Second):
+		r.err = errors.New("no address within 30s")
+	}
+	if r.err != nil {
+		_ = cmd.Process.Kill()
+		wait()
+		return nil, r.err
+	}
+	return &Proc{Addr: r.addr, PID: cmd.Process.Pid, Stop: func() {
+		_ = cmd.Process.Signal(stop)
+		go wait()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}}, nil
+}
+
+// StartChild re-executes this binary with args, env added to its
+// environment and its stderr on ours, and returns once it printed its
+// address (ServeChild) on stdout. Stop kills it.
+func StartChild(env []string, args ...string) (*Proc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	return Start(cmd, os.Kill, func() (string, error) {
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			return "", fmt.Errorf("child did not report its address: %q %v", line, err)
+		}
+		return strings.TrimSpace(line), nil
+	})
+}
+
+// ServeChild is a StartChild child's server: h on 127.0.0.1:0, its address
+// printed on stdout first. It returns only on an error.
+func ServeChild(h http.Handler) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr().String())
+	return http.Serve(ln, h)
 }
 
 // SidecarConfig is the config the tools start from: every listener on
@@ -45,10 +137,19 @@ func SidecarConfig(root string) sidecar.Config {
 	return c
 }
 
-// StartSidecar writes c to work/sidecar.yaml, starts bin with it (killed if
-// this process dies) and returns once the server listener ("rpc" or "dav")
-// logged its address, or fails after 30 s.
-func StartSidecar(work, bin string, c sidecar.Config, server string) (*Sidecar, error) {
+var sidecarBuild = proctest.Builder{Pkg: "./sidecar/cmd/agent-sidecar", EnvVar: "AGENT_SIDECAR_BIN"}
+
+// StartSidecar writes c to work/sidecar.yaml and starts bin with it (bin
+// "": $AGENT_SIDECAR_BIN, else a build of ./sidecar/cmd/agent-sidecar). It
+// returns once the server listener ("rpc" or "dav") logged its address;
+// Stop sends SIGTERM.
+func StartSidecar(work, bin string, c sidecar.Config, server string) (*Proc, error) {
+	if bin == "" {
+		var err error
+		if bin, err = sidecarBuild.Binary(); err != nil {
+			return nil, err
+		}
+	}
 	data, err := yaml.Marshal(c)
 	if err != nil {
 		return nil, err
@@ -58,52 +159,57 @@ func StartSidecar(work, bin string, c sidecar.Config, server string) (*Sidecar, 
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--config", cfgPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	addr := make(chan string, 1)
-	go func() {
+	p, err := Start(cmd, syscall.SIGTERM, func() (string, error) {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		sent := false
 		for sc.Scan() {
 			var m map[string]any
-			if !sent && json.Unmarshal(sc.Bytes(), &m) == nil && m["@message"] == "listening" && m["server"] == server {
-				addr <- fmt.Sprint(m["address"])
-				sent = true
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["@message"] == "listening" && m["server"] == server {
+				go func() {
+					for sc.Scan() {
+					}
+					_, _ = io.Copy(io.Discard, stderr)
+				}()
+				return fmt.Sprint(m["address"]), nil
 			}
 		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case a := <-addr:
-		return &Sidecar{Addr: a, PID: cmd.Process.Pid, Stop: func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }}, nil
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, errors.New("no " + server + " listening line within 30s")
+		return "", errors.New("no " + server + " listening line")
+	})
+	if err != nil || server != "rpc" {
+		return p, err
 	}
+	if p.Conn, err = grpc.NewClient(p.Addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	stop := p.Stop
+	p.Stop = func() { p.Conn.Close(); stop() }
+	return p, nil
+}
+
+// ProcField is the value of the "key:" line of a /proc file (status,
+// cpuinfo), trimmed, or "" when the file or the line is not there.
+func ProcField(path, key string) string {
+	data, _ := os.ReadFile(path)
+	for _, l := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // StatusKB reads the "key:" line (VmRSS, VmHWM, ...) of /proc/PID/status in
 // KiB, and -1 when the process or the line is not there.
 func StatusKB(pid int, key string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, key+":"); ok {
-			if f := strings.Fields(v); len(f) >= 1 {
-				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return n
-				}
-			}
+	f := strings.Fields(ProcField(fmt.Sprintf("/proc/%d/status", pid), key))
+	if len(f) >= 1 {
+		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			return n
 		}
 	}
 	return -1
@@ -114,4 +220,55 @@ func StatusKB(pid int, key string) int64 {
 func ResetPeak(pid int) int64 {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o644)
 	return StatusKB(pid, "VmRSS")
+}
+
+// Interleave calls f(round, peer) for rounds rounds, each over the peers in
+// turn, so that load from elsewhere on the machine falls on all peers
+// alike. A peer whose call fails is left out of the later rounds; errs
+// holds each peer's error (nil for none).
+func Interleave(rounds, peers int, f func(round, peer int) error) (errs []error) {
+	errs = make([]error, peers)
+	for r := range rounds {
+		for p := range peers {
+			if errs[p] == nil {
+				errs[p] = f(r, p)
+			}
+		}
+	}
+	return errs
+}
+
+// Rank is the element at index i (clamped to the valid range) of a sorted
+// copy of v, and the zero value for an empty v. Each tool picks its index
+// from its own definition of a percentile.
+func Rank[T cmp.Ordered](v []T, i int) T {
+	if len(v) == 0 {
+		var zero T
+		return zero
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// Median is the upper median of v: Rank(v, len(v)/2).
+func Median[T cmp.Ordered](v []T) T { return Rank(v, len(v)/2) }
+
+// WriteFileMiB writes mib MiB of a fixed byte pattern to path.
+func WriteFileMiB(path string, mib int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	for range mib {
+		if _, err := f.Write(chunk); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }

@@ -23,13 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/deploy/bench/benchproc"
@@ -84,21 +80,12 @@ func run(runs, files, mib int, dir string) error {
 			return err
 		}
 	}
-	bin := filepath.Join(work, "agent-sidecar")
-	if out, err := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
-	}
-	sc, err := benchproc.StartSidecar(work, bin, benchproc.SidecarConfig(root), "rpc")
+	sc, err := benchproc.StartSidecar(work, "", benchproc.SidecarConfig(root), "rpc")
 	if err != nil {
 		return err
 	}
 	defer sc.Stop()
-	conn, err := grpc.NewClient(sc.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	cl := workspacev1.NewCheckpointServiceClient(conn)
+	cl := workspacev1.NewCheckpointServiceClient(sc.Conn)
 	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: "big"}
 	ctx := context.Background()
 
@@ -140,8 +127,7 @@ func run(runs, files, mib int, dir string) error {
 		}
 		rss = benchproc.ResetPeak(sc.PID)
 		t0 = time.Now()
-		c2, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "second"})
-		if err != nil {
+		if _, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "second"}); err != nil {
 			return err
 		}
 		s.second = time.Since(t0)
@@ -163,7 +149,6 @@ func run(runs, files, mib int, dir string) error {
 			return err
 		}
 		s.restore = time.Since(t0)
-		_ = c2
 		// Empty the store for the next run's first checkpoint.
 		l, err := cl.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: ws})
 		if err != nil {
@@ -193,12 +178,6 @@ func fsyncFile(p string) error {
 	return f.Sync()
 }
 
-func median[T int64 | time.Duration](v []T) T {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 func col[T any](ss []sample, f func(sample) T) []T {
 	out := make([]T, len(ss))
 	for i, s := range ss {
@@ -215,22 +194,21 @@ func ratios(ss []sample, num, den func(sample) time.Duration) string {
 		r = append(r, x)
 		v = append(v, strconv.FormatFloat(x, 'f', 3, 64))
 	}
-	slices.Sort(r)
-	return fmt.Sprintf("%.3f× (%s)", r[len(r)/2], strings.Join(v, ", "))
+	return fmt.Sprintf("%.3f× (%s)", benchproc.Median(r), strings.Join(v, ", "))
 }
 
 func report(ss []sample) {
 	fmt.Println()
 	fmt.Printf("| figure | median | target |\n|---|---|---|\n")
-	fmt.Printf("| tar -c (archive on the same disk) | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.tar })).Round(time.Millisecond))
-	fmt.Printf("| tar -c + fsync of the archive | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.tarFsync })).Round(time.Millisecond))
-	fmt.Printf("| first checkpoint | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.first })).Round(time.Millisecond))
-	fmt.Printf("| second checkpoint | %v | |\n", median(col(ss, func(s sample) time.Duration { return s.second })).Round(time.Millisecond))
+	fmt.Printf("| tar -c (archive on the same disk) | %v | |\n", benchproc.Median(col(ss, func(s sample) time.Duration { return s.tar })).Round(time.Millisecond))
+	fmt.Printf("| tar -c + fsync of the archive | %v | |\n", benchproc.Median(col(ss, func(s sample) time.Duration { return s.tarFsync })).Round(time.Millisecond))
+	fmt.Printf("| first checkpoint | %v | |\n", benchproc.Median(col(ss, func(s sample) time.Duration { return s.first })).Round(time.Millisecond))
+	fmt.Printf("| second checkpoint | %v | |\n", benchproc.Median(col(ss, func(s sample) time.Duration { return s.second })).Round(time.Millisecond))
 	fmt.Printf("| first checkpoint / (tar -c + fsync) (headline: both durable) | %s | ≤ 1.5× |\n", ratios(ss, func(s sample) time.Duration { return s.first }, func(s sample) time.Duration { return s.tarFsync }))
 	fmt.Printf("| first checkpoint / plain tar -c (not durable) | %s | |\n", ratios(ss, func(s sample) time.Duration { return s.first }, func(s sample) time.Duration { return s.tar }))
 	fmt.Printf("| second checkpoint (10 files changed) / first | %s | ≤ 0.1× |\n", ratios(ss, func(s sample) time.Duration { return s.second }, func(s sample) time.Duration { return s.first }))
 	fmt.Printf("| compare one file / first checkpoint | %s | ≤ 0.05× |\n", ratios(ss, func(s sample) time.Duration { return s.compare }, func(s sample) time.Duration { return s.first }))
 	fmt.Printf("| restore one file / first checkpoint | %s | ≤ 0.05× |\n", ratios(ss, func(s sample) time.Duration { return s.restore }, func(s sample) time.Duration { return s.first }))
-	fmt.Printf("| sidecar peak memory growth, first checkpoint | %d KiB | < 64 MiB |\n", median(col(ss, func(s sample) int64 { return s.memFirst })))
-	fmt.Printf("| sidecar peak memory growth, second checkpoint | %d KiB | < 64 MiB |\n", median(col(ss, func(s sample) int64 { return s.memSecond })))
+	fmt.Printf("| sidecar peak memory growth, first checkpoint | %d KiB | < 64 MiB |\n", benchproc.Median(col(ss, func(s sample) int64 { return s.memFirst })))
+	fmt.Printf("| sidecar peak memory growth, second checkpoint | %d KiB | < 64 MiB |\n", benchproc.Median(col(ss, func(s sample) int64 { return s.memSecond })))
 }

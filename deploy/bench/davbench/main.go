@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -27,7 +26,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,14 +61,9 @@ func main() {
 
 // serveXNetChild is the x/net/webdav peer: exactly the plain handler.
 func serveXNetChild(dir string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Printf("ADDR %s\n", ln.Addr())
-	h := &webdav.Handler{FileSystem: webdav.Dir(dir), LockSystem: webdav.NewMemLS()}
-	_ = http.Serve(ln, h)
+	err := benchproc.ServeChild(&webdav.Handler{FileSystem: webdav.Dir(dir), LockSystem: webdav.NewMemLS()})
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
 }
 
 var (
@@ -84,12 +77,11 @@ var (
 	abMode = os.Getenv("AGENT_SIDECAR_BIN_B") != ""
 )
 
-// server is one peer under test.
+// server is one peer under test; its PID is the process whose VmHWM is
+// reported.
 type server struct {
-	name string
-	url  string
-	pid  int // the process whose VmHWM is reported
-	stop func()
+	name, url string
+	*benchproc.Proc
 }
 
 type config struct {
@@ -99,10 +91,6 @@ type config struct {
 
 func run(quick bool, files int, keep bool, only string) error {
 	cfg := config{quick: quick, files: files}
-	modRoot, err := moduleRoot()
-	if err != nil {
-		return err
-	}
 	work, err := os.MkdirTemp("", "davbench-")
 	if err != nil {
 		return err
@@ -117,27 +105,18 @@ func run(quick bool, files int, keep bool, only string) error {
 	}
 	syscall.Sync() // no writeback of the prepared tree during the measurements
 	// $AGENT_SIDECAR_BIN (as in sidecartest) runs a prebuilt binary, for
-	// side-by-side runs of two builds.
-	bin := os.Getenv("AGENT_SIDECAR_BIN")
-	if bin == "" {
-		bin = filepath.Join(work, "agent-sidecar")
-		build := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar")
-		build.Dir = modRoot
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building agent-sidecar: %w", err)
-		}
-	} else {
+	// side-by-side runs of two builds; else benchproc builds one.
+	if os.Getenv("AGENT_SIDECAR_BIN") != "" {
 		fmt.Printf("davbench: sidecar binary from $AGENT_SIDECAR_BIN\n")
 	}
 
 	var servers []*server
 	defer func() {
 		for _, s := range servers {
-			s.stop()
+			s.Stop()
 		}
 	}()
-	sc, err := startSidecar(work, bin, root)
+	sc, err := startSidecar(work, "", root)
 	if err != nil {
 		return fmt.Errorf("sidecar: %w", err)
 	}
@@ -202,11 +181,11 @@ type row struct {
 
 func printRows(rows []row) {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	peer, vs := "x/net/webdav", "sidecar/xnet"
+	vs := "sidecar/xnet"
 	if abMode {
-		peer, vs = "sidecar B", "A/B"
+		vs = "A/B"
 	}
-	fmt.Fprintf(tw, "\nfigure\tsidecar\t%s\tnginx\t%s\tsidecar/nginx\ttarget\tresult\n", peer, vs)
+	fmt.Fprintf(tw, "\nfigure\tsidecar\t%s\tnginx\t%s\tsidecar/nginx\ttarget\tresult\n", peerName(), vs)
 	for _, r := range rows {
 		res := ""
 		if abMode && strings.Contains(r.target, "x/net") {
@@ -270,21 +249,7 @@ func prepare(root string, files int) error {
 	if err := os.WriteFile(filepath.Join(proj, "small.txt"), small, 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(proj, "big.bin"))
-	if err != nil {
-		return err
-	}
-	chunk := make([]byte, 1<<20)
-	for i := range chunk {
-		chunk[i] = byte(i * 7)
-	}
-	for i := 0; i < 256; i++ {
-		if _, err := f.Write(chunk); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
+	if err := benchproc.WriteFileMiB(filepath.Join(proj, "big.bin"), 256); err != nil {
 		return err
 	}
 	// Everything readable and writable by the unprivileged processes.
@@ -299,23 +264,6 @@ func prepare(root string, files int) error {
 	})
 }
 
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the repository (no go.mod found)")
-		}
-		dir = parent
-	}
-}
-
 // ---- peers -----------------------------------------------------------------
 
 func startSidecar(work, bin, root string) (*server, error) {
@@ -327,31 +275,15 @@ func startSidecar(work, bin, root string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &server{name: "sidecar", url: "http://" + p.Addr, pid: p.PID, stop: p.Stop}, nil
+	return &server{"sidecar", "http://" + p.Addr, p}, nil
 }
 
 func startXNet(root string) (*server, error) {
-	self, err := os.Executable()
+	p, err := benchproc.StartChild(nil, "-serve-xnet", root)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-serve-xnet", root)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "ADDR ") {
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("child did not report its address: %q %v", line, err)
-	}
-	return &server{name: "x/net/webdav", url: "http://" + strings.TrimSpace(line[5:]), pid: cmd.Process.Pid,
-		stop: func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }}, nil
+	return &server{"x/net/webdav", "http://" + p.Addr, p}, nil
 }
 
 func nginxVersion() string {
@@ -424,36 +356,22 @@ http {
 		return nil, err
 	}
 	cmd := exec.Command("nginx", "-c", confPath, "-p", dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	p, err := benchproc.Start(cmd, syscall.SIGQUIT, func() (string, error) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				return addr, nil
+			}
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return "", fmt.Errorf("nginx did not listen: %s", log)
+	})
+	if err != nil {
 		return nil, err
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			return nil, fmt.Errorf("nginx did not listen: %s", log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return &server{name: "nginx", url: url, pid: cmd.Process.Pid, stop: func() {
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	}}, nil
+	return &server{"nginx", "http://" + addr, p}, nil
 }
 
 // ---- memory ----------------------------------------------------------------
@@ -462,11 +380,11 @@ http {
 // master), else the process itself.
 func memPIDs(s *server) []int {
 	if s.name != "nginx" {
-		return []int{s.pid}
+		return []int{s.PID}
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.pid, s.pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.PID, s.PID))
 	if err != nil {
-		return []int{s.pid}
+		return []int{s.PID}
 	}
 	var pids []int
 	for _, f := range strings.Fields(string(data)) {
@@ -475,28 +393,17 @@ func memPIDs(s *server) []int {
 		}
 	}
 	if len(pids) == 0 {
-		return []int{s.pid}
+		return []int{s.PID}
 	}
 	return pids
 }
 
-// peakKB is the largest VmHWM among a peer's serving processes.
-func peakKB(s *server) int64 {
+// maxKB is the largest /proc status key (VmHWM, VmRSS) among a peer's
+// serving processes.
+func maxKB(s *server, key string) int64 {
 	var m int64 = -1
 	for _, p := range memPIDs(s) {
-		if v := benchproc.StatusKB(p, "VmHWM"); v > m {
-			m = v
-		}
-	}
-	return m
-}
-
-func rssKB(s *server) int64 {
-	var m int64 = -1
-	for _, p := range memPIDs(s) {
-		if v := benchproc.StatusKB(p, "VmRSS"); v > m {
-			m = v
-		}
+		m = max(m, benchproc.StatusKB(p, key))
 	}
 	return m
 }
@@ -504,7 +411,7 @@ func rssKB(s *server) int64 {
 func peakRows(servers []*server) row {
 	r := row{name: "peak RSS, whole run (VmHWM)", unit: "MiB"}
 	for i, s := range servers {
-		r.vals[i] = float64(peakKB(s)) / 1024
+		r.vals[i] = float64(maxKB(s, "VmHWM")) / 1024
 	}
 	return r
 }
@@ -545,13 +452,7 @@ func do(c *http.Client, method, url string, hdr map[string]string, body io.Reade
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(float64(len(s)-1) * p)
-	return s[i]
+	return benchproc.Rank(d, int(float64(len(d)-1)*p))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -572,50 +473,40 @@ func benchPropfind(cfg config, servers []*server) []row {
 	clients := make([]*http.Client, len(servers))
 	base := make([]int64, len(servers))
 	times := make([][]time.Duration, len(servers))
-	failed := make([]bool, len(servers))
 	for i, s := range servers {
 		clients[i] = newClient(1)
-		base[i] = rssKB(s)
+		base[i] = maxKB(s, "VmRSS")
 	}
-	// Rounds go round-robin over the peers so that load from elsewhere on
-	// the machine falls on all three alike.
-	for j := 0; j < iters+3; j++ {
-		for i, s := range servers {
-			if failed[i] {
-				continue
-			}
-			t0 := cpuTicks(s)
-			start := time.Now()
-			code, n, err := do(clients[i], "PROPFIND", s.url+"/projects/bench/many/", hdr, strings.NewReader(allprop), int64(len(allprop)))
-			d := time.Since(start)
-			if j >= 3 {
-				ticks[i] += cpuTicks(s) - t0
-			}
-			if j == 0 {
-				if got, err := countResponses(clients[i], s.url+"/projects/bench/many/"); err != nil || got != cfg.files+1 {
-					fmt.Fprintf(os.Stderr, "%s PROPFIND: %d responses (want %d), %v\n", s.name, got, cfg.files+1, err)
-					failed[i] = true
-					continue
-				}
-			}
-			if err != nil || code != 207 || n < int64(cfg.files)*100 {
-				fmt.Fprintf(os.Stderr, "%s PROPFIND: %d %d bytes %v\n", s.name, code, n, err)
-				failed[i] = true
-				continue
-			}
-			if j >= 3 {
-				times[i] = append(times[i], d)
+	errs := benchproc.Interleave(iters+3, len(servers), func(j, i int) error {
+		s := servers[i]
+		t0 := cpuTicks(s)
+		start := time.Now()
+		code, n, err := do(clients[i], "PROPFIND", s.url+"/projects/bench/many/", hdr, strings.NewReader(allprop), int64(len(allprop)))
+		d := time.Since(start)
+		if j >= 3 {
+			ticks[i] += cpuTicks(s) - t0
+		}
+		if j == 0 {
+			if got, err := countResponses(clients[i], s.url+"/projects/bench/many/"); err != nil || got != cfg.files+1 {
+				return fmt.Errorf("%d responses (want %d), %v", got, cfg.files+1, err)
 			}
 		}
-	}
+		if err != nil || code != 207 || n < int64(cfg.files)*100 {
+			return fmt.Errorf("%d %d bytes %v", code, n, err)
+		}
+		if j >= 3 {
+			times[i] = append(times[i], d)
+		}
+		return nil
+	})
 	for i, s := range servers {
-		if failed[i] {
+		if failed(s, "PROPFIND", errs[i]) {
 			lat.vals[i], grow.vals[i], cpu.vals[i] = -1, -1, -1
 			continue
 		}
 		lat.vals[i] = ms(percentile(times[i], 0.5))
 		cpu.vals[i] = float64(ticks[i]) * 10 / float64(len(times[i]))
-		grow.vals[i] = float64(peakKB(s)-base[i]) / 1024
+		grow.vals[i] = float64(maxKB(s, "VmHWM")-base[i]) / 1024
 	}
 	lat.pass = boolp(lat.vals[0] >= 0 && lat.vals[0] <= lat.vals[2])
 	grow.pass = boolp(grow.vals[0] >= 0 && grow.vals[0] <= grow.vals[1])
@@ -662,25 +553,21 @@ func benchBigGet(cfg config, servers []*server) row {
 	for i := range servers {
 		clients[i] = newClient(1)
 	}
-	for j := 0; j < iters+1; j++ {
-		for i, s := range servers {
-			if r.vals[i] < 0 {
-				continue
-			}
-			start := time.Now()
-			code, n, err := do(clients[i], "GET", s.url+"/projects/bench/big.bin", nil, nil, 0)
-			d := time.Since(start)
-			if err != nil || code != 200 || n != 256<<20 {
-				fmt.Fprintf(os.Stderr, "%s GET big: %d %d %v\n", s.name, code, n, err)
-				r.vals[i] = -1
-				continue
-			}
-			if j == 0 {
-				continue // warm-up
-			}
-			if v := 256 / d.Seconds(); v > r.vals[i] {
-				r.vals[i] = v
-			}
+	errs := benchproc.Interleave(iters+1, len(servers), func(j, i int) error {
+		start := time.Now()
+		code, n, err := do(clients[i], "GET", servers[i].url+"/projects/bench/big.bin", nil, nil, 0)
+		d := time.Since(start)
+		if err != nil || code != 200 || n != 256<<20 {
+			return fmt.Errorf("%d %d %v", code, n, err)
+		}
+		if j > 0 { // round 0 is a warm-up
+			r.vals[i] = max(r.vals[i], 256/d.Seconds())
+		}
+		return nil
+	})
+	for i, s := range servers {
+		if failed(s, "GET big", errs[i]) {
+			r.vals[i] = -1
 		}
 	}
 	r.pass = boolp(r.vals[0] >= 0.9*max(r.vals[1], r.vals[2]))
@@ -741,9 +628,13 @@ func cpuTicks(s *server) int64 {
 	return sum
 }
 
-// bestRate runs a rate phase for every peer, round-robin over rounds, and
-// keeps each peer's best round.
-func bestRate(servers []*server, rounds int, dur time.Duration, what string, fn func(s *server, c *http.Client) func(int, int64) error) (best, cpu [3]float64) {
+// bestRate runs a rate phase of 2 s (-quick: one of 1 s) for every peer,
+// round-robin over rounds, and keeps each peer's best round.
+func bestRate(cfg config, servers []*server, rounds int, what string, fn func(s *server, c *http.Client) func(int, int64) error) (best, cpu [3]float64) {
+	dur := 2 * time.Second
+	if cfg.quick {
+		dur, rounds = time.Second, 1
+	}
 	for i := range cpu {
 		cpu[i] = -1
 	}
@@ -751,40 +642,45 @@ func bestRate(servers []*server, rounds int, dur time.Duration, what string, fn 
 	for i := range servers {
 		clients[i] = newClient(16)
 	}
-	for j := 0; j < rounds; j++ {
-		for i, s := range servers {
-			if best[i] < 0 {
-				continue
+	errs := benchproc.Interleave(rounds, len(servers), func(_, i int) error {
+		s := servers[i]
+		t0 := cpuTicks(s)
+		v, n, err := rateN(16, dur, 1<<40, fn(s, clients[i]))
+		t1 := cpuTicks(s)
+		if err != nil {
+			return err
+		}
+		best[i] = max(best[i], v)
+		if n > 0 && t0 >= 0 && t1 >= t0 {
+			// 10 ms per tick, in microseconds per request.
+			c := float64(t1-t0) * 10000 / float64(n)
+			if cpu[i] < 0 || c < cpu[i] {
+				cpu[i] = c
 			}
-			t0 := cpuTicks(s)
-			v, n, err := rateN(16, dur, 1<<40, fn(s, clients[i]))
-			t1 := cpuTicks(s)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "%s %s: %v\n", s.name, what, err)
-				best[i] = -1
-				continue
-			}
-			best[i] = max(best[i], v)
-			if n > 0 && t0 >= 0 && t1 >= t0 {
-				// 10 ms per tick, in microseconds per request.
-				c := float64(t1-t0) * 10000 / float64(n)
-				if cpu[i] < 0 || c < cpu[i] {
-					cpu[i] = c
-				}
-			}
+		}
+		return nil
+	})
+	for i, s := range servers {
+		if failed(s, what, errs[i]) {
+			best[i] = -1
 		}
 	}
 	return best, cpu
 }
 
-func benchSmallGet(cfg config, servers []*server) []row {
-	dur, rounds := 2*time.Second, smallRounds
-	if cfg.quick {
-		dur, rounds = time.Second, 1
+// failed reports whether err is set, printing it as peer s's failure at
+// what.
+func failed(s *server, what string, err error) bool {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n", s.name, what, err)
 	}
+	return err != nil
+}
+
+func benchSmallGet(cfg config, servers []*server) []row {
 	r := row{name: "16 concurrent 1 KiB GETs (best round)", unit: "req/s", higherBetter: true, target: ">= 0.9x x/net"}
 	c := row{name: "  server CPU per 1 KiB GET", unit: "µs"}
-	r.vals, c.vals = bestRate(servers, rounds, dur, "small GET", func(s *server, c *http.Client) func(int, int64) error {
+	r.vals, c.vals = bestRate(cfg, servers, smallRounds, "small GET", func(s *server, c *http.Client) func(int, int64) error {
 		url := s.url + "/projects/bench/small.txt"
 		return func(int, int64) error {
 			code, n, err := do(c, "GET", url, nil, nil, 0)
@@ -799,14 +695,10 @@ func benchSmallGet(cfg config, servers []*server) []row {
 }
 
 func benchSmallPut(cfg config, servers []*server) []row {
-	dur, rounds := 2*time.Second, 3
-	if cfg.quick {
-		dur, rounds = time.Second, 1
-	}
 	body := strings.Repeat("p", 4096)
 	r := row{name: "PUT 4 KiB, 16 clients (best round; sidecar atomic + fsync)", unit: "req/s", higherBetter: true, target: ">= 0.5x x/net"}
 	c := row{name: "  server CPU per 4 KiB PUT", unit: "µs"}
-	r.vals, c.vals = bestRate(servers, rounds, dur, "PUT", func(s *server, c *http.Client) func(int, int64) error {
+	r.vals, c.vals = bestRate(cfg, servers, 3, "PUT", func(s *server, c *http.Client) func(int, int64) error {
 		return func(w int, n int64) error {
 			url := fmt.Sprintf("%s/projects/bench/up/w%02d-%03d.txt", s.url, w, n%50)
 			code, _, err := do(c, "PUT", url, nil, strings.NewReader(body), int64(len(body)))

@@ -20,16 +20,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/deploy/bench/benchproc"
@@ -52,10 +48,6 @@ func run(writes, subs, dirsPer int) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	bin := filepath.Join(work, "agent-sidecar")
-	if out, err := exec.Command("go", "build", "-o", bin, "./sidecar/cmd/agent-sidecar").CombinedOutput(); err != nil {
-		return fmt.Errorf("building agent-sidecar: %v: %s", err, out)
-	}
 	root := filepath.Join(work, "vol")
 	dir := filepath.Join(root, "projects", "bench", "src")
 	for _, d := range []string{dir, filepath.Join(root, "codex")} {
@@ -68,17 +60,12 @@ func run(writes, subs, dirsPer int) error {
 			return err
 		}
 	}
-	sc, err := benchproc.StartSidecar(work, bin, benchproc.SidecarConfig(root), "rpc")
+	sc, err := benchproc.StartSidecar(work, "", benchproc.SidecarConfig(root), "rpc")
 	if err != nil {
 		return err
 	}
 	defer sc.Stop()
-	conn, err := grpc.NewClient(sc.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	client := workspacev1.NewWatchServiceClient(conn)
+	client := workspacev1.NewWatchServiceClient(sc.Conn)
 	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: "bench"}
 
 	fmt.Printf("machine: %d CPUs, %s/%s, %s; sidecar = real agent-sidecar binary, raw = fsnotify in this process\n",
@@ -122,7 +109,7 @@ func run(writes, subs, dirsPer int) error {
 		if err := os.WriteFile(tmp, []byte(strconv.Itoa(i)), 0o644); err != nil {
 			return err
 		}
-		drainRaw(raw)
+		drain(raw.Events, 2*time.Millisecond)
 		t0 := time.Now()
 		if err := os.Rename(tmp, target); err != nil {
 			return err
@@ -222,17 +209,8 @@ func run(writes, subs, dirsPer int) error {
 	return nil
 }
 
-func drainRaw(w *fsnotify.Watcher) {
-	for {
-		select {
-		case <-w.Events:
-		case <-time.After(2 * time.Millisecond):
-			return
-		}
-	}
-}
-
-func drain(c <-chan string, d time.Duration) {
+// drain receives from c until nothing came for d.
+func drain[T any](c <-chan T, d time.Duration) {
 	for {
 		select {
 		case <-c:
@@ -242,14 +220,9 @@ func drain(c <-chan string, d time.Duration) {
 	}
 }
 
+// pct is the p-th percentile of v, nearest rank.
 func pct(v []time.Duration, p int) time.Duration {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	return s[min(max(i-1, 0), len(s)-1)]
+	return benchproc.Rank(v, (len(v)*p+99)/100-1)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
