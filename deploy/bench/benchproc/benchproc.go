@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,7 +65,8 @@ func Start(cmd *exec.Cmd, stop os.Signal, addr func() (string, error)) (*Proc, e
 		ch <- result{a, err}
 	}()
 	exited := make(chan struct{})
-	wait := func() { _ = cmd.Wait(); close(exited) }
+	var once sync.Once
+	wait := func() { once.Do(func() { _ = cmd.Wait(); close(exited) }) }
 	var r result
 	select {
 	case r = <-ch:
@@ -145,6 +147,9 @@ var sidecarBuild = proctest.Builder{Pkg: "./sidecar/cmd/agent-sidecar", EnvVar: 
 // Stop sends SIGTERM.
 func StartSidecar(work, bin string, c sidecar.Config, server string) (*Proc, error) {
 	if bin == "" {
+		if v := os.Getenv(sidecarBuild.EnvVar); v != "" {
+			fmt.Fprintf(os.Stderr, "bench: sidecar from $%s=%s\n", sidecarBuild.EnvVar, v)
+		}
 		var err error
 		if bin, err = sidecarBuild.Binary(); err != nil {
 			return nil, err

@@ -106,9 +106,6 @@ func run(quick bool, files int, keep bool, only string) error {
 	syscall.Sync() // no writeback of the prepared tree during the measurements
 	// $AGENT_SIDECAR_BIN (as in sidecartest) runs a prebuilt binary, for
 	// side-by-side runs of two builds; else benchproc builds one.
-	if os.Getenv("AGENT_SIDECAR_BIN") != "" {
-		fmt.Printf("davbench: sidecar binary from $AGENT_SIDECAR_BIN\n")
-	}
 
 	var servers []*server
 	defer func() {

@@ -73,7 +73,7 @@ func (s *Server) serve(t testing.TB, addr string) string {
 	if err != nil {
 		t.Fatalf("fakesidecar: listen on %s: %v", addr, err)
 	}
-	s.srv = grpc.NewServer(grpc.ChainUnaryInterceptor(s.icpt, s.intercept))
+	s.srv = grpc.NewServer(grpc.WaitForHandlers(true), grpc.ChainUnaryInterceptor(s.icpt, s.intercept))
 	workspacev1.RegisterWorkspaceServiceServer(s.srv, s.svc)
 	go s.srv.Serve(ln)
 	return ln.Addr().String()
