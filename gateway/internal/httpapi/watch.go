@@ -322,10 +322,7 @@ func (s *Server) writeEnd(w http.ResponseWriter, rc *http.ResponseController, ag
 	if m := s.opts.WatchMetrics; m != nil {
 		m.Ends.WithLabelValues(agentID, st.Code().String()).Inc()
 	}
-	st = withReason(st)
-	pb := st.Proto()
-	pb.Message = strings.ToValidUTF8(pb.Message, "\uFFFD")
-	data, err := s.marshaler.Marshal(pb)
+	data, err := marshalError(s.marshaler, withReason(st))
 	if err != nil {
 		return
 	}

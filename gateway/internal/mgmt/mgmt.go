@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
@@ -281,7 +282,7 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 		}
 		if err != nil {
 			rec.Result = audit.ResultError
-			rec.Reason = Reason(st)
+			rec.Reason = errtable.Reason(st)
 		}
 		if c.checkpoint != nil {
 			rec.CheckpointID = *c.checkpoint
@@ -303,7 +304,7 @@ func (s *Service) observe(action, agentID string, err error, start time.Time) {
 	st := status.Convert(err)
 	reason := ""
 	if err != nil {
-		reason = Reason(st)
+		reason = errtable.Reason(st)
 	}
 	if s.metrics != nil {
 		s.metrics.Observe(action, agentID, st.Code(), reason, d)
