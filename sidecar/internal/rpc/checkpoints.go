@@ -71,12 +71,9 @@ func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev
 }
 
 func (s *CheckpointService) CompareCheckpoint(ctx context.Context, req *workspacev1.CompareCheckpointRequest) (*workspacev1.CompareCheckpointResponse, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "checkpoint_id", req.GetCheckpointId())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetCheckpointId() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
 	}
 	c, err := s.fs.CompareCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetAgainstCheckpointId(), req.GetPath(), req.GetIncludeDiffs())
 	if err != nil {
@@ -91,12 +88,9 @@ func (s *CheckpointService) CompareCheckpoint(ctx context.Context, req *workspac
 }
 
 func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspacev1.RestoreCheckpointRequest) (*workspacev1.RestoreCheckpointResponse, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "checkpoint_id", req.GetCheckpointId())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetCheckpointId() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
 	}
 	// A restore changes exactly what the operator was shown: the plan of a
 	// comparison of the same path, checked again under the lock.
@@ -118,12 +112,9 @@ func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspac
 }
 
 func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspacev1.DeleteCheckpointRequest) (*workspacev1.DeleteCheckpointResponse, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "checkpoint_id", req.GetCheckpointId())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetCheckpointId() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
 	}
 	if err := s.fs.DeleteCheckpoint(ctx, ws, req.GetCheckpointId()); err != nil {
 		return nil, err

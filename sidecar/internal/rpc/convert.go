@@ -25,6 +25,16 @@ func workspace(ref *workspacev1.WorkspaceRef) (davfs.Workspace, error) {
 	return davfs.Workspace{}, invalid(davfs.ReasonInvalidWorkspace, "workspace.scope must be PROJECT or GLOBAL")
 }
 
+// requiring is workspace(ref) for a call whose field, holding value, is
+// required: an empty value is refused after the workspace is checked.
+func requiring(ref *workspacev1.WorkspaceRef, field, value string) (davfs.Workspace, error) {
+	ws, err := workspace(ref)
+	if err == nil && value == "" {
+		err = invalid(davfs.ReasonInvalidArgument, field+" is required")
+	}
+	return ws, err
+}
+
 func pageSize(n int32) (int, error) {
 	if n < 0 {
 		return 0, invalid(davfs.ReasonInvalidArgument, "page_size must not be negative")

@@ -127,12 +127,9 @@ func (s *Service) CreateEntry(ctx context.Context, req *workspacev1.CreateEntryR
 }
 
 func (s *Service) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileRequest) (*workspacev1.Entry, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "expected_revision", req.GetExpectedRevision())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetExpectedRevision() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
 	}
 	e, err := s.fs.UpdateFile(ctx, ws, req.GetPath(), []byte(req.GetContent()), req.GetExpectedRevision())
 	if err != nil {
@@ -142,12 +139,9 @@ func (s *Service) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileReq
 }
 
 func (s *Service) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryRequest) (*workspacev1.Entry, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "expected_revision", req.GetExpectedRevision())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetExpectedRevision() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
 	}
 	e, err := s.fs.MoveEntry(ctx, ws, req.GetSourcePath(), req.GetDestinationPath(), req.GetExpectedRevision())
 	if err != nil {
@@ -157,12 +151,9 @@ func (s *Service) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryReque
 }
 
 func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryRequest) (*workspacev1.DeleteEntryResponse, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "expected_revision", req.GetExpectedRevision())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetExpectedRevision() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
 	}
 	r, err := s.fs.DeleteEntryResult(ctx, ws, req.GetPath(), req.GetExpectedRevision(),
 		davfs.DeleteOptions{Recursive: req.GetRecursive(), SkipCheckpoint: req.GetSkipCheckpoint()})
