@@ -13,9 +13,10 @@ package mgmt
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -88,12 +89,7 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	ids := make([]string, 0, len(cfg.Agents))
-	for id := range cfg.Agents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[id]
 		s.list = append(s.list, &workspacev1.Agent{
 			AgentId:                  id,
