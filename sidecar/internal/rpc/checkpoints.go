@@ -63,11 +63,7 @@ func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev
 	if err != nil {
 		return nil, err
 	}
-	out := &workspacev1.ListCheckpointsResponse{Checkpoints: make([]*workspacev1.Checkpoint, 0, len(cs)), Truncated: truncated}
-	for _, c := range cs {
-		out.Checkpoints = append(out.Checkpoints, toCheckpoint(c))
-	}
-	return out, nil
+	return &workspacev1.ListCheckpointsResponse{Checkpoints: convert(cs, toCheckpoint), Truncated: truncated}, nil
 }
 
 func (s *CheckpointService) CompareCheckpoint(ctx context.Context, req *workspacev1.CompareCheckpointRequest) (*workspacev1.CompareCheckpointResponse, error) {

@@ -52,6 +52,15 @@ func entryType(t workspacev1.EntryType) (davfs.EntryType, error) {
 	return davfs.TypeUnspecified, invalid(davfs.ReasonInvalidArgument, "type must be ENTRY_TYPE_FILE or ENTRY_TYPE_DIRECTORY")
 }
 
+// convert maps every element of xs with f.
+func convert[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, f(x))
+	}
+	return out
+}
+
 func toEntry(e davfs.Entry) *workspacev1.Entry {
 	out := &workspacev1.Entry{
 		Name:     e.Name,

@@ -49,12 +49,7 @@ func (s *Service) ListProjects(ctx context.Context, req *workspacev1.ListProject
 	if err != nil {
 		return nil, err
 	}
-	out := &workspacev1.ListProjectsResponse{NextCursor: page.NextCursor,
-		Projects: make([]*workspacev1.Project, 0, len(page.Projects))}
-	for _, p := range page.Projects {
-		out.Projects = append(out.Projects, toProject(p))
-	}
-	return out, nil
+	return &workspacev1.ListProjectsResponse{NextCursor: page.NextCursor, Projects: convert(page.Projects, toProject)}, nil
 }
 
 func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateProjectRequest) (*workspacev1.Project, error) {
@@ -86,12 +81,8 @@ func (s *Service) ListEntries(ctx context.Context, req *workspacev1.ListEntriesR
 	if err != nil {
 		return nil, err
 	}
-	out := &workspacev1.ListEntriesResponse{NextCursor: page.NextCursor, DirectoryRevision: page.DirectoryRevision,
-		Entries: make([]*workspacev1.Entry, 0, len(page.Entries))}
-	for _, e := range page.Entries {
-		out.Entries = append(out.Entries, toEntry(e))
-	}
-	return out, nil
+	return &workspacev1.ListEntriesResponse{NextCursor: page.NextCursor, DirectoryRevision: page.DirectoryRevision,
+		Entries: convert(page.Entries, toEntry)}, nil
 }
 
 func (s *Service) GetFile(ctx context.Context, req *workspacev1.GetFileRequest) (*workspacev1.GetFileResponse, error) {
