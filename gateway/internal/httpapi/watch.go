@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -287,12 +288,7 @@ func (s *Server) watch(c echo.Context) error {
 			if m := s.opts.WatchMetrics; m != nil {
 				m.Events.WithLabelValues(label, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
 			}
-			out = make([]byte, 0, len(data)+len(it.ev.GetId())+32)
-			out = append(out, "event: change\nid: "...)
-			out = append(out, it.ev.GetId()...)
-			out = append(out, "\ndata: "...)
-			out = append(out, data...)
-			out = append(out, "\n\n"...)
+			out = fmt.Appendf(make([]byte, 0, len(data)+len(it.ev.GetId())+32), "event: change\nid: %s\ndata: %s\n\n", it.ev.GetId(), data)
 		}
 		if !s.streamWrite(w, rc, out) {
 			return nil
