@@ -203,9 +203,8 @@ func (s *Server) watch(c echo.Context) error {
 		m.Streams.WithLabelValues(label).Inc()
 		defer m.Streams.WithLabelValues(label).Dec()
 	}
-	h := w.Header()
+	h := w.Header() // Cache-Control: no-store, as on every API response (securityHeaders)
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
