@@ -156,9 +156,7 @@ func New(opts Options) (*Server, error) {
 	e.Match(davMethods, "/dav/*", dav, admin)
 
 	e.OPTIONS("/", s.rootOptions)
-	portal := echo.WrapHandler(opts.Portal)
-	e.GET("/*", s.portalOrNotFound(portal))
-	e.HEAD("/*", s.portalOrNotFound(portal))
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/*", s.portalOrNotFound(echo.WrapHandler(opts.Portal)))
 	s.e = e
 	return s, nil
 }

@@ -275,6 +275,7 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 			GRPCCode:        st.Code().String(),
 			DurationMS:      audit.Duration(s.now().Sub(start)),
 			Result:          audit.ResultOK,
+			SkipCheckpoint:  c.skipCheckpoint,
 		}
 		if err != nil {
 			rec.Result = audit.ResultError
@@ -283,7 +284,6 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 		if c.checkpoint != nil {
 			rec.CheckpointID = *c.checkpoint
 		}
-		rec.SkipCheckpoint = c.skipCheckpoint
 		if a := c.auto; a != nil && a.id != "" {
 			// The checkpoint came first, and succeeded whatever the
 			// mutation's result.
