@@ -79,25 +79,19 @@ func toEntry(e davfs.Entry) *workspacev1.Entry {
 		out.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
 	}
 	if e.Type == davfs.TypeFile && !e.Editable {
-		out.NonEditableReason = nonEditable(e.Reason)
+		out.NonEditableReason = nonEditable[e.Reason]
 	}
 	return out
 }
 
-func nonEditable(r davfs.NonEditableReason) workspacev1.NonEditableReason {
-	switch r {
-	case davfs.NotEditableTooLarge:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_TOO_LARGE
-	case davfs.NotEditableBinary:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_BINARY
-	case davfs.NotEditableNotUTF8:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_NOT_UTF8
-	case davfs.NotEditableMultipleLinks:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_MULTIPLE_LINKS
-	case davfs.NotEditableUnknown:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_UNKNOWN
-	}
-	return workspacev1.NonEditableReason_NON_EDITABLE_REASON_UNSPECIFIED
+// nonEditable is the contract's name of a davfs reason (UNSPECIFIED, the
+// zero value, for any other).
+var nonEditable = map[davfs.NonEditableReason]workspacev1.NonEditableReason{
+	davfs.NotEditableTooLarge:      workspacev1.NonEditableReason_NON_EDITABLE_REASON_TOO_LARGE,
+	davfs.NotEditableBinary:        workspacev1.NonEditableReason_NON_EDITABLE_REASON_BINARY,
+	davfs.NotEditableNotUTF8:       workspacev1.NonEditableReason_NON_EDITABLE_REASON_NOT_UTF8,
+	davfs.NotEditableMultipleLinks: workspacev1.NonEditableReason_NON_EDITABLE_REASON_MULTIPLE_LINKS,
+	davfs.NotEditableUnknown:       workspacev1.NonEditableReason_NON_EDITABLE_REASON_UNKNOWN,
 }
 
 func toProject(p davfs.Project) *workspacev1.Project {
