@@ -79,13 +79,6 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 			if m.Status >= 400 {
 				rec.Result = audit.ResultError
 			}
-			if rec.RequestID == "" {
-				rec.RequestID = requestid.From(r.Context())
-			}
-			if rec.Operator == "" {
-				id, _ := auth.FromContext(r.Context())
-				rec.Operator = id.Operator
-			}
 			// Each automatic checkpoint gets its own create_checkpoint
 			// record first, as over REST (mgmt); the mutation's record
 			// names the last one.

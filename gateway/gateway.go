@@ -57,7 +57,7 @@ type Gateway struct {
 }
 
 // New builds the gateway from a validated config.
-func New(cfg *Config, d Deps) (*Gateway, error) {
+func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if cfg.Auth.TokensFile != "" && cfg.Auth.FileTokens == nil {
 		cfg.LoadTokensFile()
 	}
@@ -89,6 +89,12 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		al.Close()
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			svc.Close()
+			al.Close()
+		}
+	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
 	var peers *session.Peers
@@ -98,21 +104,15 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 			Logger: log.Named("session"), Registerer: reg, Now: now,
 		})
 		if err != nil {
-			svc.Close()
-			al.Close()
 			return nil, err
 		}
 	}
 	dav, err := newDAV(cfg, log, reg, al, now)
 	if err != nil {
-		svc.Close()
-		al.Close()
 		return nil, err
 	}
 	wm, err := httpapi.NewWatchMetrics(reg)
 	if err != nil {
-		svc.Close()
-		al.Close()
 		return nil, err
 	}
 	stop := make(chan struct{})
@@ -125,8 +125,6 @@ func New(cfg *Config, d Deps) (*Gateway, error) {
 		SignOut:        signOuter(peers), Ready: ready(peers),
 	})
 	if err != nil {
-		svc.Close()
-		al.Close()
 		return nil, err
 	}
 	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil

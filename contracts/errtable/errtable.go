@@ -24,7 +24,9 @@ package errtable
 import (
 	"net/http"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Domain is the google.rpc.ErrorInfo domain of every workspace error.
@@ -35,6 +37,31 @@ const Domain = "workspace.agentworkspace.dev"
 // true code instead of guessing it back from a status. The gateway strips it
 // (and any copy a client sends) before a response leaves it.
 const ReasonHeader = "X-Workspace-Error-Reason"
+
+// Status is a status of code c and message msg with an ErrorInfo naming
+// reason in Domain.
+func Status(c codes.Code, reason, msg string) *status.Status {
+	return WithReason(status.New(c, msg), reason)
+}
+
+// WithReason is st with an ErrorInfo naming reason in Domain appended to its
+// details (st itself should that fail).
+func WithReason(st *status.Status, reason string) *status.Status {
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: Domain}); err == nil {
+		return d
+	}
+	return st
+}
+
+// Reason is the first non-empty ErrorInfo reason of st ("" when none).
+func Reason(st *status.Status) string {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() != "" {
+			return info.GetReason()
+		}
+	}
+	return ""
+}
 
 // Row is one reason's statuses on each surface.
 type Row struct {

@@ -173,8 +173,6 @@ func Track(ctx context.Context) (context.Context, *Tracker) {
 	return context.WithValue(ctx, trackerKey{}, t), t
 }
 
-// Record writes one record. Paths are redacted here, so callers cannot leak a
-// CODEX_HOME name by forgetting to.
 // AutomaticCheckpoint is the create_checkpoint record of the automatic
 // checkpoint id (why: reason) that the sidecar took of path before the
 // mutation m: same time, request, operator and workspace as m, and a
@@ -187,6 +185,8 @@ func AutomaticCheckpoint(m Record, id, reason, path string) Record {
 		Result: ResultOK, GRPCCode: "OK", DurationMS: m.DurationMS}
 }
 
+// Record writes one record. Paths are redacted here, so callers cannot leak a
+// CODEX_HOME name by forgetting to.
 func (l *Logger) Record(ctx context.Context, r Record) {
 	if t, ok := ctx.Value(trackerKey{}).(*Tracker); ok {
 		t.recorded.Store(true)

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/agentworkspace/files/gateway/internal/config"
@@ -145,12 +146,7 @@ func (a *Authenticator) TrustedPeer(r *http.Request) bool {
 		return false
 	}
 	ip = ip.Unmap()
-	for _, p := range a.prefixes {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(a.prefixes, func(p netip.Prefix) bool { return p.Contains(ip) })
 }
 
 // Sanitize removes headers no client may set: X-Operator always, and the
@@ -176,12 +172,7 @@ func (a *Authenticator) Secure(r *http.Request) bool {
 // configured reports whether a token with this operator and role is still
 // in the configuration.
 func (a *Authenticator) configured(operator, role string) bool {
-	for i := range a.tokens {
-		if a.tokens[i].operator == operator && a.tokens[i].role == role {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(a.tokens, func(t token) bool { return t.operator == operator && t.role == role })
 }
 
 // Token checks a plaintext token against every configured digest in constant
@@ -243,10 +234,8 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	if a.proxy != nil && a.TrustedPeer(r) {
 		if user := strings.TrimSpace(r.Header.Get(a.proxy.UserHeader)); user != "" {
 			role := "user"
-			for _, g := range splitGroups(r.Header.Values(a.proxy.GroupsHeader)) {
-				if g == a.proxy.AdminGroup {
-					role = config.RoleAdmin
-				}
+			if slices.Contains(splitGroups(r.Header.Values(a.proxy.GroupsHeader)), a.proxy.AdminGroup) {
+				role = config.RoleAdmin
 			}
 			return Identity{Operator: user, Role: role, Method: MethodProxy}, nil
 		}

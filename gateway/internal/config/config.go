@@ -11,12 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -330,12 +331,7 @@ func (c *Config) Validate() error {
 	if len(c.AgentRuntime.Agents) == 0 {
 		bad("agentRuntime.agents", "at least one agent is required")
 	}
-	ids := make([]string, 0, len(c.AgentRuntime.Agents))
-	for id := range c.AgentRuntime.Agents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.AgentRuntime.Agents)) {
 		a := c.AgentRuntime.Agents[id]
 		key := "agentRuntime.agents." + id
 		if !agentIDRe.MatchString(id) {

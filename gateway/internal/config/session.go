@@ -48,12 +48,7 @@ type Session struct {
 }
 
 // SessionLifetime is auth.session.lifetime, 0 when unset (the default).
-func (s Session) SessionLifetime() time.Duration {
-	if s.Lifetime == nil {
-		return 0
-	}
-	return *s.Lifetime
-}
+func (s Session) SessionLifetime() time.Duration { return orDefault(s.Lifetime, 0) }
 
 // SealKeys are the decoded session keys (file first); call after Validate.
 func (s Session) SealKeys() [][]byte {

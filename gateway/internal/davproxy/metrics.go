@@ -45,19 +45,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
-		return nil, err
+	for _, c := range []**prometheus.CounterVec{&m.requests, &m.bytes, &m.rejections, &m.unavailable} {
+		if *c, err = register(reg, *c); err != nil {
+			return nil, err
+		}
 	}
 	if m.duration, err = register(reg, m.duration); err != nil {
-		return nil, err
-	}
-	if m.bytes, err = register(reg, m.bytes); err != nil {
-		return nil, err
-	}
-	if m.rejections, err = register(reg, m.rejections); err != nil {
-		return nil, err
-	}
-	if m.unavailable, err = register(reg, m.unavailable); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -78,14 +71,9 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-var knownMethods = map[string]bool{
-	http.MethodOptions: true, http.MethodGet: true, http.MethodHead: true, "PROPFIND": true,
-	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true, "MOVE": true,
-	"PROPPATCH": true, "LOCK": true, "UNLOCK": true, http.MethodPost: true,
-}
-
 func (m *metrics) observe(method string, status int, d time.Duration, in, out int64) {
-	if !knownMethods[method] {
+	// The methods the view knows keep their label.
+	if !readMethods[method] && !mutationMethods[method] && method != http.MethodPost {
 		method = "OTHER"
 	}
 	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()

@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -84,18 +85,10 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	// then failed names the version of what it removed.
 	if v := hdr.Get(davwire.KeptHeader); v != "" && h.opts.KeepUnconditional {
 		st.rec.unconditional = true
-		for _, id := range strings.Split(v, ",") {
-			if checkpointID.MatchString(id) {
-				st.rec.kept = append(st.rec.kept, id)
-			}
-		}
+		st.rec.kept = checkpointIDs(v)
 	}
 	if v := hdr.Get(davwire.AutoCheckpointHeader); v != "" {
-		for _, id := range strings.Split(v, ",") {
-			if checkpointID.MatchString(id) {
-				st.rec.autos = append(st.rec.autos, id)
-			}
-		}
+		st.rec.autos = checkpointIDs(v)
 	}
 	for k := range hdr {
 		if strings.HasPrefix(k, "X-Workspace-") {
@@ -138,9 +131,15 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	return nil
 }
 
-// checkpointID is the shape of a checkpoint ID (davfs): anything else in
-// davwire.KeptHeader is not audited.
+// checkpointID is the shape of a checkpoint ID (davfs).
 var checkpointID = regexp.MustCompile(`^[0-9a-f]{24}$`)
+
+// checkpointIDs are the checkpoint IDs in a comma-separated header value
+// (davwire.KeptHeader, davwire.AutoCheckpointHeader); nothing else in it is
+// audited.
+func checkpointIDs(v string) []string {
+	return slices.DeleteFunc(strings.Split(v, ","), func(id string) bool { return !checkpointID.MatchString(id) })
+}
 
 // contentCSP sandboxes whatever a browser renders from the WebDAV view: no
 // script, no same-origin access, nothing loaded.

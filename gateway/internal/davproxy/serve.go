@@ -52,14 +52,12 @@ func stateOf(ctx context.Context) *state {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := h.now()
 	rec := &recorder{ResponseWriter: w}
+	rt, perr := parseRoute(r.URL.EscapedPath())
+	st := &state{route: rt, rec: rec}
 	var inBytes countingBody
 	if r.Body != nil && r.Body != http.NoBody {
 		inBytes.ReadCloser = r.Body
 		r.Body = &inBytes
-	}
-	rt, perr := parseRoute(r.URL.EscapedPath())
-	st := &state{route: rt, rec: rec}
-	if inBytes.ReadCloser != nil {
 		st.body = &inBytes
 	}
 	if h.opts.Operator != nil {

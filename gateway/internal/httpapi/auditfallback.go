@@ -28,10 +28,16 @@ func mutationRoute(method, path, rawQuery string) (action, agentID, project stri
 	if len(agentID) > 64 {
 		agentID = agentID[:64]
 	}
-	if seg[1] == "checkpoints" {
-		return checkpointRoute(method, seg), agentID, ""
-	}
+	checkpoints := seg[1] == "checkpoints"
 	switch {
+	case checkpoints && len(seg) == 2 && method == http.MethodPost:
+		return "create_checkpoint", agentID, ""
+	case checkpoints && len(seg) == 3 && method == http.MethodPost && strings.HasSuffix(seg[2], ":restore"):
+		return "restore_checkpoint", agentID, ""
+	case checkpoints && len(seg) == 3 && method == http.MethodDelete:
+		return "delete_checkpoint", agentID, ""
+	case checkpoints: // reads
+		return "", "", ""
 	case len(seg) == 2 && method == http.MethodPost:
 		return "create_project", agentID, ""
 	case len(seg) == 3 && method == http.MethodPost && seg[2] == "entries":

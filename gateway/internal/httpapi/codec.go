@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 )
@@ -98,7 +99,7 @@ type refusal struct {
 func (r *refusal) Error() string { return r.st.Message() }
 
 func refuse(code codes.Code, reason workspacev1.ErrorReason, httpStatus int, format string, args ...any) *refusal {
-	return &refusal{st: status.Convert(mgmt.Error(code, reason, fmt.Sprintf(format, args...))), httpStatus: httpStatus}
+	return &refusal{st: errtable.Status(code, reason.String(), fmt.Sprintf(format, args...)), httpStatus: httpStatus}
 }
 
 // readRefusal explains an error reading or tokenising the body.

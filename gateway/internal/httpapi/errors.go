@@ -7,36 +7,41 @@ import (
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
-	"github.com/agentworkspace/files/gateway/internal/mgmt"
 )
 
 // withReason makes sure a status carries an ErrorInfo so every REST error
 // body has a machine-readable reason.
 func withReason(st *status.Status) *status.Status {
-	if mgmt.Reason(st) != "" {
+	if errtable.Reason(st) != "" {
 		return st
 	}
-	r := mgmt.DefaultReason(st.Code())
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: r.String(), Domain: mgmt.Domain}); err == nil {
-		return d
-	}
-	return st
+	return errtable.WithReason(st, errtable.DefaultReason(st.Code()))
 }
 
-// writeStatus writes st as grpc-gateway's error body {code, message,
-// details} with httpStatus, or the one table's status when it is 0.
-func writeStatus(w http.ResponseWriter, m runtime.Marshaler, st *status.Status, httpStatus int) {
-	st = withReason(st)
+// HTTPStatus is the REST status of an error with code c and ErrorInfo
+// reason: the one table's (contracts/errtable).
+func HTTPStatus(c codes.Code, reason string) int { return errtable.RESTStatus(c, reason) }
+
+// marshalError is st (which withReason has seen) as grpc-gateway's error body
+// {code, message, details}.
+func marshalError(m runtime.Marshaler, st *status.Status) ([]byte, error) {
 	pb := st.Proto()
 	// A message that echoes a request (a protojson detail, a name) must
 	// not make the error body unmarshalable.
 	pb.Message = strings.ToValidUTF8(pb.Message, "\uFFFD")
-	buf, err := m.Marshal(pb)
+	return m.Marshal(pb)
+}
+
+// writeStatus writes st as the error body with httpStatus, or the one
+// table's status when it is 0.
+func writeStatus(w http.ResponseWriter, m runtime.Marshaler, st *status.Status, httpStatus int) {
+	st = withReason(st)
+	buf, err := marshalError(m, st)
 	if err != nil {
 		http.Error(w, `{"code":13,"message":"failed to marshal error"}`, http.StatusInternalServerError)
 		return
@@ -45,7 +50,7 @@ func writeStatus(w http.ResponseWriter, m runtime.Marshaler, st *status.Status, 
 	w.Header().Del("Transfer-Encoding")
 	w.Header().Set("Content-Type", "application/json")
 	if httpStatus == 0 {
-		httpStatus = HTTPStatus(st.Code(), mgmt.Reason(st))
+		httpStatus = HTTPStatus(st.Code(), errtable.Reason(st))
 	}
 	w.WriteHeader(httpStatus)
 	_, _ = w.Write(buf)
@@ -56,7 +61,7 @@ func writeStatus(w http.ResponseWriter, m runtime.Marshaler, st *status.Status, 
 func respond(w http.ResponseWriter, r *http.Request, m runtime.Marshaler, st *status.Status, httpStatus int) {
 	st = withReason(st)
 	if o := outcomeOf(r); o != nil {
-		o.code, o.reason, o.set = st.Code(), mgmt.Reason(st), true
+		o.code, o.reason, o.set = st.Code(), errtable.Reason(st), true
 	}
 	writeStatus(w, m, st, httpStatus)
 }
@@ -101,5 +106,5 @@ func routingError(httpStatus int) (*status.Status, int) {
 
 // writeError writes a gateway-made error in the REST error shape.
 func (s *Server) writeError(w http.ResponseWriter, code codes.Code, reason workspacev1.ErrorReason, msg string) {
-	writeStatus(w, s.marshaler, status.Convert(mgmt.Error(code, reason, msg)), 0)
+	writeStatus(w, s.marshaler, errtable.Status(code, reason.String(), msg), 0)
 }

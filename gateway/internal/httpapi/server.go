@@ -156,9 +156,7 @@ func New(opts Options) (*Server, error) {
 	e.Match(davMethods, "/dav/*", dav, admin)
 
 	e.OPTIONS("/", s.rootOptions)
-	portal := echo.WrapHandler(opts.Portal)
-	e.GET("/*", s.portalOrNotFound(portal))
-	e.HEAD("/*", s.portalOrNotFound(portal))
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/*", s.portalOrNotFound(echo.WrapHandler(opts.Portal)))
 	s.e = e
 	return s, nil
 }
@@ -404,12 +402,7 @@ func (s *Server) login(c echo.Context) error {
 		s.writeError(c.Response(), codes.Internal, workspacev1.ErrorReason_INTERNAL, "could not create session")
 		return nil
 	}
-	http.SetCookie(c.Response(), &http.Cookie{
-		Name: session.CookieName, Value: sess.ID, Path: "/",
-		MaxAge: int(store.Lifetime().Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: s.opts.Auth.Secure(r),
-	})
-	c.Response().Header().Set("Cache-Control", "no-store")
+	s.setSessionCookie(c, sess.ID, int(store.Lifetime().Seconds()))
 	s.log.Info("session created", "operator", id.Operator, "request_id", requestid.From(r.Context()))
 	return c.JSON(http.StatusOK, sessionResponse{Operator: sess.Operator, Role: sess.Role, CSRFToken: sess.CSRFToken})
 }
@@ -420,7 +413,6 @@ func (s *Server) whoami(c echo.Context) error {
 	if id.Session != nil {
 		out.CSRFToken = id.Session.CSRFToken
 	}
-	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -443,9 +435,14 @@ func (s *Server) logout(c echo.Context) error {
 			}
 		}
 	}
-	http.SetCookie(c.Response(), &http.Cookie{
-		Name: session.CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: s.opts.Auth.Secure(r),
-	})
+	s.setSessionCookie(c, "", -1)
 	return c.NoContent(http.StatusNoContent)
+}
+
+// setSessionCookie sets the session cookie to value for maxAge seconds (-1
+// clears it). Every API response, this one too, is Cache-Control: no-store
+// (securityHeaders).
+func (s *Server) setSessionCookie(c echo.Context, value string, maxAge int) {
+	http.SetCookie(c.Response(), &http.Cookie{Name: session.CookieName, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.opts.Auth.Secure(c.Request())})
 }

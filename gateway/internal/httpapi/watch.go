@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -202,9 +203,8 @@ func (s *Server) watch(c echo.Context) error {
 		m.Streams.WithLabelValues(label).Inc()
 		defer m.Streams.WithLabelValues(label).Dec()
 	}
-	h := w.Header()
+	h := w.Header() // Cache-Control: no-store, as on every API response (securityHeaders)
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -287,12 +287,7 @@ func (s *Server) watch(c echo.Context) error {
 			if m := s.opts.WatchMetrics; m != nil {
 				m.Events.WithLabelValues(label, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
 			}
-			out = make([]byte, 0, len(data)+len(it.ev.GetId())+32)
-			out = append(out, "event: change\nid: "...)
-			out = append(out, it.ev.GetId()...)
-			out = append(out, "\ndata: "...)
-			out = append(out, data...)
-			out = append(out, "\n\n"...)
+			out = fmt.Appendf(make([]byte, 0, len(data)+len(it.ev.GetId())+32), "event: change\nid: %s\ndata: %s\n\n", it.ev.GetId(), data)
 		}
 		if !s.streamWrite(w, rc, out) {
 			return nil
@@ -322,10 +317,7 @@ func (s *Server) writeEnd(w http.ResponseWriter, rc *http.ResponseController, ag
 	if m := s.opts.WatchMetrics; m != nil {
 		m.Ends.WithLabelValues(agentID, st.Code().String()).Inc()
 	}
-	st = withReason(st)
-	pb := st.Proto()
-	pb.Message = strings.ToValidUTF8(pb.Message, "\uFFFD")
-	data, err := s.marshaler.Marshal(pb)
+	data, err := marshalError(s.marshaler, withReason(st))
 	if err != nil {
 		return
 	}

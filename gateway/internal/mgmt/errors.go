@@ -13,33 +13,9 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 )
 
-// Domain is the google.rpc.ErrorInfo domain of every workspace error
-// (defined once, in contracts/errtable).
-const Domain = errtable.Domain
-
 // Error returns a gRPC status error with an ErrorInfo carrying reason.
 func Error(code codes.Code, reason workspacev1.ErrorReason, msg string) error {
-	st := status.New(code, msg)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason.String(), Domain: Domain}); err == nil {
-		st = d
-	}
-	return st.Err()
-}
-
-// Reason returns the ErrorInfo reason of st ("" when none).
-func Reason(st *status.Status) string {
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() != "" {
-			return info.GetReason()
-		}
-	}
-	return ""
-}
-
-// DefaultReason names a reason for a code when the error carries none (for
-// example grpc-gateway's own request-decoding errors).
-func DefaultReason(c codes.Code) workspacev1.ErrorReason {
-	return workspacev1.ErrorReason(workspacev1.ErrorReason_value[errtable.DefaultReason(c)])
+	return errtable.Status(code, reason.String(), msg).Err()
 }
 
 // rewrap turns anything a sidecar call returned into a client-safe status.
@@ -63,20 +39,17 @@ func rewrap(ctx context.Context, err error, agentID string) error {
 	}
 	var info *errdetails.ErrorInfo
 	for _, d := range st.Details() {
-		if i, ok := d.(*errdetails.ErrorInfo); ok && i.GetDomain() == Domain {
+		if i, ok := d.(*errdetails.ErrorInfo); ok && i.GetDomain() == errtable.Domain {
 			info = i
 		}
 	}
 	if info != nil && st.Code() != codes.DeadlineExceeded {
-		reason := workspacev1.ErrorReason(workspacev1.ErrorReason_value[info.GetReason()])
-		if reason == workspacev1.ErrorReason_ERROR_REASON_UNSPECIFIED {
-			reason = DefaultReason(st.Code())
+		// The table holds every reason of the contract, and only those.
+		reason := info.GetReason()
+		if _, known := errtable.Lookup(reason); !known {
+			reason = errtable.DefaultReason(st.Code())
 		}
-		out := status.New(st.Code(), st.Message())
-		if d, derr := out.WithDetails(&errdetails.ErrorInfo{Reason: reason.String(), Domain: Domain}); derr == nil {
-			out = d
-		}
-		return out.Err()
+		return errtable.Status(st.Code(), reason, st.Message()).Err()
 	}
 	switch st.Code() {
 	case codes.Unavailable, codes.DeadlineExceeded:
@@ -88,7 +61,7 @@ func rewrap(ctx context.Context, err error, agentID string) error {
 		return status.Error(codes.Canceled, "request canceled")
 	}
 	// A status without our ErrorInfo: keep the code, never the text.
-	return Error(st.Code(), DefaultReason(st.Code()), fmt.Sprintf("workspace service of agent %q failed (%s)", agentID, st.Code()))
+	return errtable.Status(st.Code(), errtable.DefaultReason(st.Code()), fmt.Sprintf("workspace service of agent %q failed (%s)", agentID, st.Code())).Err()
 }
 
 func unavailable(agentID string) error {

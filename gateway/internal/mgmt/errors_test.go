@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 )
 
@@ -35,8 +36,8 @@ func TestRewrap(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := status.Convert(rewrap(context.Background(), c.in, "codex-a"))
-			if st.Code() != c.code || Reason(st) != c.reason {
-				t.Errorf("got %s/%s, want %s/%s", st.Code(), Reason(st), c.code, c.reason)
+			if st.Code() != c.code || errtable.Reason(st) != c.reason {
+				t.Errorf("got %s/%s, want %s/%s", st.Code(), errtable.Reason(st), c.code, c.reason)
 			}
 			if c.msg != "" && st.Message() != c.msg {
 				t.Errorf("message %q, want %q", st.Message(), c.msg)
@@ -53,6 +54,6 @@ func TestRewrap(t *testing.T) {
 
 func statusWith(c codes.Code, reason, msg string) error {
 	st := status.New(c, msg)
-	st, _ = st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: Domain})
+	st, _ = st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errtable.Domain})
 	return st.Err()
 }

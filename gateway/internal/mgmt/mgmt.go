@@ -13,9 +13,10 @@ package mgmt
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -26,6 +27,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
@@ -87,12 +89,7 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	ids := make([]string, 0, len(cfg.Agents))
-	for id := range cfg.Agents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[id]
 		s.list = append(s.list, &workspacev1.Agent{
 			AgentId:                  id,
@@ -278,15 +275,15 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 			GRPCCode:        st.Code().String(),
 			DurationMS:      audit.Duration(s.now().Sub(start)),
 			Result:          audit.ResultOK,
+			SkipCheckpoint:  c.skipCheckpoint,
 		}
 		if err != nil {
 			rec.Result = audit.ResultError
-			rec.Reason = Reason(st)
+			rec.Reason = errtable.Reason(st)
 		}
 		if c.checkpoint != nil {
 			rec.CheckpointID = *c.checkpoint
 		}
-		rec.SkipCheckpoint = c.skipCheckpoint
 		if a := c.auto; a != nil && a.id != "" {
 			// The checkpoint came first, and succeeded whatever the
 			// mutation's result.
@@ -303,7 +300,7 @@ func (s *Service) observe(action, agentID string, err error, start time.Time) {
 	st := status.Convert(err)
 	reason := ""
 	if err != nil {
-		reason = Reason(st)
+		reason = errtable.Reason(st)
 	}
 	if s.metrics != nil {
 		s.metrics.Observe(action, agentID, st.Code(), reason, d)
@@ -327,112 +324,98 @@ func joinPath(parent, name string) string {
 	return path.Join(parent, name)
 }
 
-// ListProjects lists the agent's projects.
-func (s *Service) ListProjects(ctx context.Context, req *workspacev1.ListAgentProjectsRequest) (*workspacev1.ListProjectsResponse, error) {
-	var out *workspacev1.ListProjectsResponse
-	err := s.do(ctx, call{action: "list_projects", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-		out, err = cl.ListProjects(ctx, &workspacev1.ListProjectsRequest{PageSize: req.GetPageSize(), Cursor: req.GetCursor()})
+// routed is s.do for a call with a response: fn's, or none when do did not
+// call fn.
+func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Context, workspacev1.WorkspaceServiceClient) (T, error)) (T, error) {
+	var out T
+	err := s.do(ctx, c, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+		out, err = fn(ctx, cl)
 		return err
 	})
 	return out, err
+}
+
+// ListProjects lists the agent's projects.
+func (s *Service) ListProjects(ctx context.Context, req *workspacev1.ListAgentProjectsRequest) (*workspacev1.ListProjectsResponse, error) {
+	return routed(ctx, s, call{action: "list_projects", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.ListProjectsResponse, error) {
+		return cl.ListProjects(ctx, &workspacev1.ListProjectsRequest{PageSize: req.GetPageSize(), Cursor: req.GetCursor()})
+	})
 }
 
 // CreateProject creates and git-initialises a project.
 func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateAgentProjectRequest) (*workspacev1.Project, error) {
-	var out *workspacev1.Project
-	err := s.do(ctx, call{action: "create_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName()},
-		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-			out, err = cl.CreateProject(ctx, &workspacev1.CreateProjectRequest{Name: req.GetName()})
-			return err
+	return routed(ctx, s, call{action: "create_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName()},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.Project, error) {
+			return cl.CreateProject(ctx, &workspacev1.CreateProjectRequest{Name: req.GetName()})
 		})
-	return out, err
 }
 
 // DeleteProject permanently deletes a project.
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteAgentProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
-	var out *workspacev1.DeleteProjectResponse
 	auto := &autoCheckpoint{reason: "before_project_delete"}
-	err := s.do(ctx, call{action: "delete_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName(),
+	return routed(ctx, s, call{action: "delete_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName(),
 		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto},
-		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.DeleteProjectResponse, error) {
 			var tr metadata.MD
-			out, err = cl.DeleteProject(ctx, &workspacev1.DeleteProjectRequest{Name: req.GetName(), ConfirmName: req.GetConfirmName(),
+			out, err := cl.DeleteProject(ctx, &workspacev1.DeleteProjectRequest{Name: req.GetName(), ConfirmName: req.GetConfirmName(),
 				SkipCheckpoint: req.GetSkipCheckpoint()}, grpc.Trailer(&tr))
 			auto.id = autoID(out.GetAutoCheckpointId(), tr)
-			return err
+			return out, err
 		})
-	return out, err
 }
 
 // ListProjectEntries lists one directory.
 func (s *Service) ListProjectEntries(ctx context.Context, req *workspacev1.ListProjectEntriesRequest) (*workspacev1.ListEntriesResponse, error) {
-	var out *workspacev1.ListEntriesResponse
-	err := s.do(ctx, call{action: "list_entries", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-		out, err = cl.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(), PageSize: req.GetPageSize(), Cursor: req.GetCursor()})
-		return err
+	return routed(ctx, s, call{action: "list_entries", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.ListEntriesResponse, error) {
+		return cl.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(), PageSize: req.GetPageSize(), Cursor: req.GetCursor()})
 	})
-	return out, err
 }
 
 // GetProjectFile reads one file's metadata and, when editable, content.
 func (s *Service) GetProjectFile(ctx context.Context, req *workspacev1.GetProjectFileRequest) (*workspacev1.GetFileResponse, error) {
-	var out *workspacev1.GetFileResponse
-	err := s.do(ctx, call{action: "get_file", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-		out, err = cl.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: req.GetWorkspace(), Path: req.GetPath()})
-		return err
+	return routed(ctx, s, call{action: "get_file", agentID: req.GetAgentId()}, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.GetFileResponse, error) {
+		return cl.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: req.GetWorkspace(), Path: req.GetPath()})
 	})
-	return out, err
 }
 
 // CreateProjectEntry creates an empty file or a directory.
 func (s *Service) CreateProjectEntry(ctx context.Context, req *workspacev1.CreateProjectEntryRequest) (*workspacev1.Entry, error) {
 	scope, project := scopeOf(req.GetWorkspace())
-	var out *workspacev1.Entry
-	err := s.do(ctx, call{action: "create_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: joinPath(req.GetParentPath(), req.GetName())},
-		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-			out, err = cl.CreateEntry(ctx, &workspacev1.CreateEntryRequest{Workspace: req.GetWorkspace(), ParentPath: req.GetParentPath(), Name: req.GetName(), Type: req.GetType()})
-			return err
+	return routed(ctx, s, call{action: "create_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: joinPath(req.GetParentPath(), req.GetName())},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.Entry, error) {
+			return cl.CreateEntry(ctx, &workspacev1.CreateEntryRequest{Workspace: req.GetWorkspace(), ParentPath: req.GetParentPath(), Name: req.GetName(), Type: req.GetType()})
 		})
-	return out, err
 }
 
 // UpdateProjectFile saves text content under an expected revision.
 func (s *Service) UpdateProjectFile(ctx context.Context, req *workspacev1.UpdateProjectFileRequest) (*workspacev1.Entry, error) {
 	scope, project := scopeOf(req.GetWorkspace())
-	var out *workspacev1.Entry
-	err := s.do(ctx, call{action: "update_file", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath()},
-		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-			out, err = cl.UpdateFile(ctx, &workspacev1.UpdateFileRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(), Content: req.GetContent(), ExpectedRevision: req.GetExpectedRevision()})
-			return err
+	return routed(ctx, s, call{action: "update_file", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath()},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.Entry, error) {
+			return cl.UpdateFile(ctx, &workspacev1.UpdateFileRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(), Content: req.GetContent(), ExpectedRevision: req.GetExpectedRevision()})
 		})
-	return out, err
 }
 
 // MoveProjectEntry moves or renames an entry inside one workspace.
 func (s *Service) MoveProjectEntry(ctx context.Context, req *workspacev1.MoveProjectEntryRequest) (*workspacev1.Entry, error) {
 	scope, project := scopeOf(req.GetWorkspace())
-	var out *workspacev1.Entry
-	err := s.do(ctx, call{action: "move_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetSourcePath(), dest: req.GetDestinationPath()},
-		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-			out, err = cl.MoveEntry(ctx, &workspacev1.MoveEntryRequest{Workspace: req.GetWorkspace(), SourcePath: req.GetSourcePath(), DestinationPath: req.GetDestinationPath(), ExpectedRevision: req.GetExpectedRevision()})
-			return err
+	return routed(ctx, s, call{action: "move_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetSourcePath(), dest: req.GetDestinationPath()},
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.Entry, error) {
+			return cl.MoveEntry(ctx, &workspacev1.MoveEntryRequest{Workspace: req.GetWorkspace(), SourcePath: req.GetSourcePath(), DestinationPath: req.GetDestinationPath(), ExpectedRevision: req.GetExpectedRevision()})
 		})
-	return out, err
 }
 
 // DeleteProjectEntry permanently deletes a file or directory.
 func (s *Service) DeleteProjectEntry(ctx context.Context, req *workspacev1.DeleteProjectEntryRequest) (*workspacev1.DeleteEntryResponse, error) {
 	scope, project := scopeOf(req.GetWorkspace())
-	var out *workspacev1.DeleteEntryResponse
 	auto := &autoCheckpoint{reason: "before_delete", path: req.GetPath()}
-	err := s.do(ctx, call{action: "delete_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath(),
+	return routed(ctx, s, call{action: "delete_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath(),
 		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto},
-		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
+		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.DeleteEntryResponse, error) {
 			var tr metadata.MD
-			out, err = cl.DeleteEntry(ctx, &workspacev1.DeleteEntryRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(),
+			out, err := cl.DeleteEntry(ctx, &workspacev1.DeleteEntryRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(),
 				ExpectedRevision: req.GetExpectedRevision(), Recursive: req.GetRecursive(), SkipCheckpoint: req.GetSkipCheckpoint()}, grpc.Trailer(&tr))
 			auto.id = autoID(out.GetAutoCheckpointId(), tr)
-			return err
+			return out, err
 		})
-	return out, err
 }

@@ -53,33 +53,31 @@ func findString(m protoreflect.Message, prefix string, bad func(string) bool) (n
 			}
 			return found
 		}
+		// visit checks one value of kind: a string, or a message's fields.
+		visit := func(v protoreflect.Value, kind protoreflect.Kind) {
+			switch kind {
+			case protoreflect.StringKind:
+				hit(v.String())
+			case protoreflect.MessageKind:
+				name, leaf, found = findString(v.Message(), full+".", bad)
+			}
+		}
 		switch {
 		case fd.IsList():
 			l := v.List()
 			for j := 0; j < l.Len() && !found; j++ {
-				if fd.Kind() == protoreflect.StringKind {
-					hit(l.Get(j).String())
-				} else if fd.Kind() == protoreflect.MessageKind {
-					name, leaf, found = findString(l.Get(j).Message(), full+".", bad)
-				}
+				visit(l.Get(j), fd.Kind())
 			}
 		case fd.IsMap():
 			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
 				if fd.MapKey().Kind() == protoreflect.StringKind && hit(k.String()) {
 					return false
 				}
-				switch fd.MapValue().Kind() {
-				case protoreflect.StringKind:
-					hit(mv.String())
-				case protoreflect.MessageKind:
-					name, leaf, found = findString(mv.Message(), full+".", bad)
-				}
+				visit(mv, fd.MapValue().Kind())
 				return !found
 			})
-		case fd.Kind() == protoreflect.StringKind:
-			hit(v.String())
-		case fd.Kind() == protoreflect.MessageKind:
-			name, leaf, found = findString(v.Message(), full+".", bad)
+		default:
+			visit(v, fd.Kind())
 		}
 	}
 	return name, leaf, found

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 )
 
@@ -40,8 +41,8 @@ func TestRefuseInvalidUTF8(t *testing.T) {
 			return nil
 		})
 		st := status.Convert(err)
-		if invoked || st.Code() != codes.InvalidArgument || Reason(st) != c.reason || st.Message() != c.field+" is not valid UTF-8" {
-			t.Errorf("%T: invoked %v, %s %s %q; want %s %s", c.req, invoked, st.Code(), Reason(st), st.Message(), c.reason, c.field)
+		if invoked || st.Code() != codes.InvalidArgument || errtable.Reason(st) != c.reason || st.Message() != c.field+" is not valid UTF-8" {
+			t.Errorf("%T: invoked %v, %s %s %q; want %s %s", c.req, invoked, st.Code(), errtable.Reason(st), st.Message(), c.reason, c.field)
 		}
 	}
 	ok := &workspacev1.UpdateFileRequest{Workspace: proj("ünïcödé"), Path: "日本/x", Content: "\uFFFD fine"}

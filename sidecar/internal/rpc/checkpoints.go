@@ -63,20 +63,13 @@ func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev
 	if err != nil {
 		return nil, err
 	}
-	out := &workspacev1.ListCheckpointsResponse{Checkpoints: make([]*workspacev1.Checkpoint, 0, len(cs)), Truncated: truncated}
-	for _, c := range cs {
-		out.Checkpoints = append(out.Checkpoints, toCheckpoint(c))
-	}
-	return out, nil
+	return &workspacev1.ListCheckpointsResponse{Checkpoints: convert(cs, toCheckpoint), Truncated: truncated}, nil
 }
 
 func (s *CheckpointService) CompareCheckpoint(ctx context.Context, req *workspacev1.CompareCheckpointRequest) (*workspacev1.CompareCheckpointResponse, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "checkpoint_id", req.GetCheckpointId())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetCheckpointId() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
 	}
 	c, err := s.fs.CompareCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetAgainstCheckpointId(), req.GetPath(), req.GetIncludeDiffs())
 	if err != nil {
@@ -91,12 +84,9 @@ func (s *CheckpointService) CompareCheckpoint(ctx context.Context, req *workspac
 }
 
 func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspacev1.RestoreCheckpointRequest) (*workspacev1.RestoreCheckpointResponse, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "checkpoint_id", req.GetCheckpointId())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetCheckpointId() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
 	}
 	// A restore changes exactly what the operator was shown: the plan of a
 	// comparison of the same path, checked again under the lock.
@@ -118,12 +108,9 @@ func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspac
 }
 
 func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspacev1.DeleteCheckpointRequest) (*workspacev1.DeleteCheckpointResponse, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "checkpoint_id", req.GetCheckpointId())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetCheckpointId() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "checkpoint_id is required")
 	}
 	if err := s.fs.DeleteCheckpoint(ctx, ws, req.GetCheckpointId()); err != nil {
 		return nil, err
@@ -161,36 +148,33 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 	}
 	out := make([]*workspacev1.CheckpointChange, 0, n)
 	for _, c := range cs[:n] {
-		pc := &workspacev1.CheckpointChange{Path: c.Path, OldSize: c.OldSize, NewSize: c.NewSize,
-			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff}
-		switch c.Kind {
-		case davfs.CheckpointAdded:
-			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_ADDED
-		case davfs.CheckpointRemoved:
-			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_REMOVED
-		case davfs.CheckpointModified:
-			pc.Kind = workspacev1.ChangeKind_CHANGE_KIND_MODIFIED
-		}
+		pc := &workspacev1.CheckpointChange{Path: c.Path, Kind: changeKinds[c.Kind], OldSize: c.OldSize, NewSize: c.NewSize,
+			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff, DiffState: diffStates[c.DiffState]}
 		pc.Type = workspacev1.EntryType_ENTRY_TYPE_FILE
 		if c.Type == davfs.TypeDirectory {
 			pc.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
-		}
-		switch c.DiffState {
-		case davfs.DiffIncluded:
-			pc.DiffState = workspacev1.DiffState_DIFF_STATE_INCLUDED
-		case davfs.DiffNotText:
-			pc.DiffState = workspacev1.DiffState_DIFF_STATE_NOT_TEXT
-		case davfs.DiffTooLarge:
-			pc.DiffState = workspacev1.DiffState_DIFF_STATE_TOO_LARGE
-		case davfs.DiffOverBudget:
-			pc.DiffState = workspacev1.DiffState_DIFF_STATE_OVER_BUDGET
-		case davfs.DiffUnavailable:
-			pc.DiffState = workspacev1.DiffState_DIFF_STATE_UNAVAILABLE
 		}
 		out = append(out, pc)
 	}
 	return out, len(cs) > n
 }
+
+// The contract's names of davfs's change kinds and diff states (the zero
+// value, UNSPECIFIED, for any other).
+var (
+	changeKinds = map[davfs.CheckpointChangeKind]workspacev1.ChangeKind{
+		davfs.CheckpointAdded:    workspacev1.ChangeKind_CHANGE_KIND_ADDED,
+		davfs.CheckpointRemoved:  workspacev1.ChangeKind_CHANGE_KIND_REMOVED,
+		davfs.CheckpointModified: workspacev1.ChangeKind_CHANGE_KIND_MODIFIED,
+	}
+	diffStates = map[davfs.DiffState]workspacev1.DiffState{
+		davfs.DiffIncluded:    workspacev1.DiffState_DIFF_STATE_INCLUDED,
+		davfs.DiffNotText:     workspacev1.DiffState_DIFF_STATE_NOT_TEXT,
+		davfs.DiffTooLarge:    workspacev1.DiffState_DIFF_STATE_TOO_LARGE,
+		davfs.DiffOverBudget:  workspacev1.DiffState_DIFF_STATE_OVER_BUDGET,
+		davfs.DiffUnavailable: workspacev1.DiffState_DIFF_STATE_UNAVAILABLE,
+	}
+)
 
 // operatorOf is the operator the interceptor read from the metadata.
 func operatorOf(ctx context.Context) string {

@@ -25,6 +25,16 @@ func workspace(ref *workspacev1.WorkspaceRef) (davfs.Workspace, error) {
 	return davfs.Workspace{}, invalid(davfs.ReasonInvalidWorkspace, "workspace.scope must be PROJECT or GLOBAL")
 }
 
+// requiring is workspace(ref) for a call whose field, holding value, is
+// required: an empty value is refused after the workspace is checked.
+func requiring(ref *workspacev1.WorkspaceRef, field, value string) (davfs.Workspace, error) {
+	ws, err := workspace(ref)
+	if err == nil && value == "" {
+		err = invalid(davfs.ReasonInvalidArgument, field+" is required")
+	}
+	return ws, err
+}
+
 func pageSize(n int32) (int, error) {
 	if n < 0 {
 		return 0, invalid(davfs.ReasonInvalidArgument, "page_size must not be negative")
@@ -40,6 +50,15 @@ func entryType(t workspacev1.EntryType) (davfs.EntryType, error) {
 		return davfs.TypeDirectory, nil
 	}
 	return davfs.TypeUnspecified, invalid(davfs.ReasonInvalidArgument, "type must be ENTRY_TYPE_FILE or ENTRY_TYPE_DIRECTORY")
+}
+
+// convert maps every element of xs with f.
+func convert[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, f(x))
+	}
+	return out
 }
 
 func toEntry(e davfs.Entry) *workspacev1.Entry {
@@ -60,25 +79,19 @@ func toEntry(e davfs.Entry) *workspacev1.Entry {
 		out.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
 	}
 	if e.Type == davfs.TypeFile && !e.Editable {
-		out.NonEditableReason = nonEditable(e.Reason)
+		out.NonEditableReason = nonEditable[e.Reason]
 	}
 	return out
 }
 
-func nonEditable(r davfs.NonEditableReason) workspacev1.NonEditableReason {
-	switch r {
-	case davfs.NotEditableTooLarge:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_TOO_LARGE
-	case davfs.NotEditableBinary:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_BINARY
-	case davfs.NotEditableNotUTF8:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_NOT_UTF8
-	case davfs.NotEditableMultipleLinks:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_MULTIPLE_LINKS
-	case davfs.NotEditableUnknown:
-		return workspacev1.NonEditableReason_NON_EDITABLE_REASON_UNKNOWN
-	}
-	return workspacev1.NonEditableReason_NON_EDITABLE_REASON_UNSPECIFIED
+// nonEditable is the contract's name of a davfs reason (UNSPECIFIED, the
+// zero value, for any other).
+var nonEditable = map[davfs.NonEditableReason]workspacev1.NonEditableReason{
+	davfs.NotEditableTooLarge:      workspacev1.NonEditableReason_NON_EDITABLE_REASON_TOO_LARGE,
+	davfs.NotEditableBinary:        workspacev1.NonEditableReason_NON_EDITABLE_REASON_BINARY,
+	davfs.NotEditableNotUTF8:       workspacev1.NonEditableReason_NON_EDITABLE_REASON_NOT_UTF8,
+	davfs.NotEditableMultipleLinks: workspacev1.NonEditableReason_NON_EDITABLE_REASON_MULTIPLE_LINKS,
+	davfs.NotEditableUnknown:       workspacev1.NonEditableReason_NON_EDITABLE_REASON_UNKNOWN,
 }
 
 func toProject(p davfs.Project) *workspacev1.Project {

@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/agentworkspace/files/contracts/errtable"
 	"github.com/agentworkspace/files/davfs"
 )
-
-// ErrorDomain is the google.rpc.ErrorInfo domain of every error the sidecar
-// returns (defined once, in contracts/errtable).
-const ErrorDomain = errtable.Domain
 
 // grpcCode is the gRPC code of a davfs error: the one table's row for its
 // reason, or, for a reason the table does not know, the davfs code itself
@@ -45,7 +40,7 @@ func toStatus(err error) (*status.Status, davfs.Reason) {
 	}
 	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
 		// Already a status (from this package).
-		return s, reasonOfStatus(s)
+		return s, davfs.Reason(errtable.Reason(s))
 	}
 	var de *davfs.Error
 	switch {
@@ -61,35 +56,17 @@ func toStatus(err error) (*status.Status, davfs.Reason) {
 		if msg == "" {
 			msg = code.String()
 		}
-		return withReason(code, msg, reason), reason
+		return errtable.Status(code, string(reason), msg), reason
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.New(codes.DeadlineExceeded, "deadline exceeded"), ""
 	case errors.Is(err, context.Canceled):
 		return status.New(codes.Canceled, "request canceled"), ""
 	}
-	return withReason(codes.Internal, internalMessage, davfs.ReasonInternal), davfs.ReasonInternal
+	return errtable.Status(codes.Internal, string(davfs.ReasonInternal), internalMessage), davfs.ReasonInternal
 }
 
 // invalid builds an InvalidArgument error with a reason, for checks the RPC
 // layer makes before calling davfs.
 func invalid(reason davfs.Reason, msg string) error {
 	return &davfs.Error{Code: davfs.CodeInvalidArgument, Reason: reason, Message: msg}
-}
-
-func withReason(code codes.Code, msg string, reason davfs.Reason) *status.Status {
-	s := status.New(code, msg)
-	ds, err := s.WithDetails(&errdetails.ErrorInfo{Reason: string(reason), Domain: ErrorDomain})
-	if err != nil {
-		return s
-	}
-	return ds
-}
-
-func reasonOfStatus(s *status.Status) davfs.Reason {
-	for _, d := range s.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok {
-			return davfs.Reason(ei.GetReason())
-		}
-	}
-	return ""
 }

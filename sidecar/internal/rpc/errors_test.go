@@ -80,8 +80,8 @@ func checkInfo(t *testing.T, st *status.Status, want davfs.Reason) {
 	t.Helper()
 	for _, d := range st.Details() {
 		if ei, ok := d.(*errdetails.ErrorInfo); ok {
-			if ei.GetReason() != string(want) || ei.GetDomain() != ErrorDomain {
-				t.Errorf("ErrorInfo = %v, want reason %s domain %s", ei, want, ErrorDomain)
+			if ei.GetReason() != string(want) || ei.GetDomain() != errtable.Domain {
+				t.Errorf("ErrorInfo = %v, want reason %s domain %s", ei, want, errtable.Domain)
 			}
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -76,20 +77,13 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 			return f
 		}
 
-		var cause error
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					cause = fmt.Errorf("panic: %v", p)
-					log.Error("panic in handler", append(fields(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))...)
-				}
-			}()
-			if ctx.Err() != nil {
-				cause = ctx.Err()
-				return
+		cause := guard(log, fields, func() (err error) {
+			if err = ctx.Err(); err != nil {
+				return err
 			}
-			resp, cause = handler(ctx, req)
-		}()
+			resp, err = handler(ctx, req)
+			return err
+		})
 
 		st, reason := toStatus(cause)
 		d := time.Since(start)
@@ -97,18 +91,8 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 			obs.Observe(action, st.Code().String(), reason, d)
 		}
 		// Like the WebDAV handler: a successful read is a debug line (the
-		// gateway's access log has it already), mutations and failures are
-		// info, internal errors error.
-		level := hclog.Info
-		switch {
-		case cause == nil && readRPCs[action]:
-			level = hclog.Debug
-		case st.Code() == codes.Internal:
-			level = hclog.Error
-		}
-		if level >= log.GetLevel() {
-			logCall(log, level, fields(), st, reason, cause, d)
-		}
+		// gateway's access log has it already).
+		logCall(log, cause == nil && readRPCs[action], fields, st, reason, cause, d)
 		if cause != nil {
 			return nil, st.Err()
 		}
@@ -171,17 +155,7 @@ func first(md metadata.MD, key string) string {
 
 // validID accepts a caller's request ID only if it is short and plain, so it
 // cannot forge log structure.
-func validID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return false
-		}
-	}
-	return true
-}
+var validID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`).MatchString
 
 // incomingCall is the CallInfo in a call's metadata: its request ID (a new
 // one when missing or malformed) and its operator (at most 256 bytes).
@@ -197,11 +171,34 @@ func incomingCall(ctx context.Context) CallInfo {
 	return ci
 }
 
+// guard runs fn; a panic becomes its error, logged with fields and the stack.
+func guard(log hclog.Logger, fields func() []any, fn func() error) (cause error) {
+	defer func() {
+		if p := recover(); p != nil {
+			cause = fmt.Errorf("panic: %v", p)
+			log.Error("panic in handler", append(fields(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))...)
+		}
+	}()
+	return fn()
+}
+
 // logCall writes a call's one log line: its fields, code and duration and,
 // for a failure, the reason and the error (an internal error's wrapped
-// cause goes to the log only; the client sees the status message).
-func logCall(log hclog.Logger, level hclog.Level, f []any, st *status.Status, reason davfs.Reason, cause error, d time.Duration) {
-	f = append(f, "code", st.Code().String(), "duration", d.String())
+// cause goes to the log only; the client sees the status message). A quiet
+// call logs at debug; otherwise an internal error at error, anything else
+// at info. The fields are built only for a line that is written.
+func logCall(log hclog.Logger, quiet bool, fields func() []any, st *status.Status, reason davfs.Reason, cause error, d time.Duration) {
+	level := hclog.Info
+	switch {
+	case quiet:
+		level = hclog.Debug
+	case st.Code() == codes.Internal:
+		level = hclog.Error
+	}
+	if level < log.GetLevel() {
+		return
+	}
+	f := append(fields(), "code", st.Code().String(), "duration", d.String())
 	switch {
 	case cause == nil:
 	case st.Code() == codes.Internal:
@@ -243,26 +240,15 @@ func StreamInterceptor(log hclog.Logger, obs Observer) grpc.StreamServerIntercep
 			return f
 		}
 
-		var cause error
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					cause = fmt.Errorf("panic: %v", p)
-					log.Error("panic in handler", append(fields(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))...)
-				}
-			}()
-			cause = handler(srv, ws)
-		}()
+		cause := guard(log, fields, func() error { return handler(srv, ws) })
 
 		st, reason := toStatus(cause)
 		d := time.Since(start)
 		clientGone := st.Code() == codes.Canceled && ctx.Err() != nil
+		// st.Err() is nil for a stream that ended without an error.
 		if !ours {
 			log.Debug("rpc", "method", info.FullMethod, "request_id", ci.RequestID, "code", st.Code().String())
-			if cause != nil {
-				return st.Err()
-			}
-			return nil
+			return st.Err()
 		}
 		if obs != nil {
 			code := st.Code().String()
@@ -271,20 +257,8 @@ func StreamInterceptor(log hclog.Logger, obs Observer) grpc.StreamServerIntercep
 			}
 			obs.Observe(action, code, reason, d)
 		}
-		level := hclog.Info
-		switch {
-		case cause == nil || clientGone:
-			level = hclog.Debug
-		case st.Code() == codes.Internal:
-			level = hclog.Error
-		}
-		if level >= log.GetLevel() {
-			logCall(log, level, fields(), st, reason, cause, d)
-		}
-		if cause != nil {
-			return st.Err()
-		}
-		return nil
+		logCall(log, cause == nil || clientGone, fields, st, reason, cause, d)
+		return st.Err()
 	}
 }
 

@@ -49,12 +49,7 @@ func (s *Service) ListProjects(ctx context.Context, req *workspacev1.ListProject
 	if err != nil {
 		return nil, err
 	}
-	out := &workspacev1.ListProjectsResponse{NextCursor: page.NextCursor,
-		Projects: make([]*workspacev1.Project, 0, len(page.Projects))}
-	for _, p := range page.Projects {
-		out.Projects = append(out.Projects, toProject(p))
-	}
-	return out, nil
+	return &workspacev1.ListProjectsResponse{NextCursor: page.NextCursor, Projects: convert(page.Projects, toProject)}, nil
 }
 
 func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateProjectRequest) (*workspacev1.Project, error) {
@@ -86,12 +81,8 @@ func (s *Service) ListEntries(ctx context.Context, req *workspacev1.ListEntriesR
 	if err != nil {
 		return nil, err
 	}
-	out := &workspacev1.ListEntriesResponse{NextCursor: page.NextCursor, DirectoryRevision: page.DirectoryRevision,
-		Entries: make([]*workspacev1.Entry, 0, len(page.Entries))}
-	for _, e := range page.Entries {
-		out.Entries = append(out.Entries, toEntry(e))
-	}
-	return out, nil
+	return &workspacev1.ListEntriesResponse{NextCursor: page.NextCursor, DirectoryRevision: page.DirectoryRevision,
+		Entries: convert(page.Entries, toEntry)}, nil
 }
 
 func (s *Service) GetFile(ctx context.Context, req *workspacev1.GetFileRequest) (*workspacev1.GetFileResponse, error) {
@@ -127,12 +118,9 @@ func (s *Service) CreateEntry(ctx context.Context, req *workspacev1.CreateEntryR
 }
 
 func (s *Service) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileRequest) (*workspacev1.Entry, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "expected_revision", req.GetExpectedRevision())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetExpectedRevision() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
 	}
 	e, err := s.fs.UpdateFile(ctx, ws, req.GetPath(), []byte(req.GetContent()), req.GetExpectedRevision())
 	if err != nil {
@@ -142,12 +130,9 @@ func (s *Service) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileReq
 }
 
 func (s *Service) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryRequest) (*workspacev1.Entry, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "expected_revision", req.GetExpectedRevision())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetExpectedRevision() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
 	}
 	e, err := s.fs.MoveEntry(ctx, ws, req.GetSourcePath(), req.GetDestinationPath(), req.GetExpectedRevision())
 	if err != nil {
@@ -157,12 +142,9 @@ func (s *Service) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryReque
 }
 
 func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryRequest) (*workspacev1.DeleteEntryResponse, error) {
-	ws, err := workspace(req.GetWorkspace())
+	ws, err := requiring(req.GetWorkspace(), "expected_revision", req.GetExpectedRevision())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetExpectedRevision() == "" {
-		return nil, invalid(davfs.ReasonInvalidArgument, "expected_revision is required")
 	}
 	r, err := s.fs.DeleteEntryResult(ctx, ws, req.GetPath(), req.GetExpectedRevision(),
 		davfs.DeleteOptions{Recursive: req.GetRecursive(), SkipCheckpoint: req.GetSkipCheckpoint()})

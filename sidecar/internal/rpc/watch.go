@@ -71,39 +71,35 @@ func toWatchEvent(c davfs.Change) *workspacev1.WatchEvent {
 		FromPath:    c.FromPath,
 		Directories: c.Directories,
 		Workspace:   toWorkspaceRef(c.Workspace),
-	}
-	switch c.Kind {
-	case davfs.ChangeReady:
-		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_READY
-	case davfs.ChangeCreated:
-		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_CREATED
-	case davfs.ChangeModified:
-		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_MODIFIED
-	case davfs.ChangeRemoved:
-		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_REMOVED
-	case davfs.ChangeRenamed:
-		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_RENAMED
-	case davfs.ChangeDirectory:
-		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_DIRECTORY
-	case davfs.ChangeResync:
-		ev.Kind = workspacev1.WatchEventKind_WATCH_EVENT_KIND_RESYNC
+		Kind:        watchKinds[c.Kind],
+		Reason:      resyncReasons[c.Reason],
 	}
 	switch c.Kind {
 	case davfs.ChangeCreated, davfs.ChangeModified, davfs.ChangeRenamed, davfs.ChangeDirectory:
 		ev.Entry = toEntry(c.Entry)
 	}
-	switch c.Reason {
-	case davfs.ResyncOverflow:
-		ev.Reason = workspacev1.ResyncReason_RESYNC_REASON_OVERFLOW
-	case davfs.ResyncLimit:
-		ev.Reason = workspacev1.ResyncReason_RESYNC_REASON_LIMIT
-	case davfs.ResyncGap:
-		ev.Reason = workspacev1.ResyncReason_RESYNC_REASON_GAP
-	case davfs.ResyncGone:
-		ev.Reason = workspacev1.ResyncReason_RESYNC_REASON_GONE
-	}
 	return ev
 }
+
+// The contract's names of davfs's change kinds and resync reasons (the zero
+// value, UNSPECIFIED, for any other).
+var (
+	watchKinds = map[davfs.ChangeKind]workspacev1.WatchEventKind{
+		davfs.ChangeReady:     workspacev1.WatchEventKind_WATCH_EVENT_KIND_READY,
+		davfs.ChangeCreated:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_CREATED,
+		davfs.ChangeModified:  workspacev1.WatchEventKind_WATCH_EVENT_KIND_MODIFIED,
+		davfs.ChangeRemoved:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_REMOVED,
+		davfs.ChangeRenamed:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_RENAMED,
+		davfs.ChangeDirectory: workspacev1.WatchEventKind_WATCH_EVENT_KIND_DIRECTORY,
+		davfs.ChangeResync:    workspacev1.WatchEventKind_WATCH_EVENT_KIND_RESYNC,
+	}
+	resyncReasons = map[davfs.ResyncReason]workspacev1.ResyncReason{
+		davfs.ResyncOverflow: workspacev1.ResyncReason_RESYNC_REASON_OVERFLOW,
+		davfs.ResyncLimit:    workspacev1.ResyncReason_RESYNC_REASON_LIMIT,
+		davfs.ResyncGap:      workspacev1.ResyncReason_RESYNC_REASON_GAP,
+		davfs.ResyncGone:     workspacev1.ResyncReason_RESYNC_REASON_GONE,
+	}
+)
 
 func toWorkspaceRef(ws davfs.Workspace) *workspacev1.WorkspaceRef {
 	switch ws.Scope {
