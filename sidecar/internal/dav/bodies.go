@@ -25,10 +25,7 @@ func bufferXMLBody(r *http.Request) (body []byte, refused, malformed string) {
 	if r.ContentLength > maxXMLBody {
 		return nil, "the XML body is larger than 1 MiB", ""
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxXMLBody+1))
-	if body == nil {
-		body = []byte{}
-	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxXMLBody+1)) // never nil
 	if err != nil {
 		return nil, "", "" // the library's own read fails the same way
 	}

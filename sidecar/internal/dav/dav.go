@@ -175,19 +175,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// a delete are not a client's read of its revision (recursive
 		// deletes keep work newer than the revision the client read).
 		q.ctx = davfs.ForMutation(q.ctx)
+		fallthrough
+	case http.MethodPut:
+		if r.Header.Get(davwire.UnconditionalHeader) == davwire.UnconditionalKeep {
+			q.keep = r.Method
+		}
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		// The file is opened to be read or seeked: open it once.
 		q.ctx = davfs.WithContentReads(q.ctx)
 	}
-	switch r.Method {
-	case http.MethodPut, http.MethodDelete, "MOVE", "COPY":
-		if r.Header.Get(davwire.UnconditionalHeader) == davwire.UnconditionalKeep {
-			q.keep = r.Method
-		}
-	}
 	q.ctx, q.uncond = davfs.WithUnconditional(q.ctx)
 	q.ctx, q.autos = davfs.WithAutoCheckpoints(q.ctx)
-	q.rec.before = q.keptHeader
+	q.rec.before = func() { q.keptHeaders(false) }
 	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
 	q.r = r.WithContext(q.ctx)
 	q.serve()
@@ -241,7 +240,10 @@ func safeID(s string) bool {
 	return true
 }
 
-var writeMethods = map[string]bool{
+// methods are the methods served (any other is 405), true for those that
+// write.
+var methods = map[string]bool{
+	http.MethodOptions: false, http.MethodGet: false, http.MethodHead: false, "PROPFIND": false,
 	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true,
 	"MOVE": true, "PROPPATCH": true, "LOCK": true, "UNLOCK": true, http.MethodPost: true,
 }
@@ -250,12 +252,6 @@ const (
 	readOnlyAllow = "OPTIONS, GET, HEAD, PROPFIND"
 	allowAll      = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
 )
-
-var knownMethods = map[string]bool{
-	http.MethodOptions: true, http.MethodGet: true, http.MethodHead: true, http.MethodPost: true,
-	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true, "MOVE": true,
-	"PROPFIND": true, "PROPPATCH": true, "LOCK": true, "UNLOCK": true,
-}
 
 // workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
 // or the name itself for the levels above.
@@ -309,27 +305,25 @@ func (q *request) serve() {
 			return
 		}
 	}
-	if v := r.Header.Get("If"); v != "" {
-		tags, ok := ifResourceTags(v)
-		if !ok {
+	tags, ok := ifResourceTags(r.Header.Get("If"))
+	if !ok {
+		q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
+		return
+	}
+	for _, t := range tags {
+		u, err := url.Parse(t)
+		if err != nil {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
 			return
 		}
-		for _, t := range tags {
-			u, err := url.Parse(t)
-			if err != nil {
-				q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
+		if u.Host == "" || u.Host == r.Host {
+			if _, ok := q.name(u.EscapedPath()); !ok {
 				return
-			}
-			if u.Host == "" || u.Host == r.Host {
-				if _, ok := q.name(u.EscapedPath()); !ok {
-					return
-				}
 			}
 		}
 	}
 
-	if !knownMethods[r.Method] {
+	if _, ok := methods[r.Method]; !ok {
 		hdr.Set("Allow", allowAll)
 		q.fail(http.StatusMethodNotAllowed, "NOT_SUPPORTED", "method not supported")
 		return
@@ -428,7 +422,7 @@ func (q *request) serve() {
 			return
 		}
 	}
-	if writeMethods[r.Method] {
+	if methods[r.Method] {
 		if !q.headerPreconditions() || !q.linkChecks() {
 			return
 		}
@@ -446,13 +440,7 @@ func (q *request) serve() {
 	}
 	lib.ServeHTTP(q.rec, r)
 	if q.rec.held {
-		st := q.rec.status
-		q.rec.held, q.rec.status = false, 0
-		if q.refused != nil {
-			q.fail(q.refused.status, q.refused.reason, q.refused.msg)
-			return
-		}
-		q.fail(q.refine(st, q.libErr))
+		q.fail(q.refine(q.rec.status, q.libErr))
 		return
 	}
 	q.afterWrite()
@@ -572,33 +560,21 @@ func (q *request) linkChecks() bool {
 		e, ok := fi.Sys().(davfs.Entry)
 		return ok && e.Reason == davfs.NotEditableMultipleLinks
 	}
-	switch q.r.Method {
-	case "COPY", "MOVE":
-		if (q.r.Method == "COPY" && multi(q.src)) || (q.r.Header.Get("Overwrite") != "F" && multi(q.dst)) {
-			q.fail(http.StatusForbidden, "MULTIPLE_LINKS", "a file with more than one hard link is never copied or replaced")
-			return false
-		}
+	if (q.r.Method == "COPY" && multi(q.src)) || (q.dst != "" && q.r.Header.Get("Overwrite") != "F" && multi(q.dst)) {
+		q.fail(http.StatusForbidden, "MULTIPLE_LINKS", "a file with more than one hard link is never copied or replaced")
+		return false
 	}
 	return true
 }
 
-// currentETag is the name's ETag now ("" when it cannot be stat'ed).
-func (q *request) currentETag(name string) string {
+// currentRevision is the name's revision now, its ETag without the quotes
+// ("" when it cannot be stat'ed).
+func (q *request) currentRevision(name string) string {
 	fi, err := q.h.fs.Stat(q.ctx, name)
-	if err != nil {
-		return ""
-	}
-	if et, ok := fi.(webdav.ETager); ok {
-		if e, err := et.ETag(q.ctx); err == nil {
-			return e
-		}
+	if r, ok := fi.(interface{ Revision() string }); ok && err == nil {
+		return r.Revision()
 	}
 	return ""
-}
-
-func (q *request) currentRevision(name string) string {
-	v, _ := unquoteETag(q.currentETag(name))
-	return v
 }
 
 // mismatch is a revision no resource has: a pin that can no longer hold.
@@ -669,54 +645,30 @@ func (q *request) precondition(name string) davfs.Precondition {
 	return p
 }
 
-// keptHeader tells the gateway, on a successful answer, that the write
-// went ahead without a precondition because keeping was on, and which
-// versions it kept (davwire.KeptHeader).
-func (q *request) keptHeader() {
-	q.autoHeader()
-	used, ids := q.uncond.Used()
-	if !used {
-		return
-	}
-	q.setKept(ids)
-}
-
-// keptOnError is keptHeader for an error answer: a write that kept a
-// version and then failed (a MOVE or COPY that removed its destination,
-// then could not finish) still names the version, so the gateway's audit
-// of the failure says where what it removed is kept.
-func (q *request) keptOnError() {
-	q.autoHeader()
-	if _, ids := q.uncond.Used(); len(ids) > 0 {
-		q.setKept(ids)
-	}
-}
-
-// autoHeader names the automatic checkpoints the request's deletes took
-// (davwire.AutoCheckpointHeader), on success and on error alike: a delete
-// that failed after its checkpoint still left that checkpoint.
-func (q *request) autoHeader() {
+// keptHeaders names, on success and on error alike, the automatic
+// checkpoints the request's deletes took (davwire.AutoCheckpointHeader: a
+// delete that failed after its checkpoint still left that checkpoint) and
+// the versions a write kept because it went ahead without a precondition
+// (davwire.KeptHeader: a MOVE or COPY that removed its destination, then
+// could not finish, still names the version, so the gateway's audit of the
+// failure says where what it removed is kept). Only a successful answer
+// says KeptNone: the write went ahead by keeping and replaced nothing.
+func (q *request) keptHeaders(failed bool) {
 	if ids := q.autos.IDs(); len(ids) > 0 {
 		q.rec.Header().Set(davwire.AutoCheckpointHeader, strings.Join(ids, ","))
 	}
-}
-
-func (q *request) setKept(ids []string) {
-	v := davwire.KeptNone
-	if len(ids) > 0 {
-		v = strings.Join(ids, ",")
+	switch used, ids := q.uncond.Used(); {
+	case len(ids) > 0:
+		q.rec.Header().Set(davwire.KeptHeader, strings.Join(ids, ","))
+	case used && !failed:
+		q.rec.Header().Set(davwire.KeptHeader, davwire.KeptNone)
 	}
-	q.rec.Header().Set(davwire.KeptHeader, v)
 }
 
 // afterWrite moves the pins of the locks the request held to what it
 // wrote, and pins what a LOCK created.
 func (q *request) afterWrite() {
-	st := q.rec.status
-	if st == 0 {
-		st = http.StatusOK
-	}
-	if st >= 300 {
+	if q.rec.status >= 300 { // 0: the library wrote 200
 		return
 	}
 	if q.newLock != "" {

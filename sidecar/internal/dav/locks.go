@@ -120,38 +120,35 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 	if resource == "" {
 		resource = q.src // an untagged list is about the Request-URI
 	}
-	var tokens []webdav.Condition
-	etags := map[string]string{}
+	var tokens []string
+	var inner []webdav.Condition // tokens, as x/net's lock system knows them
+	etag := ""
 	for _, c := range conds {
 		switch {
 		case c.ETag != "":
-			cur := q.currentETag(resource)
-			match := cur != "" && cur == c.ETag
+			cur := q.currentRevision(resource)
+			match := cur != "" && `"`+cur+`"` == c.ETag
 			if match == c.Not {
 				return nil, webdav.ErrConfirmationFailed
 			}
 			if match {
-				etags[resource] = c.ETag
+				etag = c.ETag
 			}
 		case c.Not:
 			if rl.p.valid(now, c.Token, resource) {
 				return nil, webdav.ErrConfirmationFailed
 			}
 		default:
-			tokens = append(tokens, c)
+			tokens = append(tokens, c.Token)
+			inner = append(inner, webdav.Condition{Token: rl.p.inner(c.Token)})
 		}
 	}
 	var release func()
+	var err error
 	if len(tokens) > 0 {
-		inner := make([]webdav.Condition, len(tokens))
-		for i, c := range tokens {
-			inner[i] = webdav.Condition{Token: rl.p.inner(c.Token)}
-		}
-		r, err := rl.p.mem.Confirm(now, name0, name1, inner...)
-		if err != nil {
+		if release, err = rl.p.mem.Confirm(now, name0, name1, inner...); err != nil {
 			return nil, err
 		}
-		release = r
 	} else {
 		// No lock claimed: like a request without If:, the names must not
 		// be locked by anyone else (temporary zero-depth locks, as x/net's
@@ -174,15 +171,13 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 			held = append(held, t)
 		}
 	}
-	for n, e := range etags {
+	if etag != "" {
 		if q.ifETags == nil {
 			q.ifETags = map[string]string{}
 		}
-		q.ifETags[n] = e
+		q.ifETags[resource] = etag
 	}
-	for _, c := range tokens {
-		q.tokens = append(q.tokens, c.Token)
-	}
+	q.tokens = append(q.tokens, tokens...)
 	return release, nil
 }
 
@@ -205,8 +200,7 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 	tok := p.prefix + in
 	// The lock's times are the handler's clock (time.Now), the one file
 	// modification times are compared with.
-	l := &pinnedLock{root: cleanName(d.Root), zeroDepth: d.ZeroDepth, created: now, revs: map[string]string{}}
-	l.expires = l.created.Add(d.Duration)
+	l := &pinnedLock{root: cleanName(d.Root), zeroDepth: d.ZeroDepth, created: now, expires: now.Add(d.Duration), revs: map[string]string{}}
 	// Pin what the resource is now; a LOCK of a missing name creates an
 	// empty file afterwards, pinned when the request ends.
 	if rev := rl.q.currentRevision(l.root); rev != "" {

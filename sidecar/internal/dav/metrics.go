@@ -85,9 +85,7 @@ func (m *metrics) observe(method string, status int, reason string, d time.Durat
 
 // methodLabel bounds label cardinality to the methods served.
 func methodLabel(m string) string {
-	switch m {
-	case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PROPFIND", "PROPPATCH",
-		"MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "POST":
+	if _, ok := methods[m]; ok {
 		return m
 	}
 	return "OTHER"

@@ -304,12 +304,11 @@ var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); retur
 //
 // body is bufferXMLBody's (nil when the read failed: x/net meets that too).
 func (q *request) propfindFast(body []byte, readOnly bool) bool {
-	depth := q.r.Header.Get("Depth")
 	if body == nil {
 		return false
 	}
 	ws, rel, ok := davfs.WebDAVWorkspace(q.src)
-	if !ok || (depth != "0" && depth != "1") {
+	if !ok {
 		return false
 	}
 	fq, ok := parseFastPropfind(body)
@@ -346,7 +345,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 		_, _ = bw.WriteString("</D:multistatus>")
 		_ = bw.Flush()
 	}
-	if depth == "0" {
+	if q.r.Header.Get("Depth") == "0" { // serve let only 0 and 1 through
 		start()
 		finish()
 		return true

@@ -78,9 +78,7 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 }
 
 func (r *recorder) Flush() {
-	if r.filter != nil {
-		r.filter.flush()
-	}
+	r.finish()
 	if f, ok := r.w.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -141,6 +139,9 @@ func (f *lockFilter) flush() {
 // refine turns the library's error status and error into the status,
 // reason and safe message the client gets.
 func (q *request) refine(status int, err error) (int, string, string) {
+	if rf := q.refused; rf != nil {
+		return rf.status, rf.reason, rf.msg // guardFS answered it itself
+	}
 	de, ok := q.errs.Lookup(err)
 	if !ok && status == http.StatusInternalServerError && err == nil {
 		// http.ServeContent answers 500 itself when the file's first Seek
@@ -202,7 +203,7 @@ func (q *request) fail(status int, reason, msg string) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set(errtable.ReasonHeader, reason)
-	q.keptOnError()
+	q.keptHeaders(true)
 	body := msg + "\n"
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	q.rec.status = status
@@ -218,7 +219,7 @@ func (q *request) failXML(status int, reason, cond string) {
 	h := q.rec.w.Header()
 	h.Set("Content-Type", "application/xml; charset=utf-8")
 	h.Set(errtable.ReasonHeader, reason)
-	q.keptOnError()
+	q.keptHeaders(true)
 	q.rec.status = status
 	q.rec.w.WriteHeader(status)
 	_, _ = io.WriteString(q.rec.w, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
