@@ -95,7 +95,6 @@ type Handler struct {
 	dfs       *davfs.FS
 	fs        webdav.FileSystem
 	opts      Options
-	log       hclog.Logger
 	metrics   *metrics
 	locks     *lockPins
 	ridPrefix string
@@ -120,18 +119,15 @@ func New(fs *davfs.FS, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	var b [6]byte
+	var b [6 + 16]byte // request IDs', then lock tokens' random part
 	_, _ = rand.Read(b[:])
-	var lb [16]byte
-	_, _ = rand.Read(lb[:])
 	return &Handler{
 		dfs:       fs,
 		fs:        noMultiLinks{fs.WebDAV()},
 		opts:      opts,
-		log:       opts.Logger,
 		metrics:   newMetrics(opts.Registerer),
-		locks:     newLockPins(opts.MaxLocks, hex.EncodeToString(lb[:])+"-"),
-		ridPrefix: hex.EncodeToString(b[:]) + "-",
+		locks:     newLockPins(opts.MaxLocks, hex.EncodeToString(b[6:])+"-"),
+		ridPrefix: hex.EncodeToString(b[:6]) + "-",
 	}
 }
 
@@ -210,7 +206,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// for a complete answer.
 		defer panic(http.ErrAbortHandler)
 	}
-	if level < h.log.GetLevel() {
+	if level < h.opts.Logger.GetLevel() {
 		return
 	}
 	args := []any{
@@ -224,7 +220,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q.libErr != nil && status >= 400 {
 		args = append(args, "error", q.libErr.Error())
 	}
-	h.log.Log(level, "webdav request", args...)
+	h.opts.Logger.Log(level, "webdav request", args...)
 }
 
 // safeID accepts a client's request ID of up to 128 printable ASCII bytes.
@@ -683,12 +679,10 @@ func (q *request) afterWrite() {
 		case http.MethodPut:
 			rev, _ := unquoteETag(q.rec.Header().Get("ETag"))
 			q.h.locks.move(tok, q.src, rev)
-		case http.MethodDelete:
+		case http.MethodDelete, "MOVE":
 			q.h.locks.move(tok, q.src, "")
-		case "MOVE":
-			q.h.locks.move(tok, q.src, "")
-			q.h.locks.move(tok, q.dst, q.currentRevision(q.dst))
-		case "COPY":
+		}
+		if q.dst != "" { // COPY, MOVE
 			q.h.locks.move(tok, q.dst, q.currentRevision(q.dst))
 		}
 	}

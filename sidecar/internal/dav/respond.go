@@ -195,33 +195,31 @@ func (q *request) refine(status int, err error) (int, string, string) {
 // fail answers the request with an error. The reason header names the
 // errtable reason; the body is the safe message only.
 func (q *request) fail(status int, reason, msg string) {
-	q.reason = reason
 	h := q.rec.w.Header()
-	h.Del("Content-Length")
 	h.Del("Content-Encoding")
 	h.Del("Last-Modified")
-	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set(errtable.ReasonHeader, reason)
-	q.keptHeaders(true)
 	body := msg + "\n"
 	h.Set("Content-Length", strconv.Itoa(len(body)))
+	q.answer(status, reason, "text/plain; charset=utf-8", body)
+}
+
+// failXML answers with an RFC 4918 precondition element.
+func (q *request) failXML(status int, reason, cond string) {
+	q.answer(status, reason, "application/xml; charset=utf-8", `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
+		`<D:error xmlns:D="DAV:"><D:`+cond+`/></D:error>`+"\n")
+}
+
+// answer sends an error answer of fail or failXML.
+func (q *request) answer(status int, reason, ctype, body string) {
+	q.reason = reason
+	h := q.rec.w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set(errtable.ReasonHeader, reason)
+	q.keptHeaders(true)
 	q.rec.status = status
 	q.rec.w.WriteHeader(status)
 	if q.r.Method != http.MethodHead {
 		_, _ = io.WriteString(q.rec.w, body)
 	}
-}
-
-// failXML answers with an RFC 4918 precondition element.
-func (q *request) failXML(status int, reason, cond string) {
-	q.reason = reason
-	h := q.rec.w.Header()
-	h.Set("Content-Type", "application/xml; charset=utf-8")
-	h.Set(errtable.ReasonHeader, reason)
-	q.keptHeaders(true)
-	q.rec.status = status
-	q.rec.w.WriteHeader(status)
-	_, _ = io.WriteString(q.rec.w, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
-		`<D:error xmlns:D="DAV:"><D:`+cond+`/></D:error>`+"\n")
 }
