@@ -435,7 +435,7 @@ func (q *request) serve() {
 		Logger:     func(_ *http.Request, err error) { q.libErr = err },
 	}
 	lib.ServeHTTP(q.rec, r)
-	if q.rec.held {
+	if q.rec.status >= 400 { // held back
 		q.fail(q.refine(q.rec.status, q.libErr))
 		return
 	}

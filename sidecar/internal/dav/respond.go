@@ -22,10 +22,8 @@ import (
 type recorder struct {
 	w      http.ResponseWriter
 	filter *lockFilter // read-only view: drops DAV:supportedlock
-	status int
-	held   bool // an error status was held back; its body is dropped
-	bytes  int64
-	before func() // called right before a success status is sent
+	status int         // the library's; held back (and its body dropped) when >= 400
+	before func()      // called right before a success status is sent
 }
 
 func (r *recorder) Header() http.Header { return r.w.Header() }
@@ -36,12 +34,9 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	r.status = code
 	if code >= 400 {
-		r.held = true
 		return
 	}
-	if r.before != nil {
-		r.before()
-	}
+	r.before()
 	r.w.WriteHeader(code)
 }
 
@@ -49,18 +44,13 @@ func (r *recorder) Write(p []byte) (int, error) {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
-	if r.held {
+	if r.status >= 400 {
 		return len(p), nil
 	}
-	var n int
-	var err error
 	if r.filter != nil {
-		n, err = r.filter.Write(p)
-	} else {
-		n, err = r.w.Write(p)
+		return r.filter.Write(p)
 	}
-	r.bytes += int64(n)
-	return n, err
+	return r.w.Write(p)
 }
 
 // ReadFrom keeps sendfile for GET bodies (http.ServeContent copies an
@@ -69,12 +59,10 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
-	if r.held || r.filter != nil {
+	if r.status >= 400 || r.filter != nil {
 		return io.Copy(struct{ io.Writer }{r}, src)
 	}
-	n, err := io.Copy(r.w, src)
-	r.bytes += n
-	return n, err
+	return io.Copy(r.w, src)
 }
 
 func (r *recorder) Flush() {
