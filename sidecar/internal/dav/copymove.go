@@ -54,10 +54,10 @@ func (g guardFS) RemoveAll(ctx context.Context, name string) error {
 // destination is removed: it exists, it still has the revision If-Match
 // names, and (MOVE) it meets the precondition its Rename will be held to.
 func (q *request) checkSource() *refusal {
-	if _, err := q.h.fs.Stat(q.ctx, q.src); err != nil {
+	cur := q.currentRevision(q.src)
+	if cur == "" {
 		return &refusal{http.StatusNotFound, "NOT_FOUND", "the source does not exist"}
 	}
-	cur := q.currentRevision(q.src)
 	if q.hdr.IfMatch != "" && q.hdr.IfMatch != cur {
 		return &refusal{http.StatusPreconditionFailed, "REVISION_MISMATCH", "If-Match: the source has changed"}
 	}

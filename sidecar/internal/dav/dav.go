@@ -225,15 +225,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // safeID accepts a client's request ID of up to 128 printable ASCII bytes.
 func safeID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= 128 && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' })
 }
 
 // methods are the methods served (any other is 405), true for those that
@@ -418,7 +410,7 @@ func (q *request) serve() {
 			return
 		}
 	}
-	if methods[r.Method] {
+	if methods[r.Method] { // a write
 		if !q.headerPreconditions() || !q.linkChecks() {
 			return
 		}
