@@ -186,7 +186,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
 	q.r = r.WithContext(q.ctx)
 	q.serve()
-	q.rec.finish()
+	q.rec.filter.flush() // ends a response the library left open
 	status := q.rec.status
 	if status == 0 {
 		status = http.StatusOK

@@ -66,20 +66,13 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 }
 
 func (r *recorder) Flush() {
-	r.finish()
+	r.filter.flush()
 	if f, ok := r.w.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.w }
-
-// finish ends a response the library left open.
-func (r *recorder) finish() {
-	if r.filter != nil {
-		r.filter.flush()
-	}
-}
 
 // supportedLock is how x/net/webdav encodes DAV:supportedlock, byte for
 // byte (its value is a constant, and nothing a client controls can contain
@@ -117,8 +110,9 @@ func (f *lockFilter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// flush writes what Write held back; a nil filter has nothing.
 func (f *lockFilter) flush() {
-	if len(f.tail) > 0 {
+	if f != nil && len(f.tail) > 0 {
 		_, _ = f.w.Write(f.tail)
 		f.tail = nil
 	}
