@@ -474,13 +474,12 @@ func virtualLevel(name string, roots bool) bool {
 // and a missing header get the cap).
 func (q *request) lockTimeout() time.Duration {
 	max := q.h.opts.MaxLockTimeout
-	for _, v := range splitList(q.r.Header.Get("Timeout")) {
-		if s, ok := strings.CutPrefix(v, "Second-"); ok {
+	if v := splitList(q.r.Header.Get("Timeout")); len(v) > 0 {
+		if s, ok := strings.CutPrefix(v[0], "Second-"); ok {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 && time.Duration(n) < max/time.Second {
 				return time.Duration(n) * time.Second
 			}
 		}
-		break
 	}
 	return max
 }
