@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 
 	"golang.org/x/net/webdav"
 
@@ -76,10 +75,4 @@ func (q *request) checkSource() *refusal {
 		return &refusal{http.StatusPreconditionRequired, "PRECONDITION_REQUIRED", davfs.KeepingOff}
 	}
 	return nil
-}
-
-// underRemovedDst reports whether name is the destination this request
-// removed, or a name under it.
-func (q *request) underRemovedDst(name string) bool {
-	return q.dstRemoved && (name == q.dst || strings.HasPrefix(name, q.dst+"/"))
 }

@@ -195,13 +195,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.metrics.observe(r.Method, status, q.reason, d)
 	level := hclog.Debug
 	switch {
-	case status >= 500:
+	case status >= 500 || q.aborted:
 		level = hclog.Error
 	case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != "PROPFIND" && r.Method != http.MethodOptions:
 		level = hclog.Info
 	}
 	if q.aborted {
-		level = hclog.Error
 		// After the log line: the client must not take what was sent
 		// for a complete answer.
 		defer panic(http.ErrAbortHandler)
@@ -585,9 +584,10 @@ func (q *request) precondition(name string) davfs.Precondition {
 		p.Keep = q.keep
 	}
 	m := q.r.Method
-	if q.underRemovedDst(name) {
-		// This request just removed the destination: what it writes there
-		// now is a create, whatever the name's pin or entity tag was.
+	if q.dstRemoved && (name == q.dst || strings.HasPrefix(name, q.dst+"/")) {
+		// This request just removed the destination (guardFS): what it
+		// writes there, or under it, now is a create, whatever the name's
+		// pin or entity tag was.
 		p.IfNoneMatch = true
 		return p
 	}
@@ -658,11 +658,9 @@ func (q *request) afterWrite() {
 	if q.rec.status >= 300 { // 0: the library wrote 200
 		return
 	}
-	if q.newLock != "" {
-		if _, _, known, ok := q.h.locks.pin(q.newLock, q.src); ok && !known {
-			if rev := q.currentRevision(q.src); rev != "" {
-				q.h.locks.move(q.newLock, q.src, rev)
-			}
+	if _, _, known, ok := q.h.locks.pin(q.newLock, q.src); ok && !known { // "": no lock
+		if rev := q.currentRevision(q.src); rev != "" {
+			q.h.locks.move(q.newLock, q.src, rev)
 		}
 	}
 	for _, tok := range q.tokens {
