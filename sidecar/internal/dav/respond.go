@@ -154,24 +154,22 @@ func (q *request) refine(status int, err error) (int, string, string) {
 	case errors.Is(err, os.ErrExist) && status == http.StatusPreconditionFailed:
 		return status, "ALREADY_EXISTS", "the destination exists and Overwrite is F"
 	}
-	reason := "INTERNAL"
-	switch status {
-	case http.StatusBadRequest, http.StatusUnsupportedMediaType, http.StatusRequestedRangeNotSatisfiable, http.StatusBadGateway:
-		reason = "INVALID_ARGUMENT"
-	case http.StatusForbidden:
-		reason = "FORBIDDEN"
-	case http.StatusNotFound, http.StatusConflict:
-		reason = "NOT_FOUND"
-	case http.StatusMethodNotAllowed:
-		reason = "NOT_A_FILE" // GET of a collection
-	case http.StatusPreconditionFailed:
-		reason = "REVISION_MISMATCH"
-	case webdav.StatusLocked:
-		reason = "LOCKED"
-	case http.StatusNotImplemented:
-		reason = "NOT_SUPPORTED" // shared locks
+	reason, ok := libraryReasons[status]
+	if !ok {
+		reason = "INTERNAL"
 	}
 	return status, reason, http.StatusText(status)
+}
+
+// libraryReasons are the reasons of the library's own error statuses, when
+// no error of the FileSystem says more (INTERNAL for any other status).
+var libraryReasons = map[int]string{
+	http.StatusBadRequest: "INVALID_ARGUMENT", http.StatusUnsupportedMediaType: "INVALID_ARGUMENT",
+	http.StatusRequestedRangeNotSatisfiable: "INVALID_ARGUMENT", http.StatusBadGateway: "INVALID_ARGUMENT",
+	http.StatusForbidden: "FORBIDDEN", http.StatusNotFound: "NOT_FOUND", http.StatusConflict: "NOT_FOUND",
+	http.StatusMethodNotAllowed:   "NOT_A_FILE", // GET of a collection
+	http.StatusPreconditionFailed: "REVISION_MISMATCH", webdav.StatusLocked: "LOCKED",
+	http.StatusNotImplemented: "NOT_SUPPORTED", // shared locks
 }
 
 // fail answers the request with an error. The reason header names the
