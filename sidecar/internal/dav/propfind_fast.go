@@ -168,11 +168,6 @@ type fastRenderer struct {
 	readOnly bool
 }
 
-const (
-	status200 = "</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"
-	status404 = "</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>"
-)
-
 // response appends one DAV:response. href and ctype (a file's content
 // type) are already escaped for XML.
 func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e *davfs.Entry, ctype string) []byte {
@@ -194,7 +189,7 @@ func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e
 		}
 		b = fr.value(b, p, name, dir, e, ctype)
 	}
-	b = append(b, status200...)
+	b = append(b, "</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"...)
 	if missing {
 		b = append(b, "<D:propstat><D:prop>"...)
 		for _, p := range props {
@@ -204,7 +199,7 @@ func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e
 				b = append(b, "/>"...)
 			}
 		}
-		b = append(b, status404...)
+		b = append(b, "</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>"...)
 	}
 	return append(b, "</D:response>"...)
 }
