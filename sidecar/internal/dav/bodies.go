@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"io"
 	"net/http"
+	"slices"
 )
 
 // Bounds on the XML bodies x/net/webdav decodes whole into memory. One
@@ -53,12 +54,10 @@ func bufferXMLBody(r *http.Request) (body []byte, refused, malformed string) {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			depth++
-			for _, a := range t.Attr {
-				if a.Name.Space == "xmlns" && a.Value == "" {
-					// "xmlns:p=''" is not well-formed in XML Namespaces
-					// 1.0; x/net's decoder accepts it.
-					return nil, "", "a namespace prefix must not be bound to the empty name"
-				}
+			if slices.ContainsFunc(t.Attr, func(a xml.Attr) bool { return a.Name.Space == "xmlns" && a.Value == "" }) {
+				// "xmlns:p=''" is not well-formed in XML Namespaces 1.0;
+				// x/net's decoder accepts it.
+				return nil, "", "a namespace prefix must not be bound to the empty name"
 			}
 			switch {
 			case r.Method == "PROPFIND" && depth == 3, r.Method == "PROPPATCH" && depth == 4:

@@ -2,6 +2,7 @@ package dav
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -55,11 +56,7 @@ func (l *pinnedLock) covers(name string) bool {
 
 // purge drops expired locks (x/net's lock system expires its own copy).
 func (p *lockPins) purge(now time.Time) {
-	for tok, l := range p.locks {
-		if !now.Before(l.expires) {
-			delete(p.locks, tok)
-		}
-	}
+	maps.DeleteFunc(p.locks, func(_ string, l *pinnedLock) bool { return !now.Before(l.expires) })
 }
 
 // valid reports whether token is a live lock covering name.
@@ -93,11 +90,7 @@ func (p *lockPins) move(token, name, rev string) {
 		return
 	}
 	if rev == "" {
-		for n := range l.revs {
-			if n == name || strings.HasPrefix(n, name+"/") {
-				delete(l.revs, n)
-			}
-		}
+		maps.DeleteFunc(l.revs, func(n, _ string) bool { return n == name || strings.HasPrefix(n, name+"/") })
 		return
 	}
 	l.revs[name] = rev

@@ -103,13 +103,10 @@ func parseFastPropfind(body []byte) (fastQuery, bool) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if done {
+			if done || slices.ContainsFunc(t.Attr, func(a xml.Attr) bool { // only namespace declarations
+				return a.Name.Space != "xmlns" && !(a.Name.Space == "" && a.Name.Local == "xmlns")
+			}) {
 				return q, false
-			}
-			for _, a := range t.Attr {
-				if a.Name.Space != "xmlns" && !(a.Name.Space == "" && a.Name.Local == "xmlns") {
-					return q, false
-				}
 			}
 			depth++
 			switch {
