@@ -89,7 +89,7 @@ func parseFastPropfind(body []byte) (fastQuery, bool) {
 	if len(body) == 0 {
 		return fastQuery{allprop: true}, true // RFC 4918 §9.1
 	}
-	dec := xml.NewDecoder(bytes.NewReader(body)) // Strict
+	dec := xml.NewDecoder(bytes.NewReader(body)) // Strict by default
 	var q fastQuery
 	depth, children := 0, 0
 	inProp, done := false, false
