@@ -141,7 +141,7 @@ type request struct {
 	prefix   string
 	src, dst string // WebDAV names (prefix stripped, unescaped, no trailing slash)
 	hdr      davfs.Precondition
-	ifETags  map[string]string // name → entity tag an If: list matched
+	ifRevs   map[string]string // name → revision an If: list's entity tag matched
 	tokens   []string          // lock tokens the request holds (confirmed)
 	newLock  string            // token a LOCK created
 	libErr   error             // what the library told its Logger
@@ -597,8 +597,7 @@ func (q *request) precondition(name string) davfs.Precondition {
 	if (m == "COPY" || m == "MOVE") && name == q.dst {
 		p.Replacing = true
 	}
-	if e, ok := q.ifETags[name]; ok {
-		v, _ := unquoteETag(e)
+	if v, ok := q.ifRevs[name]; ok {
 		p.IfMatch = both(p.IfMatch, v)
 	}
 	for _, tok := range q.tokens {

@@ -115,7 +115,7 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 	}
 	var tokens []string
 	var inner []webdav.Condition // tokens, as x/net's lock system knows them
-	etag := ""
+	matched := ""                // the revision an entity tag matched
 	for _, c := range conds {
 		switch {
 		case c.ETag != "":
@@ -125,7 +125,7 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 				return nil, webdav.ErrConfirmationFailed
 			}
 			if match {
-				etag = c.ETag
+				matched = cur
 			}
 		case c.Not:
 			if rl.p.valid(now, c.Token, resource) {
@@ -164,11 +164,11 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 			held = append(held, t)
 		}
 	}
-	if etag != "" {
-		if q.ifETags == nil {
-			q.ifETags = map[string]string{}
+	if matched != "" {
+		if q.ifRevs == nil {
+			q.ifRevs = map[string]string{}
 		}
-		q.ifETags[resource] = etag
+		q.ifRevs[resource] = matched
 	}
 	q.tokens = append(q.tokens, tokens...)
 	return release, nil
