@@ -43,6 +43,7 @@
 package dav
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -187,10 +188,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q.r = r.WithContext(q.ctx)
 	q.serve()
 	q.rec.filter.flush() // ends a response the library left open
-	status := q.rec.status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(q.rec.status, http.StatusOK)
 	d := h.opts.Now().Sub(start)
 	h.metrics.observe(r.Method, status, q.reason, d)
 	level := hclog.Debug
@@ -619,9 +617,8 @@ func (q *request) precondition(name string) davfs.Precondition {
 			if e, ok := fi.Sys().(davfs.Entry); ok && !e.ChangeTime.IsZero() {
 				changed = e.ChangeTime
 			}
-			if changed.After(created) {
-				rev = mismatch
-			} else {
+			rev = mismatch
+			if !changed.After(created) {
 				rev = q.currentRevision(name)
 			}
 		}
