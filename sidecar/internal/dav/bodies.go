@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"io"
 	"net/http"
+	"slices"
 )
 
 // Bounds on the XML bodies x/net/webdav decodes whole into memory. One
@@ -25,10 +26,7 @@ func bufferXMLBody(r *http.Request) (body []byte, refused, malformed string) {
 	if r.ContentLength > maxXMLBody {
 		return nil, "the XML body is larger than 1 MiB", ""
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxXMLBody+1))
-	if body == nil {
-		body = []byte{}
-	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxXMLBody+1)) // never nil
 	if err != nil {
 		return nil, "", "" // the library's own read fails the same way
 	}
@@ -56,12 +54,10 @@ func bufferXMLBody(r *http.Request) (body []byte, refused, malformed string) {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			depth++
-			for _, a := range t.Attr {
-				if a.Name.Space == "xmlns" && a.Value == "" {
-					// "xmlns:p=''" is not well-formed in XML Namespaces
-					// 1.0; x/net's decoder accepts it.
-					return nil, "", "a namespace prefix must not be bound to the empty name"
-				}
+			if slices.ContainsFunc(t.Attr, func(a xml.Attr) bool { return a.Name.Space == "xmlns" && a.Value == "" }) {
+				// "xmlns:p=''" is not well-formed in XML Namespaces 1.0;
+				// x/net's decoder accepts it.
+				return nil, "", "a namespace prefix must not be bound to the empty name"
 			}
 			switch {
 			case r.Method == "PROPFIND" && depth == 3, r.Method == "PROPPATCH" && depth == 4:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 
 	"golang.org/x/net/webdav"
 
@@ -54,10 +53,10 @@ func (g guardFS) RemoveAll(ctx context.Context, name string) error {
 // destination is removed: it exists, it still has the revision If-Match
 // names, and (MOVE) it meets the precondition its Rename will be held to.
 func (q *request) checkSource() *refusal {
-	if _, err := q.h.fs.Stat(q.ctx, q.src); err != nil {
+	cur := q.currentRevision(q.src)
+	if cur == "" {
 		return &refusal{http.StatusNotFound, "NOT_FOUND", "the source does not exist"}
 	}
-	cur := q.currentRevision(q.src)
 	if q.hdr.IfMatch != "" && q.hdr.IfMatch != cur {
 		return &refusal{http.StatusPreconditionFailed, "REVISION_MISMATCH", "If-Match: the source has changed"}
 	}
@@ -76,10 +75,4 @@ func (q *request) checkSource() *refusal {
 		return &refusal{http.StatusPreconditionRequired, "PRECONDITION_REQUIRED", davfs.KeepingOff}
 	}
 	return nil
-}
-
-// underRemovedDst reports whether name is the destination this request
-// removed, or a name under it.
-func (q *request) underRemovedDst(name string) bool {
-	return q.dstRemoved && (name == q.dst || strings.HasPrefix(name, q.dst+"/"))
 }

@@ -43,6 +43,7 @@
 package dav
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -95,7 +96,6 @@ type Handler struct {
 	dfs       *davfs.FS
 	fs        webdav.FileSystem
 	opts      Options
-	log       hclog.Logger
 	metrics   *metrics
 	locks     *lockPins
 	ridPrefix string
@@ -120,18 +120,15 @@ func New(fs *davfs.FS, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	var b [6]byte
+	var b [6 + 16]byte // request IDs', then lock tokens' random part
 	_, _ = rand.Read(b[:])
-	var lb [16]byte
-	_, _ = rand.Read(lb[:])
 	return &Handler{
 		dfs:       fs,
 		fs:        noMultiLinks{fs.WebDAV()},
 		opts:      opts,
-		log:       opts.Logger,
 		metrics:   newMetrics(opts.Registerer),
-		locks:     newLockPins(opts.MaxLocks, hex.EncodeToString(lb[:])+"-"),
-		ridPrefix: hex.EncodeToString(b[:]) + "-",
+		locks:     newLockPins(opts.MaxLocks, hex.EncodeToString(b[6:])+"-"),
+		ridPrefix: hex.EncodeToString(b[:6]) + "-",
 	}
 }
 
@@ -145,7 +142,7 @@ type request struct {
 	prefix   string
 	src, dst string // WebDAV names (prefix stripped, unescaped, no trailing slash)
 	hdr      davfs.Precondition
-	ifETags  map[string]string // name → entity tag an If: list matched
+	ifRevs   map[string]string // name → revision an If: list's entity tag matched
 	tokens   []string          // lock tokens the request holds (confirmed)
 	newLock  string            // token a LOCK created
 	libErr   error             // what the library told its Logger
@@ -175,43 +172,38 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// a delete are not a client's read of its revision (recursive
 		// deletes keep work newer than the revision the client read).
 		q.ctx = davfs.ForMutation(q.ctx)
+		fallthrough
+	case http.MethodPut:
+		if r.Header.Get(davwire.UnconditionalHeader) == davwire.UnconditionalKeep {
+			q.keep = r.Method
+		}
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		// The file is opened to be read or seeked: open it once.
 		q.ctx = davfs.WithContentReads(q.ctx)
 	}
-	switch r.Method {
-	case http.MethodPut, http.MethodDelete, "MOVE", "COPY":
-		if r.Header.Get(davwire.UnconditionalHeader) == davwire.UnconditionalKeep {
-			q.keep = r.Method
-		}
-	}
 	q.ctx, q.uncond = davfs.WithUnconditional(q.ctx)
 	q.ctx, q.autos = davfs.WithAutoCheckpoints(q.ctx)
-	q.rec.before = q.keptHeader
+	q.rec.before = func() { q.keptHeaders(false) }
 	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
 	q.r = r.WithContext(q.ctx)
 	q.serve()
-	q.rec.finish()
-	status := q.rec.status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	q.rec.filter.flush() // ends a response the library left open
+	status := cmp.Or(q.rec.status, http.StatusOK)
 	d := h.opts.Now().Sub(start)
 	h.metrics.observe(r.Method, status, q.reason, d)
 	level := hclog.Debug
 	switch {
-	case status >= 500:
+	case status >= 500 || q.aborted:
 		level = hclog.Error
 	case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != "PROPFIND" && r.Method != http.MethodOptions:
 		level = hclog.Info
 	}
 	if q.aborted {
-		level = hclog.Error
 		// After the log line: the client must not take what was sent
 		// for a complete answer.
 		defer panic(http.ErrAbortHandler)
 	}
-	if level < h.log.GetLevel() {
+	if level < h.opts.Logger.GetLevel() {
 		return
 	}
 	args := []any{
@@ -225,23 +217,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q.libErr != nil && status >= 400 {
 		args = append(args, "error", q.libErr.Error())
 	}
-	h.log.Log(level, "webdav request", args...)
+	h.opts.Logger.Log(level, "webdav request", args...)
 }
 
 // safeID accepts a client's request ID of up to 128 printable ASCII bytes.
 func safeID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= 128 && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' })
 }
 
-var writeMethods = map[string]bool{
+// methods are the methods served (any other is 405), true for those that
+// write.
+var methods = map[string]bool{
+	http.MethodOptions: false, http.MethodGet: false, http.MethodHead: false, "PROPFIND": false,
 	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true,
 	"MOVE": true, "PROPPATCH": true, "LOCK": true, "UNLOCK": true, http.MethodPost: true,
 }
@@ -250,12 +237,6 @@ const (
 	readOnlyAllow = "OPTIONS, GET, HEAD, PROPFIND"
 	allowAll      = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
 )
-
-var knownMethods = map[string]bool{
-	http.MethodOptions: true, http.MethodGet: true, http.MethodHead: true, http.MethodPost: true,
-	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true, "MOVE": true,
-	"PROPFIND": true, "PROPPATCH": true, "LOCK": true, "UNLOCK": true,
-}
 
 // workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
 // or the name itself for the levels above.
@@ -309,27 +290,25 @@ func (q *request) serve() {
 			return
 		}
 	}
-	if v := r.Header.Get("If"); v != "" {
-		tags, ok := ifResourceTags(v)
-		if !ok {
+	tags, ok := ifResourceTags(r.Header.Get("If"))
+	if !ok {
+		q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
+		return
+	}
+	for _, t := range tags {
+		u, err := url.Parse(t)
+		if err != nil {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
 			return
 		}
-		for _, t := range tags {
-			u, err := url.Parse(t)
-			if err != nil {
-				q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
+		if u.Host == "" || u.Host == r.Host {
+			if _, ok := q.name(u.EscapedPath()); !ok {
 				return
-			}
-			if u.Host == "" || u.Host == r.Host {
-				if _, ok := q.name(u.EscapedPath()); !ok {
-					return
-				}
 			}
 		}
 	}
 
-	if !knownMethods[r.Method] {
+	if _, ok := methods[r.Method]; !ok {
 		hdr.Set("Allow", allowAll)
 		q.fail(http.StatusMethodNotAllowed, "NOT_SUPPORTED", "method not supported")
 		return
@@ -428,7 +407,7 @@ func (q *request) serve() {
 			return
 		}
 	}
-	if writeMethods[r.Method] {
+	if methods[r.Method] { // a write
 		if !q.headerPreconditions() || !q.linkChecks() {
 			return
 		}
@@ -445,14 +424,8 @@ func (q *request) serve() {
 		Logger:     func(_ *http.Request, err error) { q.libErr = err },
 	}
 	lib.ServeHTTP(q.rec, r)
-	if q.rec.held {
-		st := q.rec.status
-		q.rec.held, q.rec.status = false, 0
-		if q.refused != nil {
-			q.fail(q.refused.status, q.refused.reason, q.refused.msg)
-			return
-		}
-		q.fail(q.refine(st, q.libErr))
+	if q.rec.status >= 400 { // held back
+		q.fail(q.refine(q.rec.status, q.libErr))
 		return
 	}
 	q.afterWrite()
@@ -498,13 +471,12 @@ func virtualLevel(name string, roots bool) bool {
 // and a missing header get the cap).
 func (q *request) lockTimeout() time.Duration {
 	max := q.h.opts.MaxLockTimeout
-	for _, v := range splitList(q.r.Header.Get("Timeout")) {
-		if s, ok := strings.CutPrefix(v, "Second-"); ok {
+	if v := splitList(q.r.Header.Get("Timeout")); len(v) > 0 {
+		if s, ok := strings.CutPrefix(v[0], "Second-"); ok {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 && time.Duration(n) < max/time.Second {
 				return time.Duration(n) * time.Second
 			}
 		}
-		break
 	}
 	return max
 }
@@ -572,33 +544,21 @@ func (q *request) linkChecks() bool {
 		e, ok := fi.Sys().(davfs.Entry)
 		return ok && e.Reason == davfs.NotEditableMultipleLinks
 	}
-	switch q.r.Method {
-	case "COPY", "MOVE":
-		if (q.r.Method == "COPY" && multi(q.src)) || (q.r.Header.Get("Overwrite") != "F" && multi(q.dst)) {
-			q.fail(http.StatusForbidden, "MULTIPLE_LINKS", "a file with more than one hard link is never copied or replaced")
-			return false
-		}
+	if (q.r.Method == "COPY" && multi(q.src)) || (q.dst != "" && q.r.Header.Get("Overwrite") != "F" && multi(q.dst)) {
+		q.fail(http.StatusForbidden, "MULTIPLE_LINKS", "a file with more than one hard link is never copied or replaced")
+		return false
 	}
 	return true
 }
 
-// currentETag is the name's ETag now ("" when it cannot be stat'ed).
-func (q *request) currentETag(name string) string {
+// currentRevision is the name's revision now, its ETag without the quotes
+// ("" when it cannot be stat'ed).
+func (q *request) currentRevision(name string) string {
 	fi, err := q.h.fs.Stat(q.ctx, name)
-	if err != nil {
-		return ""
-	}
-	if et, ok := fi.(webdav.ETager); ok {
-		if e, err := et.ETag(q.ctx); err == nil {
-			return e
-		}
+	if r, ok := fi.(interface{ Revision() string }); ok && err == nil {
+		return r.Revision()
 	}
 	return ""
-}
-
-func (q *request) currentRevision(name string) string {
-	v, _ := unquoteETag(q.currentETag(name))
-	return v
 }
 
 // mismatch is a revision no resource has: a pin that can no longer hold.
@@ -622,9 +582,10 @@ func (q *request) precondition(name string) davfs.Precondition {
 		p.Keep = q.keep
 	}
 	m := q.r.Method
-	if q.underRemovedDst(name) {
-		// This request just removed the destination: what it writes there
-		// now is a create, whatever the name's pin or entity tag was.
+	if q.dstRemoved && (name == q.dst || strings.HasPrefix(name, q.dst+"/")) {
+		// This request just removed the destination (guardFS): what it
+		// writes there, or under it, now is a create, whatever the name's
+		// pin or entity tag was.
 		p.IfNoneMatch = true
 		return p
 	}
@@ -634,8 +595,7 @@ func (q *request) precondition(name string) davfs.Precondition {
 	if (m == "COPY" || m == "MOVE") && name == q.dst {
 		p.Replacing = true
 	}
-	if e, ok := q.ifETags[name]; ok {
-		v, _ := unquoteETag(e)
+	if v, ok := q.ifRevs[name]; ok {
 		p.IfMatch = both(p.IfMatch, v)
 	}
 	for _, tok := range q.tokens {
@@ -657,9 +617,8 @@ func (q *request) precondition(name string) davfs.Precondition {
 			if e, ok := fi.Sys().(davfs.Entry); ok && !e.ChangeTime.IsZero() {
 				changed = e.ChangeTime
 			}
-			if changed.After(created) {
-				rev = mismatch
-			} else {
+			rev = mismatch
+			if !changed.After(created) {
 				rev = q.currentRevision(name)
 			}
 		}
@@ -669,61 +628,35 @@ func (q *request) precondition(name string) davfs.Precondition {
 	return p
 }
 
-// keptHeader tells the gateway, on a successful answer, that the write
-// went ahead without a precondition because keeping was on, and which
-// versions it kept (davwire.KeptHeader).
-func (q *request) keptHeader() {
-	q.autoHeader()
-	used, ids := q.uncond.Used()
-	if !used {
-		return
-	}
-	q.setKept(ids)
-}
-
-// keptOnError is keptHeader for an error answer: a write that kept a
-// version and then failed (a MOVE or COPY that removed its destination,
-// then could not finish) still names the version, so the gateway's audit
-// of the failure says where what it removed is kept.
-func (q *request) keptOnError() {
-	q.autoHeader()
-	if _, ids := q.uncond.Used(); len(ids) > 0 {
-		q.setKept(ids)
-	}
-}
-
-// autoHeader names the automatic checkpoints the request's deletes took
-// (davwire.AutoCheckpointHeader), on success and on error alike: a delete
-// that failed after its checkpoint still left that checkpoint.
-func (q *request) autoHeader() {
+// keptHeaders names, on success and on error alike, the automatic
+// checkpoints the request's deletes took (davwire.AutoCheckpointHeader: a
+// delete that failed after its checkpoint still left that checkpoint) and
+// the versions a write kept because it went ahead without a precondition
+// (davwire.KeptHeader: a MOVE or COPY that removed its destination, then
+// could not finish, still names the version, so the gateway's audit of the
+// failure says where what it removed is kept). Only a successful answer
+// says KeptNone: the write went ahead by keeping and replaced nothing.
+func (q *request) keptHeaders(failed bool) {
 	if ids := q.autos.IDs(); len(ids) > 0 {
 		q.rec.Header().Set(davwire.AutoCheckpointHeader, strings.Join(ids, ","))
 	}
-}
-
-func (q *request) setKept(ids []string) {
-	v := davwire.KeptNone
-	if len(ids) > 0 {
-		v = strings.Join(ids, ",")
+	switch used, ids := q.uncond.Used(); {
+	case len(ids) > 0:
+		q.rec.Header().Set(davwire.KeptHeader, strings.Join(ids, ","))
+	case used && !failed:
+		q.rec.Header().Set(davwire.KeptHeader, davwire.KeptNone)
 	}
-	q.rec.Header().Set(davwire.KeptHeader, v)
 }
 
 // afterWrite moves the pins of the locks the request held to what it
 // wrote, and pins what a LOCK created.
 func (q *request) afterWrite() {
-	st := q.rec.status
-	if st == 0 {
-		st = http.StatusOK
-	}
-	if st >= 300 {
+	if q.rec.status >= 300 { // 0: the library wrote 200
 		return
 	}
-	if q.newLock != "" {
-		if _, _, known, ok := q.h.locks.pin(q.newLock, q.src); ok && !known {
-			if rev := q.currentRevision(q.src); rev != "" {
-				q.h.locks.move(q.newLock, q.src, rev)
-			}
+	if _, _, known, ok := q.h.locks.pin(q.newLock, q.src); ok && !known { // "": no lock
+		if rev := q.currentRevision(q.src); rev != "" {
+			q.h.locks.move(q.newLock, q.src, rev)
 		}
 	}
 	for _, tok := range q.tokens {
@@ -731,12 +664,10 @@ func (q *request) afterWrite() {
 		case http.MethodPut:
 			rev, _ := unquoteETag(q.rec.Header().Get("ETag"))
 			q.h.locks.move(tok, q.src, rev)
-		case http.MethodDelete:
+		case http.MethodDelete, "MOVE":
 			q.h.locks.move(tok, q.src, "")
-		case "MOVE":
-			q.h.locks.move(tok, q.src, "")
-			q.h.locks.move(tok, q.dst, q.currentRevision(q.dst))
-		case "COPY":
+		}
+		if q.dst != "" { // COPY, MOVE
 			q.h.locks.move(tok, q.dst, q.currentRevision(q.dst))
 		}
 	}

@@ -3,6 +3,7 @@ package dav
 import (
 	"context"
 	"os"
+	"slices"
 
 	"golang.org/x/net/webdav"
 
@@ -32,14 +33,10 @@ type filteredDir struct{ webdav.File }
 
 func (f filteredDir) Readdir(count int) ([]os.FileInfo, error) {
 	list, err := f.File.Readdir(count)
-	out := list[:0]
-	for _, fi := range list {
-		if e, ok := fi.Sys().(davfs.Entry); ok && hiddenFromListing(e) {
-			continue
-		}
-		out = append(out, fi)
-	}
-	return out, err
+	return slices.DeleteFunc(list, func(fi os.FileInfo) bool {
+		e, ok := fi.Sys().(davfs.Entry)
+		return ok && hiddenFromListing(e)
+	}), err
 }
 
 // hiddenFromListing reports whether a directory listing leaves e out: the

@@ -2,6 +2,7 @@ package dav
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -55,11 +56,7 @@ func (l *pinnedLock) covers(name string) bool {
 
 // purge drops expired locks (x/net's lock system expires its own copy).
 func (p *lockPins) purge(now time.Time) {
-	for tok, l := range p.locks {
-		if !now.Before(l.expires) {
-			delete(p.locks, tok)
-		}
-	}
+	maps.DeleteFunc(p.locks, func(_ string, l *pinnedLock) bool { return !now.Before(l.expires) })
 }
 
 // valid reports whether token is a live lock covering name.
@@ -93,11 +90,7 @@ func (p *lockPins) move(token, name, rev string) {
 		return
 	}
 	if rev == "" {
-		for n := range l.revs {
-			if n == name || strings.HasPrefix(n, name+"/") {
-				delete(l.revs, n)
-			}
-		}
+		maps.DeleteFunc(l.revs, func(n, _ string) bool { return n == name || strings.HasPrefix(n, name+"/") })
 		return
 	}
 	l.revs[name] = rev
@@ -120,38 +113,35 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 	if resource == "" {
 		resource = q.src // an untagged list is about the Request-URI
 	}
-	var tokens []webdav.Condition
-	etags := map[string]string{}
+	var tokens []string
+	var inner []webdav.Condition // tokens, as x/net's lock system knows them
+	matched := ""                // the revision an entity tag matched
 	for _, c := range conds {
 		switch {
 		case c.ETag != "":
-			cur := q.currentETag(resource)
-			match := cur != "" && cur == c.ETag
+			cur := q.currentRevision(resource)
+			match := cur != "" && `"`+cur+`"` == c.ETag
 			if match == c.Not {
 				return nil, webdav.ErrConfirmationFailed
 			}
 			if match {
-				etags[resource] = c.ETag
+				matched = cur
 			}
 		case c.Not:
 			if rl.p.valid(now, c.Token, resource) {
 				return nil, webdav.ErrConfirmationFailed
 			}
 		default:
-			tokens = append(tokens, c)
+			tokens = append(tokens, c.Token)
+			inner = append(inner, webdav.Condition{Token: rl.p.inner(c.Token)})
 		}
 	}
 	var release func()
+	var err error
 	if len(tokens) > 0 {
-		inner := make([]webdav.Condition, len(tokens))
-		for i, c := range tokens {
-			inner[i] = webdav.Condition{Token: rl.p.inner(c.Token)}
-		}
-		r, err := rl.p.mem.Confirm(now, name0, name1, inner...)
-		if err != nil {
+		if release, err = rl.p.mem.Confirm(now, name0, name1, inner...); err != nil {
 			return nil, err
 		}
-		release = r
 	} else {
 		// No lock claimed: like a request without If:, the names must not
 		// be locked by anyone else (temporary zero-depth locks, as x/net's
@@ -174,15 +164,13 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 			held = append(held, t)
 		}
 	}
-	for n, e := range etags {
-		if q.ifETags == nil {
-			q.ifETags = map[string]string{}
+	if matched != "" {
+		if q.ifRevs == nil {
+			q.ifRevs = map[string]string{}
 		}
-		q.ifETags[n] = e
+		q.ifRevs[resource] = matched
 	}
-	for _, c := range tokens {
-		q.tokens = append(q.tokens, c.Token)
-	}
+	q.tokens = append(q.tokens, tokens...)
 	return release, nil
 }
 
@@ -205,8 +193,7 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 	tok := p.prefix + in
 	// The lock's times are the handler's clock (time.Now), the one file
 	// modification times are compared with.
-	l := &pinnedLock{root: cleanName(d.Root), zeroDepth: d.ZeroDepth, created: now, revs: map[string]string{}}
-	l.expires = l.created.Add(d.Duration)
+	l := &pinnedLock{root: cleanName(d.Root), zeroDepth: d.ZeroDepth, created: now, expires: now.Add(d.Duration), revs: map[string]string{}}
 	// Pin what the resource is now; a LOCK of a missing name creates an
 	// empty file afterwards, pinned when the request ends.
 	if rev := rl.q.currentRevision(l.root); rev != "" {

@@ -67,7 +67,9 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 }
 
 func (m *metrics) observe(method string, status int, reason string, d time.Duration) {
-	method = methodLabel(method)
+	if _, ok := methods[method]; !ok {
+		method = "OTHER" // label cardinality stays bounded
+	}
 	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(method).Observe(d.Seconds())
 	switch {
@@ -81,14 +83,4 @@ func (m *metrics) observe(method string, status int, reason string, d time.Durat
 		"OUTSIDE_GLOBAL", "PROTECTED", "MULTIPLE_LINKS":
 		m.rejections.WithLabelValues(reason).Inc()
 	}
-}
-
-// methodLabel bounds label cardinality to the methods served.
-func methodLabel(m string) string {
-	switch m {
-	case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PROPFIND", "PROPPATCH",
-		"MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "POST":
-		return m
-	}
-	return "OTHER"
 }

@@ -35,11 +35,8 @@ func checkPath(escaped string) string {
 			return "a path segment must not contain an encoded separator"
 		case !utf8.ValidString(s):
 			return "the path must be valid UTF-8"
-		}
-		for _, r := range s {
-			if r < 0x20 || r == 0x7f {
-				return "the path must not contain control characters"
-			}
+		case strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			return "the path must not contain control characters"
 		}
 	}
 	return ""

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -88,8 +89,7 @@ func parseFastPropfind(body []byte) (fastQuery, bool) {
 	if len(body) == 0 {
 		return fastQuery{allprop: true}, true // RFC 4918 §9.1
 	}
-	dec := xml.NewDecoder(bytes.NewReader(body))
-	dec.Strict = true
+	dec := xml.NewDecoder(bytes.NewReader(body)) // Strict by default
 	var q fastQuery
 	depth, children := 0, 0
 	inProp, done := false, false
@@ -103,13 +103,10 @@ func parseFastPropfind(body []byte) (fastQuery, bool) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if done {
+			if done || slices.ContainsFunc(t.Attr, func(a xml.Attr) bool { // only namespace declarations
+				return a.Name.Space != "xmlns" && !(a.Name.Space == "" && a.Name.Local == "xmlns")
+			}) {
 				return q, false
-			}
-			for _, a := range t.Attr {
-				if a.Name.Space != "xmlns" && !(a.Name.Space == "" && a.Name.Local == "xmlns") {
-					return q, false
-				}
 			}
 			depth++
 			switch {
@@ -131,11 +128,11 @@ func parseFastPropfind(body []byte) (fastQuery, bool) {
 					return q, false
 				}
 			case depth == 3 && inProp:
-				p, ok := livePropOf(t.Name)
-				if !ok {
+				p := slices.Index(livePropNames[:], t.Name.Local)
+				if t.Name.Space != "DAV:" || p < 0 {
 					return q, false
 				}
-				q.props = append(q.props, p)
+				q.props = append(q.props, liveProp(p))
 			default:
 				return q, false
 			}
@@ -162,28 +159,11 @@ func parseFastPropfind(body []byte) (fastQuery, bool) {
 	return q, true
 }
 
-func livePropOf(n xml.Name) (liveProp, bool) {
-	if n.Space != "DAV:" {
-		return 0, false
-	}
-	for i, s := range livePropNames {
-		if s == n.Local {
-			return liveProp(i), true
-		}
-	}
-	return 0, false
-}
-
 // fastRenderer renders the responses of one PROPFIND.
 type fastRenderer struct {
 	q        fastQuery
 	readOnly bool
 }
-
-const (
-	status200 = "</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"
-	status404 = "</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>"
-)
 
 // response appends one DAV:response. href and ctype (a file's content
 // type) are already escaped for XML.
@@ -206,7 +186,7 @@ func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e
 		}
 		b = fr.value(b, p, name, dir, e, ctype)
 	}
-	b = append(b, status200...)
+	b = append(b, "</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"...)
 	if missing {
 		b = append(b, "<D:propstat><D:prop>"...)
 		for _, p := range props {
@@ -216,7 +196,7 @@ func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e
 				b = append(b, "/>"...)
 			}
 		}
-		b = append(b, status404...)
+		b = append(b, "</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>"...)
 	}
 	return append(b, "</D:response>"...)
 }
@@ -304,12 +284,8 @@ var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); retur
 //
 // body is bufferXMLBody's (nil when the read failed: x/net meets that too).
 func (q *request) propfindFast(body []byte, readOnly bool) bool {
-	depth := q.r.Header.Get("Depth")
-	if body == nil {
-		return false
-	}
 	ws, rel, ok := davfs.WebDAVWorkspace(q.src)
-	if !ok || (depth != "0" && depth != "1") {
+	if body == nil || !ok {
 		return false
 	}
 	fq, ok := parseFastPropfind(body)
@@ -320,10 +296,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 	if err != nil || !fi.IsDir() {
 		return false
 	}
-	self, ok := fi.Sys().(davfs.Entry)
-	if !ok {
-		return false
-	}
+	self, _ := fi.Sys().(davfs.Entry) // a workspace directory's: never nil
 	fr := &fastRenderer{q: fq, readOnly: readOnly}
 	hrefPath := path.Join(q.prefix, q.src)
 	selfHref := appendXMLText(nil, (&url.URL{Path: hrefPath + "/"}).EscapedPath())
@@ -339,67 +312,60 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 		q.rec.WriteHeader(webdav.StatusMulti)
 		bw = bufio.NewWriterSize(q.rec, 64<<10)
 		_, _ = bw.WriteString(`<?xml version="1.0" encoding="UTF-8"?><D:multistatus xmlns:D="DAV:">`)
-		b := fr.response(make([]byte, 0, 512), selfHref, fi.Name(), true, &self, "")
-		_, _ = bw.Write(b)
+		_, _ = bw.Write(fr.response(make([]byte, 0, 512), selfHref, fi.Name(), true, &self, ""))
 	}
-	finish := func() {
-		_, _ = bw.WriteString("</D:multistatus>")
-		_ = bw.Flush()
-	}
-	if depth == "0" {
-		start()
-		finish()
-		return true
-	}
-	err = davfs.ReadDirChunks(q.ctx, q.h.dfs, ws, rel, func(es []davfs.Entry) *[]byte {
-		bp := chunkBufs.Get().(*[]byte)
-		b := (*bp)[:0]
-		href := make([]byte, 0, 256)
-		var lastExt, lastType string
-		for i := range es {
-			e := &es[i]
-			if hiddenFromListing(*e) {
-				continue
-			}
-			dir := e.Type == davfs.TypeDirectory
-			ctype := ""
-			if !dir {
-				if ext := path.Ext(e.Name); ext != lastExt || lastType == "" {
-					lastExt, lastType = ext, string(appendXMLText(nil, davfs.ContentType(e.Name)))
+	if q.r.Header.Get("Depth") == "1" { // serve let only 0 and 1 through
+		err = davfs.ReadDirChunks(q.ctx, q.h.dfs, ws, rel, func(es []davfs.Entry) *[]byte {
+			bp := chunkBufs.Get().(*[]byte)
+			b := (*bp)[:0]
+			href := make([]byte, 0, 256)
+			var lastExt, lastType string
+			for i := range es {
+				e := &es[i]
+				if hiddenFromListing(*e) {
+					continue
 				}
-				ctype = lastType
+				dir := e.Type == davfs.TypeDirectory
+				ctype := ""
+				if !dir {
+					if ext := path.Ext(e.Name); ext != lastExt || lastType == "" {
+						lastExt, lastType = ext, string(appendXMLText(nil, davfs.ContentType(e.Name)))
+					}
+					ctype = lastType
+				}
+				href = append(href[:0], base...)
+				href = appendXMLText(href, escapeSegment(e.Name))
+				if dir {
+					href = append(href, '/')
+				}
+				b = fr.response(b, href, e.Name, dir, e, ctype)
 			}
-			href = append(href[:0], base...)
-			href = appendXMLText(href, escapeSegment(e.Name))
-			if dir {
-				href = append(href, '/')
+			*bp = b
+			return bp
+		}, func(bp *[]byte) error {
+			if bw == nil {
+				start()
 			}
-			b = fr.response(b, href, e.Name, dir, e, ctype)
+			_, err := bw.Write(*bp)
+			*bp = (*bp)[:0]
+			chunkBufs.Put(bp)
+			return err
+		})
+		switch {
+		case err != nil && bw == nil:
+			q.h.fastPath.Add(^uint64(0))
+			return false // nothing sent: x/net answers (and meets the error itself)
+		case err != nil:
+			// The 207 and some members are out: end the connection rather
+			// than a well-formed but incomplete listing.
+			q.libErr, q.reason, q.aborted = err, "INTERNAL", true
+			return true
 		}
-		*bp = b
-		return bp
-	}, func(bp *[]byte) error {
-		if bw == nil {
-			start()
-		}
-		_, err := bw.Write(*bp)
-		*bp = (*bp)[:0]
-		chunkBufs.Put(bp)
-		return err
-	})
-	switch {
-	case err != nil && bw == nil:
-		q.h.fastPath.Add(^uint64(0))
-		return false // nothing sent: x/net answers (and meets the error itself)
-	case err != nil:
-		// The 207 and some members are out: end the connection rather
-		// than a well-formed but incomplete listing.
-		q.libErr, q.reason, q.aborted = err, "INTERNAL", true
-		return true
 	}
 	if bw == nil {
-		start() // an empty directory
+		start() // Depth 0, or an empty directory
 	}
-	finish()
+	_, _ = bw.WriteString("</D:multistatus>")
+	_ = bw.Flush()
 	return true
 }

@@ -22,10 +22,8 @@ import (
 type recorder struct {
 	w      http.ResponseWriter
 	filter *lockFilter // read-only view: drops DAV:supportedlock
-	status int
-	held   bool // an error status was held back; its body is dropped
-	bytes  int64
-	before func() // called right before a success status is sent
+	status int         // the library's; held back (and its body dropped) when >= 400
+	before func()      // called right before a success status is sent
 }
 
 func (r *recorder) Header() http.Header { return r.w.Header() }
@@ -36,12 +34,9 @@ func (r *recorder) WriteHeader(code int) {
 	}
 	r.status = code
 	if code >= 400 {
-		r.held = true
 		return
 	}
-	if r.before != nil {
-		r.before()
-	}
+	r.before()
 	r.w.WriteHeader(code)
 }
 
@@ -49,18 +44,13 @@ func (r *recorder) Write(p []byte) (int, error) {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
-	if r.held {
+	if r.status >= 400 {
 		return len(p), nil
 	}
-	var n int
-	var err error
 	if r.filter != nil {
-		n, err = r.filter.Write(p)
-	} else {
-		n, err = r.w.Write(p)
+		return r.filter.Write(p)
 	}
-	r.bytes += int64(n)
-	return n, err
+	return r.w.Write(p)
 }
 
 // ReadFrom keeps sendfile for GET bodies (http.ServeContent copies an
@@ -69,31 +59,20 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
-	if r.held || r.filter != nil {
+	if r.status >= 400 || r.filter != nil {
 		return io.Copy(struct{ io.Writer }{r}, src)
 	}
-	n, err := io.Copy(r.w, src)
-	r.bytes += n
-	return n, err
+	return io.Copy(r.w, src)
 }
 
 func (r *recorder) Flush() {
-	if r.filter != nil {
-		r.filter.flush()
-	}
+	r.filter.flush()
 	if f, ok := r.w.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.w }
-
-// finish ends a response the library left open.
-func (r *recorder) finish() {
-	if r.filter != nil {
-		r.filter.flush()
-	}
-}
 
 // supportedLock is how x/net/webdav encodes DAV:supportedlock, byte for
 // byte (its value is a constant, and nothing a client controls can contain
@@ -131,8 +110,9 @@ func (f *lockFilter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// flush writes what Write held back; a nil filter has nothing.
 func (f *lockFilter) flush() {
-	if len(f.tail) > 0 {
+	if f != nil && len(f.tail) > 0 {
 		_, _ = f.w.Write(f.tail)
 		f.tail = nil
 	}
@@ -141,6 +121,9 @@ func (f *lockFilter) flush() {
 // refine turns the library's error status and error into the status,
 // reason and safe message the client gets.
 func (q *request) refine(status int, err error) (int, string, string) {
+	if rf := q.refused; rf != nil {
+		return rf.status, rf.reason, rf.msg // guardFS answered it itself
+	}
 	de, ok := q.errs.Lookup(err)
 	if !ok && status == http.StatusInternalServerError && err == nil {
 		// http.ServeContent answers 500 itself when the file's first Seek
@@ -171,56 +154,52 @@ func (q *request) refine(status int, err error) (int, string, string) {
 	case errors.Is(err, os.ErrExist) && status == http.StatusPreconditionFailed:
 		return status, "ALREADY_EXISTS", "the destination exists and Overwrite is F"
 	}
-	reason := "INTERNAL"
-	switch status {
-	case http.StatusBadRequest, http.StatusUnsupportedMediaType, http.StatusRequestedRangeNotSatisfiable, http.StatusBadGateway:
-		reason = "INVALID_ARGUMENT"
-	case http.StatusForbidden:
-		reason = "FORBIDDEN"
-	case http.StatusNotFound, http.StatusConflict:
-		reason = "NOT_FOUND"
-	case http.StatusMethodNotAllowed:
-		reason = "NOT_A_FILE" // GET of a collection
-	case http.StatusPreconditionFailed:
-		reason = "REVISION_MISMATCH"
-	case webdav.StatusLocked:
-		reason = "LOCKED"
-	case http.StatusNotImplemented:
-		reason = "NOT_SUPPORTED" // shared locks
+	reason, ok := libraryReasons[status]
+	if !ok {
+		reason = "INTERNAL"
 	}
 	return status, reason, http.StatusText(status)
+}
+
+// libraryReasons are the reasons of the library's own error statuses, when
+// no error of the FileSystem says more (INTERNAL for any other status).
+var libraryReasons = map[int]string{
+	http.StatusBadRequest: "INVALID_ARGUMENT", http.StatusUnsupportedMediaType: "INVALID_ARGUMENT",
+	http.StatusRequestedRangeNotSatisfiable: "INVALID_ARGUMENT", http.StatusBadGateway: "INVALID_ARGUMENT",
+	http.StatusForbidden: "FORBIDDEN", http.StatusNotFound: "NOT_FOUND", http.StatusConflict: "NOT_FOUND",
+	http.StatusMethodNotAllowed:   "NOT_A_FILE", // GET of a collection
+	http.StatusPreconditionFailed: "REVISION_MISMATCH", webdav.StatusLocked: "LOCKED",
+	http.StatusNotImplemented: "NOT_SUPPORTED", // shared locks
 }
 
 // fail answers the request with an error. The reason header names the
 // errtable reason; the body is the safe message only.
 func (q *request) fail(status int, reason, msg string) {
-	q.reason = reason
 	h := q.rec.w.Header()
-	h.Del("Content-Length")
 	h.Del("Content-Encoding")
 	h.Del("Last-Modified")
-	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set(errtable.ReasonHeader, reason)
-	q.keptOnError()
 	body := msg + "\n"
 	h.Set("Content-Length", strconv.Itoa(len(body)))
+	q.answer(status, reason, "text/plain; charset=utf-8", body)
+}
+
+// failXML answers with an RFC 4918 precondition element.
+func (q *request) failXML(status int, reason, cond string) {
+	q.answer(status, reason, "application/xml; charset=utf-8", `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
+		`<D:error xmlns:D="DAV:"><D:`+cond+`/></D:error>`+"\n")
+}
+
+// answer sends an error answer of fail or failXML.
+func (q *request) answer(status int, reason, ctype, body string) {
+	q.reason = reason
+	h := q.rec.w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set(errtable.ReasonHeader, reason)
+	q.keptHeaders(true)
 	q.rec.status = status
 	q.rec.w.WriteHeader(status)
 	if q.r.Method != http.MethodHead {
 		_, _ = io.WriteString(q.rec.w, body)
 	}
-}
-
-// failXML answers with an RFC 4918 precondition element.
-func (q *request) failXML(status int, reason, cond string) {
-	q.reason = reason
-	h := q.rec.w.Header()
-	h.Set("Content-Type", "application/xml; charset=utf-8")
-	h.Set(errtable.ReasonHeader, reason)
-	q.keptOnError()
-	q.rec.status = status
-	q.rec.w.WriteHeader(status)
-	_, _ = io.WriteString(q.rec.w, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+
-		`<D:error xmlns:D="DAV:"><D:`+cond+`/></D:error>`+"\n")
 }
