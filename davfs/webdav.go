@@ -187,12 +187,10 @@ const (
 	levelNone                    // anything else under "/": does not exist
 )
 
-// Names of the fixed levels.
+// Names of the fixed levels (below "/global/": globalSkills, globalAgents).
 const (
 	dirProjects = "projects"
 	dirGlobal   = "global"
-	nameSkills  = "skills"
-	nameAgents  = "AGENTS.md"
 )
 
 // target is a parsed WebDAV name.
@@ -245,11 +243,7 @@ func parse(ctx context.Context, op, name string) (target, error) {
 	segs := strings.Split(clean[1:], "/")
 	for _, s := range segs {
 		if s == "." || s == ".." {
-			return t, wrapErr(ctx, op, clean, &Error{
-				Code:    CodeInvalidArgument,
-				Reason:  ReasonInvalidPath,
-				Message: "path must not contain . or .. segments",
-			})
+			return t, wrapErr(ctx, op, clean, newErr(CodeInvalidArgument, ReasonInvalidPath, nil, "path must not contain . or .. segments"))
 		}
 	}
 	switch segs[0] {
@@ -454,11 +448,7 @@ func checkMove(ctx context.Context, op, oldName, newName string) (src, dst targe
 		return src, dst, readOnlyErr(ctx, op, src.name, "this directory cannot be moved")
 	}
 	if dst.level != levelWorkspace || dst.isWorkspaceRoot() || dst.ws != src.ws {
-		return src, dst, wrapErr(ctx, op, src.name, &Error{
-			Code:    CodePermissionDenied,
-			Reason:  ReasonReadOnly,
-			Message: "entries can only be moved within one workspace",
-		})
+		return src, dst, readOnlyErr(ctx, op, src.name, "entries can only be moved within one workspace")
 	}
 	return src, dst, nil
 }
@@ -567,10 +557,10 @@ const maxProjectsPage = 500
 func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo, error) {
 	ws := Workspace{Scope: ScopeGlobal}
 	var out []*davInfo
-	for _, n := range []string{nameSkills, nameAgents} {
+	for _, n := range []string{globalSkills, globalAgents} {
 		e, err := d.fs.Stat(ctx, ws, n)
 		if err != nil {
-			if CodeOf(err) == CodeNotFound && n == nameAgents {
+			if CodeOf(err) == CodeNotFound && n == globalAgents {
 				continue
 			}
 			return nil, wrapErr(ctx, op, name, err)
@@ -592,11 +582,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 	access := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	wantsWrite := flag&(os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 || access == os.O_WRONLY
 	if flag&os.O_APPEND != 0 {
-		return nil, wrapErr(ctx, op, t.name, &Error{
-			Code:    CodePermissionDenied,
-			Reason:  ReasonReadOnly,
-			Message: "appending is not supported; files are replaced whole",
-		})
+		return nil, readOnlyErr(ctx, op, t.name, "appending is not supported; files are replaced whole")
 	}
 	if !wantsWrite {
 		// O_RDONLY, or O_RDWR without O_CREATE/O_TRUNC (x/net/webdav's
@@ -656,36 +642,20 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	switch {
 	case err == nil:
 		if e.Type == TypeDirectory {
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodeFailedPrecondition,
-				Reason:  ReasonNotAFile,
-				Message: "the target is a directory",
-			})
+			return nil, wrapErr(ctx, op, t.name, newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "the target is a directory"))
 		}
 		if e.Type != TypeFile {
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodeFailedPrecondition,
-				Reason:  ReasonNotRegular,
-				Message: "the target is not a regular file",
-			})
+			return nil, wrapErr(ctx, op, t.name, newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "the target is not a regular file"))
 		}
 		if e.Reason == NotEditableMultipleLinks {
 			// WriteStream refuses it too; say so before reading the body.
 			return nil, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 		}
 		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodeAlreadyExists,
-				Reason:  ReasonAlreadyExists,
-				Message: "the target already exists",
-			})
+			return nil, wrapErr(ctx, op, t.name, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "the target already exists"))
 		}
 		if flag&os.O_TRUNC == 0 {
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodePermissionDenied,
-				Reason:  ReasonReadOnly,
-				Message: "files are replaced whole; partial writes are not supported",
-			})
+			return nil, readOnlyErr(ctx, op, t.name, "files are replaced whole; partial writes are not supported")
 		}
 		if pre.IfNoneMatch {
 			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
@@ -726,11 +696,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 		if pe.Type != TypeDirectory {
 			// os.OpenFile says ENOTDIR; x/net/webdav answers 409 only
 			// for "not exist", which is what a client needs to hear.
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodeNotFound,
-				Reason:  ReasonNotADirectory,
-				Message: "the parent is not a directory",
-			})
+			return nil, wrapErr(ctx, op, t.name, newErr(CodeNotFound, ReasonNotADirectory, nil, "the parent is not a directory"))
 		}
 	default:
 		return nil, wrapErr(ctx, op, t.name, err)

@@ -194,11 +194,7 @@ func (f *readFile) file() (Reader, error) {
 	}
 	if e.Revision != f.info.revision {
 		osf.Close()
-		f.err = wrapErr(f.ctx, "read", f.t.name, &Error{
-			Code:    CodeAborted,
-			Reason:  ReasonRevisionMismatch,
-			Message: "the file changed while it was being opened; retry",
-		})
+		f.err = wrapErr(f.ctx, "read", f.t.name, newErr(CodeAborted, ReasonRevisionMismatch, nil, "the file changed while it was being opened; retry"))
 		return nil, f.err
 	}
 	f.f = osf
@@ -230,19 +226,11 @@ func (f *readFile) Seek(offset int64, whence int) (int64, error) {
 }
 
 func (f *readFile) Write(p []byte) (int, error) {
-	return 0, wrapErr(f.ctx, "write", f.t.name, &Error{
-		Code:    CodePermissionDenied,
-		Reason:  ReasonReadOnly,
-		Message: "the file is open read-only",
-	})
+	return 0, readOnlyErr(f.ctx, "write", f.t.name, "the file is open read-only")
 }
 
 func (f *readFile) Readdir(count int) ([]os.FileInfo, error) {
-	return nil, wrapErr(f.ctx, "readdir", f.t.name, &Error{
-		Code:    CodeFailedPrecondition,
-		Reason:  ReasonNotADirectory,
-		Message: "not a directory",
-	})
+	return nil, wrapErr(f.ctx, "readdir", f.t.name, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "not a directory"))
 }
 
 func (f *readFile) Stat() (os.FileInfo, error) { return f.info, nil }

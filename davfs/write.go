@@ -308,8 +308,7 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 	if err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
-	return Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st), ChangeTime: changeTime(&st),
-		Revision: contentRevision(c.sum, &st), Editable: true}, nil
+	return fileEntry(w.name(), w.rel, &st, c), nil
 }
 
 // lockedUpdate is UpdateFile's part under the mutation lock: the parent
@@ -516,18 +515,14 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	// The revision binds what was streamed with the committed inode's stat:
 	// if anything rewrites the file after the rename, its stat moves on and
 	// the next read reports a different revision.
-	e = Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
 	switch {
 	case st.Nlink > 1: // linked by another process since the rename
-		e.Reason, e.Revision, e.MultipleLinks = NotEditableMultipleLinks, statRevision(&st), true
+		e = statOnlyEntry(w.name(), w.rel, &st, NotEditableMultipleLinks)
 	case f.hashedByContent(&st):
-		c := scan.result()
-		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
+		e = fileEntry(w.name(), w.rel, &st, scan.result())
 	default:
-		e.Reason, e.Revision = NotEditableTooLarge, statRevision(&st)
+		e = statOnlyEntry(w.name(), w.rel, &st, NotEditableTooLarge)
 	}
-	e.Size, e.ModTime = st.Size, modTime(&st)
-	e.ChangeTime = changeTime(&st)
 	return e, !exists, nil
 }
 
