@@ -22,7 +22,7 @@
 // or renamed: one policy for every surface, links.go. Recursive deletes
 // walk by fds, unlink symlinks instead of following them, and refuse,
 // before deleting anything, a tree with work newer than the revision they
-// carry (DeleteEntryWith, seen.go).
+// carry (DeleteEntryResult, seen.go).
 //
 // Choices: a page size above Config.MaxPageSize is refused
 // (ResourceExhausted/PAGE_SIZE_TOO_LARGE), not clamped. Temp files are named

@@ -145,12 +145,7 @@ func (f *FS) CreateProject(ctx context.Context, name string) (Project, error) {
 	if err := f.syncRoot(); err != nil {
 		return Project{}, fsErr(err, name)
 	}
-	rfd, err := unix.Openat(f.projects.fd, ".", oDirPath|oCommon, 0)
-	if err != nil {
-		return Project{}, fsErr(err, name)
-	}
-	defer unix.Close(rfd)
-	return f.projectAt(rfd, name)
+	return f.projectAt(f.projects.fd, name)
 }
 
 // rollbackProject removes the directory CreateProject made, only if it is

@@ -22,7 +22,7 @@ var (
 	errLinkedInside  = errors.New("davfs: a file to be replaced has more than one hard link")
 )
 
-// tree is one recursive delete (DeleteEntryWith): what each entry is
+// tree is one recursive delete (DeleteEntryResult): what each entry is
 // checked against, in both passes.
 type tree struct {
 	r root

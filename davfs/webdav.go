@@ -339,7 +339,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
 	}
 	// A removal that makes room for a COPY or MOVE destination never takes
-	// a file with more than one hard link: DeleteEntryWith checks that on an
+	// a file with more than one hard link: DeleteEntryResult checks that on an
 	// fd under the mutation lock.
 	opts.Replace = preconditionFor(ctx, t.name).Replacing
 	if id := unconditionalFrom(ctx).of(t.name); id != "" {
@@ -594,9 +594,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 
 func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File, error) {
 	switch t.level {
-	case levelRoot:
-		return &dirFile{ctx: ctx, d: d, t: t, info: rootInfo()}, nil
-	case levelProjects, levelGlobalRoot:
+	case levelRoot, levelProjects, levelGlobalRoot:
 		fi, err := d.stat(ctx, op, t)
 		if err != nil {
 			return nil, err

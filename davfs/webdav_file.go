@@ -99,11 +99,7 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 	switch f.t.level {
 	case levelRoot:
 		var out []os.FileInfo
-		for _, n := range []string{dirProjects, dirGlobal} {
-			t, err := parse(f.ctx, op, "/"+n)
-			if err != nil {
-				return nil, err
-			}
+		for _, t := range []target{{name: "/" + dirProjects, level: levelProjects}, {name: "/" + dirGlobal, level: levelGlobalRoot}} {
 			fi, err := f.d.stat(f.ctx, op, t)
 			if err != nil {
 				return nil, err
