@@ -179,7 +179,7 @@ func (f *readFile) file() (Reader, error) {
 	if f.f != nil || f.err != nil {
 		return f.f, f.err
 	}
-	if f.info.entry.Reason == NotEditableMultipleLinks {
+	if f.info.e.Reason == NotEditableMultipleLinks {
 		f.err = wrapErr(f.ctx, "read", f.t.name, errMultipleLinks(f.t.path))
 		return nil, f.err
 	}
@@ -188,7 +188,7 @@ func (f *readFile) file() (Reader, error) {
 		f.err = wrapErr(f.ctx, "read", f.t.name, err)
 		return nil, f.err
 	}
-	if e.Revision != f.info.revision {
+	if e.Revision != f.info.e.Revision {
 		osf.Close()
 		f.err = wrapErr(f.ctx, "read", f.t.name, newErr(CodeAborted, ReasonRevisionMismatch, nil, "the file changed while it was being opened; retry"))
 		return nil, f.err
