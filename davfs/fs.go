@@ -224,9 +224,3 @@ func (f *FS) alive() error {
 	}
 	return nil
 }
-
-// MaxUploadSize is the effective Config.MaxUploadSize (after defaults).
-func (f *FS) MaxUploadSize() int64 { return f.cfg.MaxUploadSize }
-
-// MaxEditableFileSize is the effective Config.MaxEditableFileSize.
-func (f *FS) MaxEditableFileSize() int64 { return f.cfg.MaxEditableFileSize }

@@ -221,14 +221,7 @@ func (t target) isWorkspaceRoot() bool {
 // refuse them too), so a name can never climb from one namespace into
 // another by lexical cleaning.
 func cleanName(name string) string {
-	segs := strings.Split(name, "/")
-	out := segs[:0]
-	for _, s := range segs {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return "/" + strings.Join(out, "/")
+	return "/" + strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == '/' }), "/")
 }
 
 // parse maps a WebDAV name to its level, workspace and relative path. It

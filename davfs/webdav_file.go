@@ -282,7 +282,7 @@ func startUpload(ctx context.Context, d *davFS, t target, pre Precondition, vers
 	go func() {
 		defer close(w.done)
 		defer release()
-		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.fs.MaxUploadSize(), pre)
+		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.fs.cfg.MaxUploadSize, pre)
 		w.entry, w.err = e, err
 		if err != nil {
 			pr.CloseWithError(err) // unblocks a Write with WriteStream's error
