@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -199,7 +198,7 @@ func (f *FS) DeleteProjectWith(ctx context.Context, name, confirmName string, op
 	if f.denied(name) {
 		return res, newErr(CodePermissionDenied, ReasonDenylisted, nil, "project %q is denied", name)
 	}
-	if !f.visibleName(name) || strings.Contains(name, "/") {
+	if !f.visibleName(name) { // a single segment: no "/"
 		return res, newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
 	}
 	if !opts.SkipCheckpoint && f.projectErr(name) == nil {
