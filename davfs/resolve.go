@@ -251,17 +251,13 @@ func (f *FS) openParent(w wsPath, flags int) (int, error) {
 func (f *FS) resolveErr(w wsPath, rel string, err error) error {
 	switch errnoOf(err) {
 	case unix.ENOENT, unix.ENOTDIR:
-		if w.ws.Scope == ScopeProject {
-			if perr := f.projectErr(w.ws.Project); perr != nil {
-				return perr
-			}
+		if perr := f.wsErr(w); perr != nil {
+			return perr
 		}
 		return fsErr(err, rel)
 	case unix.ELOOP, unix.EXDEV:
-		if w.ws.Scope == ScopeProject {
-			if perr := f.projectErr(w.ws.Project); perr != nil {
-				return perr
-			}
+		if perr := f.wsErr(w); perr != nil {
+			return perr
 		}
 		return newErr(CodePermissionDenied, ReasonSymlink, err, "%q is or crosses a symbolic link", rel)
 	}

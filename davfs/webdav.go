@@ -648,10 +648,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 		if flag&os.O_TRUNC == 0 {
 			return nil, readOnlyErr(ctx, op, t.name, "files are replaced whole; partial writes are not supported")
 		}
-		if pre.IfNoneMatch {
-			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
-		}
-		if pre.IfMatch != "" && pre.IfMatch != e.Revision {
+		if pre.IfNoneMatch || (pre.IfMatch != "" && pre.IfMatch != e.Revision) {
 			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
 		}
 		if pre.Required && pre.IfMatch == "" {
