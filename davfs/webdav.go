@@ -201,13 +201,8 @@ type target struct {
 	path  string // relative to the workspace root, "" for a project's root
 }
 
-// base is the name a FileInfo reports for t.
-func (t target) base() string {
-	if t.name == "/" {
-		return "/"
-	}
-	return path.Base(t.name)
-}
+// base is the name a FileInfo reports for t ("/" for "/").
+func (t target) base() string { return path.Base(t.name) }
 
 // isWorkspaceRoot reports whether t is a project's root directory (which
 // only CreateProject/DeleteProject may create or remove).
