@@ -495,13 +495,17 @@ func (d *davFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error) {
 	switch t.level {
 	case levelRoot:
-		return rootInfo(), nil
+		return virtualInfo("/", time.Unix(0, 0).UTC(), rootRevision), nil
 	case levelProjects:
 		projects, err := d.listProjects(ctx, op, t.name)
 		if err != nil {
 			return nil, err
 		}
-		return projectsDirInfo(projects), nil
+		children := make([]*davInfo, len(projects))
+		for i, p := range projects {
+			children[i] = projectInfo(p)
+		}
+		return virtualDirInfo(dirProjects, children), nil
 	case levelGlobalRoot:
 		children, err := d.globalChildren(ctx, op, t.name)
 		if err != nil {

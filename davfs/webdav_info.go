@@ -112,18 +112,6 @@ func projectInfo(p Project) *davInfo { return virtualInfo(p.Name, p.ModTime, p.R
 // global/) never change.
 const rootRevision = "davfs-root-v1"
 
-func rootInfo() *davInfo {
-	return virtualInfo("/", time.Unix(0, 0).UTC(), rootRevision)
-}
-
-func projectsDirInfo(projects []Project) *davInfo {
-	children := make([]*davInfo, len(projects))
-	for i, p := range projects {
-		children[i] = projectInfo(p)
-	}
-	return virtualDirInfo(dirProjects, children)
-}
-
 // virtualDirInfo describes a virtual directory. Its revision is a digest of
 // its children's names and revisions ("v-" + 32 hex digits), its ModTime the
 // newest child's (the Unix epoch when empty).
