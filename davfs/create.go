@@ -30,11 +30,7 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 		}
 		return Entry{}, err
 	}
-	full := name
-	if parent != "" {
-		full = parent + "/" + name
-	}
-	w, err := f.resolve(ws, full)
+	w, err := f.resolve(ws, childRel(parent, name))
 	if err != nil {
 		return Entry{}, err
 	}

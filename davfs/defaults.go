@@ -32,26 +32,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.CodexHome == "" || !filepath.IsAbs(c.CodexHome) {
 		errs = append(errs, errors.New("davfs: codexHomeDir must be an absolute path"))
 	}
-	def64 := func(v *int64, d int64, key string) {
-		if *v == 0 {
-			*v = d
-		} else if *v < 0 {
-			errs = append(errs, fmt.Errorf("davfs: %s must be positive", key))
-		}
-	}
-	def := func(v *int, d int, key string) {
-		if *v == 0 {
-			*v = d
-		} else if *v < 0 {
-			errs = append(errs, fmt.Errorf("davfs: %s must be positive", key))
-		}
-	}
-	def64(&c.MaxEditableFileSize, DefaultMaxEditableFileSize, "maxEditableFileSize")
-	def64(&c.MaxUploadSize, DefaultMaxUploadSize, "maxUploadSize")
-	def(&c.MaxPageSize, DefaultMaxPageSize, "maxPageSize")
-	def(&c.DefaultPageSize, DefaultPageSize, "defaultPageSize")
-	def(&c.MaxPathLength, DefaultMaxPathLength, "maxPathLength")
-	def(&c.MaxPathDepth, DefaultMaxPathDepth, "maxPathDepth")
+	orDefault(&errs, &c.MaxEditableFileSize, DefaultMaxEditableFileSize, "maxEditableFileSize")
+	orDefault(&errs, &c.MaxUploadSize, DefaultMaxUploadSize, "maxUploadSize")
+	orDefault(&errs, &c.MaxPageSize, DefaultMaxPageSize, "maxPageSize")
+	orDefault(&errs, &c.DefaultPageSize, DefaultPageSize, "defaultPageSize")
+	orDefault(&errs, &c.MaxPathLength, DefaultMaxPathLength, "maxPathLength")
+	orDefault(&errs, &c.MaxPathDepth, DefaultMaxPathDepth, "maxPathDepth")
 	if c.DefaultPageSize > c.MaxPageSize {
 		c.DefaultPageSize = c.MaxPageSize
 	}
@@ -61,4 +47,13 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// orDefault sets *v to d when it is zero and reports it when negative.
+func orDefault[T int | int64](errs *[]error, v *T, d T, key string) {
+	if *v == 0 {
+		*v = d
+	} else if *v < 0 {
+		*errs = append(*errs, fmt.Errorf("davfs: %s must be positive", key))
+	}
 }

@@ -11,12 +11,13 @@ import (
 
 // DeleteEntry permanently deletes a file or directory (non-empty only with
 // recursive, else FailedPrecondition/DIRECTORY_NOT_EMPTY). It is
-// DeleteEntryWith with DeleteOptions{Recursive: recursive}.
+// DeleteEntryResult with DeleteOptions{Recursive: recursive}.
 func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevision string, recursive bool) error {
-	return f.DeleteEntryWith(ctx, ws, path, expectedRevision, DeleteOptions{Recursive: recursive})
+	_, err := f.DeleteEntryResult(ctx, ws, path, expectedRevision, DeleteOptions{Recursive: recursive})
+	return err
 }
 
-// DeleteOptions are the choices of DeleteEntryWith.
+// DeleteOptions are the choices of DeleteEntryResult.
 type DeleteOptions struct {
 	// Recursive allows deleting a non-empty directory.
 	Recursive bool
@@ -58,7 +59,7 @@ type DeleteResult struct {
 	AutoCheckpoint string
 }
 
-// DeleteEntryWith permanently deletes a file or directory. The expected
+// DeleteEntryResult permanently deletes a file or directory. The expected
 // revision is required and checked under the mutation lock right before
 // the unlink (Aborted/REVISION_MISMATCH). The workspace roots and the
 // Global skills root are protected; Global AGENTS.md can be deleted.
@@ -96,15 +97,10 @@ type DeleteResult struct {
 // directory (checkpoint.go); if that fails, nothing is deleted and its
 // error is returned (a full store: ResourceExhausted/CHECKPOINT_LIMIT,
 // which opts.SkipCheckpoint overrides).
-func (f *FS) DeleteEntryWith(ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) error {
-	_, err := f.DeleteEntryResult(ctx, ws, path, expectedRevision, opts)
-	return err
-}
-
-// DeleteEntryResult is DeleteEntryWith that also says which automatic
-// checkpoint it took (for the caller's audit). When the delete fails after
-// the checkpoint was taken, the checkpoint is kept and its ID is still
-// returned with the error.
+//
+// It also says which automatic checkpoint it took (for the caller's
+// audit). When the delete fails after the checkpoint was taken, the
+// checkpoint is kept and its ID is still returned with the error.
 func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) (DeleteResult, error) {
 	var res DeleteResult
 	if expectedRevision == "" {
@@ -157,7 +153,7 @@ func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expected
 	return res, nil
 }
 
-// lockedDelete is DeleteEntryWith's part under the mutation lock: the
+// lockedDelete is DeleteEntryResult's part under the mutation lock: the
 // revision check and the unlink. It returns the parent directory
 // (O_RDONLY, for the fsync) and, for a file, a reference to it (as
 // commit's old), which the caller closes.

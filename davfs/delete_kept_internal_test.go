@@ -27,7 +27,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 			st2, err := e.fs.Stat(bg, proj("p"), "d")
 			must(t, err)
 			ctx := withKept(bg, proj("p"), "d", id)
-			err = e.fs.DeleteEntryWith(ctx, proj("p"), "d", st2.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+			err = deleteWith(e.fs, ctx, proj("p"), "d", st2.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
 			wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 			if name == "rewritten" && e.read("projects/p/d/a.txt") != "the agent's a2" {
 				t.Fatal("the rewritten file was deleted")
@@ -41,7 +41,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 	e := ckFixEnv(t)
 	e.write("projects/p/d/a.txt", "a")
 	id, rev := keepD(t, e)
-	must(t, e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
+	must(t, deleteWith(e.fs, withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
 }
 
 // A keep delete whose capture found only empty directories keeps no
@@ -59,7 +59,7 @@ func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
 	st2, err := e.fs.Stat(bg, proj("p"), "d")
 	must(t, err)
 	opts := DeleteOptions{Recursive: true, SkipCheckpoint: true, ChangedAfter: time.Now().Add(time.Hour), keptDirsOnly: true}
-	err = e.fs.DeleteEntryWith(bg, proj("p"), "d", st2.Revision, opts)
+	err = deleteWith(e.fs, bg, proj("p"), "d", st2.Revision, opts)
 	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 	if e.read("projects/p/d/e/new.txt") != "the agent's new file" {
 		t.Fatal("the file created after the capture was deleted")
@@ -68,7 +68,7 @@ func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
 	must(t, os.Remove(filepath.Join(e.dir, "projects/p/d/e/new.txt")))
 	st3, err := e.fs.Stat(bg, proj("p"), "d")
 	must(t, err)
-	must(t, e.fs.DeleteEntryWith(bg, proj("p"), "d", st3.Revision, opts))
+	must(t, deleteWith(e.fs, bg, proj("p"), "d", st3.Revision, opts))
 	if e.exists("projects/p/d") {
 		t.Fatal("the empty directories were not deleted")
 	}
@@ -144,7 +144,7 @@ func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
 			must(t, os.Rename(filepath.Join(e.dir, "projects/p/other.txt"), filepath.Join(e.dir, "projects/p/d/a.txt")))
 		}
 	}
-	err := e.fs.DeleteEntryWith(withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+	err := deleteWith(e.fs, withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
 	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 	if !renamed {
 		t.Fatal("the hook never ran")

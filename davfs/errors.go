@@ -22,28 +22,22 @@ const (
 	CodeUnavailable        Code = 14
 )
 
+var codeNames = map[Code]string{
+	CodeOK:                 "OK",
+	CodeInvalidArgument:    "InvalidArgument",
+	CodeNotFound:           "NotFound",
+	CodeAlreadyExists:      "AlreadyExists",
+	CodePermissionDenied:   "PermissionDenied",
+	CodeResourceExhausted:  "ResourceExhausted",
+	CodeFailedPrecondition: "FailedPrecondition",
+	CodeAborted:            "Aborted",
+	CodeInternal:           "Internal",
+	CodeUnavailable:        "Unavailable",
+}
+
 func (c Code) String() string {
-	switch c {
-	case CodeOK:
-		return "OK"
-	case CodeInvalidArgument:
-		return "InvalidArgument"
-	case CodeNotFound:
-		return "NotFound"
-	case CodeAlreadyExists:
-		return "AlreadyExists"
-	case CodePermissionDenied:
-		return "PermissionDenied"
-	case CodeResourceExhausted:
-		return "ResourceExhausted"
-	case CodeFailedPrecondition:
-		return "FailedPrecondition"
-	case CodeAborted:
-		return "Aborted"
-	case CodeInternal:
-		return "Internal"
-	case CodeUnavailable:
-		return "Unavailable"
+	if s, ok := codeNames[c]; ok {
+		return s
 	}
 	return fmt.Sprintf("Code(%d)", int(c))
 }

@@ -22,7 +22,7 @@
 // or renamed: one policy for every surface, links.go. Recursive deletes
 // walk by fds, unlink symlinks instead of following them, and refuse,
 // before deleting anything, a tree with work newer than the revision they
-// carry (DeleteEntryWith, seen.go).
+// carry (DeleteEntryResult, seen.go).
 //
 // Choices: a page size above Config.MaxPageSize is refused
 // (ResourceExhausted/PAGE_SIZE_TOO_LARGE), not clamped. Temp files are named
@@ -224,9 +224,3 @@ func (f *FS) alive() error {
 	}
 	return nil
 }
-
-// MaxUploadSize is the effective Config.MaxUploadSize (after defaults).
-func (f *FS) MaxUploadSize() int64 { return f.cfg.MaxUploadSize }
-
-// MaxEditableFileSize is the effective Config.MaxEditableFileSize.
-func (f *FS) MaxEditableFileSize() int64 { return f.cfg.MaxEditableFileSize }

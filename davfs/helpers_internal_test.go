@@ -139,3 +139,9 @@ func wantErr(t *testing.T, err error, code Code, reason Reason) {
 		t.Fatalf("unsafe or empty message %q", de.Message)
 	}
 }
+
+// deleteWith is DeleteEntryResult without its result.
+func deleteWith(f *FS, ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) error {
+	_, err := f.DeleteEntryResult(ctx, ws, path, expectedRevision, opts)
+	return err
+}

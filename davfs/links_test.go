@@ -68,8 +68,8 @@ func TestMultipleLinksPolicy(t *testing.T) {
 			_, _, err := e.fs.WriteStream(bg, ws, p, strings.NewReader("OVERWRITTEN"), 0, Precondition{IfMatch: rev})
 			return err
 		}, false},
-		{"DeleteEntryWith/Replace", func(e *env, ws Workspace, p, rev string) error {
-			return e.fs.DeleteEntryWith(bg, ws, p, rev, DeleteOptions{Replace: true})
+		{"DeleteEntryResult/Replace", func(e *env, ws Workspace, p, rev string) error {
+			return deleteWith(e.fs, bg, ws, p, rev, DeleteOptions{Replace: true})
 		}, false},
 		{"DeleteEntry", func(e *env, ws Workspace, p, rev string) error {
 			return e.fs.DeleteEntry(bg, ws, p, rev, false)
@@ -219,7 +219,7 @@ func TestReplaceDeleteRefusesLinkedTree(t *testing.T) {
 		must(t, os.Link(filepath.Join(e.dir, "outside/canary.txt"), filepath.Join(e.dir, "projects/p/d/sub/deep/h")))
 		st, err := e.fs.Stat(bg, proj("p"), "d")
 		must(t, err)
-		err = e.fs.DeleteEntryWith(bg, proj("p"), "d", st.Revision, DeleteOptions{Recursive: true, Replace: true})
+		err = deleteWith(e.fs, bg, proj("p"), "d", st.Revision, DeleteOptions{Recursive: true, Replace: true})
 		wantErr(t, err, CodePermissionDenied, ReasonMultipleLinks)
 		for _, p := range []string{"projects/p/d/a.txt", "projects/p/d/sub/b.txt", "projects/p/d/sub/deep/h"} {
 			if !e.exists(p) {

@@ -167,16 +167,19 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 	}
 	if w.isGlobal() && w.isRoot() {
 		root, kids, err := f.globalRoot()
+		if err == nil && cur != nil && cur.Rev != root.Revision {
+			err = errCursorStale()
+		}
 		if err != nil {
 			return Page{}, err
 		}
 		items := make([]listed, len(kids))
+		start := 0 // the first kid after the cursor (kids are in listing order)
 		for i, k := range kids {
 			items[i] = listed{name: k.Name, dir: k.Type == TypeDirectory}
-		}
-		start, err := startAfter(items, cur, root.Revision)
-		if err != nil {
-			return Page{}, err
+			if cur != nil && listedLess(items[i], listed{name: cur.Name, dir: cur.IsDir}) <= 0 {
+				start = i + 1
+			}
 		}
 		end := min(start+n, len(kids))
 		p := Page{Entries: kids[start:end], DirectoryRevision: root.Revision}
@@ -214,22 +217,6 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 
 func (f *FS) nextCursor(w wsPath, dir, rev string, last listed) string {
 	return encodeCursor(cursorData{Scope: w.ws.Scope, Proj: w.ws.Project, Dir: dir, Rev: rev, IsDir: last.dir, Name: last.name})
-}
-
-// startAfter returns the index of the first item after the cursor.
-func startAfter(items []listed, cur *cursorData, rev string) (int, error) {
-	if cur == nil {
-		return 0, nil
-	}
-	if cur.Rev != rev {
-		return 0, errCursorStale()
-	}
-	key := listed{name: cur.Name, dir: cur.IsDir}
-	i, found := slices.BinarySearchFunc(items, key, listedLess)
-	if found {
-		i++
-	}
-	return i, nil
 }
 
 // pageAfter returns, in listing order, the first n items that sort after

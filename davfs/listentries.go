@@ -58,10 +58,12 @@ func (f *FS) statItems(ctx context.Context, dirfd int, w wsPath, dir string, ite
 // entriesPar is entriesOf on workers goroutines (the caller is one).
 func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed, workers int) ([]Entry, error) {
 	dir := strings.Join(w.segs, "/")
-	// Each worker claims chunks of entriesChunk items and writes entry i to
-	// out[i]; a hidden item leaves out[i] zero (Name ""; a listed name is
-	// never empty). The first failure by item index wins, as in the
-	// sequential loop; later chunks stop being claimed once one is known.
+	// Each worker claims chunks of entriesChunk items and writes a chunk's
+	// entries into its part of out; a hidden item leaves a slot at the end
+	// of that part zero (Name ""; a listed name is never empty). The first
+	// failure by item index wins (chunks are disjoint: the earliest failed
+	// chunk holds it), as in the sequential loop; later chunks stop being
+	// claimed once one is known.
 	out := make([]Entry, len(items))
 	workers = min(workers, (len(items)+entriesChunk-1)/entriesChunk)
 	var (
@@ -95,20 +97,11 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 				fail(lo, ctxErr(ctx))
 				return
 			}
-			hi := min(lo+entriesChunk, len(items))
-			for i := lo; i < hi; i++ {
-				name := items[i].name
-				c := w
-				c.rel = childRel(dir, name)
-				e, err := f.statEntry(dirfd, c, name)
-				if err != nil {
-					if !skip(err) {
-						fail(i, err)
-						return
-					}
-					continue
-				}
-				out[i] = e
+			// The chunk's entries go to the start of its own part of out,
+			// in order; the first failure in it fails it.
+			if _, err := f.statItems(ctx, dirfd, w, dir, items[lo:min(lo+entriesChunk, len(items))], out[lo:lo]); err != nil {
+				fail(lo, err)
+				return
 			}
 		}
 	}

@@ -44,9 +44,9 @@ func TestOpenReadFastPath(t *testing.T) {
 				}
 			}
 			f, _, err := e.fs.OpenRead(bg, proj("p"), p)
-			_, _, pfd, werr := e.fs.openFile(w)
+			wfd, _, werr := e.fs.openFile(w)
 			if werr == nil {
-				unix.Close(pfd)
+				unix.Close(wfd)
 			}
 			if f != nil {
 				b := make([]byte, 16)
@@ -96,11 +96,10 @@ func BenchmarkOpenRead1KiB(b *testing.B) {
 	})
 	b.Run("openFile", func(b *testing.B) {
 		for b.Loop() {
-			fd, _, pfd, err := f.openFile(w)
+			fd, _, err := f.openFile(w)
 			if err != nil {
 				b.Fatal(err)
 			}
-			unix.Close(pfd)
 			unix.Close(fd)
 		}
 	})

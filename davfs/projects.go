@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -145,12 +144,7 @@ func (f *FS) CreateProject(ctx context.Context, name string) (Project, error) {
 	if err := f.syncRoot(); err != nil {
 		return Project{}, fsErr(err, name)
 	}
-	rfd, err := unix.Openat(f.projects.fd, ".", oDirPath|oCommon, 0)
-	if err != nil {
-		return Project{}, fsErr(err, name)
-	}
-	defer unix.Close(rfd)
-	return f.projectAt(rfd, name)
+	return f.projectAt(f.projects.fd, name)
 }
 
 // rollbackProject removes the directory CreateProject made, only if it is
@@ -204,7 +198,7 @@ func (f *FS) DeleteProjectWith(ctx context.Context, name, confirmName string, op
 	if f.denied(name) {
 		return res, newErr(CodePermissionDenied, ReasonDenylisted, nil, "project %q is denied", name)
 	}
-	if !f.visibleName(name) || strings.Contains(name, "/") {
+	if !f.visibleName(name) { // a single segment: no "/"
 		return res, newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
 	}
 	if !opts.SkipCheckpoint && f.projectErr(name) == nil {

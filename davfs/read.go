@@ -23,25 +23,19 @@ func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, err
 	if w.isRoot() {
 		return File{}, f.notAFile(w)
 	}
-	fd, st, pfd, err := f.openFile(w)
+	fd, st, err := f.openFile(w)
 	if err != nil {
 		return File{}, err
 	}
-	unix.Close(pfd)
 	defer unix.Close(fd)
-	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
 	if st.Size > f.cfg.MaxEditableFileSize {
-		e.Size, e.ModTime, e.Reason, e.Revision = st.Size, modTime(&st), NotEditableTooLarge, statRevision(&st)
-		e.ChangeTime = changeTime(&st)
-		return File{Entry: e}, nil
+		return File{Entry: statOnlyEntry(w.name(), w.rel, &st, NotEditableTooLarge)}, nil
 	}
 	c, data, err := f.fileContent(fd, &st, true)
 	if err != nil {
 		return File{}, contentErr(err, w)
 	}
-	e.Size, e.ModTime = st.Size, modTime(&st)
-	e.ChangeTime = changeTime(&st)
-	e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
+	e := fileEntry(w.name(), w.rel, &st, c)
 	if !e.Editable {
 		data = nil
 	}
@@ -62,47 +56,34 @@ func (f *FS) notAFile(w wsPath) error {
 
 // openFile opens the regular, single-link file w for reading. It checks the
 // type with fstatat before opening (a FIFO or device is never opened) and
-// again with fstat after. It returns the file fd, its stat and the parent
-// directory fd (O_PATH); the caller closes both.
-func (f *FS) openFile(w wsPath) (int, unix.Stat_t, int, error) {
+// again with fstat after. It returns the file fd and its stat; the caller
+// closes the fd.
+func (f *FS) openFile(w wsPath) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
 	pfd, err := f.openParent(w, oDirPath)
 	if err != nil {
-		return -1, st, -1, err
+		return -1, st, err
 	}
-	fd, err := f.openFileAt(pfd, w)
-	if err != nil {
-		unix.Close(pfd)
-		return -1, st, -1, err
-	}
-	if err := fstatOn(w.r, fd, &st); err != nil {
-		unix.Close(fd)
-		unix.Close(pfd)
-		return -1, st, -1, fsErr(err, w.rel)
-	}
-	if err := checkRegular(&st, w, linkRead); err != nil {
-		unix.Close(fd)
-		unix.Close(pfd)
-		return -1, st, -1, err
-	}
-	return fd, st, pfd, nil
-}
-
-// openFileAt opens w.name() in pfd for reading once fstatat says it is a
-// regular single-link file.
-func (f *FS) openFileAt(pfd int, w wsPath) (int, error) {
-	var st unix.Stat_t
+	defer unix.Close(pfd)
 	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
-		return -1, fsErr(err, w.rel)
+		return -1, st, fsErr(err, w.rel)
 	}
 	if err := checkRegular(&st, w, linkRead); err != nil {
-		return -1, err
+		return -1, st, err
 	}
 	fd, err := f.openName(w.r, pfd, w.name(), oFile)
 	if err != nil {
-		return -1, fsErr(classifyAt(pfd, w.name(), err), w.rel)
+		return -1, st, fsErr(classifyAt(pfd, w.name(), err), w.rel)
 	}
-	return fd, nil
+	err = fstatOn(w.r, fd, &st)
+	if err == nil {
+		err = checkRegular(&st, w, linkRead)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, st, fsErr(err, w.rel) // a checkRegular *Error as it is
+	}
+	return fd, st, nil
 }
 
 // checkRegular refuses anything but a regular file on w's root device
@@ -188,13 +169,6 @@ const smallReadMax = 64 << 10
 // with no further system call; a larger file is an *os.File, so
 // http.ServeContent can use sendfile. The caller closes the Reader.
 func (f *FS) OpenReader(ctx context.Context, ws Workspace, path string) (Reader, Entry, error) {
-	return f.OpenReaderBuf(ctx, ws, path, nil)
-}
-
-// OpenReaderBuf is OpenReader reading a small file into buf's array when
-// it holds the file and one byte more (else into a new one). buf belongs
-// to the Reader until the caller is done with it.
-func (f *FS) OpenReaderBuf(ctx context.Context, ws Workspace, path string, buf []byte) (Reader, Entry, error) {
 	fd, w, st, err := f.openRead(ws, path)
 	if err != nil {
 		return nil, Entry{}, err
@@ -202,17 +176,12 @@ func (f *FS) OpenReaderBuf(ctx context.Context, ws Workspace, path string, buf [
 	if st.Size > smallReadMax || !f.hashedByContent(&st) {
 		return f.osFile(fd, w, &st)
 	}
-	if int64(cap(buf)) < st.Size+1 {
-		buf = make([]byte, 0, st.Size+1)
-	}
-	c, data, err := f.fileContentInto(fd, &st, true, buf[:0])
+	c, data, err := f.fileContentInto(fd, &st, true, make([]byte, 0, st.Size+1))
 	unix.Close(fd)
 	if err != nil {
 		return nil, Entry{}, contentErr(err, w)
 	}
-	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st), ChangeTime: changeTime(&st),
-		Revision: contentRevision(c.sum, &st), Reason: c.class, Editable: c.class == EditableOK}
-	return memReader{bytes.NewReader(data), data}, e, nil
+	return memReader{bytes.NewReader(data), data}, fileEntry(w.name(), w.rel, &st, c), nil
 }
 
 // memReader is a small file's content (OpenReader); Close has nothing to
@@ -236,32 +205,25 @@ func (f *FS) openRead(ws Workspace, path string) (int, wsPath, unix.Stat_t, erro
 	}
 	fd, st, ok := f.openFileFast(w)
 	if !ok {
-		var pfd int
-		fd, st, pfd, err = f.openFile(w)
-		if err != nil {
-			return -1, w, st, err
-		}
-		unix.Close(pfd)
+		fd, st, err = f.openFile(w)
 	}
-	return fd, w, st, nil
+	return fd, w, st, err
 }
 
 // osFile describes the file open as fd (from openRead) and turns fd into an
 // *os.File; on error it closes fd.
 func (f *FS) osFile(fd int, w wsPath, st *unix.Stat_t) (*os.File, Entry, error) {
-	e := Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
+	var e Entry
 	if f.hashedByContent(st) {
 		c, _, err := f.fileContent(fd, st, false)
 		if err != nil {
 			unix.Close(fd)
 			return nil, Entry{}, contentErr(err, w)
 		}
-		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
+		e = fileEntry(w.name(), w.rel, st, c)
 	} else {
-		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
+		e = statOnlyEntry(w.name(), w.rel, st, NotEditableTooLarge)
 	}
-	e.Size, e.ModTime = st.Size, modTime(st)
-	e.ChangeTime = changeTime(st)
 	// Clear O_NONBLOCK (the only status flag set at open) in one fcntl.
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
 		unix.Close(fd)

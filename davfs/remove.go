@@ -22,7 +22,7 @@ var (
 	errLinkedInside  = errors.New("davfs: a file to be replaced has more than one hard link")
 )
 
-// tree is one recursive delete (DeleteEntryWith): what each entry is
+// tree is one recursive delete (DeleteEntryResult): what each entry is
 // checked against, in both passes.
 type tree struct {
 	r root
@@ -219,9 +219,14 @@ func (t *tree) remove(ctx context.Context, pfd int, name string, ino uint64) err
 		t.afterCheck()
 	}
 	// Once deleting, finish: a half-deleted tree helps nobody.
-	ctx = context.WithoutCancel(ctx)
+	return t.empty(context.WithoutCancel(ctx), pfd, name, fd, t.rel, 0)
+}
+
+// empty deletes everything below the open directory fd (at depth, path
+// rel), checking each entry, and then the directory itself (name in pfd).
+func (t *tree) empty(ctx context.Context, pfd int, name string, fd int, rel string, depth int) error {
 	for round := 0; ; round++ {
-		if err := t.walk(ctx, fd, t.rel, 0, true); err != nil {
+		if err := t.walk(ctx, fd, rel, depth, true); err != nil {
 			return err
 		}
 		err := unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
@@ -318,18 +323,8 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 	if err := t.checkKept(fd, rel, name, &st); err != nil {
 		return err
 	}
-	if err := t.walk(ctx, cfd, rel, depth+1, del); err != nil || !del {
-		return err
+	if !del {
+		return t.walk(ctx, cfd, rel, depth+1, false)
 	}
-	for round := 0; ; round++ {
-		err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
-		if (err == unix.ENOTEMPTY || err == unix.EEXIST) && round < 8 {
-			// Something was added meanwhile: check and empty it again.
-			if err := t.walk(ctx, cfd, rel, depth+1, del); err != nil {
-				return err
-			}
-			continue
-		}
-		return err
-	}
+	return t.empty(ctx, fd, name, cfd, rel, depth+1)
 }

@@ -191,33 +191,7 @@ func (w wsPath) parent() wsPath {
 }
 
 // fullRel is the path from the namespace root to w ("/"-joined full()).
-func (w wsPath) fullRel() string {
-	if len(w.base) == 0 {
-		return strings.Join(w.segs, "/")
-	}
-	n := len(w.segs) + len(w.base) - 1
-	for _, s := range w.base {
-		n += len(s)
-	}
-	for _, s := range w.segs {
-		n += len(s)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for i, s := range w.base {
-		if i > 0 {
-			b.WriteByte('/')
-		}
-		b.WriteString(s)
-	}
-	for _, s := range w.segs {
-		if b.Len() > 0 {
-			b.WriteByte('/')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
-}
+func (w wsPath) fullRel() string { return strings.Join(w.full(w.segs), "/") }
 
 // resolve validates a workspace reference and a path in it.
 func (f *FS) resolve(ws Workspace, p string) (wsPath, error) {
@@ -277,17 +251,13 @@ func (f *FS) openParent(w wsPath, flags int) (int, error) {
 func (f *FS) resolveErr(w wsPath, rel string, err error) error {
 	switch errnoOf(err) {
 	case unix.ENOENT, unix.ENOTDIR:
-		if w.ws.Scope == ScopeProject {
-			if perr := f.projectErr(w.ws.Project); perr != nil {
-				return perr
-			}
+		if perr := f.wsErr(w); perr != nil {
+			return perr
 		}
 		return fsErr(err, rel)
 	case unix.ELOOP, unix.EXDEV:
-		if w.ws.Scope == ScopeProject {
-			if perr := f.projectErr(w.ws.Project); perr != nil {
-				return perr
-			}
+		if perr := f.wsErr(w); perr != nil {
+			return perr
 		}
 		return newErr(CodePermissionDenied, ReasonSymlink, err, "%q is or crosses a symbolic link", rel)
 	}

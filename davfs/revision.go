@@ -212,8 +212,7 @@ func (f *FS) hashedByContent(st *unix.Stat_t) bool {
 
 // cacheable reports whether a hash taken of the state st may be cached.
 func cacheable(st *unix.Stat_t) bool {
-	age := time.Since(time.Unix(0, st.Ctim.Nano()))
-	return age > cacheMinAge
+	return time.Since(changeTime(st)) > cacheMinAge
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}

@@ -25,6 +25,26 @@ func changeTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Ctim.Nano())
 
 func isType(st *unix.Stat_t, t uint32) bool { return st.Mode&unix.S_IFMT == t }
 
+// fileEntry is the Entry of the regular file name (workspace path rel)
+// whose stat is st, with the revision and editability of its content c.
+func fileEntry(name, rel string, st *unix.Stat_t, c content) Entry {
+	return Entry{Name: name, Path: rel, Type: TypeFile, Size: st.Size, ModTime: modTime(st), ChangeTime: changeTime(st),
+		Revision: contentRevision(c.sum, st), Reason: c.class, Editable: c.class == EditableOK}
+}
+
+// statOnlyEntry is fileEntry for a file whose content is not hashed, why
+// says why: its revision is the stat's alone.
+func statOnlyEntry(name, rel string, st *unix.Stat_t, why NonEditableReason) Entry {
+	return Entry{Name: name, Path: rel, Type: TypeFile, Size: st.Size, ModTime: modTime(st), ChangeTime: changeTime(st),
+		Revision: statRevision(st), Reason: why, MultipleLinks: why == NotEditableMultipleLinks}
+}
+
+// dirEntry is the Entry of the directory name (workspace path rel) whose
+// stat is st.
+func dirEntry(name, rel string, st *unix.Stat_t) Entry {
+	return Entry{Name: name, Path: rel, Type: TypeDirectory, ModTime: modTime(st), ChangeTime: changeTime(st), Revision: dirRevision(st)}
+}
+
 func errNotRegular(rel string) *Error {
 	return newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q is not a regular file or directory", rel)
 }
@@ -44,36 +64,22 @@ func (f *FS) statEntry(dirfd int, w wsPath, name string) (Entry, error) {
 // stat alone when no read is needed: a directory on r's device, a file
 // with several links or over the editable size, or one whose content hash
 // is cached. ok is false for anything else (entryFromStat then decides).
-func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (e Entry, ok bool) {
-	e = Entry{Name: name, Path: rel}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		if st.Dev != r.dev {
-			return Entry{}, false
-		}
-		e.Type, e.ModTime, e.Revision = TypeDirectory, modTime(st), dirRevision(st)
-		e.ChangeTime = changeTime(st)
-		return e, true
-	case unix.S_IFREG:
-	default:
+func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (Entry, bool) {
+	switch {
+	case isType(st, unix.S_IFDIR) && st.Dev == r.dev:
+		return dirEntry(name, rel, st), true
+	case !isType(st, unix.S_IFREG):
+		return Entry{}, false
+	case st.Nlink > 1:
+		return statOnlyEntry(name, rel, st, NotEditableMultipleLinks), true
+	case st.Size > f.cfg.MaxEditableFileSize:
+		return statOnlyEntry(name, rel, st, NotEditableTooLarge), true
+	}
+	c, hit := f.cache.get(keyOf(st))
+	if !hit {
 		return Entry{}, false
 	}
-	e.Type = TypeFile
-	switch {
-	case st.Nlink > 1:
-		e.Reason, e.Revision, e.MultipleLinks = NotEditableMultipleLinks, statRevision(st), true
-	case st.Size > f.cfg.MaxEditableFileSize:
-		e.Reason, e.Revision = NotEditableTooLarge, statRevision(st)
-	default:
-		c, hit := f.cache.get(keyOf(st))
-		if !hit {
-			return Entry{}, false
-		}
-		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
-	}
-	e.Size, e.ModTime = st.Size, modTime(st)
-	e.ChangeTime = changeTime(st)
-	return e, true
+	return fileEntry(name, rel, st, c), true
 }
 
 func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, attempt int) (Entry, error) {
@@ -92,14 +98,6 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 	default:
 		return Entry{}, errNotRegular(w.rel)
 	}
-	e := Entry{Name: name, Path: w.rel, Type: TypeFile}
-	// metadataOnly is the Entry of a file whose content cannot be read.
-	metadataOnly := func() Entry {
-		e.Reason, e.Revision = NotEditableUnknown, statRevision(st)
-		e.Size, e.ModTime = st.Size, modTime(st)
-		e.ChangeTime = changeTime(st)
-		return e
-	}
 	c, ok := f.cache.get(keyOf(st))
 	if !ok {
 		fd, err := f.openName(w.r, dirfd, name, oFile)
@@ -107,7 +105,7 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 				return Entry{}, fsErr(classifyAt(dirfd, name, err), w.rel)
 			}
-			return metadataOnly(), nil // unreadable (permissions)
+			return statOnlyEntry(name, w.rel, st, NotEditableUnknown), nil // unreadable (permissions)
 		}
 		var now unix.Stat_t
 		err = fstatOn(w.r, fd, &now)
@@ -128,13 +126,10 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 			return Entry{}, fsErr(err, w.rel) // a file bind mount
 		}
 		if err != nil {
-			return metadataOnly(), nil
+			return statOnlyEntry(name, w.rel, st, NotEditableUnknown), nil
 		}
 	}
-	e.Revision, e.Reason, e.Editable = contentRevision(c.sum, st), c.class, c.class == EditableOK
-	e.Size, e.ModTime = st.Size, modTime(st)
-	e.ChangeTime = changeTime(st)
-	return e, nil
+	return fileEntry(name, w.rel, st, c), nil
 }
 
 // skip reports whether a listing hides an entry that failed with err
@@ -218,7 +213,7 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		if !isType(&st, unix.S_IFDIR) {
 			return Entry{}, newErr(CodeNotFound, ReasonProjectNotFound, nil, "project %q not found", w.ws.Project)
 		}
-		return Entry{Name: w.name(), Type: TypeDirectory, ModTime: modTime(&st), ChangeTime: changeTime(&st), Revision: dirRevision(&st)}, nil
+		return dirEntry(w.name(), "", &st), nil
 	}
 	var e Entry
 	var err error
@@ -250,7 +245,7 @@ func (f *FS) globalRoot() (Entry, []Entry, error) {
 	h := xxhash.New()
 	var b [8]byte
 	if err := lstatOn(f.codex, f.codex.fd, globalSkills, &st); err == nil && isType(&st, unix.S_IFDIR) {
-		kids = append(kids, Entry{Name: globalSkills, Path: globalSkills, Type: TypeDirectory, ModTime: modTime(&st), ChangeTime: changeTime(&st), Revision: dirRevision(&st)})
+		kids = append(kids, dirEntry(globalSkills, globalSkills, &st))
 		binary.LittleEndian.PutUint64(b[:], statSum(&st))
 		h.Write(b[:])
 		root.ModTime = modTime(&st)

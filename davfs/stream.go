@@ -193,7 +193,7 @@ func (s *dirStream[T]) work(more func()) {
 
 		var r chunkResult[T]
 		ep := entryChunkPool.Get().(*[]Entry)
-		es, err := s.statChunk(items, (*ep)[:0])
+		es, err := s.f.statItems(s.ctx, s.fd, s.w, s.dir, items, (*ep)[:0])
 		if err != nil {
 			r.err = err
 		} else if len(es) > 0 {
@@ -288,10 +288,4 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 		}
 	}
 	return items, nil
-}
-
-// statChunk appends the Entries of items (names in the open directory
-// s.fd) to out, leaving out what ReadDir leaves out.
-func (s *dirStream[T]) statChunk(items []listed, out []Entry) ([]Entry, error) {
-	return s.f.statItems(s.ctx, s.fd, s.w, s.dir, items, out)
 }

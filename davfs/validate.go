@@ -53,17 +53,11 @@ func (f *FS) splitPathBuf(p string, dst []string) ([]string, error) {
 	var segs []string
 	if n <= cap(dst) {
 		segs = dst[:0:n]
-		for rest := p; ; {
-			i := strings.IndexByte(rest, '/')
-			if i < 0 {
-				segs = append(segs, rest)
-				break
-			}
-			segs = append(segs, rest[:i])
-			rest = rest[i+1:]
-		}
 	} else {
-		segs = strings.Split(p, "/")
+		segs = make([]string, 0, n)
+	}
+	for s := range strings.SplitSeq(p, "/") {
+		segs = append(segs, s)
 	}
 	for _, s := range segs {
 		if err := f.checkSegment(p, s); err != nil {

@@ -187,12 +187,10 @@ const (
 	levelNone                    // anything else under "/": does not exist
 )
 
-// Names of the fixed levels.
+// Names of the fixed levels (below "/global/": globalSkills, globalAgents).
 const (
 	dirProjects = "projects"
 	dirGlobal   = "global"
-	nameSkills  = "skills"
-	nameAgents  = "AGENTS.md"
 )
 
 // target is a parsed WebDAV name.
@@ -203,13 +201,8 @@ type target struct {
 	path  string // relative to the workspace root, "" for a project's root
 }
 
-// base is the name a FileInfo reports for t.
-func (t target) base() string {
-	if t.name == "/" {
-		return "/"
-	}
-	return path.Base(t.name)
-}
+// base is the name a FileInfo reports for t ("/" for "/").
+func (t target) base() string { return path.Base(t.name) }
 
 // isWorkspaceRoot reports whether t is a project's root directory (which
 // only CreateProject/DeleteProject may create or remove).
@@ -223,14 +216,7 @@ func (t target) isWorkspaceRoot() bool {
 // refuse them too), so a name can never climb from one namespace into
 // another by lexical cleaning.
 func cleanName(name string) string {
-	segs := strings.Split(name, "/")
-	out := segs[:0]
-	for _, s := range segs {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return "/" + strings.Join(out, "/")
+	return "/" + strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == '/' }), "/")
 }
 
 // parse maps a WebDAV name to its level, workspace and relative path. It
@@ -245,11 +231,7 @@ func parse(ctx context.Context, op, name string) (target, error) {
 	segs := strings.Split(clean[1:], "/")
 	for _, s := range segs {
 		if s == "." || s == ".." {
-			return t, wrapErr(ctx, op, clean, &Error{
-				Code:    CodeInvalidArgument,
-				Reason:  ReasonInvalidPath,
-				Message: "path must not contain . or .. segments",
-			})
+			return t, wrapErr(ctx, op, clean, newErr(CodeInvalidArgument, ReasonInvalidPath, nil, "path must not contain . or .. segments"))
 		}
 	}
 	switch segs[0] {
@@ -345,7 +327,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
 	}
 	// A removal that makes room for a COPY or MOVE destination never takes
-	// a file with more than one hard link: DeleteEntryWith checks that on an
+	// a file with more than one hard link: DeleteEntryResult checks that on an
 	// fd under the mutation lock.
 	opts.Replace = preconditionFor(ctx, t.name).Replacing
 	if id := unconditionalFrom(ctx).of(t.name); id != "" {
@@ -454,11 +436,7 @@ func checkMove(ctx context.Context, op, oldName, newName string) (src, dst targe
 		return src, dst, readOnlyErr(ctx, op, src.name, "this directory cannot be moved")
 	}
 	if dst.level != levelWorkspace || dst.isWorkspaceRoot() || dst.ws != src.ws {
-		return src, dst, wrapErr(ctx, op, src.name, &Error{
-			Code:    CodePermissionDenied,
-			Reason:  ReasonReadOnly,
-			Message: "entries can only be moved within one workspace",
-		})
+		return src, dst, readOnlyErr(ctx, op, src.name, "entries can only be moved within one workspace")
 	}
 	return src, dst, nil
 }
@@ -517,13 +495,17 @@ func (d *davFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error) {
 	switch t.level {
 	case levelRoot:
-		return rootInfo(), nil
+		return virtualInfo("/", time.Unix(0, 0).UTC(), rootRevision), nil
 	case levelProjects:
 		projects, err := d.listProjects(ctx, op, t.name)
 		if err != nil {
 			return nil, err
 		}
-		return projectsDirInfo(projects), nil
+		children := make([]*davInfo, len(projects))
+		for i, p := range projects {
+			children[i] = projectInfo(p)
+		}
+		return virtualDirInfo(dirProjects, children), nil
 	case levelGlobalRoot:
 		children, err := d.globalChildren(ctx, op, t.name)
 		if err != nil {
@@ -567,10 +549,10 @@ const maxProjectsPage = 500
 func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo, error) {
 	ws := Workspace{Scope: ScopeGlobal}
 	var out []*davInfo
-	for _, n := range []string{nameSkills, nameAgents} {
+	for _, n := range []string{globalSkills, globalAgents} {
 		e, err := d.fs.Stat(ctx, ws, n)
 		if err != nil {
-			if CodeOf(err) == CodeNotFound && n == nameAgents {
+			if CodeOf(err) == CodeNotFound && n == globalAgents {
 				continue
 			}
 			return nil, wrapErr(ctx, op, name, err)
@@ -592,11 +574,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 	access := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	wantsWrite := flag&(os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 || access == os.O_WRONLY
 	if flag&os.O_APPEND != 0 {
-		return nil, wrapErr(ctx, op, t.name, &Error{
-			Code:    CodePermissionDenied,
-			Reason:  ReasonReadOnly,
-			Message: "appending is not supported; files are replaced whole",
-		})
+		return nil, readOnlyErr(ctx, op, t.name, "appending is not supported; files are replaced whole")
 	}
 	if !wantsWrite {
 		// O_RDONLY, or O_RDWR without O_CREATE/O_TRUNC (x/net/webdav's
@@ -608,9 +586,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 
 func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File, error) {
 	switch t.level {
-	case levelRoot:
-		return &dirFile{ctx: ctx, d: d, t: t, info: rootInfo()}, nil
-	case levelProjects, levelGlobalRoot:
+	case levelRoot, levelProjects, levelGlobalRoot:
 		fi, err := d.stat(ctx, op, t)
 		if err != nil {
 			return nil, err
@@ -656,41 +632,22 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	switch {
 	case err == nil:
 		if e.Type == TypeDirectory {
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodeFailedPrecondition,
-				Reason:  ReasonNotAFile,
-				Message: "the target is a directory",
-			})
+			return nil, wrapErr(ctx, op, t.name, newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "the target is a directory"))
 		}
 		if e.Type != TypeFile {
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodeFailedPrecondition,
-				Reason:  ReasonNotRegular,
-				Message: "the target is not a regular file",
-			})
+			return nil, wrapErr(ctx, op, t.name, newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "the target is not a regular file"))
 		}
 		if e.Reason == NotEditableMultipleLinks {
 			// WriteStream refuses it too; say so before reading the body.
 			return nil, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 		}
 		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodeAlreadyExists,
-				Reason:  ReasonAlreadyExists,
-				Message: "the target already exists",
-			})
+			return nil, wrapErr(ctx, op, t.name, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "the target already exists"))
 		}
 		if flag&os.O_TRUNC == 0 {
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodePermissionDenied,
-				Reason:  ReasonReadOnly,
-				Message: "files are replaced whole; partial writes are not supported",
-			})
+			return nil, readOnlyErr(ctx, op, t.name, "files are replaced whole; partial writes are not supported")
 		}
-		if pre.IfNoneMatch {
-			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
-		}
-		if pre.IfMatch != "" && pre.IfMatch != e.Revision {
+		if pre.IfNoneMatch || (pre.IfMatch != "" && pre.IfMatch != e.Revision) {
 			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
 		}
 		if pre.Required && pre.IfMatch == "" {
@@ -726,11 +683,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 		if pe.Type != TypeDirectory {
 			// os.OpenFile says ENOTDIR; x/net/webdav answers 409 only
 			// for "not exist", which is what a client needs to hear.
-			return nil, wrapErr(ctx, op, t.name, &Error{
-				Code:    CodeNotFound,
-				Reason:  ReasonNotADirectory,
-				Message: "the parent is not a directory",
-			})
+			return nil, wrapErr(ctx, op, t.name, newErr(CodeNotFound, ReasonNotADirectory, nil, "the parent is not a directory"))
 		}
 	default:
 		return nil, wrapErr(ctx, op, t.name, err)

@@ -190,11 +190,7 @@ func errNotFound() *Error {
 }
 
 func errRevisionMismatch() *Error {
-	return &Error{
-		Code:    CodeAborted,
-		Reason:  ReasonRevisionMismatch,
-		Message: "the target's revision does not match the precondition",
-	}
+	return newErr(CodeAborted, ReasonRevisionMismatch, nil, "the target's revision does not match the precondition")
 }
 
 func readOnlyErr(ctx context.Context, op, name, msg string) error {
@@ -202,11 +198,8 @@ func readOnlyErr(ctx context.Context, op, name, msg string) error {
 }
 
 func errPreconditionRequired() *Error {
-	return &Error{
-		Code:    CodeFailedPrecondition,
-		Reason:  "PRECONDITION_REQUIRED",
-		Message: "send If-Match with the current ETag (or hold a lock) to replace or remove an existing resource",
-	}
+	return newErr(CodeFailedPrecondition, "PRECONDITION_REQUIRED", nil,
+		"send If-Match with the current ETag (or hold a lock) to replace or remove an existing resource")
 }
 
 func errAlreadyExists() *Error {

@@ -99,11 +99,7 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 	switch f.t.level {
 	case levelRoot:
 		var out []os.FileInfo
-		for _, n := range []string{dirProjects, dirGlobal} {
-			t, err := parse(f.ctx, op, "/"+n)
-			if err != nil {
-				return nil, err
-			}
+		for _, t := range []target{{name: "/" + dirProjects, level: levelProjects}, {name: "/" + dirGlobal, level: levelGlobalRoot}} {
 			fi, err := f.d.stat(f.ctx, op, t)
 			if err != nil {
 				return nil, err
@@ -183,7 +179,7 @@ func (f *readFile) file() (Reader, error) {
 	if f.f != nil || f.err != nil {
 		return f.f, f.err
 	}
-	if f.info.entry.Reason == NotEditableMultipleLinks {
+	if f.info.e.Reason == NotEditableMultipleLinks {
 		f.err = wrapErr(f.ctx, "read", f.t.name, errMultipleLinks(f.t.path))
 		return nil, f.err
 	}
@@ -192,13 +188,9 @@ func (f *readFile) file() (Reader, error) {
 		f.err = wrapErr(f.ctx, "read", f.t.name, err)
 		return nil, f.err
 	}
-	if e.Revision != f.info.revision {
+	if e.Revision != f.info.e.Revision {
 		osf.Close()
-		f.err = wrapErr(f.ctx, "read", f.t.name, &Error{
-			Code:    CodeAborted,
-			Reason:  ReasonRevisionMismatch,
-			Message: "the file changed while it was being opened; retry",
-		})
+		f.err = wrapErr(f.ctx, "read", f.t.name, newErr(CodeAborted, ReasonRevisionMismatch, nil, "the file changed while it was being opened; retry"))
 		return nil, f.err
 	}
 	f.f = osf
@@ -230,19 +222,11 @@ func (f *readFile) Seek(offset int64, whence int) (int64, error) {
 }
 
 func (f *readFile) Write(p []byte) (int, error) {
-	return 0, wrapErr(f.ctx, "write", f.t.name, &Error{
-		Code:    CodePermissionDenied,
-		Reason:  ReasonReadOnly,
-		Message: "the file is open read-only",
-	})
+	return 0, readOnlyErr(f.ctx, "write", f.t.name, "the file is open read-only")
 }
 
 func (f *readFile) Readdir(count int) ([]os.FileInfo, error) {
-	return nil, wrapErr(f.ctx, "readdir", f.t.name, &Error{
-		Code:    CodeFailedPrecondition,
-		Reason:  ReasonNotADirectory,
-		Message: "not a directory",
-	})
+	return nil, wrapErr(f.ctx, "readdir", f.t.name, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "not a directory"))
 }
 
 func (f *readFile) Stat() (os.FileInfo, error) { return f.info, nil }
@@ -298,7 +282,7 @@ func startUpload(ctx context.Context, d *davFS, t target, pre Precondition, vers
 	go func() {
 		defer close(w.done)
 		defer release()
-		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.fs.MaxUploadSize(), pre)
+		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.fs.cfg.MaxUploadSize, pre)
 		w.entry, w.err = e, err
 		if err != nil {
 			pr.CloseWithError(err) // unblocks a Write with WriteStream's error

@@ -15,51 +15,48 @@ import (
 // webdav.ETager (the strong, quoted revision) and webdav.ContentTyper (by
 // extension only: content is never read to guess a type).
 type davInfo struct {
-	name     string
-	size     int64
-	dir      bool
-	modTime  time.Time
-	revision string
-	entry    Entry // the davfs Entry of a workspace name; zero for virtual levels
+	name    string
+	e       Entry // of a workspace name; for the virtual levels only Type, ModTime and Revision
+	virtual bool
 }
 
 func (i *davInfo) Name() string { return i.name }
-func (i *davInfo) Size() int64  { return i.size }
-func (i *davInfo) IsDir() bool  { return i.dir }
+func (i *davInfo) Size() int64  { return i.e.Size }
+func (i *davInfo) IsDir() bool  { return i.e.Type == TypeDirectory }
 
 // Sys returns the davfs Entry of a name inside a workspace (so a handler
 // can see, for example, that a file has several hard links), nil for the
 // virtual levels.
 func (i *davInfo) Sys() any {
-	if i.entry.Type == TypeUnspecified {
+	if i.virtual {
 		return nil
 	}
-	return i.entry
+	return i.e
 }
 
 // Mode reports 0755 for directories and 0644 for files: the modes davfs
 // creates. The real mode is kept by writes but not exposed.
 func (i *davInfo) Mode() fs.FileMode {
-	if i.dir {
+	if i.IsDir() {
 		return fs.ModeDir | 0o755
 	}
 	return 0o644
 }
 
-func (i *davInfo) ModTime() time.Time { return i.modTime }
+func (i *davInfo) ModTime() time.Time { return i.e.ModTime }
 
 // Revision is the davfs revision (the ETag without quotes).
-func (i *davInfo) Revision() string { return i.revision }
+func (i *davInfo) Revision() string { return i.e.Revision }
 
 // ETag implements webdav.ETager: the revision as a strong entity tag, so the
 // WebDAV ETag equals the gRPC/REST revision.
 func (i *davInfo) ETag(ctx context.Context) (string, error) {
-	return `"` + i.revision + `"`, nil
+	return `"` + i.e.Revision + `"`, nil
 }
 
 // ContentType implements webdav.ContentTyper.
 func (i *davInfo) ContentType(ctx context.Context) (string, error) {
-	if i.dir {
+	if i.IsDir() {
 		return "httpd/unix-directory", nil
 	}
 	return ContentType(i.name), nil
@@ -102,36 +99,18 @@ func ContentType(name string) string {
 	return "application/octet-stream"
 }
 
-func entryInfo(name string, e Entry) *davInfo {
-	return &davInfo{
-		name:     name,
-		size:     e.Size,
-		dir:      e.Type == TypeDirectory,
-		modTime:  e.ModTime,
-		revision: e.Revision,
-		entry:    e,
-	}
+func entryInfo(name string, e Entry) *davInfo { return &davInfo{name: name, e: e} }
+
+// virtualInfo describes a directory no davfs Entry stands for.
+func virtualInfo(name string, modTime time.Time, revision string) *davInfo {
+	return &davInfo{name: name, e: Entry{Type: TypeDirectory, ModTime: modTime, Revision: revision}, virtual: true}
 }
 
-func projectInfo(p Project) *davInfo {
-	return &davInfo{name: p.Name, dir: true, modTime: p.ModTime, revision: p.Revision}
-}
+func projectInfo(p Project) *davInfo { return virtualInfo(p.Name, p.ModTime, p.Revision) }
 
 // rootRevision is the constant revision of "/": its children (projects/ and
 // global/) never change.
 const rootRevision = "davfs-root-v1"
-
-func rootInfo() *davInfo {
-	return &davInfo{name: "/", dir: true, modTime: time.Unix(0, 0).UTC(), revision: rootRevision}
-}
-
-func projectsDirInfo(projects []Project) *davInfo {
-	children := make([]*davInfo, len(projects))
-	for i, p := range projects {
-		children[i] = projectInfo(p)
-	}
-	return virtualDirInfo(dirProjects, children)
-}
 
 // virtualDirInfo describes a virtual directory. Its revision is a digest of
 // its children's names and revisions ("v-" + 32 hex digits), its ModTime the
@@ -144,15 +123,10 @@ func virtualDirInfo(name string, children []*davInfo) *davInfo {
 		h.Write([]byte{0})
 		h.Write([]byte(c.name))
 		h.Write([]byte{0})
-		h.Write([]byte(c.revision))
-		if c.modTime.After(mod) {
-			mod = c.modTime
+		h.Write([]byte(c.e.Revision))
+		if c.e.ModTime.After(mod) {
+			mod = c.e.ModTime
 		}
 	}
-	return &davInfo{
-		name:     name,
-		dir:      true,
-		modTime:  mod,
-		revision: "v-" + hex.EncodeToString(h.Sum(nil)[:16]),
-	}
+	return virtualInfo(name, mod, "v-"+hex.EncodeToString(h.Sum(nil)[:16]))
 }

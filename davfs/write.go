@@ -292,41 +292,61 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 	if err != nil {
 		return Entry{}, err
 	}
-	if f.hooks.beforeLock != nil {
-		f.hooks.beforeLock()
-	}
-	st, old, err := f.lockedUpdate(pfd, pid, w, t, expectedRevision)
+	st, err := f.commitWrite(pfd, pid, w, t, func() (*unix.Stat_t, error) {
+		target, err := f.editableTarget(pfd, w, expectedRevision)
+		return &target, err
+	})
 	if err != nil {
 		return Entry{}, err
 	}
+	return fileEntry(w.name(), w.rel, &st, c), nil
+}
+
+// commitWrite commits the complete temp file t of UpdateFile or
+// WriteStream onto w, in its parent pfd (identity pid), and returns the new
+// file's stat. Under the mutation lock (lockedCommit) it re-checks the
+// parent, runs check (the target's own re-checks, which return the stat of
+// the file being replaced, nil for a create) and renames. The directory
+// fsync runs after the unlock (other commits need not queue behind it) and
+// is shared with concurrent writes into the same directory (syncDir);
+// success is only returned once it is done. On failure t is discarded.
+func (f *FS) commitWrite(pfd int, pid fdIdentity, w wsPath, t tempFile, check func() (*unix.Stat_t, error)) (unix.Stat_t, error) {
+	if f.hooks.beforeLock != nil {
+		f.hooks.beforeLock()
+	}
+	st, old, err := f.lockedCommit(pfd, pid, w, t, check)
+	if err != nil {
+		return st, err
+	}
 	defer closeRef(old) // frees the replaced file, outside the lock
-	// The directory fsync runs after the unlock (other commits need not
-	// queue behind it) and is shared with concurrent writes into the same
-	// directory; success is only returned once it is done.
 	err = f.syncDir(pfd, pid)
 	unix.Close(t.fd)
 	if err != nil {
-		return Entry{}, fsErr(err, w.rel)
+		return st, fsErr(err, w.rel)
 	}
-	return Entry{Name: w.name(), Path: w.rel, Type: TypeFile, Size: st.Size, ModTime: modTime(&st), ChangeTime: changeTime(&st),
-		Revision: contentRevision(c.sum, &st), Editable: true}, nil
+	return st, nil
 }
 
-// lockedUpdate is UpdateFile's part under the mutation lock: the parent
-// and revision re-checks and the rename. On failure t is discarded.
-func (f *FS) lockedUpdate(pfd int, pid fdIdentity, w wsPath, t tempFile, want string) (unix.Stat_t, int, error) {
+// lockedCommit is commitWrite's part under the mutation lock. It returns
+// the reference to a replaced file (commit's old).
+func (f *FS) lockedCommit(pfd int, pid fdIdentity, w wsPath, t tempFile, check func() (*unix.Stat_t, error)) (unix.Stat_t, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.recheckParent(w, pid); err != nil {
-		t.discard(pfd)
-		return unix.Stat_t{}, -1, err
+	err := f.recheckParent(w, pid)
+	var target *unix.Stat_t
+	if err == nil {
+		target, err = check()
 	}
-	target, err := f.editableTarget(pfd, w, want)
 	if err != nil {
 		t.discard(pfd)
 		return unix.Stat_t{}, -1, err
 	}
-	return f.commit(pfd, w, t, &target)
+	st, old, err := f.commit(pfd, w, t, target)
+	if err != nil && target == nil && ReasonOf(err) == ReasonAlreadyExists {
+		// Created by someone else between the check and the rename.
+		err = newErr(CodeAborted, ReasonRevisionMismatch, err, "%q was created concurrently", w.rel)
+	}
+	return st, old, err
 }
 
 // commit renames the temp file t onto w.name() in pfd and returns the new
@@ -497,66 +517,28 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	if err != nil {
 		return Entry{}, false, err
 	}
-	if f.hooks.beforeLock != nil {
-		f.hooks.beforeLock()
-	}
-	st, exists, old, err := f.lockedStream(pfd, pid, w, t, pre)
+	exists := false
+	st, err := f.commitWrite(pfd, pid, w, t, func() (*unix.Stat_t, error) {
+		cur, rev, _, err := f.streamTarget(pfd, w, pre.IfMatch != "")
+		exists = cur != nil
+		if err == nil {
+			err = checkPrecondition(w, pre, exists, rev)
+		}
+		return cur, err
+	})
 	if err != nil {
 		return Entry{}, false, err
-	}
-	defer closeRef(old) // frees the replaced file, outside the lock
-	// The directory fsync runs after the unlock and is shared with
-	// concurrent writes into the same directory (syncDir); success is only
-	// returned once it is done.
-	err = f.syncDir(pfd, pid)
-	unix.Close(t.fd)
-	if err != nil {
-		return Entry{}, false, fsErr(err, w.rel)
 	}
 	// The revision binds what was streamed with the committed inode's stat:
 	// if anything rewrites the file after the rename, its stat moves on and
 	// the next read reports a different revision.
-	e = Entry{Name: w.name(), Path: w.rel, Type: TypeFile}
 	switch {
 	case st.Nlink > 1: // linked by another process since the rename
-		e.Reason, e.Revision, e.MultipleLinks = NotEditableMultipleLinks, statRevision(&st), true
+		e = statOnlyEntry(w.name(), w.rel, &st, NotEditableMultipleLinks)
 	case f.hashedByContent(&st):
-		c := scan.result()
-		e.Revision, e.Reason, e.Editable = contentRevision(c.sum, &st), c.class, c.class == EditableOK
+		e = fileEntry(w.name(), w.rel, &st, scan.result())
 	default:
-		e.Reason, e.Revision = NotEditableTooLarge, statRevision(&st)
+		e = statOnlyEntry(w.name(), w.rel, &st, NotEditableTooLarge)
 	}
-	e.Size, e.ModTime = st.Size, modTime(&st)
-	e.ChangeTime = changeTime(&st)
 	return e, !exists, nil
-}
-
-// lockedStream is WriteStream's part under the mutation lock: the parent
-// and precondition re-checks and the rename. It reports whether the target
-// existed. On failure t is discarded.
-func (f *FS) lockedStream(pfd int, pid fdIdentity, w wsPath, t tempFile, pre Precondition) (unix.Stat_t, bool, int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.recheckParent(w, pid); err != nil {
-		t.discard(pfd)
-		return unix.Stat_t{}, false, -1, err
-	}
-	cur, rev, _, err := f.streamTarget(pfd, w, pre.IfMatch != "")
-	exists := cur != nil
-	if err == nil {
-		err = checkPrecondition(w, pre, exists, rev)
-	}
-	if err != nil {
-		t.discard(pfd)
-		return unix.Stat_t{}, false, -1, err
-	}
-	st, old, err := f.commit(pfd, w, t, cur)
-	if err != nil {
-		if !exists && ReasonOf(err) == ReasonAlreadyExists {
-			// Created by someone else between the check and the rename.
-			err = newErr(CodeAborted, ReasonRevisionMismatch, err, "%q was created concurrently", w.rel)
-		}
-		return unix.Stat_t{}, false, -1, err
-	}
-	return st, exists, old, nil
 }
