@@ -170,6 +170,9 @@ func TestWatchSSE(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("Content-Type %q", ct)
 	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("watch stream Cache-Control %q, want no-store", cc)
+	}
 	ready, _ := s.next(t)
 	if ready.str("kind") != "WATCH_EVENT_KIND_READY" || ready.id == "" {
 		t.Fatalf("first event %+v", ready)

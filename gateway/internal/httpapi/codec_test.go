@@ -142,6 +142,8 @@ func TestWireFormatAndNoStore(t *testing.T) {
 		httptest.NewRequest(http.MethodGet, APIPrefix+"/agents/codex-a/projects", nil),                 // 401
 		httptest.NewRequest(http.MethodGet, APIPrefix+"/agents/codex-a/projects/entries", nil),         // 401
 		httptest.NewRequest(http.MethodPost, APIPrefix+"/session", strings.NewReader(`{"token":"x"}`)), // 401
+		httptest.NewRequest(http.MethodGet, APIPrefix+"/session", nil),                                 // whoami, 401
+		authed(httptest.NewRequest(http.MethodGet, APIPrefix+"/session", nil)),                         // whoami, 200
 		httptest.NewRequest(http.MethodGet, "/api/nothing", nil),                                       // 404
 	} {
 		if w := serve(s, req); w.Header().Get("Cache-Control") != "no-store" {
@@ -179,4 +181,9 @@ func TestMarshalMatchesJSONPb(t *testing.T) {
 			t.Errorf("%s: Marshal differs from runtime.JSONPb:\n got %.200s\nwant %.200s", name, got, want)
 		}
 	}
+}
+
+func authed(r *http.Request) *http.Request {
+	r.Header.Set("Authorization", "Bearer tok")
+	return r
 }

@@ -184,6 +184,12 @@ func TestMutationRoute(t *testing.T) {
 		{"GET", p + "/entries", "", ""},
 		{"POST", APIPrefix + "/session", "", ""},
 		{"POST", APIPrefix + "/agents/x/other", "", ""},
+		{"POST", APIPrefix + "/agents/codex-a/checkpoints", "create_checkpoint", ""},
+		{"POST", APIPrefix + "/agents/codex-a/checkpoints/c1:restore", "restore_checkpoint", ""},
+		{"DELETE", APIPrefix + "/agents/codex-a/checkpoints/c1", "delete_checkpoint", ""},
+		{"GET", APIPrefix + "/agents/codex-a/checkpoints", "", ""},
+		{"GET", APIPrefix + "/agents/codex-a/checkpoints/c1", "", ""},
+		{"POST", APIPrefix + "/agents/codex-a/checkpoints/c1", "", ""},
 	} {
 		path, query, _ := strings.Cut(c.path, "?")
 		action, agent, project := mutationRoute(c.method, path, query)
