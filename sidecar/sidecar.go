@@ -44,10 +44,8 @@ const DefaultShutdownTimeout = 25 * time.Second
 // Deps are what New needs besides the Config. Zero values take defaults.
 type Deps struct {
 	// Logger is the root logger. Nil: an hclog logger built from cfg.Log
-	// writing to Stderr.
+	// writing to os.Stderr.
 	Logger hclog.Logger
-	// Stderr is where the default logger writes. Nil: os.Stderr.
-	Stderr io.Writer
 	// Registry receives every metric and is served on /metrics. Nil: a new
 	// registry with the Go and process collectors.
 	Registry *prometheus.Registry
@@ -55,8 +53,6 @@ type Deps struct {
 	Initializer davfs.ProjectInitializer
 	// ShutdownTimeout bounds the drain after the context ends. 0: DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// Now is the clock. Nil: time.Now.
-	Now func() time.Time
 }
 
 // Sidecar is a configured, not yet listening sidecar.
@@ -65,7 +61,6 @@ type Sidecar struct {
 	deps     Deps
 	log      hclog.Logger
 	fs       *davfs.FS
-	metrics  *metrics.Metrics
 	registry *prometheus.Registry
 	grpc     *grpc.Server
 	health   *health.Server
@@ -91,11 +86,8 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Stderr == nil {
-		deps.Stderr = os.Stderr
-	}
 	if deps.Logger == nil {
-		deps.Logger = NewLogger(cfg.Log, deps.Stderr)
+		deps.Logger = NewLogger(cfg.Log, os.Stderr)
 	}
 	if deps.Registry == nil {
 		deps.Registry = prometheus.NewRegistry()
@@ -104,16 +96,12 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	if deps.ShutdownTimeout <= 0 {
 		deps.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
 	s := &Sidecar{cfg: cfg, deps: deps, log: deps.Logger, registry: deps.Registry}
 
 	m, err := metrics.New(deps.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	s.metrics = m
 	for _, md := range slices.Concat(workspacev1.WorkspaceService_ServiceDesc.Methods, workspacev1.CheckpointService_ServiceDesc.Methods) {
 		m.Init(md.MethodName)
 	}
@@ -151,7 +139,6 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		DeniedNames:         append([]string(nil), p.DeniedDirectories...),
 		Initializer:         initializer,
 		Logger:              s.log.Named("davfs"),
-		Now:                 deps.Now,
 		Checkpoints:         cfg.Services.Checkpoints.davfs(p),
 		CheckpointObserver:  cm.Observe,
 	})
