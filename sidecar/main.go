@@ -40,7 +40,7 @@ func Main(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := NewLogger(cfg.Log, stderr)
-	s, err := New(cfg, Deps{Logger: log, Stderr: stderr, ShutdownTimeout: *shutdown})
+	s, err := New(cfg, Deps{Logger: log, ShutdownTimeout: *shutdown})
 	if err != nil {
 		log.Error("start failed", "error", err)
 		return 1

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/dav"
 	"github.com/agentworkspace/files/sidecar/internal/gitinit"
 	"github.com/agentworkspace/files/sidecar/internal/metrics"
 	"github.com/agentworkspace/files/sidecar/internal/rpc"
@@ -42,10 +44,8 @@ const DefaultShutdownTimeout = 25 * time.Second
 // Deps are what New needs besides the Config. Zero values take defaults.
 type Deps struct {
 	// Logger is the root logger. Nil: an hclog logger built from cfg.Log
-	// writing to Stderr.
+	// writing to os.Stderr.
 	Logger hclog.Logger
-	// Stderr is where the default logger writes. Nil: os.Stderr.
-	Stderr io.Writer
 	// Registry receives every metric and is served on /metrics. Nil: a new
 	// registry with the Go and process collectors.
 	Registry *prometheus.Registry
@@ -53,8 +53,6 @@ type Deps struct {
 	Initializer davfs.ProjectInitializer
 	// ShutdownTimeout bounds the drain after the context ends. 0: DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// Now is the clock. Nil: time.Now.
-	Now func() time.Time
 }
 
 // Sidecar is a configured, not yet listening sidecar.
@@ -63,7 +61,6 @@ type Sidecar struct {
 	deps     Deps
 	log      hclog.Logger
 	fs       *davfs.FS
-	metrics  *metrics.Metrics
 	registry *prometheus.Registry
 	grpc     *grpc.Server
 	health   *health.Server
@@ -89,11 +86,8 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Stderr == nil {
-		deps.Stderr = os.Stderr
-	}
 	if deps.Logger == nil {
-		deps.Logger = NewLogger(cfg.Log, deps.Stderr)
+		deps.Logger = NewLogger(cfg.Log, os.Stderr)
 	}
 	if deps.Registry == nil {
 		deps.Registry = prometheus.NewRegistry()
@@ -102,24 +96,17 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	if deps.ShutdownTimeout <= 0 {
 		deps.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
 	s := &Sidecar{cfg: cfg, deps: deps, log: deps.Logger, registry: deps.Registry}
 
 	m, err := metrics.New(deps.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	s.metrics = m
-	for _, md := range workspacev1.WorkspaceService_ServiceDesc.Methods {
+	for _, md := range slices.Concat(workspacev1.WorkspaceService_ServiceDesc.Methods, workspacev1.CheckpointService_ServiceDesc.Methods) {
 		m.Init(md.MethodName)
 	}
 	for _, sd := range workspacev1.WatchService_ServiceDesc.Streams {
 		m.Init(sd.StreamName)
-	}
-	for _, md := range workspacev1.CheckpointService_ServiceDesc.Methods {
-		m.Init(md.MethodName)
 	}
 	cm, err := metrics.NewCheckpoints(deps.Registry)
 	if err != nil {
@@ -152,7 +139,6 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		DeniedNames:         append([]string(nil), p.DeniedDirectories...),
 		Initializer:         initializer,
 		Logger:              s.log.Named("davfs"),
-		Now:                 deps.Now,
 		Checkpoints:         cfg.Services.Checkpoints.davfs(p),
 		CheckpointObserver:  cm.Observe,
 	})
@@ -166,10 +152,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	}
 
 	// gRPC messages carry whole editable files; leave room for the envelope.
-	maxMsg := int(p.MaxEditableFileSize) + 1<<20
-	if maxMsg < 4<<20 {
-		maxMsg = 4 << 20
-	}
+	maxMsg := max(int(p.MaxEditableFileSize)+1<<20, 4<<20)
 	win := min(maxMsg, 16<<20)
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), m)),
@@ -198,12 +181,14 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 
-	s.dav = newDAVHandler(fs, s.log.Named("dav"), deps.Registry, cfg)
+	s.dav = dav.New(fs, dav.Options{
+		Logger:                   s.log.Named("dav"),
+		Registerer:               deps.Registry,
+		MaxUploadSize:            p.MaxUploadSize,
+		AllowUnconditionalWrites: cfg.DavServer.AllowUnconditionalWrites,
+	})
 	return s, nil
 }
-
-// FS returns the davfs the sidecar serves (tests).
-func (s *Sidecar) FS() *davfs.FS { return s.fs }
 
 // Run binds the three listeners, logs one "listening" line for each (fields
 // server=rpc|dav|metrics and address=host:port), serves until ctx ends, then
@@ -212,53 +197,38 @@ func (s *Sidecar) FS() *davfs.FS { return s.fs }
 // volumes. An interrupted write commits nothing (davfs writes atomically).
 func (s *Sidecar) Run(ctx context.Context) error {
 	defer s.fs.Close()
-	var lns []net.Listener
-	closeAll := func() {
-		for _, l := range lns {
-			l.Close()
-		}
+	davSrv := s.httpServer("dav", s.dav, 30*time.Second, 5*time.Minute)
+	metricsSrv := s.httpServer("metrics", s.metricsMux(), 10*time.Second, 0)
+	servers := []struct {
+		name, addr string
+		serve      func(net.Listener) error
+	}{
+		{"rpc", s.cfg.RPCServer.Address, s.grpc.Serve},
+		{"dav", s.cfg.DavServer.Address, davSrv.Serve},
+		{"metrics", s.cfg.MetricsServer.Address, metricsSrv.Serve},
 	}
-	for _, a := range []struct{ server, addr string }{
-		{"rpc", s.cfg.RPCServer.Address},
-		{"dav", s.cfg.DavServer.Address},
-		{"metrics", s.cfg.MetricsServer.Address},
-	} {
-		l, err := net.Listen("tcp", a.addr)
+	lns := make([]net.Listener, len(servers))
+	for i, sv := range servers {
+		l, err := net.Listen("tcp", sv.addr)
 		if err != nil {
-			closeAll()
-			return fmt.Errorf("%sServer.address: listen: %w", a.server, err)
-		}
-		lns = append(lns, l)
-		s.log.Info("listening", "server", a.server, "address", l.Addr().String())
-	}
-	rpcLn, davLn, metricsLn := lns[0], lns[1], lns[2]
-
-	davSrv := &http.Server{
-		Handler:           s.dav,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       5 * time.Minute,
-		ErrorLog:          s.log.Named("dav").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
-	metricsSrv := &http.Server{
-		Handler:           s.metricsMux(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          s.log.Named("metrics").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
-
-	errc := make(chan error, 3)
-	var wg sync.WaitGroup
-	serve := func(name string, f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, grpc.ErrServerStopped) {
-				errc <- fmt.Errorf("%s server: %w", name, err)
+			for _, l := range lns[:i] {
+				l.Close()
 			}
-		}()
+			return fmt.Errorf("%sServer.address: listen: %w", sv.name, err)
+		}
+		lns[i] = l
+		s.log.Info("listening", "server", sv.name, "address", l.Addr().String())
 	}
-	serve("rpc", func() error { return s.grpc.Serve(rpcLn) })
-	serve("dav", func() error { return davSrv.Serve(davLn) })
-	serve("metrics", func() error { return metricsSrv.Serve(metricsLn) })
+
+	errc := make(chan error, len(servers))
+	var wg sync.WaitGroup
+	for i, sv := range servers {
+		wg.Go(func() {
+			if err := sv.serve(lns[i]); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, grpc.ErrServerStopped) {
+				errc <- fmt.Errorf("%s server: %w", sv.name, err)
+			}
+		})
+	}
 
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -280,9 +250,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), s.deps.ShutdownTimeout)
 	defer cancel()
 	var dwg sync.WaitGroup
-	dwg.Add(2)
-	go func() {
-		defer dwg.Done()
+	dwg.Go(func() {
 		done := make(chan struct{})
 		go func() { s.grpc.GracefulStop(); close(done) }()
 		select {
@@ -291,14 +259,13 @@ func (s *Sidecar) Run(ctx context.Context) error {
 			s.log.Warn("gRPC drain timed out; cancelling in-flight calls")
 			s.grpc.Stop()
 		}
-	}()
-	go func() {
-		defer dwg.Done()
+	})
+	dwg.Go(func() {
 		if err := davSrv.Shutdown(sctx); err != nil {
 			s.log.Warn("WebDAV drain timed out; closing connections", "error", err)
 			davSrv.Close()
 		}
-	}()
+	})
 	dwg.Wait()
 	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer mcancel()
@@ -308,6 +275,16 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	wg.Wait()
 	s.log.Info("stopped")
 	return runErr
+}
+
+// httpServer is the dav or metrics server; its error log is the named logger.
+func (s *Sidecar) httpServer(name string, h http.Handler, readHeader, idle time.Duration) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeader,
+		IdleTimeout:       idle,
+		ErrorLog:          s.log.Named(name).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
 }
 
 func (s *Sidecar) metricsMux() http.Handler {

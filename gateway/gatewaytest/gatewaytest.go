@@ -15,6 +15,7 @@ package gatewaytest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -110,11 +111,8 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 	}
 	cfg.AgentRuntime.Agents = map[string]config.Agent{}
 	for _, a := range o.Agents {
-		ag := config.Agent{Provider: a.Provider}
-		if ag.Provider == "" {
-			ag.Provider = "codex_app_server"
-		}
-		ag.CodexAppServer = &config.CodexAppServer{Endpoint: "ws://" + a.ID + ".invalid:4500"}
+		ag := config.Agent{Provider: cmp.Or(a.Provider, "codex_app_server"),
+			CodexAppServer: &config.CodexAppServer{Endpoint: "ws://" + a.ID + ".invalid:4500"}}
 		if a.RPCAddr != "" {
 			to := a.Timeout
 			if to <= 0 {
@@ -136,17 +134,10 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 		{Operator: UserOperator, Role: "user", SHA256: config.HashToken(userToken)},
 	}
 	if p := o.TrustedProxy; p != nil {
-		tp := &config.TrustedProxy{CIDRs: p.CIDRs, UserHeader: p.UserHeader, GroupsHeader: p.GroupsHeader, AdminGroup: p.AdminGroup}
-		if tp.UserHeader == "" {
-			tp.UserHeader = "X-Forwarded-User"
-		}
-		if tp.GroupsHeader == "" {
-			tp.GroupsHeader = "X-Forwarded-Groups"
-		}
-		if tp.AdminGroup == "" {
-			tp.AdminGroup = "workspace-admins"
-		}
-		cfg.Auth.TrustedProxy = tp
+		cfg.Auth.TrustedProxy = &config.TrustedProxy{CIDRs: p.CIDRs,
+			UserHeader:   cmp.Or(p.UserHeader, "X-Forwarded-User"),
+			GroupsHeader: cmp.Or(p.GroupsHeader, "X-Forwarded-Groups"),
+			AdminGroup:   cmp.Or(p.AdminGroup, "workspace-admins")}
 	}
 	cfg.WebDAV.Writable = o.Writable
 	cfg.Audit.File = auditFile
@@ -160,11 +151,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 		opts.StartTimeout = 30 * time.Second
 	}
 	bin := build.Path(t, opts.Binary)
-	base, err := os.MkdirTemp("", "gatewaytest-")
-	if err != nil {
-		t.Fatalf("gatewaytest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := proctest.TempDir(t, "gatewaytest-")
 	g := &Gateway{t: t, opts: opts, bin: bin, logs: &proctest.Log{},
 		AdminToken: randomToken(t), UserToken: randomToken(t),
 		AuditFile: filepath.Join(base, "audit.jsonl")}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -93,11 +92,12 @@ func build(pkg string) (string, error) {
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, buf.String())
 	}
-	sum, err := fileSHA256(tmp.Name())
+	data, err := os.ReadFile(tmp.Name())
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, path.Base(pkg)+"-"+sum[:16])
+	sum := sha256.Sum256(data)
+	bin := filepath.Join(dir, path.Base(pkg)+"-"+hex.EncodeToString(sum[:8]))
 	now := time.Now()
 	if _, err := os.Stat(bin); err == nil {
 		_ = os.Chtimes(bin, now, now) // in use: keep it from being pruned
@@ -110,19 +110,6 @@ func build(pkg string) (string, error) {
 		return "", err
 	}
 	return bin, nil
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // prune removes binaries and stale partial builds older than a day.

@@ -2,7 +2,6 @@ package sidecartest
 
 import (
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentworkspace/files/internal/proctest"
@@ -15,14 +14,7 @@ import (
 // a Service). It retries while the ports are still being released.
 func (s *Sidecar) RestartSamePorts(kill bool) {
 	s.t.Helper()
-	if s.run.Running() {
-		if kill {
-			s.run.Signal(syscall.SIGKILL)
-			_ = s.Wait()
-		} else if err := s.Stop(); err != nil {
-			s.t.Fatalf("sidecartest: stop before restart: %v", err)
-		}
-	}
+	s.stopForRestart(kill)
 	cfg, err := sidecar.LoadConfig(s.ConfigPath)
 	if err != nil {
 		s.t.Fatalf("sidecartest: %v", err)

@@ -185,13 +185,24 @@ func (s *Sidecar) Kill() {
 // same volumes and config; the address fields get the new ports.
 func (s *Sidecar) Restart() {
 	s.t.Helper()
-	if s.run.Running() {
+	s.stopForRestart(false)
+	if err := s.start(); err != nil {
+		s.t.Fatalf("sidecartest: restart: %v\nlogs:\n%s", err, s.logs.Tail(100))
+	}
+}
+
+// stopForRestart stops a still-running process: SIGKILL when kill, else
+// SIGTERM and a drained exit (anything else fails the test).
+func (s *Sidecar) stopForRestart(kill bool) {
+	s.t.Helper()
+	switch {
+	case !s.run.Running():
+	case kill:
+		s.Kill()
+	default:
 		if err := s.Stop(); err != nil {
 			s.t.Fatalf("sidecartest: stop before restart: %v", err)
 		}
-	}
-	if err := s.start(); err != nil {
-		s.t.Fatalf("sidecartest: restart: %v\nlogs:\n%s", err, s.logs.Tail(100))
 	}
 }
 

@@ -28,37 +28,24 @@ type Metrics struct {
 // New creates and registers the metrics on reg.
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_requests_total", Help: "Management API requests by action and agent.",
-		}, []string{"action", "agent_id"}),
-		Successes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_requests_succeeded_total", Help: "Management API requests that succeeded.",
-		}, []string{"action", "agent_id"}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_requests_failed_total", Help: "Management API requests that failed, by gRPC code and reason.",
-		}, []string{"action", "agent_id", "code", "reason"}),
+		Requests:  counterVec("agent_gateway_requests_total", "Management API requests by action and agent.", "action", "agent_id"),
+		Successes: counterVec("agent_gateway_requests_succeeded_total", "Management API requests that succeeded.", "action", "agent_id"),
+		Errors: counterVec("agent_gateway_requests_failed_total",
+			"Management API requests that failed, by gRPC code and reason.", "action", "agent_id", "code", "reason"),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "agent_gateway_request_duration_seconds", Help: "Management API request duration.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"action", "agent_id"}),
-		RevisionConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_revision_conflicts_total", Help: "Requests refused because the expected revision no longer matched.",
-		}, []string{"action", "agent_id"}),
-		PathRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_path_rejections_total", Help: "Requests refused by path rules (denylist, symlink, global allowlist, invalid, too long or deep).",
-		}, []string{"reason", "agent_id"}),
-		SidecarUnavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_sidecar_unavailable_total", Help: "Calls that failed because the agent's sidecar was unreachable or too slow.",
-		}, []string{"agent_id"}),
-		GitInitFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_git_init_failures_total", Help: "CreateProject calls whose git initialisation failed.",
-		}, []string{"agent_id"}),
-		SizeLimit: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_size_limit_rejections_total", Help: "Requests refused by a size limit (file too large, page size).",
-		}, []string{"action", "agent_id", "reason"}),
-		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_auth_failures_total", Help: "Requests refused by authentication (401) or authorisation (403).",
-		}, []string{"status"}),
+		RevisionConflicts: counterVec("agent_gateway_revision_conflicts_total",
+			"Requests refused because the expected revision no longer matched.", "action", "agent_id"),
+		PathRejections: counterVec("agent_gateway_path_rejections_total",
+			"Requests refused by path rules (denylist, symlink, global allowlist, invalid, too long or deep).", "reason", "agent_id"),
+		SidecarUnavailable: counterVec("agent_gateway_sidecar_unavailable_total",
+			"Calls that failed because the agent's sidecar was unreachable or too slow.", "agent_id"),
+		GitInitFailures: counterVec("agent_gateway_git_init_failures_total", "CreateProject calls whose git initialisation failed.", "agent_id"),
+		SizeLimit: counterVec("agent_gateway_size_limit_rejections_total",
+			"Requests refused by a size limit (file too large, page size).", "action", "agent_id", "reason"),
+		AuthFailures: counterVec("agent_gateway_auth_failures_total", "Requests refused by authentication (401) or authorisation (403).", "status"),
 	}
 	for _, c := range []prometheus.Collector{m.Requests, m.Successes, m.Errors, m.Duration, m.RevisionConflicts,
 		m.PathRejections, m.SidecarUnavailable, m.GitInitFailures, m.SizeLimit, m.AuthFailures} {
@@ -67,6 +54,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// counterVec is a CounterVec with only a name, help and labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 // pathReasons are the ErrorReason names counted as path rejections.

@@ -79,24 +79,17 @@ func (h *Handler) serveFile(w http.ResponseWriter, r *http.Request, name string)
 		if err != nil {
 			continue
 		}
-		varies = true
-		if !accepts(ae, e.name) {
-			f.Close()
-			continue
-		}
-		rs, ok := f.(io.ReadSeeker)
-		if !ok {
-			f.Close()
-			continue
-		}
 		defer f.Close()
-		w.Header().Set("Vary", "Accept-Encoding")
-		w.Header().Set("Content-Encoding", e.name)
-		if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
-			w.Header().Set("Content-Type", ct)
+		varies = true
+		if rs, ok := f.(io.ReadSeeker); ok && accepts(ae, e.name) {
+			w.Header().Set("Vary", "Accept-Encoding")
+			w.Header().Set("Content-Encoding", e.name)
+			if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+				w.Header().Set("Content-Type", ct)
+			}
+			http.ServeContent(w, r, name, time.Time{}, rs)
+			return true
 		}
-		http.ServeContent(w, r, name, time.Time{}, rs)
-		return true
 	}
 	f, err := h.files.Open(name)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 )
 
 // Header is the HTTP header carrying the request ID both ways.
@@ -34,13 +35,9 @@ func From(ctx context.Context) string {
 // Sanitize returns the client-supplied ID when it is 1..MaxLen printable
 // ASCII characters without spaces, else "".
 func Sanitize(s string) string {
-	if s == "" || len(s) > MaxLen {
+	// A non-ASCII or invalid byte decodes to a rune >= 0x80.
+	if s == "" || len(s) > MaxLen || strings.ContainsFunc(s, func(r rune) bool { return r <= 0x20 || r >= 0x7f }) {
 		return ""
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= 0x20 || s[i] >= 0x7f {
-			return ""
-		}
 	}
 	return s
 }

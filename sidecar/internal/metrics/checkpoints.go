@@ -21,14 +21,10 @@ type Checkpoints struct {
 // NewCheckpoints creates and registers the collectors.
 func NewCheckpoints(reg prometheus.Registerer) (*Checkpoints, error) {
 	m := &Checkpoints{
-		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_checkpoint_operations_total",
-			Help: "Checkpoint operations (create, compare, restore, delete) by result (success or error); automatic checkpoints included.",
-		}, []string{"op", "result"}),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_checkpoint_failures_total",
-			Help: "Failed checkpoint operations by op and reason.",
-		}, []string{"op", "reason"}),
+		ops: counterVec("sidecar_checkpoint_operations_total",
+			"Checkpoint operations (create, compare, restore, delete) by result (success or error); automatic checkpoints included.", "op", "result"),
+		failures: counterVec("sidecar_checkpoint_failures_total",
+			"Failed checkpoint operations by op and reason.", "op", "reason"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sidecar_checkpoint_duration_seconds",
 			Help:    "Duration of checkpoint operations by op.",

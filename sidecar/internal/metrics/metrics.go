@@ -28,31 +28,21 @@ type Metrics struct {
 // nil).
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_grpc_requests_total",
-			Help: "gRPC WorkspaceService calls by action and result (success or error).",
-		}, []string{"action", "result"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_grpc_errors_total",
-			Help: "Failed gRPC WorkspaceService calls by action, gRPC code and reason.",
-		}, []string{"action", "code", "reason"}),
+		requests: counterVec("sidecar_grpc_requests_total",
+			"gRPC WorkspaceService calls by action and result (success or error).", "action", "result"),
+		errors: counterVec("sidecar_grpc_errors_total",
+			"Failed gRPC WorkspaceService calls by action, gRPC code and reason.", "action", "code", "reason"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sidecar_grpc_request_duration_seconds",
 			Help:    "Duration of gRPC WorkspaceService calls by action.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"action"}),
-		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_grpc_revision_conflicts_total",
-			Help: "gRPC calls refused because the expected revision (or a cursor) was stale.",
-		}, []string{"action", "reason"}),
-		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_grpc_path_rejections_total",
-			Help: "gRPC calls refused by path safety: denylist, symlink, invalid path, outside Global, path too long or deep.",
-		}, []string{"action", "reason"}),
-		sizeRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_grpc_size_limit_rejections_total",
-			Help: "gRPC calls refused by a size limit (file too large, page size too large).",
-		}, []string{"action", "reason"}),
+		conflicts: counterVec("sidecar_grpc_revision_conflicts_total",
+			"gRPC calls refused because the expected revision (or a cursor) was stale.", "action", "reason"),
+		rejections: counterVec("sidecar_grpc_path_rejections_total",
+			"gRPC calls refused by path safety: denylist, symlink, invalid path, outside Global, path too long or deep.", "action", "reason"),
+		sizeRejections: counterVec("sidecar_grpc_size_limit_rejections_total",
+			"gRPC calls refused by a size limit (file too large, page size too large).", "action", "reason"),
 		gitInitFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_git_init_failures_total",
 			Help: "CreateProject calls whose git init failed (the project was rolled back).",
@@ -99,3 +89,8 @@ func (m *Metrics) Observe(action, code string, reason davfs.Reason, d time.Durat
 
 // GitInitFailed counts one failed git init.
 func (m *Metrics) GitInitFailed() { m.gitInitFailures.Inc() }
+
+// counterVec is a CounterVec with only a name, help and labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
