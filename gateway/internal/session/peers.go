@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,14 +128,6 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := o.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	res := o.Resolver
-	if res == nil {
-		res = net.DefaultResolver
-	}
 	retries := o.RetryDelays
 	if retries == nil {
 		retries = defaultRetryDelays()
@@ -145,13 +138,14 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Peers{
-		store: o.Store, addrs: o.Addrs, auth: a, log: log, now: now, resolver: res,
+		store: o.Store, addrs: o.Addrs, auth: a, log: cmp.Or(o.Logger, hclog.NewNullLogger()), now: now,
+		resolver: cmp.Or(o.Resolver, net.DefaultResolver),
 		// No proxy: peer traffic stays inside the cluster network. No
 		// keep-alive: peer requests are few, and a fresh connection per
 		// request lets a retry through an address that proxied to this
 		// replica reach another one.
 		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
-		instance: randomID(), retries: retries, resync: resync, ctx: ctx, cancel: cancel,
+		instance: randomID(idBytes), retries: retries, resync: resync, ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, maxDeliveries), serving: make(chan struct{}, maxServing),
 		ready: make(chan struct{}), self: map[string]bool{}, logged: map[string]time.Time{}, suppressed: map[string]int{},
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -488,16 +482,10 @@ func (p *Peers) SignOut(ctx context.Context, value string) {
 	if !ok {
 		return
 	}
-	if !p.take() {
+	acked := make(chan struct{})
+	if !p.inSlot(func() { p.spread(encodeList([]Revocation{rev}), acked) }) {
 		return
 	}
-	acked := make(chan struct{})
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer func() { <-p.slots }()
-		p.spread(encodeList([]Revocation{rev}), acked)
-	}()
 	wait, cancel := context.WithTimeout(ctx, SignOutWait)
 	defer cancel()
 	select {
@@ -507,16 +495,21 @@ func (p *Peers) SignOut(ctx context.Context, value string) {
 	}
 }
 
-// take claims a delivery slot, or counts the delivery dropped.
-func (p *Peers) take() bool {
+// inSlot runs f in the background on a delivery slot until it returns;
+// with no slot free it counts the delivery dropped and does not run f.
+func (p *Peers) inSlot(f func()) bool {
 	select {
 	case p.slots <- struct{}{}:
-		return true
 	default:
 		p.sends.WithLabelValues("dropped").Inc()
 		p.log.Warn("session sign-out not sent to a peer", "reason", "too many deliveries in flight")
 		return false
 	}
+	p.wg.Go(func() {
+		defer func() { <-p.slots }()
+		f()
+	})
+	return true
 }
 
 // spread resolves the peers and delivers body to each; it closes acked
@@ -531,16 +524,9 @@ func (p *Peers) spread(body []byte, acked chan<- struct{}) {
 	done := make(chan struct{}, len(addrs))
 	started := 0
 	for _, addr := range addrs {
-		if !p.take() {
-			continue
+		if p.inSlot(func() { p.deliver(addr, body, done) }) {
+			started++
 		}
-		started++
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer func() { <-p.slots }()
-			p.deliver(addr, body, done)
-		}()
 	}
 	for range started {
 		<-done
@@ -550,13 +536,7 @@ func (p *Peers) spread(body []byte, acked chan<- struct{}) {
 // deliver sends body to one peer, retrying for a few seconds; it signals
 // done after the first attempt's outcome is known.
 func (p *Peers) deliver(addr string, body []byte, done chan<- struct{}) {
-	signalled := false
-	signal := func() {
-		if !signalled {
-			signalled = true
-			done <- struct{}{}
-		}
-	}
+	signal := sync.OnceFunc(func() { done <- struct{}{} })
 	defer signal()
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -609,9 +589,7 @@ func (p *Peers) Start(self string) {
 		p.listenPort = port
 	}
 	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	p.wg.Go(func() {
 		p.sync()
 		t := time.NewTicker(p.resync)
 		defer t.Stop()
@@ -623,7 +601,7 @@ func (p *Peers) Start(self string) {
 				p.pullAll(p.ctx, map[string]bool{})
 			}
 		}
-	}()
+	})
 }
 
 // pullAll pulls from every peer not yet in answered, concurrently, and
@@ -637,9 +615,7 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 		if answered[addr] {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			n, err := p.pull(ctx, addr)
 			mu.Lock()
 			defer mu.Unlock()
@@ -647,7 +623,7 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 				answered[addr] = true
 				added += n
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	// Own addresses found meanwhile are no longer peers; an answer with
