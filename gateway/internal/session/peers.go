@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -49,12 +50,6 @@ const (
 	// refusals are counted by the metric, the log only says they happen.
 	refusalLogEvery = 10 * time.Second
 )
-
-// defaultRetryDelays are the pauses before each further attempt of a
-// delivery (about 8 s in all); after that the periodic resync takes over.
-func defaultRetryDelays() []time.Duration {
-	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
-}
 
 // PeerOptions configure Peers.
 type PeerOptions struct {
@@ -130,7 +125,9 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 	}
 	retries := o.RetryDelays
 	if retries == nil {
-		retries = defaultRetryDelays()
+		// The pauses before each further attempt of a delivery (about 8 s
+		// in all); after that the periodic resync takes over.
+		retries = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
 	}
 	resync := o.Resync
 	if resync <= 0 {
@@ -415,15 +412,10 @@ func (p *Peers) own(addr string) bool {
 		return true
 	}
 	ifaddrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return false
-	}
-	for _, a := range ifaddrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-			return true
-		}
-	}
-	return false
+	return err == nil && slices.ContainsFunc(ifaddrs, func(a net.Addr) bool {
+		n, ok := a.(*net.IPNet)
+		return ok && n.IP.Equal(ip)
+	})
 }
 
 // isSelf reports whether addr is known to be this replica's own.
@@ -432,9 +424,6 @@ func (p *Peers) isSelf(addr string) bool {
 	defer p.mu.Unlock()
 	return p.self[addr]
 }
-
-// errUnresolved: a configured peer did not resolve (fixed phrase, no name).
-const errUnresolved errPeerAuth = "a peer name did not resolve"
 
 // resolve expands the configured peers to addresses, resolving host names
 // now (a headless Service lists every replica), without this replica's
@@ -455,7 +444,7 @@ func (p *Peers) resolve(ctx context.Context) ([]string, error) {
 			ips, err = p.resolver.LookupHost(ctx, host)
 			cancel()
 			if err != nil {
-				errs = append(errs, errUnresolved)
+				errs = append(errs, errPeerAuth("a peer name did not resolve"))
 				continue
 			}
 		}
