@@ -3,7 +3,6 @@ package session
 import (
 	"crypto/hkdf"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -27,9 +26,10 @@ const (
 	headerSignature = "X-Session-Peer-Signature"
 )
 
-// idLen is the length of a nonce or instance id: 16 random bytes,
-// base64url without padding. Anything else is refused before any work.
-const idLen = 22
+// idBytes is the size of a nonce or instance id: 16 random bytes,
+// base64url without padding (22 characters). Anything else is refused
+// before any work.
+const idBytes = 16
 
 // PeerWindow is how far a peer request's timestamp may be from this
 // replica's clock; a nonce is remembered for twice as long, so a request is
@@ -100,15 +100,6 @@ func requestMessage(method, path, ts, nonce, instance, digest string) string {
 	return strings.Join([]string{"request", method, path, ts, nonce, instance, digest}, "\n")
 }
 
-// validID reports whether s has the shape randomID makes.
-func validID(s string) bool {
-	if len(s) != idLen {
-		return false
-	}
-	_, err := base64.RawURLEncoding.DecodeString(s)
-	return err == nil
-}
-
 // validDigest reports whether s is a hex SHA-256 as bodyDigest writes it.
 func validDigest(s string) bool {
 	if len(s) != 2*sha256.Size {
@@ -160,19 +151,11 @@ func (a *peerAuth) verify(msg, presented string) error {
 	return nil
 }
 
-func randomID() string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 // signRequest sets the peer headers on req for body and returns the nonce
 // the response must be bound to.
 func (a *peerAuth) signRequest(req *http.Request, instance string, body []byte) string {
 	ts := strconv.FormatInt(a.now().Unix(), 10)
-	nonce := randomID()
+	nonce := randomID(idBytes)
 	req.Header.Set(headerInstance, instance)
 	req.Header.Set(headerTimestamp, ts)
 	req.Header.Set(headerNonce, nonce)
@@ -193,7 +176,7 @@ func (a *peerAuth) verifyRequest(r *http.Request) error {
 	if h.Get(headerSignature) == "" || ts == "" || nonce == "" || instance == "" || digest == "" {
 		return errNoSignature
 	}
-	if !validID(nonce) || !validID(instance) || !validDigest(digest) || len(ts) > 20 {
+	if !validID(nonce, idBytes) || !validID(instance, idBytes) || !validDigest(digest) || len(ts) > 20 {
 		return errBadHeader
 	}
 	if err := a.verify(requestMessage(r.Method, r.URL.Path, ts, nonce, instance, digest), h.Get(headerSignature)); err != nil {
@@ -218,11 +201,7 @@ func (a *peerAuth) remember(nonce string, now time.Time) error {
 		return errReplayed
 	}
 	if len(a.nonces) >= maxNonces {
-		for n, until := range a.nonces {
-			if !now.Before(until) {
-				delete(a.nonces, n)
-			}
-		}
+		dropExpired(a.nonces, now)
 		if len(a.nonces) >= maxNonces {
 			return errNonceFull
 		}

@@ -15,7 +15,7 @@ func signedRequest(t *testing.T, a *peerAuth, method, path string, body []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.signRequest(req, randomID(), body)
+	a.signRequest(req, randomID(idBytes), body)
 	return req
 }
 
@@ -68,14 +68,14 @@ func TestPeerAuthSignatures(t *testing.T) {
 		{"other body digest", func(r *http.Request) { r.Header.Set(headerBody, bodyDigest([]byte(`{"revocations":[{"sid":"x"}]}`))) }, errBadSignature},
 		{"other method", func(r *http.Request) { r.Method = "GET" }, errBadSignature},
 		{"other path", func(r *http.Request) { r.URL.Path = "/metrics" }, errBadSignature},
-		{"other instance", func(r *http.Request) { r.Header.Set(headerInstance, randomID()) }, errBadSignature},
+		{"other instance", func(r *http.Request) { r.Header.Set(headerInstance, randomID(idBytes)) }, errBadSignature},
 		{"other timestamp", func(r *http.Request) { r.Header.Set(headerTimestamp, "2000001") }, errBadSignature},
 		{"no signature", func(r *http.Request) { r.Header.Del(headerSignature) }, errNoSignature},
 		{"no nonce", func(r *http.Request) { r.Header.Del(headerNonce) }, errNoSignature},
 		{"no body digest", func(r *http.Request) { r.Header.Del(headerBody) }, errNoSignature},
 		{"long nonce", func(r *http.Request) { r.Header.Set(headerNonce, strings.Repeat("A", 1<<16)) }, errBadHeader},
 		{"short instance", func(r *http.Request) { r.Header.Set(headerInstance, "me") }, errBadHeader},
-		{"nonce not base64url", func(r *http.Request) { r.Header.Set(headerNonce, strings.Repeat("+", idLen)) }, errBadHeader},
+		{"nonce not base64url", func(r *http.Request) { r.Header.Set(headerNonce, strings.Repeat("+", 22)) }, errBadHeader},
 		{"digest in capitals", func(r *http.Request) { r.Header.Set(headerBody, strings.ToUpper(r.Header.Get(headerBody))) }, errBadHeader},
 		{"too many signatures", func(r *http.Request) {
 			r.Header.Set(headerSignature, strings.Repeat("AAAA,", maxSignatures)+r.Header.Get(headerSignature))
@@ -132,7 +132,7 @@ func TestPeerAuthWindowAndReplay(t *testing.T) {
 	t.Run("a full replay cache refuses, then recovers", func(t *testing.T) {
 		a, _ := newPeerAuth([][]byte{key(1)}, clock)
 		for i := 0; i < maxNonces; i++ {
-			a.nonces[randomID()] = now.Add(2 * PeerWindow)
+			a.nonces[randomID(idBytes)] = now.Add(2 * PeerWindow)
 		}
 		if err := a.verifyRequest(signedRequest(t, a, "GET", PeerPath, nil)); !errors.Is(err, errNonceFull) {
 			t.Errorf("full cache: %v", err)

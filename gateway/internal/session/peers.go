@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -48,12 +50,6 @@ const (
 	// refusals are counted by the metric, the log only says they happen.
 	refusalLogEvery = 10 * time.Second
 )
-
-// defaultRetryDelays are the pauses before each further attempt of a
-// delivery (about 8 s in all); after that the periodic resync takes over.
-func defaultRetryDelays() []time.Duration {
-	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
-}
 
 // PeerOptions configure Peers.
 type PeerOptions struct {
@@ -127,17 +123,11 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := o.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	res := o.Resolver
-	if res == nil {
-		res = net.DefaultResolver
-	}
 	retries := o.RetryDelays
 	if retries == nil {
-		retries = defaultRetryDelays()
+		// The pauses before each further attempt of a delivery (about 8 s
+		// in all); after that the periodic resync takes over.
+		retries = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
 	}
 	resync := o.Resync
 	if resync <= 0 {
@@ -145,13 +135,14 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Peers{
-		store: o.Store, addrs: o.Addrs, auth: a, log: log, now: now, resolver: res,
+		store: o.Store, addrs: o.Addrs, auth: a, log: cmp.Or(o.Logger, hclog.NewNullLogger()), now: now,
+		resolver: cmp.Or(o.Resolver, net.DefaultResolver),
 		// No proxy: peer traffic stays inside the cluster network. No
 		// keep-alive: peer requests are few, and a fresh connection per
 		// request lets a retry through an address that proxied to this
 		// replica reach another one.
 		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
-		instance: randomID(), retries: retries, resync: resync, ctx: ctx, cancel: cancel,
+		instance: randomID(idBytes), retries: retries, resync: resync, ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, maxDeliveries), serving: make(chan struct{}, maxServing),
 		ready: make(chan struct{}), self: map[string]bool{}, logged: map[string]time.Time{}, suppressed: map[string]int{},
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -421,15 +412,10 @@ func (p *Peers) own(addr string) bool {
 		return true
 	}
 	ifaddrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return false
-	}
-	for _, a := range ifaddrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-			return true
-		}
-	}
-	return false
+	return err == nil && slices.ContainsFunc(ifaddrs, func(a net.Addr) bool {
+		n, ok := a.(*net.IPNet)
+		return ok && n.IP.Equal(ip)
+	})
 }
 
 // isSelf reports whether addr is known to be this replica's own.
@@ -438,9 +424,6 @@ func (p *Peers) isSelf(addr string) bool {
 	defer p.mu.Unlock()
 	return p.self[addr]
 }
-
-// errUnresolved: a configured peer did not resolve (fixed phrase, no name).
-const errUnresolved errPeerAuth = "a peer name did not resolve"
 
 // resolve expands the configured peers to addresses, resolving host names
 // now (a headless Service lists every replica), without this replica's
@@ -461,7 +444,7 @@ func (p *Peers) resolve(ctx context.Context) ([]string, error) {
 			ips, err = p.resolver.LookupHost(ctx, host)
 			cancel()
 			if err != nil {
-				errs = append(errs, errUnresolved)
+				errs = append(errs, errPeerAuth("a peer name did not resolve"))
 				continue
 			}
 		}
@@ -488,16 +471,10 @@ func (p *Peers) SignOut(ctx context.Context, value string) {
 	if !ok {
 		return
 	}
-	if !p.take() {
+	acked := make(chan struct{})
+	if !p.inSlot(func() { p.spread(encodeList([]Revocation{rev}), acked) }) {
 		return
 	}
-	acked := make(chan struct{})
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer func() { <-p.slots }()
-		p.spread(encodeList([]Revocation{rev}), acked)
-	}()
 	wait, cancel := context.WithTimeout(ctx, SignOutWait)
 	defer cancel()
 	select {
@@ -507,16 +484,21 @@ func (p *Peers) SignOut(ctx context.Context, value string) {
 	}
 }
 
-// take claims a delivery slot, or counts the delivery dropped.
-func (p *Peers) take() bool {
+// inSlot runs f in the background on a delivery slot until it returns;
+// with no slot free it counts the delivery dropped and does not run f.
+func (p *Peers) inSlot(f func()) bool {
 	select {
 	case p.slots <- struct{}{}:
-		return true
 	default:
 		p.sends.WithLabelValues("dropped").Inc()
 		p.log.Warn("session sign-out not sent to a peer", "reason", "too many deliveries in flight")
 		return false
 	}
+	p.wg.Go(func() {
+		defer func() { <-p.slots }()
+		f()
+	})
+	return true
 }
 
 // spread resolves the peers and delivers body to each; it closes acked
@@ -531,16 +513,9 @@ func (p *Peers) spread(body []byte, acked chan<- struct{}) {
 	done := make(chan struct{}, len(addrs))
 	started := 0
 	for _, addr := range addrs {
-		if !p.take() {
-			continue
+		if p.inSlot(func() { p.deliver(addr, body, done) }) {
+			started++
 		}
-		started++
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer func() { <-p.slots }()
-			p.deliver(addr, body, done)
-		}()
 	}
 	for range started {
 		<-done
@@ -550,13 +525,7 @@ func (p *Peers) spread(body []byte, acked chan<- struct{}) {
 // deliver sends body to one peer, retrying for a few seconds; it signals
 // done after the first attempt's outcome is known.
 func (p *Peers) deliver(addr string, body []byte, done chan<- struct{}) {
-	signalled := false
-	signal := func() {
-		if !signalled {
-			signalled = true
-			done <- struct{}{}
-		}
-	}
+	signal := sync.OnceFunc(func() { done <- struct{}{} })
 	defer signal()
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -609,9 +578,7 @@ func (p *Peers) Start(self string) {
 		p.listenPort = port
 	}
 	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	p.wg.Go(func() {
 		p.sync()
 		t := time.NewTicker(p.resync)
 		defer t.Stop()
@@ -623,7 +590,7 @@ func (p *Peers) Start(self string) {
 				p.pullAll(p.ctx, map[string]bool{})
 			}
 		}
-	}()
+	})
 }
 
 // pullAll pulls from every peer not yet in answered, concurrently, and
@@ -637,9 +604,7 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 		if answered[addr] {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			n, err := p.pull(ctx, addr)
 			mu.Lock()
 			defer mu.Unlock()
@@ -647,7 +612,7 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 				answered[addr] = true
 				added += n
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	// Own addresses found meanwhile are no longer peers; an answer with

@@ -60,7 +60,7 @@ func signedHeader(t *testing.T, k []byte, method string, body []byte) http.Heade
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest(method, "http://127.0.0.1:1"+PeerPath, bytes.NewReader(body))
-	a.signRequest(req, randomID(), body)
+	a.signRequest(req, randomID(idBytes), body)
 	h := http.Header{}
 	for _, name := range []string{headerInstance, headerTimestamp, headerNonce, headerBody, headerSignature} {
 		h.Set(name, req.Header.Get(name))

@@ -77,7 +77,8 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -162,9 +163,7 @@ func New(now func() time.Time, lifetime time.Duration, max int, keys ...[]byte) 
 	}
 	if len(s.aeads) == 0 {
 		k := make([]byte, KeySize)
-		if _, err := rand.Read(k); err != nil {
-			panic(err) // crypto/rand never fails on supported platforms
-		}
+		rand.Read(k) // never fails (Go 1.24+)
 		a, _ := newAEAD(k)
 		s.aeads = []cipher.AEAD{a}
 	}
@@ -185,36 +184,35 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 // Lifetime is the session lifetime.
 func (s *Store) Lifetime() time.Duration { return s.lifetime }
 
-func randomToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
+// randomID returns n random bytes from crypto/rand, base64url without
+// padding (crypto/rand.Read never fails since Go 1.24).
+func randomID(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// validID reports whether s has the shape randomID(n) makes.
+func validID(s string, n int) bool {
+	if len(s) != base64.RawURLEncoding.EncodedLen(n) {
+		return false
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	_, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil
 }
 
 // Create starts a session for an authenticated operator; its ID is the
 // cookie value.
 func (s *Store) Create(operator, role string) (Session, error) {
-	sid, err := randomToken()
-	if err != nil {
-		return Session{}, err
-	}
-	csrf, err := randomToken()
-	if err != nil {
-		return Session{}, err
-	}
 	now := s.now()
-	p := payload{SID: sid, Operator: operator, Role: role, CSRF: csrf, Created: now.Unix(), Expires: now.Add(s.lifetime).Unix()}
+	p := payload{SID: randomID(32), Operator: operator, Role: role, CSRF: randomID(32), Created: now.Unix(), Expires: now.Add(s.lifetime).Unix()}
 	plain, err := json.Marshal(p)
 	if err != nil {
 		return Session{}, err
 	}
 	a := s.aeads[0]
 	nonce := make([]byte, a.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return Session{}, err
-	}
+	rand.Read(nonce)
 	out := append([]byte{sealVersion}, nonce...)
 	out = a.Seal(out, nonce, plain, aad)
 	sess := p.session()
@@ -229,7 +227,7 @@ func (p payload) session() Session {
 	}
 }
 
-// open returns the sealed payload of a cookie value, whatever its expiry.
+// open returns the sealed payload of a cookie value that has not expired.
 func (s *Store) open(value string) (payload, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(value)
 	if err != nil || len(raw) < 1 || raw[0] != sealVersion {
@@ -246,7 +244,7 @@ func (s *Store) open(value string) (payload, bool) {
 			continue
 		}
 		var p payload
-		if json.Unmarshal(plain, &p) != nil || p.SID == "" {
+		if json.Unmarshal(plain, &p) != nil || p.SID == "" || !s.now().Before(time.Unix(p.Expires, 0)) {
 			return payload{}, false
 		}
 		return p, true
@@ -257,11 +255,8 @@ func (s *Store) open(value string) (payload, bool) {
 // Get returns the live session sealed in a cookie value: it opens under one
 // of the keys, has not expired and was not signed out here.
 func (s *Store) Get(value string) (Session, bool) {
-	if value == "" {
-		return Session{}, false
-	}
 	p, ok := s.open(value)
-	if !ok || !s.now().Before(time.Unix(p.Expires, 0)) {
+	if !ok {
 		return Session{}, false
 	}
 	s.mu.Lock()
@@ -291,26 +286,13 @@ func (s *Store) Delete(value string) (Revocation, bool) {
 		return Revocation{}, false
 	}
 	r := Revocation{SID: p.SID, Expires: time.Unix(p.Expires, 0)}
-	if !s.now().Before(r.Expires) {
-		return Revocation{}, false
-	}
 	s.Revoke(r)
 	return r, true
 }
 
-// validSID reports whether sid has the shape randomToken makes: 43
-// base64url characters. Revocations from peers are checked against it, so
-// the list holds nothing else.
-func validSID(sid string) bool {
-	if len(sid) != 43 {
-		return false
-	}
-	_, err := base64.RawURLEncoding.DecodeString(sid)
-	return err == nil
-}
-
 // Revoke adds revocations (from this process or a peer) and returns how
-// many were new. Malformed or expired ones are skipped; an expiry beyond
+// many were new. Malformed (not a SID as Create makes: 43 base64url
+// characters) or expired ones are skipped; an expiry beyond
 // MaxRevocationLifetime (or this store's lifetime, if longer) from now is
 // cut to it. The list stays
 // bounded: beyond max, expired entries go first, then those closest to
@@ -325,20 +307,19 @@ func (s *Store) Revoke(revs ...Revocation) int {
 	// future expiry from pinning an entry for good.
 	latest := now.Add(max(s.lifetime, MaxRevocationLifetime))
 	for _, r := range revs {
-		if !validSID(r.SID) || !now.Before(r.Expires) {
+		if !validID(r.SID, 32) || !now.Before(r.Expires) {
 			continue
 		}
 		if r.Expires.After(latest) {
 			r.Expires = latest
 		}
-		if old, ok := s.revoked[r.SID]; ok {
-			if r.Expires.After(old) {
-				s.revoked[r.SID] = r.Expires
-			}
-			continue
+		old, known := s.revoked[r.SID]
+		if !known {
+			added++
 		}
-		s.revoked[r.SID] = r.Expires
-		added++
+		if !known || r.Expires.After(old) {
+			s.revoked[r.SID] = r.Expires
+		}
 	}
 	if len(s.revoked) > s.max {
 		s.trimLocked(now)
@@ -349,11 +330,7 @@ func (s *Store) Revoke(revs ...Revocation) int {
 // trimLocked drops expired revocations, then those closest to expiry until
 // max remain (one sort, so merging a peer's whole list stays O(n log n)).
 func (s *Store) trimLocked(now time.Time) {
-	for id, exp := range s.revoked {
-		if !now.Before(exp) {
-			delete(s.revoked, id)
-		}
-	}
+	dropExpired(s.revoked, now)
 	if len(s.revoked) <= s.max {
 		return
 	}
@@ -361,10 +338,16 @@ func (s *Store) trimLocked(now time.Time) {
 	for id, exp := range s.revoked {
 		all = append(all, Revocation{SID: id, Expires: exp})
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Expires.Before(all[j].Expires) })
+	slices.SortFunc(all, func(a, b Revocation) int { return a.Expires.Compare(b.Expires) })
 	for _, r := range all[:len(all)-s.max] {
 		delete(s.revoked, r.SID)
 	}
+}
+
+// dropExpired deletes the entries of m (key -> expiry) that expired at now:
+// the revocation list and the peers' nonce cache.
+func dropExpired(m map[string]time.Time, now time.Time) {
+	maps.DeleteFunc(m, func(_ string, until time.Time) bool { return !now.Before(until) })
 }
 
 // Revocations is a snapshot of the live revocations (what a starting peer
