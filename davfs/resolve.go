@@ -191,7 +191,26 @@ func (w wsPath) parent() wsPath {
 }
 
 // fullRel is the path from the namespace root to w ("/"-joined full()).
-func (w wsPath) fullRel() string { return strings.Join(w.full(w.segs), "/") }
+// One allocation: it is on every read's path.
+func (w wsPath) fullRel() string {
+	parts, n := [2][]string{w.base, w.segs}, 0
+	for _, part := range parts {
+		for _, s := range part {
+			n += len(s) + 1
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, part := range parts {
+		for _, s := range part {
+			if b.Len() > 0 {
+				b.WriteByte('/')
+			}
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
 
 // resolve validates a workspace reference and a path in it.
 func (f *FS) resolve(ws Workspace, p string) (wsPath, error) {
