@@ -36,7 +36,6 @@ func (h *handler) allow() string {
 type state struct {
 	route     route
 	target    *url.URL
-	transport http.RoundTripper
 	operator  string
 	requestID string
 	rec       *recorder
@@ -135,7 +134,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.DestinationPath = dst.auditPath()
 		}
 	}
-	st.transport = h.transportFor(rt.agentID)
 	rec.pre = w.Header().Clone()
 	h.proxy.ServeHTTP(rec, r)
 }
