@@ -1,9 +1,10 @@
 package gateway
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,6 @@ import (
 func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time) (http.Handler, error) {
 	endpoints := map[string]*url.URL{}
 	timeouts := map[string]time.Duration{}
-	var ids []string
 	for id, a := range cfg.AgentRuntime.Agents {
 		endpoints[id] = nil
 		timeouts[id] = a.Sidecar.CallTimeout()
@@ -36,20 +36,14 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 			return nil, err // Validate already refused it
 		}
 		endpoints[id] = u
-		ids = append(ids, id)
 	}
-	sort.Strings(ids)
 	return davproxy.New(davproxy.Options{
 		Agents: func(id string) (*url.URL, bool) {
 			u, ok := endpoints[id]
-			if u == nil {
-				return nil, ok
-			}
-			c := *u
-			return &c, true
+			return u, ok
 		},
 		Timeout:           func(id string) time.Duration { return timeouts[id] },
-		AgentIDs:          func() []string { return append([]string(nil), ids...) },
+		AgentIDs:          func() []string { return slices.Collect(maps.Keys(endpoints)) },
 		Writable:          cfg.WebDAV.Writable,
 		KeepUnconditional: cfg.WebDAV.Writable && cfg.WebDAV.KeepUnconditional(),
 		Operator: func(r *http.Request) string {

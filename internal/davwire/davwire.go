@@ -2,11 +2,16 @@
 // server use between themselves. The gateway sets each request header after
 // stripping any copy a client sent, and strips each response header before a
 // response leaves it; the sidecar trusts them because only the gateway
-// reaches its WebDAV port (NetworkPolicy).
+// reaches its WebDAV port (NetworkPolicy). It also holds the two sides'
+// shared method table and metric registration.
 package davwire
 
 import (
+	"errors"
+	"net/http"
 	"regexp"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentworkspace/files/contracts/errtable"
 )
@@ -55,3 +60,28 @@ var prefixRE = regexp.MustCompile(`^/dav/[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 // and one agent ID of safe characters (nothing that needs escaping in a URL
 // or in XML), no trailing slash.
 func ValidPrefix(p string) bool { return prefixRE.MatchString(p) }
+
+// Methods are the methods of the WebDAV surface, true for those that write
+// (POST, which x/net/webdav serves like GET, included: the gateway's view
+// refuses it, the sidecar checks it as a write). Metrics label any other
+// method "OTHER" (label cardinality stays bounded).
+var Methods = map[string]bool{
+	http.MethodOptions: false, http.MethodGet: false, http.MethodHead: false, "PROPFIND": false,
+	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true,
+	"MOVE": true, "PROPPATCH": true, "LOCK": true, "UNLOCK": true, http.MethodPost: true,
+}
+
+// Register registers c, or returns the identical collector already
+// registered (a second handler on the same registry shares the series).
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}

@@ -47,6 +47,7 @@ package davproxy
 
 import (
 	"errors"
+	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -158,7 +159,7 @@ type handler struct {
 	bufs    sync.Pool
 
 	mu         sync.Mutex
-	transports map[string]*agentTransport // by agent ID
+	transports map[string]*http.Transport // by agent ID, each with its timeout
 }
 
 // New returns the WebDAV view handler. It expects request paths that start
@@ -169,7 +170,7 @@ func New(opts Options) (http.Handler, error) {
 	if opts.Agents == nil {
 		return nil, errors.New("davproxy: Options.Agents is required")
 	}
-	h := &handler{opts: opts, log: opts.Logger, now: opts.Now, transports: map[string]*agentTransport{}}
+	h := &handler{opts: opts, log: opts.Logger, now: opts.Now, transports: map[string]*http.Transport{}}
 	if h.log == nil {
 		h.log = hclog.NewNullLogger()
 	}
@@ -191,8 +192,8 @@ func New(opts Options) (http.Handler, error) {
 		ErrorHandler:   h.proxyError,
 		BufferPool:     (*bufferPool)(&h.bufs),
 		// ReverseProxy logs body copy errors itself, with the connection's
-		// addresses in them: scrubbed (logwriter.go).
-		ErrorLog: newScrubbedLog(h.log),
+		// addresses in them: scrubbed (transport.go).
+		ErrorLog: log.New(scrubWriter{h.log}, "", 0),
 	}
 	return h, nil
 }

@@ -1,12 +1,12 @@
 package davproxy
 
 import (
-	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 type metrics struct {
@@ -46,34 +46,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	var err error
 	for _, c := range []**prometheus.CounterVec{&m.requests, &m.bytes, &m.rejections, &m.unavailable} {
-		if *c, err = register(reg, *c); err != nil {
+		if *c, err = davwire.Register(reg, *c); err != nil {
 			return nil, err
 		}
 	}
-	if m.duration, err = register(reg, m.duration); err != nil {
+	if m.duration, err = davwire.Register(reg, m.duration); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// register registers c, or returns the identical collector already
-// registered (a second handler on the same registry shares the series).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
-}
-
 func (m *metrics) observe(method string, status int, d time.Duration, in, out int64) {
-	// The methods the view knows keep their label.
-	if !readMethods[method] && !mutationMethods[method] && method != http.MethodPost {
+	if _, ok := davwire.Methods[method]; !ok {
 		method = "OTHER"
 	}
 	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()

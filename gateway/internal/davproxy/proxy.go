@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -32,17 +33,15 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 	hdr := pr.Out.Header
 	// Credentials, identity and the wire contract's headers are the
 	// gateway's to set, never the client's.
-	for k := range hdr {
-		if strings.HasPrefix(k, "X-Forwarded-") || strings.HasPrefix(k, "X-Workspace-") {
-			delete(hdr, k)
-		}
-	}
+	maps.DeleteFunc(hdr, func(k string, _ []string) bool {
+		return strings.HasPrefix(k, "X-Forwarded-") || strings.HasPrefix(k, "X-Workspace-")
+	})
 	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Csrf-Token",
 		davwire.OperatorHeader, davwire.RequestIDHeader, "X-Real-Ip",
 		"Upgrade", "Connection"} { // no protocol switch through the view
 		hdr.Del(k)
 	}
-	hdr.Set(davwire.PrefixHeader, st.route.prefix())
+	hdr.Set(davwire.PrefixHeader, "/dav/"+st.route.agentID)
 	if !h.opts.Writable {
 		hdr.Set(davwire.ReadOnlyHeader, "true")
 	} else if h.opts.KeepUnconditional {
@@ -67,9 +66,7 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 		resp.Body.Close()
 		resp.Body = http.NoBody
 		resp.ContentLength = 0
-		for k := range hdr {
-			delete(hdr, k)
-		}
+		clear(hdr)
 		resp.StatusCode, resp.Status = http.StatusSeeOther, "303 See Other"
 		hdr.Set("Location", loc)
 		hdr.Set("Cache-Control", "no-store")
@@ -90,11 +87,7 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	if v := hdr.Get(davwire.AutoCheckpointHeader); v != "" {
 		st.rec.autos = checkpointIDs(v)
 	}
-	for k := range hdr {
-		if strings.HasPrefix(k, "X-Workspace-") {
-			delete(hdr, k)
-		}
-	}
+	maps.DeleteFunc(hdr, func(k string, _ []string) bool { return strings.HasPrefix(k, "X-Workspace-") })
 	for _, k := range []string{"Server", "X-Powered-By", davwire.RequestIDHeader, "Set-Cookie"} {
 		hdr.Del(k)
 	}
@@ -217,9 +210,10 @@ func intersectAllow(allow string) string {
 }
 
 // recorder captures status, bytes and the outcome's reason for metrics and
-// the audit hook, lets the reverse proxy flush through it, and passes 1xx
-// responses other than 100 Continue to the connection itself (the client's
-// 100 comes from net/http, when the body is first read after the sidecar's).
+// the audit hook, lets the reverse proxy flush through it (Unwrap), and
+// passes 1xx responses other than 100 Continue to the connection itself
+// (the client's 100 comes from net/http, when the body is first read after
+// the sidecar's).
 type recorder struct {
 	http.ResponseWriter
 	status int
@@ -290,20 +284,10 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *recorder) Flush() { _ = http.NewResponseController(r.ResponseWriter).Flush() }
-
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func (r *recorder) statusCode() int {
-	if r.status == 0 {
-		return http.StatusOK
-	}
-	return r.status
-}
-
-// outcome is the audit's gRPC code and reason.
-func (r *recorder) outcome() (codes.Code, string) {
-	status := r.statusCode()
+// outcome is the audit's gRPC code and reason of the final status.
+func (r *recorder) outcome(status int) (codes.Code, string) {
 	switch {
 	case r.code != codes.OK:
 		return r.code, r.reason

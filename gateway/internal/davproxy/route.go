@@ -141,6 +141,3 @@ func (rt route) auditPath() string {
 	}
 	return Redacted
 }
-
-// prefix is the X-Forwarded-Prefix for the route's agent.
-func (rt route) prefix() string { return "/dav/" + rt.agentID }

@@ -1,6 +1,7 @@
 package davproxy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -35,7 +36,6 @@ func (h *handler) allow() string {
 type state struct {
 	route     route
 	target    *url.URL
-	transport http.RoundTripper
 	operator  string
 	requestID string
 	rec       *recorder
@@ -78,11 +78,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		d := h.now().Sub(start)
-		status := rec.statusCode()
+		status := cmp.Or(rec.status, http.StatusOK)
 		h.metrics.observe(r.Method, status, d, inBytes.n, rec.n)
 		if m != nil && h.opts.OnMutation != nil {
 			m.Status, m.Duration = status, d
-			m.Code, m.Reason = rec.outcome()
+			m.Code, m.Reason = rec.outcome(status)
 			m.Unconditional, m.KeptVersions = rec.unconditional, strings.Join(rec.kept, ",")
 			m.AutoCheckpoints = strings.Join(rec.autos, ",")
 			h.opts.OnMutation(r, *m)
@@ -134,7 +134,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.DestinationPath = dst.auditPath()
 		}
 	}
-	st.transport = h.transportFor(rt.agentID)
 	rec.pre = w.Header().Clone()
 	h.proxy.ServeHTTP(rec, r)
 }
@@ -191,17 +190,14 @@ func (h *handler) methodNotAllowed(w *recorder) {
 	h.refuse(w, http.StatusMethodNotAllowed, "READ_ONLY", "method not allowed: the WebDAV view is read-only")
 }
 
-// davClasses is the DAV compliance the view advertises: class 2 (locks)
-// only where clients may write.
-func (h *handler) davClasses() string {
-	if h.opts.Writable {
-		return "1, 2"
-	}
-	return "1"
-}
-
 func (h *handler) davOptions(w *recorder) {
-	w.Header().Set("DAV", h.davClasses())
+	// The DAV compliance the view advertises: class 2 (locks) only where
+	// clients may write.
+	dav := "1"
+	if h.opts.Writable {
+		dav = "1, 2"
+	}
+	w.Header().Set("DAV", dav)
 	w.Header().Set("MS-Author-Via", "DAV")
 	w.Header().Set("Allow", h.allow())
 	w.Header().Set("Content-Length", "0")

@@ -1,7 +1,6 @@
 package davproxy
 
 import (
-	"log"
 	"net"
 	"net/http"
 	"regexp"
@@ -11,13 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// agentTransport is one agent's connection pool, with that agent's header
+// newTransport is one agent's connection pool, with that agent's header
 // timeout.
-type agentTransport struct {
-	timeout time.Duration
-	rt      *http.Transport
-}
-
 func newTransport(headerTimeout time.Duration) *http.Transport {
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
@@ -54,14 +48,14 @@ func (h *handler) transportFor(agentID string) http.RoundTripper {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.transports[agentID]
-	if t == nil || t.timeout != timeout {
+	if t == nil || t.ResponseHeaderTimeout != timeout {
 		if t != nil {
-			t.rt.CloseIdleConnections()
+			t.CloseIdleConnections()
 		}
-		t = &agentTransport{timeout: timeout, rt: newTransport(timeout)}
+		t = newTransport(timeout)
 		h.transports[agentID] = t
 	}
-	return t.rt
+	return t
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
@@ -70,7 +64,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 
 // roundTrip sends the outbound request with its agent's transport.
 func (h *handler) roundTrip(r *http.Request) (*http.Response, error) {
-	return stateOf(r.Context()).transport.RoundTrip(r)
+	return h.transportFor(stateOf(r.Context()).route.agentID).RoundTrip(r)
 }
 
 // addrRE matches IPv4 and bracketed IPv6 host:port pairs, as net errors
@@ -80,12 +74,8 @@ var addrRE = regexp.MustCompile(`(?:\d{1,3}\.){3}\d{1,3}:\d+|\[[0-9A-Fa-f:.%a-z0
 // scrubAddrs replaces every host:port in s.
 func scrubAddrs(s string) string { return addrRE.ReplaceAllString(s, "[address]") }
 
-// newScrubbedLog is the *log.Logger ReverseProxy writes its own errors to
-// (a response body copy that failed), into l without any address.
-func newScrubbedLog(l hclog.Logger) *log.Logger {
-	return log.New(scrubWriter{l}, "", 0)
-}
-
+// scrubWriter is where ReverseProxy's *log.Logger writes its own errors (a
+// response body copy that failed): into l without any address.
 type scrubWriter struct{ l hclog.Logger }
 
 func (w scrubWriter) Write(p []byte) (int, error) {

@@ -46,9 +46,12 @@ func (h *handler) serveAgentRoot(w *recorder, r *http.Request, rt route) {
 }
 
 func (h *handler) serveVirtual(w *recorder, r *http.Request, self virtualEntry, children []virtualEntry) {
+	var b bytes.Buffer
+	status, ctype := http.StatusOK, "text/html; charset=utf-8"
 	switch r.Method {
 	case http.MethodOptions:
 		h.davOptions(w)
+		return
 	case "PROPFIND":
 		if r.Body != nil {
 			// The request body only names properties; read a bounded
@@ -59,7 +62,6 @@ func (h *handler) serveVirtual(w *recorder, r *http.Request, self virtualEntry, 
 		if depth := strings.TrimSpace(r.Header.Get("Depth")); depth != "0" {
 			entries = append(entries, children...)
 		}
-		var b bytes.Buffer
 		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<D:multistatus xmlns:D="DAV:">`)
 		for _, e := range entries {
 			b.WriteString("<D:response><D:href>")
@@ -69,29 +71,25 @@ func (h *handler) serveVirtual(w *recorder, r *http.Request, self virtualEntry, 
 			b.WriteString("</D:displayname></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>")
 		}
 		b.WriteString("</D:multistatus>\n")
-		w.Header().Set("Content-Type", `application/xml; charset="utf-8"`)
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Content-Length", fmt.Sprint(b.Len()))
-		w.WriteHeader(http.StatusMultiStatus)
-		_, _ = w.Write(b.Bytes())
+		status, ctype = http.StatusMultiStatus, `application/xml; charset="utf-8"`
 	case http.MethodGet, http.MethodHead:
-		var b bytes.Buffer
 		fmt.Fprintf(&b, "<!doctype html>\n<meta charset=\"utf-8\">\n<title>%s</title>\n<ul>\n", html.EscapeString(self.href))
 		for _, c := range children {
 			fmt.Fprintf(&b, "<li><a href=\"%s\">%s/</a></li>\n", html.EscapeString(c.href), html.EscapeString(c.name))
 		}
 		b.WriteString("</ul>\n")
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Content-Length", fmt.Sprint(b.Len()))
-		w.WriteHeader(http.StatusOK)
-		if r.Method == http.MethodGet {
-			_, _ = w.Write(b.Bytes())
-		}
 	default:
 		// PROPPATCH, LOCK and every write are refused on the virtual
 		// levels, writable view or not.
 		w.Header().Set("Allow", allowRead)
 		h.refuse(w, http.StatusMethodNotAllowed, "READ_ONLY", "method not allowed on this collection")
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", fmt.Sprint(b.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b.Bytes())
 	}
 }

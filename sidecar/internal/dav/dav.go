@@ -225,14 +225,6 @@ func safeID(s string) bool {
 	return s != "" && len(s) <= 128 && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' })
 }
 
-// methods are the methods served (any other is 405), true for those that
-// write.
-var methods = map[string]bool{
-	http.MethodOptions: false, http.MethodGet: false, http.MethodHead: false, "PROPFIND": false,
-	http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true,
-	"MOVE": true, "PROPPATCH": true, "LOCK": true, "UNLOCK": true, http.MethodPost: true,
-}
-
 const (
 	readOnlyAllow = "OPTIONS, GET, HEAD, PROPFIND"
 	allowAll      = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
@@ -308,7 +300,7 @@ func (q *request) serve() {
 		}
 	}
 
-	if _, ok := methods[r.Method]; !ok {
+	if _, ok := davwire.Methods[r.Method]; !ok { // not served
 		hdr.Set("Allow", allowAll)
 		q.fail(http.StatusMethodNotAllowed, "NOT_SUPPORTED", "method not supported")
 		return
@@ -407,7 +399,7 @@ func (q *request) serve() {
 			return
 		}
 	}
-	if methods[r.Method] { // a write
+	if davwire.Methods[r.Method] { // a write
 		if !q.headerPreconditions() || !q.linkChecks() {
 			return
 		}

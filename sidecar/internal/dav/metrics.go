@@ -1,11 +1,12 @@
 package dav
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 // metrics are the PRD §12.2 figures for the WebDAV surface. The names are
@@ -43,32 +44,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"kind"}),
 	}
 	if reg != nil {
-		m.requests = register(reg, m.requests)
-		m.duration = register(reg, m.duration)
-		m.preconditions = register(reg, m.preconditions)
-		m.rejections = register(reg, m.rejections)
-		m.sizeRejects = register(reg, m.sizeRejects)
+		// An error leaves the collector unregistered: the handler still counts.
+		m.requests, _ = davwire.Register(reg, m.requests)
+		m.duration, _ = davwire.Register(reg, m.duration)
+		m.preconditions, _ = davwire.Register(reg, m.preconditions)
+		m.rejections, _ = davwire.Register(reg, m.rejections)
+		m.sizeRejects, _ = davwire.Register(reg, m.sizeRejects)
 	}
 	return m
 }
 
-// register registers c, reusing an identical collector already there (two
-// handlers on one registry share their series).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
-}
-
 func (m *metrics) observe(method string, status int, reason string, d time.Duration) {
-	if _, ok := methods[method]; !ok {
-		method = "OTHER" // label cardinality stays bounded
+	if _, ok := davwire.Methods[method]; !ok {
+		method = "OTHER"
 	}
 	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(method).Observe(d.Seconds())
