@@ -214,6 +214,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 			for _, l := range lns[:i] {
 				l.Close()
 			}
+			s.watcher.Close()
 			return fmt.Errorf("%sServer.address: listen: %w", sv.name, err)
 		}
 		lns[i] = l

@@ -151,7 +151,11 @@ func Start(t testing.TB, opts Options) *Gateway {
 		opts.StartTimeout = 30 * time.Second
 	}
 	bin := build.Path(t, opts.Binary)
-	base := proctest.TempDir(t, "gatewaytest-")
+	base, err := os.MkdirTemp("", "gatewaytest-") // 0700: its config holds token hashes
+	if err != nil {
+		t.Fatalf("gatewaytest: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
 	g := &Gateway{t: t, opts: opts, bin: bin, logs: &proctest.Log{},
 		AdminToken: randomToken(t), UserToken: randomToken(t),
 		AuditFile: filepath.Join(base, "audit.jsonl")}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -92,11 +93,17 @@ func build(pkg string) (string, error) {
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, buf.String())
 	}
-	data, err := os.ReadFile(tmp.Name())
+	f, err := os.Open(tmp.Name())
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(data)
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	sum := h.Sum(nil)
 	bin := filepath.Join(dir, path.Base(pkg)+"-"+hex.EncodeToString(sum[:8]))
 	now := time.Now()
 	if _, err := os.Stat(bin); err == nil {
