@@ -296,11 +296,8 @@ func (w *Watcher) idLocked() string { return w.epoch + "-" + strconv.FormatUint(
 // another epoch (another process: nothing can be replayed).
 func (w *Watcher) parseResume(s string) (seq uint64, ok bool, err error) {
 	ep, n, found := strings.Cut(s, "-")
-	if !found || ep == "" || len(ep) > 32 || n == "" {
-		return 0, false, newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "resume_after is not a change id")
-	}
 	seq, perr := strconv.ParseUint(n, 10, 64)
-	if perr != nil || strconv.FormatUint(seq, 10) != n {
+	if !found || ep == "" || len(ep) > 32 || perr != nil || strconv.FormatUint(seq, 10) != n {
 		return 0, false, newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "resume_after is not a change id")
 	}
 	return seq, ep == w.epoch, nil
@@ -395,7 +392,11 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 					keys[d.key] = true
 				}
 			}
-			w.replayLocked(s, resumeSeq, keys)
+			for _, c := range w.ring {
+				if c.seq > resumeSeq && keys[c.key] {
+					s.pushLocked(c)
+				}
+			}
 		}
 	}
 	if len(gap) > 0 {
@@ -539,14 +540,6 @@ func (w *Watcher) releaseAllLocked(s *Subscription) {
 	}
 	s.dirs = nil
 	delete(w.subs, s)
-}
-
-func (w *Watcher) replayLocked(s *Subscription, after uint64, keys map[string]bool) {
-	for _, c := range w.ring {
-		if c.seq > after && keys[c.key] {
-			s.pushLocked(c)
-		}
-	}
 }
 
 // loop turns inotify events into pending names and runs the housekeeping.
