@@ -246,8 +246,9 @@ func (s *Server) watch(c echo.Context) error {
 		defer t.Stop()
 		expired = t.C
 	}
+	var end *status.Status // why the stream ends, sent as "event: end"
 	lastAuth := time.Now()
-	for {
+	for end == nil {
 		var out []byte
 		select {
 		case <-ctx.Done():
@@ -255,28 +256,22 @@ func (s *Server) watch(c echo.Context) error {
 		case <-s.opts.Stopping:
 			// The gateway is stopping: end the stream so Shutdown does not
 			// wait for it; the browser reconnects to the next gateway.
-			st := status.New(codes.Unavailable, "the gateway is restarting; reconnect and resume")
-			s.writeEnd(w, rc, label, st)
-			return nil
+			end = status.New(codes.Unavailable, "the gateway is restarting; reconnect and resume")
 		case <-expired:
-			s.writeEnd(w, rc, label, status.New(codes.Unauthenticated, "the session expired; sign in again"))
-			return nil
+			end = status.New(codes.Unauthenticated, "the session expired; sign in again")
 		case <-beat.C:
-			if st := s.streamAuth(r); st != nil {
-				s.writeEnd(w, rc, label, st)
-				return nil
+			if end = s.streamAuth(r); end == nil {
+				lastAuth = time.Now()
+				out = []byte(": ping\n\n")
 			}
-			lastAuth = time.Now()
-			out = []byte(": ping\n\n")
 		case it := <-events:
 			if it.err != nil {
-				s.writeEnd(w, rc, label, status.Convert(it.err))
-				return nil
+				end = status.Convert(it.err)
+				break
 			}
 			if time.Since(lastAuth) >= watchReauthEvery {
-				if st := s.streamAuth(r); st != nil {
-					s.writeEnd(w, rc, label, st)
-					return nil
+				if end = s.streamAuth(r); end != nil {
+					break
 				}
 				lastAuth = time.Now()
 			}
@@ -289,10 +284,12 @@ func (s *Server) watch(c echo.Context) error {
 			}
 			out = fmt.Appendf(make([]byte, 0, len(data)+len(it.ev.GetId())+32), "event: change\nid: %s\ndata: %s\n\n", it.ev.GetId(), data)
 		}
-		if !s.streamWrite(w, rc, out) {
+		if end == nil && !s.streamWrite(w, rc, out) {
 			return nil
 		}
 	}
+	s.writeEnd(w, rc, label, end)
+	return nil
 }
 
 // streamWrite writes and flushes out under a fresh write deadline; false
