@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -337,7 +338,7 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 			return nil, err
 		}
 	}
-	s := &Subscription{w: w, ws: ws, notify: make(chan struct{}, 1), max: w.cfg.QueueLen}
+	s := &Subscription{w: w, ws: ws, notify: make(chan struct{}, 1)}
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -573,15 +574,11 @@ func (w *Watcher) loop() {
 func (w *Watcher) event(ev fsnotify.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	dir, name := ev.Name, ""
-	d, ok := w.byProc[dir]
-	if !ok {
-		i := strings.LastIndexByte(ev.Name, '/')
-		if i < 0 {
-			return
-		}
-		dir, name = ev.Name[:i], ev.Name[i+1:]
-		if d, ok = w.byProc[dir]; !ok {
+	d, name := w.byProc[ev.Name], ""
+	if d == nil {
+		// An event of a name in a watched directory.
+		dir, base := path.Split(ev.Name)
+		if d, name = w.byProc[strings.TrimSuffix(dir, "/")], base; d == nil {
 			return
 		}
 	}
@@ -870,7 +867,6 @@ type Subscription struct {
 
 	mu       sync.Mutex
 	q        []Change
-	max      int
 	overflow bool
 	ended    bool
 	notify   chan struct{}
@@ -884,7 +880,7 @@ func (s *Subscription) pushLocked(c Change) {
 	case s.ended:
 	case s.overflow:
 		s.w.stats.drops.Add(1)
-	case len(s.q) >= s.max:
+	case len(s.q) >= s.w.cfg.QueueLen:
 		s.w.stats.drops.Add(uint64(len(s.q)) + 1)
 		s.q, s.overflow = nil, true
 	default:
