@@ -89,18 +89,15 @@ func watchRequest(r *http.Request) (*workspacev1.WatchRequest, error) {
 			return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, k+" given more than once")
 		}
 	}
-	ws := &workspacev1.WorkspaceRef{ProjectName: q.Get("workspace.project_name")}
-	switch q.Get("workspace.scope") {
-	case "PROJECT":
-		ws.Scope = workspacev1.WorkspaceScope_PROJECT
-	case "GLOBAL":
-		ws.Scope = workspacev1.WorkspaceScope_GLOBAL
-	default:
+	// The enum's names, as the REST routes take them (PROJECT or GLOBAL).
+	scope := workspacev1.WorkspaceScope(workspacev1.WorkspaceScope_value[q.Get("workspace.scope")])
+	if scope == workspacev1.WorkspaceScope_WORKSPACE_SCOPE_UNSPECIFIED {
 		return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_WORKSPACE, "workspace.scope must be PROJECT or GLOBAL")
 	}
 	if len(q["directory"]) == 0 {
 		return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, "name at least one directory")
 	}
+	ws := &workspacev1.WorkspaceRef{Scope: scope, ProjectName: q.Get("workspace.project_name")}
 	req := &workspacev1.WatchRequest{Workspace: ws, Directories: q["directory"], ResumeAfter: q.Get("resume_after")}
 	// EventSource's own reconnect sends the last id it saw: newer than the URL's.
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
