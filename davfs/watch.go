@@ -294,8 +294,11 @@ func wsKey(ws Workspace) string {
 func (w *Watcher) idLocked() string { return w.epoch + "-" + strconv.FormatUint(w.seq, 10) }
 
 // parseResume splits "<epoch>-<seq>"; ok is false for a position of
-// another epoch (another process: nothing can be replayed).
+// another epoch (another process: nothing can be replayed) or none.
 func (w *Watcher) parseResume(s string) (seq uint64, ok bool, err error) {
+	if s == "" {
+		return 0, false, nil
+	}
 	ep, n, found := strings.Cut(s, "-")
 	seq, perr := strconv.ParseUint(n, 10, 64)
 	if !found || ep == "" || len(ep) > 32 || perr != nil || strconv.FormatUint(seq, 10) != n {
@@ -330,13 +333,9 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 		seen[d] = true
 		paths = append(paths, p)
 	}
-	var resumeSeq uint64
-	resumeOK := false
-	if resumeAfter != "" {
-		var err error
-		if resumeSeq, resumeOK, err = w.parseResume(resumeAfter); err != nil {
-			return nil, err
-		}
+	resumeSeq, resumeOK, err := w.parseResume(resumeAfter)
+	if err != nil {
+		return nil, err
 	}
 	s := &Subscription{w: w, ws: ws, notify: make(chan struct{}, 1)}
 
