@@ -195,10 +195,9 @@ func (s *Server) watch(c echo.Context) error {
 		respond(w, r, s.marshaler, status.Convert(err), 0)
 		return nil
 	}
-	label := agentID
 	if m := s.opts.WatchMetrics; m != nil {
-		m.Streams.WithLabelValues(label).Inc()
-		defer m.Streams.WithLabelValues(label).Dec()
+		m.Streams.WithLabelValues(agentID).Inc()
+		defer m.Streams.WithLabelValues(agentID).Dec()
 	}
 	h := w.Header() // Cache-Control: no-store, as on every API response (securityHeaders)
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -277,7 +276,7 @@ func (s *Server) watch(c echo.Context) error {
 				return nil
 			}
 			if m := s.opts.WatchMetrics; m != nil {
-				m.Events.WithLabelValues(label, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
+				m.Events.WithLabelValues(agentID, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
 			}
 			out = fmt.Appendf(make([]byte, 0, len(data)+len(it.ev.GetId())+32), "event: change\nid: %s\ndata: %s\n\n", it.ev.GetId(), data)
 		}
@@ -285,7 +284,7 @@ func (s *Server) watch(c echo.Context) error {
 			return nil
 		}
 	}
-	s.writeEnd(w, rc, label, end)
+	s.writeEnd(w, rc, agentID, end)
 	return nil
 }
 
