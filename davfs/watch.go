@@ -327,11 +327,10 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 		if err != nil {
 			return nil, err
 		}
-		if seen[d] {
-			continue
+		if !seen[d] {
+			seen[d] = true
+			paths = append(paths, p)
 		}
-		seen[d] = true
-		paths = append(paths, p)
 	}
 	resumeSeq, resumeOK, err := w.parseResume(resumeAfter)
 	if err != nil {
@@ -581,18 +580,15 @@ func (w *Watcher) event(ev fsnotify.Event) {
 			return
 		}
 	}
-	if name == "" {
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			// The watched directory itself was moved or deleted.
-			w.goneLocked(d)
-			return
-		}
+	switch {
+	case name == "" && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)):
+		// The watched directory itself was moved or deleted.
+		w.goneLocked(d)
+		return
+	case name == "":
 		// Its own attributes changed (chmod, chown): its revision did.
 		d.self = true
-		w.armLocked(d)
-		return
-	}
-	if !w.f.visibleName(name) || (d.root && name != globalSkills && name != globalAgents) {
+	case !w.f.visibleName(name) || (d.root && name != globalSkills && name != globalAgents):
 		w.stats.filtered.Add(1)
 		// The name is never published, but its creation, removal or
 		// rename changed the directory's own revision (mkdir
@@ -600,19 +596,19 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		// directory with the last published revision is not refused. Not
 		// in the Global root, whose other names (auth.json, sessions) must
 		// not even show as activity, and which is never renamed or deleted.
-		if !d.root {
-			d.self = true
-			w.armLocked(d)
+		if d.root {
+			return
 		}
-		return
-	}
-	if now := time.Now(); now.Sub(d.recentAt) > burstPeriod {
-		d.recentAt, d.recentN = now, 0
-	}
-	if !d.burst {
-		d.pending[name] = struct{}{}
-		if len(d.pending)+d.recentN > w.cfg.BurstEntries {
-			d.burst, d.pending = true, map[string]struct{}{}
+		d.self = true
+	default:
+		if now := time.Now(); now.Sub(d.recentAt) > burstPeriod {
+			d.recentAt, d.recentN = now, 0
+		}
+		if !d.burst {
+			d.pending[name] = struct{}{}
+			if len(d.pending)+d.recentN > w.cfg.BurstEntries {
+				d.burst, d.pending = true, map[string]struct{}{}
+			}
 		}
 	}
 	w.armLocked(d)
