@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,9 +70,7 @@ type Watcher struct {
 	dirs   map[string]*dirWatch // by workspace key + path
 	byProc map[string]*dirWatch // by the /proc/self/fd path inotify knows
 	subs   map[*Subscription]struct{}
-	ring   []Change // recent published changes, ring[ringHead] oldest once full
-	ringN  int
-	ringH  int
+	ring   []Change // recent published changes (History at most), oldest first
 	// histFrom: every change published after this position is in the ring
 	// (it moves when the ring drops its oldest change or is cleared).
 	histFrom uint64
@@ -95,26 +95,23 @@ type WatchConfig struct {
 }
 
 func (c WatchConfig) withDefaults() WatchConfig {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	dur := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.MaxDirs, 4096)
-	def(&c.MaxDirsPerSubscriber, 256)
-	dur(&c.Coalesce, 50*time.Millisecond)
-	dur(&c.BurstHold, 500*time.Millisecond)
-	def(&c.BurstEntries, 64)
-	def(&c.QueueLen, 512)
-	dur(&c.Linger, 30*time.Second)
-	def(&c.History, 4096)
-	dur(&c.Revalidate, 2*time.Second)
+	positiveOr(&c.MaxDirs, 4096)
+	positiveOr(&c.MaxDirsPerSubscriber, 256)
+	positiveOr(&c.Coalesce, 50*time.Millisecond)
+	positiveOr(&c.BurstHold, 500*time.Millisecond)
+	positiveOr(&c.BurstEntries, 64)
+	positiveOr(&c.QueueLen, 512)
+	positiveOr(&c.Linger, 30*time.Second)
+	positiveOr(&c.History, 4096)
+	positiveOr(&c.Revalidate, 2*time.Second)
 	return c
+}
+
+// positiveOr sets *v to d unless it is positive.
+func positiveOr[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // ChangeKind is what happened.
@@ -147,18 +144,13 @@ const (
 	ResyncGone                     // the directory was removed, moved or replaced: it is no longer watched
 )
 
+var resyncNames = [...]string{ResyncOverflow: "overflow", ResyncLimit: "limit", ResyncGap: "gap", ResyncGone: "gone"}
+
 func (r ResyncReason) String() string {
-	switch r {
-	case ResyncOverflow:
-		return "overflow"
-	case ResyncLimit:
-		return "limit"
-	case ResyncGap:
-		return "gap"
-	case ResyncGone:
-		return "gone"
+	if r <= ResyncUnspecified || int(r) >= len(resyncNames) {
+		return "unspecified"
 	}
-	return "unspecified"
+	return resyncNames[r]
 }
 
 // Change is one event of a subscription.
@@ -188,21 +180,8 @@ type WatchStats struct {
 }
 
 type watchCounters struct {
-	events, filtered, drops    atomic.Uint64
-	overflow, limit, gap, gone atomic.Uint64
-}
-
-func (c *watchCounters) resync(r ResyncReason, n int) {
-	switch r {
-	case ResyncOverflow:
-		c.overflow.Add(uint64(n))
-	case ResyncLimit:
-		c.limit.Add(uint64(n))
-	case ResyncGap:
-		c.gap.Add(uint64(n))
-	case ResyncGone:
-		c.gone.Add(uint64(n))
-	}
+	events, filtered, drops atomic.Uint64
+	resyncs                 [len(resyncNames)]atomic.Uint64 // by reason
 }
 
 type knownEntry struct {
@@ -263,7 +242,6 @@ func (f *FS) NewWatcher(cfg WatchConfig) (*Watcher, error) {
 		dirs: map[string]*dirWatch{}, byProc: map[string]*dirWatch{}, subs: map[*Subscription]struct{}{},
 		done: make(chan struct{}),
 	}
-	w.ring = make([]Change, w.cfg.History)
 	w.wg.Add(1)
 	go w.loop()
 	return w, nil
@@ -299,9 +277,9 @@ func (w *Watcher) Stats() WatchStats {
 	st.Events = w.stats.events.Load()
 	st.Filtered = w.stats.filtered.Load()
 	st.Drops = w.stats.drops.Load()
-	st.Resyncs = map[ResyncReason]uint64{
-		ResyncOverflow: w.stats.overflow.Load(), ResyncLimit: w.stats.limit.Load(),
-		ResyncGap: w.stats.gap.Load(), ResyncGone: w.stats.gone.Load(),
+	st.Resyncs = map[ResyncReason]uint64{}
+	for r := ResyncOverflow; r <= ResyncGone; r++ {
+		st.Resyncs[r] = w.stats.resyncs[r].Load()
 	}
 	return st
 }
@@ -316,14 +294,14 @@ func wsKey(ws Workspace) string {
 func (w *Watcher) idLocked() string { return w.epoch + "-" + strconv.FormatUint(w.seq, 10) }
 
 // parseResume splits "<epoch>-<seq>"; ok is false for a position of
-// another epoch (another process: nothing can be replayed).
+// another epoch (another process: nothing can be replayed) or none.
 func (w *Watcher) parseResume(s string) (seq uint64, ok bool, err error) {
-	ep, n, found := strings.Cut(s, "-")
-	if !found || ep == "" || len(ep) > 32 || n == "" {
-		return 0, false, newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "resume_after is not a change id")
+	if s == "" {
+		return 0, false, nil
 	}
+	ep, n, found := strings.Cut(s, "-")
 	seq, perr := strconv.ParseUint(n, 10, 64)
-	if perr != nil || strconv.FormatUint(seq, 10) != n {
+	if !found || ep == "" || len(ep) > 32 || perr != nil || strconv.FormatUint(seq, 10) != n {
 		return 0, false, newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "resume_after is not a change id")
 	}
 	return seq, ep == w.epoch, nil
@@ -349,21 +327,16 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 		if err != nil {
 			return nil, err
 		}
-		if seen[d] {
-			continue
-		}
-		seen[d] = true
-		paths = append(paths, p)
-	}
-	var resumeSeq uint64
-	resumeOK := false
-	if resumeAfter != "" {
-		var err error
-		if resumeSeq, resumeOK, err = w.parseResume(resumeAfter); err != nil {
-			return nil, err
+		if !seen[d] {
+			seen[d] = true
+			paths = append(paths, p)
 		}
 	}
-	s := &Subscription{w: w, ws: ws, notify: make(chan struct{}, 1), max: w.cfg.QueueLen}
+	resumeSeq, resumeOK, err := w.parseResume(resumeAfter)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscription{w: w, ws: ws, notify: make(chan struct{}, 1)}
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -402,12 +375,10 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 	w.subs[s] = struct{}{}
 	s.pushLocked(Change{ID: w.idLocked(), Kind: ChangeReady, Workspace: ws, Directories: live})
 	if len(limited) > 0 {
-		s.pushLocked(Change{ID: w.idLocked(), Kind: ChangeResync, Workspace: ws, Reason: ResyncLimit, Directories: limited})
-		w.stats.resync(ResyncLimit, 1)
+		w.resyncLocked(s, ws, ResyncLimit, limited)
 	}
 	if len(gone) > 0 {
-		s.pushLocked(Change{ID: w.idLocked(), Kind: ChangeResync, Workspace: ws, Reason: ResyncGone, Directories: gone})
-		w.stats.resync(ResyncGone, 1)
+		w.resyncLocked(s, ws, ResyncGone, gone)
 	}
 	if resumeOK {
 		if resumeSeq < w.histFrom || resumeSeq > w.seq {
@@ -420,12 +391,15 @@ func (w *Watcher) Subscribe(ctx context.Context, ws Workspace, dirs []string, re
 					keys[d.key] = true
 				}
 			}
-			w.replayLocked(s, resumeSeq, keys)
+			for _, c := range w.ring {
+				if c.seq > resumeSeq && keys[c.key] {
+					s.pushLocked(c)
+				}
+			}
 		}
 	}
 	if len(gap) > 0 {
-		s.pushLocked(Change{ID: w.idLocked(), Kind: ChangeResync, Workspace: ws, Reason: ResyncGap, Directories: gap})
-		w.stats.resync(ResyncGap, 1)
+		w.resyncLocked(s, ws, ResyncGap, gap)
 	}
 	return s, nil
 }
@@ -436,35 +410,26 @@ var errWatchLimit = errors.New("watch limit")
 // one directory within it make a burst.
 const burstPeriod = time.Second
 
-// acquireLocked returns the watch of p, creating it.
-func (w *Watcher) acquireLocked(ctx context.Context, p wsPath) (*dirWatch, bool, error) {
-	d, err := w.newWatchLocked(ctx, p)
-	if d != nil && err == nil && d.subs == nil {
-		d.subs = map[*Subscription]struct{}{}
-		return d, true, nil
-	}
-	return d, false, err
-}
-
-func (w *Watcher) newWatchLocked(ctx context.Context, p wsPath) (*dirWatch, error) {
+// acquireLocked returns the watch of p, creating it (fresh).
+func (w *Watcher) acquireLocked(ctx context.Context, p wsPath) (d *dirWatch, fresh bool, err error) {
 	key := wsKey(p.ws) + "\x00" + p.rel
 	if d, ok := w.dirs[key]; ok {
-		return d, nil
+		return d, false, nil
 	}
 	if len(w.dirs) >= w.cfg.MaxDirs && !w.evictIdleLocked() {
-		return nil, errWatchLimit
+		return nil, false, errWatchLimit
 	}
 	if p.isGlobal() && len(p.segs) == 1 && p.segs[0] == globalAgents {
-		return nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", p.rel)
+		return nil, false, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", p.rel)
 	}
 	fd, err := w.f.open(p, oDirPath)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var st unix.Stat_t
 	if err := fstatOn(p.r, fd, &st); err != nil || !isType(&st, unix.S_IFDIR) {
 		unix.Close(fd)
-		return nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, err, "%q is not a directory", p.rel)
+		return nil, false, newErr(CodeFailedPrecondition, ReasonNotADirectory, err, "%q is not a directory", p.rel)
 	}
 	// A directory has one path: a watch of the same inode under another
 	// path is of a directory that moved (its parent was renamed). inotify
@@ -475,19 +440,19 @@ func (w *Watcher) newWatchLocked(ctx context.Context, p wsPath) (*dirWatch, erro
 			break
 		}
 	}
-	d := &dirWatch{
+	d = &dirWatch{
 		key: key, ws: p.ws, dir: p.rel, w: p, fd: fd, dev: st.Dev, ino: st.Ino,
 		proc: "/proc/self/fd/" + strconv.Itoa(fd), root: p.isGlobal() && p.isRoot(),
-		pending: map[string]struct{}{},
+		pending: map[string]struct{}{}, subs: map[*Subscription]struct{}{},
 	}
 	if err := w.nw.Add(d.proc); err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.ENOSPC) {
 			w.f.log.Warn("live changes: fs.inotify.max_user_watches reached; directory not watched")
-			return nil, errWatchLimit
+			return nil, false, errWatchLimit
 		}
 		w.f.log.Warn("live changes: cannot watch a directory", "error", errnoOf(err).Error())
-		return nil, fsErr(err, p.rel)
+		return nil, false, fsErr(err, p.rel)
 	}
 	// Read what is there now, after the watch is in place: a change after
 	// this point is an inotify event.
@@ -495,7 +460,7 @@ func (w *Watcher) newWatchLocked(ctx context.Context, p wsPath) (*dirWatch, erro
 	if err != nil {
 		w.nw.Remove(d.proc)
 		unix.Close(fd)
-		return nil, err
+		return nil, false, err
 	}
 	d.known, d.rev = known, rev
 	// The watch takes a position of its own: whatever changed before it
@@ -506,7 +471,7 @@ func (w *Watcher) newWatchLocked(ctx context.Context, p wsPath) (*dirWatch, erro
 	d.since = w.seq + 1
 	w.dirs[key] = d
 	w.byProc[d.proc] = d
-	return d, nil
+	return d, true, nil
 }
 
 // snapshot lists d through the confined listing. Its reads are the
@@ -526,14 +491,18 @@ func (w *Watcher) snapshot(ctx context.Context, d *dirWatch) (map[string]knownEn
 	}
 	known := make(map[string]knownEntry, len(es))
 	for _, e := range es {
-		var st unix.Stat_t
-		var ino uint64
-		if fstatat(d.fd, e.Name, &st) == nil {
-			ino = st.Ino
-		}
-		known[e.Name] = knownEntry{ino: ino, rev: e.Revision}
+		known[e.Name] = knownEntry{ino: inoAt(d.fd, e.Name), rev: e.Revision}
 	}
 	return known, self.Revision, nil
+}
+
+// inoAt is the inode of name in the directory fd, 0 when it cannot be read.
+func inoAt(fd int, name string) uint64 {
+	var st unix.Stat_t
+	if fstatat(fd, name, &st) != nil {
+		return 0
+	}
+	return st.Ino
 }
 
 func (w *Watcher) evictIdleLocked() bool {
@@ -572,19 +541,6 @@ func (w *Watcher) releaseAllLocked(s *Subscription) {
 	delete(w.subs, s)
 }
 
-func (w *Watcher) replayLocked(s *Subscription, after uint64, keys map[string]bool) {
-	start := 0
-	if w.ringN == len(w.ring) {
-		start = w.ringH
-	}
-	for i := 0; i < w.ringN; i++ {
-		c := w.ring[(start+i)%len(w.ring)]
-		if c.seq > after && keys[c.key] {
-			s.pushLocked(c)
-		}
-	}
-}
-
 // loop turns inotify events into pending names and runs the housekeeping.
 func (w *Watcher) loop() {
 	defer w.wg.Done()
@@ -616,30 +572,23 @@ func (w *Watcher) loop() {
 func (w *Watcher) event(ev fsnotify.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	dir, name := ev.Name, ""
-	d, ok := w.byProc[dir]
-	if !ok {
-		i := strings.LastIndexByte(ev.Name, '/')
-		if i < 0 {
-			return
-		}
-		dir, name = ev.Name[:i], ev.Name[i+1:]
-		if d, ok = w.byProc[dir]; !ok {
+	d, name := w.byProc[ev.Name], ""
+	if d == nil {
+		// An event of a name in a watched directory.
+		dir, base := path.Split(ev.Name)
+		if d, name = w.byProc[strings.TrimSuffix(dir, "/")], base; d == nil {
 			return
 		}
 	}
-	if name == "" {
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			// The watched directory itself was moved or deleted.
-			w.goneLocked(d)
-			return
-		}
+	switch {
+	case name == "" && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)):
+		// The watched directory itself was moved or deleted.
+		w.goneLocked(d)
+		return
+	case name == "":
 		// Its own attributes changed (chmod, chown): its revision did.
 		d.self = true
-		w.armLocked(d)
-		return
-	}
-	if !w.f.visibleName(name) || (d.root && name != globalSkills && name != globalAgents) {
+	case !w.f.visibleName(name) || (d.root && name != globalSkills && name != globalAgents):
 		w.stats.filtered.Add(1)
 		// The name is never published, but its creation, removal or
 		// rename changed the directory's own revision (mkdir
@@ -647,19 +596,19 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		// directory with the last published revision is not refused. Not
 		// in the Global root, whose other names (auth.json, sessions) must
 		// not even show as activity, and which is never renamed or deleted.
-		if !d.root {
-			d.self = true
-			w.armLocked(d)
+		if d.root {
+			return
 		}
-		return
-	}
-	if now := time.Now(); now.Sub(d.recentAt) > burstPeriod {
-		d.recentAt, d.recentN = now, 0
-	}
-	if !d.burst {
-		d.pending[name] = struct{}{}
-		if len(d.pending)+d.recentN > w.cfg.BurstEntries {
-			d.burst, d.pending = true, map[string]struct{}{}
+		d.self = true
+	default:
+		if now := time.Now(); now.Sub(d.recentAt) > burstPeriod {
+			d.recentAt, d.recentN = now, 0
+		}
+		if !d.burst {
+			d.pending[name] = struct{}{}
+			if len(d.pending)+d.recentN > w.cfg.BurstEntries {
+				d.burst, d.pending = true, map[string]struct{}{}
+			}
 		}
 	}
 	w.armLocked(d)
@@ -677,6 +626,12 @@ func (w *Watcher) armLocked(d *dirWatch) {
 	time.AfterFunc(delay, func() { w.flush(d) })
 }
 
+// resyncLocked queues a Resync(r) of dirs (all of ws when empty) to s.
+func (w *Watcher) resyncLocked(s *Subscription, ws Workspace, r ResyncReason, dirs []string) {
+	s.pushLocked(Change{ID: w.idLocked(), Kind: ChangeResync, Workspace: ws, Reason: r, Directories: dirs})
+	w.stats.resyncs[r].Add(1)
+}
+
 // goneLocked ends d's watch and tells its subscribers.
 func (w *Watcher) goneLocked(d *dirWatch) {
 	if d.gone {
@@ -684,10 +639,15 @@ func (w *Watcher) goneLocked(d *dirWatch) {
 	}
 	w.dropLocked(d)
 	for s := range d.subs {
-		s.pushLocked(Change{ID: w.idLocked(), Kind: ChangeResync, Workspace: d.ws, Reason: ResyncGone, Directories: []string{d.dir}})
-		w.stats.resync(ResyncGone, 1)
+		w.resyncLocked(s, d.ws, ResyncGone, []string{d.dir})
 		s.dirs = slices.DeleteFunc(s.dirs, func(x *dirWatch) bool { return x == d })
 	}
+}
+
+func (w *Watcher) gone(d *dirWatch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.goneLocked(d)
 }
 
 // same re-resolves d's path through the confined resolution and reports
@@ -720,9 +680,7 @@ func (w *Watcher) flush(d *dirWatch) {
 
 	fd, ok := w.same(d)
 	if !ok {
-		w.mu.Lock()
-		w.goneLocked(d)
-		w.mu.Unlock()
+		w.gone(d)
 		return
 	}
 	defer unix.Close(fd)
@@ -739,9 +697,7 @@ func (w *Watcher) flush(d *dirWatch) {
 		// reload when there is too much of it.
 		snap, _, err := w.snapshot(ctx, d)
 		if err != nil {
-			w.mu.Lock()
-			w.goneLocked(d)
-			w.mu.Unlock()
+			w.gone(d)
 			return
 		}
 		for n, k := range snap {
@@ -759,9 +715,7 @@ func (w *Watcher) flush(d *dirWatch) {
 	if burst {
 		known, rev, err := w.snapshot(ctx, d)
 		if err != nil {
-			w.mu.Lock()
-			w.goneLocked(d)
-			w.mu.Unlock()
+			w.gone(d)
 			return
 		}
 		d.known, d.rev = known, rev
@@ -783,11 +737,6 @@ func (w *Watcher) flush(d *dirWatch) {
 // with what d knew.
 func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[string]struct{}, self bool) []Change {
 	ctx = ForMutation(ctx)
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	slices.Sort(sorted)
 	type gone struct {
 		path string
 		ino  uint64
@@ -795,7 +744,7 @@ func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[strin
 	var out []Change
 	var removed []gone
 	created := map[uint64]int{} // ino → index in out
-	for _, name := range sorted {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		rel := childRel(d.dir, name)
 		e, err := w.f.Stat(ctx, d.ws, rel)
 		old, had := d.known[name]
@@ -806,11 +755,7 @@ func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[strin
 			}
 			continue
 		}
-		var st unix.Stat_t
-		var ino uint64
-		if fstatat(fd, name, &st) == nil {
-			ino = st.Ino
-		}
+		ino := inoAt(fd, name)
 		d.known[name] = knownEntry{ino: ino, rev: e.Revision}
 		switch {
 		case !had:
@@ -852,14 +797,12 @@ func (w *Watcher) publishLocked(d *dirWatch, cs []Change, readAt int64) {
 		w.seq++
 		c.seq, c.key = w.seq, d.key
 		c.ID, c.Workspace, c.Directory = w.idLocked(), d.ws, d.dir
-		if w.ringN < len(w.ring) {
-			w.ring[w.ringN] = c
-			w.ringN++
-		} else {
-			w.histFrom = w.ring[w.ringH].seq
-			w.ring[w.ringH] = c
-			w.ringH = (w.ringH + 1) % len(w.ring)
+		if len(w.ring) == w.cfg.History {
+			w.histFrom = w.ring[0].seq
+			w.ring[0] = Change{}
+			w.ring = w.ring[1:]
 		}
+		w.ring = append(w.ring, c)
 		for s := range d.subs {
 			s.pushLocked(c)
 		}
@@ -872,8 +815,7 @@ func (w *Watcher) overflow() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for s := range w.subs {
-		s.pushLocked(Change{ID: w.idLocked(), Kind: ChangeResync, Workspace: s.ws, Reason: ResyncOverflow})
-		w.stats.resync(ResyncOverflow, 1)
+		w.resyncLocked(s, s.ws, ResyncOverflow, nil)
 	}
 	for _, d := range w.dirs {
 		d.refresh = true
@@ -882,7 +824,7 @@ func (w *Watcher) overflow() {
 	// Nothing before this point can be replayed exactly: the overflow takes
 	// a position of its own, so no earlier position counts as complete.
 	w.seq++
-	w.ringN, w.ringH, w.histFrom = 0, 0, w.seq
+	w.ring, w.histFrom = nil, w.seq
 	for _, d := range w.dirs {
 		d.since = w.seq + 1
 	}
@@ -908,9 +850,7 @@ func (w *Watcher) housekeep() {
 			unix.Close(fd)
 			continue
 		}
-		w.mu.Lock()
-		w.goneLocked(d)
-		w.mu.Unlock()
+		w.gone(d)
 	}
 }
 
@@ -922,7 +862,6 @@ type Subscription struct {
 
 	mu       sync.Mutex
 	q        []Change
-	max      int
 	overflow bool
 	ended    bool
 	notify   chan struct{}
@@ -936,7 +875,7 @@ func (s *Subscription) pushLocked(c Change) {
 	case s.ended:
 	case s.overflow:
 		s.w.stats.drops.Add(1)
-	case len(s.q) >= s.max:
+	case len(s.q) >= s.w.cfg.QueueLen:
 		s.w.stats.drops.Add(uint64(len(s.q)) + 1)
 		s.q, s.overflow = nil, true
 	default:
@@ -944,16 +883,18 @@ func (s *Subscription) pushLocked(c Change) {
 		s.w.stats.events.Add(1)
 	}
 	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
+	s.wake()
 }
 
 func (s *Subscription) end() {
 	s.mu.Lock()
 	s.ended = true
 	s.mu.Unlock()
+	s.wake()
+}
+
+// wake tells a waiting Next to look again.
+func (s *Subscription) wake() {
 	select {
 	case s.notify <- struct{}{}:
 	default:
@@ -977,7 +918,7 @@ func (s *Subscription) Next(ctx context.Context) (Change, error) {
 			s.w.mu.Lock()
 			id := s.w.idLocked()
 			s.w.mu.Unlock()
-			s.w.stats.resync(ResyncOverflow, 1)
+			s.w.stats.resyncs[ResyncOverflow].Add(1)
 			return Change{ID: id, Kind: ChangeResync, Workspace: s.ws, Reason: ResyncOverflow}, nil
 		case len(s.q) > 0:
 			c := s.q[0]
@@ -1003,22 +944,12 @@ func (s *Subscription) Close() {
 	s.end()
 }
 
+var changeNames = [...]string{ChangeReady: "ready", ChangeCreated: "created", ChangeModified: "modified",
+	ChangeRemoved: "removed", ChangeRenamed: "renamed", ChangeDirectory: "directory", ChangeResync: "resync"}
+
 func (k ChangeKind) String() string {
-	switch k {
-	case ChangeReady:
-		return "ready"
-	case ChangeCreated:
-		return "created"
-	case ChangeModified:
-		return "modified"
-	case ChangeRemoved:
-		return "removed"
-	case ChangeRenamed:
-		return "renamed"
-	case ChangeDirectory:
-		return "directory"
-	case ChangeResync:
-		return "resync"
+	if k <= ChangeUnspecified || int(k) >= len(changeNames) {
+		return fmt.Sprintf("ChangeKind(%d)", int(k))
 	}
-	return fmt.Sprintf("ChangeKind(%d)", int(k))
+	return changeNames[k]
 }

@@ -367,8 +367,8 @@ func waitHistory(t *testing.T, w *Watcher, path string) {
 	for {
 		w.mu.Lock()
 		found := false
-		for i := 0; i < w.ringN; i++ {
-			if w.ring[i].Path == path {
+		for _, c := range w.ring {
+			if c.Path == path {
 				found = true
 			}
 		}

@@ -49,11 +49,7 @@ func newWatchCollector(w *davfs.Watcher) *watchCollector {
 	}
 }
 
-func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.subscribers, c.dirs, c.events, c.filtered, c.drops, c.rs} {
-		ch <- d
-	}
-}
+func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
 
 func (c *watchCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.w.Stats()
@@ -62,8 +58,8 @@ func (c *watchCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(st.Events))
 	ch <- prometheus.MustNewConstMetric(c.filtered, prometheus.CounterValue, float64(st.Filtered))
 	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(st.Drops))
-	for _, r := range []davfs.ResyncReason{davfs.ResyncOverflow, davfs.ResyncLimit, davfs.ResyncGap, davfs.ResyncGone} {
-		ch <- prometheus.MustNewConstMetric(c.rs, prometheus.CounterValue, float64(st.Resyncs[r]), r.String())
+	for r, n := range st.Resyncs {
+		ch <- prometheus.MustNewConstMetric(c.rs, prometheus.CounterValue, float64(n), r.String())
 	}
 }
 

@@ -89,18 +89,15 @@ func watchRequest(r *http.Request) (*workspacev1.WatchRequest, error) {
 			return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, k+" given more than once")
 		}
 	}
-	ws := &workspacev1.WorkspaceRef{ProjectName: q.Get("workspace.project_name")}
-	switch q.Get("workspace.scope") {
-	case "PROJECT":
-		ws.Scope = workspacev1.WorkspaceScope_PROJECT
-	case "GLOBAL":
-		ws.Scope = workspacev1.WorkspaceScope_GLOBAL
-	default:
+	// The enum's names, as the REST routes take them (PROJECT or GLOBAL).
+	scope := workspacev1.WorkspaceScope(workspacev1.WorkspaceScope_value[q.Get("workspace.scope")])
+	if scope == workspacev1.WorkspaceScope_WORKSPACE_SCOPE_UNSPECIFIED {
 		return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_WORKSPACE, "workspace.scope must be PROJECT or GLOBAL")
 	}
 	if len(q["directory"]) == 0 {
 		return nil, mgmt.Error(codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, "name at least one directory")
 	}
+	ws := &workspacev1.WorkspaceRef{Scope: scope, ProjectName: q.Get("workspace.project_name")}
 	req := &workspacev1.WatchRequest{Workspace: ws, Directories: q["directory"], ResumeAfter: q.Get("resume_after")}
 	// EventSource's own reconnect sends the last id it saw: newer than the URL's.
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
@@ -198,10 +195,9 @@ func (s *Server) watch(c echo.Context) error {
 		respond(w, r, s.marshaler, status.Convert(err), 0)
 		return nil
 	}
-	label := agentID
 	if m := s.opts.WatchMetrics; m != nil {
-		m.Streams.WithLabelValues(label).Inc()
-		defer m.Streams.WithLabelValues(label).Dec()
+		m.Streams.WithLabelValues(agentID).Inc()
+		defer m.Streams.WithLabelValues(agentID).Dec()
 	}
 	h := w.Header() // Cache-Control: no-store, as on every API response (securityHeaders)
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -246,8 +242,9 @@ func (s *Server) watch(c echo.Context) error {
 		defer t.Stop()
 		expired = t.C
 	}
+	var end *status.Status // why the stream ends, sent as "event: end"
 	lastAuth := time.Now()
-	for {
+	for end == nil {
 		var out []byte
 		select {
 		case <-ctx.Done():
@@ -255,28 +252,22 @@ func (s *Server) watch(c echo.Context) error {
 		case <-s.opts.Stopping:
 			// The gateway is stopping: end the stream so Shutdown does not
 			// wait for it; the browser reconnects to the next gateway.
-			st := status.New(codes.Unavailable, "the gateway is restarting; reconnect and resume")
-			s.writeEnd(w, rc, label, st)
-			return nil
+			end = status.New(codes.Unavailable, "the gateway is restarting; reconnect and resume")
 		case <-expired:
-			s.writeEnd(w, rc, label, status.New(codes.Unauthenticated, "the session expired; sign in again"))
-			return nil
+			end = status.New(codes.Unauthenticated, "the session expired; sign in again")
 		case <-beat.C:
-			if st := s.streamAuth(r); st != nil {
-				s.writeEnd(w, rc, label, st)
-				return nil
+			if end = s.streamAuth(r); end == nil {
+				lastAuth = time.Now()
+				out = []byte(": ping\n\n")
 			}
-			lastAuth = time.Now()
-			out = []byte(": ping\n\n")
 		case it := <-events:
 			if it.err != nil {
-				s.writeEnd(w, rc, label, status.Convert(it.err))
-				return nil
+				end = status.Convert(it.err)
+				break
 			}
 			if time.Since(lastAuth) >= watchReauthEvery {
-				if st := s.streamAuth(r); st != nil {
-					s.writeEnd(w, rc, label, st)
-					return nil
+				if end = s.streamAuth(r); end != nil {
+					break
 				}
 				lastAuth = time.Now()
 			}
@@ -285,14 +276,16 @@ func (s *Server) watch(c echo.Context) error {
 				return nil
 			}
 			if m := s.opts.WatchMetrics; m != nil {
-				m.Events.WithLabelValues(label, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
+				m.Events.WithLabelValues(agentID, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
 			}
 			out = fmt.Appendf(make([]byte, 0, len(data)+len(it.ev.GetId())+32), "event: change\nid: %s\ndata: %s\n\n", it.ev.GetId(), data)
 		}
-		if !s.streamWrite(w, rc, out) {
+		if end == nil && !s.streamWrite(w, rc, out) {
 			return nil
 		}
 	}
+	s.writeEnd(w, rc, agentID, end)
+	return nil
 }
 
 // streamWrite writes and flushes out under a fresh write deadline; false

@@ -59,11 +59,10 @@ func (s *Service) Watch(ctx context.Context, agentID string, req *workspacev1.Wa
 	if f.err != nil {
 		return nil, f.err
 	}
-	sent := false
 	return func() (*workspacev1.WatchEvent, error) {
-		if !sent {
-			sent = true
-			return f.ev, nil
+		if ev := f.ev; ev != nil { // the first event, read above
+			f.ev = nil
+			return ev, nil
 		}
 		return recv()
 	}, nil
