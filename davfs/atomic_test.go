@@ -279,3 +279,45 @@ func TestWriteStream(t *testing.T) {
 		e.checkCanaries()
 	})
 }
+
+// TestWriteStreamCreateRace: the agent creates the target between
+// WriteStream's check and its rename: the create is refused as a
+// concurrent change, the agent's bytes stay and no temp file is left.
+func TestWriteStreamCreateRace(t *testing.T) {
+	for _, pre := range []Precondition{{}, {IfNoneMatch: true}} {
+		e := newEnv(t, nil)
+		e.mkdir("projects/p")
+		e.fs.hooks.beforeRename = func() error {
+			e.write("projects/p/new.txt", "agent's\x00bytes")
+			return nil
+		}
+		_, _, err := e.fs.WriteStream(bg, proj("p"), "new.txt", strings.NewReader("mine"), 0, pre)
+		wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+		if got := e.read("projects/p/new.txt"); got != "agent's\x00bytes" {
+			t.Fatalf("%+v: agent's file = %q", pre, got)
+		}
+		if tf := e.tempFiles(); len(tf) != 0 {
+			t.Fatalf("%+v: temp files left: %v", pre, tf)
+		}
+	}
+}
+
+// TestUpdateFileRemovedRace: the target is removed between UpdateFile's
+// check and its rename: NotFound, nothing recreated, no temp file left.
+func TestUpdateFileRemovedRace(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("projects/p/f.txt", "original")
+	st, err := e.fs.Stat(bg, proj("p"), "f.txt")
+	must(t, err)
+	e.fs.hooks.beforeRename = func() error {
+		return os.Remove(filepath.Join(e.dir, "projects/p/f.txt"))
+	}
+	_, err = e.fs.UpdateFile(bg, proj("p"), "f.txt", []byte("mine"), st.Revision)
+	wantErr(t, err, CodeNotFound, ReasonNotFound)
+	if e.exists("projects/p/f.txt") {
+		t.Fatal("the removed file was recreated")
+	}
+	if tf := e.tempFiles(); len(tf) != 0 {
+		t.Fatalf("temp files left: %v", tf)
+	}
+}

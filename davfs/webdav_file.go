@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 
 	"golang.org/x/net/webdav"
@@ -70,7 +71,8 @@ func (f *dirFile) Stat() (os.FileInfo, error) { return f.info, nil }
 
 // Readdir returns the directory's visible entries (as ReadDir lists them:
 // no symlinks, denylisted names or temp files). count > 0: at most count
-// entries, io.EOF at the end; count <= 0: all remaining entries.
+// entries, io.EOF at the end; count <= 0: all remaining entries. The slice
+// is the caller's: filtering it in place leaves the listing intact.
 func (f *dirFile) Readdir(count int) ([]os.FileInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -81,16 +83,15 @@ func (f *dirFile) Readdir(count int) ([]os.FileInfo, error) {
 		}
 		f.list, f.loaded = list, true
 	}
-	rest := f.list[f.pos:]
-	if count <= 0 {
-		f.pos = len(f.list)
-		return rest, nil
+	n := len(f.list) - f.pos
+	if count > 0 {
+		if n == 0 {
+			return nil, io.EOF
+		}
+		n = min(count, n)
 	}
-	if len(rest) == 0 {
-		return nil, io.EOF
-	}
-	rest = rest[:min(count, len(rest))]
-	f.pos += len(rest)
+	rest := slices.Clone(f.list[f.pos : f.pos+n])
+	f.pos += n
 	return rest, nil
 }
 

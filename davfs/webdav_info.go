@@ -45,7 +45,12 @@ func (i *davInfo) Mode() fs.FileMode {
 
 func (i *davInfo) ModTime() time.Time { return i.e.ModTime }
 
-// Revision is the davfs revision (the ETag without quotes).
+// Revisioner is every os.FileInfo of the WebDAV view: Revision is the
+// davfs revision (the ETag without quotes).
+type Revisioner interface{ Revision() string }
+
+var _ Revisioner = (*davInfo)(nil)
+
 func (i *davInfo) Revision() string { return i.e.Revision }
 
 // ETag implements webdav.ETager: the revision as a strong entity tag, so the

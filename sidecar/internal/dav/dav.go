@@ -544,13 +544,16 @@ func (q *request) linkChecks() bool {
 }
 
 // currentRevision is the name's revision now, its ETag without the quotes
-// ("" when it cannot be stat'ed).
+// ("" when it cannot be stat'ed, mismatch when its FileInfo names none).
 func (q *request) currentRevision(name string) string {
 	fi, err := q.h.fs.Stat(q.ctx, name)
-	if r, ok := fi.(interface{ Revision() string }); ok && err == nil {
+	if err != nil {
+		return ""
+	}
+	if r, ok := fi.(davfs.Revisioner); ok {
 		return r.Revision()
 	}
-	return ""
+	return mismatch
 }
 
 // mismatch is a revision no resource has: a pin that can no longer hold.

@@ -121,7 +121,7 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 		case c.ETag != "":
 			cur := q.currentRevision(resource)
 			match := cur != "" && `"`+cur+`"` == c.ETag
-			if match == c.Not {
+			if match == c.Not || cur == mismatch { // a revision unknown fails closed
 				return nil, webdav.ErrConfirmationFailed
 			}
 			if match {

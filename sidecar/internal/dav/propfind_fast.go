@@ -284,8 +284,9 @@ var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); retur
 //
 // body is bufferXMLBody's (nil when the read failed: x/net meets that too).
 func (q *request) propfindFast(body []byte, readOnly bool) bool {
+	depth := q.r.Header.Get("Depth") // serve lets only 0 and 1 through
 	ws, rel, ok := davfs.WebDAVWorkspace(q.src)
-	if body == nil || !ok {
+	if body == nil || !ok || (depth != "0" && depth != "1") {
 		return false
 	}
 	fq, ok := parseFastPropfind(body)
@@ -302,9 +303,9 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 	selfHref := appendXMLText(nil, (&url.URL{Path: hrefPath + "/"}).EscapedPath())
 	base := string(selfHref) // ends in "/"; member names are appended escaped
 
-	q.h.fastPath.Add(1)
 	var bw *bufio.Writer
 	start := func() {
+		q.h.fastPath.Add(1)
 		// Written as x/net's multistatusWriter writes its start; the
 		// read-only filter is not needed (supportedlock is left out).
 		q.rec.filter = nil
@@ -314,7 +315,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 		_, _ = bw.WriteString(`<?xml version="1.0" encoding="UTF-8"?><D:multistatus xmlns:D="DAV:">`)
 		_, _ = bw.Write(fr.response(make([]byte, 0, 512), selfHref, fi.Name(), true, &self, ""))
 	}
-	if q.r.Header.Get("Depth") == "1" { // serve let only 0 and 1 through
+	if depth == "1" {
 		err = davfs.ReadDirChunks(q.ctx, q.h.dfs, ws, rel, func(es []davfs.Entry) *[]byte {
 			bp := chunkBufs.Get().(*[]byte)
 			b := (*bp)[:0]
@@ -353,7 +354,6 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 		})
 		switch {
 		case err != nil && bw == nil:
-			q.h.fastPath.Add(^uint64(0))
 			return false // nothing sent: x/net answers (and meets the error itself)
 		case err != nil:
 			// The 207 and some members are out: end the connection rather

@@ -307,3 +307,20 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// The fast path answers Depth 0 and 1 only: any other Depth (serve
+// refuses them first) is x/net's, with nothing written.
+func TestPropfindFastOnlyDepth01(t *testing.T) {
+	e := newEnv(t, nil)
+	h := New(e.fs, Options{Logger: hclog.NewNullLogger()})
+	body := []byte(`<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`)
+	for _, depth := range []string{"", "infinity", "2", "1 "} {
+		r := httptest.NewRequest("PROPFIND", "/projects/demo/", nil)
+		r.Header.Set("Depth", depth)
+		w := httptest.NewRecorder()
+		q := &request{h: h, r: r, rec: &recorder{w: w, before: func() {}}, ctx: r.Context(), src: "/projects/demo"}
+		if q.propfindFast(body, false) || w.Body.Len() != 0 || h.fastPath.Load() != 0 {
+			t.Errorf("Depth %q: the fast path answered %d %q", depth, w.Code, w.Body)
+		}
+	}
+}
