@@ -66,15 +66,19 @@ type Options struct {
 	// (webdav base URL, e.g. http://agent-codex-a-sidecar:9092, without a
 	// path). ok=false means no such agent (404); ok=true with a nil
 	// endpoint means the agent exists but has no WebDAV view (404 with a
-	// message saying so).
+	// message saying so). The handler never modifies the returned URL
+	// (the outbound request's URL is a copy of it), so the same *url.URL
+	// may be returned on every call and shared.
 	Agents func(agentID string) (davEndpoint *url.URL, ok bool)
 	// Timeout is the agent's sidecar.timeout: how long the proxy waits for
 	// the sidecar's response headers (after the request body is sent)
 	// before answering 504. Nil or a non-positive value uses
 	// DefaultTimeout.
 	Timeout func(agentID string) time.Duration
-	// AgentIDs lists the configured agents, for PROPFIND /dav/. Agents
-	// without a davEndpoint are left out. Nil lists none.
+	// AgentIDs lists the configured agents, for PROPFIND /dav/, in any
+	// order; it may include agents without a davEndpoint (the gateway
+	// passes every configured agent). The root listing sorts the IDs and
+	// leaves out those that Agents resolves to no endpoint. Nil lists none.
 	AgentIDs func() []string
 	// Writable is webdav.writable.
 	Writable bool
