@@ -142,14 +142,7 @@ func changesBetween(base, target []ckEntry, pinned map[string]struct{}) []Checkp
 
 // planToken hashes what a restore would change, with the target's facts.
 func planToken(base, target []ckEntry, changes []CheckpointChange) string {
-	idx := func(es []ckEntry) map[string]*ckEntry {
-		m := make(map[string]*ckEntry, len(es))
-		for i := range es {
-			m[es[i].Path] = &es[i]
-		}
-		return m
-	}
-	bi, ti := idx(base), idx(target)
+	bi, ti := indexEntries(base), indexEntries(target)
 	d := sha256.New()
 	for _, c := range changes {
 		fmt.Fprintf(d, "%d\x00%s\x00%d\x00", c.Kind, c.Path, c.Type)
@@ -161,6 +154,15 @@ func planToken(base, target []ckEntry, changes []CheckpointChange) string {
 		}
 	}
 	return hex.EncodeToString(d.Sum(nil)[:16])
+}
+
+// indexEntries maps the paths of es to their entries.
+func indexEntries(es []ckEntry) map[string]*ckEntry {
+	m := make(map[string]*ckEntry, len(es))
+	for i := range es {
+		m[es[i].Path] = &es[i]
+	}
+	return m
 }
 
 // liveState hashes the current tree at scope (nothing if it is missing).
@@ -253,14 +255,7 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 
 // addDiffs fills the diffs of out's file changes.
 func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, target []ckEntry, targetStored bool) {
-	bi := map[string]*ckEntry{}
-	for i := range base {
-		bi[base[i].Path] = &base[i]
-	}
-	ti := map[string]*ckEntry{}
-	for i := range target {
-		ti[target[i].Path] = &target[i]
-	}
+	bi, ti := indexEntries(base), indexEntries(target)
 	budget := diffBudget
 	for i := range out.Changes {
 		c := &out.Changes[i]

@@ -33,23 +33,41 @@ func (s *ckStore) putBytes(h string, b []byte) (int64, error) {
 			return 0, nil
 		}
 	}
-	t, err := createTemp(s.tmpfd)
+	t, err := s.tempWith(b)
 	if err != nil {
 		return 0, err
 	}
-	for q := b; len(q) > 0; {
-		n, err := unix.Write(t.fd, q)
+	unix.Close(t.fd)
+	return s.putTemp(t.name, h, int64(len(b)))
+}
+
+// tempWith writes b into a new temp file in tmp/ (not fsynced). On an
+// error the temp file is gone.
+func (s *ckStore) tempWith(b []byte) (tempFile, error) {
+	t, err := createTemp(s.tmpfd)
+	if err != nil {
+		return t, err
+	}
+	if err := writeAll(t.fd, b); err != nil {
+		t.discard(s.tmpfd)
+		return tempFile{}, err
+	}
+	return t, nil
+}
+
+// writeAll writes all of b to fd.
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			t.discard(s.tmpfd)
-			return 0, err
+			return err
 		}
-		q = q[n:]
+		b = b[n:]
 	}
-	unix.Close(t.fd)
-	return s.putTemp(t.name, h, int64(len(b)))
+	return nil
 }
 
 type packWriter struct {
@@ -72,15 +90,8 @@ func (p *packWriter) add(b []byte) (int64, error) {
 		p.t, p.ok = t, true
 	}
 	off := p.off
-	for q := b; len(q) > 0; {
-		n, err := unix.Write(p.t.fd, q)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		q = q[n:]
+	if err := writeAll(p.t.fd, b); err != nil {
+		return 0, err
 	}
 	p.off += int64(len(b))
 	return off, nil
@@ -162,23 +173,4 @@ func (s *ckStore) openObject(e *ckEntry) (io.ReadCloser, error) {
 	}
 	f := os.NewFile(uintptr(fd), "checkpoint-pack")
 	return packReader{SectionReader: io.NewSectionReader(f, e.Off, e.Size), f: f}, nil
-}
-
-// eachPack calls fn for every regular file in packs/.
-func (s *ckStore) eachPack(fn func(dirfd int, name string, st *unix.Stat_t)) {
-	rfd, err := unix.Openat(s.packfd, ".", oDirRead|oCommon, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(rfd)
-	ents, err := readDirents(rfd)
-	if err != nil {
-		return
-	}
-	for _, d := range ents {
-		var st unix.Stat_t
-		if fstatat(rfd, d.name, &st) == nil && isType(&st, unix.S_IFREG) {
-			fn(rfd, d.name, &st)
-		}
-	}
 }

@@ -153,26 +153,17 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		res.Changes = changes
 		return res, nil
 	}
-	bi := map[string]*ckEntry{}
-	for i := range base {
-		bi[base[i].Path] = &base[i]
-	}
-	ti := map[string]*ckEntry{}
-	for i := range target {
-		ti[target[i].Path] = &target[i]
-	}
+	bi, ti := indexEntries(base), indexEntries(target)
 	// The undo checkpoint must hold exactly what the restore removes or
 	// replaces: a write that landed after it was taken would be lost.
 	if automatic {
-		ui := map[string]*ckEntry{}
+		var ui map[string]*ckEntry
 		if res.AutoCheckpoint != "" {
 			um, err := s.readManifest(ws, res.AutoCheckpoint)
 			if err != nil {
 				return res, newErr(CodeAborted, ReasonRevisionMismatch, err, "the undo checkpoint is gone; nothing was restored, compare again")
 			}
-			for i := range um.Entries {
-				ui[um.Entries[i].Path] = &um.Entries[i]
-			}
+			ui = indexEntries(um.Entries)
 		}
 		for _, c := range changes {
 			t, u := ti[c.Path], ui[c.Path]
@@ -189,15 +180,10 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		if c.Kind == CheckpointAdded {
 			continue
 		}
-		for p := c.Path; ; {
+		for p := c.Path; p != ""; p = parentPath(p) {
 			if _, ok := live.blocked[p]; ok {
 				return res, errConflict(p)
 			}
-			i := strings.LastIndexByte(p, '/')
-			if i < 0 {
-				break
-			}
-			p = p[:i]
 		}
 		if _, ok := live.pinned[c.Path]; ok && c.Type == TypeFile {
 			if e := ti[c.Path]; e != nil && e.Dir {
@@ -214,12 +200,7 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		return res, err
 	}
 	// Removals, deepest first.
-	var dels []CheckpointChange
-	for _, c := range changes {
-		if c.Kind == CheckpointAdded {
-			dels = append(dels, c)
-		}
-	}
+	dels := slices.DeleteFunc(slices.Clone(changes), func(c CheckpointChange) bool { return c.Kind != CheckpointAdded })
 	slices.SortFunc(dels, func(a, b CheckpointChange) int { return strings.Compare(b.Path, a.Path) })
 	for _, c := range dels {
 		if err := f.restoreRemove(ws, c.Path, ti[c.Path]); err != nil {
@@ -227,12 +208,7 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		}
 	}
 	// Creations and rewrites, parents first.
-	var puts []CheckpointChange
-	for _, c := range changes {
-		if c.Kind != CheckpointAdded {
-			puts = append(puts, c)
-		}
-	}
+	puts := slices.DeleteFunc(slices.Clone(changes), func(c CheckpointChange) bool { return c.Kind == CheckpointAdded })
 	slices.SortFunc(puts, func(a, b CheckpointChange) int { return strings.Compare(a.Path, b.Path) })
 	for _, c := range puts {
 		e := bi[c.Path]

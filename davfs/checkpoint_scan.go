@@ -83,14 +83,17 @@ func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*c
 func (s *scanner) block(rel string) {
 	s.blocked[rel] = struct{}{}
 	for p := rel; p != ""; {
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			p = ""
-		} else {
-			p = p[:i]
-		}
+		p = parentPath(p)
 		s.pinned[p] = struct{}{}
 	}
+}
+
+// parentPath is the workspace path of p's parent ("" the root).
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 // scan walks s.w: the workspace root (for GLOBAL, skills/ and AGENTS.md)
@@ -331,9 +334,6 @@ func (s *scanner) file(pfd int, name, rel string, st *unix.Stat_t) (ckEntry, boo
 	for range captureRetries {
 		fd, err := s.f.openName(s.w.r, pfd, name, oFile)
 		if err != nil {
-			if errnoOf(err) == unix.ENOENT {
-				return ckEntry{}, false, nil
-			}
 			return ckEntry{}, false, nil
 		}
 		e, stable, err := s.read(fd, rel)
@@ -438,7 +438,6 @@ func (s *scanner) hashAll(fd int, size int64, keep bool) (string, []byte, int64,
 		s.buf = make([]byte, 256<<10)
 	}
 	d := sha256.New()
-	var all []byte
 	if keep && size <= smallObject {
 		b, _, err := readAllAt(fd, size, nil)
 		if err != nil {
@@ -464,7 +463,7 @@ func (s *scanner) hashAll(fd int, size int64, keep bool) (string, []byte, int64,
 		d.Write(s.buf[:m])
 		n += int64(m)
 	}
-	return hex.EncodeToString(d.Sum(nil)), all, n, nil
+	return hex.EncodeToString(d.Sum(nil)), nil, n, nil
 }
 
 // copy copies src to dst, hashing the bytes.
@@ -488,15 +487,8 @@ func (s *scanner) copy(dst, src int, d hash.Hash) (int64, error) {
 			return n, nil
 		}
 		d.Write(s.buf[:m])
-		for b := s.buf[:m]; len(b) > 0; {
-			k, err := unix.Write(dst, b)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				return n, errStore(err)
-			}
-			b = b[k:]
+		if err := writeAll(dst, s.buf[:m]); err != nil {
+			return n, errStore(err)
 		}
 		n += int64(m)
 		if s.added+n > s.store.cfg.MaxTotalBytes {

@@ -1,6 +1,7 @@
 package davfs
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -285,10 +286,7 @@ func (s *ckStore) open(f *FS) error {
 			unix.Unlinkat(tmpfd, d.name, 0)
 		}
 	}
-	var total int64
-	s.eachObject(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
-	s.eachPack(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
-	s.total.Store(total)
+	s.recount(nil, nil)
 	s.opened = true
 	return nil
 }
@@ -365,31 +363,60 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 	return nil
 }
 
-// eachObject calls fn for every regular file under objects/.
-func (s *ckStore) eachObject(fn func(dirfd int, name string, st *unix.Stat_t)) {
-	rfd, err := unix.Openat(s.objfd, ".", oDirRead|oCommon, 0)
+// eachDir calls fn with every directory in the directory dirfd, open
+// O_RDONLY. Its error is that of reading dirfd.
+func eachDir(dirfd int, fn func(name string, dfd int)) error {
+	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)
 	if err != nil {
-		return
+		return err
 	}
 	defer unix.Close(rfd)
-	subs, err := readDirents(rfd)
+	ents, err := readDirents(rfd)
 	if err != nil {
-		return
+		return err
 	}
-	for _, d := range subs {
-		dfd, err := unix.Openat(rfd, d.name, oDirRead|oCommon, 0)
-		if err != nil {
-			continue
+	for _, d := range ents {
+		if dfd, err := unix.Openat(rfd, d.name, oDirRead|oCommon, 0); err == nil {
+			fn(d.name, dfd)
+			unix.Close(dfd)
 		}
-		ents, _ := readDirents(dfd)
-		for _, e := range ents {
-			var st unix.Stat_t
-			if fstatat(dfd, e.name, &st) == nil && isType(&st, unix.S_IFREG) {
-				fn(dfd, e.name, &st)
+	}
+	return nil
+}
+
+// eachFile calls fn for every regular file in the directory dfd (O_RDONLY).
+func eachFile(dfd int, fn func(dirfd int, name string, st *unix.Stat_t)) {
+	ents, _ := readDirents(dfd)
+	for _, e := range ents {
+		var st unix.Stat_t
+		if fstatat(dfd, e.name, &st) == nil && isType(&st, unix.S_IFREG) {
+			fn(dfd, e.name, &st)
+		}
+	}
+}
+
+// eachObject calls fn for every regular file under objects/ and packs/.
+func (s *ckStore) eachObject(objects, packs func(dirfd int, name string, st *unix.Stat_t)) {
+	eachDir(s.objfd, func(_ string, dfd int) { eachFile(dfd, objects) })
+	if rfd, err := unix.Openat(s.packfd, ".", oDirRead|oCommon, 0); err == nil {
+		eachFile(rfd, packs)
+		unix.Close(rfd)
+	}
+}
+
+// recount sets total to the bytes of every object and pack, first removing
+// those not named in live and livePacks (nil: none is removed).
+func (s *ckStore) recount(live, livePacks map[string]struct{}) {
+	var total int64
+	keep := func(set map[string]struct{}) func(int, string, *unix.Stat_t) {
+		return func(dfd int, name string, st *unix.Stat_t) {
+			if _, ok := set[name]; ok || set == nil || unix.Unlinkat(dfd, name, 0) != nil {
+				total += st.Size
 			}
 		}
-		unix.Close(dfd)
 	}
+	s.eachObject(keep(live), keep(livePacks))
+	s.total.Store(total)
 }
 
 // ckWorkspaceKey names ws's directory under ws/.
@@ -555,23 +582,12 @@ func readSmall(dirfd int, name string, max int64) ([]byte, error) {
 	return b, err
 }
 
-// writeAtomic writes b as name in dirfd: a temp file in tmp/, fsync,
-// rename, fsync of dirfd's directory (dirRead, O_RDONLY).
-func (s *ckStore) writeAtomic(dirfd, dirRead int, name string, b []byte) error {
-	t, err := createTemp(s.tmpfd)
+// writeAtomic writes b as name in dirfd (O_RDONLY): a temp file in tmp/,
+// fsync, rename, fsync of dirfd.
+func (s *ckStore) writeAtomic(dirfd int, name string, b []byte) error {
+	t, err := s.tempWith(b)
 	if err != nil {
 		return err
-	}
-	for p := b; len(p) > 0; {
-		n, err := unix.Write(t.fd, p)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			t.discard(s.tmpfd)
-			return err
-		}
-		p = p[n:]
 	}
 	if err := unix.Fsync(t.fd); err != nil {
 		t.discard(s.tmpfd)
@@ -582,7 +598,7 @@ func (s *ckStore) writeAtomic(dirfd, dirRead int, name string, b []byte) error {
 		unix.Unlinkat(s.tmpfd, t.name, 0)
 		return err
 	}
-	return fsyncDir(dirRead)
+	return fsyncDir(dirfd)
 }
 
 // wsDir opens ws/<key> (O_PATH), creating it if asked.
@@ -694,22 +710,31 @@ func errDamaged(id string, cause error) *Error {
 // loadManifest reads, decodes and validates the manifest of meta's
 // checkpoint in its ws/<key> directory dfd.
 func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
-	b, err := readSmall(dfd, meta.ID+".manifest", maxManifestBytes)
+	m, err := decodeManifest(dfd, meta.ID)
+	switch {
+	case errnoOf(err) == unix.ENOENT:
+		return nil, errDamaged(meta.ID, errors.New("manifest missing"))
+	case errnoOf(err) != 0:
+		return nil, errStore(err)
+	case err == nil:
+		err = s.checkManifest(meta, m)
+	}
 	if err != nil {
-		if errnoOf(err) == unix.ENOENT {
-			return nil, errDamaged(meta.ID, errors.New("manifest missing"))
-		}
-		if errnoOf(err) != 0 {
-			return nil, errStore(err)
-		}
 		return nil, errDamaged(meta.ID, err)
+	}
+	return m, nil
+}
+
+// decodeManifest reads and decodes, without validating, the manifest of
+// the checkpoint id in its ws/<key> directory dfd.
+func decodeManifest(dfd int, id string) (*ckManifest, error) {
+	b, err := readSmall(dfd, id+".manifest", maxManifestBytes)
+	if err != nil {
+		return nil, err
 	}
 	var m ckManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, errDamaged(meta.ID, errors.New("manifest is not valid JSON"))
-	}
-	if err := s.checkManifest(meta, &m); err != nil {
-		return nil, errDamaged(meta.ID, err)
+	if json.Unmarshal(b, &m) != nil {
+		return nil, errors.New("manifest is not valid JSON")
 	}
 	return &m, nil
 }
@@ -763,11 +788,7 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 		case e.Size < 0 || e.Off < 0:
 			return fmt.Errorf("entry %d: negative size or offset", i)
 		}
-		if e.Path != meta.Root {
-			parent := ""
-			if j := strings.LastIndexByte(e.Path, '/'); j >= 0 {
-				parent = e.Path[:j]
-			}
+		if parent := parentPath(e.Path); e.Path != meta.Root {
 			if _, ok := dirs[parent]; !ok && parent != "" {
 				return fmt.Errorf("entry %d: its parent is not a directory of the checkpoint", i)
 			}
@@ -845,28 +866,17 @@ type ckRef struct {
 
 // allMetas reads the descriptions of every workspace.
 func (s *ckStore) allMetas() ([]ckRef, error) {
-	rfd, err := unix.Openat(s.wsfd, ".", oDirRead|oCommon, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(rfd)
-	keys, err := readDirents(rfd)
-	if err != nil {
-		return nil, err
-	}
 	var out []ckRef
-	for _, k := range keys {
-		dfd, err := unix.Openat(rfd, k.name, oDirPath|oCommon, 0)
-		if err != nil {
-			continue
-		}
+	err := eachDir(s.wsfd, func(key string, dfd int) {
 		metas, _ := metasIn(dfd)
-		unix.Close(dfd)
 		for _, m := range metas {
-			if ckWorkspaceKey(m.workspace()) == k.name {
-				out = append(out, ckRef{meta: m, key: k.name})
+			if ckWorkspaceKey(m.workspace()) == key {
+				out = append(out, ckRef{meta: m, key: key})
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -938,57 +948,20 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 	}
 	if damaged > 0 {
-		var total int64
-		s.eachObject(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
-		s.eachPack(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
-		s.total.Store(total)
-		s.removeOrphanManifests(byKey)
-		return nil
+		live, livePacks = nil, nil // free nothing
 	}
-	var total int64
-	s.eachObject(func(dfd int, name string, st *unix.Stat_t) {
-		if _, ok := live[name]; ok {
-			total += st.Size
-			return
-		}
-		if unix.Unlinkat(dfd, name, 0) != nil {
-			total += st.Size
-		}
-	})
-	s.eachPack(func(dfd int, name string, st *unix.Stat_t) {
-		if _, ok := livePacks[name]; ok {
-			total += st.Size
-			return
-		}
-		if unix.Unlinkat(dfd, name, 0) != nil {
-			total += st.Size
+	s.recount(live, livePacks)
+	// The manifests without a description (a create interrupted before
+	// its description).
+	eachDir(s.wsfd, func(key string, dfd int) {
+		ents, _ := readDirents(dfd)
+		for _, d := range ents {
+			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] {
+				unix.Unlinkat(dfd, d.name, 0)
+			}
 		}
 	})
-	s.total.Store(total)
-	s.removeOrphanManifests(byKey)
 	return nil
-}
-
-// removeOrphanManifests removes the manifests without a description among
-// byKey (a create interrupted before its description).
-func (s *ckStore) removeOrphanManifests(byKey map[string]map[string]bool) {
-	if rfd, err := unix.Openat(s.wsfd, ".", oDirRead|oCommon, 0); err == nil {
-		keys, _ := readDirents(rfd)
-		for _, k := range keys {
-			dfd, err := unix.Openat(rfd, k.name, oDirRead|oCommon, 0)
-			if err != nil {
-				continue
-			}
-			ents, _ := readDirents(dfd)
-			for _, d := range ents {
-				if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[k.name][id] {
-					unix.Unlinkat(dfd, d.name, 0)
-				}
-			}
-			unix.Close(dfd)
-		}
-		unix.Close(rfd)
-	}
 }
 
 // create captures w, commits the checkpoint and applies the limits.
@@ -1050,19 +1023,16 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		err = s.commit(w.ws, meta, &ckManifest{Version: 1, Entries: sc.out})
 	}
 	s.gc.RUnlock()
-	if err != nil {
-		if held {
-			s.release(id)
-		}
-		if sc.added > 0 {
-			// Objects only this failed checkpoint stored.
-			s.gc.Lock()
-			s.collect(nil)
-			s.gc.Unlock()
-		}
-		return Checkpoint{}, err
+	if err != nil && sc.added > 0 {
+		// Objects only this failed checkpoint stored.
+		s.gc.Lock()
+		s.collect(nil)
+		s.gc.Unlock()
 	}
-	if err := s.enforce(f, w.ws, id); err != nil {
+	if err == nil {
+		err = s.enforce(f, w.ws, id)
+	}
+	if err != nil {
 		if held {
 			s.release(id)
 		}
@@ -1096,10 +1066,10 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 		return errStore(err)
 	}
 	defer unix.Close(dfd)
-	if err := s.writeAtomic(dfd, dfd, meta.ID+".manifest", mb); err != nil {
+	if err := s.writeAtomic(dfd, meta.ID+".manifest", mb); err != nil {
 		return errStore(err)
 	}
-	if err := s.writeAtomic(dfd, dfd, meta.ID+".json", jb); err != nil {
+	if err := s.writeAtomic(dfd, meta.ID+".json", jb); err != nil {
 		unix.Unlinkat(dfd, meta.ID+".manifest", 0)
 		return errStore(err)
 	}
@@ -1145,15 +1115,8 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 		return nil, false
 	}
 	defer unix.Close(dfd)
-	b, err := readSmall(dfd, r.meta.ID+".manifest", maxManifestBytes)
-	if err != nil {
-		return nil, false
-	}
-	var m ckManifest
-	if json.Unmarshal(b, &m) != nil {
-		return nil, false
-	}
-	return &m, true
+	m, err := decodeManifest(dfd, r.meta.ID)
+	return m, err == nil
 }
 
 // enforce applies the count and byte limits after the checkpoint newID of
@@ -1174,20 +1137,17 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	}
 	// Eviction order: versions, then other automatic checkpoints, then
 	// manual ones, oldest first in each (IDs sort by time).
+	rank := func(r ckRef) int {
+		if r.isVersion() {
+			return 0
+		}
+		if r.isAutomatic() {
+			return 1
+		}
+		return 2
+	}
 	slices.SortFunc(refs, func(a, b ckRef) int {
-		if x, y := a.isVersion(), b.isVersion(); x != y {
-			if x {
-				return -1
-			}
-			return 1
-		}
-		if x, y := a.isAutomatic(), b.isAutomatic(); x != y {
-			if x {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.meta.ID, b.meta.ID)
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.meta.ID, b.meta.ID))
 	})
 	// No checkpoint, of whatever kind, evicts a version younger than
 	// VersionMinAge: a sync that overwrites more files than the bound
@@ -1205,9 +1165,15 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	// operator's checkpoint, manual or automatic (taken before a delete or
 	// restore). When it still does not fit, it goes and the write fails.
 	newIsVersion := false
+	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
 	for _, r := range refs {
 		if r.key == key && r.meta.ID == newID {
 			newIsVersion = r.isVersion()
+		}
+		if r.key == key && r.isVersion() {
+			nv++
+		} else if r.key == key {
+			n++
 		}
 	}
 	if newIsVersion {
@@ -1215,14 +1181,6 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		evictable = func(r ckRef) bool { return all(r) && r.isVersion() }
 	}
 	drop := map[*ckMeta]bool{}
-	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
-	for _, r := range refs {
-		if r.key == key && r.isVersion() {
-			nv++
-		} else if r.key == key {
-			n++
-		}
-	}
 	for _, r := range refs {
 		if r.key != key || !evictable(r) {
 			continue
