@@ -165,6 +165,21 @@ func indexEntries(es []ckEntry) map[string]*ckEntry {
 	return m
 }
 
+// stored reads the description and the manifest of the checkpoint id of
+// ws, and narrows path to the part of it in the checkpoint (narrow).
+func (s *ckStore) stored(ws Workspace, id, path string) (*ckMeta, *ckManifest, string, error) {
+	meta, err := s.readMeta(ws, id)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	scope, err := narrow(meta.Root, path)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	m, err := s.readManifest(ws, id)
+	return meta, m, scope, err
+}
+
 // liveState hashes the current tree at scope (nothing if it is missing).
 func (f *FS) liveState(ctx context.Context, ws Workspace, scope string, ref *ckManifest) (*scanner, error) {
 	w, err := f.resolve(ws, scope)
@@ -203,15 +218,7 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 	start := f.now()
 	f.ck.gc.RLock()
 	defer f.ck.gc.RUnlock()
-	meta, err := f.ck.readMeta(ws, id)
-	if err != nil {
-		return Comparison{}, err
-	}
-	scope, err := narrow(meta.Root, path)
-	if err != nil {
-		return Comparison{}, err
-	}
-	base, err := f.ck.readManifest(ws, id)
+	meta, base, scope, err := f.ck.stored(ws, id, path)
 	if err != nil {
 		return Comparison{}, err
 	}
@@ -219,20 +226,12 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 	var target []ckEntry
 	var pinned map[string]struct{}
 	if against != "" {
-		tm, err := f.ck.readMeta(ws, against)
-		if err != nil {
-			return Comparison{}, err
-		}
-		if scope, err = narrow(tm.Root, scope); err != nil {
-			return Comparison{}, err
-		}
-		man, err := f.ck.readManifest(ws, against)
+		tm, man, tscope, err := f.ck.stored(ws, against, scope)
 		if err != nil {
 			return Comparison{}, err
 		}
 		tc := tm.checkpoint()
-		out.Target = &tc
-		target = man.Entries
+		out.Target, target, scope = &tc, man.Entries, tscope
 	} else {
 		sc, err := f.liveState(ctx, ws, scope, base)
 		if err != nil {

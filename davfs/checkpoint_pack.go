@@ -78,8 +78,6 @@ type packWriter struct {
 	ok  bool // t was created
 }
 
-func (s *ckStore) newPack(id string) *packWriter { return &packWriter{s: s, id: id} }
-
 // add appends b and returns its offset.
 func (p *packWriter) add(b []byte) (int64, error) {
 	if !p.ok {
@@ -154,22 +152,29 @@ func (r packReader) Close() error { return r.f.Close() }
 
 // openObject opens the stored bytes of the file entry e: in its pack, or
 // the loose object. Never through a symlink, and only from a single-link
-// regular file large enough.
+// regular file large enough (a loose object: of exactly e's size).
 func (s *ckStore) openObject(e *ckEntry) (io.ReadCloser, error) {
 	if e.Pack == "" {
-		return s.openLoose(e.Hash, e.Size)
+		if !validHash(e.Hash) {
+			return nil, errors.New("invalid object name")
+		}
+		dfd, err := s.objDir(e.Hash, false)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(dfd)
+		fd, _, err := openSingle(dfd, e.Hash, func(n int64) bool { return n == e.Size }, "object is not a single-link regular file of its size")
+		if err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), "checkpoint-object"), nil
 	}
 	if !checkpointIDRE.MatchString(e.Pack) || e.Off < 0 || e.Size < 0 {
 		return nil, errors.New("invalid pack reference")
 	}
-	fd, err := unix.Openat(s.packfd, e.Pack+".pack", oFile|oCommon, 0)
+	fd, _, err := openSingle(s.packfd, e.Pack+".pack", func(n int64) bool { return n >= e.Off+e.Size }, "pack is not a single-link regular file holding the entry")
 	if err != nil {
 		return nil, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size < e.Off+e.Size {
-		unix.Close(fd)
-		return nil, errors.New("pack is not a single-link regular file holding the entry")
 	}
 	f := os.NewFile(uintptr(fd), "checkpoint-pack")
 	return packReader{SectionReader: io.NewSectionReader(f, e.Off, e.Size), f: f}, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
 	"io"
 	"slices"
 	"strings"
@@ -363,18 +362,6 @@ func (f *FS) restoreDir(ws Workspace, e *ckEntry) error {
 	return fsErr(fsyncDir(pfd), e.Path)
 }
 
-// hashingReader hashes what is read through it.
-type hashingReader struct {
-	r io.Reader
-	h hash.Hash
-}
-
-func (h *hashingReader) Read(p []byte) (int, error) {
-	n, err := h.r.Read(p)
-	h.h.Write(p[:n])
-	return n, err
-}
-
 // restoreFile writes a file of the checkpoint atomically: a temp file
 // with the stored bytes (verified against their hash) and mode, renamed
 // over the current file if it still is the one compared (replace), or
@@ -394,12 +381,12 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 		return newErr(CodeInternal, ReasonInternal, err, "the checkpoint's copy of %q is missing or damaged; nothing was written to it", e.Path)
 	}
 	defer obj.Close()
-	hr := &hashingReader{r: obj, h: sha256.New()}
-	t, err := f.writeTemp(ctx, pfd, e.Path, hr, e.Size, e.Mode&0o777, nil)
+	h := sha256.New()
+	t, err := f.writeTemp(ctx, pfd, e.Path, io.TeeReader(obj, h), e.Size, e.Mode&0o777, nil)
 	if err != nil {
 		return err
 	}
-	if hex.EncodeToString(hr.h.Sum(nil)) != e.Hash {
+	if hex.EncodeToString(h.Sum(nil)) != e.Hash {
 		t.discard(pfd)
 		return newErr(CodeInternal, ReasonInternal, nil, "the checkpoint's copy of %q is damaged; nothing was written to it", e.Path)
 	}

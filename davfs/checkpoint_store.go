@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -476,27 +475,24 @@ func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
 	return size, nil
 }
 
-// openLoose opens the loose object h for reading: never through a symlink,
-// and only a single-link regular file of the expected size.
-func (s *ckStore) openLoose(h string, size int64) (*os.File, error) {
-	if !validHash(h) {
-		return nil, errors.New("invalid object name")
-	}
-	dfd, err := s.objDir(h, false)
+// openSingle opens name in dirfd for reading, never through a symlink,
+// and only if it is a single-link regular file whose size fits (else the
+// error bad). It returns the fd and the size.
+func openSingle(dirfd int, name string, fits func(size int64) bool, bad string) (int, int64, error) {
+	fd, err := unix.Openat(dirfd, name, oFile|oCommon, 0)
 	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(dfd)
-	fd, err := unix.Openat(dfd, h, oFile|oCommon, 0)
-	if err != nil {
-		return nil, err
+		return -1, 0, err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size != size {
+	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, errors.New("object is not a single-link regular file of its size")
+		return -1, 0, err
 	}
-	return os.NewFile(uintptr(fd), "checkpoint-object"), nil
+	if !isType(&st, unix.S_IFREG) || st.Nlink != 1 || !fits(st.Size) {
+		unix.Close(fd)
+		return -1, 0, errors.New(bad)
+	}
+	return fd, st.Size, nil
 }
 
 // ckEntry is one captured name. Dev, Ino and Ctime only serve to reuse the
@@ -563,19 +559,12 @@ const maxManifestBytes = 128 << 20
 // readSmall reads the regular single-link file name in dirfd (never a
 // symlink) of at most max bytes.
 func readSmall(dirfd int, name string, max int64) ([]byte, error) {
-	fd, err := unix.Openat(dirfd, name, oFile|oCommon, 0)
+	fd, size, err := openSingle(dirfd, name, func(n int64) bool { return n <= max }, "not a single-link regular file within bounds")
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size > max {
-		return nil, errors.New("not a single-link regular file within bounds")
-	}
-	b, ok, err := readAllAt(fd, st.Size, nil)
+	b, ok, err := readAllAt(fd, size, nil)
 	if err == nil && !ok {
 		err = errors.New("changed while read")
 	}
@@ -982,7 +971,7 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		prev, _ = s.readManifest(w.ws, cks[0].ID)
 	}
 	sc := newScanner(ctx, f, w, s, prev)
-	sc.pack = s.newPack(id)
+	sc.pack = &packWriter{s: s, id: id}
 	defer sc.pack.discard()
 	err := sc.scan()
 	if _, ok := sc.blocked[w.rel]; ok && err == nil && !w.isRoot() {

@@ -365,7 +365,7 @@ func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path stri
 	out := make([]Checkpoint, 0, len(all))
 	decoded := 0
 	for _, c := range all {
-		if c.Root != "" && c.Root != w.rel && !strings.HasPrefix(w.rel, c.Root+"/") {
+		if !within(w.rel, c.Root) {
 			continue // taken of another part of the workspace
 		}
 		if c.Reason == CheckpointBeforeWebDAVWrite && c.Root == w.rel {
