@@ -82,7 +82,6 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		return RestoreResult{}, err
 	}
 	res := RestoreResult{Checkpoint: meta.checkpoint(), Path: scope}
-	automatic := f.ck.cfg.Automatic
 	if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, scope, CheckpointBeforeRestore); err != nil {
 		return RestoreResult{}, err
 	}
@@ -93,7 +92,7 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	if restoreTestHook != nil {
 		restoreTestHook("undo-taken")
 	}
-	res, err = f.restoreLocked(ctx, ws, id, scope, opts, automatic, res)
+	res, err = f.restoreLocked(ctx, ws, id, scope, opts, res)
 	if err != nil && res.AutoCheckpoint != "" && ReasonOf(err) == ReasonRevisionMismatch && res.Changes == nil {
 		// Refused before anything changed: the undo checkpoint undoes
 		// nothing, and would only push older checkpoints out.
@@ -128,7 +127,7 @@ func sameFileState(a, b *ckEntry) bool {
 
 // restoreLocked is the part of a restore under the mutation lock. On an
 // error with res.Changes still nil, nothing was changed.
-func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, opts RestoreOptions, automatic bool, res RestoreResult) (RestoreResult, error) {
+func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, opts RestoreOptions, res RestoreResult) (RestoreResult, error) {
 	s := f.ck
 	s.gc.RLock()
 	defer s.gc.RUnlock()
@@ -155,7 +154,7 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 	bi, ti := indexEntries(base), indexEntries(target)
 	// The undo checkpoint must hold exactly what the restore removes or
 	// replaces: a write that landed after it was taken would be lost.
-	if automatic {
+	if s.cfg.Automatic {
 		var ui map[string]*ckEntry
 		if res.AutoCheckpoint != "" {
 			um, err := s.readManifest(ws, res.AutoCheckpoint)
