@@ -394,7 +394,8 @@ func eachFile(dfd int, fn func(dirfd int, name string, st *unix.Stat_t)) {
 	}
 }
 
-// eachObject calls fn for every regular file under objects/ and packs/.
+// eachObject calls objects for every regular file under objects/, then
+// packs for every one in packs/.
 func (s *ckStore) eachObject(objects, packs func(dirfd int, name string, st *unix.Stat_t)) {
 	eachDir(s.objfd, func(_ string, dfd int) { eachFile(dfd, objects) })
 	if rfd, err := unix.Openat(s.packfd, ".", oDirRead|oCommon, 0); err == nil {
