@@ -227,9 +227,6 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 func (s *ckStore) hold(id string) {
 	s.busyMu.Lock()
 	defer s.busyMu.Unlock()
-	if s.busy == nil {
-		s.busy = map[string]int{}
-	}
 	s.busy[id]++
 }
 
@@ -291,8 +288,9 @@ func (f *FS) restoreParents(ws Workspace, scope string) error {
 }
 
 // statIsEntry reports whether st is still the file the live comparison
-// hashed into e: the same inode, size and time stamps (an in-place write
-// moves the mtime and ctime, a replacement the inode).
+// (or the previous checkpoint) hashed into e: the same inode, size and
+// time stamps (an in-place write moves the mtime and ctime, a replacement
+// the inode).
 func statIsEntry(st *unix.Stat_t, e *ckEntry) bool {
 	return isType(st, unix.S_IFREG) && st.Dev == e.Dev && st.Ino == e.Ino && st.Size == e.Size &&
 		st.Mtim.Nano() == e.Mtime && st.Ctim.Nano() == e.Ctime

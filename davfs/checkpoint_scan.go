@@ -325,8 +325,7 @@ func sameStat(a, b *unix.Stat_t) bool {
 // is false for a file that is not a single-link regular file any more, or
 // kept changing.
 func (s *scanner) file(pfd int, name, rel string, st *unix.Stat_t) (ckEntry, bool, error) {
-	if r := s.ref[rel]; r != nil && r.Dev == st.Dev && r.Ino == st.Ino && r.Size == st.Size &&
-		r.Mtime == st.Mtim.Nano() && r.Ctime == st.Ctim.Nano() && validHash(r.Hash) {
+	if r := s.ref[rel]; r != nil && statIsEntry(st, r) && validHash(r.Hash) {
 		e := *r
 		e.Mode = uint32(st.Mode & 0o7777)
 		return e, true, nil // unchanged since the checkpoint that read it

@@ -87,7 +87,8 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if c.MaxEntries <= 0 {
 		c.MaxEntries = DefaultCheckpointEntries
 	}
-	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
+	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1,
+		busy: map[string]int{}}
 	// An existing store is checked now (a misplaced one fails the start);
 	// a missing one is created by the first checkpoint, so Open changes
 	// nothing on disk.
