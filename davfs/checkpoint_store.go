@@ -592,19 +592,13 @@ func (s *ckStore) writeAtomic(dirfd int, name string, b []byte) error {
 	return fsyncDir(dirfd)
 }
 
-// wsDir opens ws/<key> (O_PATH), creating it if asked.
-func (s *ckStore) wsDir(ws Workspace, create bool) (int, error) {
-	key := ckWorkspaceKey(ws)
-	if create {
-		if err := unix.Mkdirat(s.wsfd, key, 0o700); err != nil && err != unix.EEXIST {
-			return -1, err
-		}
-	}
-	return unix.Openat(s.wsfd, key, oDirPath|oCommon, 0)
+// wsDir opens ws/<key> (O_PATH).
+func (s *ckStore) wsDir(ws Workspace) (int, error) {
+	return unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirPath|oCommon, 0)
 }
 
 func (s *ckStore) readMeta(ws Workspace, id string) (*ckMeta, error) {
-	dfd, err := s.wsDir(ws, false)
+	dfd, err := s.wsDir(ws)
 	if err != nil {
 		return nil, errCheckpointNotFound(id)
 	}
@@ -639,7 +633,7 @@ func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 	if m := s.cached(key); m != nil {
 		return m, nil
 	}
-	dfd, err := s.wsDir(ws, false)
+	dfd, err := s.wsDir(ws)
 	if err != nil {
 		return nil, errCheckpointNotFound(id)
 	}
@@ -803,7 +797,7 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 
 // list returns ws's checkpoints, newest first.
 func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
-	dfd, err := s.wsDir(ws, false)
+	dfd, err := unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirRead|oCommon, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return []Checkpoint{}, nil
 	}
@@ -825,13 +819,9 @@ func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
 	return out, nil
 }
 
-// metasIn reads every description in one ws/<key> directory.
-func metasIn(dfd int) ([]*ckMeta, error) {
-	rfd, err := unix.Openat(dfd, ".", oDirRead|oCommon, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(rfd)
+// metasIn reads every description in one ws/<key> directory, newly
+// opened O_RDONLY.
+func metasIn(rfd int) ([]*ckMeta, error) {
 	ents, err := readDirents(rfd)
 	if err != nil {
 		return nil, err
@@ -1049,10 +1039,11 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 	if err != nil {
 		return errStore(err)
 	}
-	if _, err := s.wsDir(ws, true); err != nil {
+	key := ckWorkspaceKey(ws)
+	if err := unix.Mkdirat(s.wsfd, key, 0o700); err != nil && err != unix.EEXIST {
 		return errStore(err)
 	}
-	dfd, err := unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirRead|oCommon, 0)
+	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
 	if err != nil {
 		return errStore(err)
 	}
@@ -1064,7 +1055,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 		unix.Unlinkat(dfd, meta.ID+".manifest", 0)
 		return errStore(err)
 	}
-	s.cache(ckWorkspaceKey(ws)+"/"+meta.ID, m)
+	s.cache(key+"/"+meta.ID, m)
 	return nil
 }
 
