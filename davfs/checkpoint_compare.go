@@ -384,6 +384,18 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 	}
 	b.WriteString("--- " + from + "\n+++ " + to + "\n")
 	const context = 3
+	// count is the number of old and new lines in ls.
+	count := func(ls []line) (old, cur int) {
+		for _, l := range ls {
+			if l.op != '+' {
+				old++
+			}
+			if l.op != '-' {
+				cur++
+			}
+		}
+		return old, cur
+	}
 	for i := 0; i < len(ls); {
 		if ls[i].op == ' ' {
 			i++
@@ -401,29 +413,13 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 			}
 		}
 		stop := min(len(ls), end+context+1)
-		oldLine, newLine := 1, 1
-		for _, l := range ls[:start] {
-			if l.op != '+' {
-				oldLine++
-			}
-			if l.op != '-' {
-				newLine++
-			}
+		oldLine, newLine := count(ls[:start])
+		oldN, newN := count(ls[start:stop])
+		if oldN > 0 {
+			oldLine++
 		}
-		oldN, newN := 0, 0
-		for _, l := range ls[start:stop] {
-			if l.op != '+' {
-				oldN++
-			}
-			if l.op != '-' {
-				newN++
-			}
-		}
-		if oldN == 0 {
-			oldLine--
-		}
-		if newN == 0 {
-			newLine--
+		if newN > 0 {
+			newLine++
 		}
 		b.WriteString("@@ -" + strconv.Itoa(oldLine) + "," + strconv.Itoa(oldN) + " +" + strconv.Itoa(newLine) + "," + strconv.Itoa(newN) + " @@\n")
 		for _, l := range ls[start:stop] {

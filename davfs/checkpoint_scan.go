@@ -111,7 +111,7 @@ func (s *scanner) scan() error {
 		}
 		defer unix.Close(fd)
 		for _, name := range []string{globalSkills, globalAgents} {
-			if err := s.entry(fd, name, name, 1); err != nil {
+			if err := s.entry(fd, name, name, 1, nil); err != nil {
 				return err
 			}
 		}
@@ -134,7 +134,7 @@ func (s *scanner) scan() error {
 		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 			return fsErr(err, w.rel)
 		}
-		if err := s.entry(pfd, w.name(), w.rel, len(w.segs)); err != nil {
+		if err := s.entry(pfd, w.name(), w.rel, len(w.segs), nil); err != nil {
 			return err
 		}
 	}
@@ -161,7 +161,7 @@ func (s *scanner) dir(fd int, rel string, depth int) error {
 		if pre != nil {
 			p = &pre[i-base]
 		}
-		if err := s.entryWith(fd, d.name, childRel(rel, d.name), depth+1, p); err != nil {
+		if err := s.entry(fd, d.name, childRel(rel, d.name), depth+1, p); err != nil {
 			return err
 		}
 	}
@@ -236,13 +236,9 @@ func (s *scanner) prestat(fd int, ents []dirent) []prestat {
 	return out
 }
 
-// entry records the name in pfd (rel in the workspace, depth segments).
-func (s *scanner) entry(pfd int, name, rel string, depth int) error {
-	return s.entryWith(pfd, name, rel, depth, nil)
-}
-
-// entryWith is entry given the name's prestat (nil: entry stats it).
-func (s *scanner) entryWith(pfd int, name, rel string, depth int, pre *prestat) error {
+// entry records the name in pfd (rel in the workspace, depth segments),
+// given its prestat (nil: entry stats it).
+func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) error {
 	f := s.f
 	if s.store != nil && len(s.out)+len(s.blocked) >= s.store.cfg.MaxEntries {
 		// Memory and the manifest stay bounded: the capture fails whole.
