@@ -364,14 +364,10 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 		case diffmatchpatch.DiffDelete:
 			op = '-'
 		}
-		for t := d.Text; t != ""; {
-			i := strings.IndexByte(t, '\n')
-			if i < 0 {
+		for t := range strings.SplitAfterSeq(d.Text, "\n") {
+			if t != "" {
 				ls = append(ls, line{op, t})
-				break
 			}
-			ls = append(ls, line{op, t[:i+1]})
-			t = t[i+1:]
 		}
 	}
 	var b strings.Builder
