@@ -303,7 +303,7 @@ func (f *FS) DeleteCheckpoint(ctx context.Context, ws Workspace, id string) erro
 		return err
 	}
 	start := f.now()
-	err := f.ck.delete(f, ws, id)
+	err := f.ck.delete(ws, id)
 	f.observeCheckpoint("delete", f.now().Sub(start), 0, err)
 	return err
 }

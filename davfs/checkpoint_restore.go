@@ -96,7 +96,7 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	if err != nil && res.AutoCheckpoint != "" && ReasonOf(err) == ReasonRevisionMismatch && res.Changes == nil {
 		// Refused before anything changed: the undo checkpoint undoes
 		// nothing, and would only push older checkpoints out.
-		_ = f.ck.delete(f, ws, res.AutoCheckpoint)
+		_ = f.ck.delete(ws, res.AutoCheckpoint)
 		res.AutoCheckpoint = ""
 	}
 	if err != nil {

@@ -878,7 +878,7 @@ func (s *ckStore) remove(key, id string) error {
 	return fsyncDir(dfd)
 }
 
-func (s *ckStore) delete(f *FS, ws Workspace, id string) error {
+func (s *ckStore) delete(ws Workspace, id string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
 	if _, err := s.readMeta(ws, id); err != nil {
