@@ -138,17 +138,15 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 			break
 		}
 	}
-	out := make([]*workspacev1.CheckpointChange, 0, n)
-	for _, c := range cs[:n] {
+	return convert(cs[:n], func(c davfs.CheckpointChange) *workspacev1.CheckpointChange {
 		pc := &workspacev1.CheckpointChange{Path: c.Path, Kind: changeKinds[c.Kind], OldSize: c.OldSize, NewSize: c.NewSize,
 			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff, DiffState: diffStates[c.DiffState]}
 		pc.Type = workspacev1.EntryType_ENTRY_TYPE_FILE
 		if c.Type == davfs.TypeDirectory {
 			pc.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
 		}
-		out = append(out, pc)
-	}
-	return out, len(cs) > n
+		return pc
+	}), len(cs) > n
 }
 
 // The contract's names of davfs's automatic checkpoint reasons, change
