@@ -3,6 +3,7 @@ package davfs
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"path/filepath"
 	"regexp"
@@ -138,13 +139,7 @@ var checkpointIDRE = regexp.MustCompile(`^[0-9a-f]{24}$`)
 func newCheckpointID(now time.Time) string {
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	var b [8]byte
-	n := uint64(now.UnixNano())
-	for i := 7; i >= 0; i-- {
-		b[i] = byte(n)
-		n >>= 8
-	}
-	return hex.EncodeToString(b[:]) + hex.EncodeToString(r[:])
+	return hex.EncodeToString(append(binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano())), r[:]...))
 }
 
 func errCheckpointNotFound(id string) *Error {
@@ -308,7 +303,7 @@ func (f *FS) DeleteCheckpoint(ctx context.Context, ws Workspace, id string) erro
 		return err
 	}
 	start := f.now()
-	err := f.ck.delete(f, ws, id)
+	err := f.ck.delete(ws, id)
 	f.observeCheckpoint("delete", f.now().Sub(start), 0, err)
 	return err
 }

@@ -142,14 +142,7 @@ func changesBetween(base, target []ckEntry, pinned map[string]struct{}) []Checkp
 
 // planToken hashes what a restore would change, with the target's facts.
 func planToken(base, target []ckEntry, changes []CheckpointChange) string {
-	idx := func(es []ckEntry) map[string]*ckEntry {
-		m := make(map[string]*ckEntry, len(es))
-		for i := range es {
-			m[es[i].Path] = &es[i]
-		}
-		return m
-	}
-	bi, ti := idx(base), idx(target)
+	bi, ti := indexEntries(base), indexEntries(target)
 	d := sha256.New()
 	for _, c := range changes {
 		fmt.Fprintf(d, "%d\x00%s\x00%d\x00", c.Kind, c.Path, c.Type)
@@ -161,6 +154,30 @@ func planToken(base, target []ckEntry, changes []CheckpointChange) string {
 		}
 	}
 	return hex.EncodeToString(d.Sum(nil)[:16])
+}
+
+// indexEntries maps the paths of es to their entries.
+func indexEntries(es []ckEntry) map[string]*ckEntry {
+	m := make(map[string]*ckEntry, len(es))
+	for i := range es {
+		m[es[i].Path] = &es[i]
+	}
+	return m
+}
+
+// stored reads the description and the manifest of the checkpoint id of
+// ws, and narrows path to the part of it in the checkpoint (narrow).
+func (s *ckStore) stored(ws Workspace, id, path string) (*ckMeta, *ckManifest, string, error) {
+	meta, err := s.readMeta(ws, id)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	scope, err := narrow(meta.Root, path)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	m, err := s.readManifest(ws, id)
+	return meta, m, scope, err
 }
 
 // liveState hashes the current tree at scope (nothing if it is missing).
@@ -201,15 +218,7 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 	start := f.now()
 	f.ck.gc.RLock()
 	defer f.ck.gc.RUnlock()
-	meta, err := f.ck.readMeta(ws, id)
-	if err != nil {
-		return Comparison{}, err
-	}
-	scope, err := narrow(meta.Root, path)
-	if err != nil {
-		return Comparison{}, err
-	}
-	base, err := f.ck.readManifest(ws, id)
+	meta, base, scope, err := f.ck.stored(ws, id, path)
 	if err != nil {
 		return Comparison{}, err
 	}
@@ -217,20 +226,12 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 	var target []ckEntry
 	var pinned map[string]struct{}
 	if against != "" {
-		tm, err := f.ck.readMeta(ws, against)
-		if err != nil {
-			return Comparison{}, err
-		}
-		if scope, err = narrow(tm.Root, scope); err != nil {
-			return Comparison{}, err
-		}
-		man, err := f.ck.readManifest(ws, against)
+		tm, man, tscope, err := f.ck.stored(ws, against, scope)
 		if err != nil {
 			return Comparison{}, err
 		}
 		tc := tm.checkpoint()
-		out.Target = &tc
-		target = man.Entries
+		out.Target, target, scope = &tc, man.Entries, tscope
 	} else {
 		sc, err := f.liveState(ctx, ws, scope, base)
 		if err != nil {
@@ -253,14 +254,7 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 
 // addDiffs fills the diffs of out's file changes.
 func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, target []ckEntry, targetStored bool) {
-	bi := map[string]*ckEntry{}
-	for i := range base {
-		bi[base[i].Path] = &base[i]
-	}
-	ti := map[string]*ckEntry{}
-	for i := range target {
-		ti[target[i].Path] = &target[i]
-	}
+	bi, ti := indexEntries(base), indexEntries(target)
 	budget := diffBudget
 	for i := range out.Changes {
 		c := &out.Changes[i]
@@ -370,14 +364,10 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 		case diffmatchpatch.DiffDelete:
 			op = '-'
 		}
-		for t := d.Text; t != ""; {
-			i := strings.IndexByte(t, '\n')
-			if i < 0 {
+		for t := range strings.SplitAfterSeq(d.Text, "\n") {
+			if t != "" {
 				ls = append(ls, line{op, t})
-				break
 			}
-			ls = append(ls, line{op, t[:i+1]})
-			t = t[i+1:]
 		}
 	}
 	var b strings.Builder
@@ -390,6 +380,18 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 	}
 	b.WriteString("--- " + from + "\n+++ " + to + "\n")
 	const context = 3
+	// count is the number of old and new lines in ls.
+	count := func(ls []line) (old, cur int) {
+		for _, l := range ls {
+			if l.op != '+' {
+				old++
+			}
+			if l.op != '-' {
+				cur++
+			}
+		}
+		return old, cur
+	}
 	for i := 0; i < len(ls); {
 		if ls[i].op == ' ' {
 			i++
@@ -407,29 +409,13 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 			}
 		}
 		stop := min(len(ls), end+context+1)
-		oldLine, newLine := 1, 1
-		for _, l := range ls[:start] {
-			if l.op != '+' {
-				oldLine++
-			}
-			if l.op != '-' {
-				newLine++
-			}
+		oldLine, newLine := count(ls[:start])
+		oldN, newN := count(ls[start:stop])
+		if oldN > 0 {
+			oldLine++
 		}
-		oldN, newN := 0, 0
-		for _, l := range ls[start:stop] {
-			if l.op != '+' {
-				oldN++
-			}
-			if l.op != '-' {
-				newN++
-			}
-		}
-		if oldN == 0 {
-			oldLine--
-		}
-		if newN == 0 {
-			newLine--
+		if newN > 0 {
+			newLine++
 		}
 		b.WriteString("@@ -" + strconv.Itoa(oldLine) + "," + strconv.Itoa(oldN) + " +" + strconv.Itoa(newLine) + "," + strconv.Itoa(newN) + " @@\n")
 		for _, l := range ls[start:stop] {

@@ -33,23 +33,41 @@ func (s *ckStore) putBytes(h string, b []byte) (int64, error) {
 			return 0, nil
 		}
 	}
-	t, err := createTemp(s.tmpfd)
+	t, err := s.tempWith(b)
 	if err != nil {
 		return 0, err
 	}
-	for q := b; len(q) > 0; {
-		n, err := unix.Write(t.fd, q)
+	unix.Close(t.fd)
+	return s.putTemp(t.name, h, int64(len(b)))
+}
+
+// tempWith writes b into a new temp file in tmp/ (not fsynced). On an
+// error the temp file is gone.
+func (s *ckStore) tempWith(b []byte) (tempFile, error) {
+	t, err := createTemp(s.tmpfd)
+	if err != nil {
+		return t, err
+	}
+	if err := writeAll(t.fd, b); err != nil {
+		t.discard(s.tmpfd)
+		return tempFile{}, err
+	}
+	return t, nil
+}
+
+// writeAll writes all of b to fd.
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			t.discard(s.tmpfd)
-			return 0, err
+			return err
 		}
-		q = q[n:]
+		b = b[n:]
 	}
-	unix.Close(t.fd)
-	return s.putTemp(t.name, h, int64(len(b)))
+	return nil
 }
 
 type packWriter struct {
@@ -59,8 +77,6 @@ type packWriter struct {
 	off int64
 	ok  bool // t was created
 }
-
-func (s *ckStore) newPack(id string) *packWriter { return &packWriter{s: s, id: id} }
 
 // add appends b and returns its offset.
 func (p *packWriter) add(b []byte) (int64, error) {
@@ -72,15 +88,8 @@ func (p *packWriter) add(b []byte) (int64, error) {
 		p.t, p.ok = t, true
 	}
 	off := p.off
-	for q := b; len(q) > 0; {
-		n, err := unix.Write(p.t.fd, q)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		q = q[n:]
+	if err := writeAll(p.t.fd, b); err != nil {
+		return 0, err
 	}
 	p.off += int64(len(b))
 	return off, nil
@@ -143,42 +152,30 @@ func (r packReader) Close() error { return r.f.Close() }
 
 // openObject opens the stored bytes of the file entry e: in its pack, or
 // the loose object. Never through a symlink, and only from a single-link
-// regular file large enough.
+// regular file large enough (a loose object: of exactly e's size).
 func (s *ckStore) openObject(e *ckEntry) (io.ReadCloser, error) {
 	if e.Pack == "" {
-		return s.openLoose(e.Hash, e.Size)
+		if !validHash(e.Hash) {
+			return nil, errors.New("invalid object name")
+		}
+		dfd, err := s.objDir(e.Hash, false)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(dfd)
+		fd, _, err := openSingle(dfd, e.Hash, func(n int64) bool { return n == e.Size }, "object is not a single-link regular file of its size")
+		if err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), "checkpoint-object"), nil
 	}
 	if !checkpointIDRE.MatchString(e.Pack) || e.Off < 0 || e.Size < 0 {
 		return nil, errors.New("invalid pack reference")
 	}
-	fd, err := unix.Openat(s.packfd, e.Pack+".pack", oFile|oCommon, 0)
+	fd, _, err := openSingle(s.packfd, e.Pack+".pack", func(n int64) bool { return n >= e.Off+e.Size }, "pack is not a single-link regular file holding the entry")
 	if err != nil {
 		return nil, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size < e.Off+e.Size {
-		unix.Close(fd)
-		return nil, errors.New("pack is not a single-link regular file holding the entry")
-	}
 	f := os.NewFile(uintptr(fd), "checkpoint-pack")
 	return packReader{SectionReader: io.NewSectionReader(f, e.Off, e.Size), f: f}, nil
-}
-
-// eachPack calls fn for every regular file in packs/.
-func (s *ckStore) eachPack(fn func(dirfd int, name string, st *unix.Stat_t)) {
-	rfd, err := unix.Openat(s.packfd, ".", oDirRead|oCommon, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(rfd)
-	ents, err := readDirents(rfd)
-	if err != nil {
-		return
-	}
-	for _, d := range ents {
-		var st unix.Stat_t
-		if fstatat(rfd, d.name, &st) == nil && isType(&st, unix.S_IFREG) {
-			fn(rfd, d.name, &st)
-		}
-	}
 }

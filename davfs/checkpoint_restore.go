@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
 	"io"
 	"slices"
 	"strings"
@@ -83,7 +82,6 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		return RestoreResult{}, err
 	}
 	res := RestoreResult{Checkpoint: meta.checkpoint(), Path: scope}
-	automatic := f.ck.cfg.Automatic
 	if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, scope, CheckpointBeforeRestore); err != nil {
 		return RestoreResult{}, err
 	}
@@ -94,11 +92,11 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	if restoreTestHook != nil {
 		restoreTestHook("undo-taken")
 	}
-	res, err = f.restoreLocked(ctx, ws, id, scope, opts, automatic, res)
+	res, err = f.restoreLocked(ctx, ws, id, scope, opts, res)
 	if err != nil && res.AutoCheckpoint != "" && ReasonOf(err) == ReasonRevisionMismatch && res.Changes == nil {
 		// Refused before anything changed: the undo checkpoint undoes
 		// nothing, and would only push older checkpoints out.
-		_ = f.ck.delete(f, ws, res.AutoCheckpoint)
+		_ = f.ck.delete(ws, res.AutoCheckpoint)
 		res.AutoCheckpoint = ""
 	}
 	if err != nil {
@@ -129,7 +127,7 @@ func sameFileState(a, b *ckEntry) bool {
 
 // restoreLocked is the part of a restore under the mutation lock. On an
 // error with res.Changes still nil, nothing was changed.
-func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, opts RestoreOptions, automatic bool, res RestoreResult) (RestoreResult, error) {
+func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, opts RestoreOptions, res RestoreResult) (RestoreResult, error) {
 	s := f.ck
 	s.gc.RLock()
 	defer s.gc.RUnlock()
@@ -153,26 +151,17 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		res.Changes = changes
 		return res, nil
 	}
-	bi := map[string]*ckEntry{}
-	for i := range base {
-		bi[base[i].Path] = &base[i]
-	}
-	ti := map[string]*ckEntry{}
-	for i := range target {
-		ti[target[i].Path] = &target[i]
-	}
+	bi, ti := indexEntries(base), indexEntries(target)
 	// The undo checkpoint must hold exactly what the restore removes or
 	// replaces: a write that landed after it was taken would be lost.
-	if automatic {
-		ui := map[string]*ckEntry{}
+	if s.cfg.Automatic {
+		var ui map[string]*ckEntry
 		if res.AutoCheckpoint != "" {
 			um, err := s.readManifest(ws, res.AutoCheckpoint)
 			if err != nil {
 				return res, newErr(CodeAborted, ReasonRevisionMismatch, err, "the undo checkpoint is gone; nothing was restored, compare again")
 			}
-			for i := range um.Entries {
-				ui[um.Entries[i].Path] = &um.Entries[i]
-			}
+			ui = indexEntries(um.Entries)
 		}
 		for _, c := range changes {
 			t, u := ti[c.Path], ui[c.Path]
@@ -189,15 +178,10 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		if c.Kind == CheckpointAdded {
 			continue
 		}
-		for p := c.Path; ; {
+		for p := c.Path; p != ""; p = parentPath(p) {
 			if _, ok := live.blocked[p]; ok {
 				return res, errConflict(p)
 			}
-			i := strings.LastIndexByte(p, '/')
-			if i < 0 {
-				break
-			}
-			p = p[:i]
 		}
 		if _, ok := live.pinned[c.Path]; ok && c.Type == TypeFile {
 			if e := ti[c.Path]; e != nil && e.Dir {
@@ -214,12 +198,7 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		return res, err
 	}
 	// Removals, deepest first.
-	var dels []CheckpointChange
-	for _, c := range changes {
-		if c.Kind == CheckpointAdded {
-			dels = append(dels, c)
-		}
-	}
+	dels := slices.DeleteFunc(slices.Clone(changes), func(c CheckpointChange) bool { return c.Kind != CheckpointAdded })
 	slices.SortFunc(dels, func(a, b CheckpointChange) int { return strings.Compare(b.Path, a.Path) })
 	for _, c := range dels {
 		if err := f.restoreRemove(ws, c.Path, ti[c.Path]); err != nil {
@@ -227,12 +206,7 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		}
 	}
 	// Creations and rewrites, parents first.
-	var puts []CheckpointChange
-	for _, c := range changes {
-		if c.Kind != CheckpointAdded {
-			puts = append(puts, c)
-		}
-	}
+	puts := slices.DeleteFunc(slices.Clone(changes), func(c CheckpointChange) bool { return c.Kind == CheckpointAdded })
 	slices.SortFunc(puts, func(a, b CheckpointChange) int { return strings.Compare(a.Path, b.Path) })
 	for _, c := range puts {
 		e := bi[c.Path]
@@ -253,9 +227,6 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 func (s *ckStore) hold(id string) {
 	s.busyMu.Lock()
 	defer s.busyMu.Unlock()
-	if s.busy == nil {
-		s.busy = map[string]int{}
-	}
 	s.busy[id]++
 }
 
@@ -317,8 +288,9 @@ func (f *FS) restoreParents(ws Workspace, scope string) error {
 }
 
 // statIsEntry reports whether st is still the file the live comparison
-// hashed into e: the same inode, size and time stamps (an in-place write
-// moves the mtime and ctime, a replacement the inode).
+// (or the previous checkpoint) hashed into e: the same inode, size and
+// time stamps (an in-place write moves the mtime and ctime, a replacement
+// the inode).
 func statIsEntry(st *unix.Stat_t, e *ckEntry) bool {
 	return isType(st, unix.S_IFREG) && st.Dev == e.Dev && st.Ino == e.Ino && st.Size == e.Size &&
 		st.Mtim.Nano() == e.Mtime && st.Ctim.Nano() == e.Ctime
@@ -387,18 +359,6 @@ func (f *FS) restoreDir(ws Workspace, e *ckEntry) error {
 	return fsErr(fsyncDir(pfd), e.Path)
 }
 
-// hashingReader hashes what is read through it.
-type hashingReader struct {
-	r io.Reader
-	h hash.Hash
-}
-
-func (h *hashingReader) Read(p []byte) (int, error) {
-	n, err := h.r.Read(p)
-	h.h.Write(p[:n])
-	return n, err
-}
-
 // restoreFile writes a file of the checkpoint atomically: a temp file
 // with the stored bytes (verified against their hash) and mode, renamed
 // over the current file if it still is the one compared (replace), or
@@ -418,12 +378,12 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 		return newErr(CodeInternal, ReasonInternal, err, "the checkpoint's copy of %q is missing or damaged; nothing was written to it", e.Path)
 	}
 	defer obj.Close()
-	hr := &hashingReader{r: obj, h: sha256.New()}
-	t, err := f.writeTemp(ctx, pfd, e.Path, hr, e.Size, e.Mode&0o777, nil)
+	h := sha256.New()
+	t, err := f.writeTemp(ctx, pfd, e.Path, io.TeeReader(obj, h), e.Size, e.Mode&0o777, nil)
 	if err != nil {
 		return err
 	}
-	if hex.EncodeToString(hr.h.Sum(nil)) != e.Hash {
+	if hex.EncodeToString(h.Sum(nil)) != e.Hash {
 		t.discard(pfd)
 		return newErr(CodeInternal, ReasonInternal, nil, "the checkpoint's copy of %q is damaged; nothing was written to it", e.Path)
 	}

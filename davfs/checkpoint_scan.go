@@ -83,14 +83,17 @@ func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*c
 func (s *scanner) block(rel string) {
 	s.blocked[rel] = struct{}{}
 	for p := rel; p != ""; {
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			p = ""
-		} else {
-			p = p[:i]
-		}
+		p = parentPath(p)
 		s.pinned[p] = struct{}{}
 	}
+}
+
+// parentPath is the workspace path of p's parent ("" the root).
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 // scan walks s.w: the workspace root (for GLOBAL, skills/ and AGENTS.md)
@@ -108,7 +111,7 @@ func (s *scanner) scan() error {
 		}
 		defer unix.Close(fd)
 		for _, name := range []string{globalSkills, globalAgents} {
-			if err := s.entry(fd, name, name, 1); err != nil {
+			if err := s.entry(fd, name, name, 1, nil); err != nil {
 				return err
 			}
 		}
@@ -131,7 +134,7 @@ func (s *scanner) scan() error {
 		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
 			return fsErr(err, w.rel)
 		}
-		if err := s.entry(pfd, w.name(), w.rel, len(w.segs)); err != nil {
+		if err := s.entry(pfd, w.name(), w.rel, len(w.segs), nil); err != nil {
 			return err
 		}
 	}
@@ -158,7 +161,7 @@ func (s *scanner) dir(fd int, rel string, depth int) error {
 		if pre != nil {
 			p = &pre[i-base]
 		}
-		if err := s.entryWith(fd, d.name, childRel(rel, d.name), depth+1, p); err != nil {
+		if err := s.entry(fd, d.name, childRel(rel, d.name), depth+1, p); err != nil {
 			return err
 		}
 	}
@@ -233,13 +236,9 @@ func (s *scanner) prestat(fd int, ents []dirent) []prestat {
 	return out
 }
 
-// entry records the name in pfd (rel in the workspace, depth segments).
-func (s *scanner) entry(pfd int, name, rel string, depth int) error {
-	return s.entryWith(pfd, name, rel, depth, nil)
-}
-
-// entryWith is entry given the name's prestat (nil: entry stats it).
-func (s *scanner) entryWith(pfd int, name, rel string, depth int, pre *prestat) error {
+// entry records the name in pfd (rel in the workspace, depth segments),
+// given its prestat (nil: entry stats it).
+func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) error {
 	f := s.f
 	if s.store != nil && len(s.out)+len(s.blocked) >= s.store.cfg.MaxEntries {
 		// Memory and the manifest stay bounded: the capture fails whole.
@@ -322,8 +321,7 @@ func sameStat(a, b *unix.Stat_t) bool {
 // is false for a file that is not a single-link regular file any more, or
 // kept changing.
 func (s *scanner) file(pfd int, name, rel string, st *unix.Stat_t) (ckEntry, bool, error) {
-	if r := s.ref[rel]; r != nil && r.Dev == st.Dev && r.Ino == st.Ino && r.Size == st.Size &&
-		r.Mtime == st.Mtim.Nano() && r.Ctime == st.Ctim.Nano() && validHash(r.Hash) {
+	if r := s.ref[rel]; r != nil && statIsEntry(st, r) && validHash(r.Hash) {
 		e := *r
 		e.Mode = uint32(st.Mode & 0o7777)
 		return e, true, nil // unchanged since the checkpoint that read it
@@ -331,9 +329,6 @@ func (s *scanner) file(pfd int, name, rel string, st *unix.Stat_t) (ckEntry, boo
 	for range captureRetries {
 		fd, err := s.f.openName(s.w.r, pfd, name, oFile)
 		if err != nil {
-			if errnoOf(err) == unix.ENOENT {
-				return ckEntry{}, false, nil
-			}
 			return ckEntry{}, false, nil
 		}
 		e, stable, err := s.read(fd, rel)
@@ -438,7 +433,6 @@ func (s *scanner) hashAll(fd int, size int64, keep bool) (string, []byte, int64,
 		s.buf = make([]byte, 256<<10)
 	}
 	d := sha256.New()
-	var all []byte
 	if keep && size <= smallObject {
 		b, _, err := readAllAt(fd, size, nil)
 		if err != nil {
@@ -464,7 +458,7 @@ func (s *scanner) hashAll(fd int, size int64, keep bool) (string, []byte, int64,
 		d.Write(s.buf[:m])
 		n += int64(m)
 	}
-	return hex.EncodeToString(d.Sum(nil)), all, n, nil
+	return hex.EncodeToString(d.Sum(nil)), nil, n, nil
 }
 
 // copy copies src to dst, hashing the bytes.
@@ -488,15 +482,8 @@ func (s *scanner) copy(dst, src int, d hash.Hash) (int64, error) {
 			return n, nil
 		}
 		d.Write(s.buf[:m])
-		for b := s.buf[:m]; len(b) > 0; {
-			k, err := unix.Write(dst, b)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				return n, errStore(err)
-			}
-			b = b[k:]
+		if err := writeAll(dst, s.buf[:m]); err != nil {
+			return n, errStore(err)
 		}
 		n += int64(m)
 		if s.added+n > s.store.cfg.MaxTotalBytes {

@@ -1,6 +1,7 @@
 package davfs
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,7 +87,8 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if c.MaxEntries <= 0 {
 		c.MaxEntries = DefaultCheckpointEntries
 	}
-	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1}
+	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1,
+		busy: map[string]int{}}
 	// An existing store is checked now (a misplaced one fails the start);
 	// a missing one is created by the first checkpoint, so Open changes
 	// nothing on disk.
@@ -285,10 +286,7 @@ func (s *ckStore) open(f *FS) error {
 			unix.Unlinkat(tmpfd, d.name, 0)
 		}
 	}
-	var total int64
-	s.eachObject(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
-	s.eachPack(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
-	s.total.Store(total)
+	s.recount(nil, nil)
 	s.opened = true
 	return nil
 }
@@ -365,31 +363,61 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 	return nil
 }
 
-// eachObject calls fn for every regular file under objects/.
-func (s *ckStore) eachObject(fn func(dirfd int, name string, st *unix.Stat_t)) {
-	rfd, err := unix.Openat(s.objfd, ".", oDirRead|oCommon, 0)
+// eachDir calls fn with every directory in the directory dirfd, open
+// O_RDONLY. Its error is that of reading dirfd.
+func eachDir(dirfd int, fn func(name string, dfd int)) error {
+	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)
 	if err != nil {
-		return
+		return err
 	}
 	defer unix.Close(rfd)
-	subs, err := readDirents(rfd)
+	ents, err := readDirents(rfd)
 	if err != nil {
-		return
+		return err
 	}
-	for _, d := range subs {
-		dfd, err := unix.Openat(rfd, d.name, oDirRead|oCommon, 0)
-		if err != nil {
-			continue
+	for _, d := range ents {
+		if dfd, err := unix.Openat(rfd, d.name, oDirRead|oCommon, 0); err == nil {
+			fn(d.name, dfd)
+			unix.Close(dfd)
 		}
-		ents, _ := readDirents(dfd)
-		for _, e := range ents {
-			var st unix.Stat_t
-			if fstatat(dfd, e.name, &st) == nil && isType(&st, unix.S_IFREG) {
-				fn(dfd, e.name, &st)
+	}
+	return nil
+}
+
+// eachFile calls fn for every regular file in the directory dfd (O_RDONLY).
+func eachFile(dfd int, fn func(dirfd int, name string, st *unix.Stat_t)) {
+	ents, _ := readDirents(dfd)
+	for _, e := range ents {
+		var st unix.Stat_t
+		if fstatat(dfd, e.name, &st) == nil && isType(&st, unix.S_IFREG) {
+			fn(dfd, e.name, &st)
+		}
+	}
+}
+
+// eachObject calls objects for every regular file under objects/, then
+// packs for every one in packs/.
+func (s *ckStore) eachObject(objects, packs func(dirfd int, name string, st *unix.Stat_t)) {
+	eachDir(s.objfd, func(_ string, dfd int) { eachFile(dfd, objects) })
+	if rfd, err := unix.Openat(s.packfd, ".", oDirRead|oCommon, 0); err == nil {
+		eachFile(rfd, packs)
+		unix.Close(rfd)
+	}
+}
+
+// recount sets total to the bytes of every object and pack, first removing
+// those not named in live and livePacks (nil: none is removed).
+func (s *ckStore) recount(live, livePacks map[string]struct{}) {
+	var total int64
+	keep := func(set map[string]struct{}) func(int, string, *unix.Stat_t) {
+		return func(dfd int, name string, st *unix.Stat_t) {
+			if _, ok := set[name]; ok || set == nil || unix.Unlinkat(dfd, name, 0) != nil {
+				total += st.Size
 			}
 		}
-		unix.Close(dfd)
 	}
+	s.eachObject(keep(live), keep(livePacks))
+	s.total.Store(total)
 }
 
 // ckWorkspaceKey names ws's directory under ws/.
@@ -449,27 +477,24 @@ func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
 	return size, nil
 }
 
-// openLoose opens the loose object h for reading: never through a symlink,
-// and only a single-link regular file of the expected size.
-func (s *ckStore) openLoose(h string, size int64) (*os.File, error) {
-	if !validHash(h) {
-		return nil, errors.New("invalid object name")
-	}
-	dfd, err := s.objDir(h, false)
+// openSingle opens name in dirfd for reading, never through a symlink,
+// and only if it is a single-link regular file whose size fits (else the
+// error bad). It returns the fd and the size.
+func openSingle(dirfd int, name string, fits func(size int64) bool, bad string) (int, int64, error) {
+	fd, err := unix.Openat(dirfd, name, oFile|oCommon, 0)
 	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(dfd)
-	fd, err := unix.Openat(dfd, h, oFile|oCommon, 0)
-	if err != nil {
-		return nil, err
+		return -1, 0, err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size != size {
+	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, errors.New("object is not a single-link regular file of its size")
+		return -1, 0, err
 	}
-	return os.NewFile(uintptr(fd), "checkpoint-object"), nil
+	if !isType(&st, unix.S_IFREG) || st.Nlink != 1 || !fits(st.Size) {
+		unix.Close(fd)
+		return -1, 0, errors.New(bad)
+	}
+	return fd, st.Size, nil
 }
 
 // ckEntry is one captured name. Dev, Ino and Ctime only serve to reuse the
@@ -536,42 +561,24 @@ const maxManifestBytes = 128 << 20
 // readSmall reads the regular single-link file name in dirfd (never a
 // symlink) of at most max bytes.
 func readSmall(dirfd int, name string, max int64) ([]byte, error) {
-	fd, err := unix.Openat(dirfd, name, oFile|oCommon, 0)
+	fd, size, err := openSingle(dirfd, name, func(n int64) bool { return n <= max }, "not a single-link regular file within bounds")
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if !isType(&st, unix.S_IFREG) || st.Nlink != 1 || st.Size > max {
-		return nil, errors.New("not a single-link regular file within bounds")
-	}
-	b, ok, err := readAllAt(fd, st.Size, nil)
+	b, ok, err := readAllAt(fd, size, nil)
 	if err == nil && !ok {
 		err = errors.New("changed while read")
 	}
 	return b, err
 }
 
-// writeAtomic writes b as name in dirfd: a temp file in tmp/, fsync,
-// rename, fsync of dirfd's directory (dirRead, O_RDONLY).
-func (s *ckStore) writeAtomic(dirfd, dirRead int, name string, b []byte) error {
-	t, err := createTemp(s.tmpfd)
+// writeAtomic writes b as name in dirfd (O_RDONLY): a temp file in tmp/,
+// fsync, rename, fsync of dirfd.
+func (s *ckStore) writeAtomic(dirfd int, name string, b []byte) error {
+	t, err := s.tempWith(b)
 	if err != nil {
 		return err
-	}
-	for p := b; len(p) > 0; {
-		n, err := unix.Write(t.fd, p)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			t.discard(s.tmpfd)
-			return err
-		}
-		p = p[n:]
 	}
 	if err := unix.Fsync(t.fd); err != nil {
 		t.discard(s.tmpfd)
@@ -582,22 +589,16 @@ func (s *ckStore) writeAtomic(dirfd, dirRead int, name string, b []byte) error {
 		unix.Unlinkat(s.tmpfd, t.name, 0)
 		return err
 	}
-	return fsyncDir(dirRead)
+	return fsyncDir(dirfd)
 }
 
-// wsDir opens ws/<key> (O_PATH), creating it if asked.
-func (s *ckStore) wsDir(ws Workspace, create bool) (int, error) {
-	key := ckWorkspaceKey(ws)
-	if create {
-		if err := unix.Mkdirat(s.wsfd, key, 0o700); err != nil && err != unix.EEXIST {
-			return -1, err
-		}
-	}
-	return unix.Openat(s.wsfd, key, oDirPath|oCommon, 0)
+// wsDir opens ws/<key> (O_PATH).
+func (s *ckStore) wsDir(ws Workspace) (int, error) {
+	return unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirPath|oCommon, 0)
 }
 
 func (s *ckStore) readMeta(ws Workspace, id string) (*ckMeta, error) {
-	dfd, err := s.wsDir(ws, false)
+	dfd, err := s.wsDir(ws)
 	if err != nil {
 		return nil, errCheckpointNotFound(id)
 	}
@@ -632,7 +633,7 @@ func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 	if m := s.cached(key); m != nil {
 		return m, nil
 	}
-	dfd, err := s.wsDir(ws, false)
+	dfd, err := s.wsDir(ws)
 	if err != nil {
 		return nil, errCheckpointNotFound(id)
 	}
@@ -694,22 +695,31 @@ func errDamaged(id string, cause error) *Error {
 // loadManifest reads, decodes and validates the manifest of meta's
 // checkpoint in its ws/<key> directory dfd.
 func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
-	b, err := readSmall(dfd, meta.ID+".manifest", maxManifestBytes)
+	m, err := decodeManifest(dfd, meta.ID)
+	switch {
+	case errnoOf(err) == unix.ENOENT:
+		return nil, errDamaged(meta.ID, errors.New("manifest missing"))
+	case errnoOf(err) != 0:
+		return nil, errStore(err)
+	case err == nil:
+		err = s.checkManifest(meta, m)
+	}
 	if err != nil {
-		if errnoOf(err) == unix.ENOENT {
-			return nil, errDamaged(meta.ID, errors.New("manifest missing"))
-		}
-		if errnoOf(err) != 0 {
-			return nil, errStore(err)
-		}
 		return nil, errDamaged(meta.ID, err)
+	}
+	return m, nil
+}
+
+// decodeManifest reads and decodes, without validating, the manifest of
+// the checkpoint id in its ws/<key> directory dfd.
+func decodeManifest(dfd int, id string) (*ckManifest, error) {
+	b, err := readSmall(dfd, id+".manifest", maxManifestBytes)
+	if err != nil {
+		return nil, err
 	}
 	var m ckManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, errDamaged(meta.ID, errors.New("manifest is not valid JSON"))
-	}
-	if err := s.checkManifest(meta, &m); err != nil {
-		return nil, errDamaged(meta.ID, err)
+	if json.Unmarshal(b, &m) != nil {
+		return nil, errors.New("manifest is not valid JSON")
 	}
 	return &m, nil
 }
@@ -763,11 +773,7 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 		case e.Size < 0 || e.Off < 0:
 			return fmt.Errorf("entry %d: negative size or offset", i)
 		}
-		if e.Path != meta.Root {
-			parent := ""
-			if j := strings.LastIndexByte(e.Path, '/'); j >= 0 {
-				parent = e.Path[:j]
-			}
+		if parent := parentPath(e.Path); e.Path != meta.Root {
 			if _, ok := dirs[parent]; !ok && parent != "" {
 				return fmt.Errorf("entry %d: its parent is not a directory of the checkpoint", i)
 			}
@@ -791,7 +797,7 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 
 // list returns ws's checkpoints, newest first.
 func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
-	dfd, err := s.wsDir(ws, false)
+	dfd, err := unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirRead|oCommon, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return []Checkpoint{}, nil
 	}
@@ -813,13 +819,9 @@ func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
 	return out, nil
 }
 
-// metasIn reads every description in one ws/<key> directory.
-func metasIn(dfd int) ([]*ckMeta, error) {
-	rfd, err := unix.Openat(dfd, ".", oDirRead|oCommon, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(rfd)
+// metasIn reads every description in one ws/<key> directory, newly
+// opened O_RDONLY.
+func metasIn(rfd int) ([]*ckMeta, error) {
 	ents, err := readDirents(rfd)
 	if err != nil {
 		return nil, err
@@ -845,28 +847,17 @@ type ckRef struct {
 
 // allMetas reads the descriptions of every workspace.
 func (s *ckStore) allMetas() ([]ckRef, error) {
-	rfd, err := unix.Openat(s.wsfd, ".", oDirRead|oCommon, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(rfd)
-	keys, err := readDirents(rfd)
-	if err != nil {
-		return nil, err
-	}
 	var out []ckRef
-	for _, k := range keys {
-		dfd, err := unix.Openat(rfd, k.name, oDirPath|oCommon, 0)
-		if err != nil {
-			continue
-		}
+	err := eachDir(s.wsfd, func(key string, dfd int) {
 		metas, _ := metasIn(dfd)
-		unix.Close(dfd)
 		for _, m := range metas {
-			if ckWorkspaceKey(m.workspace()) == k.name {
-				out = append(out, ckRef{meta: m, key: k.name})
+			if ckWorkspaceKey(m.workspace()) == key {
+				out = append(out, ckRef{meta: m, key: key})
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -887,7 +878,7 @@ func (s *ckStore) remove(key, id string) error {
 	return fsyncDir(dfd)
 }
 
-func (s *ckStore) delete(f *FS, ws Workspace, id string) error {
+func (s *ckStore) delete(ws Workspace, id string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
 	if _, err := s.readMeta(ws, id); err != nil {
@@ -938,57 +929,20 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 	}
 	if damaged > 0 {
-		var total int64
-		s.eachObject(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
-		s.eachPack(func(dfd int, name string, st *unix.Stat_t) { total += st.Size })
-		s.total.Store(total)
-		s.removeOrphanManifests(byKey)
-		return nil
+		live, livePacks = nil, nil // free nothing
 	}
-	var total int64
-	s.eachObject(func(dfd int, name string, st *unix.Stat_t) {
-		if _, ok := live[name]; ok {
-			total += st.Size
-			return
-		}
-		if unix.Unlinkat(dfd, name, 0) != nil {
-			total += st.Size
-		}
-	})
-	s.eachPack(func(dfd int, name string, st *unix.Stat_t) {
-		if _, ok := livePacks[name]; ok {
-			total += st.Size
-			return
-		}
-		if unix.Unlinkat(dfd, name, 0) != nil {
-			total += st.Size
+	s.recount(live, livePacks)
+	// The manifests without a description (a create interrupted before
+	// its description).
+	eachDir(s.wsfd, func(key string, dfd int) {
+		ents, _ := readDirents(dfd)
+		for _, d := range ents {
+			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] {
+				unix.Unlinkat(dfd, d.name, 0)
+			}
 		}
 	})
-	s.total.Store(total)
-	s.removeOrphanManifests(byKey)
 	return nil
-}
-
-// removeOrphanManifests removes the manifests without a description among
-// byKey (a create interrupted before its description).
-func (s *ckStore) removeOrphanManifests(byKey map[string]map[string]bool) {
-	if rfd, err := unix.Openat(s.wsfd, ".", oDirRead|oCommon, 0); err == nil {
-		keys, _ := readDirents(rfd)
-		for _, k := range keys {
-			dfd, err := unix.Openat(rfd, k.name, oDirRead|oCommon, 0)
-			if err != nil {
-				continue
-			}
-			ents, _ := readDirents(dfd)
-			for _, d := range ents {
-				if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[k.name][id] {
-					unix.Unlinkat(dfd, d.name, 0)
-				}
-			}
-			unix.Close(dfd)
-		}
-		unix.Close(rfd)
-	}
 }
 
 // create captures w, commits the checkpoint and applies the limits.
@@ -1009,7 +963,7 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		prev, _ = s.readManifest(w.ws, cks[0].ID)
 	}
 	sc := newScanner(ctx, f, w, s, prev)
-	sc.pack = s.newPack(id)
+	sc.pack = &packWriter{s: s, id: id}
 	defer sc.pack.discard()
 	err := sc.scan()
 	if _, ok := sc.blocked[w.rel]; ok && err == nil && !w.isRoot() {
@@ -1050,19 +1004,16 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		err = s.commit(w.ws, meta, &ckManifest{Version: 1, Entries: sc.out})
 	}
 	s.gc.RUnlock()
-	if err != nil {
-		if held {
-			s.release(id)
-		}
-		if sc.added > 0 {
-			// Objects only this failed checkpoint stored.
-			s.gc.Lock()
-			s.collect(nil)
-			s.gc.Unlock()
-		}
-		return Checkpoint{}, err
+	if err != nil && sc.added > 0 {
+		// Objects only this failed checkpoint stored.
+		s.gc.Lock()
+		s.collect(nil)
+		s.gc.Unlock()
 	}
-	if err := s.enforce(f, w.ws, id); err != nil {
+	if err == nil {
+		err = s.enforce(f, w.ws, id)
+	}
+	if err != nil {
 		if held {
 			s.release(id)
 		}
@@ -1088,22 +1039,23 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 	if err != nil {
 		return errStore(err)
 	}
-	if _, err := s.wsDir(ws, true); err != nil {
+	key := ckWorkspaceKey(ws)
+	if err := unix.Mkdirat(s.wsfd, key, 0o700); err != nil && err != unix.EEXIST {
 		return errStore(err)
 	}
-	dfd, err := unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirRead|oCommon, 0)
+	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
 	if err != nil {
 		return errStore(err)
 	}
 	defer unix.Close(dfd)
-	if err := s.writeAtomic(dfd, dfd, meta.ID+".manifest", mb); err != nil {
+	if err := s.writeAtomic(dfd, meta.ID+".manifest", mb); err != nil {
 		return errStore(err)
 	}
-	if err := s.writeAtomic(dfd, dfd, meta.ID+".json", jb); err != nil {
+	if err := s.writeAtomic(dfd, meta.ID+".json", jb); err != nil {
 		unix.Unlinkat(dfd, meta.ID+".manifest", 0)
 		return errStore(err)
 	}
-	s.cache(ckWorkspaceKey(ws)+"/"+meta.ID, m)
+	s.cache(key+"/"+meta.ID, m)
 	return nil
 }
 
@@ -1145,15 +1097,8 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 		return nil, false
 	}
 	defer unix.Close(dfd)
-	b, err := readSmall(dfd, r.meta.ID+".manifest", maxManifestBytes)
-	if err != nil {
-		return nil, false
-	}
-	var m ckManifest
-	if json.Unmarshal(b, &m) != nil {
-		return nil, false
-	}
-	return &m, true
+	m, err := decodeManifest(dfd, r.meta.ID)
+	return m, err == nil
 }
 
 // enforce applies the count and byte limits after the checkpoint newID of
@@ -1174,20 +1119,17 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	}
 	// Eviction order: versions, then other automatic checkpoints, then
 	// manual ones, oldest first in each (IDs sort by time).
+	rank := func(r ckRef) int {
+		if r.isVersion() {
+			return 0
+		}
+		if r.isAutomatic() {
+			return 1
+		}
+		return 2
+	}
 	slices.SortFunc(refs, func(a, b ckRef) int {
-		if x, y := a.isVersion(), b.isVersion(); x != y {
-			if x {
-				return -1
-			}
-			return 1
-		}
-		if x, y := a.isAutomatic(), b.isAutomatic(); x != y {
-			if x {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.meta.ID, b.meta.ID)
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.meta.ID, b.meta.ID))
 	})
 	// No checkpoint, of whatever kind, evicts a version younger than
 	// VersionMinAge: a sync that overwrites more files than the bound
@@ -1205,9 +1147,15 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	// operator's checkpoint, manual or automatic (taken before a delete or
 	// restore). When it still does not fit, it goes and the write fails.
 	newIsVersion := false
+	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
 	for _, r := range refs {
 		if r.key == key && r.meta.ID == newID {
 			newIsVersion = r.isVersion()
+		}
+		if r.key == key && r.isVersion() {
+			nv++
+		} else if r.key == key {
+			n++
 		}
 	}
 	if newIsVersion {
@@ -1215,14 +1163,6 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		evictable = func(r ckRef) bool { return all(r) && r.isVersion() }
 	}
 	drop := map[*ckMeta]bool{}
-	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
-	for _, r := range refs {
-		if r.key == key && r.isVersion() {
-			nv++
-		} else if r.key == key {
-			n++
-		}
-	}
 	for _, r := range refs {
 		if r.key != key || !evictable(r) {
 			continue

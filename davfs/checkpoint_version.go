@@ -166,20 +166,20 @@ func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method s
 	if err != nil || e.Revision != want || (e.Type == TypeFile && c.Files != 1) {
 		// Changed while it was read, or left out as still changing: the
 		// version is not what the write would replace.
-		f.ck.dropVersion(f, ws, c.ID, release)
+		f.ck.dropVersion(ws, c.ID, release)
 		return "", noRelease, errStale(w.rel)
 	}
 	if e.Type == TypeDirectory && c.Files == 0 && c.Skipped == 0 {
 		// Only empty directories: nothing to keep, and a sync that removes
 		// every directory it empties must not use up the versions' bound.
-		f.ck.dropVersion(f, ws, c.ID, release)
+		f.ck.dropVersion(ws, c.ID, release)
 		return "", noRelease, nil
 	}
 	if e.Type == TypeDirectory && c.Skipped > 0 {
 		// The recursive delete would unlink what the version left out
 		// (.git, node_modules, links, FIFOs, unreadable or still changing
 		// files): nothing could bring those back, so keeping is no answer.
-		f.ck.dropVersion(f, ws, c.ID, release)
+		f.ck.dropVersion(ws, c.ID, release)
 		return "", noRelease, errKeepSkipped()
 	}
 	ok = true
@@ -200,7 +200,7 @@ func (s *ckStore) versionRelease(id string) func() {
 // then it stays, a checkpoint like any other. Both happen under the
 // store's lock, so no prune plans around the drop. It reports whether id
 // was deleted.
-func (s *ckStore) dropVersion(f *FS, ws Workspace, id string, release func()) bool {
+func (s *ckStore) dropVersion(ws Workspace, id string, release func()) bool {
 	s.gc.Lock()
 	defer s.gc.Unlock()
 	release()
@@ -281,7 +281,7 @@ func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string,
 	if e, err := d.fs.stat(w); err != nil || e.Revision != rev {
 		return
 	}
-	if d.fs.ck.dropVersion(d.fs, t.ws, id, release) {
+	if d.fs.ck.dropVersion(t.ws, id, release) {
 		unconditionalFrom(ctx).forget(t.name, id)
 	}
 }
@@ -365,7 +365,7 @@ func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path stri
 	out := make([]Checkpoint, 0, len(all))
 	decoded := 0
 	for _, c := range all {
-		if c.Root != "" && c.Root != w.rel && !strings.HasPrefix(w.rel, c.Root+"/") {
+		if !within(w.rel, c.Root) {
 			continue // taken of another part of the workspace
 		}
 		if c.Reason == CheckpointBeforeWebDAVWrite && c.Root == w.rel {

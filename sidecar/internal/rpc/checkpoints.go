@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 
 	"google.golang.org/grpc"
@@ -119,17 +120,8 @@ func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspace
 }
 
 func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
-	reason := workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL
-	switch c.Reason {
-	case davfs.CheckpointBeforeRestore:
-		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE
-	case davfs.CheckpointBeforeProjectDelete:
-		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE
-	case davfs.CheckpointBeforeDelete:
-		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE
-	case davfs.CheckpointBeforeWebDAVWrite:
-		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE
-	}
+	// Any other reason (manual ones) is MANUAL.
+	reason := cmp.Or(checkpointReasons[c.Reason], workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL)
 	return &workspacev1.Checkpoint{
 		Id: c.ID, Workspace: toWorkspaceRef(c.Workspace), RootPath: c.Root, Label: c.Label, Operator: c.Operator,
 		CreatedAt: timestamppb.New(c.Created), Reason: reason, FileCount: int32(c.Files), DirectoryCount: int32(c.Dirs),
@@ -146,22 +138,26 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 			break
 		}
 	}
-	out := make([]*workspacev1.CheckpointChange, 0, n)
-	for _, c := range cs[:n] {
+	return convert(cs[:n], func(c davfs.CheckpointChange) *workspacev1.CheckpointChange {
 		pc := &workspacev1.CheckpointChange{Path: c.Path, Kind: changeKinds[c.Kind], OldSize: c.OldSize, NewSize: c.NewSize,
 			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff, DiffState: diffStates[c.DiffState]}
 		pc.Type = workspacev1.EntryType_ENTRY_TYPE_FILE
 		if c.Type == davfs.TypeDirectory {
 			pc.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
 		}
-		out = append(out, pc)
-	}
-	return out, len(cs) > n
+		return pc
+	}), len(cs) > n
 }
 
-// The contract's names of davfs's change kinds and diff states (the zero
-// value, UNSPECIFIED, for any other).
+// The contract's names of davfs's automatic checkpoint reasons, change
+// kinds and diff states (the zero value, UNSPECIFIED, for any other).
 var (
+	checkpointReasons = map[string]workspacev1.CheckpointReason{
+		davfs.CheckpointBeforeRestore:       workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE,
+		davfs.CheckpointBeforeProjectDelete: workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE,
+		davfs.CheckpointBeforeDelete:        workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE,
+		davfs.CheckpointBeforeWebDAVWrite:   workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE,
+	}
 	changeKinds = map[davfs.CheckpointChangeKind]workspacev1.ChangeKind{
 		davfs.CheckpointAdded:    workspacev1.ChangeKind_CHANGE_KIND_ADDED,
 		davfs.CheckpointRemoved:  workspacev1.ChangeKind_CHANGE_KIND_REMOVED,
