@@ -50,8 +50,9 @@ import (
 // every subscriber a Resync(OVERFLOW). Bursts are coalesced per directory:
 // names changed within Coalesce are published together, and once more than
 // BurstEntries names changed within a second, the rest is one Directory
-// ("reload this directory") change; while a burst lasts, the directory is
-// published at most every BurstHold. A burst of any size thus costs at most
+// ("reload this directory") change; while a burst lasts (until names stop
+// arriving for BurstHold plus a second), the directory is published at
+// most every BurstHold. A burst of any size thus costs at most
 // BurstEntries entry changes plus one reload per BurstHold.
 //
 // Limits: changes inside a subscribed directory's subdirectories are not
@@ -216,6 +217,9 @@ type dirWatch struct {
 	// a slow, steady burst (a shell loop) is coalesced too.
 	recentN  int
 	recentAt time.Time
+	// the rate period does not restart before then: a burst that slows
+	// down (a loaded machine) is still one burst
+	hotUntil time.Time
 
 	flushMu sync.Mutex // serialises flushes; guards known and rev
 	known   map[string]knownEntry
@@ -601,7 +605,7 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		}
 		d.self = true
 	default:
-		if now := time.Now(); now.Sub(d.recentAt) > burstPeriod {
+		if now := time.Now(); now.Sub(d.recentAt) > burstPeriod && now.After(d.hotUntil) {
 			d.recentAt, d.recentN = now, 0
 		}
 		if !d.burst {
@@ -726,7 +730,9 @@ func (w *Watcher) flush(d *dirWatch) {
 	}
 	w.mu.Lock()
 	d.hot = burst
-	if !burst {
+	if burst {
+		d.hotUntil = time.Now().Add(w.cfg.BurstHold + burstPeriod)
+	} else {
 		d.recentN += len(names)
 	}
 	w.publishLocked(d, out, readAt)

@@ -264,6 +264,37 @@ func TestWatchBurstCoalesced(t *testing.T) {
 	}
 }
 
+// A burst that slows down (a loaded machine, a throttled writer) is still
+// one burst: its entry changes stay within the bound instead of restarting
+// every rate period.
+func TestWatchSlowBurstStaysOneBurst(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/src")
+	cfg := WatchConfig{BurstEntries: 8, BurstHold: 100 * time.Millisecond}
+	w := newWatcher(t, e, cfg)
+	s := subscribe(t, w, proj("demo"), "src")
+	for i := range 160 { // 40 names a second for 4 s: 5x the rate, 4 rate periods
+		must(t, os.WriteFile(filepath.Join(e.projects, "demo/src", fmt.Sprintf("f%03d.go", i)), []byte("x"), 0o644))
+		time.Sleep(25 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	e.write("projects/demo/src/zz-sentinel.txt", "s")
+	entries, dirs := 0, 0
+	for _, c := range until(t, s, "src/zz-sentinel.txt") {
+		switch c.Kind {
+		case ChangeDirectory:
+			dirs++
+		case ChangeCreated, ChangeModified:
+			if c.Path != "src/zz-sentinel.txt" {
+				entries++
+			}
+		}
+	}
+	if dirs == 0 || entries > 2*cfg.BurstEntries {
+		t.Fatalf("slow burst: %d entry changes, %d reloads; want at most %d entry changes and a reload", entries, dirs, 2*cfg.BurstEntries)
+	}
+}
+
 func TestWatchLimits(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, d := range []string{"a", "b", "c"} {
