@@ -605,10 +605,9 @@ func cpuTicks(s *server) int64 {
 	return sum
 }
 
-// bestRate runs a rate phase of rateDur for every peer,
-// round-robin over rounds, and keeps each peer's best round: in r (req/s,
-// passing at >= factor times x/net's) and, as the row cpuName, its server
-// CPU per request.
+// bestRate runs a rate phase of rateDur for every peer, round-robin over
+// rounds, and keeps each peer's best round: in r (req/s, passing at >=
+// factor times x/net's) and, as the row cpuName, its server CPU per request.
 func bestRate(servers []*server, rounds int, what string, r row, factor float64, cpuName string, fn func(s *server, c *http.Client) func(int, int64) error) []row {
 	r.unit = "req/s"
 	c := row{name: cpuName, unit: "µs", vals: [3]float64{-1, -1, -1}}

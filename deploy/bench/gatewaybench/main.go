@@ -161,9 +161,12 @@ func run(b verboseTB, p params) (*report, error) {
 	}{{sc.DavURL + fileRel, "", &rep.getDirect}, {gw.URL + "/dav/" + agentID + fileRel, gw.AdminToken, &rep.getGateway}}
 	// Round 0 is a warm-up: page cache, connections.
 	if err := errors.Join(benchproc.Interleave(1+p.rounds, len(gets), func(r, i int) error {
-		v, err := getMiBs(client, gets[i].url, gets[i].token, int64(p.sizeMiB)<<20)
-		if r > 0 {
-			*gets[i].mibs = append(*gets[i].mibs, v)
+		n, d, err := get(client, gets[i].url, gets[i].token)
+		if want := int64(p.sizeMiB) << 20; err == nil && n != want {
+			err = fmt.Errorf("GET: %d bytes, want %d", n, want)
+		}
+		if r > 0 { // the rate of the exchange in MiB/s
+			*gets[i].mibs = append(*gets[i].mibs, float64(n)/(1<<20)/d.Seconds())
 		}
 		return err
 	})...); err != nil {
@@ -278,15 +281,6 @@ const line = "the quick brown fox jumps over the lazy dog 0123456789 abcdefghi\n
 
 // smallText is the editable file GetProjectFile reads: about 16 KiB.
 var smallText = strings.Repeat(line, 16<<10/len(line))
-
-// getMiBs GETs url and returns the rate of the exchange in MiB/s.
-func getMiBs(c *http.Client, url, token string, want int64) (float64, error) {
-	n, d, err := get(c, url, token)
-	if err == nil && n != want {
-		err = fmt.Errorf("GET: %d bytes, want %d", n, want)
-	}
-	return float64(n) / (1 << 20) / d.Seconds(), err
-}
 
 func restGet(c *http.Client, url, token string) error {
 	_, _, err := get(c, url, token)
