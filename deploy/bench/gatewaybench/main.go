@@ -421,11 +421,12 @@ func floorForwarder(rpcAddr string) int {
 		var n int32
 		fmt.Sscan(r.URL.Query().Get("n"), &n)
 		resp, err := rpc.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: ws, Path: "dir", PageSize: n})
-		var buf []byte
+		var buf strings.Builder // no copy for reply
 		for _, e := range resp.GetEntries() {
-			buf = append(append(buf, e.GetName()...), '\n')
+			buf.WriteString(e.GetName())
+			buf.WriteByte('\n')
 		}
-		reply(w, string(buf), err)
+		reply(w, buf.String(), err)
 	})
 	fmt.Fprintln(os.Stderr, "transport floor:", benchproc.ServeChild(mux))
 	return 1
