@@ -211,11 +211,9 @@ func ProcField(path, key string) string {
 // StatusKB reads the "key:" line (VmRSS, VmHWM, ...) of /proc/PID/status in
 // KiB, and -1 when the process or the line is not there.
 func StatusKB(pid int, key string) int64 {
-	f := strings.Fields(ProcField(fmt.Sprintf("/proc/%d/status", pid), key))
-	if len(f) >= 1 {
-		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-			return n
-		}
+	kb, _, _ := strings.Cut(ProcField(fmt.Sprintf("/proc/%d/status", pid), key), " ")
+	if n, err := strconv.ParseInt(kb, 10, 64); err == nil {
+		return n
 	}
 	return -1
 }

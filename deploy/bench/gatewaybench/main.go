@@ -48,15 +48,15 @@ import (
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
+// The agent and the project the run uses.
+const agentID, project = "bench-a", "bench"
+
 type params struct {
-	sizeMiB   int
-	rounds    int
-	calls     int
-	entries   int
-	timeout   time.Duration
-	agentID   string
-	project   string
-	smallSize int
+	sizeMiB int
+	rounds  int
+	calls   int
+	entries int
+	timeout time.Duration
 	// gatewayProcs is the gateway's GOMAXPROCS (0: Go's default).
 	gatewayProcs int
 }
@@ -73,7 +73,6 @@ func main() {
 	flag.DurationVar(&p.timeout, "timeout", 10*time.Minute, "abort the whole run after this long")
 	flag.IntVar(&p.gatewayProcs, "gateway-procs", 0, "GOMAXPROCS of the gateway process; 0 = Go's default (deploy/k8s limits the gateway to 1 CPU, so Go runs it with 1 there)")
 	flag.Parse()
-	p.agentID, p.project, p.smallSize = "bench-a", "bench", 16<<10
 
 	// Bound the run even if a process hangs.
 	go func() {
@@ -130,7 +129,7 @@ func run(b verboseTB, p params) (*report, error) {
 	if err := os.Chmod(projects, 0o755); err != nil {
 		return nil, err
 	}
-	if err := fill(filepath.Join(projects, p.project), p); err != nil {
+	if err := fill(filepath.Join(projects, project), p); err != nil {
 		return nil, err
 	}
 	// Production log level: sidecartest defaults to debug, one line per call.
@@ -140,7 +139,7 @@ func run(b verboseTB, p params) (*report, error) {
 		env = []string{fmt.Sprintf("GOMAXPROCS=%d", p.gatewayProcs)}
 	}
 	gw := gatewaytest.Start(b, gatewaytest.Options{
-		Agents: []gatewaytest.Agent{{ID: p.agentID, RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
+		Agents: []gatewaytest.Agent{{ID: agentID, RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
 		Env:    env,
 	})
 	floor, err := benchproc.StartChild(env, floorFlag, sc.RPCAddr)
@@ -155,16 +154,19 @@ func run(b verboseTB, p params) (*report, error) {
 	client := &http.Client{Transport: &http.Transport{
 		DisableCompression: true, MaxIdleConnsPerHost: 4, ReadBufferSize: 64 << 10,
 	}}
-	fileRel := "/projects/" + p.project + "/big.bin"
+	fileRel := "/projects/" + project + "/big.bin"
 	gets := []struct {
 		url, token string
 		mibs       *[]float64
-	}{{sc.DavURL + fileRel, "", &rep.getDirect}, {gw.URL + "/dav/" + p.agentID + fileRel, gw.AdminToken, &rep.getGateway}}
+	}{{sc.DavURL + fileRel, "", &rep.getDirect}, {gw.URL + "/dav/" + agentID + fileRel, gw.AdminToken, &rep.getGateway}}
 	// Round 0 is a warm-up: page cache, connections.
 	if err := errors.Join(benchproc.Interleave(1+p.rounds, len(gets), func(r, i int) error {
-		v, err := getMiBs(client, gets[i].url, gets[i].token, int64(p.sizeMiB)<<20)
-		if r > 0 {
-			*gets[i].mibs = append(*gets[i].mibs, v)
+		n, d, err := get(client, gets[i].url, gets[i].token)
+		if want := int64(p.sizeMiB) << 20; err == nil && n != want {
+			err = fmt.Errorf("GET: %d bytes, want %d", n, want)
+		}
+		if r > 0 { // the rate of the exchange in MiB/s
+			*gets[i].mibs = append(*gets[i].mibs, float64(n)/(1<<20)/d.Seconds())
 		}
 		return err
 	})...); err != nil {
@@ -173,12 +175,12 @@ func run(b verboseTB, p params) (*report, error) {
 
 	// --- REST through the gateway vs direct gRPC ---
 	rpc := sc.Dial(b)
-	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: p.project}
+	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: project}
 	// The gateway sends x-operator and x-request-id; so does the direct
 	// client, so the sidecar does the same work on both paths.
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-operator", gatewaytest.AdminOperator, "x-request-id", "gatewaybench")
-	q := "workspace.scope=PROJECT&workspace.project_name=" + p.project
-	api := gw.URL + "/api/v1/agent-gateway/agents/" + p.agentID + "/projects/"
+	q := "workspace.scope=PROJECT&workspace.project_name=" + project
+	api := gw.URL + "/api/v1/agent-gateway/agents/" + agentID + "/projects/"
 	calls := []struct {
 		name   string
 		direct func() error
@@ -197,18 +199,18 @@ func run(b verboseTB, p params) (*report, error) {
 				return restGet(client, api+"entries?"+q+fmt.Sprintf("&path=dir&page_size=%d", p.entries), gw.AdminToken)
 			},
 			func() error {
-				return restGet(client, floorURL+"/entries?"+url.Values{"project": {p.project}, "n": {fmt.Sprint(p.entries)}}.Encode(), "")
+				return restGet(client, floorURL+"/entries?"+url.Values{"project": {project}, "n": {fmt.Sprint(p.entries)}}.Encode(), "")
 			}},
 		{"GetProjectFile",
 			func() error {
 				r, err := rpc.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: ws, Path: "small.txt"})
-				if want := len(smallText(p)); err == nil && len(r.GetContent()) != want {
+				if want := len(smallText); err == nil && len(r.GetContent()) != want {
 					err = fmt.Errorf("GetFile: %d bytes, want %d", len(r.GetContent()), want)
 				}
 				return err
 			},
 			func() error { return restGet(client, api+"files?"+q+"&path=small.txt", gw.AdminToken) },
-			func() error { return restGet(client, floorURL+"/file?project="+url.QueryEscape(p.project), "") }},
+			func() error { return restGet(client, floorURL+"/file?project="+url.QueryEscape(project), "") }},
 	}
 	for _, c := range calls {
 		lat := latency{name: c.name}
@@ -263,7 +265,7 @@ func fill(dir string, p params) error {
 	if err := benchproc.WriteFileMiB(filepath.Join(dir, "big.bin"), p.sizeMiB); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte(smallText(p)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte(smallText), 0o644); err != nil {
 		return err
 	}
 	for i := range p.entries {
@@ -277,19 +279,8 @@ func fill(dir string, p params) error {
 // line is the text of the listed files, and small.txt's line.
 const line = "the quick brown fox jumps over the lazy dog 0123456789 abcdefghi\n"
 
-// smallText is the editable file GetProjectFile reads: about p.smallSize bytes.
-func smallText(p params) string {
-	return strings.Repeat(line, p.smallSize/len(line))
-}
-
-// getMiBs GETs url and returns the rate of the exchange in MiB/s.
-func getMiBs(c *http.Client, url, token string, want int64) (float64, error) {
-	n, d, err := get(c, url, token)
-	if err == nil && n != want {
-		err = fmt.Errorf("GET: %d bytes, want %d", n, want)
-	}
-	return float64(n) / (1 << 20) / d.Seconds(), err
-}
+// smallText is the editable file GetProjectFile reads: about 16 KiB.
+var smallText = strings.Repeat(line, 16<<10/len(line))
 
 func restGet(c *http.Client, url, token string) error {
 	_, _, err := get(c, url, token)
@@ -382,15 +373,11 @@ func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanos
 // loadAvg is the 1-minute load average: other work on the machine moves
 // these figures.
 func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
+	b, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "unknown"
-	}
-	return f[0]
+	return "unknown"
 }
 
 // floorFlag re-executes this binary as the transport-floor forwarder.
@@ -414,33 +401,32 @@ func floorForwarder(rpcAddr string) int {
 		ctx := metadata.AppendToOutgoingContext(r.Context(), "x-operator", gatewaytest.AdminOperator, "x-request-id", "floor")
 		return ctx, &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: r.URL.Query().Get("project")}
 	}
-	fail := func(w http.ResponseWriter, err error) { http.Error(w, err.Error(), http.StatusBadGateway) }
+	// reply answers with body, or with err as a 502.
+	reply := func(w http.ResponseWriter, body string, err error) {
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		io.WriteString(w, body)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /file", func(w http.ResponseWriter, r *http.Request) {
 		ctx, ws := call(r)
 		resp, err := rpc.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: ws, Path: "small.txt"})
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		w.Header().Set("Content-Length", fmt.Sprint(len(resp.GetContent())))
-		io.WriteString(w, resp.GetContent())
+		reply(w, resp.GetContent(), err)
 	})
 	mux.HandleFunc("GET /entries", func(w http.ResponseWriter, r *http.Request) {
 		ctx, ws := call(r)
 		var n int32
 		fmt.Sscan(r.URL.Query().Get("n"), &n)
 		resp, err := rpc.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: ws, Path: "dir", PageSize: n})
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		var buf []byte
+		var buf strings.Builder // no copy for reply
 		for _, e := range resp.GetEntries() {
-			buf = append(append(buf, e.GetName()...), '\n')
+			buf.WriteString(e.GetName())
+			buf.WriteByte('\n')
 		}
-		w.Header().Set("Content-Length", fmt.Sprint(len(buf)))
-		w.Write(buf)
+		reply(w, buf.String(), err)
 	})
 	fmt.Fprintln(os.Stderr, "transport floor:", benchproc.ServeChild(mux))
 	return 1
