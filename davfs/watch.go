@@ -282,7 +282,7 @@ func (w *Watcher) Stats() WatchStats {
 	st.Filtered = w.stats.filtered.Load()
 	st.Drops = w.stats.drops.Load()
 	st.Resyncs = map[ResyncReason]uint64{}
-	for r := ResyncOverflow; r <= ResyncGone; r++ {
+	for r := ResyncOverflow; int(r) < len(resyncNames); r++ {
 		st.Resyncs[r] = w.stats.resyncs[r].Load()
 	}
 	return st
