@@ -119,7 +119,7 @@ func openDirNoFollow(path string, create bool) (int, error) {
 		}
 		next, err := unix.Openat(fd, seg, oDirPath|oCommon, 0)
 		if err == unix.ENOENT && create {
-			if err = unix.Mkdirat(fd, seg, 0o700); err == nil || err == unix.EEXIST {
+			if err = mkdirSynced(fd, seg); err == nil {
 				next, err = unix.Openat(fd, seg, oDirPath|oCommon, 0)
 			}
 		}
@@ -130,6 +130,23 @@ func openDirNoFollow(path string, create bool) (int, error) {
 		fd = next
 	}
 	return fd, nil
+}
+
+// mkdirSynced creates the directory name (0700) in dirfd (O_PATH or not)
+// unless it exists; one it creates is made durable by an fsync of dirfd.
+func mkdirSynced(dirfd int, name string) error {
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil {
+		if err == unix.EEXIST {
+			return nil
+		}
+		return err
+	}
+	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rfd)
+	return fsyncDir(rfd)
 }
 
 // errStoreOpen tells a path that is not a plain chain of directories (a
@@ -244,7 +261,7 @@ func (s *ckStore) open(f *FS) error {
 	var fd int
 	var err error
 	if s.underRoot != "" {
-		if err = unix.Mkdirat(f.projects.fd, s.underRoot, 0o700); err != nil && err != unix.EEXIST {
+		if err = mkdirSynced(f.projects.fd, s.underRoot); err != nil {
 			return errStore(err)
 		}
 		fd, err = unix.Openat(f.projects.fd, s.underRoot, oDirPath|oCommon, 0)
@@ -263,7 +280,7 @@ func (s *ckStore) open(f *FS) error {
 		return err
 	}
 	sub := func(name string, flags int) (int, error) {
-		if err := unix.Mkdirat(fd, name, 0o700); err != nil && err != unix.EEXIST {
+		if err := mkdirSynced(fd, name); err != nil {
 			return -1, err
 		}
 		return unix.Openat(fd, name, flags|oCommon, 0)
@@ -1094,7 +1111,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 		return errStore(err)
 	}
 	key := ckWorkspaceKey(ws)
-	if err := unix.Mkdirat(s.wsfd, key, 0o700); err != nil && err != unix.EEXIST {
+	if err := mkdirSynced(s.wsfd, key); err != nil {
 		return errStore(err)
 	}
 	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)

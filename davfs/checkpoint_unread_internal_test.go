@@ -1,6 +1,7 @@
 package davfs
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,5 +94,24 @@ func TestCheckpointUnreadableNotCollected(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// mkdirSynced creates a directory in an O_PATH directory (as the store's
+// are) and fsyncs it without error, and accepts one that exists. Whether
+// the entry survives a crash cannot be tested here: this only runs the path.
+func TestCheckpointMkdirSynced(t *testing.T) {
+	dir := t.TempDir()
+	fd, err := unix.Open(dir, oDirPath|oCommon, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	for range 2 {
+		must(t, mkdirSynced(fd, "sub"))
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "sub")); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("sub: %v %v", fi, err)
+	}
+	if err := mkdirSynced(fd, "missing/sub"); !strings.Contains(errnoOf(err).Error(), "no such file") {
+		t.Fatalf("mkdir under a missing directory: %v", err)
 	}
 }
