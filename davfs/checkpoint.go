@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -334,7 +335,7 @@ func (f *FS) CheckpointStats() (CheckpointStats, error) {
 	f.ck.gc.RLock()
 	defer f.ck.gc.RUnlock()
 	metas, err := f.ck.allMetas()
-	if err != nil {
+	if err != nil && !errors.Is(err, errCkUnread) { // counts what can be read, as lists do
 		return CheckpointStats{}, err
 	}
 	return CheckpointStats{Checkpoints: len(metas), Bytes: f.ck.total.Load()}, nil

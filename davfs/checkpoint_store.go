@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func openDirNoFollow(path string, create bool) (int, error) {
 		}
 		next, err := unix.Openat(fd, seg, oDirPath|oCommon, 0)
 		if err == unix.ENOENT && create {
-			if err = unix.Mkdirat(fd, seg, 0o700); err == nil || err == unix.EEXIST {
+			if err = mkdirSynced(fd, seg); err == nil {
 				next, err = unix.Openat(fd, seg, oDirPath|oCommon, 0)
 			}
 		}
@@ -129,6 +130,23 @@ func openDirNoFollow(path string, create bool) (int, error) {
 		fd = next
 	}
 	return fd, nil
+}
+
+// mkdirSynced creates the directory name (0700) in dirfd (O_PATH or not)
+// unless it exists; one it creates is made durable by an fsync of dirfd.
+func mkdirSynced(dirfd int, name string) error {
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil {
+		if err == unix.EEXIST {
+			return nil
+		}
+		return err
+	}
+	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rfd)
+	return fsyncDir(rfd)
 }
 
 // errStoreOpen tells a path that is not a plain chain of directories (a
@@ -243,7 +261,7 @@ func (s *ckStore) open(f *FS) error {
 	var fd int
 	var err error
 	if s.underRoot != "" {
-		if err = unix.Mkdirat(f.projects.fd, s.underRoot, 0o700); err != nil && err != unix.EEXIST {
+		if err = mkdirSynced(f.projects.fd, s.underRoot); err != nil {
 			return errStore(err)
 		}
 		fd, err = unix.Openat(f.projects.fd, s.underRoot, oDirPath|oCommon, 0)
@@ -262,7 +280,7 @@ func (s *ckStore) open(f *FS) error {
 		return err
 	}
 	sub := func(name string, flags int) (int, error) {
-		if err := unix.Mkdirat(fd, name, 0o700); err != nil && err != unix.EEXIST {
+		if err := mkdirSynced(fd, name); err != nil {
 			return -1, err
 		}
 		return unix.Openat(fd, name, flags|oCommon, 0)
@@ -363,9 +381,10 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 	return nil
 }
 
-// eachDir calls fn with every directory in the directory dirfd, open
-// O_RDONLY. Its error is that of reading dirfd.
-func eachDir(dirfd int, fn func(name string, dfd int)) error {
+// eachDir calls fn with every name in the directory dirfd, and the name
+// open O_RDONLY (a directory) or the error opening it. Its error is that
+// of reading dirfd.
+func eachDir(dirfd int, fn func(name string, dfd int, err error)) error {
 	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)
 	if err != nil {
 		return err
@@ -376,8 +395,14 @@ func eachDir(dirfd int, fn func(name string, dfd int)) error {
 		return err
 	}
 	for _, d := range ents {
-		if dfd, err := unix.Openat(rfd, d.name, oDirRead|oCommon, 0); err == nil {
-			fn(d.name, dfd)
+		dfd, err := unix.Openat(rfd, d.name, oDirRead|oCommon, 0)
+		if err == nil && ckReadTestHook != nil {
+			if err = ckReadTestHook(d.name); err != nil {
+				unix.Close(dfd)
+			}
+		}
+		fn(d.name, dfd, err)
+		if err == nil {
 			unix.Close(dfd)
 		}
 	}
@@ -398,7 +423,11 @@ func eachFile(dfd int, fn func(dirfd int, name string, st *unix.Stat_t)) {
 // eachObject calls objects for every regular file under objects/, then
 // packs for every one in packs/.
 func (s *ckStore) eachObject(objects, packs func(dirfd int, name string, st *unix.Stat_t)) {
-	eachDir(s.objfd, func(_ string, dfd int) { eachFile(dfd, objects) })
+	eachDir(s.objfd, func(_ string, dfd int, err error) {
+		if err == nil {
+			eachFile(dfd, objects)
+		}
+	})
 	if rfd, err := unix.Openat(s.packfd, ".", oDirRead|oCommon, 0); err == nil {
 		eachFile(rfd, packs)
 		unix.Close(rfd)
@@ -615,6 +644,9 @@ func (s *ckStore) readMeta(ws Workspace, id string) (*ckMeta, error) {
 
 func readMetaAt(dfd int, id string) (*ckMeta, error) {
 	b, err := readSmall(dfd, id+".json", 1<<20)
+	if err == nil && ckReadTestHook != nil {
+		err = ckReadTestHook(id + ".json")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -806,7 +838,7 @@ func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
 	}
 	defer unix.Close(dfd)
 	metas, err := metasIn(dfd)
-	if err != nil {
+	if err != nil && !errors.Is(err, errCkUnread) {
 		return nil, errStore(err)
 	}
 	out := make([]Checkpoint, 0, len(metas))
@@ -820,24 +852,41 @@ func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
 }
 
 // metasIn reads every description in one ws/<key> directory, newly
-// opened O_RDONLY.
+// opened O_RDONLY. One that cannot be opened or read (an errno: EMFILE,
+// EIO; not ENOENT, nor a description that is not one) is left out and
+// reported as errCkUnread, with the others.
 func metasIn(rfd int) ([]*ckMeta, error) {
 	ents, err := readDirents(rfd)
 	if err != nil {
 		return nil, err
 	}
 	var out []*ckMeta
+	var lost error
 	for _, d := range ents {
 		id, ok := strings.CutSuffix(d.name, ".json")
 		if !ok || !checkpointIDRE.MatchString(id) {
 			continue
 		}
-		if m, err := readMetaAt(rfd, id); err == nil {
+		m, err := readMetaAt(rfd, id)
+		if err == nil {
 			out = append(out, m)
+		} else if e := errnoOf(err); e != 0 && e != unix.ENOENT {
+			lost = fmt.Errorf("%w: %w", errCkUnread, err)
 		}
 	}
-	return out, nil
+	return out, lost
 }
+
+// errCkUnread marks a list of checkpoints that may be incomplete: a
+// ws/<key> directory or a description could not be opened or read.
+var errCkUnread = errors.New("a checkpoint cannot be read")
+
+// ckKeyRE matches the names ckWorkspaceKey gives.
+var ckKeyRE = regexp.MustCompile(`^(g|p-[0-9a-f]{32})$`)
+
+// ckReadTestHook, when set (tests only), fails the open of a ws/<key>
+// directory (name: the key) or of a description (name: <id>.json).
+var ckReadTestHook func(name string) error
 
 // ckRef is one stored checkpoint, for limits and collection.
 type ckRef struct {
@@ -845,11 +894,24 @@ type ckRef struct {
 	key  string
 }
 
-// allMetas reads the descriptions of every workspace.
+// allMetas reads the descriptions of every workspace. When a ws/<key>
+// directory or a description cannot be opened or read, the others are
+// returned with errCkUnread: nothing may then be freed on that list. Any
+// other error is the ws/ listing's (and no list).
 func (s *ckStore) allMetas() ([]ckRef, error) {
 	var out []ckRef
-	err := eachDir(s.wsfd, func(key string, dfd int) {
-		metas, _ := metasIn(dfd)
+	var lost error
+	err := eachDir(s.wsfd, func(key string, dfd int, err error) {
+		if !ckKeyRE.MatchString(key) {
+			return
+		}
+		var metas []*ckMeta
+		if err == nil {
+			metas, err = metasIn(dfd)
+		}
+		if err != nil && errnoOf(err) != unix.ENOENT {
+			lost = fmt.Errorf("%w: %w", errCkUnread, err)
+		}
 		for _, m := range metas {
 			if ckWorkspaceKey(m.workspace()) == key {
 				out = append(out, ckRef{meta: m, key: key})
@@ -859,7 +921,7 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return out, lost
 }
 
 // remove deletes one checkpoint's files: the description first (then it
@@ -896,12 +958,18 @@ func (s *ckStore) delete(ws Workspace, id string) error {
 // be read or decoded (damaged, oversized) may name anything: that
 // collection then frees no object or pack, and the caller goes on (a
 // warning is logged; the checkpoint can be deleted, which frees them next
-// time). Its error is only the store's own (the ws/ listing).
+// time). So does a list that may be incomplete (errCkUnread: a checkpoint
+// left out of it would lose its objects), which also keeps every manifest.
+// Its error is only the store's own (the ws/ listing).
 func (s *ckStore) collect(refs []ckRef) error {
 	if refs == nil {
-		var err error
-		if refs, err = s.allMetas(); err != nil {
-			return errStore(err)
+		var unread error
+		if refs, unread = s.allMetas(); unread != nil && !errors.Is(unread, errCkUnread) {
+			return errStore(unread)
+		} else if unread != nil {
+			s.fs.log.Warn("checkpoint store: a checkpoint cannot be read; this collection frees nothing", "error", errnoOf(unread).Error())
+			s.recount(nil, nil)
+			return nil
 		}
 	}
 	live := map[string]struct{}{}
@@ -934,7 +1002,10 @@ func (s *ckStore) collect(refs []ckRef) error {
 	s.recount(live, livePacks)
 	// The manifests without a description (a create interrupted before
 	// its description).
-	eachDir(s.wsfd, func(key string, dfd int) {
+	eachDir(s.wsfd, func(key string, dfd int, err error) {
+		if err != nil {
+			return
+		}
 		ents, _ := readDirents(dfd)
 		for _, d := range ents {
 			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] {
@@ -1040,7 +1111,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 		return errStore(err)
 	}
 	key := ckWorkspaceKey(ws)
-	if err := unix.Mkdirat(s.wsfd, key, 0o700); err != nil && err != unix.EEXIST {
+	if err := mkdirSynced(s.wsfd, key); err != nil {
 		return errStore(err)
 	}
 	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
@@ -1114,7 +1185,8 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	defer s.gc.Unlock()
 	key := ckWorkspaceKey(ws)
 	refs, err := s.allMetas()
-	if err != nil {
+	unread := errors.Is(err, errCkUnread) // plan on what can be read; free nothing
+	if err != nil && !unread {
 		return errStore(err)
 	}
 	// Eviction order: versions, then other automatic checkpoints, then
@@ -1187,7 +1259,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		counts := map[string]int{}
 		sizes := map[string]int64{}
 		hashes := map[*ckMeta][]string{}
-		unknown := false
+		unknown := unread
 		for _, r := range refs {
 			if drop[r.meta] {
 				continue
@@ -1257,6 +1329,9 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 			continue
 		}
 		keep = append(keep, r)
+	}
+	if unread {
+		keep = nil // read again: frees nothing while still incomplete
 	}
 	return s.collect(keep)
 }
