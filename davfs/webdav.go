@@ -110,11 +110,16 @@ func WithPreconditions(ctx context.Context, of func(name string) Precondition) c
 // preconditionFor returns the precondition in ctx that applies to the
 // cleaned WebDAV name, or the zero Precondition.
 func preconditionFor(ctx context.Context, name string) Precondition {
-	of, ok := ctx.Value(preconditionKey{}).(func(string) Precondition)
-	if !ok {
-		return Precondition{}
+	if of := ctxValue[func(string) Precondition](ctx, preconditionKey{}); of != nil {
+		return of(name)
 	}
-	return of(name)
+	return Precondition{}
+}
+
+// ctxValue returns the T that ctx holds under key, or T's zero value.
+func ctxValue[T any](ctx context.Context, key any) T {
+	v, _ := ctx.Value(key).(T)
+	return v
 }
 
 // listingKey marks a context in which listings are reused.
@@ -150,14 +155,9 @@ func WithContentReads(ctx context.Context) context.Context {
 	return context.WithValue(ctx, contentKey{}, true)
 }
 
-func listingFrom(ctx context.Context) *listing {
-	l, _ := ctx.Value(listingKey{}).(*listing)
-	return l
-}
-
 // entry stats a workspace name, from the request's listings when it can.
 func (d *davFS) entry(ctx context.Context, t target) (Entry, error) {
-	if l := listingFrom(ctx); l != nil {
+	if l := ctxValue[*listing](ctx, listingKey{}); l != nil {
 		l.mu.Lock()
 		e, ok := l.m[t.name]
 		l.mu.Unlock()
@@ -344,7 +344,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	if id := res.AutoCheckpoint; id != "" && id != unconditionalFrom(ctx).of(t.name) {
 		// Kept with the error too: a delete that failed after its
 		// checkpoint still leaves that checkpoint in the store.
-		autoCheckpointsFrom(ctx).add(id)
+		ctxValue[*AutoCheckpoints](ctx, autoCheckpointsKey{}).add(id)
 	}
 	return wrapErr(ctx, op, t.name, err)
 }
@@ -366,11 +366,6 @@ type autoCheckpointsKey struct{}
 func WithAutoCheckpoints(ctx context.Context) (context.Context, *AutoCheckpoints) {
 	a := &AutoCheckpoints{}
 	return context.WithValue(ctx, autoCheckpointsKey{}, a), a
-}
-
-func autoCheckpointsFrom(ctx context.Context) *AutoCheckpoints {
-	a, _ := ctx.Value(autoCheckpointsKey{}).(*AutoCheckpoints)
-	return a
 }
 
 func (a *AutoCheckpoints) add(id string) {

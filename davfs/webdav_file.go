@@ -134,7 +134,7 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 			return nil, wrapErr(f.ctx, op, f.t.name, err)
 		}
 		out := make([]os.FileInfo, 0, len(entries))
-		if l := listingFrom(f.ctx); l != nil {
+		if l := ctxValue[*listing](f.ctx, listingKey{}); l != nil {
 			l.mu.Lock()
 			for _, e := range entries {
 				l.m[f.t.name+"/"+e.Name] = e
