@@ -492,13 +492,9 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 	case levelRoot:
 		return virtualInfo("/", time.Unix(0, 0).UTC(), rootRevision), nil
 	case levelProjects:
-		projects, err := d.listProjects(ctx, op, t.name)
+		children, err := d.listProjects(ctx, op, t.name)
 		if err != nil {
 			return nil, err
-		}
-		children := make([]*davInfo, len(projects))
-		for i, p := range projects {
-			children[i] = projectInfo(p)
 		}
 		return virtualDirInfo(dirProjects, children), nil
 	case levelGlobalRoot:
@@ -517,16 +513,19 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 	return nil, wrapErr(ctx, op, t.name, errNotFound())
 }
 
-// listProjects returns every project, following the cursor to the end.
-func (d *davFS) listProjects(ctx context.Context, op, name string) ([]Project, error) {
-	var all []Project
+// listProjects returns the FileInfos of every project, following the
+// cursor to the end.
+func (d *davFS) listProjects(ctx context.Context, op, name string) ([]*davInfo, error) {
+	var all []*davInfo
 	cursor := ""
 	for {
 		page, err := d.fs.ListProjects(ctx, maxProjectsPage, cursor)
 		if err != nil {
 			return nil, wrapErr(ctx, op, name, err)
 		}
-		all = append(all, page.Projects...)
+		for _, p := range page.Projects {
+			all = append(all, virtualInfo(p.Name, p.ModTime, p.Revision))
+		}
 		if page.NextCursor == "" || len(page.Projects) == 0 {
 			return all, nil
 		}

@@ -108,18 +108,12 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 			out = append(out, fi)
 		}
 		return out, nil
-	case levelProjects:
-		projects, err := f.d.listProjects(f.ctx, op, f.t.name)
-		if err != nil {
-			return nil, err
+	case levelProjects, levelGlobalRoot:
+		list := f.d.globalChildren
+		if f.t.level == levelProjects {
+			list = f.d.listProjects
 		}
-		out := make([]os.FileInfo, len(projects))
-		for i, p := range projects {
-			out[i] = projectInfo(p)
-		}
-		return out, nil
-	case levelGlobalRoot:
-		children, err := f.d.globalChildren(f.ctx, op, f.t.name)
+		children, err := list(f.ctx, op, f.t.name)
 		if err != nil {
 			return nil, err
 		}
