@@ -76,29 +76,18 @@ func (f *FS) lockedCreate(w wsPath, name string, typ EntryType) (int, Entry, err
 }
 
 func createIn(pfd int, w wsPath, name string, typ EntryType) error {
-	if typ == TypeFile {
-		fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|oCommon, 0o644)
-		if err != nil {
+	flags, mode := unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, uint32(0o644)
+	if typ != TypeFile {
+		if err := unix.Mkdirat(pfd, name, 0o755); err != nil {
 			return fsErr(err, w.rel)
 		}
-		err = unix.Fchmod(fd, 0o644)
-		unix.Close(fd)
-		if err != nil {
-			return fsErr(err, w.rel)
-		}
-		return nil
+		flags, mode = oDirRead, 0o755
 	}
-	if err := unix.Mkdirat(pfd, name, 0o755); err != nil {
-		return fsErr(err, w.rel)
-	}
-	fd, err := unix.Openat(pfd, name, oDirRead|oCommon, 0)
+	fd, err := unix.Openat(pfd, name, flags|oCommon, mode)
 	if err != nil {
 		return fsErr(err, w.rel)
 	}
-	err = unix.Fchmod(fd, 0o755)
+	err = unix.Fchmod(fd, mode)
 	unix.Close(fd)
-	if err != nil {
-		return fsErr(err, w.rel)
-	}
-	return nil
+	return fsErr(err, w.rel)
 }

@@ -32,11 +32,10 @@ func listedLess(a, b listed) int {
 const staleTempAge = time.Hour
 
 // listDir opens the directory w and returns its fd (O_RDONLY), stat and
-// visible names in order: directories first, then byte-wise by name.
-// Types come from d_type; only DT_UNKNOWN names are stat'ed.
-//
-// ListEntries passes sorted=false and orders only its page (pageAfter).
-func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat_t, []listed, error) {
+// visible names in directory order (ReadDir sorts them; ListEntries orders
+// only its page, pageAfter). Types come from d_type; only DT_UNKNOWN names
+// are stat'ed.
+func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed, error) {
 	fd, st, err := f.openDir(w)
 	if err != nil {
 		return -1, st, nil, err
@@ -55,9 +54,6 @@ func (f *FS) listDir(ctx context.Context, w wsPath, sorted bool) (int, unix.Stat
 		if it, ok := f.keepDirent(fd, d); ok {
 			items = append(items, it)
 		}
-	}
-	if sorted {
-		slices.SortFunc(items, listedLess)
 	}
 	return fd, st, items, nil
 }
@@ -188,7 +184,7 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 		}
 		return p, nil
 	}
-	fd, st, items, err := f.listDir(ctx, w, false)
+	fd, st, items, err := f.listDir(ctx, w)
 	if err != nil {
 		return Page{}, err
 	}
@@ -285,11 +281,12 @@ func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, er
 		_, kids, err := f.globalRoot()
 		return kids, err
 	}
-	fd, _, items, err := f.listDir(ctx, w, true)
+	fd, _, items, err := f.listDir(ctx, w)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	slices.SortFunc(items, listedLess)
 	es, err := f.entriesOf(ctx, fd, w, items)
 	f.handOut(ctx, es...)
 	return es, err

@@ -257,12 +257,7 @@ func (f *FS) open(w wsPath, flags int) (int, error) {
 
 // openParent opens w's parent directory (O_PATH) for *at calls on w.name().
 func (f *FS) openParent(w wsPath, flags int) (int, error) {
-	p := w.parent()
-	fd, err := f.openBeneath(w.r, w.full(p.segs), flags)
-	if err != nil {
-		return -1, f.resolveErr(w, p.rel, err)
-	}
-	return fd, nil
+	return f.open(w.parent(), flags)
 }
 
 // resolveErr maps a resolution error for the path rel of w, telling a

@@ -67,20 +67,18 @@ type hashCache struct {
 	shards []cacheShard
 }
 
-// fileID is a file's identity. The generations are keyed by it, not by the
-// full statKey: a file has one current content state, so an entry for an
-// older state of the same inode is replaced rather than kept beside it.
-// The full key is compared on every hit.
-type fileID struct{ dev, ino uint64 }
-
 type cacheEntry struct {
 	key statKey
 	c   content
 }
 
+// The generations are keyed by a file's identity (device and inode), not
+// by the full statKey: a file has one current content state, so an entry
+// for an older state of the same inode is replaced rather than kept beside
+// it. The full key is compared on every hit.
 type cacheShard struct {
 	mu       sync.Mutex
-	cur, old map[fileID]cacheEntry
+	cur, old map[fdIdentity]cacheEntry
 	max      int
 	_        [64]byte // keep shards' mutexes on separate cache lines
 }
@@ -107,7 +105,7 @@ func newHashCache(max int) *hashCache {
 	return c
 }
 
-func (k *statKey) id() fileID { return fileID{dev: k.dev, ino: k.ino} }
+func (k *statKey) id() fdIdentity { return fdIdentity{dev: k.dev, ino: k.ino} }
 
 func (c *hashCache) shard(k *statKey) *cacheShard {
 	return &c.shards[int(k.ino%uint64(len(c.shards)))]
@@ -135,12 +133,12 @@ func (c *hashCache) put(k statKey, v content) {
 	s.mu.Unlock()
 }
 
-func (s *cacheShard) putLocked(id fileID, e cacheEntry) {
+func (s *cacheShard) putLocked(id fdIdentity, e cacheEntry) {
 	if _, ok := s.cur[id]; !ok && len(s.cur) >= s.max/2 {
 		s.old, s.cur = s.cur, nil
 	}
 	if s.cur == nil {
-		s.cur = make(map[fileID]cacheEntry)
+		s.cur = make(map[fdIdentity]cacheEntry)
 	}
 	s.cur[id] = e
 }

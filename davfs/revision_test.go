@@ -137,7 +137,7 @@ type modelCache struct {
 	max      int
 }
 
-func modelFind(gen []cacheEntry, id fileID) int {
+func modelFind(gen []cacheEntry, id fdIdentity) int {
 	for i, e := range gen {
 		if e.key.id() == id {
 			return i

@@ -110,11 +110,16 @@ func WithPreconditions(ctx context.Context, of func(name string) Precondition) c
 // preconditionFor returns the precondition in ctx that applies to the
 // cleaned WebDAV name, or the zero Precondition.
 func preconditionFor(ctx context.Context, name string) Precondition {
-	of, ok := ctx.Value(preconditionKey{}).(func(string) Precondition)
-	if !ok {
-		return Precondition{}
+	if of := ctxValue[func(string) Precondition](ctx, preconditionKey{}); of != nil {
+		return of(name)
 	}
-	return of(name)
+	return Precondition{}
+}
+
+// ctxValue returns the T that ctx holds under key, or T's zero value.
+func ctxValue[T any](ctx context.Context, key any) T {
+	v, _ := ctx.Value(key).(T)
+	return v
 }
 
 // listingKey marks a context in which listings are reused.
@@ -150,14 +155,9 @@ func WithContentReads(ctx context.Context) context.Context {
 	return context.WithValue(ctx, contentKey{}, true)
 }
 
-func listingFrom(ctx context.Context) *listing {
-	l, _ := ctx.Value(listingKey{}).(*listing)
-	return l
-}
-
 // entry stats a workspace name, from the request's listings when it can.
 func (d *davFS) entry(ctx context.Context, t target) (Entry, error) {
-	if l := listingFrom(ctx); l != nil {
+	if l := ctxValue[*listing](ctx, listingKey{}); l != nil {
 		l.mu.Lock()
 		e, ok := l.m[t.name]
 		l.mu.Unlock()
@@ -344,7 +344,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	if id := res.AutoCheckpoint; id != "" && id != unconditionalFrom(ctx).of(t.name) {
 		// Kept with the error too: a delete that failed after its
 		// checkpoint still leaves that checkpoint in the store.
-		autoCheckpointsFrom(ctx).add(id)
+		ctxValue[*AutoCheckpoints](ctx, autoCheckpointsKey{}).add(id)
 	}
 	return wrapErr(ctx, op, t.name, err)
 }
@@ -366,11 +366,6 @@ type autoCheckpointsKey struct{}
 func WithAutoCheckpoints(ctx context.Context) (context.Context, *AutoCheckpoints) {
 	a := &AutoCheckpoints{}
 	return context.WithValue(ctx, autoCheckpointsKey{}, a), a
-}
-
-func autoCheckpointsFrom(ctx context.Context) *AutoCheckpoints {
-	a, _ := ctx.Value(autoCheckpointsKey{}).(*AutoCheckpoints)
-	return a
 }
 
 func (a *AutoCheckpoints) add(id string) {
@@ -497,13 +492,9 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 	case levelRoot:
 		return virtualInfo("/", time.Unix(0, 0).UTC(), rootRevision), nil
 	case levelProjects:
-		projects, err := d.listProjects(ctx, op, t.name)
+		children, err := d.listProjects(ctx, op, t.name)
 		if err != nil {
 			return nil, err
-		}
-		children := make([]*davInfo, len(projects))
-		for i, p := range projects {
-			children[i] = projectInfo(p)
 		}
 		return virtualDirInfo(dirProjects, children), nil
 	case levelGlobalRoot:
@@ -522,16 +513,19 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 	return nil, wrapErr(ctx, op, t.name, errNotFound())
 }
 
-// listProjects returns every project, following the cursor to the end.
-func (d *davFS) listProjects(ctx context.Context, op, name string) ([]Project, error) {
-	var all []Project
+// listProjects returns the FileInfos of every project, following the
+// cursor to the end.
+func (d *davFS) listProjects(ctx context.Context, op, name string) ([]*davInfo, error) {
+	var all []*davInfo
 	cursor := ""
 	for {
 		page, err := d.fs.ListProjects(ctx, maxProjectsPage, cursor)
 		if err != nil {
 			return nil, wrapErr(ctx, op, name, err)
 		}
-		all = append(all, page.Projects...)
+		for _, p := range page.Projects {
+			all = append(all, virtualInfo(p.Name, p.ModTime, p.Revision))
+		}
 		if page.NextCursor == "" || len(page.Projects) == 0 {
 			return all, nil
 		}

@@ -108,18 +108,12 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 			out = append(out, fi)
 		}
 		return out, nil
-	case levelProjects:
-		projects, err := f.d.listProjects(f.ctx, op, f.t.name)
-		if err != nil {
-			return nil, err
+	case levelProjects, levelGlobalRoot:
+		list := f.d.globalChildren
+		if f.t.level == levelProjects {
+			list = f.d.listProjects
 		}
-		out := make([]os.FileInfo, len(projects))
-		for i, p := range projects {
-			out[i] = projectInfo(p)
-		}
-		return out, nil
-	case levelGlobalRoot:
-		children, err := f.d.globalChildren(f.ctx, op, f.t.name)
+		children, err := list(f.ctx, op, f.t.name)
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +128,7 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 			return nil, wrapErr(f.ctx, op, f.t.name, err)
 		}
 		out := make([]os.FileInfo, 0, len(entries))
-		if l := listingFrom(f.ctx); l != nil {
+		if l := ctxValue[*listing](f.ctx, listingKey{}); l != nil {
 			l.mu.Lock()
 			for _, e := range entries {
 				l.m[f.t.name+"/"+e.Name] = e

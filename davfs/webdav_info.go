@@ -111,8 +111,6 @@ func virtualInfo(name string, modTime time.Time, revision string) *davInfo {
 	return &davInfo{name: name, e: Entry{Type: TypeDirectory, ModTime: modTime, Revision: revision}, virtual: true}
 }
 
-func projectInfo(p Project) *davInfo { return virtualInfo(p.Name, p.ModTime, p.Revision) }
-
 // rootRevision is the constant revision of "/": its children (projects/ and
 // global/) never change.
 const rootRevision = "davfs-root-v1"

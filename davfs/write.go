@@ -148,8 +148,8 @@ func fsyncDir(dirfd int) error {
 	return err
 }
 
-// fdIdentity is the device and inode of an open fd: fixed for the fd's
-// life, so it is taken before the mutation lock.
+// fdIdentity is a file's device and inode; of an open fd, it is fixed for
+// the fd's life, so it is taken before the mutation lock.
 type fdIdentity struct{ dev, ino uint64 }
 
 func identityOf(fd int, rel string) (fdIdentity, error) {
