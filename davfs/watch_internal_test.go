@@ -160,7 +160,8 @@ func TestWatchTrapsNeverEmit(t *testing.T) {
 		}
 		e.write("codex/skills/sentinel.md", "s")
 		for _, c := range until(t, g, "skills/sentinel.md") {
-			if c.Path != "skills/sentinel.md" && c.Path != "skills" && c.Path != "" {
+			// AGENTS.md again: its write can land in two batches on a loaded machine.
+			if c.Path != "skills/sentinel.md" && c.Path != "skills" && c.Path != "" && c.Path != "AGENTS.md" {
 				t.Fatalf("trap produced a change: %+v", c)
 			}
 		}
