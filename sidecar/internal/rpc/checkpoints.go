@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 
 	"google.golang.org/grpc"
@@ -47,11 +48,7 @@ func (s *CheckpointService) CreateCheckpoint(ctx context.Context, req *workspace
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: req.GetLabel(), Path: req.GetPath(), Operator: operatorOf(ctx)})
-	if err != nil {
-		return nil, err
-	}
-	return toCheckpoint(c), nil
+	return then(toCheckpoint)(s.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: req.GetLabel(), Path: req.GetPath(), Operator: operatorOf(ctx)}))
 }
 
 func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev1.ListCheckpointsRequest) (*workspacev1.ListCheckpointsResponse, error) {
@@ -119,17 +116,8 @@ func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspace
 }
 
 func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
-	reason := workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL
-	switch c.Reason {
-	case davfs.CheckpointBeforeRestore:
-		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE
-	case davfs.CheckpointBeforeProjectDelete:
-		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE
-	case davfs.CheckpointBeforeDelete:
-		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE
-	case davfs.CheckpointBeforeWebDAVWrite:
-		reason = workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE
-	}
+	// Any other reason (davfs's manual one) is MANUAL.
+	reason := cmp.Or(checkpointReasons[c.Reason], workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL)
 	return &workspacev1.Checkpoint{
 		Id: c.ID, Workspace: toWorkspaceRef(c.Workspace), RootPath: c.Root, Label: c.Label, Operator: c.Operator,
 		CreatedAt: timestamppb.New(c.Created), Reason: reason, FileCount: int32(c.Files), DirectoryCount: int32(c.Dirs),
@@ -159,9 +147,15 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 	return out, len(cs) > n
 }
 
-// The contract's names of davfs's change kinds and diff states (the zero
-// value, UNSPECIFIED, for any other).
+// The contract's names of davfs's automatic checkpoint reasons, change
+// kinds and diff states (the zero value, UNSPECIFIED, for any other).
 var (
+	checkpointReasons = map[string]workspacev1.CheckpointReason{
+		davfs.CheckpointBeforeRestore:       workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE,
+		davfs.CheckpointBeforeProjectDelete: workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE,
+		davfs.CheckpointBeforeDelete:        workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE,
+		davfs.CheckpointBeforeWebDAVWrite:   workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE,
+	}
 	changeKinds = map[davfs.CheckpointChangeKind]workspacev1.ChangeKind{
 		davfs.CheckpointAdded:    workspacev1.ChangeKind_CHANGE_KIND_ADDED,
 		davfs.CheckpointRemoved:  workspacev1.ChangeKind_CHANGE_KIND_REMOVED,
