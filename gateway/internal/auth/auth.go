@@ -203,33 +203,25 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, rest, _ := strings.Cut(strings.TrimSpace(h), " ")
-		rest = strings.TrimSpace(rest)
+		method, tok := MethodBearer, strings.TrimSpace(rest)
 		switch {
 		case strings.EqualFold(scheme, "Bearer"):
-			id, ok := a.Token(rest)
-			if !ok {
-				return Identity{}, ErrBadCredentials
-			}
-			id.Method = MethodBearer
-			return id, nil
 		case strings.EqualFold(scheme, "Basic"):
-			raw, err := base64.StdEncoding.DecodeString(rest)
-			if err != nil {
-				return Identity{}, ErrBadCredentials
-			}
+			raw, err := base64.StdEncoding.DecodeString(tok)
 			_, pass, ok := strings.Cut(string(raw), ":")
-			if !ok {
+			if err != nil || !ok {
 				return Identity{}, ErrBadCredentials
 			}
-			id, ok := a.Token(pass)
-			if !ok {
-				return Identity{}, ErrBadCredentials
-			}
-			id.Method = MethodBasic
-			return id, nil
+			method, tok = MethodBasic, pass
 		default:
 			return Identity{}, ErrBadCredentials
 		}
+		id, ok := a.Token(tok)
+		if !ok {
+			return Identity{}, ErrBadCredentials
+		}
+		id.Method = method
+		return id, nil
 	}
 	if a.proxy != nil && a.TrustedPeer(r) {
 		if user := strings.TrimSpace(r.Header.Get(a.proxy.UserHeader)); user != "" {
@@ -256,9 +248,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 func splitGroups(values []string) []string {
 	var out []string
 	for _, v := range values {
-		for _, g := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
-			out = append(out, g)
-		}
+		out = append(out, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == ';' })...)
 	}
 	return out
 }
