@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -280,9 +279,7 @@ func CodeForHTTPStatus(status int) string {
 			return c.String()
 		}
 	}
-	reasons := errtable.Reasons()
-	slices.Sort(reasons)
-	for _, r := range reasons {
+	for _, r := range errtable.Reasons() {
 		if row := errtable.For(r); row.REST == status || row.WebDAV == status {
 			return row.Code.String()
 		}
