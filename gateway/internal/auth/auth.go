@@ -117,10 +117,8 @@ type Authenticator struct {
 func New(cfg config.Auth, sessions *session.Store) *Authenticator {
 	a := &Authenticator{proxy: cfg.TrustedProxy, sessions: sessions}
 	for _, t := range cfg.AllTokens() {
-		var d [32]byte
 		if b, err := hex.DecodeString(strings.ToLower(t.SHA256)); err == nil && len(b) == 32 {
-			copy(d[:], b)
-			a.tokens = append(a.tokens, token{digest: d, operator: t.Operator, role: t.Role})
+			a.tokens = append(a.tokens, token{digest: [32]byte(b), operator: t.Operator, role: t.Role})
 		}
 	}
 	if cfg.TrustedProxy != nil {
@@ -134,9 +132,6 @@ func (a *Authenticator) Sessions() *session.Store { return a.sessions }
 
 // TrustedPeer reports whether the TCP peer of r is a configured trusted proxy.
 func (a *Authenticator) TrustedPeer(r *http.Request) bool {
-	if len(a.prefixes) == 0 {
-		return false
-	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
