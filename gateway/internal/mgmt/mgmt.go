@@ -204,12 +204,10 @@ func scopeOf(w *workspacev1.WorkspaceRef) (scope, project string) {
 	if w == nil {
 		return "", ""
 	}
-	switch w.GetScope() {
-	case workspacev1.WorkspaceScope_PROJECT:
-		return "PROJECT", w.GetProjectName()
-	case workspacev1.WorkspaceScope_GLOBAL:
+	if w.GetScope() == workspacev1.WorkspaceScope_GLOBAL {
 		return "GLOBAL", ""
 	}
+	// PROJECT, or what the sidecar will refuse, by the enum's name.
 	return w.GetScope().String(), w.GetProjectName()
 }
 
