@@ -116,7 +116,7 @@ func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspace
 }
 
 func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
-	// Any other reason (davfs's manual one) is MANUAL.
+	// davfs's manual reason, or one the table does not name, is MANUAL.
 	reason := cmp.Or(checkpointReasons[c.Reason], workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL)
 	return &workspacev1.Checkpoint{
 		Id: c.ID, Workspace: toWorkspaceRef(c.Workspace), RootPath: c.Root, Label: c.Label, Operator: c.Operator,
@@ -148,7 +148,8 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 }
 
 // The contract's names of davfs's automatic checkpoint reasons, change
-// kinds and diff states (the zero value, UNSPECIFIED, for any other).
+// kinds and diff states (the zero value, UNSPECIFIED, for any other;
+// toCheckpoint makes it MANUAL).
 var (
 	checkpointReasons = map[string]workspacev1.CheckpointReason{
 		davfs.CheckpointBeforeRestore:       workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE,
