@@ -10,6 +10,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,9 +96,7 @@ type Logger struct {
 // mode, no signal needed): before each record the Logger checks that path
 // still names the file it has open, and otherwise opens path anew.
 func Open(log hclog.Logger, path string, now func() time.Time) (*Logger, error) {
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
+	log = cmp.Or(log, hclog.NewNullLogger())
 	if now == nil {
 		now = time.Now
 	}

@@ -12,6 +12,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -117,10 +118,7 @@ type Server struct {
 
 // New builds the echo server and registers every route.
 func New(opts Options) (*Server, error) {
-	s := &Server{opts: opts, log: opts.Logger, now: opts.Now}
-	if s.log == nil {
-		s.log = hclog.NewNullLogger()
-	}
+	s := &Server{opts: opts, log: cmp.Or(opts.Logger, hclog.NewNullLogger()), now: opts.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
