@@ -7,6 +7,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,14 +65,8 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := d.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	reg := d.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
+	log := cmp.Or(d.Logger, hclog.NewNullLogger())
+	reg := cmp.Or(d.Registry, prometheus.NewRegistry())
 	now := d.Now
 	if now == nil {
 		now = time.Now

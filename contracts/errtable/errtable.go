@@ -22,7 +22,9 @@
 package errtable
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -144,13 +146,9 @@ func For(reason string) Row {
 	return table["INTERNAL"]
 }
 
-// Reasons lists every reason in the table (any order).
+// Reasons lists every reason in the table, in name order.
 func Reasons() []string {
-	out := make([]string, 0, len(table))
-	for r := range table {
-		out = append(out, r)
-	}
-	return out
+	return slices.Sorted(maps.Keys(table))
 }
 
 // RESTStatus is the REST status of an error with code c and reason (the

@@ -10,12 +10,12 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,9 +96,7 @@ type Logger struct {
 // mode, no signal needed): before each record the Logger checks that path
 // still names the file it has open, and otherwise opens path anew.
 func Open(log hclog.Logger, path string, now func() time.Time) (*Logger, error) {
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
+	log = cmp.Or(log, hclog.NewNullLogger())
 	if now == nil {
 		now = time.Now
 	}
@@ -280,9 +278,7 @@ func CodeForHTTPStatus(status int) string {
 			return c.String()
 		}
 	}
-	reasons := errtable.Reasons()
-	slices.Sort(reasons)
-	for _, r := range reasons {
+	for _, r := range errtable.Reasons() {
 		if row := errtable.For(r); row.REST == status || row.WebDAV == status {
 			return row.Code.String()
 		}

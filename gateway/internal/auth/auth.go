@@ -117,10 +117,8 @@ type Authenticator struct {
 func New(cfg config.Auth, sessions *session.Store) *Authenticator {
 	a := &Authenticator{proxy: cfg.TrustedProxy, sessions: sessions}
 	for _, t := range cfg.AllTokens() {
-		var d [32]byte
 		if b, err := hex.DecodeString(strings.ToLower(t.SHA256)); err == nil && len(b) == 32 {
-			copy(d[:], b)
-			a.tokens = append(a.tokens, token{digest: d, operator: t.Operator, role: t.Role})
+			a.tokens = append(a.tokens, token{digest: [32]byte(b), operator: t.Operator, role: t.Role})
 		}
 	}
 	if cfg.TrustedProxy != nil {
@@ -134,9 +132,6 @@ func (a *Authenticator) Sessions() *session.Store { return a.sessions }
 
 // TrustedPeer reports whether the TCP peer of r is a configured trusted proxy.
 func (a *Authenticator) TrustedPeer(r *http.Request) bool {
-	if len(a.prefixes) == 0 {
-		return false
-	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
@@ -203,33 +198,25 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, rest, _ := strings.Cut(strings.TrimSpace(h), " ")
-		rest = strings.TrimSpace(rest)
+		method, tok := MethodBearer, strings.TrimSpace(rest)
 		switch {
 		case strings.EqualFold(scheme, "Bearer"):
-			id, ok := a.Token(rest)
-			if !ok {
-				return Identity{}, ErrBadCredentials
-			}
-			id.Method = MethodBearer
-			return id, nil
 		case strings.EqualFold(scheme, "Basic"):
-			raw, err := base64.StdEncoding.DecodeString(rest)
-			if err != nil {
-				return Identity{}, ErrBadCredentials
-			}
+			raw, err := base64.StdEncoding.DecodeString(tok)
 			_, pass, ok := strings.Cut(string(raw), ":")
-			if !ok {
+			if err != nil || !ok {
 				return Identity{}, ErrBadCredentials
 			}
-			id, ok := a.Token(pass)
-			if !ok {
-				return Identity{}, ErrBadCredentials
-			}
-			id.Method = MethodBasic
-			return id, nil
+			method, tok = MethodBasic, pass
 		default:
 			return Identity{}, ErrBadCredentials
 		}
+		id, ok := a.Token(tok)
+		if !ok {
+			return Identity{}, ErrBadCredentials
+		}
+		id.Method = method
+		return id, nil
 	}
 	if a.proxy != nil && a.TrustedPeer(r) {
 		if user := strings.TrimSpace(r.Header.Get(a.proxy.UserHeader)); user != "" {
@@ -256,9 +243,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 func splitGroups(values []string) []string {
 	var out []string
 	for _, v := range values {
-		for _, g := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
-			out = append(out, g)
-		}
+		out = append(out, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == ';' })...)
 	}
 	return out
 }

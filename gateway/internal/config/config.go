@@ -189,20 +189,17 @@ func parseTokens(data []byte) ([]Token, error) {
 		d.KnownFields(true)
 		return d.Decode(v)
 	}
-	if node.Content[0].Kind == yaml.MappingNode {
-		var wrapped struct {
-			Tokens []Token `yaml:"tokens"`
-		}
-		if err := dec(&wrapped); err != nil {
-			return nil, err
-		}
-		return wrapped.Tokens, nil
+	var wrapped struct {
+		Tokens []Token `yaml:"tokens"`
 	}
-	var list []Token
-	if err := dec(&list); err != nil {
+	target := any(&wrapped.Tokens) // a list of tokens
+	if node.Content[0].Kind == yaml.MappingNode {
+		target = &wrapped
+	}
+	if err := dec(target); err != nil {
 		return nil, err
 	}
-	return list, nil
+	return wrapped.Tokens, nil
 }
 
 // Token is one static token, stored only as the SHA-256 hex of its value.

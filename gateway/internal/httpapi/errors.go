@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/labstack/echo/v4"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -104,7 +105,9 @@ func routingError(httpStatus int) (*status.Status, int) {
 	return status.New(codes.Internal, "internal error"), http.StatusInternalServerError
 }
 
-// writeError writes a gateway-made error in the REST error shape.
-func (s *Server) writeError(w http.ResponseWriter, code codes.Code, reason workspacev1.ErrorReason, msg string) {
-	writeStatus(w, s.marshaler, errtable.Status(code, reason.String(), msg), 0)
+// writeError writes a gateway-made error in the REST error shape; it
+// returns nil for the handler to return.
+func (s *Server) writeError(c echo.Context, code codes.Code, reason workspacev1.ErrorReason, msg string) error {
+	writeStatus(c.Response(), s.marshaler, errtable.Status(code, reason.String(), msg), 0)
+	return nil
 }

@@ -12,6 +12,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -117,10 +118,7 @@ type Server struct {
 
 // New builds the echo server and registers every route.
 func New(opts Options) (*Server, error) {
-	s := &Server{opts: opts, log: opts.Logger, now: opts.Now}
-	if s.log == nil {
-		s.log = hclog.NewNullLogger()
-	}
+	s := &Server{opts: opts, log: cmp.Or(opts.Logger, hclog.NewNullLogger()), now: opts.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -169,8 +167,7 @@ func (s *Server) davHandler() echo.HandlerFunc {
 		// Only a Server built without a WebDAV view (unit tests); the
 		// gateway always mounts davproxy.
 		return func(c echo.Context) error {
-			s.writeError(c.Response(), codes.Unimplemented, workspacev1.ErrorReason_INTERNAL, "the WebDAV view is not available in this build")
-			return nil
+			return s.writeError(c, codes.Unimplemented, workspacev1.ErrorReason_INTERNAL, "the WebDAV view is not available in this build")
 		}
 	}
 	return echo.WrapHandler(s.opts.DAV)
@@ -196,8 +193,7 @@ func (s *Server) portalOrNotFound(portal echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p := c.Request().URL.Path
 		if strings.HasPrefix(p, "/api/") || p == "/api" {
-			s.writeError(c.Response(), codes.NotFound, workspacev1.ErrorReason_NOT_FOUND, "no such API route")
-			return nil
+			return s.writeError(c, codes.NotFound, workspacev1.ErrorReason_NOT_FOUND, "no such API route")
 		}
 		return portal(c)
 	}
@@ -319,22 +315,16 @@ func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		id, err := s.opts.Auth.Authenticate(r)
 		if err != nil {
-			s.authFailure("401")
 			if p := r.URL.Path; p == "/dav" || strings.HasPrefix(p, "/dav/") {
 				c.Response().Header().Set("WWW-Authenticate", `Basic realm="`+DAVRealm+`", charset="UTF-8"`)
 			}
-			s.writeError(c.Response(), codes.Unauthenticated, workspacev1.ErrorReason_UNAUTHENTICATED, "authentication required")
-			return nil
+			return s.deny(c, codes.Unauthenticated, "authentication required")
 		}
 		if !id.Admin() {
-			s.authFailure("403")
-			s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "admin role required")
-			return nil
+			return s.deny(c, codes.PermissionDenied, "admin role required")
 		}
 		if !auth.CheckCSRF(id, r) {
-			s.authFailure("403")
-			s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "missing or invalid "+auth.CSRFHeader+" header")
-			return nil
+			return s.deny(c, codes.PermissionDenied, "missing or invalid "+auth.CSRFHeader+" header")
 		}
 		authenticatedBody(r, s.opts.BodyIdleTimeout)
 		c.SetRequest(r.WithContext(auth.WithIdentity(r.Context(), id)))
@@ -346,6 +336,18 @@ func (s *Server) authFailure(status string) {
 	if s.opts.Metrics != nil {
 		s.opts.Metrics.AuthFailures.WithLabelValues(status).Inc()
 	}
+}
+
+// deny refuses a request whose credentials are missing or invalid
+// (Unauthenticated, 401) or not an admin's (PermissionDenied, 403), and
+// counts the failure; it returns nil for the handler to return.
+func (s *Server) deny(c echo.Context, code codes.Code, msg string) error {
+	label, reason := "403", workspacev1.ErrorReason_FORBIDDEN
+	if code == codes.Unauthenticated {
+		label, reason = "401", workspacev1.ErrorReason_UNAUTHENTICATED
+	}
+	s.authFailure(label)
+	return s.writeError(c, code, reason, msg)
 }
 
 // echoError renders echo's own errors (no route, method not allowed,
@@ -382,25 +384,19 @@ func (s *Server) login(c echo.Context) error {
 		Token string `json:"token"`
 	}
 	if err := json.Unmarshal(body, &in); err != nil || in.Token == "" {
-		s.writeError(c.Response(), codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, `body must be JSON {"token": "..."}`)
-		return nil
+		return s.writeError(c, codes.InvalidArgument, workspacev1.ErrorReason_INVALID_ARGUMENT, `body must be JSON {"token": "..."}`)
 	}
 	id, ok := s.opts.Auth.Token(in.Token)
 	if !ok {
-		s.authFailure("401")
-		s.writeError(c.Response(), codes.Unauthenticated, workspacev1.ErrorReason_UNAUTHENTICATED, "invalid token")
-		return nil
+		return s.deny(c, codes.Unauthenticated, "invalid token")
 	}
 	if !id.Admin() {
-		s.authFailure("403")
-		s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "admin role required")
-		return nil
+		return s.deny(c, codes.PermissionDenied, "admin role required")
 	}
 	store := s.opts.Auth.Sessions()
 	sess, err := store.Create(id.Operator, id.Role)
 	if err != nil {
-		s.writeError(c.Response(), codes.Internal, workspacev1.ErrorReason_INTERNAL, "could not create session")
-		return nil
+		return s.writeError(c, codes.Internal, workspacev1.ErrorReason_INTERNAL, "could not create session")
 	}
 	s.setSessionCookie(c, sess.ID, int(store.Lifetime().Seconds()))
 	s.log.Info("session created", "operator", id.Operator, "request_id", requestid.From(r.Context()))
@@ -424,9 +420,7 @@ func (s *Server) logout(c echo.Context) error {
 		store := s.opts.Auth.Sessions()
 		if sess, ok := store.Get(ck.Value); ok {
 			if !sess.CheckCSRF(r.Header.Get(auth.CSRFHeader)) {
-				s.authFailure("403")
-				s.writeError(c.Response(), codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN, "missing or invalid "+auth.CSRFHeader+" header")
-				return nil
+				return s.deny(c, codes.PermissionDenied, "missing or invalid "+auth.CSRFHeader+" header")
 			}
 			if s.opts.SignOut != nil {
 				s.opts.SignOut.SignOut(r.Context(), ck.Value)

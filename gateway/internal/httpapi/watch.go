@@ -171,8 +171,7 @@ func (s *Server) watch(c echo.Context) error {
 	w := c.Response()
 	if s.opts.Watch == nil {
 		// The errtable row of NOT_SUPPORTED: FailedPrecondition, 409.
-		s.writeError(w, codes.FailedPrecondition, workspacev1.ErrorReason_NOT_SUPPORTED, "live changes are not available in this build")
-		return nil
+		return s.writeError(c, codes.FailedPrecondition, workspacev1.ErrorReason_NOT_SUPPORTED, "live changes are not available in this build")
 	}
 	agentID := c.Param("agent_id")
 	req, err := watchRequest(r)
@@ -184,8 +183,7 @@ func (s *Server) watch(c echo.Context) error {
 	if !ok {
 		// Retryable: the portal backs off and reconnects.
 		w.Header().Set("Retry-After", "5")
-		s.writeError(w, codes.ResourceExhausted, workspacev1.ErrorReason_TOO_MANY_STREAMS, "too many live-change streams for this agent; retry later")
-		return nil
+		return s.writeError(c, codes.ResourceExhausted, workspacev1.ErrorReason_TOO_MANY_STREAMS, "too many live-change streams for this agent; retry later")
 	}
 	defer release()
 	ctx, cancel := context.WithCancel(r.Context())

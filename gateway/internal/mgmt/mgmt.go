@@ -11,6 +11,7 @@
 package mgmt
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -82,10 +83,7 @@ const sidecarWindow = 4 << 20
 // grpc.NewClient does not dial, so a sidecar that is down at start only
 // affects its own calls.
 func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
-	s := &Service{agents: map[string]*agent{}, defaultAgent: cfg.DefaultAgent, audit: d.Audit, metrics: d.Metrics, log: d.Logger, now: d.Now}
-	if s.log == nil {
-		s.log = hclog.NewNullLogger()
-	}
+	s := &Service{agents: map[string]*agent{}, defaultAgent: cfg.DefaultAgent, audit: d.Audit, metrics: d.Metrics, log: cmp.Or(d.Logger, hclog.NewNullLogger()), now: d.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -204,12 +202,10 @@ func scopeOf(w *workspacev1.WorkspaceRef) (scope, project string) {
 	if w == nil {
 		return "", ""
 	}
-	switch w.GetScope() {
-	case workspacev1.WorkspaceScope_PROJECT:
-		return "PROJECT", w.GetProjectName()
-	case workspacev1.WorkspaceScope_GLOBAL:
+	if w.GetScope() == workspacev1.WorkspaceScope_GLOBAL {
 		return "GLOBAL", ""
 	}
+	// PROJECT, or what the sidecar will refuse, by the enum's name.
 	return w.GetScope().String(), w.GetProjectName()
 }
 

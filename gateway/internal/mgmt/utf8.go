@@ -47,20 +47,16 @@ func findString(m protoreflect.Message, prefix string, bad func(string) bool) (n
 		}
 		full := prefix + string(fd.Name())
 		v := m.Get(fd)
-		hit := func(s string) bool {
-			if bad(s) {
+		// visit checks one value of kind: a string, or a message's fields;
+		// false once a bad string is found.
+		visit := func(v protoreflect.Value, kind protoreflect.Kind) bool {
+			switch {
+			case kind == protoreflect.StringKind && bad(v.String()):
 				name, leaf, found = full, fd.Name(), true
-			}
-			return found
-		}
-		// visit checks one value of kind: a string, or a message's fields.
-		visit := func(v protoreflect.Value, kind protoreflect.Kind) {
-			switch kind {
-			case protoreflect.StringKind:
-				hit(v.String())
-			case protoreflect.MessageKind:
+			case kind == protoreflect.MessageKind:
 				name, leaf, found = findString(v.Message(), full+".", bad)
 			}
+			return !found
 		}
 		switch {
 		case fd.IsList():
@@ -69,12 +65,9 @@ func findString(m protoreflect.Message, prefix string, bad func(string) bool) (n
 				visit(l.Get(j), fd.Kind())
 			}
 		case fd.IsMap():
+			// A key, then its value (a key is never a message).
 			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-				if fd.MapKey().Kind() == protoreflect.StringKind && hit(k.String()) {
-					return false
-				}
-				visit(mv, fd.MapValue().Kind())
-				return !found
+				return visit(k.Value(), fd.MapKey().Kind()) && visit(mv, fd.MapValue().Kind())
 			})
 		default:
 			visit(v, fd.Kind())

@@ -48,11 +48,7 @@ func (s *CheckpointService) CreateCheckpoint(ctx context.Context, req *workspace
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: req.GetLabel(), Path: req.GetPath(), Operator: operatorOf(ctx)})
-	if err != nil {
-		return nil, err
-	}
-	return toCheckpoint(c), nil
+	return then(toCheckpoint)(s.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: req.GetLabel(), Path: req.GetPath(), Operator: operatorOf(ctx)}))
 }
 
 func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev1.ListCheckpointsRequest) (*workspacev1.ListCheckpointsResponse, error) {
@@ -120,7 +116,7 @@ func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspace
 }
 
 func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
-	// Any other reason (manual ones) is MANUAL.
+	// davfs's manual reason, or one the table does not name, is MANUAL.
 	reason := cmp.Or(checkpointReasons[c.Reason], workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL)
 	return &workspacev1.Checkpoint{
 		Id: c.ID, Workspace: toWorkspaceRef(c.Workspace), RootPath: c.Root, Label: c.Label, Operator: c.Operator,
@@ -150,7 +146,8 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 }
 
 // The contract's names of davfs's automatic checkpoint reasons, change
-// kinds and diff states (the zero value, UNSPECIFIED, for any other).
+// kinds and diff states (the zero value, UNSPECIFIED, for any other;
+// toCheckpoint makes it MANUAL).
 var (
 	checkpointReasons = map[string]workspacev1.CheckpointReason{
 		davfs.CheckpointBeforeRestore:       workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE,

@@ -101,3 +101,15 @@ func toProject(p davfs.Project) *workspacev1.Project {
 	}
 	return out
 }
+
+// then applies to to a davfs call's result: to(v), or no response and the
+// call's error.
+func then[T, U any](to func(T) U) func(T, error) (U, error) {
+	return func(v T, err error) (U, error) {
+		if err != nil {
+			var none U
+			return none, err
+		}
+		return to(v), nil
+	}
+}

@@ -123,10 +123,8 @@ func requestFields(req any) []any {
 		f = append(f, "scope", r.GetWorkspace().GetScope().String(), "project", r.GetWorkspace().GetProjectName())
 	}
 	switch r := req.(type) {
-	case *workspacev1.CreateProjectRequest:
-		f = append(f, "project", r.GetName())
-	case *workspacev1.DeleteProjectRequest:
-		f = append(f, "project", r.GetName())
+	case *workspacev1.CreateProjectRequest, *workspacev1.DeleteProjectRequest:
+		f = append(f, "project", r.(interface{ GetName() string }).GetName())
 	case *workspacev1.CreateEntryRequest:
 		p := r.GetName()
 		if r.GetParentPath() != "" {

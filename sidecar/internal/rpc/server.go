@@ -53,11 +53,7 @@ func (s *Service) ListProjects(ctx context.Context, req *workspacev1.ListProject
 }
 
 func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateProjectRequest) (*workspacev1.Project, error) {
-	p, err := s.fs.CreateProject(ctx, req.GetName())
-	if err != nil {
-		return nil, err
-	}
-	return toProject(p), nil
+	return then(toProject)(s.fs.CreateProject(ctx, req.GetName()))
 }
 
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
@@ -110,11 +106,7 @@ func (s *Service) CreateEntry(ctx context.Context, req *workspacev1.CreateEntryR
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.fs.CreateEntry(ctx, ws, req.GetParentPath(), req.GetName(), typ)
-	if err != nil {
-		return nil, err
-	}
-	return toEntry(e), nil
+	return then(toEntry)(s.fs.CreateEntry(ctx, ws, req.GetParentPath(), req.GetName(), typ))
 }
 
 func (s *Service) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileRequest) (*workspacev1.Entry, error) {
@@ -122,11 +114,7 @@ func (s *Service) UpdateFile(ctx context.Context, req *workspacev1.UpdateFileReq
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.fs.UpdateFile(ctx, ws, req.GetPath(), []byte(req.GetContent()), req.GetExpectedRevision())
-	if err != nil {
-		return nil, err
-	}
-	return toEntry(e), nil
+	return then(toEntry)(s.fs.UpdateFile(ctx, ws, req.GetPath(), []byte(req.GetContent()), req.GetExpectedRevision()))
 }
 
 func (s *Service) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryRequest) (*workspacev1.Entry, error) {
@@ -134,11 +122,7 @@ func (s *Service) MoveEntry(ctx context.Context, req *workspacev1.MoveEntryReque
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.fs.MoveEntry(ctx, ws, req.GetSourcePath(), req.GetDestinationPath(), req.GetExpectedRevision())
-	if err != nil {
-		return nil, err
-	}
-	return toEntry(e), nil
+	return then(toEntry)(s.fs.MoveEntry(ctx, ws, req.GetSourcePath(), req.GetDestinationPath(), req.GetExpectedRevision()))
 }
 
 func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryRequest) (*workspacev1.DeleteEntryResponse, error) {
