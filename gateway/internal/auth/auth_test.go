@@ -59,6 +59,9 @@ func TestAuthenticate(t *testing.T) {
 		{name: "basic admin", headers: map[string]string{"Authorization": "Basic " + b64("whoever:admin-token")}, operator: "alice", admin: true, method: MethodBasic},
 		{name: "basic token as user", headers: map[string]string{"Authorization": "Basic " + b64("admin-token:")}, wantErr: ErrBadCredentials},
 		{name: "basic garbage", headers: map[string]string{"Authorization": "Basic !!!"}, wantErr: ErrBadCredentials},
+		// base64 that decodes a valid-looking prefix before failing: nothing partly decoded counts
+		{name: "basic cut-off base64", headers: map[string]string{"Authorization": "Basic " + b64("x:admin-token") + "!"}, wantErr: ErrBadCredentials},
+		{name: "basic no colon", headers: map[string]string{"Authorization": "Basic " + b64("admin-token")}, wantErr: ErrBadCredentials},
 		{name: "other scheme", headers: map[string]string{"Authorization": "Negotiate x"}, wantErr: ErrBadCredentials},
 		{name: "session", cookie: sess.ID, operator: "alice", admin: true, method: MethodSession},
 		{name: "forged session", cookie: "forged", wantErr: ErrBadCredentials},
@@ -167,6 +170,15 @@ func TestSecure(t *testing.T) {
 	r.RemoteAddr = "10.0.0.5:1"
 	if !a.Secure(r) {
 		t.Error("X-Forwarded-Proto: https from the trusted proxy ignored")
+	}
+	r.RemoteAddr = "not-an-address"
+	if a.Secure(r) {
+		t.Error("X-Forwarded-Proto from an unparsable peer made the cookie Secure")
+	}
+	noProxy := New(config.Auth{Tokens: []config.Token{{Operator: "alice", Role: "admin", SHA256: config.HashToken("admin-token")}}}, session.New(nil, time.Hour, 10))
+	r.RemoteAddr = "10.0.0.5:1"
+	if noProxy.Secure(r) {
+		t.Error("X-Forwarded-Proto made the cookie Secure with no trusted proxy configured")
 	}
 }
 

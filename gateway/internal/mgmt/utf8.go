@@ -27,7 +27,7 @@ func refuseInvalidUTF8(ctx context.Context, method string, req, reply any, cc *g
 }
 
 // StringFieldError returns an InvalidArgument error naming the first
-// string field of m (in field-number order, nested messages included) for
+// string field of m (in declaration order, nested messages included) for
 // which bad reports true, "<field> <problem>", with the reason that fits
 // the field (fieldReason); nil when there is none.
 func StringFieldError(m proto.Message, bad func(string) bool, problem string) error {
