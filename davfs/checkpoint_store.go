@@ -870,16 +870,41 @@ func metasIn(rfd int) ([]*ckMeta, error) {
 		m, err := readMetaAt(rfd, id)
 		if err == nil {
 			out = append(out, m)
-		} else if e := errnoOf(err); e != 0 && e != unix.ENOENT {
-			lost = fmt.Errorf("%w: %w", errCkUnread, err)
+		} else if errnoOf(err) != unix.ENOENT {
+			lost = &ckUnread{id: id, err: err}
 		}
 	}
 	return out, lost
 }
 
 // errCkUnread marks a list of checkpoints that may be incomplete: a
-// ws/<key> directory or a description could not be opened or read.
+// ws/<key> directory or a description could not be opened, read or
+// validated (anything but ENOENT: an errno, a hard-linked or oversized
+// file, bad JSON). A *ckUnread names which (workspace_key, checkpoint_id).
 var errCkUnread = errors.New("a checkpoint cannot be read")
+
+type ckUnread struct {
+	key, id string
+	err     error
+}
+
+func (e *ckUnread) Error() string        { return errCkUnread.Error() + ": " + e.err.Error() }
+func (e *ckUnread) Unwrap() error        { return e.err }
+func (e *ckUnread) Is(target error) bool { return target == errCkUnread }
+
+// ckUnreadLog is the log attributes of an errCkUnread (no path: its
+// causes are errnos or fixed texts).
+func ckUnreadLog(err error) []any {
+	var u *ckUnread
+	if !errors.As(err, &u) {
+		return []any{"error", errnoOf(err).Error()}
+	}
+	cause := u.err.Error()
+	if e := errnoOf(u.err); e != 0 {
+		cause = e.Error()
+	}
+	return []any{"workspace_key", u.key, "checkpoint_id", u.id, "error", cause}
+}
 
 // ckKeyRE matches the names ckWorkspaceKey gives.
 var ckKeyRE = regexp.MustCompile(`^(g|p-[0-9a-f]{32})$`)
@@ -909,12 +934,17 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 		if err == nil {
 			metas, err = metasIn(dfd)
 		}
-		if err != nil && errnoOf(err) != unix.ENOENT {
-			lost = fmt.Errorf("%w: %w", errCkUnread, err)
+		var u *ckUnread
+		if errors.As(err, &u) {
+			u.key, lost = key, u
+		} else if err != nil && errnoOf(err) != unix.ENOENT {
+			lost = &ckUnread{key: key, err: err}
 		}
 		for _, m := range metas {
 			if ckWorkspaceKey(m.workspace()) == key {
 				out = append(out, ckRef{meta: m, key: key})
+			} else {
+				lost = &ckUnread{key: key, id: m.ID, err: errors.New("description of another workspace")}
 			}
 		}
 	})
@@ -967,7 +997,8 @@ func (s *ckStore) collect(refs []ckRef) error {
 		if refs, unread = s.allMetas(); unread != nil && !errors.Is(unread, errCkUnread) {
 			return errStore(unread)
 		} else if unread != nil {
-			s.fs.log.Warn("checkpoint store: a checkpoint cannot be read; this collection frees nothing", "error", errnoOf(unread).Error())
+			s.fs.log.Warn("checkpoint store: a checkpoint cannot be read; this collection frees nothing (retry, or delete it)",
+				ckUnreadLog(unread)...)
 			s.recount(nil, nil)
 			return nil
 		}
@@ -1008,7 +1039,9 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 		ents, _ := readDirents(dfd)
 		for _, d := range ents {
-			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] {
+			var st unix.Stat_t
+			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] &&
+				errnoOf(fstatat(dfd, id+".json", &st)) == unix.ENOENT {
 				unix.Unlinkat(dfd, d.name, 0)
 			}
 		}

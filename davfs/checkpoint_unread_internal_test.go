@@ -115,3 +115,47 @@ func TestCheckpointMkdirSynced(t *testing.T) {
 		t.Fatalf("mkdir under a missing directory: %v", err)
 	}
 }
+
+// A description that can be opened but is rejected (here hard-linked as
+// a backup, so not single-link) keeps its checkpoint: a collection run
+// meanwhile frees none of its objects and keeps its manifest, and once
+// the extra link is gone it compares and restores.
+func TestCheckpointRejectedDescriptionNotCollected(t *testing.T) {
+	e := ckfEnv(t, nil)
+	a, b := proj("a"), proj("b")
+	e.write("projects/a/big.bin", ckfRandom("a", 40_000))
+	e.write("projects/a/s.txt", "small a")
+	ca, err := e.fs.CreateCheckpoint(bg, a, CheckpointOptions{})
+	must(t, err)
+	store := filepath.Join(e.dir, "store")
+	before := map[string]map[string]string{}
+	for _, d := range []string{"objects", "packs", filepath.Join("ws", ckWorkspaceKey(a))} {
+		before[d] = ckfTree(t, filepath.Join(store, d))
+	}
+	backup := filepath.Join(store, "backup.json")
+	must(t, os.Link(filepath.Join(store, "ws", ckWorkspaceKey(a), ca.ID+".json"), backup))
+	e.write("projects/b/x.bin", ckfRandom("b", 30_000))
+	cb, err := e.fs.CreateCheckpoint(bg, b, CheckpointOptions{})
+	must(t, err)
+	must(t, e.fs.DeleteCheckpoint(bg, b, cb.ID))
+	must(t, os.Remove(backup))
+	for d, want := range before {
+		got := ckfTree(t, filepath.Join(store, d))
+		for name, v := range want {
+			if got[name] != v {
+				t.Fatalf("%s/%s of the rejected checkpoint was removed or changed", d, name)
+			}
+		}
+	}
+	e.write("projects/a/big.bin", "changed")
+	cmp, err := e.fs.CompareCheckpoint(bg, a, ca.ID, "", "", false)
+	must(t, err)
+	if len(cmp.Changes) != 1 {
+		t.Fatalf("compare: %+v", cmp.Changes)
+	}
+	_, err = e.fs.RestoreCheckpoint(bg, a, ca.ID, "", RestoreOptions{})
+	must(t, err)
+	if got := e.read("projects/a/big.bin"); got != ckfRandom("a", 40_000) {
+		t.Fatalf("restored big.bin: %d bytes", len(got))
+	}
+}
