@@ -973,13 +973,24 @@ func (s *ckStore) remove(key, id string) error {
 func (s *ckStore) delete(ws Workspace, id string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
-	if _, err := s.readMeta(ws, id); err != nil {
+	if _, err := s.readMeta(ws, id); err != nil && !s.described(ws, id) {
 		return err
-	}
+	} // one that exists but cannot be read or validated can be deleted (it would jam collection)
 	if err := s.remove(ckWorkspaceKey(ws), id); err != nil {
 		return errStore(err)
 	}
 	return s.collect(nil)
+}
+
+// described reports whether ws/<key>/<id>.json exists (readable or not).
+func (s *ckStore) described(ws Workspace, id string) bool {
+	dfd, err := s.wsDir(ws)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	return fstatat(dfd, id+".json", &st) == nil
 }
 
 // collect removes every object no remaining checkpoint references and
@@ -1351,6 +1362,13 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		// Nothing else goes: only the new checkpoint, and what only it stored.
 		s.remove(key, newID)
 		s.collect(nil)
+		if u := (*ckUnread)(nil); errors.As(err, &u) {
+			which := "named in the server log" // another workspace's is not named here
+			if u.key == key && u.id != "" {
+				which = fmt.Sprintf("%q", u.id)
+			}
+			return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the store is over services.checkpoints.maxTotalBytes and not fully readable (a checkpoint cannot be read), so nothing can be pruned; retry, or delete the checkpoint %s", which)
+		}
 		return errCheckpointLimit(fmt.Sprintf("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned (a per-file version younger than %v, or one whose write is still running, is never pruned)", VersionMinAge))
 	}
 	if len(drop) == 0 {
