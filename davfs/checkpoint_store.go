@@ -133,12 +133,10 @@ func openDirNoFollow(path string, create bool) (int, error) {
 }
 
 // mkdirSynced creates the directory name (0700) in dirfd (O_PATH or not)
-// unless it exists; one it creates is made durable by an fsync of dirfd.
+// unless it exists, then fsyncs dirfd: also when it existed, since a call
+// whose fsync failed, or a concurrent one, may have created it.
 func mkdirSynced(dirfd int, name string) error {
-	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil {
-		if err == unix.EEXIST {
-			return nil
-		}
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && err != unix.EEXIST {
 		return err
 	}
 	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)

@@ -100,7 +100,7 @@ func TestCheckpointUnreadableNotCollected(t *testing.T) {
 }
 
 // mkdirSynced creates a directory in an O_PATH directory (as the store's
-// are) and fsyncs it without error, and accepts one that exists. Whether
+// are) and fsyncs it without error, and accepts (and fsyncs) one that exists. Whether
 // the entry survives a crash cannot be tested here: this only runs the path.
 func TestCheckpointMkdirSynced(t *testing.T) {
 	dir := t.TempDir()
