@@ -133,12 +133,10 @@ func openDirNoFollow(path string, create bool) (int, error) {
 }
 
 // mkdirSynced creates the directory name (0700) in dirfd (O_PATH or not)
-// unless it exists; one it creates is made durable by an fsync of dirfd.
+// unless it exists, then fsyncs dirfd: also when it existed, since a call
+// whose fsync failed, or a concurrent one, may have created it.
 func mkdirSynced(dirfd int, name string) error {
-	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil {
-		if err == unix.EEXIST {
-			return nil
-		}
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && err != unix.EEXIST {
 		return err
 	}
 	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)
@@ -870,16 +868,41 @@ func metasIn(rfd int) ([]*ckMeta, error) {
 		m, err := readMetaAt(rfd, id)
 		if err == nil {
 			out = append(out, m)
-		} else if e := errnoOf(err); e != 0 && e != unix.ENOENT {
-			lost = fmt.Errorf("%w: %w", errCkUnread, err)
+		} else if errnoOf(err) != unix.ENOENT {
+			lost = &ckUnread{id: id, err: err}
 		}
 	}
 	return out, lost
 }
 
 // errCkUnread marks a list of checkpoints that may be incomplete: a
-// ws/<key> directory or a description could not be opened or read.
+// ws/<key> directory or a description could not be opened, read or
+// validated (anything but ENOENT: an errno, a hard-linked or oversized
+// file, bad JSON). A *ckUnread names which (workspace_key, checkpoint_id).
 var errCkUnread = errors.New("a checkpoint cannot be read")
+
+type ckUnread struct {
+	key, id string
+	err     error
+}
+
+func (e *ckUnread) Error() string        { return errCkUnread.Error() + ": " + e.err.Error() }
+func (e *ckUnread) Unwrap() error        { return e.err }
+func (e *ckUnread) Is(target error) bool { return target == errCkUnread }
+
+// ckUnreadLog is the log attributes of an errCkUnread (no path: its
+// causes are errnos or fixed texts).
+func ckUnreadLog(err error) []any {
+	var u *ckUnread
+	if !errors.As(err, &u) {
+		return []any{"error", errnoOf(err).Error()}
+	}
+	cause := u.err.Error()
+	if e := errnoOf(u.err); e != 0 {
+		cause = e.Error()
+	}
+	return []any{"workspace_key", u.key, "checkpoint_id", u.id, "error", cause}
+}
 
 // ckKeyRE matches the names ckWorkspaceKey gives.
 var ckKeyRE = regexp.MustCompile(`^(g|p-[0-9a-f]{32})$`)
@@ -909,12 +932,17 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 		if err == nil {
 			metas, err = metasIn(dfd)
 		}
-		if err != nil && errnoOf(err) != unix.ENOENT {
-			lost = fmt.Errorf("%w: %w", errCkUnread, err)
+		var u *ckUnread
+		if errors.As(err, &u) {
+			u.key, lost = key, u
+		} else if err != nil && errnoOf(err) != unix.ENOENT {
+			lost = &ckUnread{key: key, err: err}
 		}
 		for _, m := range metas {
 			if ckWorkspaceKey(m.workspace()) == key {
 				out = append(out, ckRef{meta: m, key: key})
+			} else {
+				lost = &ckUnread{key: key, id: m.ID, err: errors.New("description of another workspace")}
 			}
 		}
 	})
@@ -943,13 +971,24 @@ func (s *ckStore) remove(key, id string) error {
 func (s *ckStore) delete(ws Workspace, id string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
-	if _, err := s.readMeta(ws, id); err != nil {
+	if _, err := s.readMeta(ws, id); err != nil && !s.described(ws, id) {
 		return err
-	}
+	} // one that exists but cannot be read or validated can be deleted (it would jam collection)
 	if err := s.remove(ckWorkspaceKey(ws), id); err != nil {
 		return errStore(err)
 	}
 	return s.collect(nil)
+}
+
+// described reports whether ws/<key>/<id>.json exists (readable or not).
+func (s *ckStore) described(ws Workspace, id string) bool {
+	dfd, err := s.wsDir(ws)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	return fstatat(dfd, id+".json", &st) == nil
 }
 
 // collect removes every object no remaining checkpoint references and
@@ -967,7 +1006,8 @@ func (s *ckStore) collect(refs []ckRef) error {
 		if refs, unread = s.allMetas(); unread != nil && !errors.Is(unread, errCkUnread) {
 			return errStore(unread)
 		} else if unread != nil {
-			s.fs.log.Warn("checkpoint store: a checkpoint cannot be read; this collection frees nothing", "error", errnoOf(unread).Error())
+			s.fs.log.Warn("checkpoint store: a checkpoint cannot be read; this collection frees nothing (retry, or delete it)",
+				ckUnreadLog(unread)...)
 			s.recount(nil, nil)
 			return nil
 		}
@@ -1008,7 +1048,9 @@ func (s *ckStore) collect(refs []ckRef) error {
 		}
 		ents, _ := readDirents(dfd)
 		for _, d := range ents {
-			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] {
+			var st unix.Stat_t
+			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] &&
+				errnoOf(fstatat(dfd, id+".json", &st)) == unix.ENOENT {
 				unix.Unlinkat(dfd, d.name, 0)
 			}
 		}
@@ -1318,6 +1360,13 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		// Nothing else goes: only the new checkpoint, and what only it stored.
 		s.remove(key, newID)
 		s.collect(nil)
+		if u := (*ckUnread)(nil); errors.As(err, &u) {
+			which := "named in the server log" // another workspace's is not named here
+			if u.key == key && u.id != "" {
+				which = fmt.Sprintf("%q", u.id)
+			}
+			return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the store is over services.checkpoints.maxTotalBytes and not fully readable (a checkpoint cannot be read), so nothing can be pruned; retry, or delete the checkpoint %s", which)
+		}
 		return errCheckpointLimit(fmt.Sprintf("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned (a per-file version younger than %v, or one whose write is still running, is never pruned)", VersionMinAge))
 	}
 	if len(drop) == 0 {
