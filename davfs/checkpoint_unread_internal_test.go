@@ -66,17 +66,7 @@ func TestCheckpointUnreadableNotCollected(t *testing.T) {
 			}
 
 			ckReadTestHook = nil
-			e.write("projects/a/big.bin", "changed")
-			cmp, err := e.fs.CompareCheckpoint(bg, a, ca.ID, "", "", false)
-			must(t, err)
-			if len(cmp.Changes) != 1 {
-				t.Fatalf("compare: %+v", cmp.Changes)
-			}
-			_, err = e.fs.RestoreCheckpoint(bg, a, ca.ID, "", RestoreOptions{})
-			must(t, err)
-			if got := e.read("projects/a/big.bin"); got != ckfRandom("a", 40_000) {
-				t.Fatalf("restored big.bin: %d bytes", len(got))
-			}
+			bigBinRestores(t, e, a, ca.ID)
 			if got := e.read("projects/a/s.txt"); got != "small a" {
 				t.Fatalf("restored s.txt: %q", got)
 			}
@@ -149,17 +139,7 @@ func TestCheckpointRejectedDescriptionNotCollected(t *testing.T) {
 			}
 		}
 	}
-	e.write("projects/a/big.bin", "changed")
-	cmp, err := e.fs.CompareCheckpoint(bg, a, ca.ID, "", "", false)
-	must(t, err)
-	if len(cmp.Changes) != 1 {
-		t.Fatalf("compare: %+v", cmp.Changes)
-	}
-	_, err = e.fs.RestoreCheckpoint(bg, a, ca.ID, "", RestoreOptions{})
-	must(t, err)
-	if got := e.read("projects/a/big.bin"); got != ckfRandom("a", 40_000) {
-		t.Fatalf("restored big.bin: %d bytes", len(got))
-	}
+	bigBinRestores(t, e, a, ca.ID)
 }
 
 // A description that persistently cannot be read (hard-linked) jams
@@ -236,4 +216,21 @@ func TestCheckpointUnreadableOverByteLimit(t *testing.T) {
 	ckReadTestHook = nil // readable again: the create prunes a's checkpoint
 	_, err = e.fs.CreateCheckpoint(bg, b, CheckpointOptions{})
 	must(t, err)
+}
+
+// bigBinRestores changes projects/a/big.bin and checks that checkpoint id
+// still compares (one change) and restores it byte for byte.
+func bigBinRestores(t *testing.T, e *env, a Workspace, id string) {
+	t.Helper()
+	e.write("projects/a/big.bin", "changed")
+	cmp, err := e.fs.CompareCheckpoint(bg, a, id, "", "", false)
+	must(t, err)
+	if len(cmp.Changes) != 1 {
+		t.Fatalf("compare: %+v", cmp.Changes)
+	}
+	_, err = e.fs.RestoreCheckpoint(bg, a, id, "", RestoreOptions{})
+	must(t, err)
+	if got := e.read("projects/a/big.bin"); got != ckfRandom("a", 40_000) {
+		t.Fatalf("restored big.bin: %d bytes", len(got))
+	}
 }
