@@ -92,7 +92,12 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
+	// Without auth.session.peers, peers stays nil and so do the sign-out
+	// and readiness hooks (a nil *Peers must not become a non-nil
+	// SignOuter).
 	var peers *session.Peers
+	var signOut httpapi.SignOuter
+	var ready func() bool
 	if len(cfg.Auth.Session.Peers) > 0 {
 		peers, err = session.NewPeers(session.PeerOptions{
 			Store: store, Addrs: cfg.Auth.Session.Peers, Keys: cfg.Auth.Session.SealKeys(),
@@ -101,6 +106,9 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		if err != nil {
 			return nil, err
 		}
+		// Readiness waits for the peers' sign-outs to be pulled (or
+		// session.SyncTimeout).
+		signOut, ready = peers, peers.Ready
 	}
 	dav, err := newDAV(cfg, log, reg, al, now)
 	if err != nil {
@@ -117,29 +125,12 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
 		WatchHeartbeat: cfg.HTTPServer.Heartbeat(),
-		SignOut:        signOuter(peers), Ready: ready(peers),
+		SignOut:        signOut, Ready: ready,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil
-}
-
-// signOuter keeps a nil *Peers from becoming a non-nil interface.
-func signOuter(p *session.Peers) httpapi.SignOuter {
-	if p == nil {
-		return nil
-	}
-	return p
-}
-
-// ready is the readiness of a gateway: with peers, once their sign-outs
-// were pulled (or session.SyncTimeout passed).
-func ready(p *session.Peers) func() bool {
-	if p == nil {
-		return nil
-	}
-	return p.Ready
 }
 
 // serverLog routes net/http's own server messages (accept errors, panics)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,8 +107,8 @@ type Peers struct {
 	listenPort string
 	logged     map[string]time.Time // refusal reason -> when last logged
 	suppressed map[string]int       // refusal reason -> not logged since
-	ready      chan struct{}
-	once       sync.Once
+
+	ready atomic.Bool // the start-up sync is over
 
 	sends   *prometheus.CounterVec
 	refused *prometheus.CounterVec
@@ -129,10 +130,6 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		// in all); after that the periodic resync takes over.
 		retries = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
 	}
-	resync := o.Resync
-	if resync <= 0 {
-		resync = ResyncInterval
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Peers{
 		store: o.Store, addrs: o.Addrs, auth: a, log: cmp.Or(o.Logger, hclog.NewNullLogger()), now: now,
@@ -142,9 +139,9 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		// request lets a retry through an address that proxied to this
 		// replica reach another one.
 		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
-		instance: randomID(idBytes), retries: retries, resync: resync, ctx: ctx, cancel: cancel,
+		instance: randomID(idBytes), retries: retries, resync: cmp.Or(max(o.Resync, 0), ResyncInterval), ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, maxDeliveries), serving: make(chan struct{}, maxServing),
-		ready: make(chan struct{}), self: map[string]bool{}, logged: map[string]time.Time{}, suppressed: map[string]int{},
+		self: map[string]bool{}, logged: map[string]time.Time{}, suppressed: map[string]int{},
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_session_peer_deliveries_total", Help: "Sign-outs sent to a peer replica, by outcome (ok, failed after retries, dropped when too many were in flight, unresolved when a peer name did not resolve).",
 		}, []string{"result"}),
@@ -174,16 +171,7 @@ func (p *Peers) Close() {
 }
 
 // Ready reports whether the start-up sync is over (readiness).
-func (p *Peers) Ready() bool {
-	select {
-	case <-p.ready:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *Peers) markReady() { p.once.Do(func() { close(p.ready) }) }
+func (p *Peers) Ready() bool { return p.ready.Load() }
 
 // revocationJSON is one revocation on the wire.
 type revocationJSON struct {
@@ -361,11 +349,7 @@ func (p *Peers) call(ctx context.Context, addr, method string, body []byte) ([]b
 		return nil, errPeerAuth(fmt.Sprintf("status %d, %v", resp.StatusCode, err))
 	}
 	if resp.Header.Get(headerInstance) == p.instance {
-		if p.own(addr) {
-			p.mu.Lock()
-			p.self[addr] = true
-			p.mu.Unlock()
-		}
+		p.noteOwn(addr)
 		return nil, errSelf
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -395,27 +379,26 @@ func reason(err error) string {
 	}
 }
 
-// own reports whether addr is this replica's listener: a local interface
-// address on the port it listens on. Only such an address is left out of
-// later rounds once it answered with this replica's id; any other one
-// (a proxy, a Service's virtual IP) may reach another replica next time.
-func (p *Peers) own(addr string) bool {
+// noteOwn records addr, which answered with this replica's id, as this
+// replica's own when it is its listener: a local interface address on the
+// port it listens on. Only such an address is left out of later rounds;
+// any other one (a proxy, a Service's virtual IP) may reach another
+// replica next time.
+func (p *Peers) noteOwn(addr string) {
 	host, port, err := net.SplitHostPort(addr)
-	p.mu.Lock()
-	listen := p.listenPort
-	p.mu.Unlock()
 	ip := net.ParseIP(host)
-	if err != nil || ip == nil || port != listen {
-		return false
-	}
-	if ip.IsLoopback() {
-		return true
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil || ip == nil || port != p.listenPort {
+		return
 	}
 	ifaddrs, err := net.InterfaceAddrs()
-	return err == nil && slices.ContainsFunc(ifaddrs, func(a net.Addr) bool {
+	if ip.IsLoopback() || (err == nil && slices.ContainsFunc(ifaddrs, func(a net.Addr) bool {
 		n, ok := a.(*net.IPNet)
 		return ok && n.IP.Equal(ip)
-	})
+	})) {
+		p.self[addr] = true
+	}
 }
 
 // isSelf reports whether addr is known to be this replica's own.
@@ -553,20 +536,6 @@ func (p *Peers) deliver(addr string, body []byte, done chan<- struct{}) {
 	p.log.Warn("session sign-out not delivered to a peer; its next resync pulls it", "reason", reason(err))
 }
 
-// pull fetches one peer's list and merges it; it returns how many
-// revocations were new.
-func (p *Peers) pull(ctx context.Context, addr string) (int, error) {
-	out, err := p.call(ctx, addr, http.MethodGet, nil)
-	if err != nil {
-		return 0, err
-	}
-	revs, err := decodeList(out, p.store.Max())
-	if err != nil {
-		return 0, errPeerAuth("malformed revocation list")
-	}
-	return p.store.Revoke(revs...), nil
-}
-
 // Start runs the start-up sync and then the periodic resync in the
 // background until Close. self is the address the peer listener is bound
 // to (skipped when a peer entry names it exactly; other local addresses on
@@ -593,9 +562,10 @@ func (p *Peers) Start(self string) {
 	})
 }
 
-// pullAll pulls from every peer not yet in answered, concurrently, and
-// records who answered (or turned out to be this replica). It reports
-// whether the names resolved and every peer has answered.
+// pullAll fetches the list of every peer not yet in answered,
+// concurrently, merges it and records who answered (or turned out to be
+// this replica). It reports whether the names resolved and every peer has
+// answered, and how many revocations were new.
 func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete bool, added int) {
 	addrs, rerr := p.resolve(ctx)
 	var mu sync.Mutex
@@ -605,13 +575,19 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 			continue
 		}
 		wg.Go(func() {
-			n, err := p.pull(ctx, addr)
+			out, err := p.call(ctx, addr, http.MethodGet, nil)
+			if err != nil {
+				return
+			}
+			revs, err := decodeList(out, p.store.Max())
+			if err != nil {
+				return // malformed revocation list: not an answer
+			}
+			n := p.store.Revoke(revs...)
 			mu.Lock()
 			defer mu.Unlock()
-			if err == nil {
-				answered[addr] = true
-				added += n
-			}
+			answered[addr] = true
+			added += n
 		})
 	}
 	wg.Wait()
@@ -629,7 +605,7 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 // sync is the start-up pull: until every resolved peer answered once, or
 // SyncTimeout. Readiness waits for it.
 func (p *Peers) sync() {
-	defer p.markReady()
+	defer p.ready.Store(true)
 	ctx, cancel := context.WithTimeout(p.ctx, SyncTimeout)
 	defer cancel()
 	start := p.now()
