@@ -116,7 +116,8 @@ type Authenticator struct {
 // New builds an Authenticator from validated config.
 func New(cfg config.Auth, sessions *session.Store) *Authenticator {
 	a := &Authenticator{proxy: cfg.TrustedProxy, sessions: sessions}
-	for _, t := range cfg.AllTokens() {
+	// auth.tokens, then the tokens of auth.tokensFile.
+	for _, t := range slices.Concat(cfg.Tokens, cfg.FileTokens) {
 		if b, err := hex.DecodeString(strings.ToLower(t.SHA256)); err == nil && len(b) == 32 {
 			a.tokens = append(a.tokens, token{digest: [32]byte(b), operator: t.Operator, role: t.Role})
 		}

@@ -71,6 +71,7 @@
 package session
 
 import (
+	"cmp"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -141,21 +142,17 @@ type Store struct {
 	revoked map[string]time.Time // SID -> expiry
 }
 
-// New returns a store. now may be nil (time.Now); lifetime and max <= 0 take
-// the defaults. keys are 32-byte AES keys, the first one sealing; keys of
-// another size are ignored (config validation reports them); with none, a
-// random key is used for this process only.
-func New(now func() time.Time, lifetime time.Duration, max int, keys ...[]byte) *Store {
+// New returns a store. now may be nil (time.Now); lifetime and maxRevoked
+// <= 0 take the defaults (DefaultLifetime, DefaultMaxSessions). keys are
+// 32-byte AES keys, the first one sealing; keys of another size are ignored
+// (config validation reports them); with none, a random key is used for
+// this process only.
+func New(now func() time.Time, lifetime time.Duration, maxRevoked int, keys ...[]byte) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	if lifetime <= 0 {
-		lifetime = DefaultLifetime
-	}
-	if max <= 0 {
-		max = DefaultMaxSessions
-	}
-	s := &Store{now: now, lifetime: lifetime, max: max, revoked: map[string]time.Time{}}
+	s := &Store{now: now, lifetime: cmp.Or(max(lifetime, 0), DefaultLifetime), max: cmp.Or(max(maxRevoked, 0), DefaultMaxSessions),
+		revoked: map[string]time.Time{}}
 	for _, k := range keys {
 		if a, err := newAEAD(k); err == nil {
 			s.aeads = append(s.aeads, a)
