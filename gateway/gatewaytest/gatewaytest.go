@@ -86,12 +86,8 @@ type Gateway struct {
 	AuditFile  string
 	ConfigPath string
 
-	t    testing.TB
-	opts Options
-	bin  string
 	logs *proctest.Log
-
-	run proctest.Runner
+	run  proctest.Runner
 }
 
 // randomToken is 24 random bytes in hex (crypto/rand.Read cannot fail).
@@ -155,7 +151,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 		t.Fatalf("gatewaytest: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	g := &Gateway{t: t, opts: opts, bin: bin, logs: &proctest.Log{},
+	g := &Gateway{logs: &proctest.Log{},
 		AdminToken: randomToken(), UserToken: randomToken(),
 		AuditFile: filepath.Join(base, "audit.jsonl")}
 	cfg := opts.config(g.AdminToken, g.UserToken, g.AuditFile)
@@ -165,8 +161,27 @@ func Start(t testing.TB, opts Options) *Gateway {
 	g.ConfigPath = filepath.Join(base, "gateway.yaml")
 	proctest.WriteYAML(t, g.ConfigPath, cfg, 0o600)
 	proctest.Supervise(t, "gateway", &g.run, g.logs, g.Stop)
-	if err := g.start(); err != nil {
+	servers := []string{"http"}
+	if opts.MetricsServer {
+		servers = append(servers, "metrics")
+	}
+	addrs, err := g.run.Start(proctest.Command{
+		Name:         "gateway",
+		Path:         bin,
+		Args:         []string{"--config", g.ConfigPath},
+		Env:          opts.Env,
+		Dir:          base,
+		Servers:      servers,
+		ReadyServer:  "http",
+		StartTimeout: opts.StartTimeout,
+	}, g.logs)
+	if err != nil {
 		t.Fatalf("gatewaytest: %v\nlogs:\n%s", err, g.logs.Tail(100))
+	}
+	g.Addr = addrs["http"]
+	g.URL = "http://" + g.Addr
+	if a := addrs["metrics"]; a != "" {
+		g.MetricsURL = "http://" + a
 	}
 	return g
 }
@@ -236,32 +251,6 @@ func (g *Gateway) signal(sig syscall.Signal) error {
 		return errors.New("gateway did not exit within 15s of " + unix.SignalName(sig))
 	}
 	return err
-}
-
-func (g *Gateway) start() error {
-	servers := []string{"http"}
-	if g.opts.MetricsServer {
-		servers = append(servers, "metrics")
-	}
-	addrs, err := g.run.Start(proctest.Command{
-		Name:         "gateway",
-		Path:         g.bin,
-		Args:         []string{"--config", g.ConfigPath},
-		Env:          g.opts.Env,
-		Dir:          filepath.Dir(g.ConfigPath),
-		Servers:      servers,
-		ReadyServer:  "http",
-		StartTimeout: g.opts.StartTimeout,
-	}, g.logs)
-	if err != nil {
-		return err
-	}
-	g.Addr = addrs["http"]
-	g.URL = "http://" + g.Addr
-	if a := addrs["metrics"]; a != "" {
-		g.MetricsURL = "http://" + a
-	}
-	return nil
 }
 
 // build is the once-per-process build cache (the package's only state).

@@ -130,7 +130,6 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		// in all); after that the periodic resync takes over.
 		retries = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	p := &Peers{
 		store: o.Store, addrs: o.Addrs, auth: a, log: cmp.Or(o.Logger, hclog.NewNullLogger()), now: now,
 		resolver: cmp.Or(o.Resolver, net.DefaultResolver),
@@ -139,7 +138,7 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		// request lets a retry through an address that proxied to this
 		// replica reach another one.
 		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
-		instance: randomID(idBytes), retries: retries, resync: cmp.Or(max(o.Resync, 0), ResyncInterval), ctx: ctx, cancel: cancel,
+		instance: randomID(idBytes), retries: retries, resync: cmp.Or(max(o.Resync, 0), ResyncInterval),
 		slots: make(chan struct{}, maxDeliveries), serving: make(chan struct{}, maxServing),
 		self: map[string]bool{}, logged: map[string]time.Time{}, suppressed: map[string]int{},
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -155,19 +154,18 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		}, func() float64 { return float64(o.Store.Len()) })
 		for _, c := range []prometheus.Collector{p.sends, p.refused, held} {
 			if err := o.Registerer.Register(c); err != nil {
-				cancel()
 				return nil, err
 			}
 		}
 	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
 
 // Close stops background deliveries and resyncs and waits for them.
 func (p *Peers) Close() {
 	p.cancel()
-	p.wg.Wait()
-	p.client.CloseIdleConnections()
+	p.wg.Wait() // no keep-alive: the client holds no idle connection
 }
 
 // Ready reports whether the start-up sync is over (readiness).
