@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"net"
 	"net/http"
 	"time"
@@ -133,12 +132,6 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil
 }
 
-// serverLog routes net/http's own server messages (accept errors, panics)
-// into the gateway's JSON log.
-func serverLog(l hclog.Logger) *log.Logger {
-	return l.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
-}
-
 // Handler is the main HTTP handler (tests).
 func (g *Gateway) Handler() http.Handler { return g.handler }
 
@@ -153,9 +146,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return fmt.Errorf("httpServer.address: %w", err)
 	}
 	hs := g.cfg.HTTPServer
+	// net/http's own server messages (accept errors, panics) go into the
+	// gateway's JSON log.
+	errLog := g.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	// No ReadTimeout or WriteTimeout: they would cut long uploads and
 	// downloads. Bodies are bounded by httpapi's body deadlines instead.
-	servers := []*http.Server{{Handler: g.handler, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: serverLog(g.log)}}
+	servers := []*http.Server{{Handler: g.handler, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: errLog}}
 	listeners := []net.Listener{ln}
 	names := []string{"http"}
 	if addr := g.cfg.MetricsServer.Address; addr != "" {
@@ -185,7 +181,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			// own (see gateway/internal/session).
 			mux.Handle(session.PeerPath, g.peers.Handler())
 		}
-		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: serverLog(g.log)})
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: errLog})
 		listeners = append(listeners, mln)
 		names = append(names, "metrics")
 	}
