@@ -15,7 +15,6 @@ package gatewaytest
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -44,19 +43,10 @@ const (
 // Agent is one configured agent. An empty RPCAddr means no sidecar
 // (project_management_enabled=false).
 type Agent struct {
-	ID       string
-	Provider string // default codex_app_server
-	RPCAddr  string // 127.0.0.1:PORT of the sidecar's gRPC server
-	DavURL   string // http://127.0.0.1:PORT of the sidecar's WebDAV server
-	Timeout  time.Duration
-}
-
-// TrustedProxy configures auth.trustedProxy.
-type TrustedProxy struct {
-	CIDRs        []string
-	UserHeader   string // default X-Forwarded-User
-	GroupsHeader string // default X-Forwarded-Groups
-	AdminGroup   string // default workspace-admins
+	ID      string
+	RPCAddr string // 127.0.0.1:PORT of the sidecar's gRPC server
+	DavURL  string // http://127.0.0.1:PORT of the sidecar's WebDAV server
+	Timeout time.Duration
 }
 
 // Options configures Start.
@@ -65,15 +55,16 @@ type Options struct {
 	// DefaultAgent defaults to the first agent's ID; "-" sets none.
 	DefaultAgent string
 	// Writable is webdav.writable.
-	Writable     bool
-	TrustedProxy *TrustedProxy
+	Writable bool
+	// TrustedProxyCIDRs, when set, configure auth.trustedProxy with these
+	// CIDRs, X-Forwarded-User, X-Forwarded-Groups and admin group
+	// workspace-admins.
+	TrustedProxyCIDRs []string
 	// MetricsServer adds the unauthenticated metrics listener.
 	MetricsServer bool
 	// Configure edits the config just before it is written.
-	Configure    func(*gateway.Config)
-	Env          []string
-	StartTimeout time.Duration // default 30s
-	Binary       string        // default $AGENT_GATEWAY_BIN, else built
+	Configure func(*gateway.Config)
+	Env       []string
 }
 
 // Gateway is one running gateway process.
@@ -106,7 +97,7 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 	}
 	cfg.AgentRuntime.Agents = map[string]config.Agent{}
 	for _, a := range o.Agents {
-		ag := config.Agent{Provider: cmp.Or(a.Provider, "codex_app_server"),
+		ag := config.Agent{Provider: "codex_app_server",
 			CodexAppServer: &config.CodexAppServer{Endpoint: "ws://" + a.ID + ".invalid:4500"}}
 		if a.RPCAddr != "" {
 			to := a.Timeout
@@ -128,11 +119,9 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 		{Operator: AdminOperator, Role: config.RoleAdmin, SHA256: config.HashToken(adminToken)},
 		{Operator: UserOperator, Role: "user", SHA256: config.HashToken(userToken)},
 	}
-	if p := o.TrustedProxy; p != nil {
-		cfg.Auth.TrustedProxy = &config.TrustedProxy{CIDRs: p.CIDRs,
-			UserHeader:   cmp.Or(p.UserHeader, "X-Forwarded-User"),
-			GroupsHeader: cmp.Or(p.GroupsHeader, "X-Forwarded-Groups"),
-			AdminGroup:   cmp.Or(p.AdminGroup, "workspace-admins")}
+	if o.TrustedProxyCIDRs != nil {
+		cfg.Auth.TrustedProxy = &config.TrustedProxy{CIDRs: o.TrustedProxyCIDRs,
+			UserHeader: "X-Forwarded-User", GroupsHeader: "X-Forwarded-Groups", AdminGroup: "workspace-admins"}
 	}
 	cfg.WebDAV.Writable = o.Writable
 	cfg.Audit.File = auditFile
@@ -142,10 +131,7 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 // Start starts a gateway and registers its Stop in t.Cleanup.
 func Start(t testing.TB, opts Options) *Gateway {
 	t.Helper()
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 30 * time.Second
-	}
-	bin := build.Path(t, opts.Binary)
+	bin := build.Path(t, "")                      // $AGENT_GATEWAY_BIN, else built
 	base, err := os.MkdirTemp("", "gatewaytest-") // 0700: its config holds token hashes
 	if err != nil {
 		t.Fatalf("gatewaytest: %v", err)
@@ -173,7 +159,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 		Dir:          base,
 		Servers:      servers,
 		ReadyServer:  "http",
-		StartTimeout: opts.StartTimeout,
+		StartTimeout: 30 * time.Second,
 	}, g.logs)
 	if err != nil {
 		t.Fatalf("gatewaytest: %v\nlogs:\n%s", err, g.logs.Tail(100))
