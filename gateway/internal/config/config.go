@@ -160,18 +160,16 @@ type Auth struct {
 // are kept for Validate, so that they are reported with the others.
 func (c *Config) LoadTokensFile() {
 	c.Auth.FileTokens, c.Auth.tokensFileErr = nil, nil
-	if c.Auth.TokensFile == "" {
-		return
+	if c.Auth.TokensFile != "" {
+		c.Auth.FileTokens, c.Auth.tokensFileErr = readTokens(c.Auth.TokensFile)
 	}
-	data, err := os.ReadFile(c.Auth.TokensFile)
-	if err != nil {
-		c.Auth.tokensFileErr = err
-		return
-	}
-	c.Auth.FileTokens, c.Auth.tokensFileErr = parseTokens(data)
 }
 
-func parseTokens(data []byte) ([]Token, error) {
+func readTokens(path string) ([]Token, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
 	var node yaml.Node
 	if err := yaml.Unmarshal(data, &node); err != nil {
 		return nil, err
