@@ -131,12 +131,7 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 // Start starts a gateway and registers its Stop in t.Cleanup.
 func Start(t testing.TB, opts Options) *Gateway {
 	t.Helper()
-	bin := build.Path(t, "")                      // $AGENT_GATEWAY_BIN, else built
-	base, err := os.MkdirTemp("", "gatewaytest-") // 0700: its config holds token hashes
-	if err != nil {
-		t.Fatalf("gatewaytest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := t.TempDir() // private (its parent is 0700): the config holds token hashes
 	g := &Gateway{logs: &proctest.Log{},
 		AdminToken: randomToken(), UserToken: randomToken(),
 		AuditFile: filepath.Join(base, "audit.jsonl")}
@@ -153,7 +148,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	addrs, err := g.run.Start(proctest.Command{
 		Name:         "gateway",
-		Path:         bin,
+		Path:         build.Path(t, ""), // $AGENT_GATEWAY_BIN, else built
 		Args:         []string{"--config", g.ConfigPath},
 		Env:          opts.Env,
 		Dir:          base,
