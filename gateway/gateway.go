@@ -179,7 +179,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		if g.peers != nil {
 			// Cluster-internal like /metrics, and authenticated on its
 			// own (see gateway/internal/session).
-			mux.Handle(session.PeerPath, g.peers.Handler())
+			mux.Handle(session.PeerPath, g.peers)
 		}
 		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: errLog})
 		listeners = append(listeners, mln)

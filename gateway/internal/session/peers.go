@@ -207,7 +207,7 @@ func decodeList(b []byte, max int) ([]Revocation, error) {
 
 // --- the endpoint ---
 
-// Handler serves PeerPath. The headers are checked before any of the body
+// ServeHTTP serves PeerPath. The headers are checked before any of the body
 // is read: anything without a valid signature, with a timestamp outside
 // PeerWindow, a nonce already used or malformed peer headers gets 403, adds
 // nothing and reads nothing. Only then is the body read, at most
@@ -215,62 +215,60 @@ func decodeList(b []byte, max int) ([]Revocation, error) {
 // and compared with the signed digest; at most maxServing requests are
 // served at once. Refusals are counted; the log line names the reason,
 // never a header value, and is rate-limited.
-func (p *Peers) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The metrics listener has no body deadline of its own; this one
-		// also bounds what net/http discards of an unread body.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(PeerTimeout))
-		if r.URL.RawQuery != "" {
-			p.refuse(w, r, "query string")
+func (p *Peers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The metrics listener has no body deadline of its own; this one
+	// also bounds what net/http discards of an unread body.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(PeerTimeout))
+	if r.URL.RawQuery != "" {
+		p.refuse(w, r, "query string")
+		return
+	}
+	if err := p.auth.verifyRequest(r); err != nil {
+		p.refuse(w, r, err.Error())
+		return
+	}
+	nonce := r.Header.Get(headerNonce)
+	select {
+	case p.serving <- struct{}{}:
+		defer func() { <-p.serving }()
+	default:
+		p.refused.WithLabelValues("too many requests in flight").Inc()
+		w.Header().Set("Connection", "close")
+		p.reply(w, nonce, http.StatusServiceUnavailable, nil)
+		return
+	}
+	n := r.ContentLength
+	if n < 0 || n > MaxPeerBody || (r.Method != http.MethodPost && n != 0) {
+		p.refuse(w, r, "body length missing or too large")
+		return
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		p.refuse(w, r, "unreadable body")
+		return
+	}
+	if bodyDigest(body) != r.Header.Get(headerBody) {
+		p.refuse(w, r, "body does not match its digest")
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		p.reply(w, nonce, http.StatusOK, encodeList(p.store.Revocations()))
+	case http.MethodPost:
+		revs, err := decodeList(body, p.store.Max())
+		if err != nil {
+			p.log.Warn("session peer request refused", "reason", "malformed revocation list")
+			p.reply(w, nonce, http.StatusBadRequest, nil)
 			return
 		}
-		if err := p.auth.verifyRequest(r); err != nil {
-			p.refuse(w, r, err.Error())
-			return
+		n := p.store.Revoke(revs...)
+		if n > 0 {
+			p.log.Info("session revocations received from a peer", "added", n)
 		}
-		nonce := r.Header.Get(headerNonce)
-		select {
-		case p.serving <- struct{}{}:
-			defer func() { <-p.serving }()
-		default:
-			p.refused.WithLabelValues("too many requests in flight").Inc()
-			w.Header().Set("Connection", "close")
-			p.reply(w, nonce, http.StatusServiceUnavailable, nil)
-			return
-		}
-		n := r.ContentLength
-		if n < 0 || n > MaxPeerBody || (r.Method != http.MethodPost && n != 0) {
-			p.refuse(w, r, "body length missing or too large")
-			return
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			p.refuse(w, r, "unreadable body")
-			return
-		}
-		if bodyDigest(body) != r.Header.Get(headerBody) {
-			p.refuse(w, r, "body does not match its digest")
-			return
-		}
-		switch r.Method {
-		case http.MethodGet:
-			p.reply(w, nonce, http.StatusOK, encodeList(p.store.Revocations()))
-		case http.MethodPost:
-			revs, err := decodeList(body, p.store.Max())
-			if err != nil {
-				p.log.Warn("session peer request refused", "reason", "malformed revocation list")
-				p.reply(w, nonce, http.StatusBadRequest, nil)
-				return
-			}
-			n := p.store.Revoke(revs...)
-			if n > 0 {
-				p.log.Info("session revocations received from a peer", "added", n)
-			}
-			p.reply(w, nonce, http.StatusOK, []byte(fmt.Sprintf(`{"added":%d}`, n)))
-		default:
-			p.reply(w, nonce, http.StatusMethodNotAllowed, nil)
-		}
-	})
+		p.reply(w, nonce, http.StatusOK, []byte(fmt.Sprintf(`{"added":%d}`, n)))
+	default:
+		p.reply(w, nonce, http.StatusMethodNotAllowed, nil)
+	}
 }
 
 // refuse answers 403 and closes the connection (net/http would otherwise

@@ -33,7 +33,7 @@ func startPeer(t *testing.T, max int, k []byte, peerAddrs func() []string) *peer
 		t.Fatal(err)
 	}
 	t.Cleanup(p.peers.Close)
-	mux.Handle(PeerPath, p.peers.Handler())
+	mux.Handle(PeerPath, p.peers)
 	p.peers.addrs = peerAddrs()
 	return p
 }
