@@ -15,6 +15,7 @@ package gatewaytest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -100,10 +101,7 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 		ag := config.Agent{Provider: "codex_app_server",
 			CodexAppServer: &config.CodexAppServer{Endpoint: "ws://" + a.ID + ".invalid:4500"}}
 		if a.RPCAddr != "" {
-			to := a.Timeout
-			if to <= 0 {
-				to = 5 * time.Second
-			}
+			to := cmp.Or(max(a.Timeout, 0), 5*time.Second)
 			ag.Sidecar = &config.Sidecar{Endpoint: a.RPCAddr, DavEndpoint: a.DavURL, Timeout: &to}
 		}
 		cfg.AgentRuntime.Agents[a.ID] = ag

@@ -209,14 +209,13 @@ func (s *Store) Create(operator, role string) (Session, error) {
 	rand.Read(nonce)
 	out := append([]byte{sealVersion}, nonce...)
 	out = a.Seal(out, nonce, plain, aad)
-	sess := p.session()
-	sess.ID = base64.RawURLEncoding.EncodeToString(out)
-	return sess, nil
+	return p.session(base64.RawURLEncoding.EncodeToString(out)), nil
 }
 
-func (p payload) session() Session {
+// session is the Session sealed as p in the cookie value id.
+func (p payload) session(id string) Session {
 	return Session{
-		SID: p.SID, Operator: p.Operator, Role: p.Role, CSRFToken: p.CSRF,
+		ID: id, SID: p.SID, Operator: p.Operator, Role: p.Role, CSRFToken: p.CSRF,
 		Created: time.Unix(p.Created, 0), Expires: time.Unix(p.Expires, 0),
 	}
 }
@@ -259,9 +258,7 @@ func (s *Store) Get(value string) (Session, bool) {
 	if revoked {
 		return Session{}, false
 	}
-	sess := p.session()
-	sess.ID = value
-	return sess, true
+	return p.session(value), true
 }
 
 // Revocation is one signed-out session: its random id (never the cookie)
