@@ -344,10 +344,8 @@ func (c *Config) Validate() error {
 		}
 		positive(key+".sidecar.timeout", s.Timeout)
 	}
-	if d := c.AgentRuntime.DefaultAgent; d != "" {
-		if _, ok := c.AgentRuntime.Agents[d]; !ok {
-			bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", d)
-		}
+	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" {
+		bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", c.AgentRuntime.DefaultAgent)
 	}
 
 	seenHash := map[string]bool{}
@@ -360,11 +358,9 @@ func (c *Config) Validate() error {
 		}
 		if !hexRe.MatchString(t.SHA256) {
 			bad(key+".sha256", "must be 64 hex characters (the SHA-256 of the token, never the token itself)")
+		} else if h := strings.ToLower(t.SHA256); seenHash[h] {
+			bad(key+".sha256", "duplicate token hash")
 		} else {
-			h := strings.ToLower(t.SHA256)
-			if seenHash[h] {
-				bad(key+".sha256", "duplicate token hash")
-			}
 			seenHash[h] = true
 		}
 	}

@@ -417,15 +417,12 @@ func (p *Peers) resolve(ctx context.Context) ([]string, error) {
 			errs = append(errs, errPeerAuth("a peer address is not host:port"))
 			continue
 		}
-		ips := []string{host}
-		if net.ParseIP(host) == nil {
-			ctx, cancel := context.WithTimeout(ctx, PeerTimeout)
-			ips, err = p.resolver.LookupHost(ctx, host)
-			cancel()
-			if err != nil {
-				errs = append(errs, errPeerAuth("a peer name did not resolve"))
-				continue
-			}
+		ctx, cancel := context.WithTimeout(ctx, PeerTimeout)
+		ips, err := p.resolver.LookupHost(ctx, host) // an IP address comes back as it is
+		cancel()
+		if err != nil {
+			errs = append(errs, errPeerAuth("a peer name did not resolve"))
+			continue
 		}
 		p.mu.Lock()
 		for _, ip := range ips {
