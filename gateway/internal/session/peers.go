@@ -486,22 +486,20 @@ func (p *Peers) spread(body []byte, acked chan<- struct{}) {
 		p.sends.WithLabelValues("unresolved").Inc()
 		p.log.Warn("session sign-out not sent to every peer; their next resync pulls it", "reason", reason(err))
 	}
-	done := make(chan struct{}, len(addrs))
-	started := 0
+	var first sync.WaitGroup // the deliveries' first attempts
 	for _, addr := range addrs {
-		if p.inSlot(func() { p.deliver(addr, body, done) }) {
-			started++
+		first.Add(1)
+		if !p.inSlot(func() { p.deliver(addr, body, first.Done) }) {
+			first.Done()
 		}
 	}
-	for range started {
-		<-done
-	}
+	first.Wait()
 }
 
-// deliver sends body to one peer, retrying for a few seconds; it signals
-// done after the first attempt's outcome is known.
-func (p *Peers) deliver(addr string, body []byte, done chan<- struct{}) {
-	signal := sync.OnceFunc(func() { done <- struct{}{} })
+// deliver sends body to one peer, retrying for a few seconds; it calls
+// done once the first attempt's outcome is known.
+func (p *Peers) deliver(addr string, body []byte, done func()) {
+	signal := sync.OnceFunc(done)
 	defer signal()
 	var err error
 	for attempt := 0; ; attempt++ {
