@@ -534,9 +534,7 @@ func (p *Peers) deliver(addr string, body []byte, done func()) {
 func (p *Peers) Start(self string) {
 	p.mu.Lock()
 	p.self[self] = true
-	if _, port, err := net.SplitHostPort(self); err == nil {
-		p.listenPort = port
-	}
+	_, p.listenPort, _ = net.SplitHostPort(self) // "" (no port) when malformed
 	p.mu.Unlock()
 	p.wg.Go(func() {
 		p.sync()
