@@ -384,17 +384,25 @@ func (p *Peers) noteOwn(addr string) {
 	host, port, err := net.SplitHostPort(addr)
 	ip := net.ParseIP(host)
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err != nil || ip == nil || port != p.listenPort {
+	listen := p.listenPort
+	p.mu.Unlock()
+	if err != nil || ip == nil || port != listen {
 		return
 	}
-	ifaddrs, err := net.InterfaceAddrs()
-	if ip.IsLoopback() || (err == nil && slices.ContainsFunc(ifaddrs, func(a net.Addr) bool {
-		n, ok := a.(*net.IPNet)
-		return ok && n.IP.Equal(ip)
-	})) {
-		p.self[addr] = true
+	// The interfaces are listed outside the lock (the peer endpoint's
+	// refusals take it), and not at all for a loopback address.
+	if !ip.IsLoopback() {
+		ifaddrs, err := net.InterfaceAddrs()
+		if err != nil || !slices.ContainsFunc(ifaddrs, func(a net.Addr) bool {
+			n, ok := a.(*net.IPNet)
+			return ok && n.IP.Equal(ip)
+		}) {
+			return
+		}
 	}
+	p.mu.Lock()
+	p.self[addr] = true
+	p.mu.Unlock()
 }
 
 // isSelf reports whether addr is known to be this replica's own.
