@@ -165,7 +165,7 @@ func TestTrustedProxy(t *testing.T) {
 		{"outside", []string{"10.0.0.0/8", "::1/128"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, a, _ := twoFakes(t, gatewaytest.Options{TrustedProxy: &gatewaytest.TrustedProxy{CIDRs: tc.cidrs}})
+			g, a, _ := twoFakes(t, gatewaytest.Options{TrustedProxyCIDRs: tc.cidrs})
 			send := func(groups string) response {
 				req, _ := http.NewRequest(http.MethodPost, g.URL+api+"/agents/codex-a/projects", strings.NewReader(`{"name":"via-proxy-`+tc.name+`"}`))
 				req.Header.Set("X-Forwarded-User", "carol")

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"maps"
 	"net/http"
 	"net/url"
@@ -75,14 +76,11 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 			}
 			// Each automatic checkpoint gets its own create_checkpoint
 			// record first, as over REST (mgmt); the mutation's record
-			// names the last one.
+			// names the last one. A COPY or MOVE removed its destination.
+			path := cmp.Or(rec.DestinationPath, rec.SourcePath)
 			for id := range strings.SplitSeq(m.AutoCheckpoints, ",") {
 				if id == "" {
 					continue
-				}
-				path := rec.SourcePath
-				if rec.DestinationPath != "" {
-					path = rec.DestinationPath // what a COPY or MOVE removed
 				}
 				al.Record(r.Context(), audit.AutomaticCheckpoint(rec, id, "before_delete", path))
 				rec.AutoCheckpointID = id

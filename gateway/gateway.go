@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"net"
 	"net/http"
 	"time"
@@ -92,7 +91,12 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
+	// Without auth.session.peers, peers stays nil and so do the sign-out
+	// and readiness hooks (a nil *Peers must not become a non-nil
+	// SignOuter).
 	var peers *session.Peers
+	var signOut httpapi.SignOuter
+	var ready func() bool
 	if len(cfg.Auth.Session.Peers) > 0 {
 		peers, err = session.NewPeers(session.PeerOptions{
 			Store: store, Addrs: cfg.Auth.Session.Peers, Keys: cfg.Auth.Session.SealKeys(),
@@ -101,6 +105,9 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		if err != nil {
 			return nil, err
 		}
+		// Readiness waits for the peers' sign-outs to be pulled (or
+		// session.SyncTimeout).
+		signOut, ready = peers, peers.Ready
 	}
 	dav, err := newDAV(cfg, log, reg, al, now)
 	if err != nil {
@@ -117,35 +124,12 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
 		WatchHeartbeat: cfg.HTTPServer.Heartbeat(),
-		SignOut:        signOuter(peers), Ready: ready(peers),
+		SignOut:        signOut, Ready: ready,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil
-}
-
-// signOuter keeps a nil *Peers from becoming a non-nil interface.
-func signOuter(p *session.Peers) httpapi.SignOuter {
-	if p == nil {
-		return nil
-	}
-	return p
-}
-
-// ready is the readiness of a gateway: with peers, once their sign-outs
-// were pulled (or session.SyncTimeout passed).
-func ready(p *session.Peers) func() bool {
-	if p == nil {
-		return nil
-	}
-	return p.Ready
-}
-
-// serverLog routes net/http's own server messages (accept errors, panics)
-// into the gateway's JSON log.
-func serverLog(l hclog.Logger) *log.Logger {
-	return l.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 }
 
 // Handler is the main HTTP handler (tests).
@@ -162,9 +146,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return fmt.Errorf("httpServer.address: %w", err)
 	}
 	hs := g.cfg.HTTPServer
+	// net/http's own server messages (accept errors, panics) go into the
+	// gateway's JSON log.
+	errLog := g.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	// No ReadTimeout or WriteTimeout: they would cut long uploads and
 	// downloads. Bodies are bounded by httpapi's body deadlines instead.
-	servers := []*http.Server{{Handler: g.handler, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: serverLog(g.log)}}
+	servers := []*http.Server{{Handler: g.handler, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: errLog}}
 	listeners := []net.Listener{ln}
 	names := []string{"http"}
 	if addr := g.cfg.MetricsServer.Address; addr != "" {
@@ -192,9 +179,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		if g.peers != nil {
 			// Cluster-internal like /metrics, and authenticated on its
 			// own (see gateway/internal/session).
-			mux.Handle(session.PeerPath, g.peers.Handler())
+			mux.Handle(session.PeerPath, g.peers)
 		}
-		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: serverLog(g.log)})
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: errLog})
 		listeners = append(listeners, mln)
 		names = append(names, "metrics")
 	}

@@ -44,19 +44,10 @@ const (
 // Agent is one configured agent. An empty RPCAddr means no sidecar
 // (project_management_enabled=false).
 type Agent struct {
-	ID       string
-	Provider string // default codex_app_server
-	RPCAddr  string // 127.0.0.1:PORT of the sidecar's gRPC server
-	DavURL   string // http://127.0.0.1:PORT of the sidecar's WebDAV server
-	Timeout  time.Duration
-}
-
-// TrustedProxy configures auth.trustedProxy.
-type TrustedProxy struct {
-	CIDRs        []string
-	UserHeader   string // default X-Forwarded-User
-	GroupsHeader string // default X-Forwarded-Groups
-	AdminGroup   string // default workspace-admins
+	ID      string
+	RPCAddr string // 127.0.0.1:PORT of the sidecar's gRPC server
+	DavURL  string // http://127.0.0.1:PORT of the sidecar's WebDAV server
+	Timeout time.Duration
 }
 
 // Options configures Start.
@@ -65,15 +56,16 @@ type Options struct {
 	// DefaultAgent defaults to the first agent's ID; "-" sets none.
 	DefaultAgent string
 	// Writable is webdav.writable.
-	Writable     bool
-	TrustedProxy *TrustedProxy
+	Writable bool
+	// TrustedProxyCIDRs, when set, configure auth.trustedProxy with these
+	// CIDRs, X-Forwarded-User, X-Forwarded-Groups and admin group
+	// workspace-admins.
+	TrustedProxyCIDRs []string
 	// MetricsServer adds the unauthenticated metrics listener.
 	MetricsServer bool
 	// Configure edits the config just before it is written.
-	Configure    func(*gateway.Config)
-	Env          []string
-	StartTimeout time.Duration // default 30s
-	Binary       string        // default $AGENT_GATEWAY_BIN, else built
+	Configure func(*gateway.Config)
+	Env       []string
 }
 
 // Gateway is one running gateway process.
@@ -86,19 +78,14 @@ type Gateway struct {
 	AuditFile  string
 	ConfigPath string
 
-	t    testing.TB
-	opts Options
-	bin  string
 	logs *proctest.Log
-
-	run proctest.Runner
+	run  proctest.Runner
 }
 
-func randomToken(t testing.TB) string {
+// randomToken is 24 random bytes in hex (crypto/rand.Read cannot fail).
+func randomToken() string {
 	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatalf("gatewaytest: %v", err)
-	}
+	rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
@@ -111,13 +98,10 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 	}
 	cfg.AgentRuntime.Agents = map[string]config.Agent{}
 	for _, a := range o.Agents {
-		ag := config.Agent{Provider: cmp.Or(a.Provider, "codex_app_server"),
+		ag := config.Agent{Provider: "codex_app_server",
 			CodexAppServer: &config.CodexAppServer{Endpoint: "ws://" + a.ID + ".invalid:4500"}}
 		if a.RPCAddr != "" {
-			to := a.Timeout
-			if to <= 0 {
-				to = 5 * time.Second
-			}
+			to := cmp.Or(max(a.Timeout, 0), 5*time.Second)
 			ag.Sidecar = &config.Sidecar{Endpoint: a.RPCAddr, DavEndpoint: a.DavURL, Timeout: &to}
 		}
 		cfg.AgentRuntime.Agents[a.ID] = ag
@@ -133,11 +117,9 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 		{Operator: AdminOperator, Role: config.RoleAdmin, SHA256: config.HashToken(adminToken)},
 		{Operator: UserOperator, Role: "user", SHA256: config.HashToken(userToken)},
 	}
-	if p := o.TrustedProxy; p != nil {
-		cfg.Auth.TrustedProxy = &config.TrustedProxy{CIDRs: p.CIDRs,
-			UserHeader:   cmp.Or(p.UserHeader, "X-Forwarded-User"),
-			GroupsHeader: cmp.Or(p.GroupsHeader, "X-Forwarded-Groups"),
-			AdminGroup:   cmp.Or(p.AdminGroup, "workspace-admins")}
+	if o.TrustedProxyCIDRs != nil {
+		cfg.Auth.TrustedProxy = &config.TrustedProxy{CIDRs: o.TrustedProxyCIDRs,
+			UserHeader: "X-Forwarded-User", GroupsHeader: "X-Forwarded-Groups", AdminGroup: "workspace-admins"}
 	}
 	cfg.WebDAV.Writable = o.Writable
 	cfg.Audit.File = auditFile
@@ -147,17 +129,9 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 // Start starts a gateway and registers its Stop in t.Cleanup.
 func Start(t testing.TB, opts Options) *Gateway {
 	t.Helper()
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 30 * time.Second
-	}
-	bin := build.Path(t, opts.Binary)
-	base, err := os.MkdirTemp("", "gatewaytest-") // 0700: its config holds token hashes
-	if err != nil {
-		t.Fatalf("gatewaytest: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	g := &Gateway{t: t, opts: opts, bin: bin, logs: &proctest.Log{},
-		AdminToken: randomToken(t), UserToken: randomToken(t),
+	base := t.TempDir() // private (its parent is 0700): the config holds token hashes
+	g := &Gateway{logs: &proctest.Log{},
+		AdminToken: randomToken(), UserToken: randomToken(),
 		AuditFile: filepath.Join(base, "audit.jsonl")}
 	cfg := opts.config(g.AdminToken, g.UserToken, g.AuditFile)
 	if opts.Configure != nil {
@@ -166,8 +140,27 @@ func Start(t testing.TB, opts Options) *Gateway {
 	g.ConfigPath = filepath.Join(base, "gateway.yaml")
 	proctest.WriteYAML(t, g.ConfigPath, cfg, 0o600)
 	proctest.Supervise(t, "gateway", &g.run, g.logs, g.Stop)
-	if err := g.start(); err != nil {
+	servers := []string{"http"}
+	if opts.MetricsServer {
+		servers = append(servers, "metrics")
+	}
+	addrs, err := g.run.Start(proctest.Command{
+		Name:         "gateway",
+		Path:         build.Path(t, ""), // $AGENT_GATEWAY_BIN, else built
+		Args:         []string{"--config", g.ConfigPath},
+		Env:          opts.Env,
+		Dir:          base,
+		Servers:      servers,
+		ReadyServer:  "http",
+		StartTimeout: 30 * time.Second,
+	}, g.logs)
+	if err != nil {
 		t.Fatalf("gatewaytest: %v\nlogs:\n%s", err, g.logs.Tail(100))
+	}
+	g.Addr = addrs["http"]
+	g.URL = "http://" + g.Addr
+	if a := addrs["metrics"]; a != "" {
+		g.MetricsURL = "http://" + a
 	}
 	return g
 }
@@ -237,32 +230,6 @@ func (g *Gateway) signal(sig syscall.Signal) error {
 		return errors.New("gateway did not exit within 15s of " + unix.SignalName(sig))
 	}
 	return err
-}
-
-func (g *Gateway) start() error {
-	servers := []string{"http"}
-	if g.opts.MetricsServer {
-		servers = append(servers, "metrics")
-	}
-	addrs, err := g.run.Start(proctest.Command{
-		Name:         "gateway",
-		Path:         g.bin,
-		Args:         []string{"--config", g.ConfigPath},
-		Env:          g.opts.Env,
-		Dir:          filepath.Dir(g.ConfigPath),
-		Servers:      servers,
-		ReadyServer:  "http",
-		StartTimeout: g.opts.StartTimeout,
-	}, g.logs)
-	if err != nil {
-		return err
-	}
-	g.Addr = addrs["http"]
-	g.URL = "http://" + g.Addr
-	if a := addrs["metrics"]; a != "" {
-		g.MetricsURL = "http://" + a
-	}
-	return nil
 }
 
 // build is the once-per-process build cache (the package's only state).

@@ -100,9 +100,8 @@ func FromContext(ctx context.Context) (Identity, bool) {
 }
 
 type token struct {
-	digest   [32]byte
-	operator string
-	role     string
+	digest [32]byte
+	id     Identity // operator and role
 }
 
 // Authenticator checks credentials. Safe for concurrent use.
@@ -116,9 +115,10 @@ type Authenticator struct {
 // New builds an Authenticator from validated config.
 func New(cfg config.Auth, sessions *session.Store) *Authenticator {
 	a := &Authenticator{proxy: cfg.TrustedProxy, sessions: sessions}
-	for _, t := range cfg.AllTokens() {
+	// auth.tokens, then the tokens of auth.tokensFile.
+	for _, t := range slices.Concat(cfg.Tokens, cfg.FileTokens) {
 		if b, err := hex.DecodeString(strings.ToLower(t.SHA256)); err == nil && len(b) == 32 {
-			a.tokens = append(a.tokens, token{digest: [32]byte(b), operator: t.Operator, role: t.Role})
+			a.tokens = append(a.tokens, token{digest: [32]byte(b), id: Identity{Operator: t.Operator, Role: t.Role}})
 		}
 	}
 	if cfg.TrustedProxy != nil {
@@ -167,7 +167,7 @@ func (a *Authenticator) Secure(r *http.Request) bool {
 // configured reports whether a token with this operator and role is still
 // in the configuration.
 func (a *Authenticator) configured(operator, role string) bool {
-	return slices.ContainsFunc(a.tokens, func(t token) bool { return t.operator == operator && t.role == role })
+	return slices.ContainsFunc(a.tokens, func(t token) bool { return t.id.Operator == operator && t.id.Role == role })
 }
 
 // Token checks a plaintext token against every configured digest in constant
@@ -177,16 +177,14 @@ func (a *Authenticator) Token(tok string) (Identity, bool) {
 		return Identity{}, false
 	}
 	d := sha256.Sum256([]byte(tok))
-	var found *token
-	for i := range a.tokens {
-		if subtle.ConstantTimeCompare(d[:], a.tokens[i].digest[:]) == 1 {
-			found = &a.tokens[i]
+	var id Identity
+	found := false
+	for _, t := range a.tokens {
+		if subtle.ConstantTimeCompare(d[:], t.digest[:]) == 1 {
+			id, found = t.id, true
 		}
 	}
-	if found == nil {
-		return Identity{}, false
-	}
-	return Identity{Operator: found.operator, Role: found.role}, true
+	return id, found
 }
 
 // Authenticate returns the caller's identity. Call Sanitize first. A

@@ -156,38 +156,26 @@ type Auth struct {
 	tokensFileErr error
 }
 
-// AllTokens are auth.tokens followed by the tokens of auth.tokensFile.
-func (a Auth) AllTokens() []Token {
-	return append(append([]Token(nil), a.Tokens...), a.FileTokens...)
-}
-
 // LoadTokensFile reads auth.tokensFile (when set) into FileTokens. Problems
 // are kept for Validate, so that they are reported with the others.
 func (c *Config) LoadTokensFile() {
 	c.Auth.FileTokens, c.Auth.tokensFileErr = nil, nil
-	if c.Auth.TokensFile == "" {
-		return
+	if c.Auth.TokensFile != "" {
+		c.Auth.FileTokens, c.Auth.tokensFileErr = readTokens(c.Auth.TokensFile)
 	}
-	data, err := os.ReadFile(c.Auth.TokensFile)
-	if err != nil {
-		c.Auth.tokensFileErr = err
-		return
-	}
-	c.Auth.FileTokens, c.Auth.tokensFileErr = parseTokens(data)
 }
 
-func parseTokens(data []byte) ([]Token, error) {
+func readTokens(path string) ([]Token, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
 	var node yaml.Node
 	if err := yaml.Unmarshal(data, &node); err != nil {
 		return nil, err
 	}
 	if len(node.Content) == 0 {
 		return nil, nil
-	}
-	dec := func(v any) error {
-		d := yaml.NewDecoder(bytes.NewReader(data))
-		d.KnownFields(true)
-		return d.Decode(v)
 	}
 	var wrapped struct {
 		Tokens []Token `yaml:"tokens"`
@@ -196,7 +184,9 @@ func parseTokens(data []byte) ([]Token, error) {
 	if node.Content[0].Kind == yaml.MappingNode {
 		target = &wrapped
 	}
-	if err := dec(target); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(target); err != nil {
 		return nil, err
 	}
 	return wrapped.Tokens, nil
@@ -306,21 +296,18 @@ func (c *Config) Validate() error {
 			bad(key, "must be host:port (for example \":8080\" or \"127.0.0.1:0\"), got %q", addr)
 		}
 	}
-	checkAddr("httpServer.address", c.HTTPServer.Address)
-	for _, d := range []struct {
-		key string
-		v   *time.Duration
-	}{
-		{"httpServer.readHeaderTimeout", c.HTTPServer.ReadHeaderTimeout},
-		{"httpServer.bodyReadTimeout", c.HTTPServer.BodyReadTimeout},
-		{"httpServer.bodyIdleTimeout", c.HTTPServer.BodyIdleTimeout},
-		{"httpServer.idleTimeout", c.HTTPServer.IdleTimeout},
-		{"httpServer.watchHeartbeat", c.HTTPServer.WatchHeartbeat},
-	} {
-		if d.v != nil && *d.v <= 0 {
-			bad(d.key, "must be > 0 (for example 10s)")
+	// positive checks an optional duration.
+	positive := func(key string, d *time.Duration) {
+		if d != nil && *d <= 0 {
+			bad(key, "must be > 0 (for example 10s)")
 		}
 	}
+	checkAddr("httpServer.address", c.HTTPServer.Address)
+	positive("httpServer.readHeaderTimeout", c.HTTPServer.ReadHeaderTimeout)
+	positive("httpServer.bodyReadTimeout", c.HTTPServer.BodyReadTimeout)
+	positive("httpServer.bodyIdleTimeout", c.HTTPServer.BodyIdleTimeout)
+	positive("httpServer.idleTimeout", c.HTTPServer.IdleTimeout)
+	positive("httpServer.watchHeartbeat", c.HTTPServer.WatchHeartbeat)
 	if c.MetricsServer.Address != "" {
 		checkAddr("metricsServer.address", c.MetricsServer.Address)
 	}
@@ -355,14 +342,10 @@ func (c *Config) Validate() error {
 				bad(key+".sidecar.davEndpoint", "must be an http:// or https:// URL without credentials, query or fragment")
 			}
 		}
-		if s.Timeout != nil && *s.Timeout <= 0 {
-			bad(key+".sidecar.timeout", "must be > 0 (for example 10s)")
-		}
+		positive(key+".sidecar.timeout", s.Timeout)
 	}
-	if d := c.AgentRuntime.DefaultAgent; d != "" {
-		if _, ok := c.AgentRuntime.Agents[d]; !ok {
-			bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", d)
-		}
+	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" {
+		bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", c.AgentRuntime.DefaultAgent)
 	}
 
 	seenHash := map[string]bool{}
@@ -375,11 +358,9 @@ func (c *Config) Validate() error {
 		}
 		if !hexRe.MatchString(t.SHA256) {
 			bad(key+".sha256", "must be 64 hex characters (the SHA-256 of the token, never the token itself)")
+		} else if h := strings.ToLower(t.SHA256); seenHash[h] {
+			bad(key+".sha256", "duplicate token hash")
 		} else {
-			h := strings.ToLower(t.SHA256)
-			if seenHash[h] {
-				bad(key+".sha256", "duplicate token hash")
-			}
 			seenHash[h] = true
 		}
 	}

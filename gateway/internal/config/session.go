@@ -12,9 +12,6 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/session"
 )
 
-// SessionKeySize is the size of a session key (AES-256), before base64.
-const SessionKeySize = 32
-
 // Session configures the portal's self-contained session cookie (sealed
 // with AES-256-GCM; see gateway/internal/session).
 //
@@ -67,8 +64,8 @@ func (s Session) decode() ([][]byte, []error) {
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: not base64 (make one with: head -c 32 /dev/urandom | base64)", where))
-		case len(k) != SessionKeySize:
-			errs = append(errs, fmt.Errorf("%s: must decode to %d bytes, got %d (make one with: head -c 32 /dev/urandom | base64)", where, SessionKeySize, len(k)))
+		case len(k) != session.KeySize:
+			errs = append(errs, fmt.Errorf("%s: must decode to %d bytes, got %d (make one with: head -c 32 /dev/urandom | base64)", where, session.KeySize, len(k)))
 		default:
 			keys = append(keys, k)
 		}

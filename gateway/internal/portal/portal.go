@@ -126,9 +126,6 @@ func NewFS(fsys fs.FS) *Handler {
 	return h
 }
 
-// Built reports whether an index.html is embedded.
-func (h *Handler) Built() bool { return h.index != nil }
-
 // ServeHTTP serves GET and HEAD.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -47,7 +47,7 @@ func TestBuiltPortal(t *testing.T) {
 
 func TestNotBuilt(t *testing.T) {
 	h := NewFS(fstest.MapFS{".keep": {}})
-	if h.Built() {
+	if h.index != nil {
 		t.Error("Built with no index.html")
 	}
 	w := get(h, "/")

@@ -183,11 +183,8 @@ func (a *peerAuth) verifyRequest(r *http.Request) error {
 		return err
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return errStale
-	}
 	now := a.now()
-	if d := now.Sub(time.Unix(sec, 0)); d > PeerWindow || d < -PeerWindow {
+	if d := now.Sub(time.Unix(sec, 0)); err != nil || d > PeerWindow || d < -PeerWindow {
 		return errStale
 	}
 	return a.remember(nonce, now)

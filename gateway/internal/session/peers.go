@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,8 +107,8 @@ type Peers struct {
 	listenPort string
 	logged     map[string]time.Time // refusal reason -> when last logged
 	suppressed map[string]int       // refusal reason -> not logged since
-	ready      chan struct{}
-	once       sync.Once
+
+	ready atomic.Bool // the start-up sync is over
 
 	sends   *prometheus.CounterVec
 	refused *prometheus.CounterVec
@@ -129,11 +130,6 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		// in all); after that the periodic resync takes over.
 		retries = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
 	}
-	resync := o.Resync
-	if resync <= 0 {
-		resync = ResyncInterval
-	}
-	ctx, cancel := context.WithCancel(context.Background())
 	p := &Peers{
 		store: o.Store, addrs: o.Addrs, auth: a, log: cmp.Or(o.Logger, hclog.NewNullLogger()), now: now,
 		resolver: cmp.Or(o.Resolver, net.DefaultResolver),
@@ -142,9 +138,9 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		// request lets a retry through an address that proxied to this
 		// replica reach another one.
 		client:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
-		instance: randomID(idBytes), retries: retries, resync: resync, ctx: ctx, cancel: cancel,
+		instance: randomID(idBytes), retries: retries, resync: cmp.Or(max(o.Resync, 0), ResyncInterval),
 		slots: make(chan struct{}, maxDeliveries), serving: make(chan struct{}, maxServing),
-		ready: make(chan struct{}), self: map[string]bool{}, logged: map[string]time.Time{}, suppressed: map[string]int{},
+		self: map[string]bool{}, logged: map[string]time.Time{}, suppressed: map[string]int{},
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_session_peer_deliveries_total", Help: "Sign-outs sent to a peer replica, by outcome (ok, failed after retries, dropped when too many were in flight, unresolved when a peer name did not resolve).",
 		}, []string{"result"}),
@@ -158,32 +154,22 @@ func NewPeers(o PeerOptions) (*Peers, error) {
 		}, func() float64 { return float64(o.Store.Len()) })
 		for _, c := range []prometheus.Collector{p.sends, p.refused, held} {
 			if err := o.Registerer.Register(c); err != nil {
-				cancel()
 				return nil, err
 			}
 		}
 	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
 
 // Close stops background deliveries and resyncs and waits for them.
 func (p *Peers) Close() {
 	p.cancel()
-	p.wg.Wait()
-	p.client.CloseIdleConnections()
+	p.wg.Wait() // no keep-alive: the client holds no idle connection
 }
 
 // Ready reports whether the start-up sync is over (readiness).
-func (p *Peers) Ready() bool {
-	select {
-	case <-p.ready:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *Peers) markReady() { p.once.Do(func() { close(p.ready) }) }
+func (p *Peers) Ready() bool { return p.ready.Load() }
 
 // revocationJSON is one revocation on the wire.
 type revocationJSON struct {
@@ -221,7 +207,7 @@ func decodeList(b []byte, max int) ([]Revocation, error) {
 
 // --- the endpoint ---
 
-// Handler serves PeerPath. The headers are checked before any of the body
+// ServeHTTP serves PeerPath. The headers are checked before any of the body
 // is read: anything without a valid signature, with a timestamp outside
 // PeerWindow, a nonce already used or malformed peer headers gets 403, adds
 // nothing and reads nothing. Only then is the body read, at most
@@ -229,62 +215,60 @@ func decodeList(b []byte, max int) ([]Revocation, error) {
 // and compared with the signed digest; at most maxServing requests are
 // served at once. Refusals are counted; the log line names the reason,
 // never a header value, and is rate-limited.
-func (p *Peers) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The metrics listener has no body deadline of its own; this one
-		// also bounds what net/http discards of an unread body.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(PeerTimeout))
-		if r.URL.RawQuery != "" {
-			p.refuse(w, r, "query string")
+func (p *Peers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The metrics listener has no body deadline of its own; this one
+	// also bounds what net/http discards of an unread body.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(PeerTimeout))
+	if r.URL.RawQuery != "" {
+		p.refuse(w, r, "query string")
+		return
+	}
+	if err := p.auth.verifyRequest(r); err != nil {
+		p.refuse(w, r, err.Error())
+		return
+	}
+	nonce := r.Header.Get(headerNonce)
+	select {
+	case p.serving <- struct{}{}:
+		defer func() { <-p.serving }()
+	default:
+		p.refused.WithLabelValues("too many requests in flight").Inc()
+		w.Header().Set("Connection", "close")
+		p.reply(w, nonce, http.StatusServiceUnavailable, nil)
+		return
+	}
+	n := r.ContentLength
+	if n < 0 || n > MaxPeerBody || (r.Method != http.MethodPost && n != 0) {
+		p.refuse(w, r, "body length missing or too large")
+		return
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		p.refuse(w, r, "unreadable body")
+		return
+	}
+	if bodyDigest(body) != r.Header.Get(headerBody) {
+		p.refuse(w, r, "body does not match its digest")
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		p.reply(w, nonce, http.StatusOK, encodeList(p.store.Revocations()))
+	case http.MethodPost:
+		revs, err := decodeList(body, p.store.Max())
+		if err != nil {
+			p.log.Warn("session peer request refused", "reason", "malformed revocation list")
+			p.reply(w, nonce, http.StatusBadRequest, nil)
 			return
 		}
-		if err := p.auth.verifyRequest(r); err != nil {
-			p.refuse(w, r, err.Error())
-			return
+		n := p.store.Revoke(revs...)
+		if n > 0 {
+			p.log.Info("session revocations received from a peer", "added", n)
 		}
-		nonce := r.Header.Get(headerNonce)
-		select {
-		case p.serving <- struct{}{}:
-			defer func() { <-p.serving }()
-		default:
-			p.refused.WithLabelValues("too many requests in flight").Inc()
-			w.Header().Set("Connection", "close")
-			p.reply(w, nonce, http.StatusServiceUnavailable, nil)
-			return
-		}
-		n := r.ContentLength
-		if n < 0 || n > MaxPeerBody || (r.Method != http.MethodPost && n != 0) {
-			p.refuse(w, r, "body length missing or too large")
-			return
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			p.refuse(w, r, "unreadable body")
-			return
-		}
-		if bodyDigest(body) != r.Header.Get(headerBody) {
-			p.refuse(w, r, "body does not match its digest")
-			return
-		}
-		switch r.Method {
-		case http.MethodGet:
-			p.reply(w, nonce, http.StatusOK, encodeList(p.store.Revocations()))
-		case http.MethodPost:
-			revs, err := decodeList(body, p.store.Max())
-			if err != nil {
-				p.log.Warn("session peer request refused", "reason", "malformed revocation list")
-				p.reply(w, nonce, http.StatusBadRequest, nil)
-				return
-			}
-			n := p.store.Revoke(revs...)
-			if n > 0 {
-				p.log.Info("session revocations received from a peer", "added", n)
-			}
-			p.reply(w, nonce, http.StatusOK, []byte(fmt.Sprintf(`{"added":%d}`, n)))
-		default:
-			p.reply(w, nonce, http.StatusMethodNotAllowed, nil)
-		}
-	})
+		p.reply(w, nonce, http.StatusOK, []byte(fmt.Sprintf(`{"added":%d}`, n)))
+	default:
+		p.reply(w, nonce, http.StatusMethodNotAllowed, nil)
+	}
 }
 
 // refuse answers 403 and closes the connection (net/http would otherwise
@@ -361,11 +345,7 @@ func (p *Peers) call(ctx context.Context, addr, method string, body []byte) ([]b
 		return nil, errPeerAuth(fmt.Sprintf("status %d, %v", resp.StatusCode, err))
 	}
 	if resp.Header.Get(headerInstance) == p.instance {
-		if p.own(addr) {
-			p.mu.Lock()
-			p.self[addr] = true
-			p.mu.Unlock()
-		}
+		p.noteOwn(addr)
 		return nil, errSelf
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -395,27 +375,34 @@ func reason(err error) string {
 	}
 }
 
-// own reports whether addr is this replica's listener: a local interface
-// address on the port it listens on. Only such an address is left out of
-// later rounds once it answered with this replica's id; any other one
-// (a proxy, a Service's virtual IP) may reach another replica next time.
-func (p *Peers) own(addr string) bool {
+// noteOwn records addr, which answered with this replica's id, as this
+// replica's own when it is its listener: a local interface address on the
+// port it listens on. Only such an address is left out of later rounds;
+// any other one (a proxy, a Service's virtual IP) may reach another
+// replica next time.
+func (p *Peers) noteOwn(addr string) {
 	host, port, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
 	p.mu.Lock()
 	listen := p.listenPort
 	p.mu.Unlock()
-	ip := net.ParseIP(host)
 	if err != nil || ip == nil || port != listen {
-		return false
+		return
 	}
-	if ip.IsLoopback() {
-		return true
+	// The interfaces are listed outside the lock (the peer endpoint's
+	// refusals take it), and not at all for a loopback address.
+	if !ip.IsLoopback() {
+		ifaddrs, err := net.InterfaceAddrs()
+		if err != nil || !slices.ContainsFunc(ifaddrs, func(a net.Addr) bool {
+			n, ok := a.(*net.IPNet)
+			return ok && n.IP.Equal(ip)
+		}) {
+			return
+		}
 	}
-	ifaddrs, err := net.InterfaceAddrs()
-	return err == nil && slices.ContainsFunc(ifaddrs, func(a net.Addr) bool {
-		n, ok := a.(*net.IPNet)
-		return ok && n.IP.Equal(ip)
-	})
+	p.mu.Lock()
+	p.self[addr] = true
+	p.mu.Unlock()
 }
 
 // isSelf reports whether addr is known to be this replica's own.
@@ -438,15 +425,12 @@ func (p *Peers) resolve(ctx context.Context) ([]string, error) {
 			errs = append(errs, errPeerAuth("a peer address is not host:port"))
 			continue
 		}
-		ips := []string{host}
-		if net.ParseIP(host) == nil {
-			ctx, cancel := context.WithTimeout(ctx, PeerTimeout)
-			ips, err = p.resolver.LookupHost(ctx, host)
-			cancel()
-			if err != nil {
-				errs = append(errs, errPeerAuth("a peer name did not resolve"))
-				continue
-			}
+		ctx, cancel := context.WithTimeout(ctx, PeerTimeout)
+		ips, err := p.resolver.LookupHost(ctx, host) // an IP address comes back as it is
+		cancel()
+		if err != nil {
+			errs = append(errs, errPeerAuth("a peer name did not resolve"))
+			continue
 		}
 		p.mu.Lock()
 		for _, ip := range ips {
@@ -510,22 +494,20 @@ func (p *Peers) spread(body []byte, acked chan<- struct{}) {
 		p.sends.WithLabelValues("unresolved").Inc()
 		p.log.Warn("session sign-out not sent to every peer; their next resync pulls it", "reason", reason(err))
 	}
-	done := make(chan struct{}, len(addrs))
-	started := 0
+	var first sync.WaitGroup // the deliveries' first attempts
 	for _, addr := range addrs {
-		if p.inSlot(func() { p.deliver(addr, body, done) }) {
-			started++
+		first.Add(1)
+		if !p.inSlot(func() { p.deliver(addr, body, first.Done) }) {
+			first.Done()
 		}
 	}
-	for range started {
-		<-done
-	}
+	first.Wait()
 }
 
-// deliver sends body to one peer, retrying for a few seconds; it signals
-// done after the first attempt's outcome is known.
-func (p *Peers) deliver(addr string, body []byte, done chan<- struct{}) {
-	signal := sync.OnceFunc(func() { done <- struct{}{} })
+// deliver sends body to one peer, retrying for a few seconds; it calls
+// done once the first attempt's outcome is known.
+func (p *Peers) deliver(addr string, body []byte, done func()) {
+	signal := sync.OnceFunc(done)
 	defer signal()
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -553,20 +535,6 @@ func (p *Peers) deliver(addr string, body []byte, done chan<- struct{}) {
 	p.log.Warn("session sign-out not delivered to a peer; its next resync pulls it", "reason", reason(err))
 }
 
-// pull fetches one peer's list and merges it; it returns how many
-// revocations were new.
-func (p *Peers) pull(ctx context.Context, addr string) (int, error) {
-	out, err := p.call(ctx, addr, http.MethodGet, nil)
-	if err != nil {
-		return 0, err
-	}
-	revs, err := decodeList(out, p.store.Max())
-	if err != nil {
-		return 0, errPeerAuth("malformed revocation list")
-	}
-	return p.store.Revoke(revs...), nil
-}
-
 // Start runs the start-up sync and then the periodic resync in the
 // background until Close. self is the address the peer listener is bound
 // to (skipped when a peer entry names it exactly; other local addresses on
@@ -574,9 +542,7 @@ func (p *Peers) pull(ctx context.Context, addr string) (int, error) {
 func (p *Peers) Start(self string) {
 	p.mu.Lock()
 	p.self[self] = true
-	if _, port, err := net.SplitHostPort(self); err == nil {
-		p.listenPort = port
-	}
+	_, p.listenPort, _ = net.SplitHostPort(self) // "" (no port) when malformed
 	p.mu.Unlock()
 	p.wg.Go(func() {
 		p.sync()
@@ -593,9 +559,10 @@ func (p *Peers) Start(self string) {
 	})
 }
 
-// pullAll pulls from every peer not yet in answered, concurrently, and
-// records who answered (or turned out to be this replica). It reports
-// whether the names resolved and every peer has answered.
+// pullAll fetches the list of every peer not yet in answered,
+// concurrently, merges it and records who answered (or turned out to be
+// this replica). It reports whether the names resolved and every peer has
+// answered, and how many revocations were new.
 func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete bool, added int) {
 	addrs, rerr := p.resolve(ctx)
 	var mu sync.Mutex
@@ -605,13 +572,19 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 			continue
 		}
 		wg.Go(func() {
-			n, err := p.pull(ctx, addr)
+			out, err := p.call(ctx, addr, http.MethodGet, nil)
+			if err != nil {
+				return
+			}
+			revs, err := decodeList(out, p.store.Max())
+			if err != nil {
+				return // malformed revocation list: not an answer
+			}
+			n := p.store.Revoke(revs...)
 			mu.Lock()
 			defer mu.Unlock()
-			if err == nil {
-				answered[addr] = true
-				added += n
-			}
+			answered[addr] = true
+			added += n
 		})
 	}
 	wg.Wait()
@@ -629,7 +602,7 @@ func (p *Peers) pullAll(ctx context.Context, answered map[string]bool) (complete
 // sync is the start-up pull: until every resolved peer answered once, or
 // SyncTimeout. Readiness waits for it.
 func (p *Peers) sync() {
-	defer p.markReady()
+	defer p.ready.Store(true)
 	ctx, cancel := context.WithTimeout(p.ctx, SyncTimeout)
 	defer cancel()
 	start := p.now()

@@ -392,7 +392,7 @@ func startPeerWith(t *testing.T, k []byte, edit func(*PeerOptions), wrap func(ht
 		t.Fatal(err)
 	}
 	t.Cleanup(p.peers.Close)
-	mux.Handle(PeerPath, wrap(p.peers.Handler()))
+	mux.Handle(PeerPath, wrap(p.peers))
 	return p
 }
 

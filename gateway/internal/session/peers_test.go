@@ -2,11 +2,13 @@ package session
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +35,7 @@ func startPeer(t *testing.T, max int, k []byte, peerAddrs func() []string) *peer
 		t.Fatal(err)
 	}
 	t.Cleanup(p.peers.Close)
-	mux.Handle(PeerPath, p.peers.Handler())
+	mux.Handle(PeerPath, p.peers)
 	p.peers.addrs = peerAddrs()
 	return p
 }
@@ -119,4 +121,65 @@ func TestPeersShareSignOuts(t *testing.T) {
 			t.Errorf("localhost resolved to %v, %v", got, err)
 		}
 	})
+}
+
+// An address that answered with this replica's id is its own only when it
+// is an IP address on the listening port that is loopback or one of the
+// host's interface addresses.
+func TestNoteOwnRule(t *testing.T) {
+	p, err := NewPeers(PeerOptions{Store: New(nil, time.Hour, 10, key(1)), Keys: [][]byte{key(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	p.listenPort = "4000"
+	cases := map[string]bool{
+		"127.0.0.1:4000": true, "[::1]:4000": true,
+		"127.0.0.1:4001": false, "localhost:4000": false, "4000": false, "192.0.2.1:4000": false,
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ifaddrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if n.IP.Equal(net.ParseIP("192.0.2.1")) {
+				t.Skip("192.0.2.1 is a local address here")
+			}
+			if !n.IP.IsLoopback() && n.IP.To4() != nil {
+				cases[net.JoinHostPort(n.IP.String(), "4000")] = true
+				cases[net.JoinHostPort(n.IP.String(), "4001")] = false
+			}
+		}
+	}
+	for addr, want := range cases {
+		p.noteOwn(addr)
+		if got := p.isSelf(addr); got != want {
+			t.Errorf("own(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// IP literals (v4, v6, v6 with a zone) are peers as they are, without a
+// DNS query; names are looked up.
+func TestResolveLiteralsWithoutDNS(t *testing.T) {
+	var dials atomic.Int32
+	r := &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		dials.Add(1)
+		return nil, errors.New("no DNS in this test")
+	}}
+	p, err := NewPeers(PeerOptions{Store: New(nil, time.Hour, 10, key(1)), Keys: [][]byte{key(1)}, Resolver: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	p.addrs = []string{"127.0.0.1:1", "[::1]:2", "[fe80::1%lo]:3", "[::ffff:10.0.0.1]:4"}
+	got, err := p.resolve(context.Background())
+	if err != nil || !slices.Equal(got, p.addrs) || dials.Load() != 0 {
+		t.Errorf("resolve = %v, %v after %d DNS dials; want %v, nil, none", got, err, dials.Load(), p.addrs)
+	}
+	p.addrs = []string{"peers.invalid:5"}
+	if got, err := p.resolve(context.Background()); err == nil || len(got) != 0 || dials.Load() == 0 {
+		t.Errorf("resolve of a name = %v, %v after %d DNS dials; want an error after some", got, err, dials.Load())
+	}
 }

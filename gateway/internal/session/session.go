@@ -71,6 +71,7 @@
 package session
 
 import (
+	"cmp"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -141,21 +142,17 @@ type Store struct {
 	revoked map[string]time.Time // SID -> expiry
 }
 
-// New returns a store. now may be nil (time.Now); lifetime and max <= 0 take
-// the defaults. keys are 32-byte AES keys, the first one sealing; keys of
-// another size are ignored (config validation reports them); with none, a
-// random key is used for this process only.
-func New(now func() time.Time, lifetime time.Duration, max int, keys ...[]byte) *Store {
+// New returns a store. now may be nil (time.Now); lifetime and maxRevoked
+// <= 0 take the defaults (DefaultLifetime, DefaultMaxSessions). keys are
+// 32-byte AES keys, the first one sealing; keys of another size are ignored
+// (config validation reports them); with none, a random key is used for
+// this process only.
+func New(now func() time.Time, lifetime time.Duration, maxRevoked int, keys ...[]byte) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	if lifetime <= 0 {
-		lifetime = DefaultLifetime
-	}
-	if max <= 0 {
-		max = DefaultMaxSessions
-	}
-	s := &Store{now: now, lifetime: lifetime, max: max, revoked: map[string]time.Time{}}
+	s := &Store{now: now, lifetime: cmp.Or(max(lifetime, 0), DefaultLifetime), max: cmp.Or(max(maxRevoked, 0), DefaultMaxSessions),
+		revoked: map[string]time.Time{}}
 	for _, k := range keys {
 		if a, err := newAEAD(k); err == nil {
 			s.aeads = append(s.aeads, a)
@@ -206,23 +203,19 @@ func validID(s string, n int) bool {
 func (s *Store) Create(operator, role string) (Session, error) {
 	now := s.now()
 	p := payload{SID: randomID(32), Operator: operator, Role: role, CSRF: randomID(32), Created: now.Unix(), Expires: now.Add(s.lifetime).Unix()}
-	plain, err := json.Marshal(p)
-	if err != nil {
-		return Session{}, err
-	}
+	plain, _ := json.Marshal(p) // strings and integers: cannot fail
 	a := s.aeads[0]
 	nonce := make([]byte, a.NonceSize())
 	rand.Read(nonce)
 	out := append([]byte{sealVersion}, nonce...)
 	out = a.Seal(out, nonce, plain, aad)
-	sess := p.session()
-	sess.ID = base64.RawURLEncoding.EncodeToString(out)
-	return sess, nil
+	return p.session(base64.RawURLEncoding.EncodeToString(out)), nil
 }
 
-func (p payload) session() Session {
+// session is the Session sealed as p in the cookie value id.
+func (p payload) session(id string) Session {
 	return Session{
-		SID: p.SID, Operator: p.Operator, Role: p.Role, CSRFToken: p.CSRF,
+		ID: id, SID: p.SID, Operator: p.Operator, Role: p.Role, CSRFToken: p.CSRF,
 		Created: time.Unix(p.Created, 0), Expires: time.Unix(p.Expires, 0),
 	}
 }
@@ -265,9 +258,7 @@ func (s *Store) Get(value string) (Session, bool) {
 	if revoked {
 		return Session{}, false
 	}
-	sess := p.session()
-	sess.ID = value
-	return sess, true
+	return p.session(value), true
 }
 
 // Revocation is one signed-out session: its random id (never the cookie)
