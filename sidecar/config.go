@@ -233,21 +233,13 @@ func (c Config) Validate() error {
 			bad(pre+"codexHomeDir", "must not overlap services.project.projectsRootDir")
 		}
 	}
-	if p.MaxEditableFileSize < 1 || p.MaxEditableFileSize > maxEditableFileSizeLimit {
-		bad(pre+"maxEditableFileSize", "must be between 1 and %d bytes (got %d)", maxEditableFileSizeLimit, p.MaxEditableFileSize)
-	}
+	between(bad, pre+"maxEditableFileSize", p.MaxEditableFileSize, maxEditableFileSizeLimit, " bytes")
 	if p.MaxUploadSize < 1 {
 		bad(pre+"maxUploadSize", "must be at least 1 byte (got %d)", p.MaxUploadSize)
 	}
-	if p.MaxPageSize < 1 || p.MaxPageSize > maxPageSizeLimit {
-		bad(pre+"maxPageSize", "must be between 1 and %d (got %d)", maxPageSizeLimit, p.MaxPageSize)
-	}
-	if p.MaxPathLength < 1 || p.MaxPathLength > maxPathLengthLimit {
-		bad(pre+"maxPathLength", "must be between 1 and %d (got %d)", maxPathLengthLimit, p.MaxPathLength)
-	}
-	if p.MaxPathDepth < 1 || p.MaxPathDepth > maxPathDepthLimit {
-		bad(pre+"maxPathDepth", "must be between 1 and %d (got %d)", maxPathDepthLimit, p.MaxPathDepth)
-	}
+	between(bad, pre+"maxPageSize", p.MaxPageSize, maxPageSizeLimit, "")
+	between(bad, pre+"maxPathLength", p.MaxPathLength, maxPathLengthLimit, "")
+	between(bad, pre+"maxPathDepth", p.MaxPathDepth, maxPathDepthLimit, "")
 	for i, name := range p.DeniedDirectories {
 		key := pre + "deniedDirectories[" + strconv.Itoa(i) + "]"
 		switch {
@@ -259,8 +251,18 @@ func (c Config) Validate() error {
 			bad(key, "must be a single name without '/' or NUL (got %q)", name)
 		}
 	}
-	errs = append(errs, c.Services.Checkpoints.validate(p))
+	c.Services.Checkpoints.validate(p, bad)
 	return errors.Join(errs...)
+}
+
+// badFunc reports one problem of a configuration key.
+type badFunc func(key, format string, args ...any)
+
+// between reports key unless 1 <= v <= hi; unit follows hi in the message.
+func between[T int | int64](bad badFunc, key string, v, hi T, unit string) {
+	if v < 1 || v > hi {
+		bad(key, "must be between 1 and %d%s (got %d)", hi, unit, v)
+	}
 }
 
 func validAddress(addr string) error {
