@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -823,16 +822,14 @@ func (w *Watcher) overflow() {
 	for s := range w.subs {
 		w.resyncLocked(s, s.ws, ResyncOverflow, nil)
 	}
-	for _, d := range w.dirs {
-		d.refresh = true
-		w.armLocked(d)
-	}
 	// Nothing before this point can be replayed exactly: the overflow takes
 	// a position of its own, so no earlier position counts as complete.
 	w.seq++
 	w.ring, w.histFrom = nil, w.seq
 	for _, d := range w.dirs {
 		d.since = w.seq + 1
+		d.refresh = true
+		w.armLocked(d)
 	}
 }
 
@@ -948,14 +945,4 @@ func (s *Subscription) Close() {
 	s.w.releaseAllLocked(s)
 	s.w.mu.Unlock()
 	s.end()
-}
-
-var changeNames = [...]string{ChangeReady: "ready", ChangeCreated: "created", ChangeModified: "modified",
-	ChangeRemoved: "removed", ChangeRenamed: "renamed", ChangeDirectory: "directory", ChangeResync: "resync"}
-
-func (k ChangeKind) String() string {
-	if k <= ChangeUnspecified || int(k) >= len(changeNames) {
-		return fmt.Sprintf("ChangeKind(%d)", int(k))
-	}
-	return changeNames[k]
 }
