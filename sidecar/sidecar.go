@@ -113,19 +113,17 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 
-	initializer := deps.Initializer
-	if initializer == nil {
-		initializer = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit"), OnFailure: m.GitInitFailed})
-	} else {
-		// Count failures of an injected initializer too.
-		inner := initializer
-		initializer = func(ctx context.Context, dir string) error {
-			err := inner(ctx, dir)
-			if err != nil {
-				m.GitInitFailed()
-			}
-			return err
+	inner := deps.Initializer
+	if inner == nil {
+		inner = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit")})
+	}
+	// Every failed init is counted, an injected initializer's too.
+	initializer := func(ctx context.Context, dir string) error {
+		err := inner(ctx, dir)
+		if err != nil {
+			m.GitInitFailed()
 		}
+		return err
 	}
 	p := cfg.Services.Project
 	fs, err := davfs.Open(davfs.Config{
