@@ -252,20 +252,14 @@ func (s *Sidecar) start() error {
 // volume returns dir (made usable by UID 1000) or creates fresh.
 func volume(t testing.TB, dir, fresh string) string {
 	t.Helper()
+	var err error
 	if dir == "" {
-		if err := os.Mkdir(fresh, 0o755); err != nil {
-			t.Fatalf("sidecartest: %v", err)
-		}
-		dir = fresh
-	} else {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			t.Fatalf("sidecartest: %v", err)
-		}
-		dir = abs
-		if os.Geteuid() == 0 {
-			traversable(t, dir)
-		}
+		dir, err = fresh, os.Mkdir(fresh, 0o755)
+	} else if dir, err = filepath.Abs(dir); err == nil && os.Geteuid() == 0 {
+		traversable(t, dir)
+	}
+	if err != nil {
+		t.Fatalf("sidecartest: %v", err)
 	}
 	Chown(t, dir)
 	return dir
