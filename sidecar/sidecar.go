@@ -108,10 +108,6 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	for _, sd := range workspacev1.WatchService_ServiceDesc.Streams {
 		m.Init(sd.StreamName)
 	}
-	cm, err := metrics.NewCheckpoints(deps.Registry)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
 
 	inner := deps.Initializer
 	if inner == nil {
@@ -138,13 +134,13 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		Initializer:         initializer,
 		Logger:              s.log.Named("davfs"),
 		Checkpoints:         cfg.Services.Checkpoints.davfs(p),
-		CheckpointObserver:  cm.Observe,
+		CheckpointObserver:  m.Checkpoints.Observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open volumes: %w", err)
 	}
 	s.fs = fs
-	if err := cm.RegisterStore(deps.Registry, fs.CheckpointStats); err != nil {
+	if err := m.Checkpoints.RegisterStore(deps.Registry, fs.CheckpointStats); err != nil {
 		fs.Close()
 		return nil, fmt.Errorf("metrics: %w", err)
 	}

@@ -18,8 +18,8 @@ type Checkpoints struct {
 	captured prometheus.Counter
 }
 
-// NewCheckpoints creates and registers the collectors.
-func NewCheckpoints(reg prometheus.Registerer) (*Checkpoints, error) {
+// newCheckpoints creates the collectors (New registers them).
+func newCheckpoints() *Checkpoints {
 	m := &Checkpoints{
 		ops: counterVec("sidecar_checkpoint_operations_total",
 			"Checkpoint operations (create, compare, restore, delete) by result (success or error); automatic checkpoints included.", "op", "result"),
@@ -35,17 +35,12 @@ func NewCheckpoints(reg prometheus.Registerer) (*Checkpoints, error) {
 			Help: "Bytes of the files in the checkpoints created (before deduplication).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.ops, m.failures, m.duration, m.captured} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
 	for _, op := range []string{"create", "compare", "restore", "delete"} {
 		m.ops.WithLabelValues(op, "success")
 		m.ops.WithLabelValues(op, "error")
 		m.duration.WithLabelValues(op)
 	}
-	return m, nil
+	return m
 }
 
 // Observe is the davfs.CheckpointObserver.

@@ -1,8 +1,9 @@
 // Package metrics holds the sidecar's Prometheus figures for the gRPC
 // surface (PRD §12.2): per-action requests, successes, errors and duration,
 // revision conflicts, path rejections (denylist, symlink, invalid path,
-// outside Global), size-limit rejections and git init failures. The WebDAV
-// handler registers its own figures on the same registry.
+// outside Global), size-limit rejections and git init failures, and the
+// checkpoint store's figures. The WebDAV handler registers its own figures
+// on the same registry.
 package metrics
 
 import (
@@ -22,6 +23,8 @@ type Metrics struct {
 	rejections      *prometheus.CounterVec
 	sizeRejections  *prometheus.CounterVec
 	gitInitFailures prometheus.Counter
+	// Checkpoints are the checkpoint store's figures, on the same registry.
+	Checkpoints *Checkpoints
 }
 
 // New creates the collectors and registers them on reg (which must not be
@@ -47,8 +50,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "sidecar_git_init_failures_total",
 			Help: "CreateProject calls whose git init failed (the project was rolled back).",
 		}),
+		Checkpoints: newCheckpoints(),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures} {
+	cm := m.Checkpoints
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures,
+		cm.ops, cm.failures, cm.duration, cm.captured} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
