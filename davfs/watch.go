@@ -738,10 +738,9 @@ func (w *Watcher) flush(d *dirWatch) {
 	w.mu.Unlock()
 }
 
-// diff stats each changed name through the confined Stat and compares it
-// with what d knew.
+// diff stats each changed name through the confined Stat (ctx is flush's,
+// ForMutation: the watcher's own reads) and compares it with what d knew.
 func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[string]struct{}, self bool) []Change {
-	ctx = ForMutation(ctx)
 	type gone struct {
 		path string
 		ino  uint64

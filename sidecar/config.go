@@ -144,7 +144,8 @@ func ParseConfig(data []byte) (Config, error) {
 }
 
 // checkKeys walks a mapping node against the yaml tags of t so that an
-// unknown key is reported with its full dotted name.
+// unknown key is reported with its full dotted name (prefix: the parent's
+// name and a dot).
 func checkKeys(n *yaml.Node, t reflect.Type, prefix string, errs *[]error) {
 	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
 		return
@@ -159,16 +160,13 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string, errs *[]error) {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		key := k.Value
-		if prefix != "" {
-			key = prefix + "." + k.Value
-		}
+		key := prefix + k.Value
 		ft, ok := fields[k.Value]
 		if !ok {
 			*errs = append(*errs, fmt.Errorf("%s: unknown key (line %d)", key, k.Line))
 			continue
 		}
-		checkKeys(v, ft, key, errs)
+		checkKeys(v, ft, key+".", errs)
 	}
 }
 
