@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -198,14 +199,10 @@ func (c Config) Validate() error {
 			addrs[s.addr] = s.key
 		}
 	}
-	switch strings.ToLower(c.Log.Level) {
-	case "trace", "debug", "info", "warn", "error":
-	default:
+	if !slices.Contains([]string{"trace", "debug", "info", "warn", "error"}, strings.ToLower(c.Log.Level)) {
 		bad("log.level", "must be one of trace, debug, info, warn, error (got %q)", c.Log.Level)
 	}
-	switch c.Log.Format {
-	case "json", "text":
-	default:
+	if c.Log.Format != "json" && c.Log.Format != "text" {
 		bad("log.format", "must be json or text (got %q)", c.Log.Format)
 	}
 
@@ -225,11 +222,9 @@ func (c Config) Validate() error {
 			bad(d.key, "must not be the file system root")
 		}
 	}
-	if p.ProjectsRootDir != "" && p.CodexHomeDir != "" && filepath.IsAbs(p.ProjectsRootDir) && filepath.IsAbs(p.CodexHomeDir) {
-		a, b := filepath.Clean(p.ProjectsRootDir), filepath.Clean(p.CodexHomeDir)
-		if a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") {
-			bad(pre+"codexHomeDir", "must not overlap services.project.projectsRootDir")
-		}
+	a, b := filepath.Clean(p.ProjectsRootDir), filepath.Clean(p.CodexHomeDir)
+	if filepath.IsAbs(a) && filepath.IsAbs(b) && (within(a, b) || within(b, a)) {
+		bad(pre+"codexHomeDir", "must not overlap services.project.projectsRootDir")
 	}
 	between(bad, pre+"maxEditableFileSize", p.MaxEditableFileSize, maxEditableFileSizeLimit, " bytes")
 	if p.MaxUploadSize < 1 {
