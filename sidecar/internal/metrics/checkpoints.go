@@ -25,15 +25,10 @@ func newCheckpoints() *Checkpoints {
 			"Checkpoint operations (create, compare, restore, delete) by result (success or error); automatic checkpoints included.", "op", "result"),
 		failures: counterVec("sidecar_checkpoint_failures_total",
 			"Failed checkpoint operations by op and reason.", "op", "reason"),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sidecar_checkpoint_duration_seconds",
-			Help:    "Duration of checkpoint operations by op.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"op"}),
-		captured: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_checkpoint_captured_bytes_total",
-			Help: "Bytes of the files in the checkpoints created (before deduplication).",
-		}),
+		duration: histogramVec("sidecar_checkpoint_duration_seconds", "Duration of checkpoint operations by op.",
+			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}, "op"),
+		captured: counter("sidecar_checkpoint_captured_bytes_total",
+			"Bytes of the files in the checkpoints created (before deduplication)."),
 	}
 	for _, op := range []string{"create", "compare", "restore", "delete"} {
 		m.ops.WithLabelValues(op, "success")
