@@ -245,8 +245,7 @@ func (f *FS) NewWatcher(cfg WatchConfig) (*Watcher, error) {
 		dirs: map[string]*dirWatch{}, byProc: map[string]*dirWatch{}, subs: map[*Subscription]struct{}{},
 		done: make(chan struct{}),
 	}
-	w.wg.Add(1)
-	go w.loop()
+	w.wg.Go(w.loop)
 	return w, nil
 }
 
@@ -546,7 +545,6 @@ func (w *Watcher) releaseAllLocked(s *Subscription) {
 
 // loop turns inotify events into pending names and runs the housekeeping.
 func (w *Watcher) loop() {
-	defer w.wg.Done()
 	tick := time.NewTicker(w.cfg.Revalidate)
 	defer tick.Stop()
 	for {
