@@ -149,8 +149,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string, errs *[]error) {
 		return
 	}
 	fields := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name != "" && name != "-" {
 			fields[name] = f.Type
