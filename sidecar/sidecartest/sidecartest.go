@@ -281,7 +281,8 @@ func volume(t testing.TB, dir, fresh string) string {
 	t.Helper()
 	var err error
 	if dir == "" {
-		dir, err = fresh, os.Mkdir(fresh, 0o755)
+		err = os.Mkdir(fresh, 0o755)
+		dir = fresh
 	} else if dir, err = filepath.Abs(dir); err == nil && os.Geteuid() == 0 {
 		traversable(t, dir)
 	}

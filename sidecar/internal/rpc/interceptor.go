@@ -182,7 +182,8 @@ func guard(log hclog.Logger, fields func() []any, fn func() error) (cause error)
 // otherwise an internal error at error, anything else at info. The fields
 // are built only for a line that is written.
 func record(log hclog.Logger, obs Observer, action string, quiet, asOK bool, fields func() []any, st *status.Status, reason davfs.Reason, cause error, start time.Time) {
-	d, code := time.Since(start), st.Code().String()
+	d := time.Since(start)
+	code := st.Code().String()
 	if asOK {
 		code, reason = codes.OK.String(), ""
 	}
