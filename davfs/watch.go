@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -246,8 +245,7 @@ func (f *FS) NewWatcher(cfg WatchConfig) (*Watcher, error) {
 		dirs: map[string]*dirWatch{}, byProc: map[string]*dirWatch{}, subs: map[*Subscription]struct{}{},
 		done: make(chan struct{}),
 	}
-	w.wg.Add(1)
-	go w.loop()
+	w.wg.Go(w.loop)
 	return w, nil
 }
 
@@ -547,7 +545,6 @@ func (w *Watcher) releaseAllLocked(s *Subscription) {
 
 // loop turns inotify events into pending names and runs the housekeeping.
 func (w *Watcher) loop() {
-	defer w.wg.Done()
 	tick := time.NewTicker(w.cfg.Revalidate)
 	defer tick.Stop()
 	for {
@@ -739,10 +736,9 @@ func (w *Watcher) flush(d *dirWatch) {
 	w.mu.Unlock()
 }
 
-// diff stats each changed name through the confined Stat and compares it
-// with what d knew.
+// diff stats each changed name through the confined Stat (ctx is flush's,
+// ForMutation: the watcher's own reads) and compares it with what d knew.
 func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[string]struct{}, self bool) []Change {
-	ctx = ForMutation(ctx)
 	type gone struct {
 		path string
 		ino  uint64
@@ -823,16 +819,14 @@ func (w *Watcher) overflow() {
 	for s := range w.subs {
 		w.resyncLocked(s, s.ws, ResyncOverflow, nil)
 	}
-	for _, d := range w.dirs {
-		d.refresh = true
-		w.armLocked(d)
-	}
 	// Nothing before this point can be replayed exactly: the overflow takes
 	// a position of its own, so no earlier position counts as complete.
 	w.seq++
 	w.ring, w.histFrom = nil, w.seq
 	for _, d := range w.dirs {
 		d.since = w.seq + 1
+		d.refresh = true
+		w.armLocked(d)
 	}
 }
 
@@ -948,14 +942,4 @@ func (s *Subscription) Close() {
 	s.w.releaseAllLocked(s)
 	s.w.mu.Unlock()
 	s.end()
-}
-
-var changeNames = [...]string{ChangeReady: "ready", ChangeCreated: "created", ChangeModified: "modified",
-	ChangeRemoved: "removed", ChangeRenamed: "renamed", ChangeDirectory: "directory", ChangeResync: "resync"}
-
-func (k ChangeKind) String() string {
-	if k <= ChangeUnspecified || int(k) >= len(changeNames) {
-		return fmt.Sprintf("ChangeKind(%d)", int(k))
-	}
-	return changeNames[k]
 }

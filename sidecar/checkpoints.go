@@ -1,8 +1,6 @@
 package sidecar
 
 import (
-	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -49,48 +47,37 @@ func DefaultCheckpointsConfig() CheckpointsConfig {
 		MaxVersionsPerWorkspace: davfs.DefaultVersionsPerWorkspace}
 }
 
-func (c CheckpointsConfig) validate(p ProjectConfig) error {
+func (c CheckpointsConfig) validate(p ProjectConfig, bad badFunc) {
 	const pre = "services.checkpoints."
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s%s: %s", pre, key, fmt.Sprintf(format, args...)))
-	}
 	if c.Dir != "" {
 		d := filepath.Clean(c.Dir)
 		switch {
 		case !filepath.IsAbs(c.Dir):
-			bad("dir", "must be an absolute path (got %q)", c.Dir)
+			bad(pre+"dir", "must be an absolute path (got %q)", c.Dir)
 		case d == "/":
-			bad("dir", "must not be the file system root")
+			bad(pre+"dir", "must not be the file system root")
 		case p.ProjectsRootDir != "" && filepath.Dir(d) == filepath.Clean(p.ProjectsRootDir) && filepath.Base(d) != DefaultCheckpointDirName:
 			// Any other name there is, or can become, a project, whose
 			// files the store would then sweep and collect.
-			bad("dir", "a direct child of projectsRootDir must be named %s (any other name can be a project)", DefaultCheckpointDirName)
+			bad(pre+"dir", "a direct child of projectsRootDir must be named %s (any other name can be a project)", DefaultCheckpointDirName)
 		case p.ProjectsRootDir != "" && filepath.Dir(d) != filepath.Clean(p.ProjectsRootDir) && within(d, filepath.Clean(p.ProjectsRootDir)):
-			bad("dir", "must not be inside a project (only projectsRootDir/%s is allowed there)", DefaultCheckpointDirName)
+			bad(pre+"dir", "must not be inside a project (only projectsRootDir/%s is allowed there)", DefaultCheckpointDirName)
 		case p.CodexHomeDir != "" && within(d, filepath.Clean(p.CodexHomeDir)):
-			bad("dir", "must not be inside codexHomeDir")
+			bad(pre+"dir", "must not be inside codexHomeDir")
 		case p.ProjectsRootDir != "" && within(filepath.Clean(p.ProjectsRootDir), d),
 			p.CodexHomeDir != "" && within(filepath.Clean(p.CodexHomeDir), d):
-			bad("dir", "must not contain projectsRootDir or codexHomeDir")
+			bad(pre+"dir", "must not contain projectsRootDir or codexHomeDir")
 		}
 	}
-	if c.MaxPerWorkspace < 1 || c.MaxPerWorkspace > 10000 {
-		bad("maxPerWorkspace", "must be between 1 and 10000 (got %d)", c.MaxPerWorkspace)
-	}
-	if c.MaxVersionsPerWorkspace < 1 || c.MaxVersionsPerWorkspace > 10000 {
-		bad("maxVersionsPerWorkspace", "must be between 1 and 10000 (got %d)", c.MaxVersionsPerWorkspace)
-	}
+	between(bad, pre+"maxPerWorkspace", c.MaxPerWorkspace, 10000, "")
+	between(bad, pre+"maxVersionsPerWorkspace", c.MaxVersionsPerWorkspace, 10000, "")
 	if c.MaxTotalBytes < 1 {
-		bad("maxTotalBytes", "must be at least 1 byte (got %d)", c.MaxTotalBytes)
+		bad(pre+"maxTotalBytes", "must be at least 1 byte (got %d)", c.MaxTotalBytes)
 	}
-	if c.MaxEntries < 1 || c.MaxEntries > 10000000 {
-		bad("maxEntries", "must be between 1 and 10000000 (got %d)", c.MaxEntries)
-	}
+	between(bad, pre+"maxEntries", c.MaxEntries, 10000000, "")
 	if d, err := time.ParseDuration(c.MaxAge); err != nil || d <= 0 {
-		bad("maxAge", "must be a positive duration such as 720h (got %q)", c.MaxAge)
+		bad(pre+"maxAge", "must be a positive duration such as 720h (got %q)", c.MaxAge)
 	}
-	return errors.Join(errs...)
 }
 
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -144,14 +145,14 @@ func ParseConfig(data []byte) (Config, error) {
 }
 
 // checkKeys walks a mapping node against the yaml tags of t so that an
-// unknown key is reported with its full dotted name.
+// unknown key is reported with its full dotted name (prefix: the parent's
+// name and a dot).
 func checkKeys(n *yaml.Node, t reflect.Type, prefix string, errs *[]error) {
 	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
 		return
 	}
 	fields := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name != "" && name != "-" {
 			fields[name] = f.Type
@@ -159,16 +160,13 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string, errs *[]error) {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		key := k.Value
-		if prefix != "" {
-			key = prefix + "." + k.Value
-		}
+		key := prefix + k.Value
 		ft, ok := fields[k.Value]
 		if !ok {
 			*errs = append(*errs, fmt.Errorf("%s: unknown key (line %d)", key, k.Line))
 			continue
 		}
-		checkKeys(v, ft, key, errs)
+		checkKeys(v, ft, key+".", errs)
 	}
 }
 
@@ -200,14 +198,10 @@ func (c Config) Validate() error {
 			addrs[s.addr] = s.key
 		}
 	}
-	switch strings.ToLower(c.Log.Level) {
-	case "trace", "debug", "info", "warn", "error":
-	default:
+	if !slices.Contains([]string{"trace", "debug", "info", "warn", "error"}, strings.ToLower(c.Log.Level)) {
 		bad("log.level", "must be one of trace, debug, info, warn, error (got %q)", c.Log.Level)
 	}
-	switch c.Log.Format {
-	case "json", "text":
-	default:
+	if c.Log.Format != "json" && c.Log.Format != "text" {
 		bad("log.format", "must be json or text (got %q)", c.Log.Format)
 	}
 
@@ -227,27 +221,17 @@ func (c Config) Validate() error {
 			bad(d.key, "must not be the file system root")
 		}
 	}
-	if p.ProjectsRootDir != "" && p.CodexHomeDir != "" && filepath.IsAbs(p.ProjectsRootDir) && filepath.IsAbs(p.CodexHomeDir) {
-		a, b := filepath.Clean(p.ProjectsRootDir), filepath.Clean(p.CodexHomeDir)
-		if a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/") {
-			bad(pre+"codexHomeDir", "must not overlap services.project.projectsRootDir")
-		}
+	a, b := filepath.Clean(p.ProjectsRootDir), filepath.Clean(p.CodexHomeDir)
+	if filepath.IsAbs(a) && filepath.IsAbs(b) && (within(a, b) || within(b, a)) {
+		bad(pre+"codexHomeDir", "must not overlap services.project.projectsRootDir")
 	}
-	if p.MaxEditableFileSize < 1 || p.MaxEditableFileSize > maxEditableFileSizeLimit {
-		bad(pre+"maxEditableFileSize", "must be between 1 and %d bytes (got %d)", maxEditableFileSizeLimit, p.MaxEditableFileSize)
-	}
+	between(bad, pre+"maxEditableFileSize", p.MaxEditableFileSize, maxEditableFileSizeLimit, " bytes")
 	if p.MaxUploadSize < 1 {
 		bad(pre+"maxUploadSize", "must be at least 1 byte (got %d)", p.MaxUploadSize)
 	}
-	if p.MaxPageSize < 1 || p.MaxPageSize > maxPageSizeLimit {
-		bad(pre+"maxPageSize", "must be between 1 and %d (got %d)", maxPageSizeLimit, p.MaxPageSize)
-	}
-	if p.MaxPathLength < 1 || p.MaxPathLength > maxPathLengthLimit {
-		bad(pre+"maxPathLength", "must be between 1 and %d (got %d)", maxPathLengthLimit, p.MaxPathLength)
-	}
-	if p.MaxPathDepth < 1 || p.MaxPathDepth > maxPathDepthLimit {
-		bad(pre+"maxPathDepth", "must be between 1 and %d (got %d)", maxPathDepthLimit, p.MaxPathDepth)
-	}
+	between(bad, pre+"maxPageSize", p.MaxPageSize, maxPageSizeLimit, "")
+	between(bad, pre+"maxPathLength", p.MaxPathLength, maxPathLengthLimit, "")
+	between(bad, pre+"maxPathDepth", p.MaxPathDepth, maxPathDepthLimit, "")
 	for i, name := range p.DeniedDirectories {
 		key := pre + "deniedDirectories[" + strconv.Itoa(i) + "]"
 		switch {
@@ -259,8 +243,18 @@ func (c Config) Validate() error {
 			bad(key, "must be a single name without '/' or NUL (got %q)", name)
 		}
 	}
-	errs = append(errs, c.Services.Checkpoints.validate(p))
+	c.Services.Checkpoints.validate(p, bad)
 	return errors.Join(errs...)
+}
+
+// badFunc reports one problem of a configuration key.
+type badFunc func(key, format string, args ...any)
+
+// between reports key unless 1 <= v <= hi; unit follows hi in the message.
+func between[T int | int64](bad badFunc, key string, v, hi T, unit string) {
+	if v < 1 || v > hi {
+		bad(key, "must be between 1 and %d%s (got %d)", hi, unit, v)
+	}
 }
 
 func validAddress(addr string) error {

@@ -108,24 +108,18 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	for _, sd := range workspacev1.WatchService_ServiceDesc.Streams {
 		m.Init(sd.StreamName)
 	}
-	cm, err := metrics.NewCheckpoints(deps.Registry)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
 
-	initializer := deps.Initializer
-	if initializer == nil {
-		initializer = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit"), OnFailure: m.GitInitFailed})
-	} else {
-		// Count failures of an injected initializer too.
-		inner := initializer
-		initializer = func(ctx context.Context, dir string) error {
-			err := inner(ctx, dir)
-			if err != nil {
-				m.GitInitFailed()
-			}
-			return err
+	inner := deps.Initializer
+	if inner == nil {
+		inner = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit")})
+	}
+	// Every failed init is counted, an injected initializer's too.
+	initializer := func(ctx context.Context, dir string) error {
+		err := inner(ctx, dir)
+		if err != nil {
+			m.GitInitFailed()
 		}
+		return err
 	}
 	p := cfg.Services.Project
 	fs, err := davfs.Open(davfs.Config{
@@ -140,13 +134,13 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		Initializer:         initializer,
 		Logger:              s.log.Named("davfs"),
 		Checkpoints:         cfg.Services.Checkpoints.davfs(p),
-		CheckpointObserver:  cm.Observe,
+		CheckpointObserver:  m.Checkpoints.Observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open volumes: %w", err)
 	}
 	s.fs = fs
-	if err := cm.RegisterStore(deps.Registry, fs.CheckpointStats); err != nil {
+	if err := m.Checkpoints.RegisterStore(deps.Registry, fs.CheckpointStats); err != nil {
 		fs.Close()
 		return nil, fmt.Errorf("metrics: %w", err)
 	}

@@ -19,7 +19,7 @@ type WatchConfig struct {
 	MaxDirectoriesPerStream int `yaml:"maxDirectoriesPerStream"`
 }
 
-func (c WatchConfig) validate(bad func(key, format string, args ...any)) {
+func (c WatchConfig) validate(bad badFunc) {
 	if c.MaxDirectories < 0 {
 		bad("services.watch.maxDirectories", "must not be negative (got %d)", c.MaxDirectories)
 	}

@@ -22,6 +22,7 @@
 package errtable
 
 import (
+	"cmp"
 	"maps"
 	"net/http"
 	"slices"
@@ -188,25 +189,21 @@ func WebDAVStatus(reason string, creating bool) int {
 	return For(reason).WebDAV
 }
 
-// DefaultReason names the reason for an error of code c that carries none.
+// DefaultReason names the reason for an error of code c that carries none
+// (INTERNAL for a code defaultReasons does not name).
 func DefaultReason(c codes.Code) string {
-	switch c {
-	case codes.InvalidArgument, codes.OutOfRange:
-		return "INVALID_ARGUMENT"
-	case codes.NotFound:
-		return "NOT_FOUND"
-	case codes.AlreadyExists:
-		return "ALREADY_EXISTS"
-	case codes.PermissionDenied:
-		return "FORBIDDEN"
-	case codes.Unauthenticated:
-		return "UNAUTHENTICATED"
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return "SIDECAR_UNAVAILABLE"
-	case codes.Aborted:
-		return "REVISION_MISMATCH"
-	case codes.ResourceExhausted:
-		return "TOO_LARGE"
-	}
-	return "INTERNAL"
+	return cmp.Or(defaultReasons[c], "INTERNAL")
+}
+
+var defaultReasons = map[codes.Code]string{
+	codes.InvalidArgument:   "INVALID_ARGUMENT",
+	codes.OutOfRange:        "INVALID_ARGUMENT",
+	codes.NotFound:          "NOT_FOUND",
+	codes.AlreadyExists:     "ALREADY_EXISTS",
+	codes.PermissionDenied:  "FORBIDDEN",
+	codes.Unauthenticated:   "UNAUTHENTICATED",
+	codes.Unavailable:       "SIDECAR_UNAVAILABLE",
+	codes.DeadlineExceeded:  "SIDECAR_UNAVAILABLE",
+	codes.Aborted:           "REVISION_MISMATCH",
+	codes.ResourceExhausted: "TOO_LARGE",
 }

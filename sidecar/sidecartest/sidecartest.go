@@ -191,6 +191,33 @@ func (s *Sidecar) Restart() {
 	}
 }
 
+// RestartSamePorts stops the process (SIGKILL when kill, else SIGTERM) and
+// starts it again on the same three loopback addresses, so that a gateway
+// configured with the old endpoints reaches it again (a pod restart behind
+// a Service). It retries while the ports are still being released.
+func (s *Sidecar) RestartSamePorts(kill bool) {
+	s.t.Helper()
+	s.stopForRestart(kill)
+	cfg, err := sidecar.LoadConfig(s.ConfigPath)
+	if err != nil {
+		s.t.Fatalf("sidecartest: %v", err)
+	}
+	cfg.RPCServer.Address = s.RPCAddr
+	cfg.DavServer.Address = strings.TrimPrefix(s.DavURL, "http://")
+	cfg.MetricsServer.Address = strings.TrimPrefix(s.MetricsURL, "http://")
+	proctest.WriteYAML(s.t, s.ConfigPath, cfg, 0o644)
+	for i := 0; ; i++ {
+		err := s.start()
+		if err == nil {
+			return
+		}
+		if i >= 40 {
+			s.t.Fatalf("sidecartest: restart on the same ports: %v\nlogs:\n%s", err, s.logs.Tail(100))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // stopForRestart stops a still-running process: SIGKILL when kill, else
 // SIGTERM and a drained exit (anything else fails the test).
 func (s *Sidecar) stopForRestart(kill bool) {
@@ -252,20 +279,15 @@ func (s *Sidecar) start() error {
 // volume returns dir (made usable by UID 1000) or creates fresh.
 func volume(t testing.TB, dir, fresh string) string {
 	t.Helper()
+	var err error
 	if dir == "" {
-		if err := os.Mkdir(fresh, 0o755); err != nil {
-			t.Fatalf("sidecartest: %v", err)
-		}
+		err = os.Mkdir(fresh, 0o755)
 		dir = fresh
-	} else {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			t.Fatalf("sidecartest: %v", err)
-		}
-		dir = abs
-		if os.Geteuid() == 0 {
-			traversable(t, dir)
-		}
+	} else if dir, err = filepath.Abs(dir); err == nil && os.Geteuid() == 0 {
+		traversable(t, dir)
+	}
+	if err != nil {
+		t.Fatalf("sidecartest: %v", err)
 	}
 	Chown(t, dir)
 	return dir

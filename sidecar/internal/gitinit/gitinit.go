@@ -31,8 +31,6 @@ type Options struct {
 	Timeout time.Duration
 	// Logger gets the failure detail (git's output), never a client. Nil: null logger.
 	Logger hclog.Logger
-	// OnFailure is called once per failed run (metrics). Optional.
-	OnFailure func()
 }
 
 // New returns an initializer that runs git init in dir. On failure it returns
@@ -49,11 +47,7 @@ func New(opts Options) davfs.ProjectInitializer {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	return func(ctx context.Context, dir string) error {
-		err := run(ctx, opts, dir)
-		if err != nil {
-			if opts.OnFailure != nil {
-				opts.OnFailure()
-			}
+		if err := run(ctx, opts, dir); err != nil {
 			return &davfs.Error{Code: davfs.CodeInternal, Reason: davfs.ReasonGitInitFailed,
 				Message: "git init failed; the project was not created", Err: err}
 		}

@@ -18,34 +18,24 @@ type Checkpoints struct {
 	captured prometheus.Counter
 }
 
-// NewCheckpoints creates and registers the collectors.
-func NewCheckpoints(reg prometheus.Registerer) (*Checkpoints, error) {
+// newCheckpoints creates the collectors (New registers them).
+func newCheckpoints() *Checkpoints {
 	m := &Checkpoints{
 		ops: counterVec("sidecar_checkpoint_operations_total",
 			"Checkpoint operations (create, compare, restore, delete) by result (success or error); automatic checkpoints included.", "op", "result"),
 		failures: counterVec("sidecar_checkpoint_failures_total",
 			"Failed checkpoint operations by op and reason.", "op", "reason"),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sidecar_checkpoint_duration_seconds",
-			Help:    "Duration of checkpoint operations by op.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}, []string{"op"}),
-		captured: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_checkpoint_captured_bytes_total",
-			Help: "Bytes of the files in the checkpoints created (before deduplication).",
-		}),
-	}
-	for _, c := range []prometheus.Collector{m.ops, m.failures, m.duration, m.captured} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+		duration: histogramVec("sidecar_checkpoint_duration_seconds", "Duration of checkpoint operations by op.",
+			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}, "op"),
+		captured: counter("sidecar_checkpoint_captured_bytes_total",
+			"Bytes of the files in the checkpoints created (before deduplication)."),
 	}
 	for _, op := range []string{"create", "compare", "restore", "delete"} {
 		m.ops.WithLabelValues(op, "success")
 		m.ops.WithLabelValues(op, "error")
 		m.duration.WithLabelValues(op)
 	}
-	return m, nil
+	return m
 }
 
 // Observe is the davfs.CheckpointObserver.

@@ -1,8 +1,9 @@
 // Package metrics holds the sidecar's Prometheus figures for the gRPC
 // surface (PRD §12.2): per-action requests, successes, errors and duration,
 // revision conflicts, path rejections (denylist, symlink, invalid path,
-// outside Global), size-limit rejections and git init failures. The WebDAV
-// handler registers its own figures on the same registry.
+// outside Global), size-limit rejections and git init failures, and the
+// checkpoint store's figures. The WebDAV handler registers its own figures
+// on the same registry.
 package metrics
 
 import (
@@ -22,6 +23,8 @@ type Metrics struct {
 	rejections      *prometheus.CounterVec
 	sizeRejections  *prometheus.CounterVec
 	gitInitFailures prometheus.Counter
+	// Checkpoints are the checkpoint store's figures, on the same registry.
+	Checkpoints *Checkpoints
 }
 
 // New creates the collectors and registers them on reg (which must not be
@@ -32,23 +35,21 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			"gRPC WorkspaceService calls by action and result (success or error).", "action", "result"),
 		errors: counterVec("sidecar_grpc_errors_total",
 			"Failed gRPC WorkspaceService calls by action, gRPC code and reason.", "action", "code", "reason"),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sidecar_grpc_request_duration_seconds",
-			Help:    "Duration of gRPC WorkspaceService calls by action.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"action"}),
+		duration: histogramVec("sidecar_grpc_request_duration_seconds", "Duration of gRPC WorkspaceService calls by action.",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}, "action"),
 		conflicts: counterVec("sidecar_grpc_revision_conflicts_total",
 			"gRPC calls refused because the expected revision (or a cursor) was stale.", "action", "reason"),
 		rejections: counterVec("sidecar_grpc_path_rejections_total",
 			"gRPC calls refused by path safety: denylist, symlink, invalid path, outside Global, path too long or deep.", "action", "reason"),
 		sizeRejections: counterVec("sidecar_grpc_size_limit_rejections_total",
 			"gRPC calls refused by a size limit (file too large, page size too large).", "action", "reason"),
-		gitInitFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_git_init_failures_total",
-			Help: "CreateProject calls whose git init failed (the project was rolled back).",
-		}),
+		gitInitFailures: counter("sidecar_git_init_failures_total",
+			"CreateProject calls whose git init failed (the project was rolled back)."),
+		Checkpoints: newCheckpoints(),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures} {
+	cm := m.Checkpoints
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures,
+		cm.ops, cm.failures, cm.duration, cm.captured} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -90,7 +91,17 @@ func (m *Metrics) Observe(action, code string, reason davfs.Reason, d time.Durat
 // GitInitFailed counts one failed git init.
 func (m *Metrics) GitInitFailed() { m.gitInitFailures.Inc() }
 
+// counter is a Counter with only a name and help.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
 // counterVec is a CounterVec with only a name, help and labels.
 func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// histogramVec is a HistogramVec with only a name, help, buckets and labels.
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 }

@@ -135,13 +135,10 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 		}
 	}
 	return convert(cs[:n], func(c davfs.CheckpointChange) *workspacev1.CheckpointChange {
-		pc := &workspacev1.CheckpointChange{Path: c.Path, Kind: changeKinds[c.Kind], OldSize: c.OldSize, NewSize: c.NewSize,
-			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff, DiffState: diffStates[c.DiffState]}
-		pc.Type = workspacev1.EntryType_ENTRY_TYPE_FILE
-		if c.Type == davfs.TypeDirectory {
-			pc.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
-		}
-		return pc
+		// Anything but a directory is a file.
+		return &workspacev1.CheckpointChange{Path: c.Path, Kind: changeKinds[c.Kind], OldSize: c.OldSize, NewSize: c.NewSize,
+			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff, DiffState: diffStates[c.DiffState],
+			Type: cmp.Or(entryTypes[c.Type], workspacev1.EntryType_ENTRY_TYPE_FILE)}
 	}), len(cs) > n
 }
 

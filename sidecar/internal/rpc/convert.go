@@ -42,12 +42,18 @@ func pageSize(n int32) (int, error) {
 	return int(n), nil
 }
 
+// entryTypes is the contract's name of a davfs entry type (UNSPECIFIED,
+// the zero value, for any other).
+var entryTypes = map[davfs.EntryType]workspacev1.EntryType{
+	davfs.TypeFile:      workspacev1.EntryType_ENTRY_TYPE_FILE,
+	davfs.TypeDirectory: workspacev1.EntryType_ENTRY_TYPE_DIRECTORY,
+}
+
 func entryType(t workspacev1.EntryType) (davfs.EntryType, error) {
-	switch t {
-	case workspacev1.EntryType_ENTRY_TYPE_FILE:
-		return davfs.TypeFile, nil
-	case workspacev1.EntryType_ENTRY_TYPE_DIRECTORY:
-		return davfs.TypeDirectory, nil
+	for d, pt := range entryTypes {
+		if pt == t {
+			return d, nil
+		}
 	}
 	return davfs.TypeUnspecified, invalid(davfs.ReasonInvalidArgument, "type must be ENTRY_TYPE_FILE or ENTRY_TYPE_DIRECTORY")
 }
@@ -68,15 +74,10 @@ func toEntry(e davfs.Entry) *workspacev1.Entry {
 		Size:     e.Size,
 		Revision: e.Revision,
 		Editable: e.Editable,
+		Type:     entryTypes[e.Type],
 	}
 	if !e.ModTime.IsZero() {
 		out.ModifiedAt = timestamppb.New(e.ModTime)
-	}
-	switch e.Type {
-	case davfs.TypeFile:
-		out.Type = workspacev1.EntryType_ENTRY_TYPE_FILE
-	case davfs.TypeDirectory:
-		out.Type = workspacev1.EntryType_ENTRY_TYPE_DIRECTORY
 	}
 	if e.Type == davfs.TypeFile && !e.Editable {
 		out.NonEditableReason = nonEditable[e.Reason]

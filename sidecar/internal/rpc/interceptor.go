@@ -69,8 +69,7 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 		// The log fields are built only for a line that is written (and
 		// for a panic).
 		fields := func() []any {
-			f := []any{"method", info.FullMethod, "request_id", ci.RequestID, "operator", ci.Operator}
-			f = append(f, requestFields(req)...)
+			f := callFields(info.FullMethod, ci, req)
 			if dl, ok := ctx.Deadline(); ok {
 				f = append(f, "deadline_ms", time.Until(dl).Milliseconds())
 			}
@@ -86,13 +85,9 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 		})
 
 		st, reason := toStatus(cause)
-		d := time.Since(start)
-		if obs != nil {
-			obs.Observe(action, st.Code().String(), reason, d)
-		}
 		// Like the WebDAV handler: a successful read is a debug line (the
 		// gateway's access log has it already).
-		logCall(log, cause == nil && readRPCs[action], fields, st, reason, cause, d)
+		record(log, obs, action, cause == nil && readRPCs[action], false, fields, st, reason, cause, start)
 		if cause != nil {
 			return nil, st.Err()
 		}
@@ -113,10 +108,10 @@ func errorDetail(err error) string {
 	return err.Error()
 }
 
-// requestFields names the workspace and paths of a request for the log line
-// (never its content).
-func requestFields(req any) []any {
-	var f []any
+// callFields are a call's log fields: its method, request ID and operator,
+// and the workspace and paths of its request (never its content).
+func callFields(method string, ci CallInfo, req any) []any {
+	f := []any{"method", method, "request_id", ci.RequestID, "operator", ci.Operator}
 	if r, ok := req.(interface {
 		GetWorkspace() *workspacev1.WorkspaceRef
 	}); ok && r.GetWorkspace() != nil {
@@ -180,12 +175,21 @@ func guard(log hclog.Logger, fields func() []any, fn func() error) (cause error)
 	return fn()
 }
 
-// logCall writes a call's one log line: its fields, code and duration and,
-// for a failure, the reason and the error (an internal error's wrapped
-// cause goes to the log only; the client sees the status message). A quiet
-// call logs at debug; otherwise an internal error at error, anything else
-// at info. The fields are built only for a line that is written.
-func logCall(log hclog.Logger, quiet bool, fields func() []any, st *status.Status, reason davfs.Reason, cause error, d time.Duration) {
+// record makes a call's one metrics observation (as OK when asOK) and writes
+// its one log line: its fields, code and duration and, for a failure, the
+// reason and the error (an internal error's wrapped cause goes to the log
+// only; the client sees the status message). A quiet call logs at debug;
+// otherwise an internal error at error, anything else at info. The fields
+// are built only for a line that is written.
+func record(log hclog.Logger, obs Observer, action string, quiet, asOK bool, fields func() []any, st *status.Status, reason davfs.Reason, cause error, start time.Time) {
+	d := time.Since(start)
+	code := st.Code().String()
+	if asOK {
+		code, reason = codes.OK.String(), ""
+	}
+	if obs != nil {
+		obs.Observe(action, code, reason, d)
+	}
 	level := hclog.Info
 	switch {
 	case quiet:
@@ -230,32 +234,18 @@ func StreamInterceptor(log hclog.Logger, obs Observer) grpc.StreamServerIntercep
 		_ = ss.SetHeader(metadata.Pairs(RequestIDKey, ci.RequestID))
 		action := path.Base(info.FullMethod)
 		ours := strings.HasPrefix(info.FullMethod, "/workspace.v1.")
-		fields := func() []any {
-			f := []any{"method", info.FullMethod, "request_id", ci.RequestID, "operator", ci.Operator}
-			if ws.req != nil {
-				f = append(f, requestFields(ws.req)...)
-			}
-			return f
-		}
+		fields := func() []any { return callFields(info.FullMethod, ci, ws.req) }
 
 		cause := guard(log, fields, func() error { return handler(srv, ws) })
 
 		st, reason := toStatus(cause)
-		d := time.Since(start)
 		clientGone := st.Code() == codes.Canceled && ctx.Err() != nil
 		// st.Err() is nil for a stream that ended without an error.
 		if !ours {
 			log.Debug("rpc", "method", info.FullMethod, "request_id", ci.RequestID, "code", st.Code().String())
 			return st.Err()
 		}
-		if obs != nil {
-			code := st.Code().String()
-			if clientGone {
-				code, reason = codes.OK.String(), ""
-			}
-			obs.Observe(action, code, reason, d)
-		}
-		logCall(log, cause == nil || clientGone, fields, st, reason, cause, d)
+		record(log, obs, action, cause == nil || clientGone, clientGone, fields, st, reason, cause, start)
 		return st.Err()
 	}
 }
