@@ -273,29 +273,19 @@ func Exit(prefix string, err error) {
 	}
 }
 
-// Request is a request for method url with the headers hdr and, when body
-// is set, size bytes of body.
-func Request(method, url string, hdr map[string]string, body io.Reader, size int64) (*http.Request, error) {
+// Do sends method url through c with the headers hdr and, when body is
+// set, size bytes of body, reads the answer and returns its status, the
+// size of its body and the time from sending the request to the body's end.
+func Do(c *http.Client, method, url string, hdr map[string]string, body io.Reader, size int64) (int, int64, time.Duration, error) {
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
 	if body != nil {
 		req.ContentLength = size
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
-	}
-	return req, nil
-}
-
-// Do sends the Request of its arguments through c, reads the answer and
-// returns its status, the size of its body and the time from sending the
-// request to the body's end.
-func Do(c *http.Client, method, url string, hdr map[string]string, body io.Reader, size int64) (int, int64, time.Duration, error) {
-	req, err := Request(method, url, hdr, body, size)
-	if err != nil {
-		return 0, 0, 0, err
 	}
 	start := time.Now()
 	resp, err := c.Do(req)

@@ -477,10 +477,11 @@ func benchPropfind(servers []*server) []row {
 // countResponses checks that a PROPFIND answer is well-formed XML and
 // counts its DAV:response elements.
 func countResponses(c *http.Client, url string) (int, error) {
-	req, err := benchproc.Request("PROPFIND", url, map[string]string{"Depth": "1"}, strings.NewReader(allprop), int64(len(allprop)))
+	req, err := http.NewRequest("PROPFIND", url, strings.NewReader(allprop)) // sets ContentLength
 	if err != nil {
 		return 0, err
 	}
+	req.Header.Set("Depth", "1")
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err

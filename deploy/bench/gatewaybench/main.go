@@ -44,6 +44,7 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/deploy/bench/benchproc"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -113,14 +114,7 @@ func (t verboseTB) Fatalf(format string, args ...any) {
 
 func run(b verboseTB, p params) (*report, error) {
 	b.Helper()
-	projects, err := os.MkdirTemp("", "gatewaybench-")
-	if err != nil {
-		return nil, err
-	}
-	b.Cleanup(func() { os.RemoveAll(projects) })
-	if err := os.Chmod(projects, 0o755); err != nil {
-		return nil, err
-	}
+	projects := proctest.TempDir(b, "gatewaybench-")
 	if err := fill(filepath.Join(projects, project), p); err != nil {
 		return nil, err
 	}
