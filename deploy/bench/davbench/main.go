@@ -642,11 +642,13 @@ func benchSmallPut(servers []*server) []row {
 	})
 }
 
-// slowBody is size bytes that arrive at about bps bytes per second.
+// slowBody is size bytes that arrive at about bps bytes per second, 32 KiB
+// at a time: net/http's transport reads a request body 32 KiB at a time,
+// so each paced step is one read of the upload.
 func slowBody(size, bps int64) io.Reader {
 	pr, pw := io.Pipe()
 	go func() {
-		chunk := bytes.Repeat([]byte{'u'}, 64<<10)
+		chunk := bytes.Repeat([]byte{'u'}, 32<<10)
 		start := time.Now()
 		for sent := int64(0); sent < size; sent += int64(len(chunk)) {
 			time.Sleep(time.Until(start.Add(time.Duration(float64(sent) / float64(bps) * float64(time.Second)))))
