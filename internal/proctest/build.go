@@ -1,7 +1,6 @@
 package proctest
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -88,10 +87,8 @@ func build(pkg string) (string, error) {
 	defer os.Remove(tmp.Name())
 	cmd := exec.Command("go", "build", "-o", tmp.Name(), pkg)
 	cmd.Dir = filepath.Dir(gomod)
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, buf.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
 	f, err := os.Open(tmp.Name())
 	if err != nil {

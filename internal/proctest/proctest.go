@@ -89,11 +89,11 @@ func Start(c Command, log *Log) (*Process, map[string]string, error) {
 		return nil, nil, fmt.Errorf("start %s: %w", c.Path, err)
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{})}
-	lc := make(chan listening, len(c.Servers)+1)
+	lc := make(chan Listening, len(c.Servers)+1)
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		scanListening(stderr, log, lc)
+		ScanListening(stderr, log, lc)
 	}()
 	go func() {
 		<-readDone
@@ -110,11 +110,12 @@ func Start(c Command, log *Log) (*Process, map[string]string, error) {
 	return p, addrs, nil
 }
 
-type listening struct{ server, address string }
+// Listening is a "listening" log line: a server's name and address.
+type Listening struct{ Server, Address string }
 
-// scanListening copies r to log line by line and sends each "listening"
+// ScanListening copies r to log line by line and sends each "listening"
 // line to lc (dropping it when lc is full: only the first ones matter).
-func scanListening(r io.Reader, log *Log, lc chan<- listening) {
+func ScanListening(r io.Reader, log io.Writer, lc chan<- Listening) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
@@ -127,7 +128,7 @@ func scanListening(r io.Reader, log *Log, lc chan<- listening) {
 		}
 		if json.Unmarshal(line, &m) == nil && m.Message == "listening" {
 			select {
-			case lc <- listening{m.Server, m.Address}:
+			case lc <- Listening{m.Server, m.Address}:
 			default:
 			}
 		}
@@ -136,13 +137,13 @@ func scanListening(r io.Reader, log *Log, lc chan<- listening) {
 	_, _ = io.Copy(log, r)
 }
 
-func (p *Process) awaitReady(c Command, lc <-chan listening) (map[string]string, error) {
+func (p *Process) awaitReady(c Command, lc <-chan Listening) (map[string]string, error) {
 	deadline := time.After(c.StartTimeout)
 	addrs := map[string]string{}
 	for len(addrs) < len(c.Servers) {
 		select {
 		case l := <-lc:
-			addrs[l.server] = l.address
+			addrs[l.Server] = l.Address
 		case <-p.done:
 			return nil, fmt.Errorf("%s exited during start-up: %v", c.Name, p.ExitErr())
 		case <-deadline:

@@ -1,15 +1,15 @@
 // Package benchproc is what the benchmark tools (davbench, gatewaybench,
 // ckptbench, watchbench) share: starting the real agent-sidecar binary and
 // the peers they compare it with, reading a process's memory from /proc,
-// and the order statistics they report. It is bench support, not product
-// code: the tests use internal/proctest, which also checks logs and cleans
-// up through testing.TB.
+// their HTTP requests, the order statistics and verdicts they report and
+// how they exit on failure. It is bench support, not product code: the
+// tests use internal/proctest, which also checks logs and cleans up through
+// testing.TB.
 package benchproc
 
 import (
 	"bufio"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -169,17 +169,15 @@ func StartSidecar(work, bin string, c sidecar.Config, server string) (*Proc, err
 		return nil, err
 	}
 	p, err := Start(cmd, syscall.SIGTERM, func() (string, error) {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil && m["@message"] == "listening" && m["server"] == server {
-				go func() {
-					for sc.Scan() {
-					}
-					_, _ = io.Copy(io.Discard, stderr)
-				}()
-				return fmt.Sprint(m["address"]), nil
+		// The scan reads stderr to its end, so the sidecar never blocks on it.
+		lc := make(chan proctest.Listening, 8)
+		go func() {
+			proctest.ScanListening(stderr, io.Discard, lc)
+			close(lc)
+		}()
+		for l := range lc {
+			if l.Server == server {
+				return l.Address, nil
 			}
 		}
 		return "", errors.New("no " + server + " listening line")
@@ -256,6 +254,48 @@ func Rank[T cmp.Ordered](v []T, i int) T {
 
 // Median is the upper median of v: Rank(v, len(v)/2).
 func Median[T cmp.Ordered](v []T) T { return Rank(v, len(v)/2) }
+
+// Verdict is pass when a figure met its target (ok), else fail: each tool
+// words its result lines its own way.
+func Verdict(ok bool, pass, fail string) string {
+	if ok {
+		return pass
+	}
+	return fail
+}
+
+// Exit ends a tool that failed: it prints "prefix: err" on stderr and exits
+// with status 1. A nil err does nothing.
+func Exit(prefix string, err error) {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", prefix, err)
+		os.Exit(1)
+	}
+}
+
+// Do sends method url through c with the headers hdr and, when body is
+// set, size bytes of body, reads the answer and returns its status, the
+// size of its body and the time from sending the request to the body's end.
+func Do(c *http.Client, method, url string, hdr map[string]string, body io.Reader, size int64) (int, int64, time.Duration, error) {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if body != nil {
+		req.ContentLength = size
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, n, time.Since(start), err
+}
 
 // WriteFileMiB writes mib MiB of a fixed byte pattern to path.
 func WriteFileMiB(path string, mib int) error {

@@ -37,10 +37,7 @@ func main() {
 	mib := flag.Int("mib", 100, "MiB in the project")
 	dir := flag.String("dir", "", "work directory (default: bin/ckptbench, on the repository's disk)")
 	flag.Parse()
-	if err := run(*runs, *files, *mib, *dir); err != nil {
-		fmt.Fprintln(os.Stderr, "ckptbench:", err)
-		os.Exit(1)
-	}
+	benchproc.Exit("ckptbench", run(*runs, *files, *mib, *dir))
 }
 
 type sample struct {

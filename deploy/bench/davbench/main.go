@@ -13,6 +13,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -57,10 +58,7 @@ func main() {
 		serveXNetChild(*serveXNet)
 		return
 	}
-	if err := run(*keep, *only); err != nil {
-		fmt.Fprintln(os.Stderr, "davbench:", err)
-		os.Exit(1)
-	}
+	benchproc.Exit("davbench", run(*keep, *only))
 }
 
 // serveXNetChild is the x/net/webdav peer: exactly the plain handler.
@@ -182,10 +180,7 @@ func printRows(rows []row) {
 			r.target, r.pass = "", nil
 		}
 		if r.pass != nil {
-			res = "FAIL"
-			if *r.pass {
-				res = "ok"
-			}
+			res = benchproc.Verdict(*r.pass, "ok", "FAIL")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name,
 			fmtVal(r.vals[0], r.unit), fmtVal(r.vals[1], r.unit), fmtVal(r.vals[2], r.unit),
@@ -427,33 +422,6 @@ func newClient(conns int) *http.Client {
 	}
 }
 
-// send sends a request with the headers hdr and, if set, size bytes of
-// body.
-func send(c *http.Client, method, url string, hdr map[string]string, body io.Reader, size int64) (*http.Response, error) {
-	req, err := http.NewRequest(method, url, body)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.ContentLength = size
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	return c.Do(req)
-}
-
-// do sends a request and reads the answer: its status and body size.
-func do(c *http.Client, method, url string, hdr map[string]string, body io.Reader, size int64) (int, int64, error) {
-	resp, err := send(c, method, url, hdr, body, size)
-	if err != nil {
-		return 0, 0, err
-	}
-	n, err := io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, n, err
-}
-
 func percentile(d []time.Duration, p float64) time.Duration {
 	return benchproc.Rank(d, int(float64(len(d)-1)*p))
 }
@@ -478,9 +446,7 @@ func benchPropfind(servers []*server) []row {
 	errs := benchproc.Interleave(propfindIters+3, len(servers), func(j, i int) error {
 		s := servers[i]
 		t0 := cpuTicks(s)
-		start := time.Now()
-		code, n, err := do(clients[i], "PROPFIND", s.url+"/projects/bench/many/", hdr, strings.NewReader(allprop), int64(len(allprop)))
-		d := time.Since(start)
+		code, n, d, err := benchproc.Do(clients[i], "PROPFIND", s.url+"/projects/bench/many/", hdr, strings.NewReader(allprop), int64(len(allprop)))
 		if j >= 3 {
 			ticks[i] += cpuTicks(s) - t0
 		}
@@ -511,7 +477,12 @@ func benchPropfind(servers []*server) []row {
 // countResponses checks that a PROPFIND answer is well-formed XML and
 // counts its DAV:response elements.
 func countResponses(c *http.Client, url string) (int, error) {
-	resp, err := send(c, "PROPFIND", url, map[string]string{"Depth": "1"}, strings.NewReader(allprop), int64(len(allprop)))
+	req, err := http.NewRequest("PROPFIND", url, strings.NewReader(allprop)) // sets ContentLength
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Depth", "1")
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -537,9 +508,7 @@ func benchBigGet(servers []*server) []row {
 	r := row{name: "GET 256 MiB (best of runs)", unit: "MiB/s", target: ">= 0.9x faster peer"}
 	clients := newClients(len(servers), 1)
 	errs := benchproc.Interleave(bigGetIters+1, len(servers), func(j, i int) error {
-		start := time.Now()
-		code, n, err := do(clients[i], "GET", servers[i].url+"/projects/bench/big.bin", nil, nil, 0)
-		d := time.Since(start)
+		code, n, d, err := benchproc.Do(clients[i], "GET", servers[i].url+"/projects/bench/big.bin", nil, nil, 0)
 		if err != nil || code != 200 || n != 256<<20 {
 			return fmt.Errorf("%d %d %v", code, n, err)
 		}
@@ -553,23 +522,18 @@ func benchBigGet(servers []*server) []row {
 	return []row{r}
 }
 
-// rateN runs fn from workers goroutines for dur (or until count requests)
-// and returns requests per second and the number of requests done.
-func rateN(workers int, dur time.Duration, count int64, fn func(w int, i int64) error) (float64, int64, error) {
+// rateN runs fn from workers goroutines for dur and returns requests per
+// second and the number of requests done.
+func rateN(workers int, dur time.Duration, fn func(w int, i int64) error) (float64, int64, error) {
 	var done atomic.Int64
 	var firstErr atomic.Value
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
 	defer cancel()
 	var wg sync.WaitGroup
 	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
+	for w := range workers {
+		wg.Go(func() {
 			for i := int64(0); ctx.Err() == nil; i++ {
-				if done.Load() >= count {
-					return
-				}
 				if err := fn(w, i); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					cancel()
@@ -577,7 +541,7 @@ func rateN(workers int, dur time.Duration, count int64, fn func(w int, i int64) 
 				}
 				done.Add(1)
 			}
-		}(w)
+		})
 	}
 	wg.Wait()
 	if e, ok := firstErr.Load().(error); ok {
@@ -615,7 +579,7 @@ func bestRate(servers []*server, rounds int, what string, r row, factor float64,
 	errs := benchproc.Interleave(rounds, len(servers), func(_, i int) error {
 		s := servers[i]
 		t0 := cpuTicks(s)
-		v, n, err := rateN(16, rateDur, 1<<40, fn(s, clients[i]))
+		v, n, err := rateN(16, rateDur, fn(s, clients[i]))
 		t1 := cpuTicks(s)
 		if err != nil {
 			return err
@@ -654,7 +618,7 @@ func benchSmallGet(servers []*server) []row {
 	return bestRate(servers, smallRounds, "small GET", r, 0.9, "  server CPU per 1 KiB GET", func(s *server, c *http.Client) func(int, int64) error {
 		url := s.url + "/projects/bench/small.txt"
 		return func(int, int64) error {
-			code, n, err := do(c, "GET", url, nil, nil, 0)
+			code, n, _, err := benchproc.Do(c, "GET", url, nil, nil, 0)
 			if err == nil && (code != 200 || n != 1024) {
 				err = fmt.Errorf("status %d, %d bytes", code, n)
 			}
@@ -669,7 +633,7 @@ func benchSmallPut(servers []*server) []row {
 	return bestRate(servers, putRounds, "PUT", r, 0.5, "  server CPU per 4 KiB PUT", func(s *server, c *http.Client) func(int, int64) error {
 		return func(w int, n int64) error {
 			url := fmt.Sprintf("%s/projects/bench/up/w%02d-%03d.txt", s.url, w, n%50)
-			code, _, err := do(c, "PUT", url, nil, strings.NewReader(body), int64(len(body)))
+			code, _, _, err := benchproc.Do(c, "PUT", url, nil, strings.NewReader(body), int64(len(body)))
 			if err == nil && code != 201 && code != 204 && code != 200 {
 				err = fmt.Errorf("status %d", code)
 			}
@@ -678,35 +642,23 @@ func benchSmallPut(servers []*server) []row {
 	})
 }
 
-// slowReader yields size bytes at about bps bytes per second.
-type slowReader struct {
-	left  int64
-	bps   int64
-	start time.Time
-	sent  int64
-}
-
-func (s *slowReader) Read(p []byte) (int, error) {
-	if s.left <= 0 {
-		return 0, io.EOF
-	}
-	if s.start.IsZero() {
-		s.start = time.Now()
-	}
-	if len(p) > 64<<10 {
-		p = p[:64<<10]
-	}
-	if int64(len(p)) > s.left {
-		p = p[:s.left]
-	}
-	due := s.start.Add(time.Duration(float64(s.sent) / float64(s.bps) * float64(time.Second)))
-	time.Sleep(time.Until(due))
-	for i := range p {
-		p[i] = 'u'
-	}
-	s.left -= int64(len(p))
-	s.sent += int64(len(p))
-	return len(p), nil
+// slowBody is size bytes that arrive at about bps bytes per second, 32 KiB
+// at a time: net/http's transport reads a request body 32 KiB at a time,
+// so each paced step is one read of the upload.
+func slowBody(size, bps int64) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		chunk := bytes.Repeat([]byte{'u'}, 32<<10)
+		start := time.Now()
+		for sent := int64(0); sent < size; sent += int64(len(chunk)) {
+			time.Sleep(time.Until(start.Add(time.Duration(float64(sent) / float64(bps) * float64(time.Second)))))
+			if _, err := pw.Write(chunk[:min(int64(len(chunk)), size-sent)]); err != nil {
+				return // the request ended early
+			}
+		}
+		pw.Close()
+	}()
+	return pr
 }
 
 func benchLatencyUnderUpload(servers []*server) []row {
@@ -721,12 +673,11 @@ func benchLatencyUnderUpload(servers []*server) []row {
 			var out []time.Duration
 			end := time.Now().Add(d)
 			for time.Now().Before(end) && len(out) < 200000 {
-				st := time.Now()
-				code, _, err := do(c, "GET", url, nil, nil, 0)
+				code, _, lat, err := benchproc.Do(c, "GET", url, nil, nil, 0)
 				if err != nil || code != 200 {
 					break
 				}
-				out = append(out, time.Since(st))
+				out = append(out, lat)
 			}
 			return out
 		}
@@ -738,7 +689,7 @@ func benchLatencyUnderUpload(servers []*server) []row {
 		go func() {
 			// Stream over about 1.5x the sampling window so it is in flight throughout.
 			bps := size * int64(time.Second) / int64(dur+dur/2)
-			code, _, err := do(upc, "PUT", s.url+"/projects/bench/up/big-upload.bin", nil, &slowReader{left: size, bps: bps}, size)
+			code, _, _, err := benchproc.Do(upc, "PUT", s.url+"/projects/bench/up/big-upload.bin", nil, slowBody(size, bps), size)
 			if err == nil && code/100 != 2 {
 				err = fmt.Errorf("status %d", code)
 			}

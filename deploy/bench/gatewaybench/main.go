@@ -44,6 +44,7 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/deploy/bench/benchproc"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -75,11 +76,7 @@ func main() {
 	flag.Parse()
 
 	// Bound the run even if a process hangs.
-	go func() {
-		time.Sleep(p.timeout)
-		fmt.Fprintf(os.Stderr, "gatewaybench: timed out after %s\n", p.timeout)
-		os.Exit(1)
-	}()
+	time.AfterFunc(p.timeout, func() { benchproc.Exit("gatewaybench", fmt.Errorf("timed out after %s", p.timeout)) })
 
 	// sidecartest and gatewaytest take a testing.TB (for Cleanup, Fatalf and
 	// logs); testing.Benchmark hands us a *testing.B outside `go test`.
@@ -91,13 +88,9 @@ func main() {
 		}
 		rep, runErr = run(verboseTB{b}, p)
 	})
-	if runErr != nil {
-		fmt.Fprintf(os.Stderr, "gatewaybench: failed: %v\n", runErr)
-		os.Exit(1)
-	}
+	benchproc.Exit("gatewaybench: failed", runErr)
 	if rep == nil {
-		fmt.Fprintf(os.Stderr, "gatewaybench: failed (see the messages above; %s)\n", strings.TrimSpace(res.String()))
-		os.Exit(1)
+		benchproc.Exit("gatewaybench", fmt.Errorf("failed (see the messages above; %s)", strings.TrimSpace(res.String())))
 	}
 	rep.print(os.Stdout, p)
 }
@@ -121,14 +114,7 @@ func (t verboseTB) Fatalf(format string, args ...any) {
 
 func run(b verboseTB, p params) (*report, error) {
 	b.Helper()
-	projects, err := os.MkdirTemp("", "gatewaybench-")
-	if err != nil {
-		return nil, err
-	}
-	b.Cleanup(func() { os.RemoveAll(projects) })
-	if err := os.Chmod(projects, 0o755); err != nil {
-		return nil, err
-	}
+	projects := proctest.TempDir(b, "gatewaybench-")
 	if err := fill(filepath.Join(projects, project), p); err != nil {
 		return nil, err
 	}
@@ -291,23 +277,13 @@ func restGet(c *http.Client, url, token string) error {
 // returns its size and the time from sending the request to the body's
 // end; a status other than 200 is an error.
 func get(c *http.Client, url, token string) (int64, time.Duration, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return 0, 0, err
-	}
+	var hdr map[string]string
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		hdr = map[string]string{"Authorization": "Bearer " + token}
 	}
-	start := time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	n, err := io.Copy(io.Discard, resp.Body)
-	d := time.Since(start)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s", strings.SplitN(url, "/", 4)[3], resp.Status)
+	code, n, d, err := benchproc.Do(c, http.MethodGet, url, hdr, nil, 0)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d %s", strings.SplitN(url, "/", 4)[3], code, http.StatusText(code))
 	}
 	return n, d, err
 }
@@ -328,12 +304,7 @@ func pct(xs []time.Duration, q float64) time.Duration {
 	return benchproc.Rank(xs, int(float64(len(xs))*q))
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "meets target"
-	}
-	return "MISSES target"
-}
+func verdict(ok bool) string { return benchproc.Verdict(ok, "meets target", "MISSES target") }
 
 func (r *report) print(w io.Writer, p params) {
 	fmt.Fprintf(w, "gatewaybench: %s, %d CPUs, %s/%s, %s, load average %s\n", cmp.Or(benchproc.ProcField("/proc/cpuinfo", "model name"), "unknown CPU"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), loadAvg())

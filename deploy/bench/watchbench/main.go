@@ -36,10 +36,7 @@ func main() {
 	subs := flag.Int("subscribers", 100, "subscribers for the memory figure")
 	dirsPer := flag.Int("dirs", 8, "directories each memory subscriber watches (shared between subscribers)")
 	flag.Parse()
-	if err := run(*writes, *subs, *dirsPer); err != nil {
-		fmt.Fprintln(os.Stderr, "watchbench:", err)
-		os.Exit(1)
-	}
+	benchproc.Exit("watchbench", run(*writes, *subs, *dirsPer))
 }
 
 func run(writes, subs, dirsPer int) error {
@@ -50,13 +47,14 @@ func run(writes, subs, dirsPer int) error {
 	defer os.RemoveAll(work)
 	root := filepath.Join(work, "vol")
 	dir := filepath.Join(root, "projects", "bench", "src")
-	for _, d := range []string{dir, filepath.Join(root, "codex")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
+	dirs := make([]string, dirsPer) // what each memory subscriber watches besides src
+	mkdirs := []string{dir, filepath.Join(root, "codex")}
+	for i := range dirs {
+		dirs[i] = "d" + strconv.Itoa(i)
+		mkdirs = append(mkdirs, filepath.Join(root, "projects", "bench", dirs[i]))
 	}
-	for i := range dirsPer {
-		if err := os.MkdirAll(filepath.Join(root, "projects", "bench", "d"+strconv.Itoa(i)), 0o755); err != nil {
+	for _, d := range mkdirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
@@ -145,11 +143,7 @@ func run(writes, subs, dirsPer int) error {
 	fmt.Printf("\nwrite -> event, %d atomic writes (one at a time)\n", writes)
 	fmt.Printf("  raw fsnotify        p50 %8s  p99 %8s\n", ms(rp50), ms(rp99))
 	fmt.Printf("  sidecar -> client   p50 %8s  p99 %8s   (coalescing window 50 ms)\n", ms(sp50), ms(sp99))
-	verdict := "met"
-	if sp99 > target {
-		verdict = "MISSED"
-	}
-	fmt.Printf("  target: p99 <= 2 x raw p99 + 50 ms = %s: %s\n", ms(target), verdict)
+	fmt.Printf("  target: p99 <= 2 x raw p99 + 50 ms = %s: %s\n", ms(target), benchproc.Verdict(sp99 <= target, "met", "MISSED"))
 	// Paired per write (steadier on a shared machine: a stall delays both).
 	extra := make([]time.Duration, len(sideLat))
 	for i := range sideLat {
@@ -161,10 +155,6 @@ func run(writes, subs, dirsPer int) error {
 	before, err := rssBytes(sc.PID)
 	if err != nil {
 		return err
-	}
-	dirs := make([]string, dirsPer)
-	for i := range dirs {
-		dirs[i] = "d" + strconv.Itoa(i)
 	}
 	mctx, mcancel := context.WithCancel(context.Background())
 	defer mcancel()
@@ -199,12 +189,9 @@ func run(writes, subs, dirsPer int) error {
 	}
 	hwm := benchproc.StatusKB(sc.PID, "VmHWM") << 10
 	delta := after - before
-	mv := "met"
-	if delta > 32<<20 {
-		mv = "MISSED"
-	}
 	fmt.Printf("\n%d subscribers x %d directories on one sidecar (one gRPC connection)\n", subs, dirsPer+1)
-	fmt.Printf("  sidecar VmRSS before %s, after %s: +%s (peak VmHWM %s); target < 32 MiB: %s\n", mib(before), mib(after), mib(delta), mib(hwm), mv)
+	fmt.Printf("  sidecar VmRSS before %s, after %s: +%s (peak VmHWM %s); target < 32 MiB: %s\n", mib(before), mib(after), mib(delta), mib(hwm),
+		benchproc.Verdict(delta <= 32<<20, "met", "MISSED"))
 	mcancel()
 	return nil
 }

@@ -278,12 +278,7 @@ func tree(t *testing.T, root string) map[string]string {
 
 func writeAs1000(t *testing.T, p, content string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, p, content, 0o600)
 	if err := os.Lchown(p, 1000, 1000); err != nil {
 		t.Fatal(err)
 	}

@@ -77,17 +77,7 @@ func startControlPlane(t *testing.T, dir, bin string, fixed bool) *controlPlane 
 	mustRun(t, time.Minute, need(t, "openssl", "openssl"), "genrsa", "-out", cp.saKey, "2048")
 	mustRun(t, time.Minute, "openssl", "rsa", "-in", cp.saKey, "-pubout", "-out", filepath.Join(cp.certDir, "sa.pub"))
 
-	waitFor(t, "etcd healthy", 60*time.Second, func() error {
-		resp, err := http.Get(etcdURL + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	}, cp.etcd)
+	waitFor(t, "etcd healthy", 60*time.Second, func() error { return get200(http.DefaultClient, etcdURL+"/health", "") }, cp.etcd)
 
 	cp.apiURL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	cp.api = start(t, dir, filepath.Join(bin, "kube-apiserver"),
@@ -123,20 +113,26 @@ current-context: tier
 `, cp.apiURL, cp.token), 0o600)
 
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	waitFor(t, "kube-apiserver ready", 120*time.Second, func() error {
-		req, _ := http.NewRequest("GET", cp.apiURL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+cp.token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	}, cp.etcd, cp.api)
+	waitFor(t, "kube-apiserver ready", 120*time.Second, func() error { return get200(client, cp.apiURL+"/readyz", cp.token) }, cp.etcd, cp.api)
 	return cp
+}
+
+// get200 GETs url (with token as the bearer, if set): an error unless the
+// answer is 200.
+func get200(c *http.Client, url, token string) error {
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // kubectl runs the built kubectl against the control plane.

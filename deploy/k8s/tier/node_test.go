@@ -138,15 +138,6 @@ func hostKubeRules(t *testing.T) string {
 	return strings.Join(keep, "\n")
 }
 
-func runEnv(timeout time.Duration, env []string, name string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.WaitDelay = 5 * time.Second
-	return cmd.CombinedOutput()
-}
-
 // kubeletCgroups lists the cgroup directories the kubelet and containerd
 // create (kubepods, k8s.io) under each v1 controller or the v2 root.
 func kubeletCgroups() map[string]bool {

@@ -4,7 +4,6 @@ package tier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -31,11 +30,6 @@ type proc struct {
 // start runs name (a path) with args, logging into dir/<base>.log.
 func start(t *testing.T, dir, name string, args ...string) *proc {
 	t.Helper()
-	return startEnv(t, dir, nil, name, args...)
-}
-
-func startEnv(t *testing.T, dir string, env []string, name string, args ...string) *proc {
-	t.Helper()
 	base := filepath.Base(name)
 	logPath := filepath.Join(dir, base+".log")
 	for i := 2; fileExists(logPath); i++ {
@@ -47,7 +41,6 @@ func startEnv(t *testing.T, dir string, env []string, name string, args ...strin
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -151,9 +144,15 @@ func freePort(t *testing.T) int {
 // run runs a command to completion within timeout and returns its combined
 // output.
 func run(timeout time.Duration, name string, args ...string) ([]byte, error) {
+	return runEnv(timeout, nil, name, args...)
+}
+
+// runEnv is run with env added to the command's environment.
+func runEnv(timeout time.Duration, env []string, name string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
@@ -181,8 +180,6 @@ func need(t *testing.T, cmd, pkg string) string {
 	}
 	return p
 }
-
-var errNotYet = errors.New("not yet")
 
 // statOwner returns "uid:gid" of a file.
 func statOwner(fi os.FileInfo) string {
