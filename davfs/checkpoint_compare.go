@@ -206,13 +206,7 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 	if against != "" {
 		ids = append(ids, against)
 	}
-	if err := f.checkpointCall(ws, ids...); err != nil {
-		return Comparison{}, err
-	}
-	if _, err := f.resolve(ws, path); err != nil {
-		return Comparison{}, err
-	}
-	if err := f.ck.open(f); err != nil {
+	if _, err := f.checkpointCall(ws, path, ids...); err != nil {
 		return Comparison{}, err
 	}
 	start := f.now()

@@ -52,13 +52,7 @@ func errChangedDuring(rel string) *Error {
 // .git, which checkpoints never hold). A restore that fails after its
 // undo checkpoint was taken returns that checkpoint's ID with the error.
 func (f *FS) RestoreCheckpoint(ctx context.Context, ws Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
-	if err := f.checkpointCall(ws, id); err != nil {
-		return RestoreResult{}, err
-	}
-	if _, err := f.resolve(ws, path); err != nil {
-		return RestoreResult{}, err
-	}
-	if err := f.ck.open(f); err != nil {
+	if _, err := f.checkpointCall(ws, path, id); err != nil {
 		return RestoreResult{}, err
 	}
 	start := f.now()

@@ -73,21 +73,13 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if !filepath.IsAbs(c.Dir) {
 		return nil, errors.New("davfs: checkpoints dir must be an absolute path")
 	}
-	if c.MaxPerWorkspace <= 0 {
-		c.MaxPerWorkspace = DefaultCheckpointsPerWorkspace
-	}
-	if c.MaxVersionsPerWorkspace <= 0 {
-		c.MaxVersionsPerWorkspace = DefaultVersionsPerWorkspace
-	}
+	positiveOr(&c.MaxPerWorkspace, DefaultCheckpointsPerWorkspace)
+	positiveOr(&c.MaxVersionsPerWorkspace, DefaultVersionsPerWorkspace)
 	if c.MaxTotalBytes <= 0 {
 		c.MaxTotalBytes = DefaultCheckpointBytes
 	}
-	if c.MaxAge <= 0 {
-		c.MaxAge = DefaultCheckpointAge
-	}
-	if c.MaxEntries <= 0 {
-		c.MaxEntries = DefaultCheckpointEntries
-	}
+	positiveOr(&c.MaxAge, DefaultCheckpointAge)
+	positiveOr(&c.MaxEntries, DefaultCheckpointEntries)
 	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1,
 		busy: map[string]int{}}
 	// An existing store is checked now (a misplaced one fails the start);
@@ -456,16 +448,9 @@ func ckWorkspaceKey(ws Workspace) string {
 	return "p-" + hex.EncodeToString(h[:16])
 }
 
+// validHash reports whether h is 64 lower-case hex digits (an object name).
 func validHash(h string) bool {
-	if len(h) != 64 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return len(h) == 64 && strings.Trim(h, "0123456789abcdef") == ""
 }
 
 // objDir opens (creating it if asked) objects/<h[:2]> (O_PATH).
@@ -491,13 +476,11 @@ func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
 		return 0, err
 	}
 	defer unix.Close(dfd)
-	err = unix.Renameat2(s.tmpfd, tmp, dfd, h, unix.RENAME_NOREPLACE)
-	if err == unix.EEXIST {
+	if err := unix.Renameat2(s.tmpfd, tmp, dfd, h, unix.RENAME_NOREPLACE); err != nil {
 		unix.Unlinkat(s.tmpfd, tmp, 0)
-		return 0, nil
-	}
-	if err != nil {
-		unix.Unlinkat(s.tmpfd, tmp, 0)
+		if err == unix.EEXIST {
+			return 0, nil
+		}
 		return 0, err
 	}
 	s.total.Add(size)
@@ -1014,13 +997,10 @@ func (s *ckStore) collect(refs []ckRef) error {
 	}
 	live := map[string]struct{}{}
 	livePacks := map[string]struct{}{}
-	byKey := map[string]map[string]bool{}
+	listed := map[string]bool{} // "<key>/<id>"
 	damaged := 0
 	for _, r := range refs {
-		if byKey[r.key] == nil {
-			byKey[r.key] = map[string]bool{}
-		}
-		byKey[r.key][r.meta.ID] = true
+		listed[r.key+"/"+r.meta.ID] = true
 		m, ok := s.rawManifest(r)
 		if !ok {
 			damaged++
@@ -1049,7 +1029,7 @@ func (s *ckStore) collect(refs []ckRef) error {
 		ents, _ := readDirents(dfd)
 		for _, d := range ents {
 			var st unix.Stat_t
-			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] &&
+			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !listed[key+"/"+id] &&
 				errnoOf(fstatat(dfd, id+".json", &st)) == unix.ENOENT {
 				unix.Unlinkat(dfd, d.name, 0)
 			}
@@ -1067,7 +1047,7 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	if held {
 		// A per-file version is held from before it exists until its
 		// write has finished: keepVersion hands the hold to its caller,
-		// which releases it (versionRelease). A checkpoint any other
+		// which releases it (keepVersion's release). A checkpoint any other
 		// call creates meanwhile can then never evict it, however old.
 		s.hold(id)
 	}
@@ -1181,25 +1161,26 @@ func (s *ckStore) pruneAge(f *FS) {
 		return
 	}
 	cut := f.now().Add(-s.cfg.MaxAge)
-	keep := refs[:0:0]
-	removed := false
-	for _, r := range refs {
-		if r.meta.Created.Before(cut) && !s.isBusy(r.meta.ID) {
-			if s.remove(r.key, r.meta.ID) == nil {
-				removed = true
-				continue
-			}
-		}
-		keep = append(keep, r)
-	}
-	if removed {
+	old := func(r ckRef) bool { return r.meta.Created.Before(cut) && !s.isBusy(r.meta.ID) }
+	if keep, removed := s.removeWhere(refs, old); removed {
 		s.collect(keep)
 	}
 }
 
-// isAutomatic reports whether a checkpoint was taken by davfs itself
-// (before a restore or delete): those are pruned before manual ones.
-func (r ckRef) isAutomatic() bool { return r.meta.Reason != CheckpointManual }
+// removeWhere removes the checkpoints of refs that drop selects. It
+// returns the others, with those whose removal failed, and whether any
+// was removed.
+func (s *ckStore) removeWhere(refs []ckRef, drop func(ckRef) bool) ([]ckRef, bool) {
+	keep, removed := refs[:0:0], false
+	for _, r := range refs {
+		if drop(r) && s.remove(r.key, r.meta.ID) == nil {
+			removed = true
+			continue
+		}
+		keep = append(keep, r)
+	}
+	return keep, removed
+}
 
 // rawManifest decodes r's manifest without validating its paths (what
 // collection and the byte plan need are the names of its objects). ok is
@@ -1231,13 +1212,14 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if err != nil && !unread {
 		return errStore(err)
 	}
-	// Eviction order: versions, then other automatic checkpoints, then
-	// manual ones, oldest first in each (IDs sort by time).
+	// Eviction order: versions, then other automatic checkpoints (taken by
+	// davfs itself, before a restore or delete), then manual ones, oldest
+	// first in each (IDs sort by time).
 	rank := func(r ckRef) int {
 		if r.isVersion() {
 			return 0
 		}
-		if r.isAutomatic() {
+		if r.meta.Reason != CheckpointManual {
 			return 1
 		}
 		return 2
@@ -1372,13 +1354,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if len(drop) == 0 {
 		return nil
 	}
-	keep := refs[:0:0]
-	for _, r := range refs {
-		if drop[r.meta] && s.remove(r.key, r.meta.ID) == nil {
-			continue
-		}
-		keep = append(keep, r)
-	}
+	keep, _ := s.removeWhere(refs, func(r ckRef) bool { return drop[r.meta] })
 	if unread {
 		keep = nil // read again: frees nothing while still incomplete
 	}
