@@ -150,10 +150,6 @@ func errCheckpointNotFound(id string) *Error {
 	return newErr(CodeNotFound, ReasonCheckpointNotFound, nil, "checkpoint %q not found", id)
 }
 
-func errCheckpointsDisabled() *Error {
-	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
-}
-
 func checkLabel(label string) error {
 	if len(label) > maxLabelBytes {
 		return newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "label is longer than %d bytes", maxLabelBytes)
@@ -172,7 +168,7 @@ func (f *FS) checkpointWorkspace(ws Workspace) error {
 		return err
 	}
 	if f.ck == nil {
-		return errCheckpointsDisabled()
+		return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
 	}
 	switch ws.Scope {
 	case ScopeProject:

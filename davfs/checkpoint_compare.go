@@ -257,24 +257,20 @@ func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, 
 			continue
 		}
 		var old, cur string
-		var st DiffState
+		st := DiffIncluded
 		if c.Kind != CheckpointAdded {
 			old, st = f.storedText(bi[c.Path])
-			if st != DiffIncluded {
-				c.DiffState = st
-				continue
-			}
 		}
-		if c.Kind != CheckpointRemoved {
+		if st == DiffIncluded && c.Kind != CheckpointRemoved {
 			if targetStored {
 				cur, st = f.storedText(ti[c.Path])
 			} else {
 				cur, st = f.liveText(ctx, ws, c.Path)
 			}
-			if st != DiffIncluded {
-				c.DiffState = st
-				continue
-			}
+		}
+		if st != DiffIncluded {
+			c.DiffState = st
+			continue
 		}
 		if old == cur {
 			c.DiffState = DiffUnavailable // a mode change only

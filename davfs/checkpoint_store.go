@@ -686,10 +686,7 @@ func (s *ckStore) cached(key string) *ckManifest {
 func (s *ckStore) cache(key string, m *ckManifest) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	s.manifests = append([]cachedManifest{{key, m}}, s.manifests...)
-	if len(s.manifests) > manifestCacheSize {
-		s.manifests = s.manifests[:manifestCacheSize]
-	}
+	s.manifests = append([]cachedManifest{{key, m}}, s.manifests[:min(len(s.manifests), manifestCacheSize-1)]...)
 }
 
 func (s *ckStore) uncache(key string) {
@@ -1227,51 +1224,42 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	slices.SortFunc(refs, func(a, b ckRef) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.meta.ID, b.meta.ID))
 	})
+	// count: ws's versions (true) and other checkpoints, counted apart.
+	count := map[bool]int{}
+	limit := map[bool]int{true: s.cfg.MaxVersionsPerWorkspace, false: s.cfg.MaxPerWorkspace}
+	newIsVersion := false
+	for _, r := range refs {
+		if r.key == key && r.meta.ID == newID {
+			newIsVersion = r.isVersion()
+		}
+		if r.key == key {
+			count[r.isVersion()]++
+		}
+	}
 	// No checkpoint, of whatever kind, evicts a version younger than
 	// VersionMinAge: a sync that overwrites more files than the bound
 	// within minutes, or a manual or automatic checkpoint taken during
 	// one, is refused (CHECKPOINT_LIMIT) rather than lose what the writes
 	// replaced. A version whose write is still running is held (busy) on
 	// top of that, whatever its age (keepVersion).
-	now := f.now()
-	evictable := func(r ckRef) bool {
-		return r.meta.ID != newID && !s.isBusy(r.meta.ID) &&
-			(!r.isVersion() || now.Sub(r.meta.Created) >= VersionMinAge)
-	}
+	//
 	// A per-file version makes room for its bytes only by evicting other
 	// versions: what an unconditional WebDAV write replaced never costs an
 	// operator's checkpoint, manual or automatic (taken before a delete or
 	// restore). When it still does not fit, it goes and the write fails.
-	newIsVersion := false
-	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
-	for _, r := range refs {
-		if r.key == key && r.meta.ID == newID {
-			newIsVersion = r.isVersion()
-		}
-		if r.key == key && r.isVersion() {
-			nv++
-		} else if r.key == key {
-			n++
-		}
-	}
-	if newIsVersion {
-		all := evictable
-		evictable = func(r ckRef) bool { return all(r) && r.isVersion() }
+	now := f.now()
+	evictable := func(r ckRef) bool {
+		return r.meta.ID != newID && !s.isBusy(r.meta.ID) &&
+			(!r.isVersion() || now.Sub(r.meta.Created) >= VersionMinAge) && (r.isVersion() || !newIsVersion)
 	}
 	drop := map[*ckMeta]bool{}
 	for _, r := range refs {
-		if r.key != key || !evictable(r) {
-			continue
-		}
-		if r.isVersion() && nv > s.cfg.MaxVersionsPerWorkspace {
+		if r.key == key && evictable(r) && count[r.isVersion()] > limit[r.isVersion()] {
 			drop[r.meta] = true
-			nv--
-		} else if !r.isVersion() && n > s.cfg.MaxPerWorkspace {
-			drop[r.meta] = true
-			n--
+			count[r.isVersion()]--
 		}
 	}
-	if newIsVersion && nv > s.cfg.MaxVersionsPerWorkspace {
+	if newIsVersion && count[true] > limit[true] {
 		s.remove(key, newID)
 		s.collect(nil)
 		return errCheckpointLimit(fmt.Sprintf("keeping it would prune a version younger than %v (services.checkpoints.maxVersionsPerWorkspace, %d, is reached)", VersionMinAge, s.cfg.MaxVersionsPerWorkspace))
