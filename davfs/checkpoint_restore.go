@@ -306,10 +306,8 @@ func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
-	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
-		return errChangedDuring(p)
-	}
-	if seen == nil || isType(&st, unix.S_IFDIR) != seen.Dir || (!seen.Dir && !statIsEntry(&st, seen)) {
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || isType(&st, unix.S_IFDIR) != seen.Dir ||
+		(!seen.Dir && !statIsEntry(&st, seen)) {
 		return errChangedDuring(p)
 	}
 	flags := 0

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -193,10 +194,7 @@ func claim(fd int) error {
 		}
 		layout[d.name] = true
 	}
-	for _, seen := range layout {
-		legacy = legacy && seen
-	}
-	if len(ents) > 0 && !legacy {
+	if len(ents) > 0 && (!legacy || slices.Contains(slices.Collect(maps.Values(layout)), false)) {
 		return errNotAStore()
 	}
 	mfd, err := unix.Openat(rfd, storeMarker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|oCommon, 0o600)
@@ -346,17 +344,12 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 		return errStore(err)
 	}
 	for i, a := range up {
-		switch {
-		case a == codex:
+		// Never inside CODEX_HOME; inside the projects root only as the
+		// direct child underRoot names.
+		var st unix.Stat_t
+		if a == codex || (a == proj && (i != 1 || s.underRoot == "" ||
+			fstatat(f.projects.fd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino)) {
 			return errStorePlace()
-		case a == proj:
-			if i != 1 || s.underRoot == "" {
-				return errStorePlace()
-			}
-			var st unix.Stat_t
-			if fstatat(f.projects.fd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino {
-				return errStorePlace()
-			}
 		}
 	}
 	for _, rfd := range []int{f.projects.fd, f.codex.fd} {
@@ -614,10 +607,7 @@ func (s *ckStore) readMeta(ws Workspace, id string) (*ckMeta, error) {
 	}
 	defer unix.Close(dfd)
 	m, err := readMetaAt(dfd, id)
-	if err != nil {
-		return nil, errCheckpointNotFound(id)
-	}
-	if w := m.workspace(); w != ws {
+	if err != nil || m.workspace() != ws {
 		return nil, errCheckpointNotFound(id)
 	}
 	return m, nil
@@ -689,12 +679,6 @@ func (s *ckStore) cache(key string, m *ckManifest) {
 	s.manifests = append([]cachedManifest{{key, m}}, s.manifests[:min(len(s.manifests), manifestCacheSize-1)]...)
 }
 
-func (s *ckStore) uncache(key string) {
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == key })
-}
-
 // errDamaged: a stored checkpoint that fails validation. Nothing has been
 // changed when it is returned; the checkpoint can only be deleted.
 func errDamaged(id string, cause error) *Error {
@@ -761,10 +745,8 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 		}
 		return nil
 	}
-	if meta.Root != "" {
-		if err := valid(meta.Root); err != nil {
-			return errors.New("invalid root")
-		}
+	if meta.Root != "" && valid(meta.Root) != nil {
+		return errors.New("invalid root")
 	}
 	dirs := make(map[string]struct{})
 	for i := range m.Entries {
@@ -935,7 +917,9 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 // remove deletes one checkpoint's files: the description first (then it
 // no longer exists), then the manifest.
 func (s *ckStore) remove(key, id string) error {
-	s.uncache(key + "/" + id)
+	s.cacheMu.Lock()
+	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == key+"/"+id })
+	s.cacheMu.Unlock()
 	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
 	if err != nil {
 		return err
