@@ -401,12 +401,8 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 		stop := min(len(ls), end+context+1)
 		oldLine, newLine := count(ls[:start])
 		oldN, newN := count(ls[start:stop])
-		if oldN > 0 {
-			oldLine++
-		}
-		if newN > 0 {
-			newLine++
-		}
+		// A side's first line, 1-based; the line before it when it is empty.
+		oldLine, newLine = oldLine+min(oldN, 1), newLine+min(newN, 1)
 		b.WriteString("@@ -" + strconv.Itoa(oldLine) + "," + strconv.Itoa(oldN) + " +" + strconv.Itoa(newLine) + "," + strconv.Itoa(newN) + " @@\n")
 		for _, l := range ls[start:stop] {
 			b.WriteByte(l.op)
