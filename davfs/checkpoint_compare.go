@@ -402,7 +402,8 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 		oldLine, newLine := count(ls[:start])
 		oldN, newN := count(ls[start:stop])
 		// A side's first line, 1-based; the line before it when it is empty.
-		oldLine, newLine = oldLine+min(oldN, 1), newLine+min(newN, 1)
+		oldLine += min(oldN, 1)
+		newLine += min(newN, 1)
 		b.WriteString("@@ -" + strconv.Itoa(oldLine) + "," + strconv.Itoa(oldN) + " +" + strconv.Itoa(newLine) + "," + strconv.Itoa(newN) + " @@\n")
 		for _, l := range ls[start:stop] {
 			b.WriteByte(l.op)

@@ -105,7 +105,8 @@ func (p *packWriter) commit() error {
 		return err
 	}
 	unix.Close(p.t.fd)
-	p.t.fd, p.ok = -1, false // from here on, nothing is left for discard
+	p.t.fd = -1
+	p.ok = false // from here on, nothing is left for discard
 	if err := unix.Renameat2(p.s.tmpfd, p.t.name, p.s.packfd, p.id+".pack", unix.RENAME_NOREPLACE); err != nil {
 		unix.Unlinkat(p.s.tmpfd, p.t.name, 0)
 		return err

@@ -1152,7 +1152,8 @@ func (s *ckStore) pruneAge(f *FS) {
 // returns the others, with those whose removal failed, and whether any
 // was removed.
 func (s *ckStore) removeWhere(refs []ckRef, drop func(ckRef) bool) ([]ckRef, bool) {
-	keep, removed := refs[:0:0], false
+	keep := refs[:0:0]
+	removed := false
 	for _, r := range refs {
 		if drop(r) && s.remove(r.key, r.meta.ID) == nil {
 			removed = true
