@@ -917,8 +917,9 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 // remove deletes one checkpoint's files: the description first (then it
 // no longer exists), then the manifest.
 func (s *ckStore) remove(key, id string) error {
+	cacheKey := key + "/" + id
 	s.cacheMu.Lock()
-	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == key+"/"+id })
+	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == cacheKey })
 	s.cacheMu.Unlock()
 	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
 	if err != nil {
