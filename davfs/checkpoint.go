@@ -150,10 +150,6 @@ func errCheckpointNotFound(id string) *Error {
 	return newErr(CodeNotFound, ReasonCheckpointNotFound, nil, "checkpoint %q not found", id)
 }
 
-func errCheckpointsDisabled() *Error {
-	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
-}
-
 func checkLabel(label string) error {
 	if len(label) > maxLabelBytes {
 		return newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "label is longer than %d bytes", maxLabelBytes)
@@ -172,7 +168,7 @@ func (f *FS) checkpointWorkspace(ws Workspace) error {
 		return err
 	}
 	if f.ck == nil {
-		return errCheckpointsDisabled()
+		return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
 	}
 	switch ws.Scope {
 	case ScopeProject:
@@ -251,10 +247,7 @@ func (f *FS) autoCheckpoint(ctx context.Context, ws Workspace, path, reason stri
 // ListCheckpoints lists ws's checkpoints, newest first. The project of a
 // PROJECT workspace need not exist any more.
 func (f *FS) ListCheckpoints(ctx context.Context, ws Workspace) ([]Checkpoint, error) {
-	if err := f.checkpointWorkspace(ws); err != nil {
-		return nil, err
-	}
-	if err := f.ck.open(f); err != nil {
+	if _, err := f.checkpointCall(ws, ""); err != nil {
 		return nil, err
 	}
 	f.ck.gc.RLock()
@@ -263,26 +256,29 @@ func (f *FS) ListCheckpoints(ctx context.Context, ws Workspace) ([]Checkpoint, e
 }
 
 // checkpointCall checks a call on ws's checkpoints before anything is
-// read: the workspace, and every checkpoint ID it names (an ID of any other
-// shape names no checkpoint: NotFound).
-func (f *FS) checkpointCall(ws Workspace, ids ...string) error {
+// read: the workspace, every checkpoint ID it names (an ID of any other
+// shape names no checkpoint: NotFound) and path in ws ("": the root, valid
+// in every valid workspace); then it opens the store. It returns path
+// resolved.
+func (f *FS) checkpointCall(ws Workspace, path string, ids ...string) (wsPath, error) {
 	if err := f.checkpointWorkspace(ws); err != nil {
-		return err
+		return wsPath{}, err
 	}
 	for _, id := range ids {
 		if !checkpointIDRE.MatchString(id) {
-			return errCheckpointNotFound(id)
+			return wsPath{}, errCheckpointNotFound(id)
 		}
 	}
-	return nil
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return wsPath{}, err
+	}
+	return w, f.ck.open(f)
 }
 
 // GetCheckpoint returns one checkpoint of ws.
 func (f *FS) GetCheckpoint(ctx context.Context, ws Workspace, id string) (Checkpoint, error) {
-	if err := f.checkpointCall(ws, id); err != nil {
-		return Checkpoint{}, err
-	}
-	if err := f.ck.open(f); err != nil {
+	if _, err := f.checkpointCall(ws, "", id); err != nil {
 		return Checkpoint{}, err
 	}
 	f.ck.gc.RLock()
@@ -297,10 +293,7 @@ func (f *FS) GetCheckpoint(ctx context.Context, ws Workspace, id string) (Checkp
 // DeleteCheckpoint removes one checkpoint of ws and the objects no other
 // checkpoint shares.
 func (f *FS) DeleteCheckpoint(ctx context.Context, ws Workspace, id string) error {
-	if err := f.checkpointCall(ws, id); err != nil {
-		return err
-	}
-	if err := f.ck.open(f); err != nil {
+	if _, err := f.checkpointCall(ws, "", id); err != nil {
 		return err
 	}
 	start := f.now()

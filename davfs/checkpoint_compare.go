@@ -206,13 +206,7 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 	if against != "" {
 		ids = append(ids, against)
 	}
-	if err := f.checkpointCall(ws, ids...); err != nil {
-		return Comparison{}, err
-	}
-	if _, err := f.resolve(ws, path); err != nil {
-		return Comparison{}, err
-	}
-	if err := f.ck.open(f); err != nil {
+	if _, err := f.checkpointCall(ws, path, ids...); err != nil {
 		return Comparison{}, err
 	}
 	start := f.now()
@@ -263,24 +257,20 @@ func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, 
 			continue
 		}
 		var old, cur string
-		var st DiffState
+		st := DiffIncluded
 		if c.Kind != CheckpointAdded {
 			old, st = f.storedText(bi[c.Path])
-			if st != DiffIncluded {
-				c.DiffState = st
-				continue
-			}
 		}
-		if c.Kind != CheckpointRemoved {
+		if st == DiffIncluded && c.Kind != CheckpointRemoved {
 			if targetStored {
 				cur, st = f.storedText(ti[c.Path])
 			} else {
 				cur, st = f.liveText(ctx, ws, c.Path)
 			}
-			if st != DiffIncluded {
-				c.DiffState = st
-				continue
-			}
+		}
+		if st != DiffIncluded {
+			c.DiffState = st
+			continue
 		}
 		if old == cur {
 			c.DiffState = DiffUnavailable // a mode change only
@@ -411,12 +401,9 @@ func unifiedDiff(path, old, cur string, kind CheckpointChangeKind) string {
 		stop := min(len(ls), end+context+1)
 		oldLine, newLine := count(ls[:start])
 		oldN, newN := count(ls[start:stop])
-		if oldN > 0 {
-			oldLine++
-		}
-		if newN > 0 {
-			newLine++
-		}
+		// A side's first line, 1-based; the line before it when it is empty.
+		oldLine += min(oldN, 1)
+		newLine += min(newN, 1)
 		b.WriteString("@@ -" + strconv.Itoa(oldLine) + "," + strconv.Itoa(oldN) + " +" + strconv.Itoa(newLine) + "," + strconv.Itoa(newN) + " @@\n")
 		for _, l := range ls[start:stop] {
 			b.WriteByte(l.op)

@@ -106,9 +106,9 @@ func (p *packWriter) commit() error {
 	}
 	unix.Close(p.t.fd)
 	p.t.fd = -1
+	p.ok = false // from here on, nothing is left for discard
 	if err := unix.Renameat2(p.s.tmpfd, p.t.name, p.s.packfd, p.id+".pack", unix.RENAME_NOREPLACE); err != nil {
 		unix.Unlinkat(p.s.tmpfd, p.t.name, 0)
-		p.ok = false
 		return err
 	}
 	// The rename must be durable before a manifest names the pack: after a
@@ -116,11 +116,9 @@ func (p *packWriter) commit() error {
 	// pack to the startup sweep.
 	if err := packDirSync(p.s.packfd); err != nil {
 		unix.Unlinkat(p.s.packfd, p.id+".pack", 0)
-		p.ok = false
 		return err
 	}
 	p.s.total.Add(p.off)
-	p.ok = false
 	return nil
 }
 
@@ -142,13 +140,6 @@ func (p *packWriter) discard() {
 		p.ok = false
 	}
 }
-
-type packReader struct {
-	*io.SectionReader
-	f *os.File
-}
-
-func (r packReader) Close() error { return r.f.Close() }
 
 // openObject opens the stored bytes of the file entry e: in its pack, or
 // the loose object. Never through a symlink, and only from a single-link
@@ -177,5 +168,8 @@ func (s *ckStore) openObject(e *ckEntry) (io.ReadCloser, error) {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), "checkpoint-pack")
-	return packReader{SectionReader: io.NewSectionReader(f, e.Off, e.Size), f: f}, nil
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.NewSectionReader(f, e.Off, e.Size), f}, nil
 }

@@ -52,13 +52,7 @@ func errChangedDuring(rel string) *Error {
 // .git, which checkpoints never hold). A restore that fails after its
 // undo checkpoint was taken returns that checkpoint's ID with the error.
 func (f *FS) RestoreCheckpoint(ctx context.Context, ws Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
-	if err := f.checkpointCall(ws, id); err != nil {
-		return RestoreResult{}, err
-	}
-	if _, err := f.resolve(ws, path); err != nil {
-		return RestoreResult{}, err
-	}
-	if err := f.ck.open(f); err != nil {
+	if _, err := f.checkpointCall(ws, path, id); err != nil {
 		return RestoreResult{}, err
 	}
 	start := f.now()
@@ -312,10 +306,8 @@ func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
-	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
-		return errChangedDuring(p)
-	}
-	if seen == nil || isType(&st, unix.S_IFDIR) != seen.Dir || (!seen.Dir && !statIsEntry(&st, seen)) {
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || isType(&st, unix.S_IFDIR) != seen.Dir ||
+		(!seen.Dir && !statIsEntry(&st, seen)) {
 		return errChangedDuring(p)
 	}
 	flags := 0

@@ -51,20 +51,16 @@ const captureRetries = 4
 const keyMargin = 2 * time.Second
 
 func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*ckManifest) *scanner {
+	refs = slices.DeleteFunc(refs, func(m *ckManifest) bool { return m == nil })
 	n := 0
 	for _, m := range refs {
-		if m != nil {
-			n += len(m.Entries)
-		}
+		n += len(m.Entries)
 	}
 	// Sized once: growing maps of a 10,000-entry manifest showed in the
 	// second checkpoint's profile.
 	s := &scanner{ctx: ctx, f: f, w: w, store: store, ref: make(map[string]*ckEntry, n),
 		blocked: map[string]struct{}{}, pinned: map[string]struct{}{}, known: make(map[string]*ckEntry, n), out: make([]ckEntry, 0, n)}
 	for _, m := range refs {
-		if m == nil {
-			continue
-		}
 		for i := range m.Entries {
 			e := &m.Entries[i]
 			if e.Dir || !validHash(e.Hash) {
@@ -265,43 +261,38 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 		}
 		return fsErr(err, rel)
 	}
+	// A case that does not return (break) leaves rel blocked.
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		if s.w.isGlobal() && rel == globalAgents {
-			s.block(rel)
-			return nil
+			break
 		}
 		fd, err := f.openName(s.w.r, pfd, name, oDirRead)
-		if err != nil {
-			if errnoOf(err) == unix.ENOENT {
-				return nil
-			}
-			s.block(rel)
+		if errnoOf(err) == unix.ENOENT {
 			return nil
+		}
+		if err != nil {
+			break
 		}
 		defer unix.Close(fd)
 		var cur unix.Stat_t
 		if err := unix.Fstat(fd, &cur); err != nil || cur.Ino != st.Ino || cur.Dev != st.Dev {
-			s.block(rel)
-			return nil
+			break
 		}
 		s.out = append(s.out, ckEntry{Path: rel, Dir: true, Mode: uint32(cur.Mode & 0o7777), Mtime: cur.Mtim.Nano()})
 		return s.dir(fd, rel, depth)
 	case unix.S_IFREG:
 		if st.Nlink > 1 || (s.w.isGlobal() && rel == globalSkills) {
-			s.block(rel)
-			return nil
+			break
 		}
 		e, ok, err := s.file(pfd, name, rel, &st)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			s.block(rel)
+		if ok {
+			s.out = append(s.out, e)
 			return nil
 		}
-		s.out = append(s.out, e)
-		return nil
 	}
 	s.block(rel)
 	return nil
@@ -331,13 +322,10 @@ func (s *scanner) file(pfd int, name, rel string, st *unix.Stat_t) (ckEntry, boo
 		if err != nil {
 			return ckEntry{}, false, nil
 		}
-		e, stable, err := s.read(fd, rel)
+		e, stable, err := s.read(fd, rel) // on an error: ckEntry{}, false
 		unix.Close(fd)
-		if err != nil {
-			return ckEntry{}, false, err
-		}
-		if stable {
-			return e, true, nil
+		if err != nil || stable {
+			return e, stable, err
 		}
 	}
 	return ckEntry{}, false, nil

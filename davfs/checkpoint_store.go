@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -73,21 +74,13 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if !filepath.IsAbs(c.Dir) {
 		return nil, errors.New("davfs: checkpoints dir must be an absolute path")
 	}
-	if c.MaxPerWorkspace <= 0 {
-		c.MaxPerWorkspace = DefaultCheckpointsPerWorkspace
-	}
-	if c.MaxVersionsPerWorkspace <= 0 {
-		c.MaxVersionsPerWorkspace = DefaultVersionsPerWorkspace
-	}
+	positiveOr(&c.MaxPerWorkspace, DefaultCheckpointsPerWorkspace)
+	positiveOr(&c.MaxVersionsPerWorkspace, DefaultVersionsPerWorkspace)
 	if c.MaxTotalBytes <= 0 {
 		c.MaxTotalBytes = DefaultCheckpointBytes
 	}
-	if c.MaxAge <= 0 {
-		c.MaxAge = DefaultCheckpointAge
-	}
-	if c.MaxEntries <= 0 {
-		c.MaxEntries = DefaultCheckpointEntries
-	}
+	positiveOr(&c.MaxAge, DefaultCheckpointAge)
+	positiveOr(&c.MaxEntries, DefaultCheckpointEntries)
 	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1,
 		busy: map[string]int{}}
 	// An existing store is checked now (a misplaced one fails the start);
@@ -201,10 +194,7 @@ func claim(fd int) error {
 		}
 		layout[d.name] = true
 	}
-	for _, seen := range layout {
-		legacy = legacy && seen
-	}
-	if len(ents) > 0 && !legacy {
+	if len(ents) > 0 && (!legacy || slices.Contains(slices.Collect(maps.Values(layout)), false)) {
 		return errNotAStore()
 	}
 	mfd, err := unix.Openat(rfd, storeMarker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|oCommon, 0o600)
@@ -354,17 +344,12 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 		return errStore(err)
 	}
 	for i, a := range up {
-		switch {
-		case a == codex:
+		// Never inside CODEX_HOME; inside the projects root only as the
+		// direct child underRoot names.
+		var st unix.Stat_t
+		if a == codex || (a == proj && (i != 1 || s.underRoot == "" ||
+			fstatat(f.projects.fd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino)) {
 			return errStorePlace()
-		case a == proj:
-			if i != 1 || s.underRoot == "" {
-				return errStorePlace()
-			}
-			var st unix.Stat_t
-			if fstatat(f.projects.fd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino {
-				return errStorePlace()
-			}
 		}
 	}
 	for _, rfd := range []int{f.projects.fd, f.codex.fd} {
@@ -456,16 +441,9 @@ func ckWorkspaceKey(ws Workspace) string {
 	return "p-" + hex.EncodeToString(h[:16])
 }
 
+// validHash reports whether h is 64 lower-case hex digits (an object name).
 func validHash(h string) bool {
-	if len(h) != 64 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return len(h) == 64 && strings.Trim(h, "0123456789abcdef") == ""
 }
 
 // objDir opens (creating it if asked) objects/<h[:2]> (O_PATH).
@@ -491,13 +469,11 @@ func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
 		return 0, err
 	}
 	defer unix.Close(dfd)
-	err = unix.Renameat2(s.tmpfd, tmp, dfd, h, unix.RENAME_NOREPLACE)
-	if err == unix.EEXIST {
+	if err := unix.Renameat2(s.tmpfd, tmp, dfd, h, unix.RENAME_NOREPLACE); err != nil {
 		unix.Unlinkat(s.tmpfd, tmp, 0)
-		return 0, nil
-	}
-	if err != nil {
-		unix.Unlinkat(s.tmpfd, tmp, 0)
+		if err == unix.EEXIST {
+			return 0, nil
+		}
 		return 0, err
 	}
 	s.total.Add(size)
@@ -631,10 +607,7 @@ func (s *ckStore) readMeta(ws Workspace, id string) (*ckMeta, error) {
 	}
 	defer unix.Close(dfd)
 	m, err := readMetaAt(dfd, id)
-	if err != nil {
-		return nil, errCheckpointNotFound(id)
-	}
-	if w := m.workspace(); w != ws {
+	if err != nil || m.workspace() != ws {
 		return nil, errCheckpointNotFound(id)
 	}
 	return m, nil
@@ -703,16 +676,7 @@ func (s *ckStore) cached(key string) *ckManifest {
 func (s *ckStore) cache(key string, m *ckManifest) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	s.manifests = append([]cachedManifest{{key, m}}, s.manifests...)
-	if len(s.manifests) > manifestCacheSize {
-		s.manifests = s.manifests[:manifestCacheSize]
-	}
-}
-
-func (s *ckStore) uncache(key string) {
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == key })
+	s.manifests = append([]cachedManifest{{key, m}}, s.manifests[:min(len(s.manifests), manifestCacheSize-1)]...)
 }
 
 // errDamaged: a stored checkpoint that fails validation. Nothing has been
@@ -781,10 +745,8 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 		}
 		return nil
 	}
-	if meta.Root != "" {
-		if err := valid(meta.Root); err != nil {
-			return errors.New("invalid root")
-		}
+	if meta.Root != "" && valid(meta.Root) != nil {
+		return errors.New("invalid root")
 	}
 	dirs := make(map[string]struct{})
 	for i := range m.Entries {
@@ -955,7 +917,10 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 // remove deletes one checkpoint's files: the description first (then it
 // no longer exists), then the manifest.
 func (s *ckStore) remove(key, id string) error {
-	s.uncache(key + "/" + id)
+	cacheKey := key + "/" + id
+	s.cacheMu.Lock()
+	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == cacheKey })
+	s.cacheMu.Unlock()
 	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
 	if err != nil {
 		return err
@@ -1014,13 +979,10 @@ func (s *ckStore) collect(refs []ckRef) error {
 	}
 	live := map[string]struct{}{}
 	livePacks := map[string]struct{}{}
-	byKey := map[string]map[string]bool{}
+	listed := map[string]bool{} // "<key>/<id>"
 	damaged := 0
 	for _, r := range refs {
-		if byKey[r.key] == nil {
-			byKey[r.key] = map[string]bool{}
-		}
-		byKey[r.key][r.meta.ID] = true
+		listed[r.key+"/"+r.meta.ID] = true
 		m, ok := s.rawManifest(r)
 		if !ok {
 			damaged++
@@ -1049,7 +1011,7 @@ func (s *ckStore) collect(refs []ckRef) error {
 		ents, _ := readDirents(dfd)
 		for _, d := range ents {
 			var st unix.Stat_t
-			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !byKey[key][id] &&
+			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !listed[key+"/"+id] &&
 				errnoOf(fstatat(dfd, id+".json", &st)) == unix.ENOENT {
 				unix.Unlinkat(dfd, d.name, 0)
 			}
@@ -1067,7 +1029,7 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	if held {
 		// A per-file version is held from before it exists until its
 		// write has finished: keepVersion hands the hold to its caller,
-		// which releases it (versionRelease). A checkpoint any other
+		// which releases it (keepVersion's release). A checkpoint any other
 		// call creates meanwhile can then never evict it, however old.
 		s.hold(id)
 	}
@@ -1181,25 +1143,27 @@ func (s *ckStore) pruneAge(f *FS) {
 		return
 	}
 	cut := f.now().Add(-s.cfg.MaxAge)
-	keep := refs[:0:0]
-	removed := false
-	for _, r := range refs {
-		if r.meta.Created.Before(cut) && !s.isBusy(r.meta.ID) {
-			if s.remove(r.key, r.meta.ID) == nil {
-				removed = true
-				continue
-			}
-		}
-		keep = append(keep, r)
-	}
-	if removed {
+	old := func(r ckRef) bool { return r.meta.Created.Before(cut) && !s.isBusy(r.meta.ID) }
+	if keep, removed := s.removeWhere(refs, old); removed {
 		s.collect(keep)
 	}
 }
 
-// isAutomatic reports whether a checkpoint was taken by davfs itself
-// (before a restore or delete): those are pruned before manual ones.
-func (r ckRef) isAutomatic() bool { return r.meta.Reason != CheckpointManual }
+// removeWhere removes the checkpoints of refs that drop selects. It
+// returns the others, with those whose removal failed, and whether any
+// was removed.
+func (s *ckStore) removeWhere(refs []ckRef, drop func(ckRef) bool) ([]ckRef, bool) {
+	keep := refs[:0:0]
+	removed := false
+	for _, r := range refs {
+		if drop(r) && s.remove(r.key, r.meta.ID) == nil {
+			removed = true
+			continue
+		}
+		keep = append(keep, r)
+	}
+	return keep, removed
+}
 
 // rawManifest decodes r's manifest without validating its paths (what
 // collection and the byte plan need are the names of its objects). ok is
@@ -1231,13 +1195,14 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if err != nil && !unread {
 		return errStore(err)
 	}
-	// Eviction order: versions, then other automatic checkpoints, then
-	// manual ones, oldest first in each (IDs sort by time).
+	// Eviction order: versions, then other automatic checkpoints (taken by
+	// davfs itself, before a restore or delete), then manual ones, oldest
+	// first in each (IDs sort by time).
 	rank := func(r ckRef) int {
 		if r.isVersion() {
 			return 0
 		}
-		if r.isAutomatic() {
+		if r.meta.Reason != CheckpointManual {
 			return 1
 		}
 		return 2
@@ -1245,51 +1210,42 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	slices.SortFunc(refs, func(a, b ckRef) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.meta.ID, b.meta.ID))
 	})
+	// count: ws's versions (true) and other checkpoints, counted apart.
+	count := map[bool]int{}
+	limit := map[bool]int{true: s.cfg.MaxVersionsPerWorkspace, false: s.cfg.MaxPerWorkspace}
+	newIsVersion := false
+	for _, r := range refs {
+		if r.key == key && r.meta.ID == newID {
+			newIsVersion = r.isVersion()
+		}
+		if r.key == key {
+			count[r.isVersion()]++
+		}
+	}
 	// No checkpoint, of whatever kind, evicts a version younger than
 	// VersionMinAge: a sync that overwrites more files than the bound
 	// within minutes, or a manual or automatic checkpoint taken during
 	// one, is refused (CHECKPOINT_LIMIT) rather than lose what the writes
 	// replaced. A version whose write is still running is held (busy) on
 	// top of that, whatever its age (keepVersion).
-	now := f.now()
-	evictable := func(r ckRef) bool {
-		return r.meta.ID != newID && !s.isBusy(r.meta.ID) &&
-			(!r.isVersion() || now.Sub(r.meta.Created) >= VersionMinAge)
-	}
+	//
 	// A per-file version makes room for its bytes only by evicting other
 	// versions: what an unconditional WebDAV write replaced never costs an
 	// operator's checkpoint, manual or automatic (taken before a delete or
 	// restore). When it still does not fit, it goes and the write fails.
-	newIsVersion := false
-	n, nv := 0, 0 // checkpoints and versions of ws (counted apart)
-	for _, r := range refs {
-		if r.key == key && r.meta.ID == newID {
-			newIsVersion = r.isVersion()
-		}
-		if r.key == key && r.isVersion() {
-			nv++
-		} else if r.key == key {
-			n++
-		}
-	}
-	if newIsVersion {
-		all := evictable
-		evictable = func(r ckRef) bool { return all(r) && r.isVersion() }
+	now := f.now()
+	evictable := func(r ckRef) bool {
+		return r.meta.ID != newID && !s.isBusy(r.meta.ID) &&
+			(!r.isVersion() || now.Sub(r.meta.Created) >= VersionMinAge) && (r.isVersion() || !newIsVersion)
 	}
 	drop := map[*ckMeta]bool{}
 	for _, r := range refs {
-		if r.key != key || !evictable(r) {
-			continue
-		}
-		if r.isVersion() && nv > s.cfg.MaxVersionsPerWorkspace {
+		if r.key == key && evictable(r) && count[r.isVersion()] > limit[r.isVersion()] {
 			drop[r.meta] = true
-			nv--
-		} else if !r.isVersion() && n > s.cfg.MaxPerWorkspace {
-			drop[r.meta] = true
-			n--
+			count[r.isVersion()]--
 		}
 	}
-	if newIsVersion && nv > s.cfg.MaxVersionsPerWorkspace {
+	if newIsVersion && count[true] > limit[true] {
 		s.remove(key, newID)
 		s.collect(nil)
 		return errCheckpointLimit(fmt.Sprintf("keeping it would prune a version younger than %v (services.checkpoints.maxVersionsPerWorkspace, %d, is reached)", VersionMinAge, s.cfg.MaxVersionsPerWorkspace))
@@ -1372,13 +1328,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if len(drop) == 0 {
 		return nil
 	}
-	keep := refs[:0:0]
-	for _, r := range refs {
-		if drop[r.meta] && s.remove(r.key, r.meta.ID) == nil {
-			continue
-		}
-		keep = append(keep, r)
-	}
+	keep, _ := s.removeWhere(refs, func(r ckRef) bool { return drop[r.meta] })
 	if unread {
 		keep = nil // read again: frees nothing while still incomplete
 	}

@@ -49,7 +49,7 @@ type unconditionalKey struct{}
 // WithUnconditional returns ctx in which what keeping does is recorded in
 // the returned Unconditional.
 func WithUnconditional(ctx context.Context) (context.Context, *Unconditional) {
-	u := &Unconditional{byName: map[string]string{}}
+	u := &Unconditional{byName: map[string]string{}, empty: map[string]bool{}}
 	return context.WithValue(ctx, unconditionalKey{}, u), u
 }
 
@@ -61,26 +61,29 @@ func unconditionalFrom(ctx context.Context) *Unconditional {
 // Used reports whether a write of the request went ahead without a
 // precondition because keeping was on, and the IDs of the versions it kept
 // (none when it replaced nothing, e.g. a MOVE of its source to a new name).
-func (u *Unconditional) Used() (bool, []string) {
-	if u == nil {
-		return false, nil
+func (u *Unconditional) Used() (used bool, ids []string) {
+	u.locked(func() { used, ids = u.used, append([]string(nil), u.versions...) })
+	return used, ids
+}
+
+// locked runs fn with u locked. A nil u (a call outside a WebDAV request)
+// records and answers nothing: fn does not run.
+func (u *Unconditional) locked(fn func()) {
+	if u != nil {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		fn()
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.used, append([]string(nil), u.versions...)
 }
 
 func (u *Unconditional) note(name, id string) {
-	if u == nil {
-		return
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.used = true
-	if id != "" {
-		u.versions = append(u.versions, id)
-		u.byName[name] = id
-	}
+	u.locked(func() {
+		u.used = true
+		if id != "" {
+			u.versions = append(u.versions, id)
+			u.byName[name] = id
+		}
+	})
 }
 
 type keptPathKey struct{}
@@ -110,9 +113,11 @@ func keptVersion(ctx context.Context, ws Workspace, rel string) string {
 // to keep what it replaces but this agent's checkpoints are disabled.
 const KeepingOff = "send If-Match with the current ETag (or hold a lock): keeping replaced content (webdav.unconditionalWrites: keep) is off on this agent because its checkpoints are disabled (services.checkpoints.enabled)"
 
-func errKeepingOff() *Error {
+// errPrecondition is errPreconditionRequired with the message msg
+// (KeepingOff, KeepSkipped).
+func errPrecondition(msg string) *Error {
 	e := errPreconditionRequired()
-	e.Message = KeepingOff
+	e.Message = msg
 	return e
 }
 
@@ -141,7 +146,7 @@ func errKeepingOff() *Error {
 // On an error, or when nothing was kept (""), release is a no-op.
 func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method string) (id string, release func(), err error) {
 	if f.ck == nil {
-		return "", noRelease, errKeepingOff()
+		return "", noRelease, errPrecondition(KeepingOff)
 	}
 	w, err := f.resolve(ws, path)
 	if err != nil {
@@ -155,7 +160,9 @@ func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method s
 	if err != nil {
 		return "", noRelease, err
 	}
-	release = f.ck.versionRelease(c.ID)
+	// The release of the hold ckStore.create took on the version: it ends
+	// the hold once, however often it is called.
+	release = sync.OnceFunc(func() { f.ck.release(c.ID) })
 	ok := false
 	defer func() {
 		if !ok {
@@ -180,20 +187,13 @@ func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method s
 		// (.git, node_modules, links, FIFOs, unreadable or still changing
 		// files): nothing could bring those back, so keeping is no answer.
 		f.ck.dropVersion(ws, c.ID, release)
-		return "", noRelease, errKeepSkipped()
+		return "", noRelease, errPrecondition(KeepSkipped)
 	}
 	ok = true
 	return c.ID, release, nil
 }
 
 func noRelease() {}
-
-// versionRelease is the release of the hold ckStore.create took on the
-// version id: it ends the hold once, however often it is called.
-func (s *ckStore) versionRelease(id string) func() {
-	var once sync.Once
-	return func() { once.Do(func() { s.release(id) }) }
-}
 
 // dropVersion releases the caller's hold on the version id of ws and
 // deletes it, unless someone else holds it too (a restore reading it):
@@ -221,48 +221,29 @@ func (s *ckStore) dropVersion(ws Workspace, id string, release func()) bool {
 // when the directory holds names a version cannot keep.
 const KeepSkipped = "the folder holds names a version cannot keep (denied names such as .git or node_modules, links, special or unreadable files); send If-Match with the current ETag or hold a lock, or delete it through the portal or the REST API"
 
-func errKeepSkipped() *Error {
-	e := errPreconditionRequired()
-	e.Message = KeepSkipped
-	return e
-}
-
 // forget drops id, a version of name dropped again because its write
 // failed and replaced nothing.
 func (u *Unconditional) forget(name, id string) {
-	if u == nil {
-		return
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.versions = slices.DeleteFunc(u.versions, func(v string) bool { return v == id })
-	if u.byName[name] == id {
-		delete(u.byName, name)
-	}
+	u.locked(func() {
+		u.versions = slices.DeleteFunc(u.versions, func(v string) bool { return v == id })
+		if u.byName[name] == id {
+			delete(u.byName, name)
+		}
+	})
 }
 
 func (u *Unconditional) noteEmpty(name string) {
-	if u == nil {
-		return
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.empty == nil {
-		u.empty = map[string]bool{}
-	}
-	u.empty[name] = true
+	u.locked(func() {
+		u.empty[name] = true
+	})
 }
 
 // keptEmpty reports whether name is a directory this request's keep found
 // holding only empty directories (so no version, and no automatic
 // checkpoint, is needed before its delete).
-func (u *Unconditional) keptEmpty(name string) bool {
-	if u == nil {
-		return false
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.empty[name]
+func (u *Unconditional) keptEmpty(name string) (empty bool) {
+	u.locked(func() { empty = u.empty[name] })
+	return empty
 }
 
 // dropUnusedVersion deletes id, the version a PUT kept of t, when the
@@ -287,13 +268,9 @@ func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string,
 }
 
 // of is the version kept of name in this request ("" none).
-func (u *Unconditional) of(name string) string {
-	if u == nil {
-		return ""
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.byName[name]
+func (u *Unconditional) of(name string) (id string) {
+	u.locked(func() { id = u.byName[name] })
+	return id
 }
 
 // keepBefore is expectedRevision's answer to a Required write with Keep
@@ -317,7 +294,7 @@ func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (r
 			unconditionalFrom(ctx).noteEmpty(t.name)
 		}
 	} else if d.fs.ck == nil {
-		return "", noRelease, wrapErr(ctx, op, t.name, errKeepingOff())
+		return "", noRelease, wrapErr(ctx, op, t.name, errPrecondition(KeepingOff))
 	}
 	unconditionalFrom(ctx).note(t.name, id)
 	return e.Revision, release, nil
@@ -346,14 +323,8 @@ func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path stri
 		cs, err = f.ListCheckpoints(ctx, ws)
 		return cs, false, err
 	}
-	if err := f.checkpointWorkspace(ws); err != nil {
-		return nil, false, err
-	}
-	w, err := f.resolve(ws, path)
+	w, err := f.checkpointCall(ws, path)
 	if err != nil {
-		return nil, false, err
-	}
-	if err := f.ck.open(f); err != nil {
 		return nil, false, err
 	}
 	f.ck.gc.RLock()
