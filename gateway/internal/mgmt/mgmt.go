@@ -293,16 +293,16 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 
 func (s *Service) observe(action, agentID string, err error, start time.Time) {
 	d := s.now().Sub(start)
-	st := status.Convert(err)
-	reason := ""
+	code, reason := codes.OK, ""
 	if err != nil {
-		reason = errtable.Reason(st)
+		st := status.Convert(err)
+		code, reason = st.Code(), errtable.Reason(st)
 	}
 	if s.metrics != nil {
-		s.metrics.Observe(action, agentID, st.Code(), reason, d)
+		s.metrics.Observe(action, agentID, code, reason, d)
 	}
 	if err != nil {
-		s.log.Debug("call failed", "action", action, "agent_id", agentID, "code", st.Code().String(), "reason", reason)
+		s.log.Debug("call failed", "action", action, "agent_id", agentID, "code", code.String(), "reason", reason)
 	}
 }
 
