@@ -74,9 +74,11 @@ func (j restJSON) Marshal(v any) ([]byte, error) {
 }
 
 // respBuf is the buffer a REST request's response is encoded into, and
-// the response to encode (msg, set by respBufFor). withRespBuf puts it
-// back in respBufs once the handler has written the response (a Writer
-// keeps nothing of what it was given), for the next request.
+// the response to encode (msg, set by respBufFor). withRespBuf takes one
+// from respBufs for each request and puts it back once the handler has
+// written the response and returned (io.Writer does not keep what it was
+// given), so a response does not cost a new buffer (and the collector its
+// work) every time.
 type respBuf struct {
 	b   []byte
 	msg proto.Message
