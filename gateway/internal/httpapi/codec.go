@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -47,79 +45,14 @@ type restJSON struct {
 // message (protojson with the options above), appended to a buffer sized
 // for it once; JSONPb.Marshal marshals and then copies the result into a
 // growing bytes.Buffer, which for a 16 KiB file was a third of the
-// encoding's time. The bytes are the same (codec_test). A response the
-// rewriter (respBufFor) handed over as a *respBuf goes into that buffer.
+// encoding's time. The bytes are the same (codec_test).
 func (j restJSON) Marshal(v any) ([]byte, error) {
-	rb, pooled := v.(*respBuf)
-	if pooled {
-		v = rb.msg
-	}
 	m, ok := v.(proto.Message)
 	if !ok || j.Indent != "" {
 		return j.JSONPb.Marshal(v)
 	}
 	n := proto.Size(m)
-	n += n/8 + 512
-	var b []byte
-	if pooled && cap(rb.b) >= n {
-		b = rb.b[:0]
-	} else {
-		b = make([]byte, 0, n)
-	}
-	b, err := j.MarshalOptions.MarshalAppend(b, m)
-	if pooled {
-		rb.b = b
-	}
-	return b, err
-}
-
-// respBuf is the buffer a REST request's response is encoded into, and
-// the response to encode (msg, set by respBufFor). withRespBuf takes one
-// from respBufs for each request and puts it back once the handler has
-// written the response and returned (io.Writer does not keep what it was
-// given), so a response does not cost a new buffer (and the collector its
-// work) every time.
-type respBuf struct {
-	b   []byte
-	msg proto.Message
-}
-
-var respBufs sync.Pool // *respBuf
-
-// maxPooledBuf bounds the buffers kept for the next response: listings
-// and files of up to about 200 KiB; larger answers (files near the 1 MiB
-// edit limit) get a buffer of their own, as before.
-const maxPooledBuf = 256 << 10
-
-type respBufKey struct{}
-
-// withRespBuf gives every REST request a response buffer from respBufs.
-// A handler that panics does not give it back.
-func withRespBuf(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rb, _ := respBufs.Get().(*respBuf)
-		if rb == nil {
-			rb = new(respBuf)
-		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), respBufKey{}, rb)))
-		rb.msg = nil
-		if cap(rb.b) <= maxPooledBuf {
-			respBufs.Put(rb)
-		}
-	})
-}
-
-// respBufFor is the muxes' response rewriter: it hands Marshal the
-// response with the request's buffer. A message with a response_body
-// (none in the contract) is left as it is, for grpc-gateway to select the
-// body from.
-func respBufFor(ctx context.Context, resp proto.Message) (any, error) {
-	rb, ok := ctx.Value(respBufKey{}).(*respBuf)
-	if _, body := resp.(interface{ XXX_ResponseBody() any }); !ok || body {
-		return resp, nil
-	}
-	rb.msg = resp
-	return rb, nil
+	return j.MarshalOptions.MarshalAppend(make([]byte, 0, n+n/8+512), m)
 }
 
 // NewDecoder implements runtime.Marshaler.

@@ -1,15 +1,12 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -189,80 +186,4 @@ func TestMarshalMatchesJSONPb(t *testing.T) {
 func authed(r *http.Request) *http.Request {
 	r.Header.Set("Authorization", "Bearer tok")
 	return r
-}
-
-// sizedService answers GetProjectFile for path i with a file of sizes[i]
-// bytes of one letter.
-type sizedService struct {
-	workspacev1.UnimplementedWorkspaceManagementServiceServer
-	sizes []int
-}
-
-func (s sizedService) file(path string) *workspacev1.GetFileResponse {
-	i, _ := strconv.Atoi(path)
-	return &workspacev1.GetFileResponse{Entry: &workspacev1.Entry{Path: path}, Content: strings.Repeat(string(rune('a'+i)), s.sizes[i])}
-}
-
-func (s sizedService) GetProjectFile(_ context.Context, req *workspacev1.GetProjectFileRequest) (*workspacev1.GetFileResponse, error) {
-	return s.file(req.GetPath()), nil
-}
-
-// Responses are encoded into buffers that later requests reuse (respBuf):
-// every response, larger or smaller than the one before it, concurrent or
-// not, is its own message's encoding, byte for byte (and -race sees
-// any buffer two requests share).
-func TestResponseBuffersAreReused(t *testing.T) {
-	svc := sizedService{sizes: []int{40000, 10, 3000, 70000, 5, 2 << 20, 100}}
-	s := newServerWith(t, svc)
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Go(func() {
-			for round := range 3 {
-				for k := range svc.sizes {
-					i := (k + g + round) % len(svc.sizes)
-					r := authed(httptest.NewRequest(http.MethodGet, APIPrefix+"/agents/codex-a/projects/files?path="+strconv.Itoa(i), nil))
-					w := serve(s, r)
-					want, err := newMarshaler().Marshal(svc.file(strconv.Itoa(i)))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if w.Code != 200 || !bytes.Equal(w.Body.Bytes(), want) {
-						t.Errorf("file %d: %d, %d bytes %.40q, want %d bytes %.40q", i, w.Code, w.Body.Len(), w.Body, len(want), want)
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// The rewriter hands Marshal the request's buffer, which keeps the
-// encoding and lends its array to the next one that fits; without a
-// buffer in the context the response goes to Marshal as it is.
-func TestResponseBufferIsKept(t *testing.T) {
-	m := newMarshaler()
-	big, small := sizedService{sizes: []int{20000}}.file("0"), sizedService{sizes: []int{100}}.file("0")
-	rb := new(respBuf)
-	ctx := context.WithValue(context.Background(), respBufKey{}, rb)
-	var arrays []*byte
-	for _, msg := range []*workspacev1.GetFileResponse{big, small, big} {
-		v, err := respBufFor(ctx, msg)
-		if err != nil || v != any(rb) || rb.msg != msg {
-			t.Fatalf("rewriter: %T %v", v, err)
-		}
-		got, err := m.Marshal(v)
-		want, _ := m.Marshal(msg)
-		if err != nil || !bytes.Equal(got, want) || !bytes.Equal(rb.b, want) {
-			t.Fatalf("Marshal: %v, %d bytes, kept %d, want %d", err, len(got), len(rb.b), len(want))
-		}
-		arrays = append(arrays, &rb.b[:1][0])
-	}
-	if arrays[1] != arrays[0] || arrays[2] != arrays[0] {
-		t.Error("the buffer's array was not reused")
-	}
-	if v, _ := respBufFor(context.Background(), big); v != any(big) {
-		t.Errorf("no buffer: %T", v)
-	}
 }

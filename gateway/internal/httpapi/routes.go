@@ -18,8 +18,7 @@ import (
 // routing rule stands in front of them (projectNamedEntries).
 
 // newAPI builds the REST handler: the routing rule, then the generated
-// routes, behind the body-size limit, with the decoder's refusal slot and
-// a response buffer.
+// routes, behind the body-size limit, with the decoder's refusal slot.
 func (s *Server) newAPI() (http.Handler, error) {
 	mux, err := s.newMux(runtime.UnescapingModeLegacy) // grpc-gateway's default
 	if err != nil {
@@ -38,7 +37,7 @@ func (s *Server) newAPI() (http.Handler, error) {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	return http.MaxBytesHandler(withRefusalSlot(withRespBuf(routes)), MaxAPIBody), nil
+	return http.MaxBytesHandler(withRefusalSlot(routes), MaxAPIBody), nil
 }
 
 func (s *Server) newMux(mode runtime.UnescapingMode) (*runtime.ServeMux, error) {
@@ -49,7 +48,6 @@ func (s *Server) newMux(mode runtime.UnescapingMode) (*runtime.ServeMux, error) 
 		// One Content-Length response instead of chunked encoding: one write
 		// system call (and one client wake-up) less per REST response.
 		runtime.WithWriteContentLength(),
-		runtime.WithForwardResponseRewriter(respBufFor),
 		// The service runs in process and reads the identity and request ID
 		// from the context, never incoming metadata (it sends sidecars only
 		// its own x-request-id/x-operator), so no request header is copied
