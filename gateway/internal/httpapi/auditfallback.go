@@ -17,8 +17,8 @@ import (
 // query targets, or "" for reads and unknown routes.
 func mutationRoute(method, path, rawQuery string) (action, agentID, project string) {
 	rest, ok := strings.CutPrefix(path, APIPrefix+"/agents/")
-	if !ok {
-		return "", "", ""
+	if !ok || method == http.MethodGet || method == http.MethodHead {
+		return "", "", "" // reads need not be split into segments
 	}
 	seg := strings.Split(strings.TrimSuffix(rest, "/"), "/")
 	if len(seg) < 2 || (seg[1] != "projects" && seg[1] != "checkpoints") {

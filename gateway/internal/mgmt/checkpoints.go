@@ -11,7 +11,7 @@ import (
 
 // Checkpoints is the in-process CheckpointManagementService: each call is
 // routed by agent_id to that agent's sidecar CheckpointService through the
-// same path as every other call (Service.do: admin check, deadline,
+// same path as every other call (routed: admin check, deadline,
 // metadata, error rewrapping, metrics), and create, restore and delete are
 // audited (never content: the workspace, the path and the checkpoint ID).
 type Checkpoints struct {
@@ -25,7 +25,7 @@ func (s *Service) Checkpoints() *Checkpoints { return &Checkpoints{s: s} }
 // routedCheckpoint is routed with the agent's CheckpointService client.
 func routedCheckpoint[T any](ctx context.Context, c *Checkpoints, cl call, fn func(context.Context, workspacev1.CheckpointServiceClient) (T, error)) (T, error) {
 	return routed(ctx, c.s, cl, func(ctx context.Context, _ workspacev1.WorkspaceServiceClient) (T, error) {
-		// do calls fn only for a configured agent with a sidecar.
+		// routed calls fn only for a configured agent with a sidecar.
 		return fn(ctx, workspacev1.NewCheckpointServiceClient(c.s.agents[cl.agentID].conn))
 	})
 }

@@ -241,9 +241,11 @@ func (s *Service) sidecarFor(ctx context.Context, agentID, feature string) (*age
 	return ag, id, label, err
 }
 
-// do routes fn to the agent's sidecar with deadline and metadata, then
-// rewraps the error, counts the call and audits mutations.
-func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) error) error {
+// routed routes fn to the agent's sidecar with deadline and metadata, then
+// rewraps the error, counts the call and audits mutations. It returns fn's
+// response, or none when it did not call fn.
+func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Context, workspacev1.WorkspaceServiceClient) (T, error)) (T, error) {
+	var out T
 	start := s.now()
 	ag, id, agentLabel, err := s.sidecarFor(ctx, c.agentID, "project management")
 	if err == nil {
@@ -252,7 +254,8 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 			requestid.MetadataKey, requestid.From(ctx),
 			OperatorMetadataKey, id.Operator,
 		))
-		err = rewrap(cctx, fn(cctx, ag.client), c.agentID)
+		out, err = fn(cctx, ag.client)
+		err = rewrap(cctx, err, c.agentID)
 		cancel()
 	}
 	s.observe(c.action, agentLabel, err, start)
@@ -288,21 +291,21 @@ func (s *Service) do(ctx context.Context, c call, fn func(ctx context.Context, c
 		}
 		s.audit.Record(ctx, rec)
 	}
-	return err
+	return out, err
 }
 
 func (s *Service) observe(action, agentID string, err error, start time.Time) {
 	d := s.now().Sub(start)
-	st := status.Convert(err)
-	reason := ""
+	code, reason := codes.OK, ""
 	if err != nil {
-		reason = errtable.Reason(st)
+		st := status.Convert(err)
+		code, reason = st.Code(), errtable.Reason(st)
 	}
 	if s.metrics != nil {
-		s.metrics.Observe(action, agentID, st.Code(), reason, d)
+		s.metrics.Observe(action, agentID, code, reason, d)
 	}
 	if err != nil {
-		s.log.Debug("call failed", "action", action, "agent_id", agentID, "code", st.Code().String(), "reason", reason)
+		s.log.Debug("call failed", "action", action, "agent_id", agentID, "code", code.String(), "reason", reason)
 	}
 }
 
@@ -318,17 +321,6 @@ func joinPath(parent, name string) string {
 		return name
 	}
 	return path.Join(parent, name)
-}
-
-// routed is s.do for a call with a response: fn's, or none when do did not
-// call fn.
-func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Context, workspacev1.WorkspaceServiceClient) (T, error)) (T, error) {
-	var out T
-	err := s.do(ctx, c, func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (err error) {
-		out, err = fn(ctx, cl)
-		return err
-	})
-	return out, err
 }
 
 // ListProjects lists the agent's projects.

@@ -31,49 +31,63 @@ func refuseInvalidUTF8(ctx context.Context, method string, req, reply any, cc *g
 // which bad reports true, "<field> <problem>", with the reason that fits
 // the field (fieldReason); nil when there is none.
 func StringFieldError(m proto.Message, bad func(string) bool, problem string) error {
-	name, leaf, ok := findString(m.ProtoReflect(), "", bad)
+	name, leaf, ok := findString(m.ProtoReflect(), bad)
 	if !ok {
 		return nil
 	}
 	return Error(codes.InvalidArgument, fieldReason(leaf), name+" "+problem)
 }
 
-func findString(m protoreflect.Message, prefix string, bad func(string) bool) (name string, leaf protoreflect.Name, found bool) {
+// findString finds that field: its dotted name and its own name. It
+// allocates nothing until it finds one (every sidecar call walks its
+// request).
+func findString(m protoreflect.Message, bad func(string) bool) (name string, leaf protoreflect.Name, found bool) {
 	fields := m.Descriptor().Fields()
 	for i := 0; i < fields.Len() && !found; i++ {
 		fd := fields.Get(i)
 		if !m.Has(fd) {
 			continue
 		}
-		full := prefix + string(fd.Name())
 		v := m.Get(fd)
-		// visit checks one value of kind: a string, or a message's fields;
-		// false once a bad string is found.
-		visit := func(v protoreflect.Value, kind protoreflect.Kind) bool {
-			switch {
-			case kind == protoreflect.StringKind && bad(v.String()):
-				name, leaf, found = full, fd.Name(), true
-			case kind == protoreflect.MessageKind:
-				name, leaf, found = findString(v.Message(), full+".", bad)
-			}
-			return !found
-		}
 		switch {
 		case fd.IsList():
 			l := v.List()
 			for j := 0; j < l.Len() && !found; j++ {
-				visit(l.Get(j), fd.Kind())
+				name, leaf, found = findIn(l.Get(j), fd, fd.Kind(), bad)
 			}
 		case fd.IsMap():
-			// A key, then its value (a key is never a message).
+			// A key, then its value (a key is never a message). The
+			// closure has variables of its own: capturing the results
+			// would move them to the heap for every call.
+			var mName string
+			var mLeaf protoreflect.Name
+			var mFound bool
 			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-				return visit(k.Value(), fd.MapKey().Kind()) && visit(mv, fd.MapValue().Kind())
+				if mName, mLeaf, mFound = findIn(k.Value(), fd, fd.MapKey().Kind(), bad); !mFound {
+					mName, mLeaf, mFound = findIn(mv, fd, fd.MapValue().Kind(), bad)
+				}
+				return !mFound
 			})
+			name, leaf, found = mName, mLeaf, mFound
 		default:
-			visit(v, fd.Kind())
+			name, leaf, found = findIn(v, fd, fd.Kind(), bad)
 		}
 	}
 	return name, leaf, found
+}
+
+// findIn checks one value of field fd, of kind: a string, or a message's
+// fields.
+func findIn(v protoreflect.Value, fd protoreflect.FieldDescriptor, kind protoreflect.Kind, bad func(string) bool) (string, protoreflect.Name, bool) {
+	switch {
+	case kind == protoreflect.StringKind && bad(v.String()):
+		return string(fd.Name()), fd.Name(), true
+	case kind == protoreflect.MessageKind:
+		if name, leaf, found := findString(v.Message(), bad); found {
+			return string(fd.Name()) + "." + name, leaf, true
+		}
+	}
+	return "", "", false
 }
 
 // fieldReason is the reason of a malformed string field, by the field's

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
@@ -52,5 +53,29 @@ func TestRefuseInvalidUTF8(t *testing.T) {
 		return nil
 	}); err != nil || !invoked {
 		t.Errorf("valid request: %v, invoked %v", err, invoked)
+	}
+}
+
+// Repeated and map fields are walked too: a list's elements, a map's keys
+// and values, nested messages named by their path.
+func TestStringFieldErrorListsAndMaps(t *testing.T) {
+	bad := func(s string) bool { return s == "bad" }
+	for _, c := range []struct {
+		m    proto.Message
+		want string
+	}{
+		{&structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewStringValue("bad")}}, "fields.string_value x"},
+		{&structpb.Struct{Fields: map[string]*structpb.Value{"bad": structpb.NewNumberValue(1)}}, "fields x"},
+		{&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue("ok"), structpb.NewStringValue("bad")}}, "values.string_value x"},
+		{&structpb.ListValue{Values: []*structpb.Value{structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue("bad")}})}}, "values.list_value.values.string_value x"},
+		{&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue("ok")}}, ""},
+	} {
+		got := ""
+		if err := StringFieldError(c.m, bad, "x"); err != nil {
+			got = status.Convert(err).Message()
+		}
+		if got != c.want {
+			t.Errorf("%v: %q, want %q", c.m, got, c.want)
+		}
 	}
 }
