@@ -306,13 +306,16 @@ func TestCheckpointWriterRunningInPlace(t *testing.T) {
 			b, err := io.ReadAll(r)
 			r.Close()
 			must(t, err)
+			// A torn capture names its ends and the stat it was taken
+			// with: a version missing its last byte, say, is one whose
+			// data landed before its size did.
 			m := whole.FindSubmatch(b)
 			if m == nil {
-				t.Fatalf("checkpoint %s: %s is not one whole version (%d bytes)", id, en.Path, len(b))
+				t.Fatalf("checkpoint %s: %s is not one whole version (%s)", id, en.Path, tornDetail(b, en))
 			}
 			n, _ := strconv.Atoi(string(m[1]))
 			if n%files != atoiSuffix(en.Path) || !bytes.Equal(b, version(n)) {
-				t.Fatalf("checkpoint %s: %s is torn (v%d, %d bytes)", id, en.Path, n, len(b))
+				t.Fatalf("checkpoint %s: %s is torn (v%d, %s)", id, en.Path, n, tornDetail(b, en))
 			}
 			captured++
 		}
@@ -320,6 +323,12 @@ func TestCheckpointWriterRunningInPlace(t *testing.T) {
 	if captured == 0 {
 		t.Fatal("no file was captured")
 	}
+}
+
+// tornDetail describes captured bytes b that are not one whole version:
+// their length, first and last bytes, and the stat en recorded.
+func tornDetail(b []byte, en *ckEntry) string {
+	return fmt.Sprintf("%d bytes %q...%q; stat size %d, mtime %d, ctime %d", len(b), b[:min(12, len(b))], b[max(0, len(b)-12):], en.Size, en.Mtime, en.Ctime)
 }
 
 // atoiSuffix is the number in a name "fNN".

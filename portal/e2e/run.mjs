@@ -1303,16 +1303,32 @@ test('OpenAPI: served without credentials, and a client generator reads it from 
 test('make run: refuses a taken port at once; every port and the state dir settable beside another stack; WEBDAV_WRITABLE=1; Ctrl-C says "stopped"', async () => {
   const { spawn, spawnSync } = await import('node:child_process');
   const net = await import('node:net');
-  const freePort = () =>
+  // The ports are chosen here and bound later by run.sh's processes. A port
+  // the kernel handed out (listen on 0) is free again once closed, and any
+  // process on the host listening on 0 or connecting out may get it before
+  // run.sh binds it: run.sh then refuses it, rightly, as taken. So the ports
+  // come from outside the kernel's ephemeral range, which it never assigns
+  // by itself, and above run.sh's defaults (another make run); each is
+  // checked free by binding it, and all are held until all are chosen.
+  const [low, high] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+  const ranges = [[20000, Math.min(low, 65536)], [Math.max(high + 1, 20000), 65536]].filter(([a, b]) => b - a >= 1000);
+  expect(ranges.length, `room for ports outside the ephemeral range ${low}-${high}`);
+  const bindPort = (port) =>
     new Promise((resolve) => {
-      const srv = net.createServer().listen(0, '127.0.0.1', () => {
-        const { port } = srv.address();
-        srv.close(() => resolve(port));
-      });
+      const srv = net.createServer();
+      srv.once('error', () => resolve(null));
+      srv.listen(port, '127.0.0.1', () => resolve(srv));
     });
   const names = ['GATEWAY_PORT', 'CODEX_A_RPC_PORT', 'CODEX_A_DAV_PORT', 'CODEX_A_METRICS_PORT', 'CODEX_B_RPC_PORT', 'CODEX_B_DAV_PORT', 'CODEX_B_METRICS_PORT'];
   const ports = {};
-  for (const n of names) ports[n] = String(await freePort());
+  const held = [];
+  for (let tries = 0; held.length < names.length; tries++) {
+    expect(tries < 1000, `no free ports outside the ephemeral range ${low}-${high}`);
+    const [a, b] = ranges[Math.floor(Math.random() * ranges.length)];
+    const srv = await bindPort(a + Math.floor(Math.random() * (b - a)));
+    if (srv) ports[names[held.push(srv) - 1]] = String(srv.address().port);
+  }
+  await Promise.all(held.map((srv) => new Promise((r) => srv.close(r))));
   const stateDir = path.join(base, 'run-sh-state');
   const env = { PATH: process.env.PATH, HOME: base, STATE_DIR: stateDir, ...ports };
   const script = path.join(REPO, 'deploy/local/run.sh');
@@ -1335,9 +1351,34 @@ test('make run: refuses a taken port at once; every port and the state dir setta
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
-  const exited = new Promise((r) => child.once('exit', (code, sig) => r({ code, sig })));
+  // 'exit' can come before the last output is read: how it ended is judged
+  // on the output once both pipes closed (or 5 s after the exit).
+  const drained = Promise.all([child.stdout, child.stderr].map((s) => new Promise((r) => s.once('close', r))));
+  let ended = null;
+  const exited = new Promise((r) => child.once('exit', (code, sig) => r((ended = { code, sig })))).then(async (e) => {
+    await Promise.race([drained, sleep(5000)]);
+    return e;
+  });
+  // Ctrl-C: the terminal sends SIGINT to the foreground process group. A
+  // stack that already ended is no error here (ESRCH).
+  const kill = (sig) => {
+    try {
+      process.kill(-child.pid, sig);
+    } catch (e) {
+      if (e.code !== 'ESRCH') throw e;
+    }
+  };
+  const stop = async () => {
+    kill('SIGINT');
+    const end = await Promise.race([exited, sleep(20_000).then(() => null)]);
+    if (!end) kill('SIGKILL');
+    return end;
+  };
   try {
-    await eventually(() => out.includes('is running'), `stack started (${out.slice(-500)})`, 60_000);
+    // A stack that ended is not waited for: how it ended, with its output, is the failure.
+    await eventually(() => ended || out.includes('is running'), `stack started (${out.slice(-500)})`, 60_000);
+    if (ended) await exited;
+    expect(!ended, `stack started, not ended (${JSON.stringify(ended)}): ${out.slice(-1500)}`);
     const url = `http://127.0.0.1:${ports.GATEWAY_PORT}`;
     const token = /Admin token\s+(\S+)/.exec(out)?.[1];
     expect(token, 'token printed');
@@ -1348,17 +1389,14 @@ test('make run: refuses a taken port at once; every port and the state dir setta
     expect((opt.headers.get('allow') ?? '').includes('DELETE'), `writable WebDAV view (Allow: ${opt.headers.get('allow')})`);
     const agents = await fetch(url + '/api/v1/agent-gateway/agents', { headers: { Authorization: `Bearer ${token}` } });
     expect(agents.status === 200, `REST answers on the chosen port (${agents.status})`);
-  } finally {
-    // Ctrl-C: the terminal sends SIGINT to the foreground process group.
-    // A stack that already ended is no error here (ESRCH): the checks
-    // below say how it ended, with its output.
-    const kill = (sig) => { try { process.kill(-child.pid, sig); } catch (e) { if (e.code !== 'ESRCH') throw e; } };
-    kill('SIGINT');
-    const end = await Promise.race([exited, sleep(20_000).then(() => null)]);
-    if (!end) kill('SIGKILL');
-    expect(end && end.code === 0, `exit status 0 after Ctrl-C (${JSON.stringify(end)}; output: ${out.slice(-1500)})`);
-    expect(out.trimEnd().endsWith('run: stopped') && !out.includes('a process exited'), `ends with "stopped" (${out.slice(-300)})`);
+  } catch (err) {
+    // The first failure is the one reported; the stack is stopped either way.
+    await stop();
+    throw err;
   }
+  const end = await stop();
+  expect(end && end.code === 0, `exit status 0 after Ctrl-C (${JSON.stringify(end)}; output: ${out.slice(-1500)})`);
+  expect(out.trimEnd().endsWith('run: stopped') && !out.includes('a process exited'), `ends with "stopped" (${out.slice(-300)})`);
   for (const p of [ports.GATEWAY_PORT, ports.CODEX_A_RPC_PORT]) {
     const r = spawnSync('bash', ['-c', `! (exec 3<>/dev/tcp/127.0.0.1/${p}) 2>/dev/null`]);
     expect(r.status === 0, `port ${p} free again after Ctrl-C`);
