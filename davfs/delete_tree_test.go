@@ -301,7 +301,8 @@ func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
 			r = r.WithContext(ForMutation(r.Context()))
 		}
 		if im := r.Header.Get("If-Match"); im != "" {
-			r = r.WithContext(WithPrecondition(r.Context(), Precondition{IfMatch: strings.Trim(im, `"`)}))
+			pre := Precondition{IfMatch: strings.Trim(im, `"`)}
+			r = r.WithContext(WithPreconditions(r.Context(), func(string) Precondition { return pre }))
 			r.Header.Del("If-Match")
 		}
 		h.ServeHTTP(w, r)
