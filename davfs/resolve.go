@@ -265,15 +265,9 @@ func (f *FS) openParent(w wsPath, flags int) (int, error) {
 func (f *FS) resolveErr(w wsPath, rel string, err error) error {
 	switch errnoOf(err) {
 	case unix.ENOENT, unix.ENOTDIR:
-		if perr := f.wsErr(w); perr != nil {
-			return perr
-		}
-		return fsErr(err, rel)
+		return f.rootErr(w, fsErr(err, rel))
 	case unix.ELOOP, unix.EXDEV:
-		if perr := f.wsErr(w); perr != nil {
-			return perr
-		}
-		return newErr(CodePermissionDenied, ReasonSymlink, err, "%q is or crosses a symbolic link", rel)
+		return f.rootErr(w, newErr(CodePermissionDenied, ReasonSymlink, err, "%q is or crosses a symbolic link", rel))
 	}
 	return fsErr(err, rel)
 }
@@ -286,6 +280,15 @@ func (f *FS) wsErr(w wsPath) error {
 		return f.projectErr(w.ws.Project)
 	}
 	return nil
+}
+
+// rootErr is err unless the workspace root has a problem of its own
+// (wsErr), which is reported instead.
+func (f *FS) rootErr(w wsPath, err error) error {
+	if werr := f.wsErr(w); werr != nil {
+		return werr
+	}
+	return err
 }
 
 // projectErr returns the error for a project that is not a real directory
