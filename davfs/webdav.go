@@ -471,18 +471,12 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 	switch t.level {
 	case levelRoot:
 		return virtualInfo("/", time.Unix(0, 0).UTC(), rootRevision), nil
-	case levelProjects:
-		children, err := d.listProjects(ctx, op, t.name)
+	case levelProjects, levelGlobalRoot:
+		children, err := d.children(ctx, op, t)
 		if err != nil {
 			return nil, err
 		}
-		return virtualDirInfo(dirProjects, children), nil
-	case levelGlobalRoot:
-		children, err := d.globalChildren(ctx, op, t.name)
-		if err != nil {
-			return nil, err
-		}
-		return virtualDirInfo(dirGlobal, children), nil
+		return virtualDirInfo(t.base(), children), nil // dirProjects, dirGlobal
 	case levelWorkspace:
 		e, err := d.entry(ctx, t)
 		if err != nil {
@@ -491,6 +485,15 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 		return entryInfo(t.base(), e), nil
 	}
 	return nil, wrapErr(ctx, op, t.name, errNotFound())
+}
+
+// children returns the FileInfos of the virtual directory t: "/projects"
+// (listProjects) or "/global" (globalChildren).
+func (d *davFS) children(ctx context.Context, op string, t target) ([]*davInfo, error) {
+	if t.level == levelProjects {
+		return d.listProjects(ctx, op, t.name)
+	}
+	return d.globalChildren(ctx, op, t.name)
 }
 
 // listProjects returns the FileInfos of every project, following the
@@ -559,33 +562,22 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 }
 
 func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File, error) {
-	switch t.level {
-	case levelRoot, levelProjects, levelGlobalRoot:
-		fi, err := d.stat(ctx, op, t)
-		if err != nil {
-			return nil, err
+	if t.level == levelWorkspace && ctx.Value(contentKey{}) != nil && t.path != "" {
+		// Anything but a readable regular file (a directory, a multi-link
+		// file, a missing name) takes the lazy path below, which answers
+		// it as it always did.
+		if r, e, err := d.fs.OpenReader(ctx, t.ws, t.path); err == nil {
+			return &readFile{ctx: ctx, d: d, t: t, info: entryInfo(t.base(), e), f: r}, nil
 		}
-		return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
-	case levelWorkspace:
-		if ctx.Value(contentKey{}) != nil && t.path != "" {
-			// Anything but a readable regular file (a directory, a
-			// multi-link file, a missing name) takes the lazy path below,
-			// which answers it as it always did.
-			if r, e, err := d.fs.OpenReader(ctx, t.ws, t.path); err == nil {
-				return &readFile{ctx: ctx, d: d, t: t, info: entryInfo(t.base(), e), f: r}, nil
-			}
-		}
-		e, err := d.entry(ctx, t)
-		if err != nil {
-			return nil, wrapErr(ctx, op, t.name, err)
-		}
-		fi := entryInfo(t.base(), e)
-		if fi.IsDir() {
-			return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
-		}
-		return &readFile{ctx: ctx, d: d, t: t, info: fi}, nil
 	}
-	return nil, wrapErr(ctx, op, t.name, errNotFound())
+	fi, err := d.stat(ctx, op, t) // the virtual levels are directories
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
+	}
+	return &readFile{ctx: ctx, d: d, t: t, info: fi}, nil
 }
 
 func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (webdav.File, error) {
