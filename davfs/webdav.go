@@ -24,7 +24,7 @@ import (
 // and x/net/webdav's 404/409 decisions work), or wrapping the davfs *Error
 // for every other class, reachable with errors.As, so the caller can refine
 // the status (412, 413, 507, 409); ErrorFromWebDAV covers both (see
-// webdav_errors.go).
+// errors.go).
 //
 // What it guarantees: every name is mapped to a Workspace and a relative
 // path and handed to the FS methods, which do all validation and
