@@ -307,14 +307,14 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	}
 	// The version kept (if any) is held until the delete has finished.
 	defer release()
-	opts := DeleteOptions{Recursive: true}
-	if pre := preconditionFor(ctx, t.name); pre.Required && pre.Keep != "" && pre.IfMatch == "" {
-		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
-	}
 	// A removal that makes room for a COPY or MOVE destination never takes
 	// a file with more than one hard link: DeleteEntryResult checks that on an
 	// fd under the mutation lock.
-	opts.Replace = preconditionFor(ctx, t.name).Replacing
+	pre := preconditionFor(ctx, t.name)
+	opts := DeleteOptions{Recursive: true, Replace: pre.Replacing}
+	if pre.Required && pre.Keep != "" && pre.IfMatch == "" {
+		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
+	}
 	if id := unconditionalFrom(ctx).of(t.name); id != "" {
 		// The version just kept is the automatic checkpoint of this delete.
 		ctx = withKept(ctx, t.ws, t.path, id)
