@@ -42,7 +42,7 @@ func holdEnv(t *testing.T, observer CheckpointObserver) (e *env, later func(time
 // holdKeepCtx is a WebDAV request's context asking to keep (method).
 func holdKeepCtx(method string) (context.Context, *Unconditional) {
 	ctx, u := WithUnconditional(bg)
-	return WithPrecondition(ctx, Precondition{Required: true, Keep: method}), u
+	return WithPreconditions(ctx, func(string) Precondition { return Precondition{Required: true, Keep: method} }), u
 }
 
 // holdDavErr is the davfs error in a WebDAV FileSystem error.

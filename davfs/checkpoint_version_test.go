@@ -22,7 +22,7 @@ import (
 // sidecar builds it under the gateway's keep header.
 func keepCtx(method string) (context.Context, *davfs.Unconditional) {
 	ctx, u := davfs.WithUnconditional(context.Background())
-	return davfs.WithPrecondition(ctx, davfs.Precondition{Required: true, Keep: method}), u
+	return withPre(ctx, davfs.Precondition{Required: true, Keep: method}), u
 }
 
 func davPut(t *testing.T, e *secEnv, ctx context.Context, name, body string) error {
@@ -67,7 +67,7 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	bg := context.Background()
 
 	// Without Keep: 428, nothing written, nothing kept.
-	refuse := davfs.WithPrecondition(bg, davfs.Precondition{Required: true})
+	refuse := withPre(bg, davfs.Precondition{Required: true})
 	if err := davPut(t, e, refuse, "/projects/p/f.txt", "v2\n"); davfs.ReasonOf(davErr(err)) != "PRECONDITION_REQUIRED" {
 		t.Fatalf("unconditional PUT without keep: %v", err)
 	}

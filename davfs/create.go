@@ -25,10 +25,7 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 		return Entry{}, err
 	}
 	if err := f.checkName(name); err != nil {
-		if werr := f.wsErr(pw); werr != nil {
-			return Entry{}, werr
-		}
-		return Entry{}, err
+		return Entry{}, f.rootErr(pw, err)
 	}
 	w, err := f.resolve(ws, childRel(parent, name))
 	if err != nil {

@@ -111,10 +111,7 @@ func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expected
 		return res, err
 	}
 	if w.isRoot() {
-		if err := f.wsErr(w); err != nil {
-			return res, err
-		}
-		return res, errProtected("the workspace root cannot be deleted")
+		return res, f.rootErr(w, errProtected("the workspace root cannot be deleted"))
 	}
 	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
 		return res, errProtected("the skills root cannot be deleted")

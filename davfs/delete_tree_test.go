@@ -288,7 +288,7 @@ func TestRecursiveDeleteConcurrentWriter(t *testing.T) {
 
 // TestWebDAVDeleteKeepsNewerWork: the same guarantee through
 // x/net/webdav over FS.WebDAV(), with If-Match handed to davfs as the
-// sidecar's wrapper does (WithPrecondition) and the DELETE's context
+// sidecar's wrapper does (WithPreconditions) and the DELETE's context
 // marked with ForMutation. The revision is read by a PROPFIND.
 func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
 	e := newEnv(t, nil)
@@ -301,7 +301,8 @@ func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
 			r = r.WithContext(ForMutation(r.Context()))
 		}
 		if im := r.Header.Get("If-Match"); im != "" {
-			r = r.WithContext(WithPrecondition(r.Context(), Precondition{IfMatch: strings.Trim(im, `"`)}))
+			pre := Precondition{IfMatch: strings.Trim(im, `"`)}
+			r = r.WithContext(WithPreconditions(r.Context(), func(string) Precondition { return pre }))
 			r.Header.Del("If-Match")
 		}
 		h.ServeHTTP(w, r)

@@ -42,6 +42,7 @@
 package davfs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -107,10 +108,7 @@ func Open(cfg Config) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FS{cfg: cfg, log: cfg.Logger, now: cfg.Now, deny: map[string]struct{}{".git": {}}}
-	if f.log == nil {
-		f.log = hclog.NewNullLogger()
-	}
+	f := &FS{cfg: cfg, log: cmp.Or(cfg.Logger, hclog.NewNullLogger()), now: cfg.Now, deny: map[string]struct{}{".git": {}}}
 	if f.now == nil {
 		f.now = time.Now
 	}

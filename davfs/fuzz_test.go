@@ -295,10 +295,10 @@ func FuzzOps(f *testing.F) {
 					return secDavToDav(secDavPut(ctx, e.fs, secDavName(ws, pa), body, pre))
 				case 12:
 					what = "WebDAV.Rename"
-					return secDavToDav(e.fs.WebDAV().Rename(davfs.WithPrecondition(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa), secDavName(ws, pb)))
+					return secDavToDav(e.fs.WebDAV().Rename(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa), secDavName(ws, pb)))
 				default:
 					what = "WebDAV.RemoveAll"
-					return secDavToDav(e.fs.WebDAV().RemoveAll(davfs.WithPrecondition(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa)))
+					return secDavToDav(e.fs.WebDAV().RemoveAll(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa)))
 				}
 			})
 			secCheckDavErr(t, what, err, e.base)

@@ -27,16 +27,11 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 	if err != nil {
 		return Entry{}, err
 	}
-	if sw.isRoot() || dw.isRoot() {
-		if err := f.wsErr(sw); err != nil {
-			return Entry{}, err
-		}
-	}
 	if sw.isRoot() {
-		return Entry{}, errProtected("the workspace root cannot be moved")
+		return Entry{}, f.rootErr(sw, errProtected("the workspace root cannot be moved"))
 	}
 	if dw.isRoot() {
-		return Entry{}, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "the destination is the workspace root")
+		return Entry{}, f.rootErr(sw, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "the destination is the workspace root"))
 	}
 	if ws.Scope == ScopeGlobal {
 		if len(sw.segs) == 1 {

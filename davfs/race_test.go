@@ -446,7 +446,7 @@ func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target st
 			io.Closer
 		}
 		err := secTry(func() (err error) {
-			fh, err = e.fs.WebDAV().OpenFile(davfs.WithPrecondition(ctx, pre), secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fh, err = e.fs.WebDAV().OpenFile(withPre(ctx, pre), secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 			return err
 		})
 		if err != nil {

@@ -16,14 +16,7 @@ import (
 // one hard link is refused (PermissionDenied/MULTIPLE_LINKS) since a hard
 // link could bring a secret from outside the workspace into it.
 func (f *FS) ReadFile(ctx context.Context, ws Workspace, path string) (File, error) {
-	w, err := f.resolve(ws, path)
-	if err != nil {
-		return File{}, err
-	}
-	if w.isRoot() {
-		return File{}, f.notAFile(w)
-	}
-	fd, st, err := f.openFile(w)
+	fd, w, st, err := f.openRead(ws, path)
 	if err != nil {
 		return File{}, err
 	}

@@ -104,38 +104,22 @@ func walkBeneath(r root, segs []string, flags int) (int, error) {
 			unix.Close(cur)
 		}
 	}
-	for _, s := range segs[:len(segs)-1] {
-		next, err := unix.Openat(cur, s, oDirPath|oCommon, 0)
-		if err != nil {
-			if err == unix.ENOTDIR || err == unix.ELOOP {
-				err = classifyAt(cur, s, err)
-			}
-			closeCur()
-			return -1, err
+	for i, s := range segs {
+		fl := oDirPath
+		if i == len(segs)-1 {
+			fl = flags
 		}
-		var st unix.Stat_t
-		err = fstatOn(r, next, &st) // EXDEV for a mount point
+		next, err := openOnRoot(r, cur, s, fl) // EXDEV for a mount point
+		if err == unix.ENOTDIR || err == unix.ELOOP {
+			err = classifyAt(cur, s, err)
+		}
 		closeCur()
-		cur = next
 		if err != nil {
-			closeCur()
 			return -1, err
 		}
+		cur = next
 	}
-	fd, err := unix.Openat(cur, segs[len(segs)-1], flags|oCommon, 0)
-	if err != nil && (err == unix.ENOTDIR || err == unix.ELOOP) {
-		err = classifyAt(cur, segs[len(segs)-1], err)
-	}
-	closeCur()
-	if err != nil {
-		return -1, err
-	}
-	var st unix.Stat_t
-	if err := fstatOn(r, fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
+	return cur, nil
 }
 
 // classifyAt turns an ENOTDIR/ELOOP from opening name in dirfd into ELOOP
@@ -265,15 +249,9 @@ func (f *FS) openParent(w wsPath, flags int) (int, error) {
 func (f *FS) resolveErr(w wsPath, rel string, err error) error {
 	switch errnoOf(err) {
 	case unix.ENOENT, unix.ENOTDIR:
-		if perr := f.wsErr(w); perr != nil {
-			return perr
-		}
-		return fsErr(err, rel)
+		return f.rootErr(w, fsErr(err, rel))
 	case unix.ELOOP, unix.EXDEV:
-		if perr := f.wsErr(w); perr != nil {
-			return perr
-		}
-		return newErr(CodePermissionDenied, ReasonSymlink, err, "%q is or crosses a symbolic link", rel)
+		return f.rootErr(w, newErr(CodePermissionDenied, ReasonSymlink, err, "%q is or crosses a symbolic link", rel))
 	}
 	return fsErr(err, rel)
 }
@@ -286,6 +264,15 @@ func (f *FS) wsErr(w wsPath) error {
 		return f.projectErr(w.ws.Project)
 	}
 	return nil
+}
+
+// rootErr is err unless the workspace root has a problem of its own
+// (wsErr), which is reported instead.
+func (f *FS) rootErr(w wsPath, err error) error {
+	if werr := f.wsErr(w); werr != nil {
+		return werr
+	}
+	return err
 }
 
 // projectErr returns the error for a project that is not a real directory
@@ -315,6 +302,12 @@ func (f *FS) openName(r root, dirfd int, name string, flags int) (int, error) {
 	if f.useOpenat2 {
 		return openat2Retry(dirfd, name, flags)
 	}
+	return openOnRoot(r, dirfd, name, flags)
+}
+
+// openOnRoot opens the single name in dirfd with openat(O_NOFOLLOW) and
+// refuses (EXDEV) a result on another mount than r.
+func openOnRoot(r root, dirfd int, name string, flags int) (int, error) {
 	fd, err := unix.Openat(dirfd, name, flags|oCommon, 0)
 	if err != nil {
 		return -1, err

@@ -1396,7 +1396,7 @@ func TestSecCursorConfinement(t *testing.T) {
 
 // secDavPut writes body through the webdav.FileSystem like a PUT does.
 func secDavPut(ctx context.Context, f *davfs.FS, name string, body []byte, pre davfs.Precondition) error {
-	fh, err := f.WebDAV().OpenFile(davfs.WithPrecondition(ctx, pre), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	fh, err := f.WebDAV().OpenFile(withPre(ctx, pre), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}

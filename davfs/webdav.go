@@ -19,12 +19,12 @@ import (
 // FileInfo values implement webdav.ETager (ETag == quoted revision) and
 // webdav.ContentTyper (by extension, never sniffed). OpenFile for writing
 // streams into a temp file and commits atomically on Close, checking the
-// expectation placed in ctx by WithPrecondition. Errors are *fs.PathError
+// expectation placed in ctx by WithPreconditions. Errors are *fs.PathError
 // with Err == fs.ErrNotExist, fs.ErrPermission or fs.ErrExist (so os.Is*
 // and x/net/webdav's 404/409 decisions work), or wrapping the davfs *Error
 // for every other class, reachable with errors.As, so the caller can refine
 // the status (412, 413, 507, 409); ErrorFromWebDAV covers both (see
-// webdav_errors.go).
+// errors.go).
 //
 // What it guarantees: every name is mapped to a Workspace and a relative
 // path and handed to the FS methods, which do all validation and
@@ -42,7 +42,7 @@ import (
 // (WithPreconditions: If-Match, If: entity tags, lock pins, Required,
 // Replacing), puts an ErrorLog there to recover the specific reason of
 // every error, refuses unsafe names and cross-workspace MOVE/COPY before
-// x/net/webdav acts (CheckWebDAVMove), and refines statuses. Dead
+// x/net/webdav acts (WebDAVWorkspace), and refines statuses. Dead
 // properties are not stored (PROPPATCH answers 403 per property, except the
 // Windows redirector's Win32 properties: 200, dropped). A file with more
 // than one hard link is listed (its FileInfo's Sys() is its Entry, whose
@@ -61,11 +61,6 @@ func (f *FS) WebDAV() webdav.FileSystem { return &davFS{fs: f} }
 type Precondition struct {
 	IfMatch     string // revision (unquoted) the target must still have; "" = none
 	IfNoneMatch bool   // If-None-Match: * — the target must not exist
-
-	// Target is the WebDAV name (as the handler passes it to the
-	// FileSystem, prefix stripped) the precondition applies to. Empty means
-	// every call made with this context. Only WithPrecondition reads it.
-	Target string
 
 	// Required refuses (FailedPrecondition, PRECONDITION_REQUIRED) a write
 	// that would replace or remove an existing resource without IfMatch.
@@ -88,20 +83,10 @@ type Precondition struct {
 
 type preconditionKey struct{}
 
-// WithPrecondition attaches p to ctx for WebDAV writes (OpenFile/Close,
-// RemoveAll, Rename) to check at commit time, under the mutation lock.
-func WithPrecondition(ctx context.Context, p Precondition) context.Context {
-	return WithPreconditions(ctx, func(name string) Precondition {
-		if p.Target != "" && cleanName(p.Target) != name {
-			return Precondition{}
-		}
-		return p
-	})
-}
-
 // WithPreconditions attaches a function that gives the precondition of
-// each WebDAV name (cleaned: "/a/b") a write touches, asked right before
-// the write starts. A request that writes several names (COPY, MOVE) gets
+// each WebDAV name (cleaned: "/a/b") a write touches (OpenFile/Close,
+// RemoveAll, Rename), asked right before the write starts and checked at
+// commit time, under the mutation lock. A request that writes several names (COPY, MOVE) gets
 // one answer per name.
 func WithPreconditions(ctx context.Context, of func(name string) Precondition) context.Context {
 	return context.WithValue(ctx, preconditionKey{}, of)
@@ -322,14 +307,14 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	}
 	// The version kept (if any) is held until the delete has finished.
 	defer release()
-	opts := DeleteOptions{Recursive: true}
-	if pre := preconditionFor(ctx, t.name); pre.Required && pre.Keep != "" && pre.IfMatch == "" {
-		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
-	}
 	// A removal that makes room for a COPY or MOVE destination never takes
 	// a file with more than one hard link: DeleteEntryResult checks that on an
 	// fd under the mutation lock.
-	opts.Replace = preconditionFor(ctx, t.name).Replacing
+	pre := preconditionFor(ctx, t.name)
+	opts := DeleteOptions{Recursive: true, Replace: pre.Replacing}
+	if pre.Required && pre.Keep != "" && pre.IfMatch == "" {
+		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
+	}
 	if id := unconditionalFrom(ctx).of(t.name); id != "" {
 		// The version just kept is the automatic checkpoint of this delete.
 		ctx = withKept(ctx, t.ws, t.path, id)
@@ -405,18 +390,13 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	return wrapErr(ctx, op, src.name, err)
 }
 
-// CheckWebDAVMove reports, without touching the disk, whether a WebDAV
-// Rename(src, dst) can be allowed at all: both names in one workspace,
-// neither a virtual directory nor a project root. It returns the error
-// Rename would return. A handler must ask it before x/net/webdav's MOVE:
-// with "Overwrite: T" that handler deletes an existing destination
-// (RemoveAll) before it calls Rename, so a move refused only by Rename
-// would still have lost the destination.
-func CheckWebDAVMove(src, dst string) error {
-	_, _, err := checkMove(context.Background(), "rename", src, dst)
-	return err
-}
-
+// checkMove is Rename's refusal, without touching the disk, of a move
+// that cannot be allowed at all: both names must be in one workspace,
+// neither a virtual directory nor a project root. A handler must refuse
+// such a move before x/net/webdav's MOVE (WebDAVWorkspace names each
+// name's workspace): with "Overwrite: T" x/net deletes an existing
+// destination (RemoveAll) before it calls Rename, so a move refused only
+// by Rename would still have lost the destination.
 func checkMove(ctx context.Context, op, oldName, newName string) (src, dst target, err error) {
 	if src, err = parse(ctx, op, oldName); err != nil {
 		return src, dst, err
@@ -491,18 +471,12 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 	switch t.level {
 	case levelRoot:
 		return virtualInfo("/", time.Unix(0, 0).UTC(), rootRevision), nil
-	case levelProjects:
-		children, err := d.listProjects(ctx, op, t.name)
+	case levelProjects, levelGlobalRoot:
+		children, err := d.children(ctx, op, t)
 		if err != nil {
 			return nil, err
 		}
-		return virtualDirInfo(dirProjects, children), nil
-	case levelGlobalRoot:
-		children, err := d.globalChildren(ctx, op, t.name)
-		if err != nil {
-			return nil, err
-		}
-		return virtualDirInfo(dirGlobal, children), nil
+		return virtualDirInfo(t.base(), children), nil // dirProjects, dirGlobal
 	case levelWorkspace:
 		e, err := d.entry(ctx, t)
 		if err != nil {
@@ -511,6 +485,15 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 		return entryInfo(t.base(), e), nil
 	}
 	return nil, wrapErr(ctx, op, t.name, errNotFound())
+}
+
+// children returns the FileInfos of the virtual directory t: "/projects"
+// (listProjects) or "/global" (globalChildren).
+func (d *davFS) children(ctx context.Context, op string, t target) ([]*davInfo, error) {
+	if t.level == levelProjects {
+		return d.listProjects(ctx, op, t.name)
+	}
+	return d.globalChildren(ctx, op, t.name)
 }
 
 // listProjects returns the FileInfos of every project, following the
@@ -579,33 +562,22 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 }
 
 func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File, error) {
-	switch t.level {
-	case levelRoot, levelProjects, levelGlobalRoot:
-		fi, err := d.stat(ctx, op, t)
-		if err != nil {
-			return nil, err
+	if t.level == levelWorkspace && ctx.Value(contentKey{}) != nil && t.path != "" {
+		// Anything but a readable regular file (a directory, a multi-link
+		// file, a missing name) takes the lazy path below, which answers
+		// it as it always did.
+		if r, e, err := d.fs.OpenReader(ctx, t.ws, t.path); err == nil {
+			return &readFile{ctx: ctx, d: d, t: t, info: entryInfo(t.base(), e), f: r}, nil
 		}
-		return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
-	case levelWorkspace:
-		if ctx.Value(contentKey{}) != nil && t.path != "" {
-			// Anything but a readable regular file (a directory, a
-			// multi-link file, a missing name) takes the lazy path below,
-			// which answers it as it always did.
-			if r, e, err := d.fs.OpenReader(ctx, t.ws, t.path); err == nil {
-				return &readFile{ctx: ctx, d: d, t: t, info: entryInfo(t.base(), e), f: r}, nil
-			}
-		}
-		e, err := d.entry(ctx, t)
-		if err != nil {
-			return nil, wrapErr(ctx, op, t.name, err)
-		}
-		fi := entryInfo(t.base(), e)
-		if fi.IsDir() {
-			return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
-		}
-		return &readFile{ctx: ctx, d: d, t: t, info: fi}, nil
 	}
-	return nil, wrapErr(ctx, op, t.name, errNotFound())
+	fi, err := d.stat(ctx, op, t) // the virtual levels are directories
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return &dirFile{ctx: ctx, d: d, t: t, info: fi}, nil
+	}
+	return &readFile{ctx: ctx, d: d, t: t, info: fi}, nil
 }
 
 func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (webdav.File, error) {

@@ -109,11 +109,7 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 		}
 		return out, nil
 	case levelProjects, levelGlobalRoot:
-		list := f.d.globalChildren
-		if f.t.level == levelProjects {
-			list = f.d.listProjects
-		}
-		children, err := list(f.ctx, op, f.t.name)
+		children, err := f.d.children(f.ctx, op, f.t)
 		if err != nil {
 			return nil, err
 		}

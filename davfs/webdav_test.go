@@ -171,19 +171,38 @@ func wdPreconditions(next http.Handler) http.Handler {
 			p.IfNoneMatch, set = true, true
 		}
 		if set {
-			p.Target = r.URL.Path
-			r = r.WithContext(davfs.WithPrecondition(r.Context(), p))
+			r = r.WithContext(withPreFor(r.Context(), r.URL.Path, p))
 		}
 		if r.Method == "MOVE" {
-			// Refuse before x/net/webdav deletes an Overwrite: T destination.
+			// Refuse, before x/net/webdav deletes an Overwrite: T
+			// destination, a move across workspaces or of a workspace root.
 			if u, err := url.Parse(r.Header.Get("Destination")); err == nil {
-				if err := davfs.CheckWebDAVMove(r.URL.Path, u.Path); err != nil {
+				sws, src, sok := davfs.WebDAVWorkspace(r.URL.Path)
+				dws, dst, dok := davfs.WebDAVWorkspace(u.Path)
+				if !sok || !dok || sws != dws || src == "" || dst == "" {
 					http.Error(w, "Forbidden", http.StatusForbidden)
 					return
 				}
 			}
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// withPre puts p in ctx as the precondition of every name a write touches.
+func withPre(ctx context.Context, p davfs.Precondition) context.Context {
+	return davfs.WithPreconditions(ctx, func(string) davfs.Precondition { return p })
+}
+
+// withPreFor puts p in ctx as the precondition of the WebDAV name target
+// only (cleaned as davfs cleans it: no empty segment, no trailing slash).
+func withPreFor(ctx context.Context, target string, p davfs.Precondition) context.Context {
+	target = "/" + strings.Join(strings.FieldsFunc(target, func(r rune) bool { return r == '/' }), "/")
+	return davfs.WithPreconditions(ctx, func(name string) davfs.Precondition {
+		if name != target {
+			return davfs.Precondition{}
+		}
+		return p
 	})
 }
 
@@ -982,9 +1001,9 @@ func TestWebDAVFileSystemContract(t *testing.T) {
 		{"RemoveAll /projects", e.dav.RemoveAll(ctx, "/projects"), os.IsPermission},
 		{"Rename project", e.dav.Rename(ctx, "/projects/demo", "/projects/demo2"), os.IsPermission},
 		{"Rename across projects", e.dav.Rename(ctx, "/projects/demo/README.md", "/projects/other/README2.md"), os.IsPermission},
-		{"CheckWebDAVMove across projects", davfs.CheckWebDAVMove("/projects/demo/README.md", "/projects/other/README.md"), os.IsPermission},
-		{"CheckWebDAVMove Global to project", davfs.CheckWebDAVMove("/global/AGENTS.md", "/projects/demo/AGENTS.md"), os.IsPermission},
-		{"CheckWebDAVMove a project", davfs.CheckWebDAVMove("/projects/demo", "/projects/demo2"), os.IsPermission},
+		{"Rename across projects, existing name", e.dav.Rename(ctx, "/projects/demo/README.md", "/projects/other/README.md"), os.IsPermission},
+		{"Rename Global to project", e.dav.Rename(ctx, "/global/AGENTS.md", "/projects/demo/AGENTS.md"), os.IsPermission},
+		{"Rename a project again", e.dav.Rename(ctx, "/projects/demo", "/projects/demo2"), os.IsPermission},
 		{"Open O_APPEND", wdErr(e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY|os.O_APPEND, 0)), os.IsPermission},
 		{"Open O_WRONLY no O_TRUNC", wdErr(e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY, 0)), os.IsPermission},
 		{"Open O_CREATE|O_EXCL existing", wdErr(e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)), os.IsExist},
@@ -1060,7 +1079,7 @@ func TestWebDAVWriteStreamsThroughClose(t *testing.T) {
 	}
 
 	// A precondition in ctx with another Target does not apply here.
-	other := davfs.WithPrecondition(ctx, davfs.Precondition{IfMatch: "stale", Target: "/projects/demo/elsewhere"})
+	other := withPreFor(ctx, "/projects/demo/elsewhere", davfs.Precondition{IfMatch: "stale"})
 	f, err = e.dav.OpenFile(other, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -1070,7 +1089,7 @@ func TestWebDAVWriteStreamsThroughClose(t *testing.T) {
 		t.Errorf("Close with a precondition for another name: %v", err)
 	}
 	// One aimed at it is checked.
-	mine := davfs.WithPrecondition(ctx, davfs.Precondition{IfMatch: "stale"})
+	mine := withPre(ctx, davfs.Precondition{IfMatch: "stale"})
 	if _, err := e.dav.OpenFile(mine, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0); err == nil {
 		t.Errorf("stale If-Match accepted")
 	} else if de, ok := davfs.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonRevisionMismatch {
@@ -1100,7 +1119,7 @@ func TestWebDAVContentType(t *testing.T) {
 func TestWebDAVConcurrentIfMatch(t *testing.T) {
 	e := wdSetup(t)
 	rev := wdRev(t, e, wdProject("demo"), "README.md")
-	ctx := davfs.WithPrecondition(context.Background(), davfs.Precondition{IfMatch: rev})
+	ctx := withPre(context.Background(), davfs.Precondition{IfMatch: rev})
 	const n = 8
 	files := make([]webdav.File, n)
 	for i := range files {

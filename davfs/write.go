@@ -488,10 +488,7 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 		return Entry{}, false, err
 	}
 	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills) {
-		if err := f.wsErr(w); err != nil {
-			return Entry{}, false, err
-		}
-		return Entry{}, false, newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "%q is a directory", path)
+		return Entry{}, false, f.rootErr(w, newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "%q is a directory", path))
 	}
 	if maxSize <= 0 {
 		maxSize = f.cfg.MaxUploadSize

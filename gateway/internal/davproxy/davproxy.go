@@ -46,6 +46,7 @@
 package davproxy
 
 import (
+	"cmp"
 	"errors"
 	"log"
 	"net/http"
@@ -174,11 +175,7 @@ func New(opts Options) (http.Handler, error) {
 	if opts.Agents == nil {
 		return nil, errors.New("davproxy: Options.Agents is required")
 	}
-	h := &handler{opts: opts, log: opts.Logger, now: opts.Now, transports: map[string]*http.Transport{}}
-	if h.log == nil {
-		h.log = hclog.NewNullLogger()
-	}
-	h.log = h.log.Named("davproxy")
+	h := &handler{opts: opts, log: cmp.Or(opts.Logger, hclog.NewNullLogger()).Named("davproxy"), now: opts.Now, transports: map[string]*http.Transport{}}
 	if h.now == nil {
 		h.now = time.Now
 	}

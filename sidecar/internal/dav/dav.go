@@ -105,9 +105,7 @@ type Handler struct {
 
 // New returns the WebDAV handler over fs.
 func New(fs *davfs.FS, opts Options) *Handler {
-	if opts.Logger == nil {
-		opts.Logger = hclog.NewNullLogger()
-	}
+	opts.Logger = cmp.Or(opts.Logger, hclog.NewNullLogger())
 	if opts.MaxUploadSize <= 0 {
 		opts.MaxUploadSize = 100 << 20
 	}
