@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/agentworkspace/files/davfs"
 )
 
 // Config is the sidecar's YAML configuration. The keys are part of the
@@ -90,13 +92,12 @@ func DefaultConfig() Config {
 		Services: ServicesConfig{Project: ProjectConfig{
 			ProjectsRootDir:     "/data/projects",
 			CodexHomeDir:        "/home/node/.codex",
-			MaxEditableFileSize: 1048576,
-			MaxUploadSize:       104857600,
-			MaxPageSize:         500,
-			MaxPathLength:       4096,
-			MaxPathDepth:        64,
-			DeniedDirectories: []string{".git", ".hg", ".svn", "node_modules", ".venv", "venv",
-				"vendor", "dist", "build", ".next", ".cache", "__pycache__"},
+			MaxEditableFileSize: davfs.DefaultMaxEditableFileSize,
+			MaxUploadSize:       davfs.DefaultMaxUploadSize,
+			MaxPageSize:         davfs.DefaultMaxPageSize,
+			MaxPathLength:       davfs.DefaultMaxPathLength,
+			MaxPathDepth:        davfs.DefaultMaxPathDepth,
+			DeniedDirectories:   davfs.DefaultDeniedNames(),
 		},
 			Checkpoints: DefaultCheckpointsConfig(),
 		},
