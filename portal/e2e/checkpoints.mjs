@@ -256,12 +256,16 @@ export function registerDeleteOverrideTest(h) {
     await dialog('delete-override-confirm-dialog').locator('[data-action="confirm"]').click();
     await eventually(() => !b.exists('full-doomed'), 'project deleted on disk');
 
-    const audit = fs.readFileSync(path.join(h.gw().dir, 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    // The files are gone before the gateway has answered and audited the
+    // delete: the records are waited for, then must be exactly these.
     const want = { delete_entry: 'error/CHECKPOINT_LIMIT/false error/CHECKPOINT_LIMIT/false ok//true', delete_project: 'error/CHECKPOINT_LIMIT/false ok//true' };
+    const audited = (action) =>
+      fs.readFileSync(path.join(h.gw().dir, 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+        .filter((r) => r.action === action && r.agent_id === 'codex-b')
+        .map((r) => `${r.result}/${r.reason ?? ''}/${r.skip_checkpoint ?? false}`).join(' ');
     for (const [action, w] of Object.entries(want)) {
-      const recs = audit.filter((r) => r.action === action && r.agent_id === 'codex-b');
-      const got = recs.map((r) => `${r.result}/${r.reason ?? ''}/${r.skip_checkpoint ?? false}`).join(' ');
-      expect(got === w, `${action} audit: ${got}, want ${w}`);
+      await eventually(() => audited(action).split(' ').length >= w.split(' ').length, `${action} audited (${audited(action)})`);
+      expect(audited(action) === w, `${action} audit: ${audited(action)}, want ${w}`);
     }
   });
 }
