@@ -1,6 +1,7 @@
 package davfs
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -133,5 +134,32 @@ func TestCheckpointScanNeverAcceptsTornFile(t *testing.T) {
 				t.Fatal("no capture was accepted")
 			}
 		})
+	}
+}
+
+// The settle wait ends with the scan's context: a cancelled capture of a
+// file written just now fails at once (Unavailable, as a cancelled walk
+// does) instead of waiting out settleWindow.
+func TestCheckpointSettleWaitCancelled(t *testing.T) {
+	e := ckfEnv(t, nil)
+	must(t, e.fs.ck.open(e.fs))
+	e.write("projects/p/f", "fresh")
+	w, err := e.fs.resolve(proj("p"), "f")
+	must(t, err)
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	sc := newScanner(ctx, e.fs, w, e.fs.ck)
+	sc.pack = &packWriter{s: e.fs.ck, id: "cancelled"}
+	defer sc.pack.discard()
+	t0 := time.Now()
+	err = sc.scan()
+	if CodeOf(err) != CodeUnavailable || ReasonOf(err) != ReasonInternal {
+		t.Fatalf("scan of a fresh file with a cancelled context: %v, want Unavailable", err)
+	}
+	if d := time.Since(t0); d >= settleWindow {
+		t.Fatalf("the cancelled scan took %v: it waited out the window", d)
+	}
+	if len(sc.out) != 0 {
+		t.Fatalf("a cancelled scan captured %d entries", len(sc.out))
 	}
 }
