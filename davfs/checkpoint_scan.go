@@ -39,6 +39,7 @@ type scanner struct {
 	buf     []byte
 	pack    *packWriter         // where new small files go (capture)
 	known   map[string]*ckEntry // hash → where its bytes are stored
+	ahead   time.Time           // the end of the settle wait of files whose ctime is ahead of the clock
 }
 
 // captureRetries: a file whose stat moves while it is read is read again
@@ -360,13 +361,13 @@ const smallObject = 1 << 20
 // read reads one open file. stable is false when it must be read again.
 func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 	var before, after unix.Stat_t
-	readAt := time.Now() // before the fstat: the ctime it sees is no later
 	if err := unix.Fstat(fd, &before); err != nil {
 		return ckEntry{}, false, fsErr(err, rel)
 	}
 	if !isType(&before, unix.S_IFREG) || before.Nlink > 1 {
 		return ckEntry{}, false, nil
 	}
+	readAt := time.Now()
 	if err := s.settle(fd, rel, &before, readAt); err != nil {
 		return ckEntry{}, false, err
 	}
@@ -442,11 +443,23 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 // settle returns once no write() that the fstat st may have seen half done
 // is still in flight (settleWindow, writeBarrier): what it changes after
 // that fstat then shows in the fstat after the read. The wait ends at st's
-// ctime plus the window, and lasts at most the window whatever the clock
-// says (the writes that stamped that ctime started before the fstat).
+// ctime plus the window, counted from now, read after that fstat (a clock
+// read before it could be earlier than a ctime it sees). A ctime ahead of
+// the clock was stamped before the clock was stepped back, so the write
+// that stamped it started before the step, and so before the first such
+// file this scan meets: that file waits one window, and every later one
+// shares its end (files written before a step would otherwise cost a
+// window each, at every checkpoint, until the clock catches up).
 func (s *scanner) settle(fd int, rel string, st *unix.Stat_t, now time.Time) error {
-	if wait := time.Unix(0, st.Ctim.Nano()).Add(settleWindow).Sub(now); wait > 0 {
-		t := time.NewTimer(min(wait, settleWindow))
+	end := time.Unix(0, st.Ctim.Nano()).Add(settleWindow)
+	if end.Sub(now) > settleWindow {
+		if s.ahead.IsZero() {
+			s.ahead = now.Add(settleWindow)
+		}
+		end = s.ahead
+	}
+	if wait := end.Sub(now); wait > 0 {
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case <-s.ctx.Done():

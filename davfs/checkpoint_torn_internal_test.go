@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A file rewritten in place while it is read is never captured torn. On
@@ -161,5 +163,31 @@ func TestCheckpointSettleWaitCancelled(t *testing.T) {
 	}
 	if len(sc.out) != 0 {
 		t.Fatalf("a cancelled scan captured %d entries", len(sc.out))
+	}
+}
+
+// Files whose ctime is ahead of the clock (stamped before the clock was
+// stepped back) share one settle wait per scan, instead of each waiting a
+// whole window: a tree written before a step would otherwise make every
+// checkpoint take a window per file until the clock catches up.
+func TestCheckpointSettleClockAheadSharesOneWait(t *testing.T) {
+	e := ckfEnv(t, nil)
+	e.write("projects/p/f", "x")
+	w, err := e.fs.resolve(proj("p"), "f")
+	must(t, err)
+	f, err := os.Open(filepath.Join(e.projects, "p", "f"))
+	must(t, err)
+	defer f.Close()
+	sc := newScanner(bg, e.fs, w, nil)
+	var st unix.Stat_t
+	must(t, unix.Fstat(int(f.Fd()), &st))
+	st.Ctim = unix.NsecToTimespec(time.Now().Add(time.Hour).UnixNano())
+	const files = 6
+	t0 := time.Now()
+	for range files {
+		must(t, sc.settle(int(f.Fd()), "f", &st, time.Now()))
+	}
+	if d := time.Since(t0); d < settleWindow || d >= (files-2)*settleWindow {
+		t.Fatalf("%d files with a ctime an hour ahead settled in %v: want one window (%v) in all", files, d, settleWindow)
 	}
 }
