@@ -55,6 +55,10 @@ func TestCheckpointScanNeverAcceptsTornFile(t *testing.T) {
 			var stop atomic.Bool
 			var writes atomic.Int64
 			var wg sync.WaitGroup
+			t.Cleanup(func() { // also when a must below ends the test
+				stop.Store(true)
+				wg.Wait()
+			})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -145,24 +149,32 @@ func TestCheckpointScanNeverAcceptsTornFile(t *testing.T) {
 func TestCheckpointSettleWaitCancelled(t *testing.T) {
 	e := ckfEnv(t, nil)
 	must(t, e.fs.ck.open(e.fs))
-	e.write("projects/p/f", "fresh")
-	w, err := e.fs.resolve(proj("p"), "f")
-	must(t, err)
-	ctx, cancel := context.WithCancel(bg)
-	cancel()
-	sc := newScanner(ctx, e.fs, w, e.fs.ck)
-	sc.pack = &packWriter{s: e.fs.ck, id: "cancelled"}
-	defer sc.pack.discard()
-	t0 := time.Now()
-	err = sc.scan()
-	if CodeOf(err) != CodeUnavailable || ReasonOf(err) != ReasonInternal {
-		t.Fatalf("scan of a fresh file with a cancelled context: %v, want Unavailable", err)
-	}
-	if d := time.Since(t0); d >= settleWindow {
-		t.Fatalf("the cancelled scan took %v: it waited out the window", d)
-	}
-	if len(sc.out) != 0 {
-		t.Fatalf("a cancelled scan captured %d entries", len(sc.out))
+	for attempt := 0; ; attempt++ {
+		e.write("projects/p/f", fmt.Sprintf("fresh %d", attempt))
+		written := time.Now() // after the ctime
+		w, err := e.fs.resolve(proj("p"), "f")
+		must(t, err)
+		ctx, cancel := context.WithCancel(bg)
+		cancel()
+		sc := newScanner(ctx, e.fs, w, e.fs.ck)
+		sc.pack = &packWriter{s: e.fs.ck, id: fmt.Sprintf("cancelled-%d", attempt)}
+		t0 := time.Now()
+		err = sc.scan()
+		d := time.Since(t0)
+		sc.pack.discard()
+		if err == nil && time.Since(written) >= settleWindow && attempt < 10 {
+			continue // a loaded machine got to the read after the window: the file was not fresh any more
+		}
+		if CodeOf(err) != CodeUnavailable || ReasonOf(err) != ReasonInternal {
+			t.Fatalf("scan of a fresh file with a cancelled context: %v, want Unavailable", err)
+		}
+		if d >= settleWindow {
+			t.Fatalf("the cancelled scan took %v: it waited out the window", d)
+		}
+		if len(sc.out) != 0 {
+			t.Fatalf("a cancelled scan captured %d entries", len(sc.out))
+		}
+		return
 	}
 }
 
