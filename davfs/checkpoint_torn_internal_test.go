@@ -203,3 +203,61 @@ func TestCheckpointSettleClockAheadSharesOneWait(t *testing.T) {
 		t.Fatalf("%d files with a ctime an hour ahead settled in %v: want one window (%v) in all", files, d, settleWindow)
 	}
 }
+
+// writeBarrier's SEEK_DATA moves the offset of a file that starts with a
+// hole, and finds no data in an empty file or one that is all hole: the
+// reads that follow from the offset (hash only, streamed large files)
+// still read every byte from 0, and none of these files is refused.
+func TestCheckpointSettleBarrierSparseAndEmpty(t *testing.T) {
+	e := ckfEnv(t, nil)
+	must(t, e.fs.ck.open(e.fs))
+	dir := filepath.Join(e.projects, "p")
+	must(t, os.MkdirAll(dir, 0o755))
+	want := map[string][]byte{}
+	sparse := func(name string, hole int64, data string) {
+		f, err := os.Create(filepath.Join(dir, name))
+		must(t, err)
+		if data == "" {
+			must(t, f.Truncate(hole))
+		} else if _, err := f.WriteAt([]byte(data), hole); err != nil {
+			t.Fatal(err)
+		}
+		must(t, f.Close())
+		want[name] = append(make([]byte, hole), data...)
+	}
+	sparse("empty", 0, "")
+	sparse("allhole", 64<<10, "")
+	sparse("small", 64<<10, "small tail")
+	sparse("large", 2*smallObject, "large tail")
+	time.Sleep(settleWindow) // not a test of the wait
+	w, err := e.fs.resolve(proj("p"), "")
+	must(t, err)
+	for _, store := range []bool{false, true} {
+		var sc *scanner
+		if store {
+			sc = newScanner(bg, e.fs, w, e.fs.ck)
+			sc.pack = &packWriter{s: e.fs.ck, id: "sparse"}
+		} else {
+			sc = newScanner(bg, e.fs, w, nil)
+		}
+		must(t, sc.scan())
+		if sc.pack != nil {
+			sc.pack.discard()
+		}
+		got := map[string]string{}
+		for _, en := range sc.out {
+			if !en.Dir {
+				got[strings.TrimPrefix(en.Path, "p/")] = en.Hash
+			}
+		}
+		for name, b := range want {
+			h := sha256.Sum256(b)
+			if got[name] != hex.EncodeToString(h[:]) {
+				t.Errorf("store %v: %s captured as %q, want the hash of its %d bytes from 0", store, name, got[name], len(b))
+			}
+		}
+		if len(sc.blocked) != 0 {
+			t.Errorf("store %v: left out %v", store, sc.blocked)
+		}
+	}
+}
