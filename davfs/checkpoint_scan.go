@@ -39,11 +39,34 @@ type scanner struct {
 	buf     []byte
 	pack    *packWriter         // where new small files go (capture)
 	known   map[string]*ckEntry // hash → where its bytes are stored
+	ahead   time.Time           // the end of the settle wait of files whose ctime is ahead of the clock
 }
 
 // captureRetries: a file whose stat moves while it is read is read again
 // this many times before it is left out.
 const captureRetries = 4
+
+// settleWindow: a file whose ctime is less than this before the moment its
+// read starts is read only once the window has passed. A write() sets the
+// mtime and ctime first, then copies its data into the page cache, and
+// raises the size last (ext4, and the generic write path of other file
+// systems): an fstat before and one after a read that both fall inside one
+// write agree (new times, old size), and the bytes read are the new data
+// cut at the old size, or a mix of old and new. Every write that stamped
+// the ctime the fstat saw has finished once the window has passed, so what
+// it changes after that fstat shows in the fstat after the read, and any
+// later write moves the ctime (multigrain time stamps give a queried
+// ctime's next change a later fine-grained stamp; with coarse stamps a
+// write starting after the window stamps a later tick, the window being
+// longer than a tick: 10 ms at HZ=100). The wait ends at the ctime plus
+// the window, so files written in one burst share it: a checkpoint of a
+// tree written just before waits about one window in all. Limit: a
+// write() whose copy ends more than the window after its time stamp (a
+// coarse stamp can be up to one tick before the call: so 15 ms at HZ=100),
+// e.g. a writer preempted or throttled that long inside one write(), is
+// not detected by the window; writeBarrier waits for it where the file
+// system allows.
+const settleWindow = 25 * time.Millisecond
 
 // keyMargin: a file whose ctime is this far before the moment it was read
 // can be recognised by its stat next time (a later change of it moves the
@@ -345,6 +368,9 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 		return ckEntry{}, false, nil
 	}
 	readAt := time.Now()
+	if err := s.settle(fd, rel, &before, readAt); err != nil {
+		return ckEntry{}, false, err
+	}
 	if s.store == nil || before.Size <= smallObject {
 		h, b, n, err := s.hashAll(fd, before.Size, s.store != nil)
 		if err != nil {
@@ -412,6 +438,53 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 	e := entryOf(rel, &before, h, readAt)
 	s.known[h] = &e
 	return e, true, nil
+}
+
+// settle returns once no write() that the fstat st may have seen half done
+// is still in flight (settleWindow, writeBarrier): what it changes after
+// that fstat then shows in the fstat after the read. The wait ends at st's
+// ctime plus the window, counted from now, read after that fstat (a clock
+// read before it could be earlier than a ctime it sees). A ctime ahead of
+// the clock was stamped before the clock was stepped back, so the write
+// that stamped it started before the step, and so before the first such
+// file this scan meets: that file waits one window, and every later one
+// shares its end (files written before a step would otherwise cost a
+// window each, at every checkpoint, until the clock catches up).
+func (s *scanner) settle(fd int, rel string, st *unix.Stat_t, now time.Time) error {
+	end := time.Unix(0, st.Ctim.Nano()).Add(settleWindow)
+	if end.Sub(now) > settleWindow {
+		if s.ahead.IsZero() {
+			s.ahead = now.Add(settleWindow)
+		}
+		end = s.ahead
+	}
+	if wait := end.Sub(now); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-s.ctx.Done():
+			return ctxErr(s.ctx)
+		case <-t.C:
+		}
+	}
+	return writeBarrier(fd, rel)
+}
+
+// writeBarrier waits for a write() in flight on fd to finish, however
+// long it takes: ext4, btrfs and tmpfs take the inode lock (shared) for
+// SEEK_DATA, which a buffered write() holds (exclusive) from before it
+// stamps the times until after it raised the size. Where SEEK_DATA takes
+// no such lock (xfs) it returns at once, and only settleWindow protects.
+// The fd's offset is put back at 0 for the reads that follow.
+func writeBarrier(fd int, rel string) error {
+	off, err := unix.Seek(fd, 0, unix.SEEK_DATA)
+	if err != nil || off == 0 {
+		return nil // ENXIO: no data (empty, or one hole)
+	}
+	if _, err := unix.Seek(fd, 0, unix.SEEK_SET); err != nil {
+		return fsErr(err, rel)
+	}
+	return nil
 }
 
 // hashAll reads all of fd (size bytes expected) and hashes it; keep
