@@ -232,11 +232,12 @@ func TestAutomaticCheckpointAuditWebDAV(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(projects, "demo/keep.txt")); err != nil {
 		t.Fatalf("a file beside it changed: %v", err)
 	}
-	// The WebDAV audit record is written once the response is sent.
+	// The WebDAV audit records are written once the response is sent; the
+	// two reads of the log are apart, so both records are waited for.
 	var creates, dels []map[string]any
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		creates, dels = auditOf(t, g, "create_checkpoint"), auditOf(t, g, "webdav.DELETE")
-		if len(dels) > 0 || time.Now().After(deadline) {
+		if (len(creates) > 0 && len(dels) > 0) || time.Now().After(deadline) {
 			break
 		}
 	}
