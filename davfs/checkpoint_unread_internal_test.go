@@ -27,13 +27,7 @@ func TestCheckpointUnreadableNotCollected(t *testing.T) {
 			ca, err := e.fs.CreateCheckpoint(bg, a, CheckpointOptions{})
 			must(t, err)
 			store := filepath.Join(e.dir, "store")
-			before := map[string]map[string]string{}
-			for _, d := range []string{"objects", "packs", filepath.Join("ws", ckWorkspaceKey(a))} {
-				before[d] = ckfTree(t, filepath.Join(store, d))
-			}
-			if len(before["packs"]) < 2 || len(before["objects"]) < 3 {
-				t.Fatalf("setup: want a pack and a loose object, got %v", before)
-			}
+			before := storeFiles(t, store, a)
 			fault := ca.ID + ".json"
 			if what == "directory" {
 				fault = ckWorkspaceKey(a)
@@ -56,14 +50,7 @@ func TestCheckpointUnreadableNotCollected(t *testing.T) {
 			if _, err := e.fs.CheckpointStats(); err != nil {
 				t.Fatalf("stats: %v", err)
 			}
-			for d, want := range before {
-				got := ckfTree(t, filepath.Join(store, d))
-				for name, v := range want {
-					if got[name] != v {
-						t.Fatalf("%s/%s of the unreadable checkpoint was removed or changed", d, name)
-					}
-				}
-			}
+			storeFilesKept(t, store, before, "unreadable")
 
 			ckReadTestHook = nil
 			bigBinRestores(t, e, a, ca.ID)
@@ -120,10 +107,7 @@ func TestCheckpointRejectedDescriptionNotCollected(t *testing.T) {
 	ca, err := e.fs.CreateCheckpoint(bg, a, CheckpointOptions{})
 	must(t, err)
 	store := filepath.Join(e.dir, "store")
-	before := map[string]map[string]string{}
-	for _, d := range []string{"objects", "packs", filepath.Join("ws", ckWorkspaceKey(a))} {
-		before[d] = ckfTree(t, filepath.Join(store, d))
-	}
+	before := storeFiles(t, store, a)
 	backup := filepath.Join(store, "backup.json")
 	must(t, os.Link(filepath.Join(store, "ws", ckWorkspaceKey(a), ca.ID+".json"), backup))
 	e.write("projects/b/x.bin", ckfRandom("b", 30_000))
@@ -131,14 +115,7 @@ func TestCheckpointRejectedDescriptionNotCollected(t *testing.T) {
 	must(t, err)
 	must(t, e.fs.DeleteCheckpoint(bg, b, cb.ID))
 	must(t, os.Remove(backup))
-	for d, want := range before {
-		got := ckfTree(t, filepath.Join(store, d))
-		for name, v := range want {
-			if got[name] != v {
-				t.Fatalf("%s/%s of the rejected checkpoint was removed or changed", d, name)
-			}
-		}
-	}
+	storeFilesKept(t, store, before, "rejected")
 	bigBinRestores(t, e, a, ca.ID)
 }
 
@@ -220,6 +197,34 @@ func TestCheckpointUnreadableOverByteLimit(t *testing.T) {
 
 // bigBinRestores changes projects/a/big.bin and checks that checkpoint id
 // still compares (one change) and restores it byte for byte.
+// storeFiles reads the store's objects, packs and ws's checkpoints, which
+// must hold a pack and a loose object.
+func storeFiles(t *testing.T, store string, ws Workspace) map[string]map[string]string {
+	t.Helper()
+	files := map[string]map[string]string{}
+	for _, d := range []string{"objects", "packs", filepath.Join("ws", ckWorkspaceKey(ws))} {
+		files[d] = ckfTree(t, filepath.Join(store, d))
+	}
+	if len(files["packs"]) < 2 || len(files["objects"]) < 3 {
+		t.Fatalf("setup: want a pack and a loose object, got %v", files)
+	}
+	return files
+}
+
+// storeFilesKept fails unless every file storeFiles read is still there,
+// unchanged (the store may hold more).
+func storeFilesKept(t *testing.T, store string, before map[string]map[string]string, what string) {
+	t.Helper()
+	for d, want := range before {
+		got := ckfTree(t, filepath.Join(store, d))
+		for name, v := range want {
+			if got[name] != v {
+				t.Fatalf("%s/%s of the %s checkpoint was removed or changed", d, name, what)
+			}
+		}
+	}
+}
+
 func bigBinRestores(t *testing.T, e *env, a Workspace, id string) {
 	t.Helper()
 	e.write("projects/a/big.bin", "changed")
