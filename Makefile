@@ -40,9 +40,8 @@ vet: ## go vet and gofmt (also for linux/arm64: images build for the builder's a
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'); exit 1; }
 
 .PHONY: test-go
-test-go: ## Go unit, integration, litmus, rclone, Kubernetes and acceptance tests
+test-go: ## Go unit, integration, litmus, rclone and acceptance tests (no Kubernetes tools needed)
 	$(GO) test -count=1 -timeout 30m ./...
-	cd deploy/k8s && $(GO) test -count=1 ./...
 
 .PHONY: test-portal
 test-portal: build ## Portal unit tests (Vitest) and browser end-to-end tests (Playwright + Chromium)
@@ -57,7 +56,10 @@ k8s-tools: ## Build kube-apiserver, kubectl, kubelet, ..., etcd, CoreDNS, kube-r
 # each bounded by its own timeout; they fail, never skip, when something is missing.
 K8S_TIER = cd deploy/k8s && K8S_BIN=$$(../scripts/k8s-tools.sh) timeout --kill-after=60s
 .PHONY: test-k8s test-k8s-api test-k8s-images test-k8s-node
-test-k8s: test-k8s-api test-k8s-images test-k8s-node ## Kubernetes tiers: API server, images, a real node
+test-k8s: test-k8s-manifests test-k8s-api test-k8s-images test-k8s-node ## Kubernetes: manifests, then the tiers (API server, images, a real node)
+.PHONY: test-k8s-manifests
+test-k8s-manifests: k8s-tools ## The Kustomize overlay rendered by the built kubectl and checked (deploy/k8s, no cluster)
+	cd deploy/k8s && K8S_BIN=$$(../scripts/k8s-tools.sh) $(GO) test -count=1 ./...
 test-k8s-api: k8s-tools ## The dev overlay admitted by a real kube-apiserver (Pod Security restricted)
 	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestAPIServer$$' ./tier/
 test-k8s-images: images ## The images run read-only, non-root, with no capabilities and no network
@@ -69,7 +71,9 @@ test-k8s-node: k8s-tools images ## The dev overlay on a real kubelet with kube-r
 test-k8s-netpol: test-k8s-node ## Alias of test-k8s-node (NetworkPolicy enforced by kube-router: only the gateway reaches a sidecar)
 
 .PHONY: test
-test: setup check-generate vet build k8s-tools test-go test-k8s test-portal ## Every test (what CI runs)
+# Fast failures first: generate, vet, the Go and portal tests; only then the
+# Kubernetes tools (a cold build takes about half an hour) and their tiers.
+test: setup check-generate vet build test-go test-portal k8s-tools test-k8s ## Every test (what CI runs), quickest first
 
 .PHONY: bench
 bench: setup build ## Benchmarks with their baselines, side by side (see docs/BENCHMARKS.md)
