@@ -67,6 +67,12 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	defer s.release(id)
 	s.gc.RLock()
 	meta, err := s.readMeta(ws, id)
+	if err == nil {
+		// A damaged manifest refuses the restore before its undo
+		// checkpoint is taken (the decoded manifest is cached for the
+		// locked part).
+		_, err = s.readManifest(ws, id)
+	}
 	s.gc.RUnlock()
 	if err != nil {
 		return RestoreResult{}, err
@@ -87,7 +93,8 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		restoreTestHook("undo-taken")
 	}
 	res, err = f.restoreLocked(ctx, ws, id, scope, opts, res)
-	if err != nil && res.AutoCheckpoint != "" && ReasonOf(err) == ReasonRevisionMismatch && res.Changes == nil {
+	if r := ReasonOf(err); err != nil && res.AutoCheckpoint != "" && res.Changes == nil &&
+		(r == ReasonRevisionMismatch || r == ReasonCheckpointDamaged) {
 		// Refused before anything changed: the undo checkpoint undoes
 		// nothing, and would only push older checkpoints out.
 		_ = f.ck.delete(ws, res.AutoCheckpoint)

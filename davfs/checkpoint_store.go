@@ -679,17 +679,10 @@ func (s *ckStore) cache(key string, m *ckManifest) {
 	s.manifests = append([]cachedManifest{{key, m}}, s.manifests[:min(len(s.manifests), manifestCacheSize-1)]...)
 }
 
-// errDamaged: a stored checkpoint that fails validation. Nothing has been
-// changed when it is returned; the checkpoint can only be deleted.
-func errDamaged(id string, cause error) *Error {
-	return newErr(CodeFailedPrecondition, ReasonCheckpointConflict, cause,
-		"checkpoint %q is damaged (its stored manifest is invalid); nothing was changed; delete it", id)
-}
-
 // loadManifest reads, decodes and validates the manifest of meta's
 // checkpoint in its ws/<key> directory dfd.
 func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
-	m, err := decodeManifest(dfd, meta.ID)
+	m, err := s.decodeManifest(dfd, meta)
 	switch {
 	case errnoOf(err) == unix.ENOENT:
 		return nil, errDamaged(meta.ID, errors.New("manifest missing"))
@@ -702,20 +695,6 @@ func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
 		return nil, errDamaged(meta.ID, err)
 	}
 	return m, nil
-}
-
-// decodeManifest reads and decodes, without validating, the manifest of
-// the checkpoint id in its ws/<key> directory dfd.
-func decodeManifest(dfd int, id string) (*ckManifest, error) {
-	b, err := readSmall(dfd, id+".manifest", maxManifestBytes)
-	if err != nil {
-		return nil, err
-	}
-	var m ckManifest
-	if json.Unmarshal(b, &m) != nil {
-		return nil, errors.New("manifest is not valid JSON")
-	}
-	return &m, nil
 }
 
 // checkManifest validates a decoded manifest before anything uses it, so
@@ -1174,7 +1153,7 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 		return nil, false
 	}
 	defer unix.Close(dfd)
-	m, err := decodeManifest(dfd, r.meta.ID)
+	m, err := s.decodeManifest(dfd, r.meta)
 	return m, err == nil
 }
 
