@@ -84,6 +84,9 @@ func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*c
 	// second checkpoint's profile.
 	s := &scanner{ctx: ctx, f: f, w: w, store: store, ref: make(map[string]*ckEntry, n),
 		blocked: map[string]struct{}{}, pinned: map[string]struct{}{}, known: make(map[string]*ckEntry, n), out: make([]ckEntry, 0, n)}
+	if store != nil {
+		s.budget = store.captureBudget()
+	}
 	for _, m := range refs {
 		for i := range m.Entries {
 			e := &m.Entries[i]

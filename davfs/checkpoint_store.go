@@ -1023,7 +1023,6 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	}
 	sc := newScanner(ctx, f, w, s, prev)
 	sc.pack = &packWriter{s: s, id: id}
-	sc.budget = s.captureBudget()
 	defer sc.pack.discard()
 	err := sc.scan()
 	if _, ok := sc.blocked[w.rel]; ok && err == nil && !w.isRoot() {
