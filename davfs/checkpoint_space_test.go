@@ -175,3 +175,38 @@ func TestCheckpointVolumeNearlyFull(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteSparse(t *testing.T) {
+	blk := func(c byte, n int) []byte { return bytes.Repeat([]byte{c}, n) }
+	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+	cases := []struct {
+		name    string
+		b       []byte
+		written int64
+	}{
+		{"empty", nil, 0},
+		{"all zero", blk(0, 5*sparseBlock), 0},
+		{"all data", blk('x', 5*sparseBlock), 5 * sparseBlock},
+		{"data, hole, data", cat(blk('x', sparseBlock), blk(0, 3*sparseBlock), blk('y', 2*sparseBlock)), 3 * sparseBlock},
+		{"a short data tail", cat(blk(0, sparseBlock), blk('z', 100)), 100},
+		{"a short zero tail", cat(blk('x', sparseBlock), blk(0, 100)), sparseBlock},
+		{"one byte in a block", cat(blk(0, 2*sparseBlock), []byte{1}, blk(0, sparseBlock-1)), sparseBlock},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "f")
+			f, err := os.Create(p)
+			must(t, err)
+			defer f.Close()
+			const off = 3 * sparseBlock // as the second read of a stream
+			n, err := writeSparse(int(f.Fd()), tc.b, off)
+			must(t, err)
+			must(t, f.Truncate(off+int64(len(tc.b))))
+			got, err := os.ReadFile(p)
+			must(t, err)
+			if n != tc.written || !bytes.Equal(got, cat(blk(0, off), tc.b)) {
+				t.Fatalf("written %d (want %d), content equal: %v", n, tc.written, bytes.Equal(got, cat(blk(0, off), tc.b)))
+			}
+		})
+	}
+}
