@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -67,6 +69,12 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	defer s.release(id)
 	s.gc.RLock()
 	meta, err := s.readMeta(ws, id)
+	if err == nil {
+		// A damaged manifest refuses the restore before its undo
+		// checkpoint is taken (the decoded manifest is cached for the
+		// locked part).
+		_, err = s.readManifest(ws, id)
+	}
 	s.gc.RUnlock()
 	if err != nil {
 		return RestoreResult{}, err
@@ -87,7 +95,8 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		restoreTestHook("undo-taken")
 	}
 	res, err = f.restoreLocked(ctx, ws, id, scope, opts, res)
-	if err != nil && res.AutoCheckpoint != "" && ReasonOf(err) == ReasonRevisionMismatch && res.Changes == nil {
+	if r := ReasonOf(err); err != nil && res.AutoCheckpoint != "" && res.Changes == nil &&
+		(r == ReasonRevisionMismatch || r == ReasonCheckpointDamaged) {
 		// Refused before anything changed: the undo checkpoint undoes
 		// nothing, and would only push older checkpoints out.
 		_ = f.ck.delete(ws, res.AutoCheckpoint)
@@ -182,6 +191,11 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 				return res, errConflict(c.Path)
 			}
 		}
+	}
+	// Every object the restore will write is read and hashed now: a
+	// damaged store refuses the whole restore, nothing changed.
+	if err := s.verifyObjects(ctx, id, changes, bi); err != nil {
+		return res, err
 	}
 	if restoreTestHook != nil {
 		restoreTestHook("verified")
@@ -367,17 +381,20 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 	defer unix.Close(pfd)
 	obj, err := f.ck.openObject(e)
 	if err != nil {
-		return newErr(CodeInternal, ReasonInternal, err, "the checkpoint's copy of %q is missing or damaged; nothing was written to it", e.Path)
+		return errObjectChanged(e.Path, err)
 	}
 	defer obj.Close()
+	// Hashed again while it is copied: the store may have changed since
+	// verifyObjects read it, and wrong bytes are never renamed into place.
 	h := sha256.New()
-	t, err := f.writeTemp(ctx, pfd, e.Path, io.TeeReader(obj, h), e.Size, e.Mode&0o777, nil)
+	t, err := f.writeTemp(ctx, pfd, e.Path, io.TeeReader(io.LimitReader(obj, e.Size), h), e.Size, e.Mode&0o777, nil)
 	if err != nil {
 		return err
 	}
-	if hex.EncodeToString(h.Sum(nil)) != e.Hash {
+	var st unix.Stat_t
+	if err := unix.Fstat(t.fd, &st); err != nil || st.Size != e.Size || hex.EncodeToString(h.Sum(nil)) != e.Hash {
 		t.discard(pfd)
-		return newErr(CodeInternal, ReasonInternal, nil, "the checkpoint's copy of %q is damaged; nothing was written to it", e.Path)
+		return errObjectChanged(e.Path, nil)
 	}
 	// The checkpoint's mtime too (an editor's or build tool's view of the
 	// file); the ctime is the restore's, as always.
@@ -405,4 +422,66 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 	closeRef(old)
 	unix.Close(t.fd)
 	return fsErr(fsyncDir(pfd), e.Path)
+}
+
+// errObjectDamaged: an object the restore would write is missing or not
+// of its size and hash. Nothing has been changed.
+func errObjectDamaged(id, rel string, cause error) *Error {
+	return newErr(CodeDataLoss, ReasonCheckpointDamaged, cause,
+		"checkpoint %q is damaged (its copy of %q is missing or not what was stored); nothing was restored; delete it or restore another checkpoint", id, rel)
+}
+
+// errObjectChanged: an object changed in the store after verifyObjects
+// read it (the store is writable by others): the file was not written and
+// the restore stopped there.
+func errObjectChanged(rel string, cause error) *Error {
+	return newErr(CodeDataLoss, ReasonCheckpointDamaged, cause,
+		"the checkpoint's copy of %q changed in the store during the restore; it was not written and the restore stopped there", rel)
+}
+
+// verifyObjects reads every object the changes will write (a file the
+// checkpoint holds that is removed or modified since) and checks its size
+// and hash, each distinct object once. It runs under the mutation lock,
+// before the first change.
+func (s *ckStore) verifyObjects(ctx context.Context, id string, changes []CheckpointChange, bi map[string]*ckEntry) error {
+	seen := map[string]bool{}
+	buf := make([]byte, 256<<10)
+	for _, c := range changes {
+		e := bi[c.Path]
+		if c.Kind == CheckpointAdded || e == nil || e.Dir {
+			continue
+		}
+		key := e.Hash + "/" + e.Pack + "/" + strconv.FormatInt(e.Off, 10)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if err := ctx.Err(); err != nil {
+			return ctxErr(ctx)
+		}
+		if err := s.verifyObject(e, buf); err != nil {
+			return errObjectDamaged(id, c.Path, err)
+		}
+	}
+	return nil
+}
+
+// verifyObject reads the stored bytes of e and checks their size and hash.
+func (s *ckStore) verifyObject(e *ckEntry, buf []byte) error {
+	obj, err := s.openObject(e)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, io.LimitReader(obj, e.Size+1), buf)
+	switch {
+	case err != nil:
+		return err
+	case n != e.Size:
+		return errors.New("object size differs")
+	case hex.EncodeToString(h.Sum(nil)) != e.Hash:
+		return errors.New("object hash differs")
+	}
+	return nil
 }

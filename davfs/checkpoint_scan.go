@@ -40,6 +40,7 @@ type scanner struct {
 	pack    *packWriter         // where new small files go (capture)
 	known   map[string]*ckEntry // hash → where its bytes are stored
 	ahead   time.Time           // the end of the settle wait of files whose ctime is ahead of the clock
+	budget  ckBudget            // what the capture may add (capture)
 }
 
 // captureRetries: a file whose stat moves while it is read is read again
@@ -83,6 +84,9 @@ func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*c
 	// second checkpoint's profile.
 	s := &scanner{ctx: ctx, f: f, w: w, store: store, ref: make(map[string]*ckEntry, n),
 		blocked: map[string]struct{}{}, pinned: map[string]struct{}{}, known: make(map[string]*ckEntry, n), out: make([]ckEntry, 0, n)}
+	if store != nil {
+		s.budget = store.captureBudget()
+	}
 	for _, m := range refs {
 		for i := range m.Entries {
 			e := &m.Entries[i]
@@ -394,6 +398,9 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 				s.added += added
 				s.loose++
 				s.known[h] = &e
+				if s.added > s.budget.bytes {
+					return ckEntry{}, false, s.budget.err()
+				}
 			} else {
 				off, err := s.pack.add(b)
 				if err != nil {
@@ -402,8 +409,8 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 				e.Pack, e.Off = s.pack.id, off
 				s.added += int64(len(b))
 				s.known[h] = &e
-				if s.added > s.store.cfg.MaxTotalBytes {
-					return ckEntry{}, false, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+				if s.added > s.budget.bytes {
+					return ckEntry{}, false, s.budget.err()
 				}
 			}
 		}
@@ -415,7 +422,7 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 		return ckEntry{}, false, errStore(err)
 	}
 	d := sha256.New()
-	n, err := s.copy(t.fd, fd, d)
+	n, used, err := s.copy(t.fd, fd, d)
 	if err != nil {
 		t.discard(s.store.tmpfd)
 		return ckEntry{}, false, err
@@ -426,14 +433,14 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 		return ckEntry{}, false, nil
 	}
 	h := hex.EncodeToString(d.Sum(nil))
-	added, err := s.store.putTemp(t.name, h, n)
+	added, err := s.store.putTemp(t.name, h, used)
 	if err != nil {
 		return ckEntry{}, false, errStore(err)
 	}
 	s.added += added
 	s.loose++
-	if s.added > s.store.cfg.MaxTotalBytes {
-		return ckEntry{}, false, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+	if s.added > s.budget.bytes {
+		return ckEntry{}, false, s.budget.err()
 	}
 	e := entryOf(rel, &before, h, readAt)
 	s.known[h] = &e
@@ -522,33 +529,45 @@ func (s *scanner) hashAll(fd int, size int64, keep bool) (string, []byte, int64,
 	return hex.EncodeToString(d.Sum(nil)), nil, n, nil
 }
 
-// copy copies src to dst, hashing the bytes.
-func (s *scanner) copy(dst, src int, d hash.Hash) (int64, error) {
+// copy copies src to dst, hashing the bytes, with dst's all-zero blocks
+// left as holes (a sparse object). It returns the bytes copied and what
+// dst occupies on the store's volume.
+func (s *scanner) copy(dst, src int, d hash.Hash) (n, used int64, err error) {
 	if s.buf == nil {
 		s.buf = make([]byte, 256<<10)
 	}
-	var n int64
+	var written int64 // bytes of data blocks written: what the budget counts while copying
 	for {
 		if err := s.ctx.Err(); err != nil {
-			return n, ctxErr(s.ctx)
+			return n, 0, ctxErr(s.ctx)
 		}
 		m, err := unix.Read(src, s.buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return n, fsErr(err, "")
+			return n, 0, fsErr(err, "")
 		}
 		if m == 0 {
-			return n, nil
+			break
 		}
 		d.Write(s.buf[:m])
-		if err := writeAll(dst, s.buf[:m]); err != nil {
-			return n, errStore(err)
+		w, err := writeSparse(dst, s.buf[:m], n)
+		if err != nil {
+			return n, 0, errStore(err)
 		}
 		n += int64(m)
-		if s.added+n > s.store.cfg.MaxTotalBytes {
-			return n, errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+		if written += w; s.added+written > s.budget.bytes {
+			return n, 0, s.budget.err()
 		}
 	}
+	// The size, with a trailing hole; then what the object occupies.
+	var st unix.Stat_t
+	if err := unix.Ftruncate(dst, n); err != nil {
+		return n, 0, errStore(err)
+	}
+	if err := unix.Fstat(dst, &st); err != nil {
+		return n, 0, errStore(err)
+	}
+	return n, occupied(&st), nil
 }

@@ -60,6 +60,9 @@ type ckStore struct {
 	gc        sync.RWMutex
 	total     atomic.Int64 // bytes of all objects
 	objDirs   sync.Map     // object subdirectories known to exist
+	// space reports the free space of the store's volume (statfs of its
+	// tmp/; internal tests replace it).
+	space     func() (volumeSpace, error)
 	busyMu    sync.Mutex
 	busy      map[string]int // checkpoints a restore reads: never pruned
 	cacheMu   sync.Mutex
@@ -83,6 +86,7 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	positiveOr(&c.MaxEntries, DefaultCheckpointEntries)
 	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1,
 		busy: map[string]int{}}
+	s.space = func() (volumeSpace, error) { return statfsSpace(s.tmpfd) }
 	// An existing store is checked now (a misplaced one fails the start);
 	// a missing one is created by the first checkpoint, so Open changes
 	// nothing on disk.
@@ -424,7 +428,7 @@ func (s *ckStore) recount(live, livePacks map[string]struct{}) {
 	keep := func(set map[string]struct{}) func(int, string, *unix.Stat_t) {
 		return func(dfd int, name string, st *unix.Stat_t) {
 			if _, ok := set[name]; ok || set == nil || unix.Unlinkat(dfd, name, 0) != nil {
-				total += st.Size
+				total += occupied(st)
 			}
 		}
 	}
@@ -460,8 +464,9 @@ func (s *ckStore) objDir(h string, create bool) (int, error) {
 	return unix.Openat(s.objfd, name, oDirPath|oCommon, 0)
 }
 
-// putTemp moves the complete temp file tmp (in tmp/) to the object h. It
-// returns the bytes added (0 when the object existed: deduplicated).
+// putTemp moves the complete temp file tmp (in tmp/) to the object h,
+// which occupies size bytes. It returns the bytes added (0 when the
+// object existed: deduplicated).
 func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
 	dfd, err := s.objDir(h, true)
 	if err != nil {
@@ -679,17 +684,10 @@ func (s *ckStore) cache(key string, m *ckManifest) {
 	s.manifests = append([]cachedManifest{{key, m}}, s.manifests[:min(len(s.manifests), manifestCacheSize-1)]...)
 }
 
-// errDamaged: a stored checkpoint that fails validation. Nothing has been
-// changed when it is returned; the checkpoint can only be deleted.
-func errDamaged(id string, cause error) *Error {
-	return newErr(CodeFailedPrecondition, ReasonCheckpointConflict, cause,
-		"checkpoint %q is damaged (its stored manifest is invalid); nothing was changed; delete it", id)
-}
-
 // loadManifest reads, decodes and validates the manifest of meta's
 // checkpoint in its ws/<key> directory dfd.
 func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
-	m, err := decodeManifest(dfd, meta.ID)
+	m, err := s.decodeManifest(dfd, meta)
 	switch {
 	case errnoOf(err) == unix.ENOENT:
 		return nil, errDamaged(meta.ID, errors.New("manifest missing"))
@@ -702,20 +700,6 @@ func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
 		return nil, errDamaged(meta.ID, err)
 	}
 	return m, nil
-}
-
-// decodeManifest reads and decodes, without validating, the manifest of
-// the checkpoint id in its ws/<key> directory dfd.
-func decodeManifest(dfd int, id string) (*ckManifest, error) {
-	b, err := readSmall(dfd, id+".manifest", maxManifestBytes)
-	if err != nil {
-		return nil, err
-	}
-	var m ckManifest
-	if json.Unmarshal(b, &m) != nil {
-		return nil, errors.New("manifest is not valid JSON")
-	}
-	return &m, nil
 }
 
 // checkManifest validates a decoded manifest before anything uses it, so
@@ -1044,8 +1028,8 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	if _, ok := sc.blocked[w.rel]; ok && err == nil && !w.isRoot() {
 		err = newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q cannot be checkpointed (a link, a special file or a denied name)", w.rel)
 	}
-	if err == nil && sc.added > s.cfg.MaxTotalBytes {
-		err = errCheckpointLimit("the checkpoint alone is larger than services.checkpoints.maxTotalBytes")
+	if err == nil && sc.added > sc.budget.bytes {
+		err = sc.budget.err()
 	}
 	var meta *ckMeta
 	if err == nil {
@@ -1174,7 +1158,7 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 		return nil, false
 	}
 	defer unix.Close(dfd)
-	m, err := decodeManifest(dfd, r.meta.ID)
+	m, err := s.decodeManifest(dfd, r.meta)
 	return m, err == nil
 }
 
@@ -1251,7 +1235,8 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		return errCheckpointLimit(fmt.Sprintf("keeping it would prune a version younger than %v (services.checkpoints.maxVersionsPerWorkspace, %d, is reached)", VersionMinAge, s.cfg.MaxVersionsPerWorkspace))
 	}
 	fits := true
-	if s.total.Load() > s.cfg.MaxTotalBytes {
+	maxBytes, reserve, volume := s.byteLimit()
+	if s.total.Load() > maxBytes {
 		// Over the byte limit: plan further removals on reference counts
 		// over what the count limit keeps.
 		counts := map[string]int{}
@@ -1270,6 +1255,11 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 			seen := map[string]bool{}
 			for _, e := range m.Entries {
 				k, size := e.Hash, e.Size
+				if known, ok := sizes[k]; ok && e.Pack == "" {
+					size = known
+				} else if e.Pack == "" {
+					size = s.objectOccupied(k, size)
+				}
 				if e.Pack != "" {
 					k = "pack:" + e.Pack
 					if known, ok := sizes[k]; ok {
@@ -1277,7 +1267,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 					} else {
 						var st unix.Stat_t
 						if checkpointIDRE.MatchString(e.Pack) && fstatat(s.packfd, e.Pack+".pack", &st) == nil {
-							size = st.Size
+							size = occupied(&st)
 						}
 					}
 				}
@@ -1294,7 +1284,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 			total += sizes[h]
 		}
 		for _, r := range refs {
-			if total <= s.cfg.MaxTotalBytes {
+			if total <= maxBytes {
 				break
 			}
 			if drop[r.meta] || !evictable(r) {
@@ -1310,7 +1300,7 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 				}
 			}
 		}
-		fits = !unknown && total <= s.cfg.MaxTotalBytes
+		fits = !unknown && total <= maxBytes
 	}
 	if !fits {
 		// Nothing else goes: only the new checkpoint, and what only it stored.
@@ -1322,6 +1312,9 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 				which = fmt.Sprintf("%q", u.id)
 			}
 			return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the store is over services.checkpoints.maxTotalBytes and not fully readable (a checkpoint cannot be read), so nothing can be pruned; retry, or delete the checkpoint %s", which)
+		}
+		if volume {
+			return errVolumeFull(reserve)
 		}
 		return errCheckpointLimit(fmt.Sprintf("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned (a per-file version younger than %v, or one whose write is still running, is never pruned)", VersionMinAge))
 	}

@@ -111,7 +111,7 @@ func noPanic(t *testing.T, what string, fn func() error) (err error) {
 }
 
 // A tampered manifest is refused when it is loaded: compare and restore
-// fail with FailedPrecondition/CHECKPOINT_CONFLICT and the workspace is
+// fail with DataLoss/CHECKPOINT_DAMAGED and the workspace is
 // not touched (before the fix an empty path panicked in wsPath.parent
 // after the restore's removals had run).
 func TestCheckpointTamperedManifestRefused(t *testing.T) {
@@ -222,12 +222,12 @@ func TestCheckpointTamperedManifestRefused(t *testing.T) {
 				_, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "", false)
 				return err
 			})
-			wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointConflict)
+			wantErr(t, err, CodeDataLoss, ReasonCheckpointDamaged)
 			err = noPanic(t, "restore", func() error {
 				_, err := e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{})
 				return err
 			})
-			wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointConflict)
+			wantErr(t, err, CodeDataLoss, ReasonCheckpointDamaged)
 			ckfSame(t, "after a refused restore", before, ckfTree(t, e.projects))
 			e.checkCanaries()
 			// It can still be deleted.
@@ -548,7 +548,7 @@ func TestCheckpointDamagedManifestDoesNotJamStore(t *testing.T) {
 			}
 			// The damaged one refuses compare, and can be deleted.
 			_, err = e.fs.CompareCheckpoint(bg, proj("b"), cb.ID, "", "", false)
-			wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointConflict)
+			wantErr(t, err, CodeDataLoss, ReasonCheckpointDamaged)
 			must(t, e.fs.DeleteCheckpoint(bg, proj("b"), cb.ID))
 			if got := objects(); got != 0 {
 				t.Fatalf("%d objects left after every checkpoint was deleted", got)

@@ -25,6 +25,7 @@ const (
 	CodeAborted            Code = 10
 	CodeInternal           Code = 13
 	CodeUnavailable        Code = 14
+	CodeDataLoss           Code = 15
 )
 
 var codeNames = map[Code]string{
@@ -38,6 +39,7 @@ var codeNames = map[Code]string{
 	CodeAborted:            "Aborted",
 	CodeInternal:           "Internal",
 	CodeUnavailable:        "Unavailable",
+	CodeDataLoss:           "DataLoss",
 }
 
 func (c Code) String() string {
@@ -86,6 +88,7 @@ const (
 	ReasonCheckpointLimit      Reason = "CHECKPOINT_LIMIT"
 	ReasonCheckpointConflict   Reason = "CHECKPOINT_CONFLICT"
 	ReasonCheckpointsDisabled  Reason = "CHECKPOINTS_DISABLED"
+	ReasonCheckpointDamaged    Reason = "CHECKPOINT_DAMAGED"
 )
 
 // Error is the one error type of davfs. Message is safe to show a client: it

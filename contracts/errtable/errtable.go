@@ -130,6 +130,11 @@ var table = map[string]Row{
 	"CHECKPOINT_LIMIT":     {codes.ResourceExhausted, 507, 507},
 	"CHECKPOINT_CONFLICT":  {codes.FailedPrecondition, 409, 409},
 	"CHECKPOINTS_DISABLED": {codes.FailedPrecondition, 409, 403},
+	// DataLoss says what happened (stored data is corrupt), not 500 on the
+	// HTTP surfaces: nothing failed in the server and a retry gets the same
+	// answer; 409 tells the client the checkpoint's state refuses the
+	// request, which it acts on by deleting that checkpoint or using another.
+	"CHECKPOINT_DAMAGED": {codes.DataLoss, 409, 409},
 }
 
 // Lookup returns the row of reason, and false for a reason the table does

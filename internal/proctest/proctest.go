@@ -189,6 +189,9 @@ func (p *Process) kill() {
 	<-p.done
 }
 
+// PID is the process ID of the run (for tests that read /proc/PID).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Signal sends sig to the process (nothing if it has exited).
 func (p *Process) Signal(sig syscall.Signal) {
 	_ = p.cmd.Process.Signal(sig)

@@ -233,6 +233,15 @@ func (s *Sidecar) stopForRestart(kill bool) {
 	}
 }
 
+// PID is the process ID of the current run (0 when none), e.g. to read
+// its memory from /proc/PID/status.
+func (s *Sidecar) PID() int {
+	if p := s.run.Current(); p != nil {
+		return p.PID()
+	}
+	return 0
+}
+
 // Chown hands path (recursively) to the sidecar's UID/GID when the tests run
 // as root, so that files a test prepares as root can be changed by the
 // sidecar. It does nothing when not root.

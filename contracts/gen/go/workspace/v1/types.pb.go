@@ -266,6 +266,10 @@ const (
 	ErrorReason_CHECKPOINT_CONFLICT ErrorReason = 102
 	// FailedPrecondition: the agent's sidecar has no checkpoint store.
 	ErrorReason_CHECKPOINTS_DISABLED ErrorReason = 103
+	// DataLoss: what the store holds for a checkpoint is damaged (a manifest
+	// that is not valid or exceeds its bounds, an object missing or not of its
+	// size and hash); refused before anything changed.
+	ErrorReason_CHECKPOINT_DAMAGED ErrorReason = 104
 )
 
 // Enum value maps for ErrorReason.
@@ -315,6 +319,7 @@ var (
 		101: "CHECKPOINT_LIMIT",
 		102: "CHECKPOINT_CONFLICT",
 		103: "CHECKPOINTS_DISABLED",
+		104: "CHECKPOINT_DAMAGED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":    0,
@@ -361,6 +366,7 @@ var (
 		"CHECKPOINT_LIMIT":            101,
 		"CHECKPOINT_CONFLICT":         102,
 		"CHECKPOINTS_DISABLED":        103,
+		"CHECKPOINT_DAMAGED":          104,
 	}
 )
 
@@ -739,7 +745,7 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x1aNON_EDITABLE_REASON_BINARY\x10\x02\x12 \n" +
 	"\x1cNON_EDITABLE_REASON_NOT_UTF8\x10\x03\x12&\n" +
 	"\"NON_EDITABLE_REASON_MULTIPLE_LINKS\x10\x04\x12\x1f\n" +
-	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\x87\a\n" +
+	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\x9f\a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINVALID_PATH\x10\x01\x12\x10\n" +
@@ -788,7 +794,8 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x14CHECKPOINT_NOT_FOUND\x10d\x12\x14\n" +
 	"\x10CHECKPOINT_LIMIT\x10e\x12\x17\n" +
 	"\x13CHECKPOINT_CONFLICT\x10f\x12\x18\n" +
-	"\x14CHECKPOINTS_DISABLED\x10gBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
+	"\x14CHECKPOINTS_DISABLED\x10g\x12\x16\n" +
+	"\x12CHECKPOINT_DAMAGED\x10hBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
 
 var (
 	file_workspace_v1_types_proto_rawDescOnce sync.Once
