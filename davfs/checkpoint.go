@@ -168,7 +168,7 @@ func (f *FS) checkpointWorkspace(ws Workspace) error {
 		return err
 	}
 	if f.ck == nil {
-		return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
+		return errCheckpointsDisabled()
 	}
 	switch ws.Scope {
 	case ScopeProject:
