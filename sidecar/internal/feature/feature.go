@@ -132,7 +132,10 @@ func (f *Feature) Kick() {
 // attempt was made, then after each backoff (doubling from MinBackoff to
 // MaxBackoff) or a Kick, whichever comes first.
 func (f *Feature) Run(ctx context.Context) {
-	if !f.attempted() && f.Attempt() == nil {
+	if !f.attempted() {
+		f.Attempt()
+	}
+	if f.Err() == nil {
 		return
 	}
 	wait := f.o.MinBackoff

@@ -230,3 +230,19 @@ func slicesEqual(a, b []time.Duration) bool {
 	}
 	return true
 }
+
+// A feature that starts at once is never retried: Run returns without
+// asking for a wait.
+func TestRunReturnsWhenAvailable(t *testing.T) {
+	c := newFakeClock()
+	n := 0
+	f := New(Options{Name: "watch", Now: c.Now, After: c.After, Start: func() error { n++; return nil }})
+	f.Run(context.Background())
+	if n != 1 || len(c.waits) != 0 || f.Err() != nil {
+		t.Fatalf("%d attempts, %d waits, Err %v", n, len(c.waits), f.Err())
+	}
+	f.Run(context.Background()) // again: no new attempt
+	if n != 1 {
+		t.Fatalf("%d attempts after a second Run", n)
+	}
+}
