@@ -66,6 +66,19 @@ var storeAttacks = []storeAttack{
 			mkdir(t, store, "objects")
 		},
 		"its objects/ folder is a symbolic link"},
+	{"store unreadable",
+		func(t *testing.T, store, canary string) {
+			writeFile(t, store, "CHECKPOINT-STORE", "agent workspace files: checkpoint store\n")
+			if err := os.Chmod(store, 0); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func(t *testing.T, store string) {
+			if err := os.Chmod(store, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"permission denied"},
 }
 
 func TestCheckpointStoreUnusableThroughTheBinary(t *testing.T) {
