@@ -43,7 +43,10 @@ import (
 // their SHA-256 name before a restore writes them; a manifest is
 // validated whole when loaded (checkManifest), before anything uses it; so
 // tampering can lose checkpoints but not make a restore read or write
-// anything outside the workspace, panic, or stop half done.
+// anything outside the workspace, panic, or stop half done. A store that
+// cannot be opened (a symlink, a foreign folder, a linked subfolder) turns
+// checkpoints off with CHECKPOINTS_UNAVAILABLE, never the files
+// (checkpoint_open.go).
 
 // CheckpointConfig is services.checkpoints.
 type CheckpointConfig struct {
@@ -168,7 +171,7 @@ func (f *FS) checkpointWorkspace(ws Workspace) error {
 		return err
 	}
 	if f.ck == nil {
-		return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
+		return errCheckpointsDisabled()
 	}
 	switch ws.Scope {
 	case ScopeProject:

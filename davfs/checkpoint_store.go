@@ -52,11 +52,12 @@ type ckStore struct {
 	underRoot string // the name under the projects root, or ""
 	mu        sync.Mutex
 	opened    bool
-	fd        int // the store directory (O_PATH)
-	objfd     int // objects/ (O_PATH)
-	tmpfd     int // tmp/ (O_RDONLY: syncfs)
-	wsfd      int // ws/ (O_PATH)
-	packfd    int // packs/ (O_PATH)
+	failure   *Error // why the last open failed (CHECKPOINTS_UNAVAILABLE); nil once open
+	fd        int    // the store directory (O_PATH)
+	objfd     int    // objects/ (O_PATH)
+	tmpfd     int    // tmp/ (O_RDONLY: syncfs)
+	wsfd      int    // ws/ (O_PATH)
+	packfd    int    // packs/ (O_PATH)
 	gc        sync.RWMutex
 	total     atomic.Int64 // bytes of all objects
 	objDirs   sync.Map     // object subdirectories known to exist
@@ -87,16 +88,15 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1,
 		busy: map[string]int{}}
 	s.space = func() (volumeSpace, error) { return statfsSpace(s.tmpfd) }
-	// An existing store is checked now (a misplaced one fails the start);
-	// a missing one is created by the first checkpoint, so Open changes
-	// nothing on disk.
+	// An existing store is opened now; one that cannot be used is
+	// recorded (checkpoint_open.go) and never fails the start: the files
+	// do not depend on it. A missing one is created by the first
+	// checkpoint or OpenCheckpoints, so Open changes nothing on disk.
 	if fd, err := openDirNoFollow(s.path, false); err == nil {
 		unix.Close(fd)
-		if err := s.open(f); err != nil {
-			return nil, fmt.Errorf("davfs: checkpoints dir: %w", err)
-		}
+		_ = s.open(f)
 	} else if errnoOf(err) != unix.ENOENT {
-		return nil, fmt.Errorf("davfs: checkpoints dir: %w", errStoreOpen(err))
+		s.failure = errUnusable(errStoreOpen(err))
 	}
 	return s, nil
 }
@@ -148,8 +148,7 @@ func mkdirSynced(dirfd int, name string) error {
 // symlink or a file on it) from other store errors.
 func errStoreOpen(err error) error {
 	if e := errnoOf(err); e == unix.ELOOP || e == unix.ENOTDIR {
-		return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, err,
-			"services.checkpoints.dir must be a directory whose path has no symlink and no file in it")
+		return errUnusableWhy(err, "it is a symbolic link or a file, or its path passes through one (it must be a folder whose path has neither)")
 	}
 	return errStore(err)
 }
@@ -163,8 +162,7 @@ const storeMarker = "CHECKPOINT-STORE"
 const storeMarkerText = "agent workspace files: checkpoint store (docs/checkpoints.md); do not put anything else here\n"
 
 func errNotAStore() *Error {
-	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil,
-		"services.checkpoints.dir is an existing directory that is not a checkpoint store (it is not empty and has no store marker); choose an empty or new directory")
+	return errUnusableWhy(nil, "it is a folder that is not a checkpoint store (not empty, and no store marker); empty it, or choose an empty or new folder")
 }
 
 // claim checks that the store directory fd (O_PATH) is a store, or empty,
@@ -243,13 +241,52 @@ func errStore(err error) error {
 }
 
 // open creates (0700) and opens the store, checks where it is, sweeps tmp/
-// and counts the object bytes. Once.
+// and counts the object bytes. Once: after a failure it returns that
+// failure (CHECKPOINTS_UNAVAILABLE) until reopen succeeds.
 func (s *ckStore) open(f *FS) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.opened {
 		return nil
 	}
+	if s.failure != nil {
+		return s.failure
+	}
+	return s.openLocked(f)
+}
+
+// reopen is open trying again after a failure (OpenCheckpoints).
+func (s *ckStore) reopen(f *FS) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opened {
+		return nil
+	}
+	return s.openLocked(f)
+}
+
+// openLocked makes one attempt at opening the store and records its
+// outcome. s.mu is held.
+func (s *ckStore) openLocked(f *FS) error {
+	if err := s.openDirs(f); err != nil {
+		s.failure = errUnusable(err)
+		return s.failure
+	}
+	s.failure = nil
+	// Leftovers of an interrupted write.
+	if ents, err := readDirents(s.tmpfd); err == nil {
+		for _, d := range ents {
+			unix.Unlinkat(s.tmpfd, d.name, 0)
+		}
+	}
+	s.recount(nil, nil)
+	s.opened = true
+	return nil
+}
+
+// openDirs opens (creating them if missing) the store and its
+// subdirectories, after checking where it is and that it is a store.
+func (s *ckStore) openDirs(f *FS) error {
 	var fd int
 	var err error
 	if s.underRoot != "" {
@@ -273,37 +310,32 @@ func (s *ckStore) open(f *FS) error {
 	}
 	sub := func(name string, flags int) (int, error) {
 		if err := mkdirSynced(fd, name); err != nil {
-			return -1, err
+			return -1, errSubdir(name, err)
 		}
-		return unix.Openat(fd, name, flags|oCommon, 0)
+		sfd, err := unix.Openat(fd, name, flags|oCommon, 0)
+		if err != nil {
+			return -1, errSubdir(name, err)
+		}
+		return sfd, nil
 	}
 	objfd, err1 := sub("objects", oDirPath)
 	tmpfd, err2 := sub("tmp", oDirRead)
 	wsfd, err3 := sub("ws", oDirPath)
 	packfd, err4 := sub("packs", oDirPath)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	if err := cmp.Or(err1, err2, err3, err4); err != nil {
 		for _, x := range []int{fd, objfd, tmpfd, wsfd, packfd} {
 			if x >= 0 {
 				unix.Close(x)
 			}
 		}
-		return errStore(err)
+		return err
 	}
 	s.fd, s.objfd, s.tmpfd, s.wsfd, s.packfd = fd, objfd, tmpfd, wsfd, packfd
-	// Leftovers of an interrupted write.
-	if ents, err := readDirents(tmpfd); err == nil {
-		for _, d := range ents {
-			unix.Unlinkat(tmpfd, d.name, 0)
-		}
-	}
-	s.recount(nil, nil)
-	s.opened = true
 	return nil
 }
 
 func errStorePlace() *Error {
-	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil,
-		"services.checkpoints.dir must be outside every project and outside CODEX_HOME, and must not contain either root")
+	return errUnusableWhy(nil, "it is inside a project or CODEX_HOME, or contains one of them")
 }
 
 // checkPlace walks up from the store by fds (".."): it must not be inside

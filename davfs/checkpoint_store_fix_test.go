@@ -285,6 +285,26 @@ func ckfOpen(e *env, dir string) (*FS, error) {
 	return f, err
 }
 
+// ckfUnusable opens davfs with the store at dir, which must be refused
+// without failing the start: the files are served, and CheckpointsErr,
+// OpenCheckpoints and a checkpoint call all answer
+// Unavailable/CHECKPOINTS_UNAVAILABLE with a message naming no host path.
+func ckfUnusable(e *env, dir string) {
+	e.t.Helper()
+	f, err := ckfOpen(e, dir)
+	if err != nil {
+		e.t.Fatalf("a store that cannot be used failed the start: %v", err)
+	}
+	if _, err := f.ListProjects(bg, 0, ""); err != nil {
+		e.t.Fatalf("files with a store that cannot be used: %v", err)
+	}
+	_, cerr := f.ListCheckpoints(bg, proj("p"))
+	for _, err := range []error{f.CheckpointsErr(), f.OpenCheckpoints(), cerr} {
+		wantErr(e.t, err, CodeUnavailable, ReasonCheckpointsUnavailable)
+		ckfNoHostPath(e.t, err, e.dir)
+	}
+}
+
 // ckfOpenAndCreate opens davfs with the store at dir and checkpoints
 // project p: the first error of either.
 func ckfOpenAndCreate(e *env, dir string) error {
@@ -309,23 +329,18 @@ func TestCheckpointStoreParentSymlinkRefused(t *testing.T) {
 	// Missing store: the start or the first checkpoint must refuse.
 	e.write("projects/p/a.txt", "A")
 	err := ckfOpenAndCreate(e, filepath.Join(e.dir, "link", "store"))
-	wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointsDisabled)
+	wantErr(t, err, CodeUnavailable, ReasonCheckpointsUnavailable)
 	ckfNoHostPath(t, err, e.dir)
 	if e.exists("outside/real/store") {
 		t.Fatal("the store was created through the symlink")
 	}
-	// Existing store behind the link: the start fails.
+	// Existing store behind the link: the start succeeds, the store is
+	// refused (issue #23).
 	e.mkdir("outside/real/store2")
-	if _, err := ckfOpen(e, filepath.Join(e.dir, "link", "store2")); err == nil {
-		t.Fatal("an existing store below a symlinked parent was accepted")
-	} else {
-		ckfNoHostPath(t, err, e.dir)
-	}
+	ckfUnusable(e, filepath.Join(e.dir, "link", "store2"))
 	// The store itself a symlink.
 	e.symlink("outside/real/store2", "store3")
-	if _, err := ckfOpen(e, filepath.Join(e.dir, "store3")); err == nil {
-		t.Fatal("a symlinked store was accepted")
-	}
+	ckfUnusable(e, filepath.Join(e.dir, "store3"))
 	e.checkCanaries()
 }
 
@@ -336,7 +351,7 @@ func TestCheckpointStoreErrorsNameNoPath(t *testing.T) {
 	e.write("outside/file", "F")
 	e.write("projects/p/a.txt", "A")
 	err := ckfOpenAndCreate(e, filepath.Join(e.dir, "outside", "file", "store"))
-	wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointsDisabled)
+	wantErr(t, err, CodeUnavailable, ReasonCheckpointsUnavailable)
 	ckfNoHostPath(t, err, e.dir)
 }
 
@@ -350,8 +365,7 @@ func TestCheckpointStoreForeignDirRefused(t *testing.T) {
 		e.write(rel, "KEEP")
 	}
 	before := ckfTree(t, filepath.Join(e.dir, "outside"))
-	_, err := ckfOpen(e, filepath.Join(e.dir, "outside", "q"))
-	wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointsDisabled)
+	ckfUnusable(e, filepath.Join(e.dir, "outside", "q"))
 	ckfSame(t, "a refused store", before, ckfTree(t, filepath.Join(e.dir, "outside")))
 
 	// The same as a direct child of the projects root: an existing project.
@@ -359,8 +373,7 @@ func TestCheckpointStoreForeignDirRefused(t *testing.T) {
 		e.write(rel, "KEEP")
 	}
 	beforeQ := ckfTree(t, e.projects)
-	_, err = ckfOpen(e, filepath.Join(e.projects, "q"))
-	wantErr(t, err, CodeFailedPrecondition, ReasonCheckpointsDisabled)
+	ckfUnusable(e, filepath.Join(e.projects, "q"))
 	ckfSame(t, "a project refused as the store", beforeQ, ckfTree(t, e.projects))
 
 	// Only the layout dirs, but one of them is missing, and a stray file:
@@ -368,14 +381,13 @@ func TestCheckpointStoreForeignDirRefused(t *testing.T) {
 	e.mkdir("outside/r/objects")
 	e.mkdir("outside/r/ws")
 	e.write("outside/r/tmp", "a file, not the tmp dir")
-	if _, err := ckfOpen(e, filepath.Join(e.dir, "outside", "r")); err == nil {
-		t.Fatal("a directory that only looks like a store was accepted")
-	}
+	ckfUnusable(e, filepath.Join(e.dir, "outside", "r"))
 
 	// An empty directory becomes a store.
 	e.mkdir("outside/empty")
 	f, err := ckfOpen(e, filepath.Join(e.dir, "outside", "empty"))
 	must(t, err)
+	must(t, f.CheckpointsErr())
 	e.write("projects/p/a.txt", "A")
 	_, err = f.CreateCheckpoint(bg, proj("p"), CheckpointOptions{})
 	must(t, err)

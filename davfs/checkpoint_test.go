@@ -451,9 +451,24 @@ func TestCheckpointStorePlacement(t *testing.T) {
 			cfg := secConfig(base)
 			cfg.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(base, dir)}
 			os.MkdirAll(cfg.Checkpoints.Dir, 0o755)
-			if f, err := davfs.Open(cfg); err == nil {
-				f.Close()
-				t.Fatalf("a store at %s was accepted", dir)
+			// The files are served; the store is refused (issue #23: it
+			// never fails the start) and every checkpoint call says so.
+			f, err := davfs.Open(cfg)
+			if err != nil {
+				t.Fatalf("a misplaced store failed the start: %v", err)
+			}
+			defer f.Close()
+			if _, err := f.ListProjects(context.Background(), 0, ""); err != nil {
+				t.Fatalf("files with a misplaced store: %v", err)
+			}
+			for _, err := range []error{f.CheckpointsErr(), f.OpenCheckpoints(), func() error {
+				_, err := f.ListCheckpoints(context.Background(), secProject("p"))
+				return err
+			}()} {
+				if davfs.ReasonOf(err) != davfs.ReasonCheckpointsUnavailable || davfs.CodeOf(err) != davfs.CodeUnavailable {
+					t.Fatalf("a store at %s was accepted: %v", dir, err)
+				}
+				secCheckDavErr(t, dir, err, base)
 			}
 		})
 	}

@@ -89,6 +89,12 @@ const (
 	ReasonCheckpointConflict   Reason = "CHECKPOINT_CONFLICT"
 	ReasonCheckpointsDisabled  Reason = "CHECKPOINTS_DISABLED"
 	ReasonCheckpointDamaged    Reason = "CHECKPOINT_DAMAGED"
+	// ReasonCheckpointsUnavailable: a store is configured but cannot be
+	// used (checkpoint_open.go); files keep working.
+	ReasonCheckpointsUnavailable Reason = "CHECKPOINTS_UNAVAILABLE"
+	// ReasonWatchUnavailable: the file watcher cannot start (inotify
+	// instances used up); files keep working.
+	ReasonWatchUnavailable Reason = "WATCH_UNAVAILABLE"
 )
 
 // Error is the one error type of davfs. Message is safe to show a client: it

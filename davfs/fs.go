@@ -103,6 +103,10 @@ type root struct {
 //
 // The roots themselves must be directories, not symlinks. The temp sweep is
 // bounded (see sweepAtOpen); listings remove stale temp files they meet.
+// The checkpoint store never fails Open: one that cannot be used turns
+// checkpoints off with a reason until OpenCheckpoints succeeds
+// (checkpoint_open.go); only a malformed Checkpoints.Dir (not absolute)
+// is an error here.
 func Open(cfg Config) (*FS, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
+	"github.com/agentworkspace/files/sidecar/internal/feature"
 	"github.com/agentworkspace/files/sidecar/internal/gitinit"
 	"github.com/agentworkspace/files/sidecar/internal/metrics"
 	"github.com/agentworkspace/files/sidecar/internal/rpc"
@@ -53,6 +54,12 @@ type Deps struct {
 	Initializer davfs.ProjectInitializer
 	// ShutdownTimeout bounds the drain after the context ends. 0: DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// RetryMinBackoff and RetryMaxBackoff bound the retries of a feature
+	// that cannot start (features.go). 0: 1 s and 1 min.
+	RetryMinBackoff, RetryMaxBackoff time.Duration
+	// Now and After are the clock of those retries. Nil: time.Now, time.After.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
 }
 
 // Sidecar is a configured, not yet listening sidecar.
@@ -65,8 +72,11 @@ type Sidecar struct {
 	grpc     *grpc.Server
 	health   *health.Server
 	dav      http.Handler
-	watcher  *davfs.Watcher // live changes (watch.go)
-	ready    atomic.Bool
+	watcher  atomic.Pointer[davfs.Watcher] // live changes (watch.go); nil while it cannot start
+	// checkpoints (nil when not configured) and watch supervise the
+	// optional features (features.go).
+	checkpoints, watch *feature.Feature
+	ready              atomic.Bool
 }
 
 // NewLogger builds the hclog logger cfg.Log describes.
@@ -149,10 +159,10 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	maxMsg := max(int(p.MaxEditableFileSize)+1<<20, 4<<20)
 	win := min(maxMsg, 16<<20)
 	s.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), m)),
+		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), kickObserver{m, s})),
 		// The Watch stream: the same request ID, operator, log line, metrics
 		// and panic recovery as the unary calls.
-		grpc.ChainStreamInterceptor(rpc.StreamInterceptor(s.log.Named("rpc"), m)),
+		grpc.ChainStreamInterceptor(rpc.StreamInterceptor(s.log.Named("rpc"), kickObserver{m, s})),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		// Fixed flow-control windows as large as a whole message: a call
@@ -165,11 +175,13 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	)
 	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
 	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(fs))
-	if err := s.startWatcher(); err != nil {
+	if err := s.registerWatchMetrics(); err != nil {
 		fs.Close()
-		return nil, fmt.Errorf("live changes: %w", err)
+		return nil, err
 	}
-	workspacev1.RegisterWatchServiceServer(s.grpc, rpc.NewWatchService(s.watcher))
+	// Neither the store nor the watcher can fail the start (features.go).
+	s.newFeatures(m)
+	workspacev1.RegisterWatchServiceServer(s.grpc, rpc.NewWatchService(s.currentWatcher))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
@@ -208,7 +220,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 			for _, l := range lns[:i] {
 				l.Close()
 			}
-			s.watcher.Close()
+			s.closeWatcher()
 			return fmt.Errorf("%sServer.address: listen: %w", sv.name, err)
 		}
 		lns[i] = l
@@ -223,6 +235,13 @@ func (s *Sidecar) Run(ctx context.Context) error {
 				errc <- fmt.Errorf("%s server: %w", sv.name, err)
 			}
 		})
+	}
+
+	// Features that could not start are retried until they do.
+	fctx, fstop := context.WithCancel(ctx)
+	var fwg sync.WaitGroup
+	for _, f := range s.features() {
+		fwg.Go(func() { f.Run(fctx) })
 	}
 
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -240,7 +259,9 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	s.ready.Store(false)
 	s.health.Shutdown()
 	// Watch streams never end by themselves: end them so the drain is quick.
-	s.watcher.Close()
+	fstop()
+	fwg.Wait()
+	s.closeWatcher()
 
 	sctx, cancel := context.WithTimeout(context.Background(), s.deps.ShutdownTimeout)
 	defer cancel()
@@ -291,14 +312,6 @@ func (s *Sidecar) metricsMux() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !s.ready.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, "not ready\n")
-			return
-		}
-		io.WriteString(w, "ok\n")
-	})
+	mux.HandleFunc("GET /readyz", s.readyz) // features.go
 	return mux
 }

@@ -32,13 +32,14 @@ func (c WatchConfig) davfs() davfs.WatchConfig {
 	return davfs.WatchConfig{MaxDirs: c.MaxDirectories, MaxDirsPerSubscriber: c.MaxDirectoriesPerStream}
 }
 
-// watchCollector exports the Watcher's figures at scrape time.
+// watchCollector exports the running Watcher's figures at scrape time
+// (none while it cannot start).
 type watchCollector struct {
-	w                                              *davfs.Watcher
+	w                                              func() *davfs.Watcher
 	subscribers, dirs, events, filtered, drops, rs *prometheus.Desc
 }
 
-func newWatchCollector(w *davfs.Watcher) *watchCollector {
+func newWatchCollector(w func() *davfs.Watcher) *watchCollector {
 	return &watchCollector{w: w,
 		subscribers: prometheus.NewDesc("sidecar_watch_subscribers", "Open live-change streams.", nil, nil),
 		dirs:        prometheus.NewDesc("sidecar_watch_directories", "Directories watched (inotify watches), lingering ones included.", nil, nil),
@@ -49,10 +50,18 @@ func newWatchCollector(w *davfs.Watcher) *watchCollector {
 	}
 }
 
-func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.subscribers, c.dirs, c.events, c.filtered, c.drops, c.rs} {
+		ch <- d
+	}
+}
 
 func (c *watchCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.w.Stats()
+	w := c.w()
+	if w == nil {
+		return
+	}
+	st := w.Stats()
 	ch <- prometheus.MustNewConstMetric(c.subscribers, prometheus.GaugeValue, float64(st.Subscribers))
 	ch <- prometheus.MustNewConstMetric(c.dirs, prometheus.GaugeValue, float64(st.WatchedDirs))
 	ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(st.Events))
@@ -63,16 +72,31 @@ func (c *watchCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// startWatcher opens the live-changes Watcher and registers its figures.
-func (s *Sidecar) startWatcher() error {
-	w, err := s.fs.NewWatcher(s.cfg.Services.Watch.davfs())
-	if err != nil {
-		return err
-	}
-	if err := s.registry.Register(newWatchCollector(w)); err != nil {
-		w.Close()
+// registerWatchMetrics registers the figures of whichever watcher runs.
+func (s *Sidecar) registerWatchMetrics() error {
+	if err := s.registry.Register(newWatchCollector(s.watcher.Load)); err != nil {
 		return errors.Join(errors.New("watch metrics"), err)
 	}
-	s.watcher = w
 	return nil
+}
+
+// startWatcher opens the live-changes Watcher (the watch feature's Start):
+// a watcher that cannot start is WATCH_UNAVAILABLE (features.go).
+func (s *Sidecar) startWatcher() error {
+	if s.watcher.Load() != nil {
+		return nil
+	}
+	w, err := s.fs.NewWatcher(s.cfg.Services.Watch.davfs())
+	if err != nil {
+		return errWatchUnavailable(err)
+	}
+	s.watcher.Store(w)
+	return nil
+}
+
+// closeWatcher ends every watch stream (Run, once the retries stopped).
+func (s *Sidecar) closeWatcher() {
+	if w := s.watcher.Load(); w != nil {
+		w.Close()
+	}
 }

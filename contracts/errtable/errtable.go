@@ -119,7 +119,9 @@ var table = map[string]Row{
 	"NOT_SUPPORTED":               {codes.FailedPrecondition, 409, 403}, // Depth: infinity (RFC 4918 §9.1: 403 propfind-finite-depth)
 	"PRECONDITION_REQUIRED":       {codes.FailedPrecondition, 428, 428},
 	// Unavailable
-	"SIDECAR_UNAVAILABLE": {codes.Unavailable, 503, 503},
+	"SIDECAR_UNAVAILABLE":     {codes.Unavailable, 503, 503},
+	"CHECKPOINTS_UNAVAILABLE": {codes.Unavailable, 503, 503}, // one feature of a running sidecar (its store cannot be used); files work
+	"WATCH_UNAVAILABLE":       {codes.Unavailable, 503, 503}, // its file watcher cannot start (inotify instances used up); files work
 	// Internal
 	"GIT_INIT_FAILED": {codes.Internal, 500, 500},
 	"INTERNAL":        {codes.Internal, 500, 500},

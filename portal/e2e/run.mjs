@@ -8,6 +8,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { binaries, Gateway, REPO, Sidecar, tempBase } from './harness.mjs';
 import { registerCheckpointTests } from './checkpoints.mjs';
+import { registerFeatureTests } from './features.mjs';
 import { registerLiveTests } from './live.mjs';
 
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
@@ -1440,6 +1441,7 @@ registerLiveTests(
   { get page() { return page; }, get gw() { return gw; }, get sa() { return sa; }, get sb() { return sb; }, base },
   { $, dialog, row, projectRow, openProject, ensureSignedIn, selectAgent, editorText, setEditorText, shot },
 );
+registerFeatureTests({ test, expect, eventually, $, dialog, row, projectRow, ensureSignedIn, selectAgent, openProject, sb: () => sb });
 
 // ---------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import { TreeActions } from './features/treeActions';
 import type { LiveController } from './live';
 import { createLive } from './liveHooks';
 import { freshAppState, type AppState, type Notice } from './state/appState';
+import { noteOutcome, unavailableFeature, type Feature } from './state/features';
 import { browserStorage, Drafts } from './state/drafts';
 import * as ed from './state/editorState';
 import { LazyEditor } from './ui/lazyEditor';
@@ -49,8 +50,16 @@ export class App implements AppContext {
   constructor(root: HTMLElement) {
     this.root = root;
     const csrf = () => this.state.session?.csrf_token ?? '';
-    this.api = createApi({ csrf });
-    this.ckpt = createCheckpointApi({ csrf });
+    // Deletes and checkpoint calls tell whether the agent's checkpoints
+    // (and the watch stream, liveHooks.ts) are available: the banner.
+    this.api = createApi({
+      csrf,
+      failed: (agentId, err) => {
+        const f = unavailableFeature(err);
+        if (f) this.noteFeature(agentId, f, err);
+      },
+    });
+    this.ckpt = createCheckpointApi({ csrf, observe: (agentId, err) => this.noteFeature(agentId, 'checkpoints', err) });
     this.editor = new LazyEditor(
       (text) => this.files.onEdit(text),
       () => void this.files.save(),
@@ -99,6 +108,12 @@ export class App implements AppContext {
       this.state.notice = null;
       this.update();
     }
+  }
+
+  noteFeature(agentId: string, feature: Feature, err: unknown | null): void {
+    let n = this.state.featureNotices.get(agentId);
+    if (!n) this.state.featureNotices.set(agentId, (n = {}));
+    if (noteOutcome(n, feature, err)) this.update();
   }
 
   fail(err: unknown, prefix = ''): void {

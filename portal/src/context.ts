@@ -7,6 +7,7 @@ import type { Api } from './api/client';
 import type { CheckpointApi } from './api/checkpoints';
 import type { LiveController } from './live';
 import type { AppState, Notice } from './state/appState';
+import type { Feature } from './state/features';
 import type { Drafts } from './state/drafts';
 import type { LazyEditor } from './ui/lazyEditor';
 import type { Agents } from './features/agents';
@@ -36,6 +37,8 @@ export interface AppContext {
   succeeded(): void;
   /** Central error handling (features/session.ts): a lost session, or a message. */
   fail(err: unknown, prefix?: string): void;
+  /** Records the outcome of a call of an optional feature of agentId (banner, state/features.ts). */
+  noteFeature(agentId: string, feature: Feature, err: unknown | null): void;
 
   readonly session: Session;
   readonly agents: Agents;

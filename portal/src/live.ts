@@ -29,6 +29,8 @@ export interface LiveHost {
   /** The editor's "load the server version" (drops the draft). */
   reloadServerVersion(): Promise<void>;
   notify(kind: 'info' | 'error', text: string): void;
+  /** The outcome of opening agentId's stream: null once live, else why it failed (state/features.ts). */
+  watchOutcome?(agentId: string, err: unknown | null): void;
   update(): void;
 }
 
@@ -118,7 +120,11 @@ export class LiveController {
         status: (s) => {
           if (this.#stream !== stream) return;
           this.#status = s;
+          if (s.kind === 'live') this.#h.watchOutcome?.(scope.agentId, null);
           this.#h.update();
+        },
+        failed: (err) => {
+          if (this.#stream === stream) this.#h.watchOutcome?.(scope.agentId, err);
         },
       },
     );

@@ -15,6 +15,7 @@ export function createLive(c: AppContext): LiveController {
     showLoaded: (scope, r) => c.files.showLoaded(scope, r),
     reloadServerVersion: () => c.files.reloadServerVersion(),
     notify: (kind, text) => c.notify(kind, text),
+    watchOutcome: (agentId, err) => c.noteFeature(agentId, 'watch', err),
     update: () => c.update(),
   });
 }

@@ -63,6 +63,11 @@ type Options struct {
 	StartTimeout time.Duration
 	// Binary is a prebuilt agent-sidecar; default $AGENT_SIDECAR_BIN, else built.
 	Binary string
+	// UID, when set and running as root, runs the process as UID/GID UID
+	// instead of 1000 (and chowns the volumes to it): a test that uses up a
+	// per-user kernel resource (inotify instances) does so for a UID no
+	// other test shares.
+	UID int
 }
 
 // Sidecar is one running (or stopped) sidecar process. The address fields
@@ -96,8 +101,8 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	bin := build.Path(t, opts.Binary)
 	base := proctest.TempDir(t, "sidecartest-")
 	s := &Sidecar{t: t, opts: opts, bin: bin, logs: &proctest.Log{}}
-	s.ProjectsDir = volume(t, opts.ProjectsDir, filepath.Join(base, "projects"))
-	s.CodexHome = volume(t, opts.CodexHome, filepath.Join(base, "codex-home"))
+	s.ProjectsDir = volume(t, opts.ProjectsDir, filepath.Join(base, "projects"), opts.uid())
+	s.CodexHome = volume(t, opts.CodexHome, filepath.Join(base, "codex-home"), opts.uid())
 
 	cfg := sidecar.DefaultConfig()
 	cfg.Services.Project.ProjectsRootDir = s.ProjectsDir
@@ -245,7 +250,17 @@ func (s *Sidecar) PID() int {
 // Chown hands path (recursively) to the sidecar's UID/GID when the tests run
 // as root, so that files a test prepares as root can be changed by the
 // sidecar. It does nothing when not root.
-func Chown(t testing.TB, path string) {
+func Chown(t testing.TB, path string) { chownTo(t, path, UID) }
+
+// uid is the UID (and GID) the process runs as when the tests run as root.
+func (o Options) uid() int {
+	if o.UID > 0 {
+		return o.UID
+	}
+	return UID
+}
+
+func chownTo(t testing.TB, path string, uid int) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return
@@ -254,7 +269,7 @@ func Chown(t testing.TB, path string) {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, UID, GID)
+		return os.Lchown(p, uid, uid)
 	})
 	if err != nil {
 		t.Fatalf("sidecartest: chown %s: %v", path, err)
@@ -273,7 +288,7 @@ func (s *Sidecar) start() error {
 		StartTimeout: s.opts.StartTimeout,
 	}
 	if os.Geteuid() == 0 {
-		c.Credential = &syscall.Credential{Uid: UID, Gid: GID}
+		c.Credential = &syscall.Credential{Uid: uint32(s.opts.uid()), Gid: uint32(s.opts.uid())}
 	}
 	addrs, err := s.run.Start(c, s.logs)
 	if err != nil {
@@ -286,7 +301,7 @@ func (s *Sidecar) start() error {
 }
 
 // volume returns dir (made usable by UID 1000) or creates fresh.
-func volume(t testing.TB, dir, fresh string) string {
+func volume(t testing.TB, dir, fresh string, uid int) string {
 	t.Helper()
 	var err error
 	if dir == "" {
@@ -298,7 +313,7 @@ func volume(t testing.TB, dir, fresh string) string {
 	if err != nil {
 		t.Fatalf("sidecartest: %v", err)
 	}
-	Chown(t, dir)
+	chownTo(t, dir, uid)
 	return dir
 }
 

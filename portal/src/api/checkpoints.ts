@@ -15,7 +15,16 @@ export type RestoreResponse = S['v1RestoreCheckpointResponse'];
 
 export type CheckpointApi = ReturnType<typeof createCheckpointApi>;
 
-export function createCheckpointApi(opts: { csrf: () => string; fetch?: typeof fetch; baseUrl?: string }) {
+/**
+ * observe, if set, hears the outcome of every call (null: success), so the
+ * page can show when the agent's checkpoints are unavailable (state/features.ts).
+ */
+export function createCheckpointApi(opts: {
+  csrf: () => string;
+  fetch?: typeof fetch;
+  baseUrl?: string;
+  observe?: (agentId: string, err: unknown | null) => void;
+}) {
   const client = createClient<paths>({
     baseUrl: opts.baseUrl ?? '',
     credentials: 'same-origin',
@@ -29,42 +38,65 @@ export function createCheckpointApi(opts: { csrf: () => string; fetch?: typeof f
     },
   });
   const base = '/api/v1/agent-gateway/agents/{agent_id}/checkpoints' as const;
+  const seen = <T>(agentId: string, p: Promise<T>): Promise<T> =>
+    p.then(
+      (v) => (opts.observe?.(agentId, null), v),
+      (e: unknown) => {
+        opts.observe?.(agentId, e);
+        throw e;
+      },
+    );
   return {
     /** Newest first; with path, only the checkpoints (and per-file versions) that hold it. */
     list: (agentId: string, ws: WorkspaceRef, path = '') =>
-      unwrap(client.GET(base, { params: { path: { agent_id: agentId }, query: { ...wsQuery(ws), ...(path ? { path } : {}) } } })),
+      seen(
+        agentId,
+        unwrap(client.GET(base, { params: { path: { agent_id: agentId }, query: { ...wsQuery(ws), ...(path ? { path } : {}) } } })),
+      ),
 
     create: (agentId: string, ws: WorkspaceRef, label: string, path = '') =>
-      unwrap(client.POST(base, { params: { path: { agent_id: agentId } }, body: { workspace: ws, label, path } })),
+      seen(
+        agentId,
+        unwrap(client.POST(base, { params: { path: { agent_id: agentId } }, body: { workspace: ws, label, path } })),
+      ),
 
     compare: (agentId: string, ws: WorkspaceRef, id: string, o: { against?: string; path?: string; diffs?: boolean } = {}) =>
-      unwrap(
-        client.GET('/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}/compare', {
-          params: {
-            path: { agent_id: agentId, checkpoint_id: id },
-            query: {
-              ...wsQuery(ws),
-              ...(o.against ? { against_checkpoint_id: o.against } : {}),
-              ...(o.path ? { path: o.path } : {}),
-              ...(o.diffs ? { include_diffs: true } : {}),
+      seen(
+        agentId,
+        unwrap(
+          client.GET('/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}/compare', {
+            params: {
+              path: { agent_id: agentId, checkpoint_id: id },
+              query: {
+                ...wsQuery(ws),
+                ...(o.against ? { against_checkpoint_id: o.against } : {}),
+                ...(o.path ? { path: o.path } : {}),
+                ...(o.diffs ? { include_diffs: true } : {}),
+              },
             },
-          },
-        }),
+          }),
+        ),
       ),
 
     restore: (agentId: string, ws: WorkspaceRef, id: string, path: string, planToken: string) =>
-      unwrap(
-        client.POST('/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}:restore', {
-          params: { path: { agent_id: agentId, checkpoint_id: id } },
-          body: { workspace: ws, path, plan_token: planToken },
-        }),
+      seen(
+        agentId,
+        unwrap(
+          client.POST('/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}:restore', {
+            params: { path: { agent_id: agentId, checkpoint_id: id } },
+            body: { workspace: ws, path, plan_token: planToken },
+          }),
+        ),
       ),
 
     remove: (agentId: string, ws: WorkspaceRef, id: string) =>
-      unwrap(
-        client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}', {
-          params: { path: { agent_id: agentId, checkpoint_id: id }, query: wsQuery(ws) },
-        }),
+      seen(
+        agentId,
+        unwrap(
+          client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}', {
+            params: { path: { agent_id: agentId, checkpoint_id: id }, query: wsQuery(ws) },
+          }),
+        ),
       ),
   };
 }

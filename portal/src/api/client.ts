@@ -30,7 +30,17 @@ export const PAGE_SIZE = 100;
 
 export type Api = ReturnType<typeof createApi>;
 
-export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?: typeof fetch; baseUrl?: string }) {
+/**
+ * failed, if set, hears every failed delete (whose automatic checkpoint may
+ * be unavailable: state/features.ts).
+ */
+export function createApi(opts: {
+  csrf: () => string;
+  pageSize?: number;
+  fetch?: typeof fetch;
+  baseUrl?: string;
+  failed?: (agentId: string, err: unknown) => void;
+}) {
   const client = createClient<paths>({
     baseUrl: opts.baseUrl ?? '',
     credentials: 'same-origin',
@@ -48,6 +58,11 @@ export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?:
     },
   });
   const pageSize = opts.pageSize ?? PAGE_SIZE;
+  const seen = <T>(agentId: string, p: Promise<T>): Promise<T> =>
+    p.catch((e: unknown) => {
+      opts.failed?.(agentId, e);
+      throw e;
+    });
 
   return {
     listAgents: () => unwrap(client.GET('/api/v1/agent-gateway/agents')),
@@ -69,13 +84,16 @@ export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?:
 
     /** skipCheckpoint: delete without the automatic checkpoint (a full store's override, deleteOverride.ts). */
     deleteProject: (agentId: string, name: string, confirmName: string, skipCheckpoint = false) =>
-      unwrap(
-        client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/projects/{name}', {
-          params: {
-            path: { agent_id: agentId, name },
-            query: { confirm_name: confirmName, ...(skipCheckpoint ? { skip_checkpoint: true } : {}) },
-          },
-        }),
+      seen(
+        agentId,
+        unwrap(
+          client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/projects/{name}', {
+            params: {
+              path: { agent_id: agentId, name },
+              query: { confirm_name: confirmName, ...(skipCheckpoint ? { skip_checkpoint: true } : {}) },
+            },
+          }),
+        ),
       ),
 
     listEntries: (agentId: string, ws: WorkspaceRef, path: string, cursor: string) =>
@@ -125,19 +143,22 @@ export function createApi(opts: { csrf: () => string; pageSize?: number; fetch?:
       ),
 
     deleteEntry: (agentId: string, ws: WorkspaceRef, entry: Entry, recursive: boolean, skipCheckpoint = false) =>
-      unwrap(
-        client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/projects/entries', {
-          params: {
-            path: { agent_id: agentId },
-            query: {
-              ...wsQuery(ws),
-              path: entry.path ?? '',
-              expected_revision: entry.revision ?? '',
-              ...(recursive ? { recursive: true } : {}),
-              ...(skipCheckpoint ? { skip_checkpoint: true } : {}),
+      seen(
+        agentId,
+        unwrap(
+          client.DELETE('/api/v1/agent-gateway/agents/{agent_id}/projects/entries', {
+            params: {
+              path: { agent_id: agentId },
+              query: {
+                ...wsQuery(ws),
+                path: entry.path ?? '',
+                expected_revision: entry.revision ?? '',
+                ...(recursive ? { recursive: true } : {}),
+                ...(skipCheckpoint ? { skip_checkpoint: true } : {}),
+              },
             },
-          },
-        }),
+          }),
+        ),
       ),
   };
 }

@@ -81,6 +81,8 @@ export function isStaleCursor(err: unknown): boolean {
 /** The agent's sidecar (or the gateway) cannot be reached right now. */
 export function isUnavailable(err: unknown): boolean {
   const e = asApiError(err);
+  // One feature of a sidecar that answers (state/features.ts), not the sidecar.
+  if (e.reason === 'CHECKPOINTS_UNAVAILABLE' || e.reason === 'WATCH_UNAVAILABLE') return false;
   return (
     e.reason === 'SIDECAR_UNAVAILABLE' ||
     e.reason === 'NETWORK' ||
@@ -134,6 +136,9 @@ const REASON_TEXT: Record<string, string> = {
   NOT_REGULAR: 'Only regular files and folders can be managed here.',
   PROJECT_MANAGEMENT_DISABLED: 'Project management is not enabled for this agent.',
   SIDECAR_UNAVAILABLE: "The agent's file service is unavailable right now. Retry in a moment.",
+  CHECKPOINTS_UNAVAILABLE:
+    "Checkpoints are unavailable for this agent (its checkpoint store cannot be used; see the banner). Files still work; the agent retries by itself.",
+  WATCH_UNAVAILABLE: 'Live changes are unavailable for this agent right now. Files still work; the agent retries by itself.',
   GIT_INIT_FAILED: 'The project could not be initialised with Git, so it was not created. Try again or ask an operator to check the agent.',
   INTERNAL: 'The file service hit an unexpected error. Try again; if it persists, ask an operator to check the logs.',
   UNAUTHENTICATED: 'Your session has ended. Sign in again.',

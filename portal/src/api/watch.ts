@@ -5,6 +5,7 @@
 // token is needed. Reconnects are ours (EventSource gives up on an HTTP
 // error such as 429 or 503): exponential backoff with jitter, resuming from the
 // last event id so that nothing is lost, or the server says RESYNC.
+import { ApiError } from './errors';
 import type { Entry, WorkspaceRef } from './types';
 
 /**
@@ -64,6 +65,35 @@ export type StreamStatus =
 export interface StreamHandlers {
   event: (ev: WatchEvent) => void;
   status: (s: StreamStatus) => void;
+  /**
+   * Why a lost stream's URL answers with an HTTP error (probeStream): for
+   * example 503 WATCH_UNAVAILABLE while the agent's file watcher cannot
+   * start. EventSource itself hides an error's status and body.
+   */
+  failed?: (err: ApiError) => void;
+}
+
+/**
+ * Asks url once with fetch and returns its error answer as an ApiError, or
+ * null when it answers 200 (the stream is dropped at once) or not at all.
+ */
+export async function probeStream(url: string, f: typeof fetch = (u, i) => fetch(u, i)): Promise<ApiError | null> {
+  const ctl = new AbortController();
+  try {
+    const r = await f(url, { credentials: 'same-origin', signal: ctl.signal, headers: { Accept: 'text/event-stream' } });
+    if (r.ok) return null;
+    let body: unknown = null;
+    try {
+      body = await r.json();
+    } catch {
+      // not JSON: the status alone
+    }
+    return ApiError.from(r.status, body);
+  } catch {
+    return null;
+  } finally {
+    ctl.abort();
+  }
 }
 
 type ESFactory = (url: string) => EventSource;
@@ -85,10 +115,19 @@ export class LiveStream {
   /** The id the current connection resumed from ('' for a fresh subscription). */
   resumedFrom = '';
 
-  constructor(url: (resume: string) => string, resumeFrom: string, h: StreamHandlers, make: ESFactory = (u) => new EventSource(u)) {
+  readonly #probe: (url: string) => Promise<ApiError | null>;
+
+  constructor(
+    url: (resume: string) => string,
+    resumeFrom: string,
+    h: StreamHandlers,
+    make: ESFactory = (u) => new EventSource(u),
+    probe: (url: string) => Promise<ApiError | null> = (u) => probeStream(u),
+  ) {
     this.#url = url;
     this.#h = h;
     this.#make = make;
+    this.#probe = probe;
     this.lastId = resumeFrom;
     // Not from the constructor: the handlers may refer to this stream.
     queueMicrotask(() => this.#open());
@@ -131,6 +170,12 @@ export class LiveStream {
     if (this.#es !== es || this.#closed) return;
     es.close();
     this.#es = null;
+    const failed = this.#h.failed;
+    if (failed) {
+      void this.#probe(this.#url(this.lastId)).then((err) => {
+        if (err && !this.#closed) failed(err);
+      });
+    }
     if (this.#stable) clearTimeout(this.#stable);
     this.#stable = null;
     if (!this.#since) this.#since = Date.now();

@@ -7,6 +7,7 @@ import type { ApiError } from '../api/errors';
 import type { SessionInfo } from '../api/session';
 import type { Agent, Project, WorkspaceRef } from '../api/types';
 import type * as ed from './editorState';
+import type { FeatureNotices } from './features';
 import { emptyListing, type Listing } from './paging';
 import { ScopeManager } from './scope';
 import { workspaceKey, type TreeState } from './tree';
@@ -85,6 +86,8 @@ export interface AppState {
   focusAfterRender: string | null;
   /** >0 while the page is being brought to a URL's place: the URL is replaced, not pushed. */
   routing: number;
+  /** Per agent ID: its features that are unavailable, and why (banner, state/features.ts). */
+  featureNotices: Map<string, FeatureNotices>;
 }
 
 export function freshAppState(): AppState {
@@ -98,5 +101,6 @@ export function freshAppState(): AppState {
     noticeSerial: 0,
     focusAfterRender: null,
     routing: 0,
+    featureNotices: new Map(),
   };
 }

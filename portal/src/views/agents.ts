@@ -4,6 +4,7 @@
 import { html, nothing, type TemplateResult } from 'lit-html';
 import { describeGatewayError } from '../api/errors';
 import type { AppContext } from '../context';
+import { featureBannersView } from './features';
 import { noticeView } from './notice';
 import { workspaceView } from './workspace';
 
@@ -52,6 +53,6 @@ export function agentsPageView(c: AppContext): TemplateResult {
           ? html`<div class="panel-message" data-testid="no-project-management">
               <p>Project management is not enabled for <strong>${agent.agent_id}</strong>: it has no file sidecar configured.</p>
             </div>`
-          : workspaceView(c, scope)}
+          : html`${featureBannersView(s.featureNotices.get(agent.agent_id ?? ''))}${workspaceView(c, scope)}`}
   `;
 }

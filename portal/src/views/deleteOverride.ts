@@ -2,7 +2,10 @@
 // checkpoint store (reason CHECKPOINT_LIMIT): the portal offers to delete
 // without a checkpoint, behind a second explicit confirmation that says the
 // delete then cannot be undone, and retries with skip_checkpoint=true. The
-// gateway audits such a delete as skip_checkpoint.
+// gateway audits such a delete as skip_checkpoint. The same override is
+// offered when the agent's checkpoint store cannot be used at all
+// (CHECKPOINTS_UNAVAILABLE, issue #23): the delete is refused rather than
+// done without its safety net, unless the user says so twice.
 import { html } from 'lit-html';
 import { asApiError } from '../api/errors';
 import { confirmDialog } from '../ui/dialogs';
@@ -13,7 +16,8 @@ export function isCheckpointLimit(err: unknown): boolean {
 }
 
 /**
- * Runs del(false); when that fails with CHECKPOINT_LIMIT and the user
+ * Runs del(false); when that fails with CHECKPOINT_LIMIT (or
+ * CHECKPOINTS_UNAVAILABLE) and the user
  * confirms twice, runs del(true) and resolves with its result. Any other
  * error, or the user declining, rejects with the first error (the caller
  * reports it as usual).
@@ -22,14 +26,21 @@ export async function deleteWithOverride<T>(what: string, del: (skipCheckpoint: 
   try {
     return await del(false);
   } catch (err) {
-    if (!isCheckpointLimit(err)) throw err;
+    const unusable = asApiError(err).reason === 'CHECKPOINTS_UNAVAILABLE';
+    if (!isCheckpointLimit(err) && !unusable) throw err;
     const offer = await confirmDialog({
-      title: 'The checkpoint store is full',
-      body: [
-        html`The automatic checkpoint of ${what}, taken before it is deleted, does not fit in the checkpoint store, so nothing was
-          deleted.`,
-        html`Delete older checkpoints (Checkpoints…) and try again, or delete without a checkpoint.`,
-      ],
+      title: unusable ? 'Checkpoints are unavailable' : 'The checkpoint store is full',
+      body: unusable
+        ? [
+            html`The automatic checkpoint of ${what}, taken before it is deleted, cannot be taken: the agent's checkpoint store
+              cannot be used right now, so nothing was deleted.`,
+            html`Wait until checkpoints are back (the agent retries by itself), or delete without a checkpoint.`,
+          ]
+        : [
+            html`The automatic checkpoint of ${what}, taken before it is deleted, does not fit in the checkpoint store, so nothing
+              was deleted.`,
+            html`Delete older checkpoints (Checkpoints…) and try again, or delete without a checkpoint.`,
+          ],
       confirmLabel: 'Delete without a checkpoint',
       danger: true,
       testid: 'delete-override-dialog',

@@ -23,6 +23,7 @@ type Metrics struct {
 	rejections      *prometheus.CounterVec
 	sizeRejections  *prometheus.CounterVec
 	gitInitFailures prometheus.Counter
+	features        *prometheus.GaugeVec
 	// Checkpoints are the checkpoint store's figures, on the same registry.
 	Checkpoints *Checkpoints
 }
@@ -45,10 +46,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			"gRPC calls refused by a size limit (file too large, page size too large).", "action", "reason"),
 		gitInitFailures: counter("sidecar_git_init_failures_total",
 			"CreateProject calls whose git init failed (the project was rolled back)."),
+		features: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sidecar_feature_available",
+			Help: "1 when an optional feature (checkpoints, watch) is available, 0 while it cannot start (files are not affected; see /readyz?verbose)."}, []string{"feature"}),
 		Checkpoints: newCheckpoints(),
 	}
 	cm := m.Checkpoints
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures,
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures, m.features,
 		cm.ops, cm.failures, cm.duration, cm.captured} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -86,6 +89,15 @@ func (m *Metrics) Observe(action, code string, reason davfs.Reason, d time.Durat
 	case davfs.ReasonTooLarge, davfs.ReasonPageSizeTooLarge:
 		m.sizeRejections.WithLabelValues(action, string(reason)).Inc()
 	}
+}
+
+// FeatureAvailable sets the gauge of feature.
+func (m *Metrics) FeatureAvailable(feature string, ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	m.features.WithLabelValues(feature).Set(v)
 }
 
 // GitInitFailed counts one failed git init.

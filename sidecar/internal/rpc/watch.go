@@ -19,11 +19,15 @@ const maxWatchDirectories = 4096
 // WatchService is the sidecar's WatchService over a davfs.Watcher.
 type WatchService struct {
 	workspacev1.UnimplementedWatchServiceServer
-	w *davfs.Watcher
+	watcher func() (*davfs.Watcher, error)
 }
 
-// NewWatchService returns the service over w.
-func NewWatchService(w *davfs.Watcher) *WatchService { return &WatchService{w: w} }
+// NewWatchService returns the service over the watcher that watcher
+// returns, or, while there is none (it could not start: the error says
+// why, WATCH_UNAVAILABLE), a service whose streams fail with that error.
+func NewWatchService(watcher func() (*davfs.Watcher, error)) *WatchService {
+	return &WatchService{watcher: watcher}
+}
 
 // Watch streams w's changes for the request's directories until the client
 // cancels or the watcher closes (the sidecar is stopping: Unavailable).
@@ -35,8 +39,12 @@ func (s *WatchService) Watch(req *workspacev1.WatchRequest, stream workspacev1.W
 	if len(req.GetDirectories()) > maxWatchDirectories {
 		return streamErr(invalid(davfs.ReasonInvalidArgument, "too many directories in one watch request"))
 	}
+	w, err := s.watcher()
+	if err != nil {
+		return streamErr(err)
+	}
 	ctx := stream.Context()
-	sub, err := s.w.Subscribe(ctx, ws, req.GetDirectories(), req.GetResumeAfter())
+	sub, err := w.Subscribe(ctx, ws, req.GetDirectories(), req.GetResumeAfter())
 	if err != nil {
 		return streamErr(err)
 	}

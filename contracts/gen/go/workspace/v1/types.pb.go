@@ -251,6 +251,15 @@ const (
 	ErrorReason_NOT_SUPPORTED ErrorReason = 67
 	// Unavailable
 	ErrorReason_SIDECAR_UNAVAILABLE ErrorReason = 70
+	// The agent's checkpoint store cannot be used (a symlink, a folder that
+	// is not a store, unreadable...): checkpoints, and deletes and restores
+	// that would take an automatic one, are refused until it is repaired;
+	// files keep working. The message says why; the sidecar retries by itself.
+	ErrorReason_CHECKPOINTS_UNAVAILABLE ErrorReason = 71
+	// The sidecar's file watcher cannot start (e.g. the UID's inotify
+	// instances are used up): live changes are off until it can; files keep
+	// working. The sidecar retries by itself.
+	ErrorReason_WATCH_UNAVAILABLE ErrorReason = 72
 	// Internal
 	ErrorReason_GIT_INIT_FAILED ErrorReason = 80
 	ErrorReason_INTERNAL        ErrorReason = 81
@@ -312,6 +321,8 @@ var (
 		66:  "PRECONDITION_REQUIRED",
 		67:  "NOT_SUPPORTED",
 		70:  "SIDECAR_UNAVAILABLE",
+		71:  "CHECKPOINTS_UNAVAILABLE",
+		72:  "WATCH_UNAVAILABLE",
 		80:  "GIT_INIT_FAILED",
 		81:  "INTERNAL",
 		90:  "UNAUTHENTICATED",
@@ -359,6 +370,8 @@ var (
 		"PRECONDITION_REQUIRED":       66,
 		"NOT_SUPPORTED":               67,
 		"SIDECAR_UNAVAILABLE":         70,
+		"CHECKPOINTS_UNAVAILABLE":     71,
+		"WATCH_UNAVAILABLE":           72,
 		"GIT_INIT_FAILED":             80,
 		"INTERNAL":                    81,
 		"UNAUTHENTICATED":             90,
@@ -745,7 +758,7 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x1aNON_EDITABLE_REASON_BINARY\x10\x02\x12 \n" +
 	"\x1cNON_EDITABLE_REASON_NOT_UTF8\x10\x03\x12&\n" +
 	"\"NON_EDITABLE_REASON_MULTIPLE_LINKS\x10\x04\x12\x1f\n" +
-	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\x9f\a\n" +
+	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\xd3\a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINVALID_PATH\x10\x01\x12\x10\n" +
@@ -787,7 +800,9 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x1bPROJECT_MANAGEMENT_DISABLED\x10A\x12\x19\n" +
 	"\x15PRECONDITION_REQUIRED\x10B\x12\x11\n" +
 	"\rNOT_SUPPORTED\x10C\x12\x17\n" +
-	"\x13SIDECAR_UNAVAILABLE\x10F\x12\x13\n" +
+	"\x13SIDECAR_UNAVAILABLE\x10F\x12\x1b\n" +
+	"\x17CHECKPOINTS_UNAVAILABLE\x10G\x12\x15\n" +
+	"\x11WATCH_UNAVAILABLE\x10H\x12\x13\n" +
 	"\x0fGIT_INIT_FAILED\x10P\x12\f\n" +
 	"\bINTERNAL\x10Q\x12\x13\n" +
 	"\x0fUNAUTHENTICATED\x10Z\x12\x18\n" +
