@@ -97,6 +97,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		deps.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	s := &Sidecar{cfg: cfg, deps: deps, log: deps.Logger, registry: deps.Registry}
+	cfg.Services.Checkpoints.warnPlacement(s.log, cfg.Services.Project)
 
 	m, err := metrics.New(deps.Registry)
 	if err != nil {
