@@ -47,6 +47,7 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 		AgentIDs:          func() []string { return slices.Collect(maps.Keys(endpoints)) },
 		Writable:          cfg.WebDAV.Writable,
 		KeepUnconditional: cfg.WebDAV.Writable && cfg.WebDAV.KeepUnconditional(),
+		UploadsPerAgent:   cfg.Limits.Uploads(),
 		Operator: func(r *http.Request) string {
 			id, _ := auth.FromContext(r.Context())
 			return id.Operator

@@ -38,6 +38,9 @@
 //     sidecar's host is dropped.
 //   - Bodies stream both ways (FlushInterval -1); the header timeout never
 //     cuts a body.
+//   - At most Options.UploadsPerAgent request bodies are in flight per
+//     agent; one more is answered 429 TOO_MANY_UPLOADS (Retry-After)
+//     before any of it is read or anything reaches the sidecar.
 //
 // What it does not do: authenticate (the gateway's auth middleware runs in
 // front and sets the identity read by Options.Operator), check
@@ -100,6 +103,10 @@ type Options struct {
 	// LOCK, UNLOCK), after the response, including refused ones (405, 428,
 	// 403, 404, 503...).
 	OnMutation func(r *http.Request, m Mutation)
+	// UploadsPerAgent bounds the request bodies in flight per agent (the
+	// gateway's limits.uploadsPerAgent): one over it is answered 429
+	// TOO_MANY_UPLOADS with Retry-After, unread. <= 0: no cap.
+	UploadsPerAgent int
 	// Logger gets proxy errors; nil discards.
 	Logger hclog.Logger
 	// Registerer gets the metrics; nil leaves them unregistered.
@@ -162,6 +169,7 @@ type handler struct {
 	proxy   *httputil.ReverseProxy
 	metrics *metrics
 	bufs    sync.Pool
+	uploads *uploadSlots
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by agent ID, each with its timeout
@@ -175,7 +183,8 @@ func New(opts Options) (http.Handler, error) {
 	if opts.Agents == nil {
 		return nil, errors.New("davproxy: Options.Agents is required")
 	}
-	h := &handler{opts: opts, log: cmp.Or(opts.Logger, hclog.NewNullLogger()).Named("davproxy"), now: opts.Now, transports: map[string]*http.Transport{}}
+	h := &handler{opts: opts, log: cmp.Or(opts.Logger, hclog.NewNullLogger()).Named("davproxy"), now: opts.Now, transports: map[string]*http.Transport{},
+		uploads: &uploadSlots{max: opts.UploadsPerAgent, n: map[string]int{}}}
 	if h.now == nil {
 		h.now = time.Now
 	}

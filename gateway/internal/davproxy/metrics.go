@@ -15,6 +15,8 @@ type metrics struct {
 	bytes       *prometheus.CounterVec
 	rejections  *prometheus.CounterVec
 	unavailable *prometheus.CounterVec
+	// uploadsRefused: 429 TOO_MANY_UPLOADS by agent.
+	uploadsRefused *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,18 +36,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"direction"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_webdav_rejections_total",
-			Help: "WebDAV requests refused (400, 403, 405, 412, 423, 428, 502), by the errtable reason in lower case: read_only (405), precondition_required (428), revision_mismatch (412), locked (423), forbidden (a Destination elsewhere), invalid_path...",
+			Help: "WebDAV requests refused (400, 403, 405, 412, 423, 428, 429, 502), by the errtable reason in lower case: read_only (405), precondition_required (428), revision_mismatch (412), locked (423), forbidden (a Destination elsewhere), invalid_path...",
 		}, []string{"reason"}),
 		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_webdav_sidecar_unavailable_total",
 			Help: "WebDAV requests answered 503 or 504 because the agent's sidecar could not be reached or did not answer in time.",
+		}, []string{"agent_id"}),
+		uploadsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agent_gateway_webdav_uploads_refused_total",
+			Help: "WebDAV requests with a body refused 429 (TOO_MANY_UPLOADS) because the agent already had limits.uploadsPerAgent bodies in flight.",
 		}, []string{"agent_id"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var err error
-	for _, c := range []**prometheus.CounterVec{&m.requests, &m.bytes, &m.rejections, &m.unavailable} {
+	for _, c := range []**prometheus.CounterVec{&m.requests, &m.bytes, &m.rejections, &m.unavailable, &m.uploadsRefused} {
 		if *c, err = davwire.Register(reg, *c); err != nil {
 			return nil, err
 		}
