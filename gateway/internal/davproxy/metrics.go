@@ -17,6 +17,8 @@ type metrics struct {
 	unavailable *prometheus.CounterVec
 	// uploadsRefused: 429 TOO_MANY_UPLOADS by agent.
 	uploadsRefused *prometheus.CounterVec
+	// uploadsInFlight: the request bodies holding a slot, by agent.
+	uploadsInFlight *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,6 +48,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "agent_gateway_webdav_uploads_refused_total",
 			Help: "WebDAV requests with a body refused 429 (TOO_MANY_UPLOADS) because the agent already had limits.uploadsPerAgent bodies in flight.",
 		}, []string{"agent_id"}),
+		uploadsInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "agent_gateway_webdav_uploads_in_flight",
+			Help: "WebDAV request bodies in flight by agent (each holds one of limits.uploadsPerAgent slots until it is read to its end).",
+		}, []string{"agent_id"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -57,6 +63,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	if m.duration, err = davwire.Register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.uploadsInFlight, err = davwire.Register(reg, m.uploadsInFlight); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -68,8 +68,12 @@ func (h *handler) takeUploadSlot(w *recorder, r *http.Request, st *state) (func(
 			"too many uploads to agent "+strconv.Quote(st.route.agentID)+" are in progress; retry later")
 		return nil, false
 	}
-	st.body.onEnd = release
-	return release, true
+	g := h.metrics.uploadsInFlight.WithLabelValues(st.route.agentID)
+	g.Inc()
+	var once sync.Once
+	done := func() { once.Do(func() { release(); g.Dec() }) }
+	st.body.onEnd = done
+	return done, true
 }
 
 // end runs onEnd once the body reached EOF or failed.
