@@ -181,6 +181,8 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		Registerer:               deps.Registry,
 		MaxUploadSize:            p.MaxUploadSize,
 		AllowUnconditionalWrites: cfg.DavServer.AllowUnconditionalWrites,
+		MaxLocksPerOperator:      cfg.DavServer.MaxLocksPerOperator,
+		MaxLockTimeout:           cfg.DavServer.lockTimeout(),
 	})
 	return s, nil
 }
