@@ -82,7 +82,7 @@ func TestUploadsPerAgentLimit(t *testing.T) {
 		MetricsServer: true,
 		Configure:     func(c *gateway.Config) { n := limit; c.Limits.UploadsPerAgent = &n },
 	})
-	const inFlight = `agent_gateway_webdav_uploads_in_flight{agent_id="codex-a"}`
+	const inFlight = `agent_gateway_uploads_in_flight{agent_id="codex-a"}`
 
 	var pipes []*io.PipeWriter
 	var results []<-chan *http.Response
@@ -111,10 +111,24 @@ func TestUploadsPerAgentLimit(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(sc.ProjectsDir, "demo", "over.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the refused upload reached the volume: %v", err)
 	}
-	if v := metricValue(t, g, `agent_gateway_webdav_uploads_refused_total{agent_id="codex-a"}`); v != 1 {
-		t.Errorf("refused uploads metric = %v, want 1", v)
+	// REST requests with a body share the agent's slots.
+	rest := admin(t, g, "POST", "/api/v1/agent-gateway/agents/codex-a/projects/entries",
+		`{"workspace":{"scope":"PROJECT","project_name":"demo"},"parent_path":"","name":"rest.txt","type":"ENTRY_TYPE_FILE"}`)
+	if rest.Status != http.StatusTooManyRequests || rest.reason(t) != "TOO_MANY_UPLOADS" || rest.Header.Get("Retry-After") == "" {
+		t.Fatalf("REST write at the upload cap: %d %s", rest.Status, rest.Body)
+	}
+	if _, err := os.Lstat(filepath.Join(sc.ProjectsDir, "demo", "rest.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the refused REST write reached the volume: %v", err)
+	}
+	for surface, want := range map[string]float64{"webdav": 1, "rest": 1} {
+		if v := metricValue(t, g, `agent_gateway_uploads_refused_total{agent_id="codex-a",surface="`+surface+`"}`); v != want {
+			t.Errorf("refused uploads (%s) = %v, want %v", surface, v, want)
+		}
 	}
 	// Reads are not uploads.
+	if r := admin(t, g, "GET", "/api/v1/agent-gateway/agents/codex-a/projects", ""); r.Status != http.StatusOK {
+		t.Errorf("REST read at the upload cap: %d", r.Status)
+	}
 	pf := g.NewRequest(t, "PROPFIND", "/dav/codex-a/projects/demo/", nil)
 	pf.Header.Set("Depth", "1")
 	if r := do(t, pf); r.Status != http.StatusMultiStatus {
@@ -138,11 +152,18 @@ func TestUploadsPerAgentLimit(t *testing.T) {
 	if v := metricValue(t, g, inFlight); v != 0 {
 		t.Errorf("in-flight uploads at the end = %v", v)
 	}
-	var refused map[string]any
+	var refused, restRefused map[string]any
 	for _, rec := range g.AuditRecords(t) {
-		if rec["action"] == "webdav.PUT" && rec["reason"] == "TOO_MANY_UPLOADS" {
+		switch {
+		case rec["reason"] != "TOO_MANY_UPLOADS":
+		case rec["action"] == "webdav.PUT":
 			refused = rec
+		default:
+			restRefused = rec
 		}
+	}
+	if restRefused == nil || restRefused["result"] != "error" {
+		t.Errorf("audit of the refused REST write: %v", restRefused)
 	}
 	if refused == nil || refused["result"] != "error" || refused["source_path"] != "over.txt" {
 		t.Errorf("audit of the refused upload: %v", refused)

@@ -38,7 +38,7 @@
 //     sidecar's host is dropped.
 //   - Bodies stream both ways (FlushInterval -1); the header timeout never
 //     cuts a body.
-//   - At most Options.UploadsPerAgent request bodies are in flight per
+//   - At most limits.uploadsPerAgent (Options.Uploads) request bodies are in flight per
 //     agent; one more is answered 429 TOO_MANY_UPLOADS (Retry-After)
 //     before any of it is read or anything reaches the sidecar.
 //
@@ -61,6 +61,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
+
+	"github.com/agentworkspace/files/gateway/internal/uploads"
 )
 
 // Options configure the WebDAV view. Agents is required; everything else has
@@ -103,10 +105,10 @@ type Options struct {
 	// LOCK, UNLOCK), after the response, including refused ones (405, 428,
 	// 403, 404, 503...).
 	OnMutation func(r *http.Request, m Mutation)
-	// UploadsPerAgent bounds the request bodies in flight per agent (the
-	// gateway's limits.uploadsPerAgent): one over it is answered 429
-	// TOO_MANY_UPLOADS with Retry-After, unread. <= 0: no cap.
-	UploadsPerAgent int
+	// Uploads bounds the request bodies in flight per agent (the gateway's
+	// limits.uploadsPerAgent, shared with REST): one over it is answered
+	// 429 TOO_MANY_UPLOADS with Retry-After, unread. Nil: no cap.
+	Uploads *uploads.Slots
 	// Logger gets proxy errors; nil discards.
 	Logger hclog.Logger
 	// Registerer gets the metrics; nil leaves them unregistered.
@@ -169,7 +171,6 @@ type handler struct {
 	proxy   *httputil.ReverseProxy
 	metrics *metrics
 	bufs    sync.Pool
-	uploads *uploadSlots
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by agent ID, each with its timeout
@@ -183,8 +184,7 @@ func New(opts Options) (http.Handler, error) {
 	if opts.Agents == nil {
 		return nil, errors.New("davproxy: Options.Agents is required")
 	}
-	h := &handler{opts: opts, log: cmp.Or(opts.Logger, hclog.NewNullLogger()).Named("davproxy"), now: opts.Now, transports: map[string]*http.Transport{},
-		uploads: &uploadSlots{max: opts.UploadsPerAgent, n: map[string]int{}}}
+	h := &handler{opts: opts, log: cmp.Or(opts.Logger, hclog.NewNullLogger()).Named("davproxy"), now: opts.Now, transports: map[string]*http.Transport{}}
 	if h.now == nil {
 		h.now = time.Now
 	}

@@ -15,10 +15,6 @@ type metrics struct {
 	bytes       *prometheus.CounterVec
 	rejections  *prometheus.CounterVec
 	unavailable *prometheus.CounterVec
-	// uploadsRefused: 429 TOO_MANY_UPLOADS by agent.
-	uploadsRefused *prometheus.CounterVec
-	// uploadsInFlight: the request bodies holding a slot, by agent.
-	uploadsInFlight *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -44,28 +40,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "agent_gateway_webdav_sidecar_unavailable_total",
 			Help: "WebDAV requests answered 503 or 504 because the agent's sidecar could not be reached or did not answer in time.",
 		}, []string{"agent_id"}),
-		uploadsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agent_gateway_webdav_uploads_refused_total",
-			Help: "WebDAV requests with a body refused 429 (TOO_MANY_UPLOADS) because the agent already had limits.uploadsPerAgent bodies in flight.",
-		}, []string{"agent_id"}),
-		uploadsInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "agent_gateway_webdav_uploads_in_flight",
-			Help: "WebDAV request bodies in flight by agent (each holds one of limits.uploadsPerAgent slots until it is read to its end).",
-		}, []string{"agent_id"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var err error
-	for _, c := range []**prometheus.CounterVec{&m.requests, &m.bytes, &m.rejections, &m.unavailable, &m.uploadsRefused} {
+	for _, c := range []**prometheus.CounterVec{&m.requests, &m.bytes, &m.rejections, &m.unavailable} {
 		if *c, err = davwire.Register(reg, *c); err != nil {
 			return nil, err
 		}
 	}
 	if m.duration, err = davwire.Register(reg, m.duration); err != nil {
-		return nil, err
-	}
-	if m.uploadsInFlight, err = davwire.Register(reg, m.uploadsInFlight); err != nil {
 		return nil, err
 	}
 	return m, nil

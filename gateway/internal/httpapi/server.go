@@ -35,6 +35,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/metrics"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 	"github.com/agentworkspace/files/gateway/internal/session"
+	"github.com/agentworkspace/files/gateway/internal/uploads"
 )
 
 // APIPrefix is the REST API's path prefix.
@@ -81,6 +82,9 @@ type Options struct {
 	WatchMetrics *WatchMetrics
 	// Stopping is closed when the gateway shuts down: open watch streams end.
 	Stopping <-chan struct{}
+	// Uploads bounds the REST requests with a body in flight per agent
+	// (limits.uploadsPerAgent, shared with the WebDAV view). Nil: no cap.
+	Uploads *uploads.Slots
 	// WatchHeartbeat is the keep-alive interval of a watch stream, at
 	// which its credentials are checked again (default WatchHeartbeat).
 	WatchHeartbeat time.Duration
