@@ -41,9 +41,12 @@ import (
 // APIPrefix is the REST API's path prefix.
 const APIPrefix = "/api/v1/agent-gateway"
 
-// MaxAPIBody bounds REST request bodies (a 1 MiB file as JSON, escaped,
-// stays well below).
-const MaxAPIBody = 16 << 20
+// MaxAPIBody bounds REST request bodies: a 1 MiB file (the default
+// maxEditableFileSize) as JSON fits even when every byte is escaped (\u0001
+// is 6 bytes). The gateway holds a body while it decodes it, about twice
+// its size live, so limits.uploadsPerAgent such bodies fit its memory
+// limit (docs/limits.md "Memory"); 16 MiB did not.
+const MaxAPIBody = 8 << 20
 
 // DAVRealm is the Basic realm announced on WebDAV 401s.
 const DAVRealm = "agent-workspace"
