@@ -16,6 +16,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/auth"
 	"github.com/agentworkspace/files/gateway/internal/davproxy"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
+	"github.com/agentworkspace/files/gateway/internal/uploads"
 )
 
 // newDAV builds the WebDAV view (package davproxy) over the configured
@@ -23,7 +24,7 @@ import (
 // auth and request-ID middleware, each agent's sidecar.timeout as its
 // header timeout, and every mutation audited with the errtable reason the
 // sidecar (or the view itself) gave.
-func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time) (http.Handler, error) {
+func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time, slots *uploads.Slots) (http.Handler, error) {
 	endpoints := map[string]*url.URL{}
 	timeouts := map[string]time.Duration{}
 	for id, a := range cfg.AgentRuntime.Agents {
@@ -47,6 +48,7 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 		AgentIDs:          func() []string { return slices.Collect(maps.Keys(endpoints)) },
 		Writable:          cfg.WebDAV.Writable,
 		KeepUnconditional: cfg.WebDAV.Writable && cfg.WebDAV.KeepUnconditional(),
+		Uploads:           slots,
 		Operator: func(r *http.Request) string {
 			id, _ := auth.FromContext(r.Context())
 			return id.Operator

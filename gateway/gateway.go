@@ -27,6 +27,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 	"github.com/agentworkspace/files/gateway/internal/portal"
 	"github.com/agentworkspace/files/gateway/internal/session"
+	"github.com/agentworkspace/files/gateway/internal/uploads"
 )
 
 // Config is the gateway configuration (see internal/config).
@@ -109,7 +110,11 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		// session.SyncTimeout).
 		signOut, ready = peers, peers.Ready
 	}
-	dav, err := newDAV(cfg, log, reg, al, now)
+	slots, err := uploads.New(cfg.Limits.Uploads(), reg)
+	if err != nil {
+		return nil, err
+	}
+	dav, err := newDAV(cfg, log, reg, al, now, slots)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +129,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
 		WatchHeartbeat: cfg.HTTPServer.Heartbeat(),
-		SignOut:        signOut, Ready: ready,
+		SignOut:        signOut, Ready: ready, Uploads: slots,
 	})
 	if err != nil {
 		return nil, err

@@ -98,11 +98,12 @@ func tree(t *testing.T, dir string, skip ...string) map[string]string {
 	return out
 }
 
-// outsideState is everything but project demo and the checkpoint store:
-// the other project, the volume's other names, and a directory beside it.
+// outsideState is everything but project demo: the other project, the
+// volume's other names, and a directory beside it (the checkpoint store is
+// not on the volume).
 func (k *keepStack) outsideState(t *testing.T) map[string]string {
 	t.Helper()
-	m := tree(t, k.projects, "demo", sidecar.DefaultCheckpointDirName)
+	m := tree(t, k.projects, "demo")
 	for rel, v := range tree(t, k.outside) {
 		m["../outside/"+rel] = v
 	}

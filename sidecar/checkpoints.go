@@ -1,9 +1,12 @@
 package sidecar
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentworkspace/files/davfs"
 )
@@ -13,11 +16,17 @@ type CheckpointsConfig struct {
 	// Enabled: false turns checkpoints off (every checkpoint call fails
 	// with CHECKPOINTS_DISABLED, and deletes and restores take none).
 	Enabled bool `yaml:"enabled"`
-	// Dir is the store's absolute path. Empty: <projectsRootDir>/.agent-checkpoints,
-	// on the projects volume; that name is then denied (never a Project,
-	// never listed). It is the only direct child of projectsRootDir allowed;
-	// elsewhere it must be outside every project and CODEX_HOME.
+	// Dir is the store's absolute path, default /data/checkpoints: outside
+	// projectsRootDir and CODEX_HOME, on a volume mounted only into the
+	// sidecar's container, so the agent can neither read, plant nor delete
+	// its own undo history (issue #23).
 	Dir string `yaml:"dir"`
+	// OnAgentVolume opts into the tamperable layout of earlier versions:
+	// the store at <projectsRootDir>/.agent-checkpoints (dir empty or that
+	// path), on the agent's volume; that name is then denied (never a
+	// Project, never listed). The agent can then rewrite, plant or delete
+	// checkpoints; logged as a warning at start.
+	OnAgentVolume bool `yaml:"onAgentVolume"`
 	// Automatic: a checkpoint before every restore, project delete and
 	// recursive delete.
 	Automatic bool `yaml:"automatic"`
@@ -35,40 +44,26 @@ type CheckpointsConfig struct {
 	MaxVersionsPerWorkspace int `yaml:"maxVersionsPerWorkspace"`
 }
 
+// DefaultCheckpointDir is services.checkpoints.dir's default: in
+// Kubernetes its own volume, mounted only into the agent-sidecar container.
+const DefaultCheckpointDir = "/data/checkpoints"
+
 // DefaultCheckpointDirName is the store's name under the projects root
-// when services.checkpoints.dir is empty.
+// with services.checkpoints.onAgentVolume (the only direct child of
+// projectsRootDir a store may be).
 const DefaultCheckpointDirName = ".agent-checkpoints"
 
 // DefaultCheckpointsConfig: on, automatic, 20 per workspace (and 200
 // per-file versions), 10 GiB, 30 days, 200,000 entries per checkpoint.
 func DefaultCheckpointsConfig() CheckpointsConfig {
-	return CheckpointsConfig{Enabled: true, Automatic: true, MaxPerWorkspace: davfs.DefaultCheckpointsPerWorkspace,
+	return CheckpointsConfig{Enabled: true, Dir: DefaultCheckpointDir, Automatic: true, MaxPerWorkspace: davfs.DefaultCheckpointsPerWorkspace,
 		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h", MaxEntries: davfs.DefaultCheckpointEntries,
 		MaxVersionsPerWorkspace: davfs.DefaultVersionsPerWorkspace}
 }
 
 func (c CheckpointsConfig) validate(p ProjectConfig, bad badFunc) {
 	const pre = "services.checkpoints."
-	if c.Dir != "" {
-		d := filepath.Clean(c.Dir)
-		switch {
-		case !filepath.IsAbs(c.Dir):
-			bad(pre+"dir", "must be an absolute path (got %q)", c.Dir)
-		case d == "/":
-			bad(pre+"dir", "must not be the file system root")
-		case p.ProjectsRootDir != "" && filepath.Dir(d) == filepath.Clean(p.ProjectsRootDir) && filepath.Base(d) != DefaultCheckpointDirName:
-			// Any other name there is, or can become, a project, whose
-			// files the store would then sweep and collect.
-			bad(pre+"dir", "a direct child of projectsRootDir must be named %s (any other name can be a project)", DefaultCheckpointDirName)
-		case p.ProjectsRootDir != "" && filepath.Dir(d) != filepath.Clean(p.ProjectsRootDir) && within(d, filepath.Clean(p.ProjectsRootDir)):
-			bad(pre+"dir", "must not be inside a project (only projectsRootDir/%s is allowed there)", DefaultCheckpointDirName)
-		case p.CodexHomeDir != "" && within(d, filepath.Clean(p.CodexHomeDir)):
-			bad(pre+"dir", "must not be inside codexHomeDir")
-		case p.ProjectsRootDir != "" && within(filepath.Clean(p.ProjectsRootDir), d),
-			p.CodexHomeDir != "" && within(filepath.Clean(p.CodexHomeDir), d):
-			bad(pre+"dir", "must not contain projectsRootDir or codexHomeDir")
-		}
-	}
+	c.validateDir(p, bad)
 	between(bad, pre+"maxPerWorkspace", c.MaxPerWorkspace, 10000, "")
 	between(bad, pre+"maxVersionsPerWorkspace", c.MaxVersionsPerWorkspace, 10000, "")
 	if c.MaxTotalBytes < 1 {
@@ -80,7 +75,56 @@ func (c CheckpointsConfig) validate(p ProjectConfig, bad badFunc) {
 	}
 }
 
+// validateDir: the store outside the agent's tree, unless onAgentVolume
+// opts into projectsRootDir/.agent-checkpoints.
+func (c CheckpointsConfig) validateDir(p ProjectConfig, bad badFunc) {
+	const key = "services.checkpoints.dir"
+	root, codex := filepath.Clean(p.ProjectsRootDir), filepath.Clean(p.CodexHomeDir)
+	if c.Dir == "" {
+		if !c.OnAgentVolume {
+			bad(key, "must be set (an absolute path outside projectsRootDir and codexHomeDir, default %s)", DefaultCheckpointDir)
+		}
+		return
+	}
+	d := filepath.Clean(c.Dir)
+	agentVolume := p.ProjectsRootDir != "" && filepath.Dir(d) == root && filepath.Base(d) == DefaultCheckpointDirName
+	switch {
+	case !filepath.IsAbs(c.Dir):
+		bad(key, "must be an absolute path (got %q)", c.Dir)
+	case d == "/":
+		bad(key, "must not be the file system root")
+	case agentVolume && !c.OnAgentVolume:
+		bad(key, "is on the agent's volume, where the agent can rewrite its own undo history; use a volume only the sidecar mounts (default %s), or set services.checkpoints.onAgentVolume: true to accept a tamperable store", DefaultCheckpointDir)
+	case !agentVolume && c.OnAgentVolume:
+		bad("services.checkpoints.onAgentVolume", "true needs services.checkpoints.dir empty or projectsRootDir/%s (got another dir)", DefaultCheckpointDirName)
+	case p.ProjectsRootDir != "" && !agentVolume && within(d, root):
+		// Any other name there is, or can become, a project, whose
+		// files the store would then sweep and collect.
+		bad(key, "must not be inside projectsRootDir (the agent's tree; only projectsRootDir/%s with onAgentVolume: true)", DefaultCheckpointDirName)
+	case p.CodexHomeDir != "" && within(d, codex):
+		bad(key, "must not be inside codexHomeDir")
+	case p.ProjectsRootDir != "" && within(root, d), p.CodexHomeDir != "" && within(codex, d):
+		bad(key, "must not contain projectsRootDir or codexHomeDir")
+	}
+}
+
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// warnPlacement logs, at start, a store the agent can tamper with
+// (onAgentVolume), and a store of an earlier version left on the agent's
+// volume, which is no longer used (and, no longer denied, lists as a project).
+func (c CheckpointsConfig) warnPlacement(log hclog.Logger, p ProjectConfig) {
+	if !c.Enabled {
+		return
+	}
+	if c.OnAgentVolume {
+		log.Warn("checkpoint store on the agent's volume (services.checkpoints.onAgentVolume: true): the agent can rewrite, plant or delete its own checkpoints", "store", DefaultCheckpointDirName)
+		return
+	}
+	if _, err := os.Lstat(filepath.Join(p.ProjectsRootDir, DefaultCheckpointDirName)); err == nil {
+		log.Warn("a checkpoint store of an earlier version is on the agent's volume and no longer used; move it to services.checkpoints.dir or delete it (docs/checkpoints.md)", "name", DefaultCheckpointDirName)
+	}
+}
 
 // davfsCheckpoints turns the section into davfs's config.
 func (c CheckpointsConfig) davfs(p ProjectConfig) davfs.CheckpointConfig {
@@ -88,7 +132,7 @@ func (c CheckpointsConfig) davfs(p ProjectConfig) davfs.CheckpointConfig {
 		return davfs.CheckpointConfig{}
 	}
 	dir := c.Dir
-	if dir == "" {
+	if dir == "" && c.OnAgentVolume {
 		dir = filepath.Join(p.ProjectsRootDir, DefaultCheckpointDirName)
 	}
 	age, _ := time.ParseDuration(c.MaxAge)

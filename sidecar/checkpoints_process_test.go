@@ -137,7 +137,7 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 		t.Fatalf("checkpoint = %v", c)
 	}
 	// The store never holds a byte of the secret or the canary.
-	filepath.WalkDir(filepath.Join(projects, sidecar.DefaultCheckpointDirName), func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(sc.CheckpointsDir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("CANARY")) {
 				t.Errorf("store file holds canary content")
@@ -336,22 +336,30 @@ func TestCheckpointBeforeWebDAVDelete(t *testing.T) {
 
 func TestCheckpointsConfig(t *testing.T) {
 	cases := map[string]string{
-		"services:\n  checkpoints:\n    dir: relative/path\n":                                     "services.checkpoints.dir: must be an absolute path",
-		"services:\n  checkpoints:\n    dir: /data/projects/p/deep\n":                             "services.checkpoints.dir: must not be inside a project",
-		"services:\n  checkpoints:\n    dir: /home/node/.codex/ckpt\n":                            "services.checkpoints.dir: must not be inside codexHomeDir",
-		"services:\n  checkpoints:\n    dir: /data\n":                                             "services.checkpoints.dir: must not contain",
-		"services:\n  checkpoints:\n    maxAge: soon\n":                                           "services.checkpoints.maxAge",
-		"services:\n  checkpoints:\n    maxEntries: 0\n":                                          "services.checkpoints.maxEntries: must be between 1 and 10000000",
-		"services:\n  checkpoints:\n    maxEntries: 1000\n":                                       "",
-		"services:\n  checkpoints:\n    maxPerWorkspace: 0\n":                                     "services.checkpoints.maxPerWorkspace",
-		"services:\n  checkpoints:\n    maxVersionsPerWorkspace: 10001\n":                         "services.checkpoints.maxVersionsPerWorkspace: must be between 1 and 10000",
-		"services:\n  checkpoints:\n    maxVersionsPerWorkspace: 10000\n":                         "",
-		"services:\n  checkpoints:\n    unknownKey: 1\n":                                          "services.checkpoints.unknownKey: unknown key",
-		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints\n    maxAge: 1h\n": "",
-		// A direct child of the projects root other than the default name
-		// is, or can become, a project (opening the store would sweep it).
-		"services:\n  checkpoints:\n    dir: /data/projects/.ckpt\n": "services.checkpoints.dir: a direct child of projectsRootDir must be named .agent-checkpoints",
-		"services:\n  checkpoints:\n    dir: /data/projects/q\n":     "services.checkpoints.dir: a direct child of projectsRootDir must be named .agent-checkpoints",
+		"services:\n  checkpoints:\n    dir: relative/path\n":             "services.checkpoints.dir: must be an absolute path",
+		"services:\n  checkpoints:\n    dir: /data/projects/p/deep\n":     "services.checkpoints.dir: must not be inside projectsRootDir",
+		"services:\n  checkpoints:\n    dir: /home/node/.codex/ckpt\n":    "services.checkpoints.dir: must not be inside codexHomeDir",
+		"services:\n  checkpoints:\n    dir: /data\n":                     "services.checkpoints.dir: must not contain",
+		"services:\n  checkpoints:\n    maxAge: soon\n":                   "services.checkpoints.maxAge",
+		"services:\n  checkpoints:\n    maxEntries: 0\n":                  "services.checkpoints.maxEntries: must be between 1 and 10000000",
+		"services:\n  checkpoints:\n    maxEntries: 1000\n":               "",
+		"services:\n  checkpoints:\n    maxPerWorkspace: 0\n":             "services.checkpoints.maxPerWorkspace",
+		"services:\n  checkpoints:\n    maxVersionsPerWorkspace: 10001\n": "services.checkpoints.maxVersionsPerWorkspace: must be between 1 and 10000",
+		"services:\n  checkpoints:\n    maxVersionsPerWorkspace: 10000\n": "",
+		"services:\n  checkpoints:\n    unknownKey: 1\n":                  "services.checkpoints.unknownKey: unknown key",
+		// The default store is outside the agent's tree; on the agent's
+		// volume only as an explicit, tamperable opt-in (issue #23).
+		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints\n":                           "services.checkpoints.dir: is on the agent's volume",
+		"services:\n  checkpoints:\n    dir: \"\"\n":                                                        "services.checkpoints.dir: must be set",
+		"services:\n  checkpoints:\n    dir: \"\"\n    onAgentVolume: true\n":                               "",
+		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints/\n    onAgentVolume: true\n": "",
+		"services:\n  checkpoints:\n    onAgentVolume: true\n":                                              "services.checkpoints.onAgentVolume: true needs services.checkpoints.dir empty or projectsRootDir/.agent-checkpoints",
+		"services:\n  checkpoints:\n    dir: /srv/ckpt\n    maxAge: 1h\n":                                   "",
+		// Any other name in the projects root is, or can become, a project
+		// (opening the store would sweep it).
+		"services:\n  checkpoints:\n    dir: /data/projects/.ckpt\n":                      "services.checkpoints.dir: must not be inside projectsRootDir",
+		"services:\n  checkpoints:\n    dir: /data/projects/q\n    onAgentVolume: true\n": "services.checkpoints.onAgentVolume: true needs",
+		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints/x\n":       "services.checkpoints.dir: must not be inside projectsRootDir",
 	}
 	for in, want := range cases {
 		cfg, err := sidecar.ParseConfig([]byte(in))

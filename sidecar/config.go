@@ -12,10 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
 // Config is the sidecar's YAML configuration. The keys are part of the
@@ -44,6 +46,13 @@ type DavServerConfig struct {
 	// false: such a write gets 428 Precondition Required. Only for a
 	// sidecar no gateway fronts (tests, benchmarks).
 	AllowUnconditionalWrites bool `yaml:"allowUnconditionalWrites"`
+	// MaxLocksPerOperator bounds the WebDAV locks one operator (the
+	// gateway's X-Operator) holds at once; one more is 507 LOCK_LIMIT. The
+	// lock table holds at most 1,024 in all.
+	MaxLocksPerOperator int `yaml:"maxLocksPerOperator"`
+	// MaxLockTimeout caps the timeout a LOCK may ask for (a Go duration;
+	// "Infinite" gets it).
+	MaxLockTimeout string `yaml:"maxLockTimeout"`
 }
 
 // LogConfig selects the hclog level and format.
@@ -85,8 +94,9 @@ const (
 // ".git" is always denied by davfs).
 func DefaultConfig() Config {
 	return Config{
-		RPCServer:     ServerConfig{Address: ":9091"},
-		DavServer:     DavServerConfig{Address: ":9092"},
+		RPCServer: ServerConfig{Address: ":9091"},
+		DavServer: DavServerConfig{Address: ":9092", MaxLocksPerOperator: dav.DefaultMaxLocksPerOperator,
+			MaxLockTimeout: dav.DefaultMaxLockTimeout.String()},
 		MetricsServer: ServerConfig{Address: ":9090"},
 		Log:           LogConfig{Level: "info", Format: "json"},
 		Services: ServicesConfig{Project: ProjectConfig{
@@ -206,6 +216,7 @@ func (c Config) Validate() error {
 		bad("log.format", "must be json or text (got %q)", c.Log.Format)
 	}
 
+	c.DavServer.validateLocks(bad)
 	c.Services.Watch.validate(bad)
 	p := c.Services.Project
 	const pre = "services.project."
@@ -246,6 +257,23 @@ func (c Config) Validate() error {
 	}
 	c.Services.Checkpoints.validate(p, bad)
 	return errors.Join(errs...)
+}
+
+// maxLockTimeoutLimit: a lock outliving its client by more than a day
+// only keeps others out.
+const maxLockTimeoutLimit = 24 * time.Hour
+
+func (d DavServerConfig) validateLocks(bad badFunc) {
+	between(bad, "davServer.maxLocksPerOperator", d.MaxLocksPerOperator, dav.DefaultMaxLocks, " (the lock table's size)")
+	if t, err := time.ParseDuration(d.MaxLockTimeout); err != nil || t < time.Second || t > maxLockTimeoutLimit {
+		bad("davServer.maxLockTimeout", "must be a duration between 1s and 24h such as 10m (got %q)", d.MaxLockTimeout)
+	}
+}
+
+// lockTimeout is davServer.maxLockTimeout (validated).
+func (d DavServerConfig) lockTimeout() time.Duration {
+	t, _ := time.ParseDuration(d.MaxLockTimeout)
+	return t
 }
 
 // badFunc reports one problem of a configuration key.

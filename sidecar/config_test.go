@@ -129,6 +129,17 @@ func TestValidate(t *testing.T) {
 			[]string{"services.project.codexHomeDir: must not overlap services.project.projectsRootDir"}},
 		{"root dir", func(c *Config) { c.Services.Project.ProjectsRootDir = "/" },
 			[]string{"services.project.projectsRootDir: must not be the file system root"}},
+		// WebDAV lock caps (issue #23): one operator cannot fill the table
+		// for an hour.
+		{"lock caps at their limits", func(c *Config) { c.DavServer.MaxLocksPerOperator, c.DavServer.MaxLockTimeout = 1024, "24h" }, nil},
+		{"lock caps", func(c *Config) { c.DavServer.MaxLocksPerOperator, c.DavServer.MaxLockTimeout = 1025, "48h" }, []string{
+			"davServer.maxLocksPerOperator: must be between 1 and 1024 (the lock table's size) (got 1025)",
+			`davServer.maxLockTimeout: must be a duration between 1s and 24h such as 10m (got "48h")`,
+		}},
+		{"lock caps unset", func(c *Config) { c.DavServer.MaxLocksPerOperator, c.DavServer.MaxLockTimeout = 0, "soon" }, []string{
+			"davServer.maxLocksPerOperator: must be between 1 and 1024 (the lock table's size) (got 0)",
+			`davServer.maxLockTimeout: must be a duration between 1s and 24h such as 10m (got "soon")`,
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

@@ -30,6 +30,7 @@ func TestInProcessInitializerOverride(t *testing.T) {
 	cfg.RPCServer.Address, cfg.DavServer.Address, cfg.MetricsServer.Address = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Services.Project.ProjectsRootDir = filepath.Join(dir, "projects")
 	cfg.Services.Project.CodexHomeDir = filepath.Join(dir, "codex")
+	cfg.Services.Checkpoints.Dir = filepath.Join(dir, "checkpoints")
 	for _, d := range []string{cfg.Services.Project.ProjectsRootDir, cfg.Services.Project.CodexHomeDir} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)

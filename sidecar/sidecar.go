@@ -107,6 +107,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		deps.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	s := &Sidecar{cfg: cfg, deps: deps, log: deps.Logger, registry: deps.Registry}
+	cfg.Services.Checkpoints.warnPlacement(s.log, cfg.Services.Project)
 
 	m, err := metrics.New(deps.Registry)
 	if err != nil {
@@ -192,6 +193,8 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		Registerer:               deps.Registry,
 		MaxUploadSize:            p.MaxUploadSize,
 		AllowUnconditionalWrites: cfg.DavServer.AllowUnconditionalWrites,
+		MaxLocksPerOperator:      cfg.DavServer.MaxLocksPerOperator,
+		MaxLockTimeout:           cfg.DavServer.lockTimeout(),
 	})
 	return s, nil
 }

@@ -109,6 +109,8 @@ var table = map[string]Row{
 	"PAGE_SIZE_TOO_LARGE": {codes.ResourceExhausted, 400, 400},
 	"NO_SPACE":            {codes.ResourceExhausted, 507, 507},
 	"TOO_MANY_STREAMS":    {codes.ResourceExhausted, 429, 429},
+	"TOO_MANY_UPLOADS":    {codes.ResourceExhausted, 429, 429},
+	"LOCK_LIMIT":          {codes.ResourceExhausted, 507, 507}, // RFC 4918 §9.10.6 (no room for the lock)
 	// FailedPrecondition
 	"NOT_A_FILE":                  {codes.FailedPrecondition, 409, 409},
 	"NOT_A_DIRECTORY":             {codes.FailedPrecondition, 409, 409},

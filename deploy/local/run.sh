@@ -66,6 +66,14 @@ for a in "${agents[@]}"; do
     # A secret the product must never show (try to find it in the portal).
     printf '{"note": "local stand-in for auth.json; never reachable"}\n' > "$d/codex-home/auth.json"
   fi
+  # The checkpoint store lives outside the agent's tree (projects/,
+  # codex-home/), where the agent cannot rewrite its own undo history. A
+  # store an earlier version kept in projects/ moves there once.
+  if [ -d "$d/projects/.agent-checkpoints" ] && [ ! -e "$d/checkpoints" ]; then
+    mv "$d/projects/.agent-checkpoints" "$d/checkpoints"
+    echo "run: moved $a's checkpoint store out of projects/ to $d/checkpoints"
+  fi
+  mkdir -p "$d/checkpoints"
 done
 
 # Run the sidecars unprivileged when started as root, like in the pod.
@@ -122,6 +130,8 @@ services:
   project:
     projectsRootDir: "$state/agents/$a/projects"
     codexHomeDir: "$state/agents/$a/codex-home"
+  checkpoints:
+    dir: "$state/agents/$a/checkpoints"
 YAML
   chmod 0644 "$cfg"
   "${detach[@]}" "${as_user[@]}" "$bin/agent-sidecar" --config "$cfg" 2>>"$state/$a-sidecar.log" &

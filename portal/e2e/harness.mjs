@@ -115,11 +115,13 @@ export class Sidecar {
     this.dir = path.join(base, name);
     this.projects = path.join(this.dir, 'projects');
     this.codexHome = path.join(this.dir, 'codex-home');
+    // The checkpoint store, outside the projects tree (where the agent cannot write).
+    this.checkpoints = path.join(this.dir, 'checkpoints');
     this.configPath = path.join(this.dir, 'sidecar.yaml');
     this.logs = [];
     this.child = null;
     this.ports = { rpc: '127.0.0.1:0', dav: '127.0.0.1:0', metrics: '127.0.0.1:0' };
-    for (const d of [this.dir, this.projects, this.codexHome]) fs.mkdirSync(d, { mode: 0o755 });
+    for (const d of [this.dir, this.projects, this.codexHome, this.checkpoints]) fs.mkdirSync(d, { mode: 0o755 });
     chownR(this.dir);
   }
 
@@ -141,7 +143,8 @@ export class Sidecar {
         '    maxPathLength: 4096',
         '    maxPathDepth: 64',
         '    deniedDirectories: [.git, .hg, .svn, node_modules, .venv, venv, vendor, dist, build, .next, .cache, __pycache__]',
-        ...(this.checkpointBytes || this.checkpointsPerWorkspace ? ['  checkpoints:'] : []),
+        '  checkpoints:',
+        `    dir: ${JSON.stringify(this.checkpoints)}`,
         ...(this.checkpointBytes ? [`    maxTotalBytes: ${this.checkpointBytes}`] : []),
         ...(this.checkpointsPerWorkspace ? [`    maxPerWorkspace: ${this.checkpointsPerWorkspace}`] : []),
         '',

@@ -52,6 +52,10 @@ type Options struct {
 	// to UID/GID 1000 and their ancestors made traversable.
 	ProjectsDir string
 	CodexHome   string
+	// CheckpointsDir is an existing checkpoint store directory (for a
+	// second sidecar over the same store); empty means a fresh one beside
+	// the volumes, outside the projects tree (services.checkpoints.dir).
+	CheckpointsDir string
 	// Configure edits the config before it is written (limits, denylist,
 	// log level). The listener addresses are always 127.0.0.1:0.
 	Configure func(*sidecar.Config)
@@ -78,7 +82,10 @@ type Sidecar struct {
 	MetricsURL  string // http://127.0.0.1:PORT (/metrics, /healthz, /readyz)
 	ProjectsDir string // projectsRootDir on the host
 	CodexHome   string // codexHomeDir on the host
-	ConfigPath  string // the config file written for the process
+	// CheckpointsDir is the store (services.checkpoints.dir as configured,
+	// or projectsRootDir/.agent-checkpoints with onAgentVolume).
+	CheckpointsDir string
+	ConfigPath     string // the config file written for the process
 
 	t    testing.TB
 	opts Options
@@ -107,9 +114,14 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	cfg := sidecar.DefaultConfig()
 	cfg.Services.Project.ProjectsRootDir = s.ProjectsDir
 	cfg.Services.Project.CodexHomeDir = s.CodexHome
+	cfg.Services.Checkpoints.Dir = volume(t, opts.CheckpointsDir, filepath.Join(base, "checkpoints"), opts.uid())
 	cfg.Log.Level = "debug"
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
+	}
+	s.CheckpointsDir = cfg.Services.Checkpoints.Dir
+	if s.CheckpointsDir == "" && cfg.Services.Checkpoints.OnAgentVolume {
+		s.CheckpointsDir = filepath.Join(s.ProjectsDir, sidecar.DefaultCheckpointDirName)
 	}
 	cfg.RPCServer.Address = "127.0.0.1:0"
 	cfg.DavServer.Address = "127.0.0.1:0"

@@ -126,8 +126,9 @@ func ServeChild(h http.Handler) error {
 }
 
 // SidecarConfig is the config the tools start from: every listener on
-// 127.0.0.1 port 0, the volume under root (projects/ and codex/), info logs
-// (the "listening" lines are read from them).
+// 127.0.0.1 port 0, the volume under root (projects/ and codex/), the
+// checkpoint store beside it (checkpoints/, outside the projects tree, as
+// in production), info logs (the "listening" lines are read from them).
 func SidecarConfig(root string) sidecar.Config {
 	c := sidecar.DefaultConfig()
 	c.RPCServer.Address = "127.0.0.1:0"
@@ -136,6 +137,7 @@ func SidecarConfig(root string) sidecar.Config {
 	c.Log.Level = "info"
 	c.Services.Project.ProjectsRootDir = filepath.Join(root, "projects")
 	c.Services.Project.CodexHomeDir = filepath.Join(root, "codex")
+	c.Services.Checkpoints.Dir = filepath.Join(root, "checkpoints")
 	return c
 }
 

@@ -48,7 +48,9 @@ func (n *node) deploy() {
 	n.volumes = map[string]string{}
 	var pvs strings.Builder
 	for _, a := range agentIDs {
-		for _, claim := range []string{"projects", "codex-home"} {
+		// checkpoints: the sidecar's own volume (the undo history the agent
+		// cannot reach; checkpointStoreHidden checks it).
+		for _, claim := range []string{"projects", "codex-home", "checkpoints"} {
 			name := a + "-" + claim
 			d := filepath.Join(n.dir, "volumes", name)
 			if err := os.MkdirAll(d, 0o755); err != nil {

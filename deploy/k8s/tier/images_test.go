@@ -137,7 +137,8 @@ func TestImages(t *testing.T) {
 
 	// Volumes as the pod has them: owned by UID/GID 1000.
 	projects, home, cfg := filepath.Join(dir, "projects"), filepath.Join(dir, "codex-home"), filepath.Join(dir, "sidecar-config")
-	for _, d := range []string{projects, home} {
+	ckpt := filepath.Join(dir, "checkpoints") // the sidecar's own volume (services.checkpoints.dir in it)
+	for _, d := range []string{projects, home, ckpt} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +155,7 @@ func TestImages(t *testing.T) {
 	dk.cleanupContainer("sidecar")
 	dk.must("run", "-d", "--name", "sidecar", "--read-only", "--user", "1000:1000", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges", "--network", "none", "--tmpfs", "/tmp:size=64m,mode=1777",
-		"-v", projects+":/data/projects", "-v", home+":/home/node/.codex", "-v", cfg+":/etc/agent-sidecar:ro",
+		"-v", projects+":/data/projects", "-v", home+":/home/node/.codex", "-v", ckpt+":/data/checkpoints", "-v", cfg+":/etc/agent-sidecar:ro",
 		"agent-sidecar:dev")
 	pid := dk.must("inspect", "-f", "{{.State.Pid}}", "sidecar")
 	logs := func(name string) string {

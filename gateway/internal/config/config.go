@@ -38,6 +38,7 @@ type Config struct {
 	Auth          Auth         `yaml:"auth"`
 	WebDAV        WebDAV       `yaml:"webdav"`
 	Audit         Audit        `yaml:"audit"`
+	Limits        Limits       `yaml:"limits"`
 }
 
 // Server is one listener. An empty metricsServer.address disables it.
@@ -401,6 +402,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("webdav.unconditionalWrites", "must be refuse or keep, got %q", c.WebDAV.UnconditionalWrites)
 	}
+	c.Limits.validate(bad)
 	errs = append(errs, c.Auth.Session.validate(c.MetricsServer.Address)...)
 	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
 		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")

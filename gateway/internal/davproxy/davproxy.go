@@ -38,6 +38,9 @@
 //     sidecar's host is dropped.
 //   - Bodies stream both ways (FlushInterval -1); the header timeout never
 //     cuts a body.
+//   - At most limits.uploadsPerAgent (Options.Uploads) request bodies are in flight per
+//     agent; one more is answered 429 TOO_MANY_UPLOADS (Retry-After)
+//     before any of it is read or anything reaches the sidecar.
 //
 // What it does not do: authenticate (the gateway's auth middleware runs in
 // front and sets the identity read by Options.Operator), check
@@ -58,6 +61,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
+
+	"github.com/agentworkspace/files/gateway/internal/uploads"
 )
 
 // Options configure the WebDAV view. Agents is required; everything else has
@@ -100,6 +105,10 @@ type Options struct {
 	// LOCK, UNLOCK), after the response, including refused ones (405, 428,
 	// 403, 404, 503...).
 	OnMutation func(r *http.Request, m Mutation)
+	// Uploads bounds the request bodies in flight per agent (the gateway's
+	// limits.uploadsPerAgent, shared with REST): one over it is answered
+	// 429 TOO_MANY_UPLOADS with Retry-After, unread. Nil: no cap.
+	Uploads *uploads.Slots
 	// Logger gets proxy errors; nil discards.
 	Logger hclog.Logger
 	// Registerer gets the metrics; nil leaves them unregistered.

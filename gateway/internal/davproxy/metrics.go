@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"direction"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_webdav_rejections_total",
-			Help: "WebDAV requests refused (400, 403, 405, 412, 423, 428, 502), by the errtable reason in lower case: read_only (405), precondition_required (428), revision_mismatch (412), locked (423), forbidden (a Destination elsewhere), invalid_path...",
+			Help: "WebDAV requests refused (400, 403, 405, 412, 423, 428, 429, 502), by the errtable reason in lower case: read_only (405), precondition_required (428), revision_mismatch (412), locked (423), forbidden (a Destination elsewhere), invalid_path...",
 		}, []string{"reason"}),
 		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_webdav_sidecar_unavailable_total",

@@ -303,8 +303,9 @@ func (r *recorder) outcome(status int) (codes.Code, string) {
 // reading it.
 type countingBody struct {
 	io.ReadCloser
-	n   int64
-	err error
+	n     int64
+	err   error
+	onEnd func() // when the body ends (EOF or an error): the upload slot's release
 }
 
 func (c *countingBody) Read(p []byte) (int, error) {
@@ -313,6 +314,7 @@ func (c *countingBody) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF && c.err == nil {
 		c.err = err
 	}
+	c.end(err)
 	return n, err
 }
 

@@ -134,6 +134,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.DestinationPath = dst.auditPath()
 		}
 	}
+	release, ok := h.takeUploadSlot(rec, r, st)
+	if !ok {
+		return
+	}
+	defer release()
 	rec.pre = w.Header().Clone()
 	h.proxy.ServeHTTP(rec, r)
 }
@@ -167,7 +172,7 @@ func (h *handler) refuse(w *recorder, status int, reason, msg string) {
 	w.reason = reason
 	switch status {
 	case http.StatusMethodNotAllowed, http.StatusPreconditionRequired, http.StatusForbidden, http.StatusBadGateway,
-		http.StatusPreconditionFailed, http.StatusBadRequest:
+		http.StatusPreconditionFailed, http.StatusBadRequest, http.StatusTooManyRequests:
 		h.metrics.rejections.WithLabelValues(strings.ToLower(reason)).Inc()
 	}
 	hdr := w.Header()

@@ -72,7 +72,7 @@ func TestBodyRefusals(t *testing.T) {
 		{"name not UTF-8", http.MethodPost, APIPrefix + "/agents/codex-a/projects", "{\"name\":\"\xfe\"}", 400, "INVALID_NAME", "name is not valid UTF-8"},
 		{"parent not UTF-8", http.MethodPost, APIPrefix + "/agents/codex-a/projects/entries", "{\"parent_path\":\"\xff\",\"name\":\"n\"}", 400, "INVALID_PATH", "parent_path is not valid UTF-8"},
 		{"key not UTF-8", http.MethodPut, files, "{\"pa\xffth\":\"a\"}", 400, "INVALID_ARGUMENT", "the request body is not valid UTF-8"},
-		{"too large", http.MethodPut, files, `{"path":"a","content":"` + strings.Repeat("x", MaxAPIBody) + `"}`, 413, "TOO_LARGE", "the request body is larger than 16 MiB"},
+		{"too large", http.MethodPut, files, `{"path":"a","content":"` + strings.Repeat("x", MaxAPIBody) + `"}`, 413, "TOO_LARGE", "the request body is larger than 8 MiB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			svc.calls = 0

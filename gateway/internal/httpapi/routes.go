@@ -4,11 +4,16 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/gateway/internal/uploads"
 )
 
 // The REST routes are grpc-gateway's generated handlers
@@ -37,7 +42,40 @@ func (s *Server) newAPI() (http.Handler, error) {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	return http.MaxBytesHandler(withRefusalSlot(routes), MaxAPIBody), nil
+	return s.uploadSlot(http.MaxBytesHandler(withRefusalSlot(routes), MaxAPIBody)), nil
+}
+
+// uploadSlot holds one of the agent's limits.uploadsPerAgent slots (shared
+// with WebDAV) while a REST request's body is read, or answers 429
+// TOO_MANY_UPLOADS with Retry-After before reading any of it.
+func (s *Server) uploadSlot(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agent, ok := agentOf(r.URL.Path)
+		if !ok || !uploads.HasBody(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		release, ok := s.opts.Uploads.Acquire(agent, "rest")
+		if !ok {
+			uploads.Refuse(w.Header())
+			respond(w, r, s.marshaler, errtable.Status(codes.ResourceExhausted, uploads.Reason,
+				"too many uploads to agent "+strconv.Quote(agent)+" are in progress; retry later"), 0)
+			return
+		}
+		defer release()
+		r.Body = uploads.Body(r.Body, release)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// agentOf is the agent ID of an API path under /agents/{agent_id}/.
+func agentOf(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, APIPrefix+"/agents/")
+	if !ok {
+		return "", false
+	}
+	id, _, found := strings.Cut(rest, "/")
+	return id, found && id != ""
 }
 
 func (s *Server) newMux(mode runtime.UnescapingMode) (*runtime.ServeMux, error) {

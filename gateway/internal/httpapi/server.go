@@ -35,14 +35,18 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/metrics"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 	"github.com/agentworkspace/files/gateway/internal/session"
+	"github.com/agentworkspace/files/gateway/internal/uploads"
 )
 
 // APIPrefix is the REST API's path prefix.
 const APIPrefix = "/api/v1/agent-gateway"
 
-// MaxAPIBody bounds REST request bodies (a 1 MiB file as JSON, escaped,
-// stays well below).
-const MaxAPIBody = 16 << 20
+// MaxAPIBody bounds REST request bodies: a 1 MiB file (the default
+// maxEditableFileSize) as JSON fits even when every byte is escaped (\u0001
+// is 6 bytes). The gateway holds a body while it decodes it, about twice
+// its size live, so limits.uploadsPerAgent such bodies fit its memory
+// limit (docs/limits.md "Memory"); 16 MiB did not.
+const MaxAPIBody = 8 << 20
 
 // DAVRealm is the Basic realm announced on WebDAV 401s.
 const DAVRealm = "agent-workspace"
@@ -81,6 +85,9 @@ type Options struct {
 	WatchMetrics *WatchMetrics
 	// Stopping is closed when the gateway shuts down: open watch streams end.
 	Stopping <-chan struct{}
+	// Uploads bounds the REST requests with a body in flight per agent
+	// (limits.uploadsPerAgent, shared with the WebDAV view). Nil: no cap.
+	Uploads *uploads.Slots
 	// WatchHeartbeat is the keep-alive interval of a watch stream, at
 	// which its credentials are checked again (default WatchHeartbeat).
 	WatchHeartbeat time.Duration

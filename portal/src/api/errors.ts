@@ -129,6 +129,8 @@ const REASON_TEXT: Record<string, string> = {
   PAGE_SIZE_TOO_LARGE: 'Too many items were requested at once.',
   NO_SPACE: 'The volume is full. Free some space and try again.',
   TOO_MANY_STREAMS: 'Too many live-change streams are open for this agent; it will retry shortly.',
+  TOO_MANY_UPLOADS: 'Too many uploads to this agent are in progress. Retry in a moment.',
+  LOCK_LIMIT: 'Too many WebDAV locks are held. Unlock files you no longer edit, or wait for the locks to expire.',
   NOT_A_FILE: 'That is not a file.',
   NOT_A_DIRECTORY: 'That is not a folder.',
   DIRECTORY_NOT_EMPTY: 'The folder is not empty.',

@@ -78,9 +78,15 @@ type Options struct {
 	// behaviour of plain x/net/webdav, which litmus expects). Off in
 	// production: such a write gets 428.
 	AllowUnconditionalWrites bool
-	// MaxLocks bounds the locks held at once (507 above). 0: 1024.
+	// MaxLocks bounds the locks held at once (507 LOCK_LIMIT above). 0:
+	// DefaultMaxLocks.
 	MaxLocks int
-	// MaxLockTimeout caps the timeout a LOCK may ask for. 0: 1 hour.
+	// MaxLocksPerOperator bounds the locks one operator (X-Operator) holds
+	// at once (507 LOCK_LIMIT above), so one cannot fill the table. 0:
+	// DefaultMaxLocksPerOperator.
+	MaxLocksPerOperator int
+	// MaxLockTimeout caps the timeout a LOCK may ask for (or refresh to).
+	// 0: DefaultMaxLockTimeout.
 	MaxLockTimeout time.Duration
 	// DisablePropfindFastPath leaves every PROPFIND to x/net/webdav
 	// (propfind_fast.go answers Depth 0/1 PROPFINDs of live properties on
@@ -90,6 +96,15 @@ type Options struct {
 	// (Locks use x/net/webdav's clock, time.Now.)
 	Now func() time.Time
 }
+
+// Lock defaults. A client refreshes a lock well before it expires (Finder,
+// Windows and davfs2 every few minutes), so 10 minutes costs them nothing,
+// and a lock left behind by one that went away frees its name soon.
+const (
+	DefaultMaxLocks            = 1024
+	DefaultMaxLocksPerOperator = 64
+	DefaultMaxLockTimeout      = 10 * time.Minute
+)
 
 // Handler is the WebDAV server of one sidecar.
 type Handler struct {
@@ -110,10 +125,13 @@ func New(fs *davfs.FS, opts Options) *Handler {
 		opts.MaxUploadSize = 100 << 20
 	}
 	if opts.MaxLocks <= 0 {
-		opts.MaxLocks = 1024
+		opts.MaxLocks = DefaultMaxLocks
+	}
+	if opts.MaxLocksPerOperator <= 0 {
+		opts.MaxLocksPerOperator = DefaultMaxLocksPerOperator
 	}
 	if opts.MaxLockTimeout <= 0 {
-		opts.MaxLockTimeout = time.Hour
+		opts.MaxLockTimeout = DefaultMaxLockTimeout
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -125,7 +143,7 @@ func New(fs *davfs.FS, opts Options) *Handler {
 		fs:        noMultiLinks{fs.WebDAV()},
 		opts:      opts,
 		metrics:   newMetrics(opts.Registerer),
-		locks:     newLockPins(opts.MaxLocks, hex.EncodeToString(b[6:])+"-"),
+		locks:     newLockPins(opts.MaxLocks, opts.MaxLocksPerOperator, hex.EncodeToString(b[6:])+"-"),
 		ridPrefix: hex.EncodeToString(b[:6]) + "-",
 	}
 }

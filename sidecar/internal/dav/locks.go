@@ -8,10 +8,16 @@ import (
 	"time"
 
 	"golang.org/x/net/webdav"
+
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
-// errTooManyLocks is returned by LOCK when MaxLocks locks are held (507).
-var errTooManyLocks = errors.New("dav: too many locks")
+// errTooManyLocks is returned by LOCK when MaxLocks locks are held, or the
+// operator holds MaxLocksPerOperator (507 LOCK_LIMIT).
+var (
+	errTooManyLocks  = errors.New("dav: too many locks")
+	errOperatorLocks = errors.New("dav: too many locks of this operator")
+)
 
 // lockPins is x/net/webdav's in-memory lock system (exclusive write locks
 // only) plus, per lock, the revision each resource had when the lock was
@@ -23,6 +29,7 @@ var errTooManyLocks = errors.New("dav: too many locks")
 type lockPins struct {
 	mem    webdav.LockSystem
 	max    int
+	perOp  int    // locks one operator may hold (issue #23: one must not fill the table)
 	prefix string // makes x/net's numeric tokens absolute URIs (RFC 4918 §6.5)
 
 	mu    sync.Mutex
@@ -31,14 +38,15 @@ type lockPins struct {
 
 type pinnedLock struct {
 	root      string // WebDAV name, prefix stripped
+	operator  string // X-Operator of the LOCK ("" without one)
 	zeroDepth bool
 	created   time.Time
 	expires   time.Time
 	revs      map[string]string // WebDAV name → pinned revision
 }
 
-func newLockPins(max int, id string) *lockPins {
-	return &lockPins{mem: webdav.NewMemLS(), max: max, prefix: "opaquelocktoken:" + id, locks: map[string]*pinnedLock{}}
+func newLockPins(max, perOp int, id string) *lockPins {
+	return &lockPins{mem: webdav.NewMemLS(), max: max, perOp: perOp, prefix: "opaquelocktoken:" + id, locks: map[string]*pinnedLock{}}
 }
 
 // inner is x/net's token for a client's token ("" names no lock).
@@ -57,6 +65,29 @@ func (l *pinnedLock) covers(name string) bool {
 // purge drops expired locks (x/net's lock system expires its own copy).
 func (p *lockPins) purge(now time.Time) {
 	maps.DeleteFunc(p.locks, func(_ string, l *pinnedLock) bool { return !now.Before(l.expires) })
+}
+
+// room refuses a new lock when the table holds max locks, or op holds
+// perOp of them (after expired ones are dropped). Between this check and
+// the insert another LOCK may pass it too: the caps may be exceeded by the
+// LOCKs in flight at once, never more.
+func (p *lockPins) room(now time.Time, op string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.purge(now)
+	if len(p.locks) >= p.max {
+		return errTooManyLocks
+	}
+	n := 0
+	for _, l := range p.locks {
+		if l.operator == op {
+			n++
+		}
+	}
+	if n >= p.perOp {
+		return errOperatorLocks
+	}
+	return nil
 }
 
 // valid reports whether token is a live lock covering name.
@@ -179,12 +210,9 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 		return rl.p.mem.Create(now, d) // x/net's temporary per-request lock
 	}
 	p := rl.p
-	p.mu.Lock()
-	p.purge(now)
-	full := len(p.locks) >= p.max
-	p.mu.Unlock()
-	if full {
-		return "", errTooManyLocks
+	op := rl.q.r.Header.Get(davwire.OperatorHeader)
+	if err := p.room(now, op); err != nil {
+		return "", err
 	}
 	in, err := p.mem.Create(now, d)
 	if err != nil {
@@ -193,7 +221,7 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 	tok := p.prefix + in
 	// The lock's times are the handler's clock (time.Now), the one file
 	// modification times are compared with.
-	l := &pinnedLock{root: cleanName(d.Root), zeroDepth: d.ZeroDepth, created: now, expires: now.Add(d.Duration), revs: map[string]string{}}
+	l := &pinnedLock{root: cleanName(d.Root), operator: op, zeroDepth: d.ZeroDepth, created: now, expires: now.Add(d.Duration), revs: map[string]string{}}
 	// Pin what the resource is now; a LOCK of a missing name creates an
 	// empty file afterwards, pinned when the request ends.
 	if rev := rl.q.currentRevision(l.root); rev != "" {

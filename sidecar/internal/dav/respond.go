@@ -148,7 +148,9 @@ func (q *request) refine(status int, err error) (int, string, string) {
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit"
 	case errors.Is(err, errTooManyLocks):
-		return http.StatusInsufficientStorage, "NO_SPACE", "too many locks are held; unlock some first"
+		return http.StatusInsufficientStorage, "LOCK_LIMIT", "too many locks are held on this agent; unlock some first or wait for them to expire"
+	case errors.Is(err, errOperatorLocks):
+		return http.StatusInsufficientStorage, "LOCK_LIMIT", "this operator holds as many locks as allowed; unlock some first or wait for them to expire"
 	case err == webdav.ErrLocked && status != http.StatusPreconditionFailed:
 		return webdav.StatusLocked, "LOCKED", "the resource is locked"
 	case errors.Is(err, os.ErrExist) && status == http.StatusPreconditionFailed:

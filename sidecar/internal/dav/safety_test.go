@@ -184,12 +184,12 @@ func TestLockBounds(t *testing.T) {
 	}
 	e.wantReason("LOCK", "/projects/demo/a.txt", nil, lockBody(strings.Repeat("o", 5000)), 413, "TOO_LARGE")
 	resp, body := e.want("LOCK", "/projects/demo/a.txt", map[string]string{"Timeout": "Infinite"}, lockBody("o"), 200)
-	if !strings.Contains(body, "Second-3600") {
+	if !strings.Contains(body, "Second-600") {
 		t.Errorf("an Infinite LOCK was not capped at the maximum timeout:\n%s", body)
 	}
 	_ = resp
 	e.lock("/projects/demo/b.txt", nil, 200)
-	e.wantReason("LOCK", "/projects/demo/c.txt", nil, lockBody("o"), 507, "NO_SPACE")
+	e.wantReason("LOCK", "/projects/demo/c.txt", nil, lockBody("o"), 507, "LOCK_LIMIT")
 	sameSnapshot(t, "LOCK bounds", before, snapshot(t, e.projects))
 	// Shared locks are not offered.
 	shared := strings.Replace(lockBody("o"), "<D:exclusive/>", "<D:shared/>", 1)

@@ -236,6 +236,13 @@ const (
 	// Gateway only: the agent already has as many live-change streams as the
 	// gateway allows (429, with Retry-After).
 	ErrorReason_TOO_MANY_STREAMS ErrorReason = 55
+	// Gateway only: the agent already has as many request bodies in flight
+	// (WebDAV uploads) as limits.uploadsPerAgent allows (429, with
+	// Retry-After); nothing was sent to the sidecar.
+	ErrorReason_TOO_MANY_UPLOADS ErrorReason = 57
+	// WebDAV only: the operator already holds davServer.maxLocksPerOperator
+	// locks, or the sidecar's lock table is full (507); no lock was taken.
+	ErrorReason_LOCK_LIMIT ErrorReason = 58
 	// FailedPrecondition
 	ErrorReason_NOT_A_FILE                  ErrorReason = 60
 	ErrorReason_NOT_A_DIRECTORY             ErrorReason = 61
@@ -312,6 +319,8 @@ var (
 		53:  "PAGE_SIZE_TOO_LARGE",
 		54:  "NO_SPACE",
 		55:  "TOO_MANY_STREAMS",
+		57:  "TOO_MANY_UPLOADS",
+		58:  "LOCK_LIMIT",
 		60:  "NOT_A_FILE",
 		61:  "NOT_A_DIRECTORY",
 		62:  "DIRECTORY_NOT_EMPTY",
@@ -361,6 +370,8 @@ var (
 		"PAGE_SIZE_TOO_LARGE":         53,
 		"NO_SPACE":                    54,
 		"TOO_MANY_STREAMS":            55,
+		"TOO_MANY_UPLOADS":            57,
+		"LOCK_LIMIT":                  58,
 		"NOT_A_FILE":                  60,
 		"NOT_A_DIRECTORY":             61,
 		"DIRECTORY_NOT_EMPTY":         62,
@@ -758,7 +769,7 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x1aNON_EDITABLE_REASON_BINARY\x10\x02\x12 \n" +
 	"\x1cNON_EDITABLE_REASON_NOT_UTF8\x10\x03\x12&\n" +
 	"\"NON_EDITABLE_REASON_MULTIPLE_LINKS\x10\x04\x12\x1f\n" +
-	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\xd3\a\n" +
+	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\xf9\a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINVALID_PATH\x10\x01\x12\x10\n" +
@@ -790,7 +801,10 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\rPATH_TOO_DEEP\x104\x12\x17\n" +
 	"\x13PAGE_SIZE_TOO_LARGE\x105\x12\f\n" +
 	"\bNO_SPACE\x106\x12\x14\n" +
-	"\x10TOO_MANY_STREAMS\x107\x12\x0e\n" +
+	"\x10TOO_MANY_STREAMS\x107\x12\x14\n" +
+	"\x10TOO_MANY_UPLOADS\x109\x12\x0e\n" +
+	"\n" +
+	"LOCK_LIMIT\x10:\x12\x0e\n" +
 	"\n" +
 	"NOT_A_FILE\x10<\x12\x13\n" +
 	"\x0fNOT_A_DIRECTORY\x10=\x12\x17\n" +
