@@ -78,7 +78,7 @@ func TestCheckpointManifestBombThroughTheBinary(t *testing.T) {
 	// newest checkpoint's manifest, and a second one with a description
 	// that claims all of its entries.
 	h := sha256.Sum256([]byte("demo"))
-	wsDir := filepath.Join(projects, sidecar.DefaultCheckpointDirName, "ws", "p-"+hex.EncodeToString(h[:16]))
+	wsDir := filepath.Join(sc.CheckpointsDir, "ws", "p-"+hex.EncodeToString(h[:16]))
 	bomb := manifestBomb()
 	plant := func(name string, b []byte) {
 		p := filepath.Join(wsDir, name)

@@ -32,7 +32,7 @@ import (
 )
 
 // storeAttack is one thing the agent can do to the store at
-// <projects>/.agent-checkpoints (the default, on its own volume), with a
+// services.checkpoints.dir (a folder beside the volumes here), with a
 // canary folder outside the volume; repair undoes it as an admin would.
 type storeAttack struct {
 	name   string
@@ -95,12 +95,13 @@ func storeUnusable(t *testing.T, a storeAttack) {
 	writeFile(t, canary, "canary.txt", "CANARY\n")
 	os.Chmod(canary, 0o777) // writable by the sidecar: only confinement keeps it out
 	writeFile(t, projects, "demo/old/a.txt", "A\n")
-	store := filepath.Join(projects, sidecar.DefaultCheckpointDirName)
+	store := filepath.Join(base, "checkpoints")
 	a.plant(t, store, canary)
 	sidecartest.Chown(t, base)
 	outsideBefore := snapshot(t, filepath.Join(base, "outside"))
 
-	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: codex})
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: codex,
+		Configure: func(c *sidecar.Config) { c.Services.Checkpoints.Dir = store }})
 	ctx := ctxT(t)
 	filesWork(t, sc, ctx)
 	ck := workspacev1.NewCheckpointServiceClient(sc.Conn(t))
