@@ -25,11 +25,13 @@ func TestCheckpointsUnavailableREST(t *testing.T) {
 	ckFile(t, projects, "demo/notes.txt", "notes\n")
 	ckFile(t, projects, "demo/old/a.txt", "A\n")
 	ckFile(t, canary, "canary.txt", "CANARY\n")
-	if err := os.Symlink(canary, filepath.Join(projects, sidecar.DefaultCheckpointDirName)); err != nil {
+	store := filepath.Join(base, "checkpoints")
+	if err := os.Symlink(canary, store); err != nil {
 		t.Fatal(err)
 	}
 	sidecartest.Chown(t, base)
-	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects})
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects,
+		Configure: func(c *sidecar.Config) { c.Services.Checkpoints.Dir = store }})
 	g := gatewaytest.Start(t, gatewaytest.Options{Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
 	q := "workspace.scope=PROJECT&workspace.project_name=demo"
 
