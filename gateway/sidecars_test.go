@@ -29,7 +29,7 @@ func startReal(t *testing.T, writable bool) realSetup {
 	t.Helper()
 	small := func(c *sidecar.Config) { c.Services.Project.MaxEditableFileSize = 1024 }
 	a := sidecartest.Start(t, sidecartest.Options{Configure: small})
-	b := sidecartest.Start(t, sidecartest.Options{Configure: small})
+	b := sidecartest.Start(t, sidecartest.Options{AgentID: "codex-b", Configure: small})
 	agents := []gatewaytest.Agent{
 		{ID: "codex-a", RPCAddr: a.RPCAddr, DavURL: a.DavURL},
 		{ID: "codex-b", RPCAddr: b.RPCAddr, DavURL: b.DavURL},
