@@ -261,3 +261,78 @@ func TestDirectCallsFromThePodAreRefused(t *testing.T) {
 		t.Fatalf("PROPFIND with the gateway's certificate: %s", resp.Status)
 	}
 }
+
+// Rotation without downtime: the sidecar's certificate, key and CA bundle
+// (old and new CA) are replaced on disk while it runs, as the kubelet
+// updates a Secret volume. New connections get the new certificate with no
+// restart, a gateway still holding its old client certificate is trusted
+// through the bundle, and an established connection keeps working.
+func TestCertificateRotationWithoutRestart(t *testing.T) {
+	sc := sidecartest.Start(t, sidecartest.Options{})
+	old := sc.Dial(t) // established before the rotation
+	if _, err := old.ListProjects(ctxT(t), &workspacev1.ListProjectsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	newCA, err := pki.NewCA("rotated", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := proctest.TempDir(t, "rotated-")
+	pkitest.Write(t, next, newCA, sc.AgentID)
+	bundle := append(append([]byte{}, pkitest.CA(t).CertPEM...), newCA.CertPEM...)
+	if err := os.WriteFile(filepath.Join(next, pki.CACertFile), bundle, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Each file replaced by a rename, the new key owned by the sidecar.
+	files, nextFiles := pki.SidecarFiles(sc.TLSDir, sc.AgentID), pki.SidecarFiles(next, sc.AgentID)
+	sidecartest.Chown(t, nextFiles.Key)
+	for _, f := range [][2]string{{nextFiles.Key, files.Key}, {nextFiles.Cert, files.Cert}, {nextFiles.CA, files.CA}} {
+		if err := os.Rename(f[0], f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newOnly := proctest.TempDir(t, "new-only-")
+	pkitest.Write(t, newOnly, newCA, sc.AgentID)
+	dialWith := func(cfg *tls.Config) error {
+		conn, err := grpc.NewClient(sc.RPCAddr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err = workspacev1.NewWorkspaceServiceClient(conn).ListProjects(ctx, &workspacev1.ListProjectsRequest{})
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := dialWith(pkitest.GatewayClient(t, newOnly, sc.AgentID, pki.ProtoGRPC))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a gateway of the new CA is still refused after the rotation: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The old gateway certificate, verifying the server with the bundle.
+	if err := dialWith(sc.ClientTLS(t, pki.ProtoGRPC)); err != nil {
+		t.Errorf("old gateway certificate with the bundle: %v", err)
+	}
+	// A client trusting only the old CA no longer accepts the server: it
+	// serves the new certificate.
+	oldOnly := proctest.TempDir(t, "old-only-")
+	pkitest.Write(t, oldOnly, pkitest.CA(t), sc.AgentID)
+	if err := dialWith(pkitest.GatewayClient(t, oldOnly, sc.AgentID, pki.ProtoGRPC)); err == nil {
+		t.Error("the sidecar still serves the old certificate")
+	}
+	if _, err := old.ListProjects(ctxT(t), &workspacev1.ListProjectsRequest{}); err != nil {
+		t.Errorf("the connection established before the rotation: %v", err)
+	}
+	if n := strings.Count(sc.Logs(), `"@message":"ready"`); n != 1 {
+		t.Errorf("%d ready lines: the sidecar restarted", n)
+	}
+	if !sc.WaitLog("TLS certificates reloaded", 5*time.Second) {
+		t.Error("no reload logged")
+	}
+}
