@@ -289,6 +289,7 @@ func inner(t *testing.T, dir string) {
 	n.startKubernetes()
 	n.deploy()
 	n.acceptance()
+	n.podBoundary()
 	if n.kubeRouter {
 		n.networkPolicy()
 	}
