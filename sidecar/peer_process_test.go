@@ -235,7 +235,7 @@ func TestDirectCallsFromThePodAreRefused(t *testing.T) {
 		}
 		for k := range l {
 			switch k {
-			case "@message", "@level", "@timestamp", "@module", "server", "reason":
+			case "@message", "@level", "@timestamp", "@module", "server", "reason", "suppressed":
 			default:
 				t.Errorf("refusal log line carries %q: %v", k, l)
 			}

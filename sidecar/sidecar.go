@@ -296,19 +296,47 @@ func (s *Sidecar) Run(ctx context.Context) error {
 // authenticatedListener wraps the rpc and dav listeners (metrics stays
 // plain): Accept hands out only connections whose mutual-TLS handshake
 // proved the gateway's certificate. A refusal is counted and logged with
-// the server and reason only.
+// the server and reason only (a line per reason every 10 s at most).
 func (s *Sidecar) authenticatedListener(server string, l net.Listener) net.Listener {
 	protos := map[string][]string{"rpc": pki.ProtoGRPC, "dav": pki.ProtoHTTP}[server]
 	if protos == nil {
 		return l
 	}
 	log := s.log.Named(server)
+	limit := &refusalLog{last: map[string]time.Time{}, suppressed: map[string]int{}}
 	return pki.Listen(l, s.tls.ServerConfig(pki.GatewayURI, protos), pki.ListenOptions{
 		OnRefused: func(reason string) {
 			s.metrics.PeerRefused(server, reason)
-			log.Warn("peer refused at the TLS handshake", "server", server, "reason", reason)
+			if ok, suppressed := limit.allow(reason, time.Now()); ok {
+				log.Warn("peer refused at the TLS handshake", "server", server, "reason", reason, "suppressed", suppressed)
+			}
 		},
 	})
+}
+
+// refusalLog lets one refusal line per reason through every
+// refusalLogInterval, so that a peer that reconnects in a loop cannot
+// flood the log; the metric counts every refusal.
+type refusalLog struct {
+	mu         sync.Mutex
+	last       map[string]time.Time
+	suppressed map[string]int
+}
+
+const refusalLogInterval = 10 * time.Second
+
+// allow reports whether to log a refusal for reason now, and how many were
+// left unlogged since the last line.
+func (r *refusalLog) allow(reason string, now time.Time) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.last[reason]; ok && now.Sub(last) < refusalLogInterval {
+		r.suppressed[reason]++
+		return false, 0
+	}
+	n := r.suppressed[reason]
+	r.last[reason], r.suppressed[reason] = now, 0
+	return true, n
 }
 
 // httpServer is the dav or metrics server; its error log is the named logger.
