@@ -38,7 +38,6 @@ type Listener struct {
 	pending chan struct{} // a slot per handshake in progress
 	done    chan struct{}
 	once    sync.Once
-	wg      sync.WaitGroup
 	err     error // the inner Accept's error, set (once) before done is closed
 }
 
@@ -73,7 +72,7 @@ func (l *Listener) acceptLoop() {
 		}
 		select {
 		case l.pending <- struct{}{}:
-			l.wg.Go(func() { l.handshake(c) })
+			go l.handshake(c)
 		default:
 			c.Close()
 			l.opts.OnRefused(ReasonHandshake)
