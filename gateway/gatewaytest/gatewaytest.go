@@ -9,6 +9,12 @@
 // waits for its "listening" line(s) and /readyz, and stops it (SIGTERM) in
 // t.Cleanup. It fails the test, never skips, when anything is missing.
 //
+// The gateway reaches its sidecars over mutual TLS like every gateway:
+// agentRuntime.sidecarTLS names a client certificate issued from the test
+// process's CA (internal/pki/pkitest), the CA that sidecartest and
+// fakesidecar issue their sidecars' certificates from; an Agent's ID must be
+// the one its sidecar's certificate names (sidecartest.Options.AgentID).
+//
 // The process mechanics (build cache, start, logs, listening lines, /readyz,
 // stop) live in internal/proctest, shared with sidecar/sidecartest.
 package gatewaytest
