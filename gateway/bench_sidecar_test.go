@@ -20,6 +20,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/config"
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
+	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -59,12 +60,14 @@ func BenchmarkRESTSidecar(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(projects, "bench", "small.txt"), []byte(strings.Repeat(line, 16<<10/len(line))), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	sc := sidecartest.Start(b, sidecartest.Options{ProjectsDir: projects, Configure: func(c *sidecar.Config) { c.Log.Level = "info" }})
+	sc := sidecartest.Start(b, sidecartest.Options{AgentID: "a", ProjectsDir: projects, Configure: func(c *sidecar.Config) { c.Log.Level = "info" }})
 
 	cfg := &gateway.Config{}
 	cfg.HTTPServer.Address = "127.0.0.1:0"
 	cfg.AgentRuntime.Agents = map[string]config.Agent{"a": {Provider: "p", Sidecar: &config.Sidecar{Endpoint: sc.RPCAddr}}}
 	cfg.Auth.Tokens = []config.Token{{Operator: "op", Role: "admin", SHA256: config.HashToken("tok")}}
+	gf := pki.GatewayFiles(sc.TLSDir)
+	cfg.AgentRuntime.SidecarTLS = &config.SidecarTLS{CertFile: gf.Cert, KeyFile: gf.Key, CAFile: gf.CA}
 	g, err := gateway.New(cfg, gateway.Deps{Registry: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)

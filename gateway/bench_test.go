@@ -11,12 +11,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/internal/config"
 	"github.com/agentworkspace/files/gateway/internal/fakesidecar"
+	"github.com/agentworkspace/files/internal/pki"
 )
 
 // BenchmarkREST measures the gateway's cost per REST call, in process, over
@@ -24,7 +25,7 @@ import (
 // the floor, the same calls without the gateway. make bench's gatewaybench
 // compares against a real sidecar end to end.
 func BenchmarkREST(b *testing.B) {
-	fs := fakesidecar.Start(b)
+	fs := fakesidecar.Start(b, "a")
 	for i := 0; i < 100; i++ {
 		fs.Put(b, "bench", fmt.Sprintf("file-%03d.txt", i), "x")
 	}
@@ -33,13 +34,15 @@ func BenchmarkREST(b *testing.B) {
 	cfg.HTTPServer.Address = "127.0.0.1:0"
 	cfg.AgentRuntime.Agents = map[string]config.Agent{"a": {Provider: "p", Sidecar: &config.Sidecar{Endpoint: fs.Addr}}}
 	cfg.Auth.Tokens = []config.Token{{Operator: "op", Role: "admin", SHA256: config.HashToken("tok")}}
+	gf := pki.GatewayFiles(fs.TLSDir)
+	cfg.AgentRuntime.SidecarTLS = &config.SidecarTLS{CertFile: gf.Cert, KeyFile: gf.Key, CAFile: gf.CA}
 	g, err := gateway.New(cfg, gateway.Deps{Registry: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	srv := httptest.NewServer(g.Handler())
 	defer srv.Close()
-	conn, err := grpc.NewClient(fs.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(fs.Addr, grpc.WithTransportCredentials(credentials.NewTLS(fs.ClientTLS(b))))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"crypto/tls"
 	"maps"
 	"net/http"
 	"net/url"
@@ -17,14 +18,15 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/davproxy"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 	"github.com/agentworkspace/files/gateway/internal/uploads"
+	"github.com/agentworkspace/files/internal/pki"
 )
 
 // newDAV builds the WebDAV view (package davproxy) over the configured
-// agents' davEndpoints, with the operator and request ID from the gateway's
+// agents' davEndpoints (mutual TLS, each sidecar's name checked), with the operator and request ID from the gateway's
 // auth and request-ID middleware, each agent's sidecar.timeout as its
 // header timeout, and every mutation audited with the errtable reason the
 // sidecar (or the view itself) gave.
-func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time, slots *uploads.Slots) (http.Handler, error) {
+func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time, slots *uploads.Slots, tlsSrc *pki.Source) (http.Handler, error) {
 	endpoints := map[string]*url.URL{}
 	timeouts := map[string]time.Duration{}
 	for id, a := range cfg.AgentRuntime.Agents {
@@ -44,7 +46,13 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 			u, ok := endpoints[id]
 			return u, ok
 		},
-		Timeout:           func(id string) time.Duration { return timeouts[id] },
+		Timeout: func(id string) time.Duration { return timeouts[id] },
+		TLS: func(id string) *tls.Config {
+			if tlsSrc == nil {
+				return nil
+			}
+			return tlsSrc.ClientConfig(pki.SidecarServerName(id), pki.ProtoHTTP)
+		},
 		AgentIDs:          func() []string { return slices.Collect(maps.Keys(endpoints)) },
 		Writable:          cfg.WebDAV.Writable,
 		KeepUnconditional: cfg.WebDAV.Writable && cfg.WebDAV.KeepUnconditional(),

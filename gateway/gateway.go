@@ -28,6 +28,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/portal"
 	"github.com/agentworkspace/files/gateway/internal/session"
 	"github.com/agentworkspace/files/gateway/internal/uploads"
+	"github.com/agentworkspace/files/internal/pki"
 )
 
 // Config is the gateway configuration (see internal/config).
@@ -79,7 +80,12 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := mgmt.New(cfg.AgentRuntime, mgmt.Deps{Audit: al, Metrics: m, Logger: log.Named("mgmt"), Now: now})
+	tlsSrc, err := sidecarTLS(cfg, log)
+	if err != nil {
+		al.Close()
+		return nil, err
+	}
+	svc, err := mgmt.New(cfg.AgentRuntime, mgmt.Deps{Audit: al, Metrics: m, Logger: log.Named("mgmt"), Now: now, TLS: tlsSrc})
 	if err != nil {
 		al.Close()
 		return nil, err
@@ -114,7 +120,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dav, err := newDAV(cfg, log, reg, al, now, slots)
+	dav, err := newDAV(cfg, log, reg, al, now, slots, tlsSrc)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +141,20 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		return nil, err
 	}
 	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil
+}
+
+// sidecarTLS loads agentRuntime.sidecarTLS (nil when it is not set: no
+// agent has a sidecar, Validate saw to that).
+func sidecarTLS(cfg *Config, log hclog.Logger) (*pki.Source, error) {
+	t := cfg.AgentRuntime.SidecarTLS
+	if t == nil {
+		return nil, nil
+	}
+	src, err := pki.NewSource(pki.Files{Cert: t.CertFile, Key: t.KeyFile, CA: t.CAFile}, log.Named("tls"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("agentRuntime.sidecarTLS: %w", err)
+	}
+	return src, nil
 }
 
 // Handler is the main HTTP handler (tests).

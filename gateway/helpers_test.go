@@ -71,10 +71,10 @@ func admin(t *testing.T, g *gatewaytest.Gateway, method, path, body string) resp
 // (both with sidecars) and codex-c (no sidecar).
 func twoFakes(t *testing.T, opts gatewaytest.Options) (*gatewaytest.Gateway, *fakesidecar.Server, *fakesidecar.Server) {
 	t.Helper()
-	a, b := fakesidecar.Start(t), fakesidecar.Start(t)
+	a, b := fakesidecar.Start(t, "codex-a"), fakesidecar.Start(t, "codex-b")
 	opts.Agents = []gatewaytest.Agent{
-		{ID: "codex-b", RPCAddr: b.Addr, DavURL: "http://" + b.Addr},
-		{ID: "codex-a", RPCAddr: a.Addr, DavURL: "http://" + a.Addr},
+		{ID: "codex-b", RPCAddr: b.Addr, DavURL: "https://" + b.Addr},
+		{ID: "codex-a", RPCAddr: a.Addr, DavURL: "https://" + a.Addr},
 		{ID: "codex-c"},
 	}
 	if opts.DefaultAgent == "" {

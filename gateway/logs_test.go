@@ -29,7 +29,7 @@ func closedAddr(t *testing.T) string {
 func TestNoEndpointInLogs(t *testing.T) {
 	rpc, dav := closedAddr(t), closedAddr(t)
 	g := gatewaytest.Start(t, gatewaytest.Options{
-		Agents:   []gatewaytest.Agent{{ID: "codex-a", RPCAddr: rpc, DavURL: "http://" + dav}},
+		Agents:   []gatewaytest.Agent{{ID: "codex-a", RPCAddr: rpc, DavURL: "https://" + dav}},
 		Writable: true,
 		Env:      []string{"GRPC_GO_LOG_SEVERITY_LEVEL=info", "GRPC_GO_LOG_VERBOSITY_LEVEL=99"},
 	})

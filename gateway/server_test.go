@@ -164,13 +164,14 @@ auth:
 		t.Fatalf("exit: %v, want status 2; stderr:\n%s", err, stderr.String())
 	}
 	for _, key := range []string{"httpServer.address", "agentRuntime.defaultAgent", "agentRuntime.agents.codex-a.provider",
-		"agentRuntime.agents.codex-a.sidecar.timeout", "auth.tokens[0].sha256", "auth.trustedProxy.cidrs[0]"} {
+		"agentRuntime.agents.codex-a.sidecar.timeout", "auth.tokens[0].sha256", "auth.trustedProxy.cidrs[0]",
+		"agentRuntime.sidecarTLS.certFile", "agentRuntime.sidecarTLS.keyFile", "agentRuntime.sidecarTLS.caFile"} {
 		if !strings.Contains(stderr.String(), key) {
 			t.Errorf("stderr does not name %s:\n%s", key, stderr.String())
 		}
 	}
-	if n := strings.Count(strings.TrimSpace(stderr.String()), "\n") + 1; n != 6 {
-		t.Errorf("%d lines, want 6:\n%s", n, stderr.String())
+	if n := strings.Count(strings.TrimSpace(stderr.String()), "\n") + 1; n != 9 {
+		t.Errorf("%d lines, want 9:\n%s", n, stderr.String())
 	}
 
 	// Unknown keys are refused.

@@ -29,7 +29,7 @@ func startReal(t *testing.T, writable bool) realSetup {
 	t.Helper()
 	small := func(c *sidecar.Config) { c.Services.Project.MaxEditableFileSize = 1024 }
 	a := sidecartest.Start(t, sidecartest.Options{Configure: small})
-	b := sidecartest.Start(t, sidecartest.Options{Configure: small})
+	b := sidecartest.Start(t, sidecartest.Options{AgentID: "codex-b", Configure: small})
 	agents := []gatewaytest.Agent{
 		{ID: "codex-a", RPCAddr: a.RPCAddr, DavURL: a.DavURL},
 		{ID: "codex-b", RPCAddr: b.RPCAddr, DavURL: b.DavURL},
@@ -168,7 +168,7 @@ func TestWithRealSidecars(t *testing.T) {
 		if r.Status != 207 || !strings.Contains(string(r.Body), "/dav/codex-a/projects/demo/README.md") {
 			t.Errorf("PROPFIND: %d %s", r.Status, r.Body)
 		}
-		for _, leak := range []string{s.a.DavURL, strings.TrimPrefix(s.a.DavURL, "http://"), s.a.ProjectsDir} {
+		for _, leak := range []string{s.a.DavURL, strings.TrimPrefix(s.a.DavURL, "https://"), s.a.ProjectsDir} {
 			if strings.Contains(string(r.Body), leak) {
 				t.Errorf("PROPFIND body names %q", leak)
 			}
@@ -226,7 +226,7 @@ func TestWithRealSidecars(t *testing.T) {
 		}
 		req, _ := http.NewRequest(http.MethodGet, g.URL+"/dav/codex-b/projects/demo/README.md", nil)
 		req.SetBasicAuth("any", g.AdminToken)
-		if r := do(t, req); r.Status != http.StatusServiceUnavailable || strings.Contains(string(r.Body), strings.TrimPrefix(s.b.DavURL, "http://")) {
+		if r := do(t, req); r.Status != http.StatusServiceUnavailable || strings.Contains(string(r.Body), strings.TrimPrefix(s.b.DavURL, "https://")) {
 			t.Errorf("codex-b WebDAV: %d %s", r.Status, r.Body)
 		}
 		if got, _, r := getFile(t, g, "codex-a", "demo", "README.md"); got != contents["codex-a"] {

@@ -27,13 +27,13 @@ import (
 // through real gateway processes that share a session key and name each
 // other in auth.session.peers.
 func TestSignOutAcrossReplicas(t *testing.T) {
-	sc := fakesidecar.Start(t)
+	sc := fakesidecar.Start(t, "codex-a")
 	key := make([]byte, 32)
 	rand.Read(key)
 	b64 := base64.StdEncoding.EncodeToString(key)
 	start := func(peers ...string) *gatewaytest.Gateway {
 		return gatewaytest.Start(t, gatewaytest.Options{
-			Agents:        []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.Addr, DavURL: "http://" + sc.Addr}},
+			Agents:        []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.Addr, DavURL: "https://" + sc.Addr}},
 			MetricsServer: true,
 			Configure: func(c *gateway.Config) {
 				c.Auth.Session.Keys = []string{b64}

@@ -21,7 +21,7 @@ func TestWebDAVDeleteIntoFullStore(t *testing.T) {
 		c.Services.Checkpoints.MaxTotalBytes = 4 << 10
 	}})
 	for _, u := range []string{"/projects/w/dir/", "/projects/w/dir/?skip_checkpoint=true"} {
-		resp, _ := dav(t, "DELETE", sc.DavURL+u, nil)
+		resp, _ := dav(t, "DELETE", sc.PlainDavURL()+u, nil)
 		if resp.StatusCode != http.StatusInsufficientStorage {
 			t.Errorf("DELETE %s into a full store: %s", u, resp.Status)
 		}

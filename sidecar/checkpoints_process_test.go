@@ -323,7 +323,7 @@ func TestCheckpointBeforeWebDAVDelete(t *testing.T) {
 	writeFile(t, projects, "w/dir/a.txt", "a\n")
 	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects,
 		Configure: func(c *sidecar.Config) { c.DavServer.AllowUnconditionalWrites = true }})
-	resp, _ := dav(t, "DELETE", sc.DavURL+"/projects/w/dir/", nil)
+	resp, _ := dav(t, "DELETE", sc.PlainDavURL()+"/projects/w/dir/", nil)
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %s", resp.Status)
 	}
@@ -364,6 +364,7 @@ func TestCheckpointsConfig(t *testing.T) {
 	for in, want := range cases {
 		cfg, err := sidecar.ParseConfig([]byte(in))
 		if err == nil {
+			cfg.TLS = sidecar.TLSConfig{CertFile: "/t/tls.crt", KeyFile: "/t/tls.key", ClientCAFile: "/t/ca.crt"}
 			err = cfg.Validate()
 		}
 		switch {

@@ -29,6 +29,30 @@ type Config struct {
 	MetricsServer ServerConfig    `yaml:"metricsServer"`
 	Log           LogConfig       `yaml:"log"`
 	Services      ServicesConfig  `yaml:"services"`
+	TLS           TLSConfig       `yaml:"tls"`
+}
+
+// TLSConfig is the mutual TLS of the rpcServer and davServer listeners
+// (internal/pki): this sidecar's serving certificate and key, and the CA
+// bundle the gateway's client certificate must chain to. Required: there
+// is no plaintext mode, the agent shares the pod's network. The files are
+// re-read when they change (rotation without restart).
+type TLSConfig struct {
+	CertFile     string `yaml:"certFile"`
+	KeyFile      string `yaml:"keyFile"`
+	ClientCAFile string `yaml:"clientCAFile"`
+}
+
+func (t TLSConfig) validate(bad badFunc) {
+	for _, f := range []struct{ key, path, what string }{
+		{"tls.certFile", t.CertFile, "this sidecar's serving certificate (PEM)"},
+		{"tls.keyFile", t.KeyFile, "the key of tls.certFile (PEM)"},
+		{"tls.clientCAFile", t.ClientCAFile, "the CA bundle the gateway's client certificate chains to (PEM)"},
+	} {
+		if f.path == "" {
+			bad(f.key, "must be set: the path of %s; rpcServer and davServer serve only mutual TLS", f.what)
+		}
+	}
 }
 
 // ServerConfig is one listener.
@@ -256,6 +280,7 @@ func (c Config) Validate() error {
 		}
 	}
 	c.Services.Checkpoints.validate(p, bad)
+	c.TLS.validate(bad)
 	return errors.Join(errs...)
 }
 

@@ -15,9 +15,45 @@ func TestParseConfigDefaults(t *testing.T) {
 		if !reflect.DeepEqual(cfg, DefaultConfig()) {
 			t.Errorf("ParseConfig(%q) = %+v, want defaults", in, cfg)
 		}
-		if err := cfg.Validate(); err != nil {
-			t.Errorf("defaults do not validate: %v", err)
+		// tls has no default: the defaults miss exactly its three keys.
+		err = cfg.Validate()
+		want := []string{
+			"tls.certFile: must be set: the path of this sidecar's serving certificate (PEM); rpcServer and davServer serve only mutual TLS",
+			"tls.keyFile: must be set: the path of the key of tls.certFile (PEM); rpcServer and davServer serve only mutual TLS",
+			"tls.clientCAFile: must be set: the path of the CA bundle the gateway's client certificate chains to (PEM); rpcServer and davServer serve only mutual TLS",
 		}
+		if err == nil || !reflect.DeepEqual(strings.Split(err.Error(), "\n"), want) {
+			t.Errorf("defaults: Validate = %v, want the three tls lines", err)
+		}
+		withTLS(&cfg)
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("defaults with tls do not validate: %v", err)
+		}
+	}
+}
+
+// withTLS sets the three tls keys (Validate does not open the files).
+func withTLS(c *Config) {
+	c.TLS = TLSConfig{CertFile: "/etc/agent-sidecar/tls/tls.crt", KeyFile: "/etc/agent-sidecar/tls/tls.key", ClientCAFile: "/etc/agent-sidecar/tls/ca.crt"}
+}
+
+func TestParseConfigTLS(t *testing.T) {
+	cfg, err := ParseConfig([]byte("tls: { certFile: /t/tls.crt, keyFile: /t/tls.key, clientCAFile: /t/ca.crt }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLS != (TLSConfig{CertFile: "/t/tls.crt", KeyFile: "/t/tls.key", ClientCAFile: "/t/ca.crt"}) {
+		t.Errorf("tls: %+v", cfg.TLS)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	cfg.TLS.KeyFile = ""
+	if err := cfg.Validate(); err == nil || err.Error() != "tls.keyFile: must be set: the path of the key of tls.certFile (PEM); rpcServer and davServer serve only mutual TLS" {
+		t.Errorf("Validate without tls.keyFile: %v", err)
+	}
+	if _, err := ParseConfig([]byte("tls: { caFile: /x }\n")); err == nil || !strings.Contains(err.Error(), "tls.caFile: unknown key") {
+		t.Errorf("unknown tls key: %v", err)
 	}
 }
 
@@ -143,6 +179,7 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
+			withTLS(&cfg)
 			tc.edit(&cfg)
 			err := cfg.Validate()
 			if tc.want == nil {

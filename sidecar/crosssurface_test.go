@@ -21,7 +21,7 @@ func TestCrossSurfaceRevisions(t *testing.T) {
 	ctx := ctxT(t)
 	must[*workspacev1.Project](t)(c.CreateProject(ctx, &workspacev1.CreateProjectRequest{Name: "demo"}))
 	e := must[*workspacev1.Entry](t)(c.CreateEntry(ctx, &workspacev1.CreateEntryRequest{Workspace: proj("demo"), Name: "a.txt", Type: workspacev1.EntryType_ENTRY_TYPE_FILE}))
-	url := sc.DavURL + "/projects/demo/a.txt"
+	url := sc.PlainDavURL() + "/projects/demo/a.txt"
 
 	t.Run("gRPC revision as If-Match", func(t *testing.T) {
 		v1 := must[*workspacev1.Entry](t)(c.UpdateFile(ctx, &workspacev1.UpdateFileRequest{Workspace: proj("demo"), Path: "a.txt", Content: "v1", ExpectedRevision: e.GetRevision()}))
@@ -85,7 +85,7 @@ func TestCrossSurfaceRevisions(t *testing.T) {
 
 	t.Run("directory revision", func(t *testing.T) {
 		l := must[*workspacev1.ListEntriesResponse](t)(c.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: proj("demo")}))
-		if got := strings.Trim(propfindETag(t, sc.DavURL+"/projects/demo/"), `"`); got != "" && got != l.GetDirectoryRevision() {
+		if got := strings.Trim(propfindETag(t, sc.PlainDavURL()+"/projects/demo/"), `"`); got != "" && got != l.GetDirectoryRevision() {
 			t.Errorf("PROPFIND directory ETag %s, gRPC directory_revision %s", got, l.GetDirectoryRevision())
 		}
 	})

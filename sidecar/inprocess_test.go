@@ -14,9 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/internal/pki"
+	"github.com/agentworkspace/files/internal/pki/pkitest"
 	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar"
 )
@@ -31,6 +33,9 @@ func TestInProcessInitializerOverride(t *testing.T) {
 	cfg.Services.Project.ProjectsRootDir = filepath.Join(dir, "projects")
 	cfg.Services.Project.CodexHomeDir = filepath.Join(dir, "codex")
 	cfg.Services.Checkpoints.Dir = filepath.Join(dir, "checkpoints")
+	pkiDir := pkitest.Dir(t, "codex-a")
+	f := pki.SidecarFiles(pkiDir, "codex-a")
+	cfg.TLS = sidecar.TLSConfig{CertFile: f.Cert, KeyFile: f.Key, ClientCAFile: f.CA}
 	for _, d := range []string{cfg.Services.Project.ProjectsRootDir, cfg.Services.Project.CodexHomeDir} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -76,7 +81,7 @@ func TestInProcessInitializerOverride(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	conn, err := grpc.NewClient(addrs["rpc"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addrs["rpc"], grpc.WithTransportCredentials(credentials.NewTLS(pkitest.GatewayClient(t, pkiDir, "codex-a", pki.ProtoGRPC))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +127,8 @@ func TestNewRefusesBadConfigAndMissingRoot(t *testing.T) {
 		t.Errorf("New with a bad config: %v", err)
 	}
 	cfg = sidecar.DefaultConfig()
+	f := pki.SidecarFiles(pkitest.Dir(t, "codex-a"), "codex-a")
+	cfg.TLS = sidecar.TLSConfig{CertFile: f.Cert, KeyFile: f.Key, ClientCAFile: f.CA}
 	cfg.Services.Project.ProjectsRootDir = filepath.Join(t.TempDir(), "missing")
 	cfg.Services.Project.CodexHomeDir = t.TempDir()
 	if _, err := sidecar.New(cfg, sidecar.Deps{Logger: hclog.NewNullLogger()}); err == nil {

@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// TestMain also runs this test binary as one of the attackers of issue #23
+// (inotifyHogEnv, attackEnv) instead of the tests.
+//
 // inotifyHogEnv makes this test binary, started again by
 // TestWatchUnavailableThroughTheBinary as another user, the attacker of
 // issue #23: it holds every inotify instance its user may create.
@@ -17,6 +20,9 @@ const inotifyHogEnv = "AGENT_SIDECAR_TEST_INOTIFY_HOG"
 func TestMain(m *testing.M) {
 	if os.Getenv(inotifyHogEnv) == "1" {
 		os.Exit(inotifyHog())
+	}
+	if plan := os.Getenv(attackEnv); plan != "" {
+		os.Exit(attack(plan))
 	}
 	os.Exit(m.Run())
 }

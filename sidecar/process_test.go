@@ -40,6 +40,13 @@ func TestBadConfigExits2(t *testing.T) {
 			`agent-sidecar: invalid configuration: log.level: must be one of trace, debug, info, warn, error (got "loud")`,
 			`agent-sidecar: invalid configuration: services.project.projectsRootDir: must be an absolute path (got "rel")`,
 			"agent-sidecar: invalid configuration: services.project.maxPageSize: must be between 1 and 10000 (got 0)",
+			"agent-sidecar: invalid configuration: tls.certFile: must be set",
+			"agent-sidecar: invalid configuration: tls.keyFile: must be set",
+			"agent-sidecar: invalid configuration: tls.clientCAFile: must be set",
+		}},
+		{"tls half set", "tls: {certFile: /t/tls.crt}\n", nil, []string{
+			"agent-sidecar: invalid configuration: tls.keyFile: must be set",
+			"agent-sidecar: invalid configuration: tls.clientCAFile: must be set",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,7 +185,7 @@ func TestSIGTERMDrainsInFlightPUT(t *testing.T) {
 	sc := sidecartest.Start(t, sidecartest.Options{})
 	path := setupFile(t, sc, "original")
 	body := bytes.Repeat([]byte("n"), 1<<20)
-	pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", int64(len(body)))
+	pw, res := slowPUT(t, sc.PlainDavURL()+"/projects/demo/f.txt", int64(len(body)))
 	if _, err := pw.Write(body[:64<<10]); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +217,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 	t.Run("client aborts during shutdown", func(t *testing.T) {
 		sc := sidecartest.Start(t, sidecartest.Options{})
 		path := setupFile(t, sc, "original")
-		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
+		pw, res := slowPUT(t, sc.PlainDavURL()+"/projects/demo/f.txt", 1<<20)
 		pw.Write(bytes.Repeat([]byte("p"), 64<<10))
 		waitInFlight(t, filepath.Dir(path))
 		sc.Terminate()
@@ -228,7 +235,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 	t.Run("shutdown timeout cuts a stalled upload", func(t *testing.T) {
 		sc := sidecartest.Start(t, sidecartest.Options{ShutdownTimeout: 500 * time.Millisecond})
 		path := setupFile(t, sc, "original")
-		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
+		pw, res := slowPUT(t, sc.PlainDavURL()+"/projects/demo/f.txt", 1<<20)
 		defer pw.Close()
 		pw.Write(bytes.Repeat([]byte("p"), 64<<10))
 		waitInFlight(t, filepath.Dir(path))
@@ -251,7 +258,7 @@ func TestInterruptedPUTKeepsOriginal(t *testing.T) {
 	t.Run("SIGKILL mid-upload", func(t *testing.T) {
 		sc := sidecartest.Start(t, sidecartest.Options{})
 		path := setupFile(t, sc, "original")
-		pw, res := slowPUT(t, sc.DavURL+"/projects/demo/f.txt", 1<<20)
+		pw, res := slowPUT(t, sc.PlainDavURL()+"/projects/demo/f.txt", 1<<20)
 		defer pw.Close()
 		pw.Write(bytes.Repeat([]byte("k"), 64<<10))
 		waitInFlight(t, filepath.Dir(path))

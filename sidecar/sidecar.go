@@ -3,6 +3,14 @@
 // listeners: the gRPC WorkspaceService (rpcServer), WebDAV (davServer) and
 // /metrics, /healthz, /readyz (metricsServer).
 //
+// rpcServer and davServer serve only mutual TLS (internal/pki, config key
+// tls): a connection is handed to gRPC or WebDAV only once its handshake
+// proved the gateway's client certificate, so the agent beside the sidecar
+// (same network namespace) is refused before any request byte is read, and
+// the headers the gateway vouches for (x-operator, X-Workspace-Unconditional-Writes,
+// X-Forwarded-Prefix) rest on that credential. metricsServer stays plain
+// HTTP for the kubelet's probes and Prometheus; it serves no files.
+//
 // It never initialises, cleans or rewrites existing content at start: davfs
 // only ensures $CODEX_HOME/skills exists and sweeps its own temp files.
 package sidecar
@@ -31,6 +39,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 	"github.com/agentworkspace/files/sidecar/internal/feature"
 	"github.com/agentworkspace/files/sidecar/internal/gitinit"
@@ -76,6 +85,8 @@ type Sidecar struct {
 	// checkpoints (nil when not configured) and watch supervise the
 	// optional features (features.go).
 	checkpoints, watch *feature.Feature
+	metrics            *metrics.Metrics
+	tls                *pki.Source // rpc and dav serving certificate, gateway CA
 	ready              atomic.Bool
 }
 
@@ -112,6 +123,14 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	m, err := metrics.New(deps.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	s.metrics = m
+	for _, server := range []string{"rpc", "dav"} {
+		m.InitPeerRefused(server, pki.Reasons()...)
+	}
+	t := cfg.TLS
+	if s.tls, err = pki.NewSource(pki.Files{Cert: t.CertFile, Key: t.KeyFile, CA: t.ClientCAFile}, s.log.Named("tls"), nil); err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
 	}
 	for _, md := range slices.Concat(workspacev1.WorkspaceService_ServiceDesc.Methods, workspacev1.CheckpointService_ServiceDesc.Methods) {
 		m.Init(md.MethodName)
@@ -160,6 +179,8 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	maxMsg := max(int(p.MaxEditableFileSize)+1<<20, 4<<20)
 	win := min(maxMsg, 16<<20)
 	s.grpc = grpc.NewServer(
+		// The listener did the handshake (authenticatedListener).
+		grpc.Creds(pki.HandshakenCredentials()),
 		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), kickObserver{m, s})),
 		// The Watch stream: the same request ID, operator, log line, metrics
 		// and panic recovery as the unary calls.
@@ -226,7 +247,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 			s.closeWatcher()
 			return fmt.Errorf("%sServer.address: listen: %w", sv.name, err)
 		}
-		lns[i] = l
+		lns[i] = s.authenticatedListener(sv.name, l)
 		s.log.Info("listening", "server", sv.name, "address", l.Addr().String())
 	}
 
@@ -294,6 +315,52 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	wg.Wait()
 	s.log.Info("stopped")
 	return runErr
+}
+
+// authenticatedListener wraps the rpc and dav listeners (metrics stays
+// plain): Accept hands out only connections whose mutual-TLS handshake
+// proved the gateway's certificate. A refusal is counted and logged with
+// the server and reason only (a line per reason every 10 s at most).
+func (s *Sidecar) authenticatedListener(server string, l net.Listener) net.Listener {
+	protos := map[string][]string{"rpc": pki.ProtoGRPC, "dav": pki.ProtoHTTP}[server]
+	if protos == nil {
+		return l
+	}
+	log := s.log.Named(server)
+	limit := &refusalLog{last: map[string]time.Time{}, suppressed: map[string]int{}}
+	return pki.Listen(l, s.tls.ServerConfig(pki.GatewayURI, protos), pki.ListenOptions{
+		OnRefused: func(reason string) {
+			s.metrics.PeerRefused(server, reason)
+			if ok, suppressed := limit.allow(reason, time.Now()); ok {
+				log.Warn("peer refused at the TLS handshake", "server", server, "reason", reason, "suppressed", suppressed)
+			}
+		},
+	})
+}
+
+// refusalLog lets one refusal line per reason through every
+// refusalLogInterval, so that a peer that reconnects in a loop cannot
+// flood the log; the metric counts every refusal.
+type refusalLog struct {
+	mu         sync.Mutex
+	last       map[string]time.Time
+	suppressed map[string]int
+}
+
+const refusalLogInterval = 10 * time.Second
+
+// allow reports whether to log a refusal for reason now, and how many were
+// left unlogged since the last line.
+func (r *refusalLog) allow(reason string, now time.Time) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.last[reason]; ok && now.Sub(last) < refusalLogInterval {
+		r.suppressed[reason]++
+		return false, 0
+	}
+	n := r.suppressed[reason]
+	r.last[reason], r.suppressed[reason] = now, 0
+	return true, n
 }
 
 // httpServer is the dav or metrics server; its error log is the named logger.

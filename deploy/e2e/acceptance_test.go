@@ -125,7 +125,7 @@ func isRealDir(t *testing.T, p string) bool {
 // and later steps depend on earlier ones, so the first failure stops the run.
 func TestAcceptance(t *testing.T) {
 	a := sidecartest.Start(t, sidecartest.Options{})
-	b := sidecartest.Start(t, sidecartest.Options{})
+	b := sidecartest.Start(t, sidecartest.Options{AgentID: "codex-b"})
 	gw := gatewaytest.Start(t, gatewaytest.Options{Agents: []gatewaytest.Agent{
 		{ID: "codex-a", RPCAddr: a.RPCAddr, DavURL: a.DavURL},
 		{ID: "codex-b", RPCAddr: b.RPCAddr, DavURL: b.DavURL},

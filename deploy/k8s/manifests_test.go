@@ -233,9 +233,38 @@ func TestAgentDeployments(t *testing.T) {
 			if cm == nil || !strings.Contains(cm.Data["sidecar.yaml"], "projectsRootDir: /data/projects") {
 				t.Errorf("sidecar ConfigMap %q missing or without projectsRootDir", cfgVol)
 			}
+			// Issue 23: the sidecar's mutual-TLS Secret is the pod's only
+			// Secret volume, named for this agent, mounted read-only into
+			// agent-sidecar and into no other container.
 			for _, v := range pod.Volumes {
-				if v.Secret != nil {
-					t.Errorf("agent pods need no Secret volumes, found %s", v.Name)
+				if v.Secret != nil && v.Name != "sidecar-tls" {
+					t.Errorf("agent pods need no Secret volume besides sidecar-tls, found %s", v.Name)
+				}
+				if v.Name == "sidecar-tls" && (v.Secret == nil || v.Secret.SecretName != a+"-sidecar-tls") {
+					t.Errorf("volume sidecar-tls must be the Secret %s-sidecar-tls, got %+v", a, v.VolumeSource)
+				}
+			}
+			if pod.ShareProcessNamespace != nil && *pod.ShareProcessNamespace {
+				t.Errorf("shareProcessNamespace would let the agent read the sidecar's key through /proc")
+			}
+			for _, c := range pod.Containers {
+				for _, m := range c.VolumeMounts {
+					if m.Name != "sidecar-tls" {
+						continue
+					}
+					if c.Name != "agent-sidecar" {
+						t.Errorf("container %s mounts the sidecar's TLS Secret", c.Name)
+					} else if !m.ReadOnly || m.MountPath != "/etc/agent-sidecar/tls" {
+						t.Errorf("agent-sidecar must mount sidecar-tls read-only at /etc/agent-sidecar/tls, got %+v", m)
+					}
+				}
+			}
+			if mountPath(sc, "sidecar-tls") == "" {
+				t.Errorf("agent-sidecar does not mount its TLS Secret")
+			}
+			for _, key := range []string{"certFile: /etc/agent-sidecar/tls/tls.crt", "keyFile: /etc/agent-sidecar/tls/tls.key", "clientCAFile: /etc/agent-sidecar/tls/ca.crt"} {
+				if !strings.Contains(cm.Data["sidecar.yaml"], key) {
+					t.Errorf("sidecar.yaml lacks tls %s", key)
 				}
 			}
 			app := container(t, d, "codex-app-server")
@@ -342,14 +371,23 @@ func TestGateway(t *testing.T) {
 	if r.services["agent-gateway"] == nil {
 		t.Errorf("no Service agent-gateway")
 	}
-	var cfg, tokensSecret string
+	var cfg, tokensSecret, tlsSecret string
 	for _, v := range pod.Volumes {
 		if v.ConfigMap != nil {
 			cfg = v.ConfigMap.Name
 		}
-		if v.Secret != nil {
+		if v.Secret != nil && v.Name == "tokens" {
 			tokensSecret = v.Secret.SecretName
 		}
+		if v.Secret != nil && v.Name == "sidecar-tls" {
+			tlsSecret = v.Secret.SecretName
+		}
+	}
+	if tlsSecret != "gateway-sidecar-tls" {
+		t.Errorf("the gateway's client certificate must come from the Secret gateway-sidecar-tls, got %q", tlsSecret)
+	}
+	if m := mountPath(container(t, d, "agent-gateway"), "sidecar-tls"); m != "/etc/agent-gateway/sidecar-tls" {
+		t.Errorf("agent-gateway must mount sidecar-tls at /etc/agent-gateway/sidecar-tls, got %q", m)
 	}
 	if tokensSecret == "" {
 		t.Errorf("gateway tokens must come from a referenced Secret volume")
@@ -373,13 +411,18 @@ func TestGateway(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(cm.Data["gateway.yaml"]), &gc); err != nil {
 		t.Fatal(err)
 	}
+	for _, key := range []string{"certFile: /etc/agent-gateway/sidecar-tls/tls.crt", "keyFile: /etc/agent-gateway/sidecar-tls/tls.key", "caFile: /etc/agent-gateway/sidecar-tls/ca.crt"} {
+		if !strings.Contains(cm.Data["gateway.yaml"], key) {
+			t.Errorf("gateway.yaml lacks agentRuntime.sidecarTLS %s", key)
+		}
+	}
 	for _, a := range agents {
 		ag, ok := gc.AgentRuntime.Agents[a]
 		if !ok {
 			t.Errorf("gateway config lacks agent %s", a)
 			continue
 		}
-		if ag.Sidecar.Endpoint != a+"-sidecar:9091" || ag.Sidecar.DavEndpoint != "http://"+a+"-sidecar:9092" {
+		if ag.Sidecar.Endpoint != a+"-sidecar:9091" || ag.Sidecar.DavEndpoint != "https://"+a+"-sidecar:9092" {
 			t.Errorf("agent %s endpoints %q %q do not name its sidecar Service", a, ag.Sidecar.Endpoint, ag.Sidecar.DavEndpoint)
 		}
 		if r.services[a+"-sidecar"] == nil {

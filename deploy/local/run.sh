@@ -3,7 +3,10 @@
 # and the gateway with the portal, on loopback. Data lives in .local/ (git
 # ignored) and is kept across runs; a sample project and a sample skill are
 # created on the first start only. Every run prints a fresh admin token; only
-# its SHA-256 is written to the generated gateway config. Ctrl-C stops all.
+# its SHA-256 is written to the generated gateway config. The sidecars serve
+# only mutual TLS: the first start makes a CA, a certificate per sidecar and
+# the gateway's client certificate in .local/config/pki (agent-gateway certs;
+# later starts add only what is missing). Ctrl-C stops all.
 #
 # Environment (all optional):
 #   GATEWAY_PORT=8080
@@ -94,6 +97,15 @@ mkdir -p "$state/config"
 # survives a restart of make run.
 key_file="$state/config/session.key"
 [ -s "$key_file" ] || (umask 077 && head -c 32 /dev/urandom | base64 > "$key_file")
+# Mutual TLS between the gateway and the sidecars (generated once, kept).
+pki="$state/config/pki"
+cert_args=()
+for a in "${agents[@]}"; do cert_args+=(--agent "$a"); done
+"$bin/agent-gateway" certs --dir "$pki" "${cert_args[@]}" >/dev/null
+chmod 0755 "$pki"
+if [ "$(id -u)" -eq 0 ]; then
+  for a in "${agents[@]}"; do chown 1000:1000 "$pki/sidecar-$a.key"; done
+fi
 pids=()
 stopping=0
 stop_all() {
@@ -132,6 +144,10 @@ services:
     codexHomeDir: "$state/agents/$a/codex-home"
   checkpoints:
     dir: "$state/agents/$a/checkpoints"
+tls:
+  certFile: "$pki/sidecar-$a.crt"
+  keyFile: "$pki/sidecar-$a.key"
+  clientCAFile: "$pki/ca.crt"
 YAML
   chmod 0644 "$cfg"
   "${detach[@]}" "${as_user[@]}" "$bin/agent-sidecar" --config "$cfg" 2>>"$state/$a-sidecar.log" &
@@ -141,7 +157,7 @@ YAML
       codexAppServer: { endpoint: \"ws://127.0.0.1:4500\" }
       sidecar:
         endpoint: \"127.0.0.1:$rpc\"
-        davEndpoint: \"http://127.0.0.1:$dav\"
+        davEndpoint: \"https://127.0.0.1:$dav\"
         timeout: 10s
 "
 done
@@ -150,6 +166,10 @@ cat > "$state/config/gateway.yaml" <<YAML
 httpServer: { address: "127.0.0.1:$gw_port" }
 agentRuntime:
   defaultAgent: codex-a
+  sidecarTLS:
+    certFile: "$pki/gateway.crt"
+    keyFile: "$pki/gateway.key"
+    caFile: "$pki/ca.crt"
   agents:
 $agent_yaml
 auth:

@@ -9,6 +9,12 @@
 // waits for its "listening" line(s) and /readyz, and stops it (SIGTERM) in
 // t.Cleanup. It fails the test, never skips, when anything is missing.
 //
+// The gateway reaches its sidecars over mutual TLS like every gateway:
+// agentRuntime.sidecarTLS names a client certificate issued from the test
+// process's CA (internal/pki/pkitest), the CA that sidecartest and
+// fakesidecar issue their sidecars' certificates from; an Agent's ID must be
+// the one its sidecar's certificate names (sidecartest.Options.AgentID).
+//
 // The process mechanics (build cache, start, logs, listening lines, /readyz,
 // stop) live in internal/proctest, shared with sidecar/sidecartest.
 package gatewaytest
@@ -32,6 +38,8 @@ import (
 
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/internal/pki"
+	"github.com/agentworkspace/files/internal/pki/pkitest"
 	"github.com/agentworkspace/files/internal/proctest"
 )
 
@@ -46,7 +54,7 @@ const (
 type Agent struct {
 	ID      string
 	RPCAddr string // 127.0.0.1:PORT of the sidecar's gRPC server
-	DavURL  string // http://127.0.0.1:PORT of the sidecar's WebDAV server
+	DavURL  string // https://127.0.0.1:PORT of the sidecar's WebDAV server
 	Timeout time.Duration
 }
 
@@ -65,7 +73,12 @@ type Options struct {
 	MetricsServer bool
 	// Configure edits the config just before it is written.
 	Configure func(*gateway.Config)
-	Env       []string
+	// TLSDir holds the gateway's client certificate (gateway.crt/.key)
+	// and ca.crt for agentRuntime.sidecarTLS; default: issued from the
+	// test process's CA (internal/pki/pkitest), which sidecartest's and
+	// fakesidecar's sidecars are issued from too.
+	TLSDir string
+	Env    []string
 }
 
 // Gateway is one running gateway process.
@@ -123,6 +136,8 @@ func (o Options) config(adminToken, userToken, auditFile string) *gateway.Config
 	}
 	cfg.WebDAV.Writable = o.Writable
 	cfg.Audit.File = auditFile
+	f := pki.GatewayFiles(o.TLSDir)
+	cfg.AgentRuntime.SidecarTLS = &config.SidecarTLS{CertFile: f.Cert, KeyFile: f.Key, CAFile: f.CA}
 	return cfg
 }
 
@@ -133,6 +148,9 @@ func Start(t testing.TB, opts Options) *Gateway {
 	g := &Gateway{logs: &proctest.Log{},
 		AdminToken: randomToken(), UserToken: randomToken(),
 		AuditFile: filepath.Join(base, "audit.jsonl")}
+	if opts.TLSDir == "" {
+		opts.TLSDir = pkitest.Dir(t)
+	}
 	cfg := opts.config(g.AdminToken, g.UserToken, g.AuditFile)
 	if opts.Configure != nil {
 		opts.Configure(cfg)

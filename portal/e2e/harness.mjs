@@ -104,6 +104,20 @@ function startProcess(name, cmd, args, opts, want, logs) {
   });
 }
 
+/**
+ * Makes the mutual-TLS files of the stack in base/pki with the gateway's own
+ * generator (agent-gateway certs), as deploy/local/run.sh does: the sidecars
+ * serve only mutual TLS and accept only the gateway's certificate. Each
+ * sidecar's key is handed to the sidecar's user. Returns the directory.
+ */
+export function certs(base, gatewayBin, names) {
+  const dir = path.join(base, 'pki');
+  execFileSync(gatewayBin, ['certs', '--dir', dir, ...names.flatMap((n) => ['--agent', n])], { stdio: ['ignore', 'ignore', 'inherit'] });
+  fs.chmodSync(dir, 0o755);
+  for (const n of names) if (isRoot) fs.chownSync(path.join(dir, `sidecar-${n}.key`), SIDECAR_UID, SIDECAR_UID);
+  return dir;
+}
+
 export class Sidecar {
   /** opts.checkpointBytes: services.checkpoints.maxTotalBytes (a tiny one makes a full store);
    * opts.checkpointsPerWorkspace: its maxPerWorkspace (above 20, a listing by path can leave older ones out). */
@@ -118,6 +132,7 @@ export class Sidecar {
     // The checkpoint store, outside the projects tree (where the agent cannot write).
     this.checkpoints = path.join(this.dir, 'checkpoints');
     this.configPath = path.join(this.dir, 'sidecar.yaml');
+    this.pki = path.join(base, 'pki'); // made by certs()
     this.logs = [];
     this.child = null;
     this.ports = { rpc: '127.0.0.1:0', dav: '127.0.0.1:0', metrics: '127.0.0.1:0' };
@@ -147,6 +162,10 @@ export class Sidecar {
         `    dir: ${JSON.stringify(this.checkpoints)}`,
         ...(this.checkpointBytes ? [`    maxTotalBytes: ${this.checkpointBytes}`] : []),
         ...(this.checkpointsPerWorkspace ? [`    maxPerWorkspace: ${this.checkpointsPerWorkspace}`] : []),
+        'tls:',
+        `  certFile: ${JSON.stringify(path.join(this.pki, `sidecar-${this.name}.crt`))}`,
+        `  keyFile: ${JSON.stringify(path.join(this.pki, `sidecar-${this.name}.key`))}`,
+        `  clientCAFile: ${JSON.stringify(path.join(this.pki, 'ca.crt'))}`,
         '',
       ].join('\n'),
       { mode: 0o644 },
@@ -215,6 +234,7 @@ export class Gateway {
     this.dir = path.join(base, 'gateway');
     fs.mkdirSync(this.dir, { mode: 0o755 });
     this.configPath = path.join(this.dir, 'gateway.yaml');
+    this.pki = path.join(base, 'pki'); // made by certs()
     this.adminToken = randomBytes(24).toString('hex');
     this.userToken = randomBytes(24).toString('hex');
     // Sessions are sealed with this key, so they survive a restart of the gateway.
@@ -235,7 +255,7 @@ export class Gateway {
         `      codexAppServer: { endpoint: "ws://${s.name}.invalid:4500" }`,
         '      sidecar:',
         `        endpoint: "${s.ports.rpc}"`,
-        `        davEndpoint: "http://${s.ports.dav}"`,
+        `        davEndpoint: "https://${s.ports.dav}"`,
         '        timeout: 5s',
       ].join('\n');
     fs.writeFileSync(
@@ -244,6 +264,10 @@ export class Gateway {
         `httpServer: { address: "${this.address}" }`,
         'agentRuntime:',
         `  defaultAgent: ${a.name}`,
+        '  sidecarTLS:',
+        `    certFile: ${JSON.stringify(path.join(this.pki, 'gateway.crt'))}`,
+        `    keyFile: ${JSON.stringify(path.join(this.pki, 'gateway.key'))}`,
+        `    caFile: ${JSON.stringify(path.join(this.pki, 'ca.crt'))}`,
         '  agents:',
         agent(a),
         agent(b),

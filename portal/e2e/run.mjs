@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { binaries, Gateway, REPO, Sidecar, tempBase } from './harness.mjs';
+import { binaries, certs, Gateway, REPO, Sidecar, tempBase } from './harness.mjs';
 import { registerCheckpointTests } from './checkpoints.mjs';
 import { registerFeatureTests } from './features.mjs';
 import { registerLiveTests } from './live.mjs';
@@ -79,6 +79,7 @@ const requested = []; // paths of every request the page made
 
 async function setUp() {
   const bins = binaries(base, log);
+  certs(base, bins.gateway, ['codex-a', 'codex-b']);
   sa = new Sidecar('codex-a', base, bins.sidecar, { checkpointsPerWorkspace: 40 });
   // codex-b's checkpoint store is tiny, so always full: the delete override test (checkpoints.mjs).
   sb = new Sidecar('codex-b', base, bins.sidecar, { checkpointBytes: 1024 });

@@ -8,6 +8,13 @@
 // 127.0.0.1:0 listeners, starts the binary, waits for its three "listening"
 // log lines and /readyz, and stops it (SIGTERM) in t.Cleanup.
 //
+// Its rpc and dav listeners serve only mutual TLS, like every sidecar: Start
+// issues its certificate (for Options.AgentID) and a gateway client
+// certificate from the test process's CA (internal/pki/pkitest) into
+// TLSDir, and Conn, Dial, HTTPClient and PlainDavURL connect as the gateway
+// does. A gateway started by gateway/gatewaytest in the same test process
+// trusts it.
+//
 // Running as root, the process runs as UID/GID 1000 (as in production) and
 // the volumes are chowned to 1000; files a test writes into a volume as root
 // afterwards must be handed over with Chown. Otherwise it runs as the current
@@ -18,21 +25,28 @@
 package sidecartest
 
 import (
+	"crypto/tls"
 	"errors"
+	"io"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/pki"
+	"github.com/agentworkspace/files/internal/pki/pkitest"
 	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/internal/rpc"
@@ -72,13 +86,16 @@ type Options struct {
 	// per-user kernel resource (inotify instances) does so for a UID no
 	// other test shares.
 	UID int
+	// AgentID is the agent the sidecar's certificate names (the gateway
+	// checks it). Default "codex-a".
+	AgentID string
 }
 
 // Sidecar is one running (or stopped) sidecar process. The address fields
 // change on Restart.
 type Sidecar struct {
-	RPCAddr     string // 127.0.0.1:PORT of the gRPC WorkspaceService
-	DavURL      string // http://127.0.0.1:PORT (WebDAV root: /projects/, /global/)
+	RPCAddr     string // 127.0.0.1:PORT of the gRPC WorkspaceService (mutual TLS)
+	DavURL      string // https://127.0.0.1:PORT (WebDAV root: /projects/, /global/; mutual TLS)
 	MetricsURL  string // http://127.0.0.1:PORT (/metrics, /healthz, /readyz)
 	ProjectsDir string // projectsRootDir on the host
 	CodexHome   string // codexHomeDir on the host
@@ -86,6 +103,10 @@ type Sidecar struct {
 	// or projectsRootDir/.agent-checkpoints with onAgentVolume).
 	CheckpointsDir string
 	ConfigPath     string // the config file written for the process
+	AgentID        string // the agent its certificate names
+	// TLSDir holds ca.crt, gateway.crt/.key and sidecar-<AgentID>.crt/.key
+	// (the sidecar's tls keys point there; a test may rotate them).
+	TLSDir string
 
 	t    testing.TB
 	opts Options
@@ -93,6 +114,9 @@ type Sidecar struct {
 	logs *proctest.Log
 
 	run proctest.Runner // the current run
+
+	plainMu sync.Mutex
+	plain   string // PlainDavURL, once started
 }
 
 // Start starts a sidecar and registers its Stop in t.Cleanup. It fails the
@@ -105,9 +129,15 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
+	if opts.AgentID == "" {
+		opts.AgentID = "codex-a"
+	}
 	bin := build.Path(t, opts.Binary)
 	base := proctest.TempDir(t, "sidecartest-")
-	s := &Sidecar{t: t, opts: opts, bin: bin, logs: &proctest.Log{}}
+	s := &Sidecar{t: t, opts: opts, bin: bin, logs: &proctest.Log{}, AgentID: opts.AgentID}
+	s.TLSDir = pkitest.Dir(t, opts.AgentID)
+	files := pki.SidecarFiles(s.TLSDir, opts.AgentID)
+	chownTo(t, files.Key, opts.uid()) // 0600, read by the sidecar's UID
 	s.ProjectsDir = volume(t, opts.ProjectsDir, filepath.Join(base, "projects"), opts.uid())
 	s.CodexHome = volume(t, opts.CodexHome, filepath.Join(base, "codex-home"), opts.uid())
 
@@ -116,6 +146,7 @@ func Start(t testing.TB, opts Options) *Sidecar {
 	cfg.Services.Project.CodexHomeDir = s.CodexHome
 	cfg.Services.Checkpoints.Dir = volume(t, opts.CheckpointsDir, filepath.Join(base, "checkpoints"), opts.uid())
 	cfg.Log.Level = "debug"
+	cfg.TLS = sidecar.TLSConfig{CertFile: files.Cert, KeyFile: files.Key, ClientCAFile: files.CA}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
@@ -145,12 +176,81 @@ func (s *Sidecar) Dial(t testing.TB) workspacev1.WorkspaceServiceClient {
 // closed in t.Cleanup.
 func (s *Sidecar) Conn(t testing.TB) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient(s.RPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.RPCAddr, grpc.WithTransportCredentials(s.GRPCCredentials(t)))
 	if err != nil {
 		t.Fatalf("sidecartest: dial %s: %v", s.RPCAddr, err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
+}
+
+// GRPCCredentials are the gateway's credentials for this sidecar's rpc
+// listener (the gateway's client certificate; the sidecar's name checked).
+func (s *Sidecar) GRPCCredentials(t testing.TB) credentials.TransportCredentials {
+	return credentials.NewTLS(s.ClientTLS(t, pki.ProtoGRPC))
+}
+
+// ClientTLS is the gateway's client config for this sidecar with ALPN
+// protos (pki.ProtoGRPC for RPCAddr, pki.ProtoHTTP for DavURL).
+func (s *Sidecar) ClientTLS(t testing.TB, protos []string) *tls.Config {
+	t.Helper()
+	return pkitest.GatewayClient(t, s.TLSDir, s.AgentID, protos)
+}
+
+// HTTPClient is an HTTP client for DavURL holding the gateway's client
+// certificate. It does not follow redirects.
+func (s *Sidecar) HTTPClient(t testing.TB) *http.Client {
+	tr := &http.Transport{TLSClientConfig: s.ClientTLS(t, pki.ProtoHTTP), Proxy: nil, MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// PlainDavURL is http://127.0.0.1:PORT of a byte-for-byte forwarder (one
+// per Sidecar, closed when the test that started it ends) that carries each
+// connection to DavURL over mutual TLS with the gateway's certificate, as
+// the gateway does: for clients that present no certificate (litmus,
+// rclone, raw sockets, plain http.Client). It dials the DavURL of the moment.
+func (s *Sidecar) PlainDavURL() string {
+	s.plainMu.Lock()
+	defer s.plainMu.Unlock()
+	if s.plain == "" {
+		s.plain = s.startForwarder(s.t)
+	}
+	return s.plain
+}
+
+func (s *Sidecar) startForwarder(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("sidecartest: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	cfg := s.ClientTLS(t, pki.ProtoHTTP)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go forward(c, strings.TrimPrefix(s.DavURL, "https://"), cfg)
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+func forward(c net.Conn, addr string, cfg *tls.Config) {
+	defer c.Close()
+	up, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() {
+		io.Copy(up, c)
+		up.CloseWrite()
+	}()
+	io.Copy(c, up) // then both are closed, which ends the other copy
 }
 
 // Logs returns everything the process (all its runs) wrote to stderr.
@@ -220,7 +320,7 @@ func (s *Sidecar) RestartSamePorts(kill bool) {
 		s.t.Fatalf("sidecartest: %v", err)
 	}
 	cfg.RPCServer.Address = s.RPCAddr
-	cfg.DavServer.Address = strings.TrimPrefix(s.DavURL, "http://")
+	cfg.DavServer.Address = strings.TrimPrefix(s.DavURL, "https://")
 	cfg.MetricsServer.Address = strings.TrimPrefix(s.MetricsURL, "http://")
 	proctest.WriteYAML(s.t, s.ConfigPath, cfg, 0o644)
 	for i := 0; ; i++ {
@@ -307,7 +407,7 @@ func (s *Sidecar) start() error {
 		return err
 	}
 	s.RPCAddr = addrs["rpc"]
-	s.DavURL = "http://" + addrs["dav"]
+	s.DavURL = "https://" + addrs["dav"]
 	s.MetricsURL = "http://" + addrs["metrics"]
 	return nil
 }

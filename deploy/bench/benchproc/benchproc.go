@@ -10,6 +10,7 @@ package benchproc
 import (
 	"bufio"
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,9 +27,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar"
 )
@@ -42,6 +44,9 @@ type Proc struct {
 	// Conn is a gRPC connection to Addr when the sidecar's rpc listener
 	// was asked for, else nil.
 	Conn *grpc.ClientConn
+	// TLS is the gateway's client config for a sidecar's Addr (mutual
+	// TLS, as the gateway connects), else nil.
+	TLS *tls.Config
 	// Stop closes Conn, sends the stop signal and waits for the process to
 	// end (killing it after 10 s).
 	Stop func()
@@ -129,6 +134,8 @@ func ServeChild(h http.Handler) error {
 // 127.0.0.1 port 0, the volume under root (projects/ and codex/), the
 // checkpoint store beside it (checkpoints/, outside the projects tree, as
 // in production), info logs (the "listening" lines are read from them).
+// Its mutual-TLS files are
+// made (pki.Ensure, agent BenchAgent) in root/pki.
 func SidecarConfig(root string) sidecar.Config {
 	c := sidecar.DefaultConfig()
 	c.RPCServer.Address = "127.0.0.1:0"
@@ -138,7 +145,22 @@ func SidecarConfig(root string) sidecar.Config {
 	c.Services.Project.ProjectsRootDir = filepath.Join(root, "projects")
 	c.Services.Project.CodexHomeDir = filepath.Join(root, "codex")
 	c.Services.Checkpoints.Dir = filepath.Join(root, "checkpoints")
+	f := pki.SidecarFiles(filepath.Join(root, "pki"), BenchAgent)
+	c.TLS = sidecar.TLSConfig{CertFile: f.Cert, KeyFile: f.Key, ClientCAFile: f.CA}
 	return c
+}
+
+// BenchAgent is the agent the benchmark sidecars' certificates name.
+const BenchAgent = "bench"
+
+// ClientTLS is the gateway's client config for a sidecar of SidecarConfig
+// (its pki directory), with ALPN protos.
+func ClientTLS(c sidecar.Config, protos []string) (*tls.Config, error) {
+	src, err := pki.NewSource(pki.GatewayFiles(filepath.Dir(c.TLS.ClientCAFile)), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return src.ClientConfig(pki.SidecarServerName(BenchAgent), protos), nil
 }
 
 var sidecarBuild = proctest.Builder{Pkg: "./sidecar/cmd/agent-sidecar", EnvVar: "AGENT_SIDECAR_BIN"}
@@ -156,6 +178,21 @@ func StartSidecar(work, bin string, c sidecar.Config, server string) (*Proc, err
 		if bin, err = sidecarBuild.Binary(); err != nil {
 			return nil, err
 		}
+	}
+	if _, err := pki.Ensure(filepath.Dir(c.TLS.ClientCAFile), []string{BenchAgent}, time.Now()); err != nil {
+		return nil, err
+	}
+	// The sidecar may run as another user (the benchmarks chmod its tree).
+	if err := os.Chmod(c.TLS.KeyFile, 0o644); err != nil {
+		return nil, err
+	}
+	protos := pki.ProtoHTTP
+	if server == "rpc" {
+		protos = pki.ProtoGRPC
+	}
+	clientTLS, err := ClientTLS(c, protos)
+	if err != nil {
+		return nil, err
 	}
 	data, err := yaml.Marshal(c)
 	if err != nil {
@@ -184,10 +221,14 @@ func StartSidecar(work, bin string, c sidecar.Config, server string) (*Proc, err
 		}
 		return "", errors.New("no " + server + " listening line")
 	})
-	if err != nil || server != "rpc" {
+	if err != nil {
 		return p, err
 	}
-	if p.Conn, err = grpc.NewClient(p.Addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+	p.TLS = clientTLS
+	if server != "rpc" {
+		return p, nil
+	}
+	if p.Conn, err = grpc.NewClient(p.Addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS))); err != nil {
 		p.Stop()
 		return nil, err
 	}

@@ -15,6 +15,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/xml"
 	"errors"
 	"flag"
@@ -260,7 +261,7 @@ func startSidecar(work, bin, root string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &server{"sidecar", "http://" + p.Addr, p}, nil
+	return &server{"sidecar", "https://" + p.Addr, p}, nil
 }
 
 func startXNet(root string) (*server, error) {
@@ -400,19 +401,27 @@ func peakRows(servers []*server) row {
 
 // ---- load generator --------------------------------------------------------
 
-// newClients is n clients of newClient(conns), one per peer.
-func newClients(n, conns int) []*http.Client {
-	c := make([]*http.Client, n)
+// newClients is a client of newClient(s, conns) per peer s.
+func newClients(servers []*server, conns int) []*http.Client {
+	c := make([]*http.Client, len(servers))
 	for i := range c {
-		c[i] = newClient(conns)
+		c[i] = newClient(servers[i], conns)
 	}
 	return c
 }
 
-func newClient(conns int) *http.Client {
+// newClient is a client for s: over mutual TLS with the gateway's
+// certificate for the sidecar (as the gateway reaches it), plain HTTP for
+// the other peers.
+func newClient(s *server, conns int) *http.Client {
+	var tlsCfg *tls.Config
+	if s.Proc != nil {
+		tlsCfg = s.TLS
+	}
 	return &http.Client{
 		Timeout: 2 * time.Minute,
 		Transport: &http.Transport{
+			TLSClientConfig:     tlsCfg,
 			MaxIdleConns:        conns * 2,
 			MaxIdleConnsPerHost: conns * 2,
 			MaxConnsPerHost:     conns * 2,
@@ -437,7 +446,7 @@ func benchPropfind(servers []*server) []row {
 	cpu := row{name: "  server CPU per PROPFIND", unit: "ms"}
 	ticks := make([]int64, len(servers))
 	hdr := map[string]string{"Depth": "1", "Content-Type": "application/xml"}
-	clients := newClients(len(servers), 1)
+	clients := newClients(servers, 1)
 	base := make([]int64, len(servers))
 	times := make([][]time.Duration, len(servers))
 	for i, s := range servers {
@@ -506,7 +515,7 @@ func countResponses(c *http.Client, url string) (int, error) {
 
 func benchBigGet(servers []*server) []row {
 	r := row{name: "GET 256 MiB (best of runs)", unit: "MiB/s", target: ">= 0.9x faster peer"}
-	clients := newClients(len(servers), 1)
+	clients := newClients(servers, 1)
 	errs := benchproc.Interleave(bigGetIters+1, len(servers), func(j, i int) error {
 		code, n, d, err := benchproc.Do(clients[i], "GET", servers[i].url+"/projects/bench/big.bin", nil, nil, 0)
 		if err != nil || code != 200 || n != 256<<20 {
@@ -575,7 +584,7 @@ func cpuTicks(s *server) int64 {
 func bestRate(servers []*server, rounds int, what string, r row, factor float64, cpuName string, fn func(s *server, c *http.Client) func(int, int64) error) []row {
 	r.unit = "req/s"
 	c := row{name: cpuName, unit: "µs", vals: [3]float64{-1, -1, -1}}
-	clients := newClients(len(servers), 16)
+	clients := newClients(servers, 16)
 	errs := benchproc.Interleave(rounds, len(servers), func(_, i int) error {
 		s := servers[i]
 		t0 := cpuTicks(s)
@@ -667,7 +676,7 @@ func benchLatencyUnderUpload(servers []*server) []row {
 	busy := row{name: "GET 1 KiB p99 while a 64 MiB PUT streams", unit: "ms"}
 	rel := row{name: "  p99 busy / idle", unit: "x", target: "sidecar <= 2x"}
 	for i, s := range servers {
-		c := newClient(2)
+		c := newClient(s, 2)
 		url := s.url + "/projects/bench/small.txt"
 		sample := func(d time.Duration) []time.Duration {
 			var out []time.Duration
@@ -683,7 +692,7 @@ func benchLatencyUnderUpload(servers []*server) []row {
 		}
 		sample(dur / 4)
 		idle.vals[i] = ms(percentile(sample(dur), 0.99))
-		upc := newClient(1)
+		upc := newClient(s, 1)
 		done := make(chan error, 1)
 		size := int64(64 << 20)
 		go func() {

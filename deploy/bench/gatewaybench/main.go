@@ -38,12 +38,13 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/deploy/bench/benchproc"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
@@ -63,8 +64,8 @@ type params struct {
 }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == floorFlag {
-		os.Exit(floorForwarder(os.Args[2]))
+	if len(os.Args) == 4 && os.Args[1] == floorFlag {
+		os.Exit(floorForwarder(os.Args[2], os.Args[3]))
 	}
 	var p params
 	flag.IntVar(&p.sizeMiB, "size", 256, "size of the WebDAV GET file, MiB")
@@ -119,7 +120,7 @@ func run(b verboseTB, p params) (*report, error) {
 		return nil, err
 	}
 	// Production log level: sidecartest defaults to debug, one line per call.
-	sc := sidecartest.Start(b, sidecartest.Options{ProjectsDir: projects, Configure: func(c *sidecar.Config) { c.Log.Level = "info" }})
+	sc := sidecartest.Start(b, sidecartest.Options{AgentID: agentID, ProjectsDir: projects, Configure: func(c *sidecar.Config) { c.Log.Level = "info" }})
 	var env []string
 	if p.gatewayProcs > 0 {
 		env = []string{fmt.Sprintf("GOMAXPROCS=%d", p.gatewayProcs)}
@@ -128,7 +129,7 @@ func run(b verboseTB, p params) (*report, error) {
 		Agents: []gatewaytest.Agent{{ID: agentID, RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
 		Env:    env,
 	})
-	floor, err := benchproc.StartChild(env, floorFlag, sc.RPCAddr)
+	floor, err := benchproc.StartChild(env, floorFlag, sc.RPCAddr, sc.TLSDir)
 	if err != nil {
 		return nil, fmt.Errorf("transport floor: %w", err)
 	}
@@ -137,8 +138,11 @@ func run(b verboseTB, p params) (*report, error) {
 	rep := &report{}
 
 	// --- WebDAV GET throughput ---
+	// The direct GET holds the gateway's certificate (the sidecar serves
+	// only mutual TLS); the gateway's own URL is plain HTTP.
 	client := &http.Client{Transport: &http.Transport{
 		DisableCompression: true, MaxIdleConnsPerHost: 4, ReadBufferSize: 64 << 10,
+		TLSClientConfig: sc.ClientTLS(b, pki.ProtoHTTP),
 	}}
 	fileRel := "/projects/" + project + "/big.bin"
 	gets := []struct {
@@ -359,9 +363,16 @@ const floorFlag = "-run-transport-floor"
 // sidecar's GetFile("small.txt") and ListEntries("dir") over one grpc-go
 // connection configured like the gateway's (same metadata, same fixed flow
 // control windows), and answers with the file's bytes or the entry names.
-// It prints its address on stdout and serves until killed.
-func floorForwarder(rpcAddr string) int {
-	conn, err := grpc.NewClient(rpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+// It prints its address on stdout and serves until killed. It connects
+// with the gateway's certificate from tlsDir, as the gateway does.
+func floorForwarder(rpcAddr, tlsDir string) int {
+	src, err := pki.NewSource(pki.GatewayFiles(tlsDir), nil, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "transport floor:", err)
+		return 1
+	}
+	creds := credentials.NewTLS(src.ClientConfig(pki.SidecarServerName(agentID), pki.ProtoGRPC))
+	conn, err := grpc.NewClient(rpcAddr, grpc.WithTransportCredentials(creds),
 		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(8<<20))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "transport floor:", err)

@@ -25,7 +25,7 @@ import (
 var agentIDs = []string{"codex-a", "codex-b"}
 
 // deploy applies the dev overlay as an operator would: its namespace first,
-// then what the overlay references but does not hold (the three Secrets, and
+// then what the overlay references but does not hold (its Secrets, and
 // PersistentVolumes for its claims: hostPath directories under the work
 // directory, owned by UID 1000 because fsGroup does not apply to hostPath),
 // then the overlay itself, server-side, with --warnings-as-errors.
@@ -44,6 +44,18 @@ func (n *node) deploy() {
 	writeFile(t, sessionKeys, base64.StdEncoding.EncodeToString(key)+"\n", 0o600)
 	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "agent-gateway-session", "--from-file=keys="+sessionKeys)
 	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "openai-api-key", "--from-literal=OPENAI_API_KEY=sk-tier-not-a-key")
+	// Mutual TLS between the gateway and the sidecars, as the README tells
+	// an operator: agent-gateway certs, then one Secret per sidecar and one
+	// for the gateway.
+	pki := sidecarCerts(t, n.dir, agentIDs...)
+	for _, a := range agentIDs {
+		n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", a+"-sidecar-tls",
+			"--from-file=tls.crt="+filepath.Join(pki, "sidecar-"+a+".crt"), "--from-file=tls.key="+filepath.Join(pki, "sidecar-"+a+".key"),
+			"--from-file=ca.crt="+filepath.Join(pki, "ca.crt"))
+	}
+	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "gateway-sidecar-tls",
+		"--from-file=tls.crt="+filepath.Join(pki, "gateway.crt"), "--from-file=tls.key="+filepath.Join(pki, "gateway.key"),
+		"--from-file=ca.crt="+filepath.Join(pki, "ca.crt"))
 
 	n.volumes = map[string]string{}
 	var pvs strings.Builder
@@ -747,5 +759,37 @@ spec:
 		c := *n
 		c.t = t
 		c.must(200, c.do("GET", api+"/codex-a/projects", nil), "codex-a through the gateway with the policy enforced")
+	})
+}
+
+// podBoundary (issue 23) acts as the agent from inside its own container
+// (codex-app-server, which shares the sidecar's network namespace): the
+// sidecar's gRPC and WebDAV ports answer nothing without the gateway's
+// certificate, the sidecar's TLS Secret is not mounted there, and the
+// gateway still works end to end.
+func (n *node) podBoundary() {
+	n.t.Run("pod boundary: the agent's container cannot call its sidecar", func(t *testing.T) {
+		pod := n.podName("codex-a")
+		before := tree(t, n.volumes["codex-a-projects"])
+		for _, port := range []string{"9091", "9092"} {
+			out, err := n.cp.kubectl(60*time.Second, "-n", nodeNS, "exec", pod, "-c", "codex-app-server", "--",
+				"/standin", "-refused", "127.0.0.1:"+port)
+			t.Logf("from codex-app-server to 127.0.0.1:%s: %s", port, strings.TrimSpace(string(out)))
+			if err != nil {
+				t.Errorf("127.0.0.1:%s from the agent's container was not refused at the handshake: %v", port, err)
+			}
+		}
+		for _, p := range []string{"/etc/agent-sidecar/tls", "/etc/agent-sidecar"} {
+			if out, err := n.cp.kubectl(60*time.Second, "-n", nodeNS, "exec", pod, "-c", "codex-app-server", "--", "/standin", "-absent", p); err != nil {
+				t.Errorf("%s exists in the agent's container: %s", p, out)
+			}
+		}
+		if after := tree(t, n.volumes["codex-a-projects"]); !mapsEqual(before, after) {
+			t.Errorf("the direct calls changed codex-a's projects volume")
+		}
+		c := *n
+		c.t = t
+		c.must(200, c.do("GET", api+"/codex-a/projects", nil), "codex-a through the gateway after the direct calls")
+		c.must(207, c.dav("PROPFIND", "/dav/codex-a/projects/", "Depth", "1"), "codex-a WebDAV through the gateway after the direct calls")
 	})
 }

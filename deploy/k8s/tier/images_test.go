@@ -151,6 +151,32 @@ func TestImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(cfg, "sidecar.yaml"), string(sidecarYAML), 0o644)
+	// The Secrets' files as the pod mounts them: the sidecar's under
+	// /etc/agent-sidecar/tls (its key for UID 1000), the gateway's under
+	// /etc/agent-gateway/sidecar-tls (its key for UID 65532).
+	pki := sidecarCerts(t, dir, "codex-a")
+	gwCfg := filepath.Join(dir, "gateway-config")
+	for _, m := range []struct {
+		dir, cert, key string
+		uid            int
+	}{
+		{filepath.Join(cfg, "tls"), "sidecar-codex-a.crt", "sidecar-codex-a.key", 1000},
+		{filepath.Join(gwCfg, "sidecar-tls"), "gateway.crt", "gateway.key", 65532},
+	} {
+		for src, dst := range map[string]string{m.cert: "tls.crt", m.key: "tls.key", "ca.crt": "ca.crt"} {
+			data, err := os.ReadFile(filepath.Join(pki, src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(m.dir, dst), string(data), 0o644)
+		}
+		if err := os.Chmod(filepath.Join(m.dir, "tls.key"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Join(m.dir, "tls.key"), m.uid, m.uid); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	dk.cleanupContainer("sidecar")
 	dk.must("run", "-d", "--name", "sidecar", "--read-only", "--user", "1000:1000", "--cap-drop", "ALL",
@@ -209,20 +235,23 @@ func TestImages(t *testing.T) {
 
 	token := randomHex(24)
 	sum := sha256.Sum256([]byte(token))
-	gwCfg := filepath.Join(dir, "gateway-config")
 	// The dev gateway.yaml, pointed at the sidecar on the shared loopback;
 	// metrics on 9190 because the sidecar's 9090 is taken in this namespace.
 	writeFile(t, filepath.Join(gwCfg, "gateway.yaml"), fmt.Sprintf(`httpServer:    { address: "127.0.0.1:8080" }
 metricsServer: { address: "127.0.0.1:9190" }
 agentRuntime:
   defaultAgent: codex-a
+  sidecarTLS:
+    certFile: /etc/agent-gateway/sidecar-tls/tls.crt
+    keyFile: /etc/agent-gateway/sidecar-tls/tls.key
+    caFile: /etc/agent-gateway/sidecar-tls/ca.crt
   agents:
     codex-a:
       provider: codex_app_server
       codexAppServer: { endpoint: "ws://127.0.0.1:4500" }
       sidecar:
         endpoint: "127.0.0.1:9091"
-        davEndpoint: "http://127.0.0.1:9092"
+        davEndpoint: "https://127.0.0.1:9092"
         timeout: 10s
 auth:
   tokens:

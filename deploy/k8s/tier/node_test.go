@@ -290,6 +290,7 @@ func inner(t *testing.T, dir string) {
 	n.deploy()
 	n.acceptance()
 	n.checkpointStoreHidden()
+	n.podBoundary()
 	if n.kubeRouter {
 		n.networkPolicy()
 	}

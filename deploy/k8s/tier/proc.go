@@ -189,3 +189,21 @@ func statOwner(fi os.FileInfo) string {
 	}
 	return fmt.Sprintf("%d:%d", st.Uid, st.Gid)
 }
+
+// sidecarCerts makes the mutual-TLS files of agents in dir/pki with the
+// operator's command, agent-gateway certs (built from this repository), and
+// returns the directory: ca.crt, gateway.crt/.key, sidecar-<id>.crt/.key.
+func sidecarCerts(t *testing.T, dir string, agents ...string) string {
+	t.Helper()
+	gw := filepath.Join(dir, "agent-gateway-certs")
+	if out, err := run(3*time.Minute, "go", "-C", "../../..", "build", "-o", gw, "./gateway/cmd/agent-gateway"); err != nil {
+		t.Fatalf("go build agent-gateway: %v\n%s", err, out)
+	}
+	pki := filepath.Join(dir, "pki")
+	args := []string{"certs", "--dir", pki}
+	for _, a := range agents {
+		args = append(args, "--agent", a)
+	}
+	mustRun(t, time.Minute, gw, args...)
+	return pki
+}

@@ -109,6 +109,20 @@ func (s HTTPServer) Idle() time.Duration { return orDefault(s.IdleTimeout, Defau
 type AgentRuntime struct {
 	DefaultAgent string           `yaml:"defaultAgent"`
 	Agents       map[string]Agent `yaml:"agents"`
+	// SidecarTLS is the gateway's side of the mutual TLS with every
+	// sidecar (required when an agent has a sidecar): the sidecars accept
+	// only this client certificate.
+	SidecarTLS *SidecarTLS `yaml:"sidecarTLS"`
+}
+
+// SidecarTLS names the gateway's client certificate and key and the CA
+// bundle the sidecars' serving certificates chain to (PEM files, re-read
+// when they change). Each sidecar must present a certificate naming its
+// agent (<agent-id>.sidecar.agent-workspace).
+type SidecarTLS struct {
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+	CAFile   string `yaml:"caFile"`
 }
 
 // Agent is one managed agent. A nil Sidecar means the agent has no file
@@ -126,7 +140,8 @@ type CodexAppServer struct {
 }
 
 // Sidecar is the agent's agent-sidecar: Endpoint is its gRPC address
-// (host:port), DavEndpoint the base URL of its WebDAV server.
+// (host:port), DavEndpoint the https:// base URL of its WebDAV server. Both
+// are reached over mutual TLS (agentRuntime.sidecarTLS).
 type Sidecar struct {
 	Endpoint    string         `yaml:"endpoint"`
 	DavEndpoint string         `yaml:"davEndpoint"`
@@ -339,12 +354,16 @@ func (c *Config) Validate() error {
 		}
 		if s.DavEndpoint != "" {
 			u, err := url.Parse(s.DavEndpoint)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-				bad(key+".sidecar.davEndpoint", "must be an http:// or https:// URL without credentials, query or fragment")
+			switch {
+			case err == nil && u.Scheme == "http":
+				bad(key+".sidecar.davEndpoint", "must be https:// (the sidecar serves only mutual TLS), got http://")
+			case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+				bad(key+".sidecar.davEndpoint", "must be an https:// URL without credentials, query or fragment")
 			}
 		}
 		positive(key+".sidecar.timeout", s.Timeout)
 	}
+	c.AgentRuntime.validateTLS(bad)
 	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" {
 		bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", c.AgentRuntime.DefaultAgent)
 	}
@@ -408,6 +427,28 @@ func (c *Config) Validate() error {
 		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")
 	}
 	return errors.Join(errs...)
+}
+
+// validateTLS requires agentRuntime.sidecarTLS's three files when an agent
+// has a sidecar.
+func (r AgentRuntime) validateTLS(bad func(key, format string, args ...any)) {
+	needed := slices.ContainsFunc(slices.Collect(maps.Values(r.Agents)), func(a Agent) bool { return a.Sidecar != nil })
+	if !needed && r.SidecarTLS == nil {
+		return
+	}
+	t := r.SidecarTLS
+	if t == nil {
+		t = &SidecarTLS{}
+	}
+	for _, f := range []struct{ key, path, what string }{
+		{"certFile", t.CertFile, "the gateway's client certificate (PEM)"},
+		{"keyFile", t.KeyFile, "the key of certFile (PEM)"},
+		{"caFile", t.CAFile, "the CA bundle the sidecars' certificates chain to (PEM)"},
+	} {
+		if f.path == "" {
+			bad("agentRuntime.sidecarTLS."+f.key, "required: the path of %s; sidecars accept only mutual TLS (agent-gateway certs generates them)", f.what)
+		}
+	}
 }
 
 // HashToken returns the SHA-256 hex of a token as stored in auth.tokens.

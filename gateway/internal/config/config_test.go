@@ -12,13 +12,14 @@ httpServer: { address: "127.0.0.1:0" }
 metricsServer: { address: "" }
 agentRuntime:
   defaultAgent: codex-a
+  sidecarTLS: { certFile: /etc/agent-gateway/sidecar-tls/tls.crt, keyFile: /etc/agent-gateway/sidecar-tls/tls.key, caFile: /etc/agent-gateway/sidecar-tls/ca.crt }
   agents:
     codex-a:
       provider: codex_app_server
       codexAppServer: { endpoint: "ws://agent-codex-a:4500" }
       sidecar:
         endpoint: "agent-codex-a-sidecar:9091"
-        davEndpoint: "http://agent-codex-a-sidecar:9092"
+        davEndpoint: "https://agent-codex-a-sidecar:9092"
         timeout: 10s
     codex-b:
       provider: codex_app_server
@@ -66,7 +67,13 @@ func TestValidate(t *testing.T) {
 		{"negative timeout", r(`timeout: 10s`, `timeout: -5s`), []string{"agentRuntime.agents.codex-a.sidecar.timeout"}},
 		{"empty endpoint", r(`endpoint: "agent-codex-a-sidecar:9091"`, `endpoint: ""`), []string{"agentRuntime.agents.codex-a.sidecar.endpoint"}},
 		{"url endpoint", r(`endpoint: "agent-codex-a-sidecar:9091"`, `endpoint: "http://x:1"`), []string{"sidecar.endpoint"}},
-		{"bad dav endpoint", r(`davEndpoint: "http://agent-codex-a-sidecar:9092"`, `davEndpoint: "ftp://x"`), []string{"sidecar.davEndpoint"}},
+		{"bad dav endpoint", r(`davEndpoint: "https://agent-codex-a-sidecar:9092"`, `davEndpoint: "ftp://x"`), []string{"sidecar.davEndpoint"}},
+		{"plain http dav endpoint", r(`davEndpoint: "https://agent-codex-a-sidecar:9092"`, `davEndpoint: "http://agent-codex-a-sidecar:9092"`),
+			[]string{"agentRuntime.agents.codex-a.sidecar.davEndpoint: must be https:// (the sidecar serves only mutual TLS), got http://"}},
+		{"no sidecarTLS", func(s string) string {
+			return r("  sidecarTLS: { certFile: /etc/agent-gateway/sidecar-tls/tls.crt, keyFile: /etc/agent-gateway/sidecar-tls/tls.key, caFile: /etc/agent-gateway/sidecar-tls/ca.crt }\n", "")(s)
+		}, []string{"agentRuntime.sidecarTLS.certFile: required", "agentRuntime.sidecarTLS.keyFile: required", "agentRuntime.sidecarTLS.caFile: required"}},
+		{"sidecarTLS without caFile", r(`, caFile: /etc/agent-gateway/sidecar-tls/ca.crt }`, ` }`), []string{"agentRuntime.sidecarTLS.caFile: required"}},
 		{"bad agent id", r(`    codex-b:`, `    "bad id!":`), []string{`agentRuntime.agents["bad id!"]`}},
 		{"short hash", r(`sha256: "0000000000000000000000000000000000000000000000000000000000000000"`, `sha256: "abc"`), []string{"auth.tokens[0].sha256"}},
 		{"no operator", r(`operator: alice`, `operator: ""`), []string{"auth.tokens[0].operator"}},

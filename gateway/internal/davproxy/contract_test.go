@@ -34,6 +34,8 @@ import (
 	"golang.org/x/net/webdav"
 
 	"github.com/agentworkspace/files/internal/davwire"
+	"github.com/agentworkspace/files/internal/pki"
+	"github.com/agentworkspace/files/internal/pki/pkitest"
 )
 
 // testHostHeader records, in Seen, the Host the request arrived with.
@@ -71,6 +73,25 @@ func NewContractSidecar(t testing.TB) *ContractSidecar {
 	f.done = make(chan struct{})
 	t.Cleanup(func() { f.closeOnce.Do(func() { close(f.done) }) }) // before srv.Close: releases any stall
 	f.URL = f.srv.URL
+	return f
+}
+
+// NewContractSidecarTLS is NewContractSidecar serving mutual TLS as agentID's
+// sidecar (a certificate from the test process's CA, internal/pki/pkitest),
+// for a gateway process of gatewaytest; URL is https://.
+func NewContractSidecarTLS(t testing.TB, agentID string) *ContractSidecar {
+	t.Helper()
+	f := NewContractSidecar(t)
+	src, err := pki.NewSource(pki.SidecarFiles(pkitest.Dir(t, agentID), agentID), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Close()
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	f.srv.Listener = pki.Listen(f.srv.Listener, src.ServerConfig(pki.GatewayURI, pki.ProtoHTTP), pki.ListenOptions{})
+	f.srv.Start()
+	t.Cleanup(f.srv.Close)
+	f.URL = "https://" + f.Addr()
 	return f
 }
 

@@ -50,6 +50,7 @@ package davproxy
 
 import (
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"log"
 	"net/http"
@@ -69,7 +70,7 @@ import (
 // a safe default.
 type Options struct {
 	// Agents resolves an agent ID to its sidecar WebDAV endpoint
-	// (webdav base URL, e.g. http://agent-codex-a-sidecar:9092, without a
+	// (webdav base URL, e.g. https://agent-codex-a-sidecar:9092, without a
 	// path). ok=false means no such agent (404); ok=true with a nil
 	// endpoint means the agent exists but has no WebDAV view (404 with a
 	// message saying so). The handler never modifies the returned URL
@@ -114,8 +115,12 @@ type Options struct {
 	// Registerer gets the metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
 	// Transport, when set, reaches every sidecar (tests); nil gives each
-	// agent a tuned *http.Transport with its Timeout.
+	// agent a tuned *http.Transport with its Timeout and TLS.
 	Transport http.RoundTripper
+	// TLS is the client config for an agent's sidecar (mutual TLS, the
+	// sidecar's name checked); nil or a nil config dials without TLS (an
+	// https:// endpoint then fails verification against the system roots).
+	TLS func(agentID string) *tls.Config
 	// Now is the clock for durations; nil uses time.Now.
 	Now func() time.Time
 }

@@ -102,7 +102,7 @@ func startStack(t *testing.T, o stackOptions, agentIDs ...string) *stack {
 	for _, id := range agentIDs {
 		a := &stackAgent{}
 		if o.backend == contractBackend {
-			f := davproxy.NewContractSidecar(t)
+			f := davproxy.NewContractSidecarTLS(t, id)
 			if o.maxBody > 0 {
 				f.MaxBody = o.maxBody
 			}
@@ -133,7 +133,7 @@ func startStack(t *testing.T, o stackOptions, agentIDs ...string) *stack {
 					t.Fatal(err)
 				}
 			}
-			so := sidecartest.Options{ProjectsDir: projects, CodexHome: home}
+			so := sidecartest.Options{ProjectsDir: projects, CodexHome: home, AgentID: id}
 			if o.maxBody > 0 {
 				so.Configure = func(c *sidecar.Config) { c.Services.Project.MaxUploadSize = o.maxBody }
 			}
@@ -142,7 +142,7 @@ func startStack(t *testing.T, o stackOptions, agentIDs ...string) *stack {
 			a.real, a.ProjectsDir, a.davAddr, a.rpcAddr = s, s.ProjectsDir, u.Host, s.RPCAddr
 		}
 		st.agents[id] = a
-		agents = append(agents, gatewaytest.Agent{ID: id, RPCAddr: a.rpcAddr, DavURL: "http://" + a.davAddr, Timeout: o.timeout})
+		agents = append(agents, gatewaytest.Agent{ID: id, RPCAddr: a.rpcAddr, DavURL: "https://" + a.davAddr, Timeout: o.timeout})
 	}
 	st.gw = gatewaytest.Start(t, gatewaytest.Options{Agents: agents, Writable: o.writable})
 	return st

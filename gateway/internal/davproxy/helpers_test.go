@@ -2,8 +2,8 @@ package davproxy
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +14,9 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 	"github.com/hashicorp/go-hclog"
@@ -96,7 +99,8 @@ func populate(t testing.TB, projects, codexHome string) {
 	writeFile(t, filepath.Join(codexHome, "skills/tool/SKILL.md"), "skill\n")
 }
 
-func newUpstream(t *testing.T, b backend) *upstream {
+// newUpstream is agentID's upstream.
+func newUpstream(t *testing.T, b backend, agentID string) *upstream {
 	t.Helper()
 	if b == contractSidecar {
 		f := NewContractSidecar(t)
@@ -105,7 +109,7 @@ func newUpstream(t *testing.T, b backend) *upstream {
 	base := proctest.TempDir(t, "davproxy-test-")
 	projects, codexHome := filepath.Join(base, "projects"), filepath.Join(base, "codex-home")
 	populate(t, projects, codexHome)
-	s := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: codexHome})
+	s := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: codexHome, AgentID: agentID})
 	u, err := url.Parse(s.DavURL)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +138,7 @@ type env struct {
 
 func newEnv(t *testing.T, writable bool, be backend) *env {
 	t.Helper()
-	e := &env{a: newUpstream(t, be), b: newUpstream(t, be), reg: prometheus.NewRegistry()}
+	e := &env{a: newUpstream(t, be, "a"), b: newUpstream(t, be, "b"), reg: prometheus.NewRegistry()}
 	downURL := &url.URL{Scheme: "http", Host: refusingAddr(t)}
 	e.downAddr = downURL.Host
 	agents := map[string]*url.URL{"a": e.a.base, "b": e.b.base, "nodav": nil, "down": downURL}
@@ -143,7 +147,14 @@ func newEnv(t *testing.T, writable bool, be backend) *env {
 			u, ok := agents[id]
 			return u, ok
 		},
-		AgentIDs:  func() []string { return []string{"down", "b", "a", "nodav"} },
+		AgentIDs: func() []string { return []string{"down", "b", "a", "nodav"} },
+		// A real sidecar serves only mutual TLS, as the gateway reaches it.
+		TLS: func(id string) *tls.Config {
+			if up := map[string]*upstream{"a": e.a, "b": e.b}[id]; up != nil && up.real != nil {
+				return up.real.ClientTLS(t, pki.ProtoHTTP)
+			}
+			return nil
+		},
 		Writable:  writable,
 		Operator:  func(*http.Request) string { return "alice" },
 		RequestID: func(r *http.Request) string { return "rid-" + r.Method },

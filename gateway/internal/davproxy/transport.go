@@ -1,6 +1,7 @@
 package davproxy
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"regexp"
@@ -11,12 +12,15 @@ import (
 )
 
 // newTransport is one agent's connection pool, with that agent's header
-// timeout.
-func newTransport(headerTimeout time.Duration) *http.Transport {
+// timeout and mutual-TLS client config (HTTP/1.1, as the sidecar's dav
+// listener speaks).
+func newTransport(headerTimeout time.Duration, tlsCfg *tls.Config) *http.Transport {
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		Proxy:               nil, // sidecars are in-cluster; never via an environment proxy
 		DialContext:         d.DialContext,
+		TLSClientConfig:     tlsCfg,
+		TLSHandshakeTimeout: 5 * time.Second,
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
@@ -52,7 +56,11 @@ func (h *handler) transportFor(agentID string) http.RoundTripper {
 		if t != nil {
 			t.CloseIdleConnections()
 		}
-		t = newTransport(timeout)
+		var tlsCfg *tls.Config
+		if h.opts.TLS != nil {
+			tlsCfg = h.opts.TLS(agentID)
+		}
+		t = newTransport(timeout, tlsCfg)
 		h.transports[agentID] = t
 	}
 	return t

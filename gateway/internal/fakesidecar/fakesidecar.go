@@ -2,11 +2,14 @@
 // a t.TempDir() volume, see sidecartest.InProcess) in the test process, with
 // what a real sidecar cannot do for the gateway's tests: it records the
 // metadata of every call, can be told to fail or stall, and can be stopped
-// and restarted on the same address.
+// and restarted on the same address. It serves mutual TLS like a real
+// sidecar, with a certificate for its agent from the test process's CA
+// (internal/pki/pkitest), so a gateway of gatewaytest trusts it.
 package fakesidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 	"path"
@@ -22,6 +25,8 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/pki"
+	"github.com/agentworkspace/files/internal/pki/pkitest"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -47,6 +52,9 @@ type Call struct {
 type Server struct {
 	Addr        string
 	ProjectsDir string // the projects volume
+	AgentID     string // the agent its certificate names
+	TLSDir      string // ca.crt, gateway.crt/.key, sidecar-<AgentID>.crt/.key
+	tls         *pki.Source
 
 	svc   workspacev1.WorkspaceServiceServer
 	icpt  grpc.UnaryServerInterceptor // the sidecar's own
@@ -55,10 +63,15 @@ type Server struct {
 	calls []Call
 }
 
-// Start serves a sidecar on 127.0.0.1:0 until t ends.
-func Start(t testing.TB) *Server {
+// Start serves agentID's sidecar on 127.0.0.1:0 until t ends.
+func Start(t testing.TB, agentID string) *Server {
 	t.Helper()
-	s := &Server{}
+	s := &Server{AgentID: agentID, TLSDir: pkitest.Dir(t, agentID)}
+	src, err := pki.NewSource(pki.SidecarFiles(s.TLSDir, agentID), nil, nil)
+	if err != nil {
+		t.Fatalf("fakesidecar: %v", err)
+	}
+	s.tls = src
 	s.svc, s.icpt, s.ProjectsDir = sidecartest.InProcess(t)
 	s.Addr = s.serve(t, "127.0.0.1:0")
 	t.Cleanup(s.Stop)
@@ -73,10 +86,15 @@ func (s *Server) serve(t testing.TB, addr string) string {
 	if err != nil {
 		t.Fatalf("fakesidecar: listen on %s: %v", addr, err)
 	}
-	s.srv = grpc.NewServer(grpc.WaitForHandlers(true), grpc.ChainUnaryInterceptor(s.icpt, s.intercept))
+	s.srv = grpc.NewServer(grpc.Creds(pki.HandshakenCredentials()), grpc.WaitForHandlers(true), grpc.ChainUnaryInterceptor(s.icpt, s.intercept))
 	workspacev1.RegisterWorkspaceServiceServer(s.srv, s.svc)
-	go s.srv.Serve(ln)
+	go s.srv.Serve(pki.Listen(ln, s.tls.ServerConfig(pki.GatewayURI, pki.ProtoGRPC), pki.ListenOptions{}))
 	return ln.Addr().String()
+}
+
+// ClientTLS is the gateway's client config for this sidecar (gRPC).
+func (s *Server) ClientTLS(t testing.TB) *tls.Config {
+	return pkitest.GatewayClient(t, s.TLSDir, s.AgentID, pki.ProtoGRPC)
 }
 
 // Stop stops serving (connections are closed).

@@ -3,9 +3,11 @@
 // agent_id to that agent's sidecar WorkspaceService over gRPC.
 //
 // Guarantees: ListAgents never contacts a sidecar and never shows an endpoint;
-// each sidecar call carries the configured timeout, the request ID and the
-// authenticated operator as metadata (x-request-id, x-operator) and no
-// credentials; every error returned is re-created from code, reason and the
+// each sidecar call goes over mutual TLS (the gateway's client certificate;
+// the sidecar's certificate must name its agent, see internal/pki) and
+// carries the configured timeout, the request ID and the authenticated
+// operator as metadata (x-request-id, x-operator), which the sidecar
+// believes because of that certificate; every error returned is re-created from code, reason and the
 // sidecar's safe message, so transport text (which may name an endpoint)
 // never reaches a client; every mutation is audited and every call counted.
 package mgmt
@@ -24,7 +26,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -35,6 +37,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/config"
 	"github.com/agentworkspace/files/gateway/internal/metrics"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
+	"github.com/agentworkspace/files/internal/pki"
 )
 
 // OperatorMetadataKey is the gRPC metadata key naming the operator.
@@ -73,6 +76,9 @@ type Deps struct {
 	Now     func() time.Time
 	// DialOptions are added to every sidecar client (tests).
 	DialOptions []grpc.DialOption
+	// TLS is agentRuntime.sidecarTLS loaded (required when an agent has a
+	// sidecar).
+	TLS *pki.Source
 }
 
 // sidecarWindow is the flow-control window of the sidecar connections:
@@ -97,8 +103,12 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 		})
 		ag := &agent{id: id, provider: a.Provider}
 		if a.Sidecar != nil {
+			if d.TLS == nil {
+				s.Close()
+				return nil, fmt.Errorf("agentRuntime.sidecarTLS: required for agent %s's sidecar", id)
+			}
 			opts := append([]grpc.DialOption{
-				grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithTransportCredentials(credentials.NewTLS(d.TLS.ClientConfig(pki.SidecarServerName(id), pki.ProtoGRPC))),
 				// A restarted sidecar must be usable again within seconds:
 				// grpc-go's default reconnect backoff grows to 120 s, during
 				// which every call would fail fast with Unavailable.

@@ -18,6 +18,8 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
 	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/internal/pki"
+	"github.com/agentworkspace/files/internal/pki/pkitest"
 )
 
 // failingRestore is a sidecar CheckpointService whose restore fails after
@@ -42,13 +44,22 @@ func TestFailedRestoreAuditsUndoCheckpoint(t *testing.T) {
 		"malformed":       {"../0123456789ABCDEF01234567 forged=1", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := grpc.NewServer()
+			srv := grpc.NewServer(grpc.Creds(pki.HandshakenCredentials()))
 			workspacev1.RegisterCheckpointServiceServer(srv, &failingRestore{trailer: tc.trailer})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
-			go srv.Serve(ln)
+			dir := pkitest.Dir(t, "a")
+			sidecarTLS, err := pki.NewSource(pki.SidecarFiles(dir, "a"), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gatewayTLS, err := pki.NewSource(pki.GatewayFiles(dir), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go srv.Serve(pki.Listen(ln, sidecarTLS.ServerConfig(pki.GatewayURI, pki.ProtoGRPC), pki.ListenOptions{}))
 			t.Cleanup(srv.Stop)
 			auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 			al, err := audit.Open(nil, auditFile, nil)
@@ -57,7 +68,7 @@ func TestFailedRestoreAuditsUndoCheckpoint(t *testing.T) {
 			}
 			t.Cleanup(func() { al.Close() })
 			s, err := New(config.AgentRuntime{DefaultAgent: "a", Agents: map[string]config.Agent{"a": {Provider: "codex", Sidecar: &config.Sidecar{Endpoint: ln.Addr().String()}}}},
-				Deps{Audit: al})
+				Deps{Audit: al, TLS: gatewayTLS})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,7 +86,7 @@ func TestLitmus(t *testing.T) {
 		t.Run(group, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, litmus, sc.DavURL+"/projects/litmus/")
+			cmd := exec.CommandContext(ctx, litmus, sc.PlainDavURL()+"/projects/litmus/")
 			cmd.Dir = t.TempDir()
 			cmd.Env = append(os.Environ(), "TESTS="+group)
 			var out bytes.Buffer
@@ -124,7 +124,7 @@ func TestRclone(t *testing.T) {
 		cmd := exec.CommandContext(ctx, rclone, full...)
 		cmd.Env = append(os.Environ(),
 			"RCLONE_CONFIG_DAV_TYPE=webdav",
-			"RCLONE_CONFIG_DAV_URL="+sc.DavURL,
+			"RCLONE_CONFIG_DAV_URL="+sc.PlainDavURL(),
 			"RCLONE_CONFIG_DAV_VENDOR=other",
 			"HOME="+work)
 		out, err := cmd.CombinedOutput()
@@ -167,7 +167,7 @@ func TestRclone(t *testing.T) {
 		t.Fatalf("overwrite: %q", got)
 	}
 	// A stale overwrite (If-Match with an old ETag) is refused.
-	resp, err := http.Head(sc.DavURL + "/projects/demo/up.txt")
+	resp, err := http.Head(sc.PlainDavURL() + "/projects/demo/up.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestRclone(t *testing.T) {
 		t.Fatalf("stale upload changed the file: %q", got)
 	}
 	// With the current ETag the same upload goes through.
-	resp, err = http.Head(sc.DavURL + "/projects/demo/up.txt")
+	resp, err = http.Head(sc.PlainDavURL() + "/projects/demo/up.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestRealSidecarUnreadableChild(t *testing.T) {
 		os.Chmod(filepath.Join(dir, "closed"), 0o000)
 		t.Cleanup(func() { os.Chmod(filepath.Join(dir, "closed"), 0o700) })
 	}
-	req, _ := http.NewRequest("PROPFIND", sc.DavURL+"/projects/demo/dir/", nil)
+	req, _ := http.NewRequest("PROPFIND", sc.PlainDavURL()+"/projects/demo/dir/", nil)
 	req.Header.Set("Depth", "1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -249,7 +249,7 @@ func TestRealSidecarUnreadableChild(t *testing.T) {
 	if !strings.Contains(string(body), "ok.txt") {
 		t.Fatalf("readable sibling missing:\n%s", body)
 	}
-	resp, err = http.Get(sc.DavURL + "/projects/demo/dir/secret.txt")
+	resp, err = http.Get(sc.PlainDavURL() + "/projects/demo/dir/secret.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

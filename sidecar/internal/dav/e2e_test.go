@@ -117,18 +117,18 @@ func TestUnsafePathsRefused(t *testing.T) {
 	for _, p := range unsafe {
 		for _, m := range []string{"GET", "HEAD", "PUT", "DELETE", "PROPFIND", "MKCOL", "LOCK", "PROPPATCH"} {
 			hdr := map[string]string{"Depth": "0", "If-Match": `"any"`}
-			st, reason, _ := send(t, m, sc.DavURL, p, hdr, "")
+			st, reason, _ := send(t, m, sc.PlainDavURL(), p, hdr, "")
 			if st != 400 || (m != "HEAD" && reason != "INVALID_PATH") {
 				t.Errorf("%s %s: %d %q, want 400 INVALID_PATH", m, p, st, reason)
 			}
 		}
 		for _, m := range []string{"COPY", "MOVE"} {
-			st, reason, _ := send(t, m, sc.DavURL, "/projects/demo/src/a.txt", map[string]string{"Destination": sc.DavURL + p, "Overwrite": "T", "If-Match": `"any"`}, "")
+			st, reason, _ := send(t, m, sc.PlainDavURL(), "/projects/demo/src/a.txt", map[string]string{"Destination": sc.PlainDavURL() + p, "Overwrite": "T", "If-Match": `"any"`}, "")
 			if st != 400 || reason != "INVALID_PATH" {
 				t.Errorf("%s to %s: %d %q, want 400 INVALID_PATH", m, p, st, reason)
 			}
 		}
-		st, reason, _ := send(t, "PUT", sc.DavURL, "/projects/demo/src/a.txt", map[string]string{"If": "<" + sc.DavURL + p + "> ([\"x\"])"}, "x")
+		st, reason, _ := send(t, "PUT", sc.PlainDavURL(), "/projects/demo/src/a.txt", map[string]string{"If": "<" + sc.PlainDavURL() + p + "> ([\"x\"])"}, "x")
 		if st != 400 || reason != "INVALID_PATH" {
 			t.Errorf("If: tag %s: %d %q, want 400 INVALID_PATH", p, st, reason)
 		}
@@ -136,7 +136,7 @@ func TestUnsafePathsRefused(t *testing.T) {
 	// A request-target starting with "//" (net/http would read a host
 	// there), sent on a raw connection as a client may write it.
 	for _, m := range []string{"GET", "DELETE"} {
-		conn, err := net.Dial("tcp", strings.TrimPrefix(sc.DavURL, "http://"))
+		conn, err := net.Dial("tcp", strings.TrimPrefix(sc.PlainDavURL(), "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,14 +153,14 @@ func TestUnsafePathsRefused(t *testing.T) {
 		{"Destination": "/projects/demo/\xff"},
 		{"Destination": "/projects/demo/b.txt", "If": "(<opaquelocktoken:\xff>)"},
 	} {
-		st, reason, _ := send(t, "MOVE", sc.DavURL, "/projects/demo/src/a.txt", hdr, "")
+		st, reason, _ := send(t, "MOVE", sc.PlainDavURL(), "/projects/demo/src/a.txt", hdr, "")
 		if st != 400 || reason == "" {
 			t.Errorf("MOVE with %q: %d %q, want 400 with a reason", hdr, st, reason)
 		}
 	}
 	sameTree(t, "volume after unsafe requests", before, tree(t, root))
 	// The safe spelling of a name that looks odd still works.
-	if st, _, body := send(t, "GET", sc.DavURL, "/projects/other/a%252Fb", nil, ""); st != 200 || body != "odd name" {
+	if st, _, body := send(t, "GET", sc.PlainDavURL(), "/projects/other/a%252Fb", nil, ""); st != 200 || body != "odd name" {
 		t.Errorf("GET of a name holding %%2F: %d %q", st, body)
 	}
 }
@@ -176,7 +176,7 @@ func TestHardLinks(t *testing.T) {
 	}
 	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: root})
 	before := tree(t, root)
-	req, _ := http.NewRequest("PROPFIND", sc.DavURL+"/projects/demo/", nil)
+	req, _ := http.NewRequest("PROPFIND", sc.PlainDavURL()+"/projects/demo/", nil)
 	req.Header.Set("Depth", "1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -189,7 +189,7 @@ func TestHardLinks(t *testing.T) {
 	}
 	// What the plain file's current ETag is (for writes that would be
 	// allowed but for the links).
-	hresp, err := http.Head(sc.DavURL + "/projects/demo/plain.txt")
+	hresp, err := http.Head(sc.PlainDavURL() + "/projects/demo/plain.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestHardLinks(t *testing.T) {
 		{"COPY", "/projects/demo/plain.txt", map[string]string{"Destination": "/projects/demo/a.txt", "Overwrite": "T"}},
 		{"MOVE", "/projects/demo/plain.txt", map[string]string{"Destination": "/projects/demo/sub/b.txt", "Overwrite": "T", "If-Match": plainTag}},
 	} {
-		st, reason, _ := send(t, c.method, sc.DavURL, c.path, c.hdr, "replacement")
+		st, reason, _ := send(t, c.method, sc.PlainDavURL(), c.path, c.hdr, "replacement")
 		if st != 403 || reason != "MULTIPLE_LINKS" {
 			t.Errorf("%s %s %v: %d %q, want 403 MULTIPLE_LINKS", c.method, c.path, c.hdr, st, reason)
 		}
@@ -222,7 +222,7 @@ func TestHardLinks(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, rclone, "--config", filepath.Join(work, "none.conf"), "--retries", "1", "--low-level-retries", "1",
 		"copy", "dav:projects/demo", filepath.Join(work, "down"))
-	cmd.Env = append(os.Environ(), "RCLONE_CONFIG_DAV_TYPE=webdav", "RCLONE_CONFIG_DAV_URL="+sc.DavURL, "RCLONE_CONFIG_DAV_VENDOR=other", "HOME="+work)
+	cmd.Env = append(os.Environ(), "RCLONE_CONFIG_DAV_TYPE=webdav", "RCLONE_CONFIG_DAV_URL="+sc.PlainDavURL(), "RCLONE_CONFIG_DAV_VENDOR=other", "HOME="+work)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("rclone copy of a directory holding a multi-link file: %v\n%s", err, out)
 	}
@@ -243,26 +243,26 @@ func TestWireContract(t *testing.T) {
 	root := fixture(t, map[string]string{"demo/f.txt": "f"})
 	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: root})
 	pre := map[string]string{"X-Forwarded-Prefix": "/dav/codex-a", "Depth": "1"}
-	st, _, body := send(t, "PROPFIND", sc.DavURL, "/dav/codex-a/projects/demo/", pre, "")
+	st, _, body := send(t, "PROPFIND", sc.PlainDavURL(), "/dav/codex-a/projects/demo/", pre, "")
 	if st != 207 || !strings.Contains(body, "<D:href>/dav/codex-a/projects/demo/f.txt</D:href>") {
 		t.Fatalf("prefixed PROPFIND: %d\n%s", st, body)
 	}
-	if st, reason, _ := send(t, "PROPFIND", sc.DavURL, "/projects/demo/", pre, ""); st != 404 || reason != "NOT_FOUND" {
+	if st, reason, _ := send(t, "PROPFIND", sc.PlainDavURL(), "/projects/demo/", pre, ""); st != 404 || reason != "NOT_FOUND" {
 		t.Errorf("path outside the prefix: %d %q", st, reason)
 	}
-	if st, _, _ := send(t, "PROPFIND", sc.DavURL, "/dav/codex-a/projects/demo/", map[string]string{"X-Forwarded-Prefix": "/dav/a b", "Depth": "0"}, ""); st != 400 {
+	if st, _, _ := send(t, "PROPFIND", sc.PlainDavURL(), "/dav/codex-a/projects/demo/", map[string]string{"X-Forwarded-Prefix": "/dav/a b", "Depth": "0"}, ""); st != 400 {
 		t.Errorf("invalid prefix: %d", st)
 	}
 	before := tree(t, root)
-	if st, reason, _ := send(t, "PUT", sc.DavURL, "/dav/codex-a/projects/demo/f.txt", pre, "x"); st != 428 || reason != "PRECONDITION_REQUIRED" {
+	if st, reason, _ := send(t, "PUT", sc.PlainDavURL(), "/dav/codex-a/projects/demo/f.txt", pre, "x"); st != 428 || reason != "PRECONDITION_REQUIRED" {
 		t.Errorf("unconditional PUT: %d %q", st, reason)
 	}
-	if st, reason, _ := send(t, "DELETE", sc.DavURL, "/dav/codex-a/projects/demo/f.txt", pre, ""); st != 428 || reason != "PRECONDITION_REQUIRED" {
+	if st, reason, _ := send(t, "DELETE", sc.PlainDavURL(), "/dav/codex-a/projects/demo/f.txt", pre, ""); st != 428 || reason != "PRECONDITION_REQUIRED" {
 		t.Errorf("unconditional DELETE: %d %q", st, reason)
 	}
 	sameTree(t, "volume after unconditional writes", before, tree(t, root))
 	ro := map[string]string{"X-Forwarded-Prefix": "/dav/codex-a", "X-Workspace-Read-Only": "true", "If-Match": `"x"`}
-	if st, reason, _ := send(t, "DELETE", sc.DavURL, "/dav/codex-a/projects/demo/f.txt", ro, ""); st != 405 || reason != "READ_ONLY" {
+	if st, reason, _ := send(t, "DELETE", sc.PlainDavURL(), "/dav/codex-a/projects/demo/f.txt", ro, ""); st != 405 || reason != "READ_ONLY" {
 		t.Errorf("read-only DELETE: %d %q", st, reason)
 	}
 	sameTree(t, "volume after read-only writes", before, tree(t, root))

@@ -1,8 +1,9 @@
 // Package metrics holds the sidecar's Prometheus figures for the gRPC
 // surface (PRD §12.2): per-action requests, successes, errors and duration,
 // revision conflicts, path rejections (denylist, symlink, invalid path,
-// outside Global), size-limit rejections and git init failures, and the
-// checkpoint store's figures. The WebDAV handler registers its own figures
+// outside Global), size-limit rejections and git init failures, the
+// connections the rpc and dav listeners refused at the TLS handshake, and
+// the checkpoint store's figures. The WebDAV handler registers its own figures
 // on the same registry.
 package metrics
 
@@ -24,6 +25,7 @@ type Metrics struct {
 	sizeRejections  *prometheus.CounterVec
 	gitInitFailures prometheus.Counter
 	features        *prometheus.GaugeVec
+	peerRefused     *prometheus.CounterVec
 	// Checkpoints are the checkpoint store's figures, on the same registry.
 	Checkpoints *Checkpoints
 }
@@ -48,10 +50,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			"CreateProject calls whose git init failed (the project was rolled back)."),
 		features: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sidecar_feature_available",
 			Help: "1 when an optional feature (checkpoints, watch) is available, 0 while it cannot start (files are not affected; see /readyz?verbose)."}, []string{"feature"}),
+		peerRefused: counterVec("sidecar_peer_refused_total",
+			"Connections to the rpc or dav listener refused at the TLS handshake, by reason (no_certificate, untrusted, handshake).", "server", "reason"),
 		Checkpoints: newCheckpoints(),
 	}
 	cm := m.Checkpoints
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures, m.features,
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.conflicts, m.rejections, m.sizeRejections, m.gitInitFailures, m.features, m.peerRefused,
 		cm.ops, cm.failures, cm.duration, cm.captured} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -98,6 +102,18 @@ func (m *Metrics) FeatureAvailable(feature string, ok bool) {
 		v = 1
 	}
 	m.features.WithLabelValues(feature).Set(v)
+}
+
+// InitPeerRefused creates the refusal series of server at zero.
+func (m *Metrics) InitPeerRefused(server string, reasons ...string) {
+	for _, r := range reasons {
+		m.peerRefused.WithLabelValues(server, r)
+	}
+}
+
+// PeerRefused counts one connection refused at the handshake.
+func (m *Metrics) PeerRefused(server, reason string) {
+	m.peerRefused.WithLabelValues(server, reason).Inc()
 }
 
 // GitInitFailed counts one failed git init.
