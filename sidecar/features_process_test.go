@@ -161,7 +161,7 @@ func filesWork(t *testing.T, sc *sidecartest.Sidecar, ctx context.Context) {
 	if f.GetContent() != "hello\n" {
 		t.Fatalf("GetFile = %q", f.GetContent())
 	}
-	resp, body := dav(t, http.MethodGet, sc.DavURL+"/projects/fresh/a.txt", nil)
+	resp, body := dav(t, http.MethodGet, sc.PlainDavURL()+"/projects/fresh/a.txt", nil)
 	if resp.StatusCode != http.StatusOK || body != "hello\n" {
 		t.Fatalf("WebDAV GET: %s %q", resp.Status, body)
 	}

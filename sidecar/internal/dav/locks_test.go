@@ -37,7 +37,7 @@ func TestLockLimitPerOperatorThroughTheBinary(t *testing.T) {
 	sidecartest.Chown(t, sc.ProjectsDir)
 	lock := func(op string, i int, timeout string) (int, string, string, string) {
 		t.Helper()
-		req, err := http.NewRequest("LOCK", fmt.Sprintf("%s/projects/demo/f%d.txt", sc.DavURL, i), strings.NewReader(lockInfo))
+		req, err := http.NewRequest("LOCK", fmt.Sprintf("%s/projects/demo/f%d.txt", sc.PlainDavURL(), i), strings.NewReader(lockInfo))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestLockLimitPerOperatorThroughTheBinary(t *testing.T) {
 		t.Fatalf("another operator's lock: %d %s", st, body)
 	}
 	// An unlock gives the operator room again.
-	req, _ := http.NewRequest("UNLOCK", sc.DavURL+"/projects/demo/f0.txt", nil)
+	req, _ := http.NewRequest("UNLOCK", sc.PlainDavURL()+"/projects/demo/f0.txt", nil)
 	req.Header.Set("Lock-Token", tokens[0])
 	req.Header.Set(davwire.OperatorHeader, "mallory")
 	resp, err := http.DefaultClient.Do(req)
