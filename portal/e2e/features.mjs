@@ -11,7 +11,7 @@ export function registerFeatureTests(h) {
   const { test, expect, eventually, $, dialog, row, ensureSignedIn, selectAgent, openProject } = h;
   test('features: a symlinked checkpoint store shows a banner for that agent, files still work; repaired, it goes by itself', async () => {
     const b = h.sb();
-    const store = path.join(b.projects, '.agent-checkpoints');
+    const store = b.checkpoints; // services.checkpoints.dir
     const aside = path.join(b.dir, 'store-aside');
     const bait = path.join(b.dir, 'bait');
     await b.stop();
