@@ -647,6 +647,7 @@ func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 	}
 	m, err := s.loadManifest(dfd, meta)
 	if err == nil {
+		internPacks(m)
 		s.cache(key, m)
 	}
 	return m, err
@@ -677,6 +678,7 @@ func (s *ckStore) cache(key string, m *ckManifest) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	s.manifests = append([]cachedManifest{{key, m}}, s.manifests[:min(len(s.manifests), manifestCacheSize-1)]...)
+	s.trimCache()
 }
 
 // errDamaged: a stored checkpoint that fails validation. Nothing has been
@@ -1101,15 +1103,9 @@ func errCheckpointLimit(why string) *Error {
 	return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the checkpoint does not fit: %s; delete checkpoints or raise the limit", why)
 }
 
-// commit writes the manifest, then the description.
+// commit writes the manifest (streamed: writeAtomicManifest), then the
+// description.
 func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
-	mb, err := json.Marshal(m)
-	if err != nil {
-		return errStore(err)
-	}
-	if len(mb) > maxManifestBytes {
-		return errCheckpointLimit("its list of entries is larger than a manifest may be (long paths); checkpoint a part of the workspace")
-	}
 	jb, err := json.Marshal(meta)
 	if err != nil {
 		return errStore(err)
@@ -1123,7 +1119,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 		return errStore(err)
 	}
 	defer unix.Close(dfd)
-	if err := s.writeAtomic(dfd, meta.ID+".manifest", mb); err != nil {
+	if err := s.writeAtomicManifest(dfd, meta.ID+".manifest", m); err != nil {
 		return errStore(err)
 	}
 	if err := s.writeAtomic(dfd, meta.ID+".json", jb); err != nil {

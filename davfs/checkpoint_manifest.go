@@ -1,0 +1,223 @@
+package davfs
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The in-memory side of manifests (issue #23, "memory and time bounded by
+// the configuration"): a manifest of maxEntries (200,000) names is about
+// 45 MiB decoded and 50 MiB encoded, so nothing here holds a second full
+// copy of one: it is encoded straight into its temp file, looked up by
+// binary search in its sorted entries rather than through a map of them,
+// cut to a scope by a range search rather than a filtered copy, and kept
+// decoded in the cache only while the cached entries stay within one
+// maximal manifest's worth.
+
+// writeManifest encodes m into w entry by entry (the same JSON as
+// json.Marshal of m, with a newline after each entry), failing with
+// CHECKPOINT_LIMIT once it would exceed maxManifestBytes, so that every
+// manifest written can be read back.
+func writeManifest(w io.Writer, m *ckManifest) error {
+	cw := &cappedWriter{w: w, left: maxManifestBytes}
+	bw := bufio.NewWriterSize(cw, 64<<10)
+	if _, err := bw.WriteString(`{"version":1,"entries":[`); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i := range m.Entries {
+		if i > 0 {
+			if err := bw.WriteByte(','); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(&m.Entries[i]); err != nil {
+			return err
+		}
+	}
+	if _, err := bw.WriteString("]}"); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// errManifestTooLarge: the manifest being written would exceed
+// maxManifestBytes.
+var errManifestTooLarge = errors.New("manifest larger than maxManifestBytes")
+
+// cappedWriter passes at most left bytes to w, then fails.
+type cappedWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (c *cappedWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) > c.left {
+		return 0, errManifestTooLarge
+	}
+	c.left -= int64(len(b))
+	return c.w.Write(b)
+}
+
+// writeAtomicManifest writes m as name in dirfd (O_RDONLY) the way
+// writeAtomic writes bytes: encoded into a temp file in tmp/ (removed
+// again on any error), fsynced, renamed, dirfd fsynced.
+func (s *ckStore) writeAtomicManifest(dirfd int, name string, m *ckManifest) error {
+	t, err := createTemp(s.tmpfd)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(t.fd), "manifest")
+	err = writeManifest(f, m)
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close() // closes t.fd
+	if err == nil {
+		err = unix.Renameat(s.tmpfd, t.name, dirfd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(s.tmpfd, t.name, 0)
+		if errors.Is(err, errManifestTooLarge) {
+			return errCheckpointLimit("its list of entries is larger than a manifest may be (long paths); checkpoint a part of the workspace")
+		}
+		return err
+	}
+	return fsyncDir(dirfd)
+}
+
+// scopeRange is the part of the sorted entries es that may lie within
+// scope: from scope itself to the last name that starts with scope + "/"
+// ('/' + 1 is '0'). Names such as scope + "-x" sort inside that range too,
+// so callers still test within.
+func scopeRange(es []ckEntry, scope string) []ckEntry {
+	if scope == "" {
+		return es
+	}
+	cmp := func(e ckEntry, p string) int { return strings.Compare(e.Path, p) }
+	lo, _ := slices.BinarySearchFunc(es, scope, cmp)
+	hi, _ := slices.BinarySearchFunc(es[lo:], scope+"0", cmp)
+	return es[lo : lo+hi]
+}
+
+// findEntry is the entry of the sorted es at path p, or nil.
+func findEntry(es []ckEntry, p string) *ckEntry {
+	if i, ok := slices.BinarySearchFunc(es, p, func(e ckEntry, p string) int { return strings.Compare(e.Path, p) }); ok {
+		return &es[i]
+	}
+	return nil
+}
+
+// manifestCacheEntries bounds the entries the manifest cache holds decoded,
+// all manifests together: one manifest of the default maxEntries (a bigger
+// one is cached alone). A 10,000-file project keeps its few recent
+// manifests; a 200,000-file one keeps only the last.
+const manifestCacheEntries = DefaultCheckpointEntries
+
+// trimCache drops the oldest cached manifests (after the first, the most
+// recent) until the entries held fit manifestCacheEntries. cacheMu held.
+func (s *ckStore) trimCache() {
+	n := 0
+	for i, c := range s.manifests {
+		n += len(c.m.Entries)
+		if i > 0 && n > max(manifestCacheEntries, s.cfg.MaxEntries) {
+			clear(s.manifests[i:])
+			s.manifests = s.manifests[:i]
+			return
+		}
+	}
+}
+
+// internPacks makes every entry of m that names a pack share one string
+// per pack (decoding gives each entry its own copy of the 24 bytes; a
+// manifest names a few packs).
+func internPacks(m *ckManifest) {
+	packs := map[string]string{}
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		if e.Pack == "" {
+			continue
+		}
+		if p, ok := packs[e.Pack]; ok {
+			e.Pack = p
+		} else {
+			packs[e.Pack] = e.Pack
+		}
+	}
+}
+
+// holds reports whether the checkpoint id of ws (a description that was
+// read) has an entry at path p, without decoding its manifest: from the
+// cache when it is there, else by streaming the stored manifest's paths
+// (one entry decoded at a time, only its path kept) up to the first path
+// not before p, the paths being sorted. A manifest that cannot be read,
+// whose paths are not strictly sorted, or that holds more than maxEntries
+// names before p, holds nothing (compare and restore, which validate it
+// whole, report it damaged).
+func (s *ckStore) holds(ws Workspace, id, p string) bool {
+	if m := s.cached(ckWorkspaceKey(ws) + "/" + id); m != nil {
+		return findEntry(m.Entries, p) != nil
+	}
+	dfd, err := s.wsDir(ws)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dfd)
+	fd, _, err := openSingle(dfd, id+".manifest", func(n int64) bool { return n <= maxManifestBytes }, "not a single-link regular file within bounds")
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), "manifest")
+	defer f.Close()
+	ok, err := streamHolds(bufio.NewReaderSize(f, 64<<10), p, max(s.cfg.MaxEntries, DefaultCheckpointEntries))
+	return err == nil && ok
+}
+
+// streamHolds reads a manifest's JSON from r and reports whether its
+// entries, strictly sorted, hold the path p; at most limit entries are
+// read.
+func streamHolds(r io.Reader, p string, limit int) (bool, error) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false, errors.New("manifest is not a JSON object")
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return false, err
+		}
+		if k != "entries" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return false, errors.New("manifest entries are not a list")
+		}
+		prev := ""
+		for n := 0; dec.More(); n++ {
+			var e struct {
+				Path string `json:"p"`
+			}
+			if n >= limit || dec.Decode(&e) != nil || (n > 0 && e.Path <= prev) {
+				return false, errors.New("manifest entries are invalid")
+			}
+			if e.Path >= p {
+				return e.Path == p, nil
+			}
+			prev = e.Path
+		}
+		return false, nil
+	}
+	return false, nil
+}

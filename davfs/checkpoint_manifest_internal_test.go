@@ -1,0 +1,150 @@
+package davfs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func manifestOf(paths ...string) *ckManifest {
+	m := &ckManifest{Version: 1}
+	for i, p := range paths {
+		m.Entries = append(m.Entries, ckEntry{Path: p, Mode: 0o644, Size: int64(i), Hash: strings.Repeat("a", 64), Pack: "0123456789abcdef01234567", Off: int64(i) * 7})
+	}
+	return m
+}
+
+// The streamed manifest decodes to what json.Marshal of it decodes to.
+func TestWriteManifestDecodesAsMarshal(t *testing.T) {
+	m := manifestOf("a", "a/<b>&", "a/b-c", "a/b/x\u2028", "é")
+	m.Entries[0].Dir, m.Entries[0].Hash, m.Entries[0].Pack = true, "", ""
+	var buf bytes.Buffer
+	if err := writeManifest(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	var got, want ckManifest
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("streamed manifest is not JSON: %v\n%s", err, buf.Bytes())
+	}
+	ref, _ := json.Marshal(m)
+	_ = json.Unmarshal(ref, &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v, want %+v", got, want)
+	}
+	empty := &ckManifest{Version: 1}
+	buf.Reset()
+	if err := writeManifest(&buf, empty); err != nil || json.Unmarshal(buf.Bytes(), &got) != nil || len(got.Entries) != 0 {
+		t.Fatalf("empty manifest: %v %s", err, buf.Bytes())
+	}
+}
+
+func TestCappedWriterRefusesPastItsCap(t *testing.T) {
+	var buf bytes.Buffer
+	w := &cappedWriter{w: &buf, left: 4}
+	if _, err := w.Write([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("de")); !errors.Is(err, errManifestTooLarge) {
+		t.Fatalf("past the cap: %v", err)
+	}
+}
+
+func TestInScopeAndFindEntry(t *testing.T) {
+	es := manifestOf("a", "a/b", "a/b-c", "a/b-c/d", "a/b/x", "a/b/y/z", "a/c", "b").Entries
+	for _, tc := range []struct {
+		scope string
+		want  []string
+	}{
+		{"", []string{"a", "a/b", "a/b-c", "a/b-c/d", "a/b/x", "a/b/y/z", "a/c", "b"}},
+		{"a/b", []string{"a/b", "a/b/x", "a/b/y/z"}},
+		{"a/b/x", []string{"a/b/x"}},
+		{"a/c", []string{"a/c"}},
+		{"a/bb", nil},
+		{"c", nil},
+	} {
+		var got []string
+		for _, e := range inScope(es, tc.scope) {
+			got = append(got, e.Path)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("inScope(%q) = %q, want %q", tc.scope, got, tc.want)
+		}
+	}
+	if e := findEntry(es, "a/b-c"); e == nil || e.Path != "a/b-c" {
+		t.Errorf("findEntry a/b-c: %v", e)
+	}
+	if e := findEntry(es, "a/bb"); e != nil {
+		t.Errorf("findEntry a/bb: %v", e)
+	}
+	// A subslice is capped: appending to it never writes into es.
+	sub := inScope(es, "a/b/x")
+	_ = append(sub, ckEntry{Path: "zzz"})
+	if es[5].Path != "a/b/y/z" {
+		t.Fatal("append to a scope wrote into the manifest")
+	}
+}
+
+func TestStreamHolds(t *testing.T) {
+	m := manifestOf("a", "a/b", "a/b/c", "d")
+	var buf bytes.Buffer
+	if err := writeManifest(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		json  string
+		path  string
+		limit int
+		want  bool
+		bad   bool
+	}{
+		{buf.String(), "a/b/c", 10, true, false},
+		{buf.String(), "d", 10, true, false},
+		{buf.String(), "a/bc", 10, false, false},
+		{buf.String(), "z", 10, false, false},
+		{buf.String(), "d", 3, false, true}, // more entries than the limit before the path
+		{`{"entries":[{"p":"b"},{"p":"a"}],"version":1}`, "c", 10, false, true},
+		{`{"entries":[{"p":"a"},{"p":"a"}]}`, "b", 10, false, true},
+		{`{"x":[1,{"p":"c"}],"entries":[{"p":"c"}]}`, "c", 10, true, false},
+		{`[{"p":"c"}]`, "c", 10, false, true},
+		{`{"entries":{"p":"c"}}`, "c", 10, false, true},
+		{`{"entries":[{"p":"c"`, "d", 10, false, true},
+	} {
+		got, err := streamHolds(strings.NewReader(tc.json), tc.path, tc.limit)
+		if got != tc.want || (err != nil) != tc.bad {
+			t.Errorf("streamHolds(%.40s, %q) = %v, %v; want %v (error %v)", tc.json, tc.path, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+// The cache holds at most one maximal manifest's worth of entries (the
+// newest is kept even alone above it).
+func TestManifestCacheBoundedByEntries(t *testing.T) {
+	s := &ckStore{cfg: CheckpointConfig{MaxEntries: DefaultCheckpointEntries}}
+	big := &ckManifest{Entries: make([]ckEntry, manifestCacheEntries/2+1)}
+	small := &ckManifest{Entries: make([]ckEntry, 10)}
+	s.cache("1", small)
+	s.cache("2", small)
+	if len(s.manifests) != 2 {
+		t.Fatalf("two small manifests: %d cached", len(s.manifests))
+	}
+	s.cache("3", big)
+	s.cache("4", big)
+	if len(s.manifests) != 1 || s.cached("4") == nil {
+		t.Fatalf("two halves of the bound: %d cached", len(s.manifests))
+	}
+	huge := &ckManifest{Entries: make([]ckEntry, manifestCacheEntries+1)}
+	s.cache("5", huge)
+	if len(s.manifests) != 1 || s.cached("5") == nil {
+		t.Fatalf("one above the bound: %d cached, newest %v", len(s.manifests), s.cached("5") != nil)
+	}
+	for i := range 6 {
+		s.cache(fmt.Sprint("s", i), small)
+	}
+	if len(s.manifests) != manifestCacheSize {
+		t.Fatalf("small ones: %d cached, want %d", len(s.manifests), manifestCacheSize)
+	}
+}
