@@ -166,58 +166,101 @@ func (s *ckStore) holds(ws Workspace, id, p string) bool {
 	if m := s.cached(ckWorkspaceKey(ws) + "/" + id); m != nil {
 		return findEntry(m.Entries, p) != nil
 	}
+	found := false
+	err := s.streamManifest(ws, id, func(e *ckEntry) bool {
+		found = e.Path == p
+		return e.Path < p
+	})
+	return err == nil && found
+}
+
+// scopedManifest is the part of the checkpoint id of ws within scope (a
+// reference for a capture of that scope: newScanner), without decoding
+// the rest of it or caching it: the cached manifest when it is there,
+// else the entries of scope streamed from the stored one, each checked as
+// far as a reference needs (checkManifest's per-entry rules), or nil when
+// it cannot be read or is invalid (a capture then reads every file).
+func (s *ckStore) scopedManifest(ws Workspace, id, scope string) *ckManifest {
+	if m := s.cached(ckWorkspaceKey(ws) + "/" + id); m != nil {
+		return m
+	}
+	m := &ckManifest{Version: 1}
+	bad := false
+	err := s.streamManifest(ws, id, func(e *ckEntry) bool {
+		if within(e.Path, scope) {
+			if e.Mode&^0o7777 != 0 || e.Size < 0 || e.Off < 0 || (e.Pack != "" && !checkpointIDRE.MatchString(e.Pack)) {
+				bad = true
+				return false
+			}
+			m.Entries = append(m.Entries, *e)
+		}
+		return scope == "" || e.Path < scope+"0" // past scopeRange: done
+	})
+	if err != nil || bad {
+		return nil
+	}
+	internPacks(m)
+	return m
+}
+
+// streamManifest streams the entries of the stored manifest of the
+// checkpoint id of ws to fn, one decoded at a time, while fn returns true.
+// Paths must be strictly sorted; at most maxEntries are read.
+func (s *ckStore) streamManifest(ws Workspace, id string, fn func(e *ckEntry) bool) error {
 	dfd, err := s.wsDir(ws)
 	if err != nil {
-		return false
+		return err
 	}
 	defer unix.Close(dfd)
 	fd, _, err := openSingle(dfd, id+".manifest", func(n int64) bool { return n <= maxManifestBytes }, "not a single-link regular file within bounds")
 	if err != nil {
-		return false
+		return err
 	}
 	f := os.NewFile(uintptr(fd), "manifest")
 	defer f.Close()
-	ok, err := streamHolds(bufio.NewReaderSize(f, 64<<10), p, max(s.cfg.MaxEntries, DefaultCheckpointEntries))
-	return err == nil && ok
+	return streamEntries(bufio.NewReaderSize(f, 64<<10), max(s.cfg.MaxEntries, DefaultCheckpointEntries), fn)
 }
 
-// streamHolds reads a manifest's JSON from r and reports whether its
-// entries, strictly sorted, hold the path p; at most limit entries are
-// read.
-func streamHolds(r io.Reader, p string, limit int) (bool, error) {
+// errManifestStream: a streamed manifest is not a JSON object whose
+// "entries" is a list of entries with strictly sorted paths, within the
+// limit.
+var errManifestStream = errors.New("manifest entries are invalid")
+
+// streamEntries reads a manifest's JSON from r and calls fn with each of
+// its entries (at most limit, paths strictly sorted) while fn returns
+// true.
+func streamEntries(r io.Reader, limit int, fn func(e *ckEntry) bool) error {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return false, errors.New("manifest is not a JSON object")
+		return errManifestStream
 	}
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
-			return false, err
+			return errManifestStream
 		}
 		if k != "entries" {
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
-				return false, err
+				return errManifestStream
 			}
 			continue
 		}
 		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-			return false, errors.New("manifest entries are not a list")
+			return errManifestStream
 		}
 		prev := ""
 		for n := 0; dec.More(); n++ {
-			var e struct {
-				Path string `json:"p"`
-			}
+			var e ckEntry
 			if n >= limit || dec.Decode(&e) != nil || (n > 0 && e.Path <= prev) {
-				return false, errors.New("manifest entries are invalid")
+				return errManifestStream
 			}
-			if e.Path >= p {
-				return e.Path == p, nil
+			if !fn(&e) {
+				return nil
 			}
 			prev = e.Path
 		}
-		return false, nil
+		return nil
 	}
-	return false, nil
+	return nil
 }

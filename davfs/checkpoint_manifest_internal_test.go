@@ -88,7 +88,7 @@ func TestInScopeAndFindEntry(t *testing.T) {
 	}
 }
 
-func TestStreamHolds(t *testing.T) {
+func TestStreamEntries(t *testing.T) {
 	m := manifestOf("a", "a/b", "a/b/c", "d")
 	var buf bytes.Buffer
 	if err := writeManifest(&buf, m); err != nil {
@@ -113,9 +113,13 @@ func TestStreamHolds(t *testing.T) {
 		{`{"entries":{"p":"c"}}`, "c", 10, false, true},
 		{`{"entries":[{"p":"c"`, "d", 10, false, true},
 	} {
-		got, err := streamHolds(strings.NewReader(tc.json), tc.path, tc.limit)
+		got := false
+		err := streamEntries(strings.NewReader(tc.json), tc.limit, func(e *ckEntry) bool {
+			got = e.Path == tc.path
+			return e.Path < tc.path
+		})
 		if got != tc.want || (err != nil) != tc.bad {
-			t.Errorf("streamHolds(%.40s, %q) = %v, %v; want %v (error %v)", tc.json, tc.path, got, err, tc.want, tc.bad)
+			t.Errorf("streamEntries(%.40s, %q) = %v, %v; want %v (error %v)", tc.json, tc.path, got, err, tc.want, tc.bad)
 		}
 	}
 }

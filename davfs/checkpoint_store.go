@@ -1036,8 +1036,13 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		s.hold(id)
 	}
 	var prev *ckManifest
-	if cks, err := s.list(w.ws); err == nil && len(cks) > 0 {
+	if cks, err := s.list(w.ws); err == nil && len(cks) > 0 && w.isRoot() {
 		prev, _ = s.readManifest(w.ws, cks[0].ID)
+	} else if err == nil && len(cks) > 0 {
+		// A capture of one path (before a delete or restore, a per-file
+		// version) needs only that part: streamed, never cached, so it
+		// does not evict the manifest the restore is about to read.
+		prev = s.scopedManifest(w.ws, cks[0].ID, w.rel)
 	}
 	sc := newScanner(ctx, f, w, s, prev)
 	sc.pack = &packWriter{s: s, id: id}
@@ -1054,6 +1059,9 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		if perr := sc.pack.commit(); perr != nil {
 			err = errStore(perr)
 		}
+	}
+	if err == nil {
+		err = beforeCommit(ctx)
 	}
 	if err == nil && sc.loose > 0 {
 		// One syncfs makes every loose object durable before the manifest
@@ -1097,6 +1105,26 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		return Checkpoint{}, err
 	}
 	return meta.checkpoint(), nil
+}
+
+// commitMargin: checkpoint work about to keep its result (a capture
+// about to write its description, a restore about to make its first
+// change) is abandoned instead when its caller's deadline is closer than
+// this: the answer could not reach the caller in time, and a caller told
+// that a checkpoint failed must never find it kept (issue #23).
+const commitMargin = time.Second
+
+// beforeCommit is ctxErr when ctx is done or its deadline is within
+// commitMargin, else nil.
+func beforeCommit(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ctxErr(ctx)
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < commitMargin {
+		return newErr(CodeUnavailable, ReasonInternal, context.DeadlineExceeded,
+			"the checkpoint work did not finish within the call's deadline; nothing of it was kept")
+	}
+	return nil
 }
 
 func errCheckpointLimit(why string) *Error {

@@ -20,13 +20,15 @@ import (
 // sidecar's peak resident memory (VmHWM, reset before each call) read:
 // a first checkpoint, a second after 10 files changed, a compare of the
 // whole project with the first, a one-file restore, and a list of the
-// checkpoints holding one path. Each round runs the sequence twice on a
+// checkpoints holding one path (the last file), twice: then after a
+// restart of the sidecar, with nothing cached. Each round runs the sequence twice on a
 // fresh sidecar and store, interleaved: without GOMEMLIMIT and with
 // -gomemlimit (what the manifests set), so load from elsewhere on the
 // machine falls on both alike.
 
 // largeCalls names the calls of the sequence, in order.
-var largeCalls = []string{"first checkpoint", "second checkpoint", "compare (whole project)", "restore one file", "list holding one path"}
+var largeCalls = []string{"first checkpoint", "second checkpoint", "compare (whole project)", "restore one file", "list holding one path",
+	"list holding one path, after a restart (nothing cached)"}
 
 type largeRun struct {
 	limit string          // GOMEMLIMIT of the sidecar ("" none)
@@ -104,21 +106,34 @@ func largeOnce(work, root, proj string, files, bytes int, limit string) (largeRu
 	}
 	cfg := benchproc.SidecarConfig(root)
 	cfg.Services.Checkpoints.Dir = store
-	if limit != "" {
-		os.Setenv("GOMEMLIMIT", limit)
+	start := func() (*benchproc.Proc, error) {
+		if limit != "" {
+			os.Setenv("GOMEMLIMIT", limit)
+		}
+		defer os.Unsetenv("GOMEMLIMIT")
+		return benchproc.StartSidecar(work, "", cfg, "rpc")
 	}
-	sc, err := benchproc.StartSidecar(work, "", cfg, "rpc")
-	os.Unsetenv("GOMEMLIMIT")
+	sc, err := start()
 	if err != nil {
 		return run, err
 	}
-	defer sc.Stop()
+	defer func() { sc.Stop() }()
 	run.start = benchproc.StatusKB(sc.PID, "VmRSS")
 	cl := workspacev1.NewCheckpointServiceClient(sc.Conn)
 	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: "big"}
 	ctx := context.Background()
 	one := strings.TrimPrefix(largeFile("", 0), "/")
 	var first string
+	list := func() error {
+		// The last file: the manifests' paths are sorted, so it is the
+		// one a streamed lookup reaches last.
+		last := strings.TrimPrefix(largeFile("", files-1), "/")
+		l, err := cl.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: ws, Path: last})
+		if err == nil && len(l.GetCheckpoints()) != 2 {
+			err = fmt.Errorf("list holding %s: %d checkpoints, want 2", last, len(l.GetCheckpoints()))
+		}
+		return err
+	}
 	steps := []func() error{
 		func() error {
 			c, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "first"})
@@ -151,18 +166,20 @@ func largeOnce(work, root, proj string, files, bytes int, limit string) (largeRu
 			_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: ws, CheckpointId: first, Path: one, PlanToken: cmp.GetPlanToken()})
 			return err
 		},
-		func() error {
-			l, err := cl.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: ws, Path: one})
-			if err == nil && len(l.GetCheckpoints()) < 2 {
-				err = fmt.Errorf("list holding %s: %d checkpoints, want at least 2", one, len(l.GetCheckpoints()))
-			}
-			return err
-		},
+		list,
+		list,
 	}
 	for i, step := range steps {
 		// The settle wait: files whose ctime is recent are read again; the
 		// sequence runs as an operator would, seconds apart.
 		time.Sleep(2500 * time.Millisecond)
+		if i == len(steps)-1 {
+			sc.Stop()
+			if sc, err = start(); err != nil {
+				return run, err
+			}
+			cl = workspacev1.NewCheckpointServiceClient(sc.Conn)
+		}
 		benchproc.ResetPeak(sc.PID)
 		t0 := time.Now()
 		if err := step(); err != nil {

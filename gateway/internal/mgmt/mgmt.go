@@ -48,8 +48,10 @@ type agent struct {
 	id       string
 	provider string
 	timeout  time.Duration
-	conn     *grpc.ClientConn
-	client   workspacev1.WorkspaceServiceClient
+	// long is the deadline of checkpoint calls (call.long).
+	long   time.Duration
+	conn   *grpc.ClientConn
+	client workspacev1.WorkspaceServiceClient
 }
 
 // Service is the in-process WorkspaceManagementService.
@@ -121,6 +123,7 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 			ag.conn = conn
 			ag.client = workspacev1.NewWorkspaceServiceClient(conn)
 			ag.timeout = a.Sidecar.CallTimeout()
+			ag.long = a.Sidecar.CheckpointCallTimeout()
 		}
 		s.agents[id] = ag
 	}
@@ -171,6 +174,9 @@ type call struct {
 	// the sidecar took before the mutation (its ID from the response), so
 	// that it gets its own create_checkpoint record.
 	auto *autoCheckpoint
+	// long: checkpoint work (sidecar.checkpointTimeout): the call takes,
+	// restores, compares or removes checkpoints, or takes one first.
+	long bool
 }
 
 // autoID is the automatic checkpoint's ID: from the response, or, when the
@@ -249,7 +255,11 @@ func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Cont
 	start := s.now()
 	ag, id, agentLabel, err := s.sidecarFor(ctx, c.agentID, "project management")
 	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, ag.timeout)
+		timeout := ag.timeout
+		if c.long {
+			timeout = ag.long
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		cctx = metadata.NewOutgoingContext(cctx, metadata.Pairs(
 			requestid.MetadataKey, requestid.From(ctx),
 			OperatorMetadataKey, id.Operator,
@@ -342,7 +352,7 @@ func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateAgen
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteAgentProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
 	auto := &autoCheckpoint{reason: "before_project_delete"}
 	return routed(ctx, s, call{action: "delete_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName(),
-		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto},
+		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto, long: !req.GetSkipCheckpoint()},
 		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.DeleteProjectResponse, error) {
 			var tr metadata.MD
 			out, err := cl.DeleteProject(ctx, &workspacev1.DeleteProjectRequest{Name: req.GetName(), ConfirmName: req.GetConfirmName(),
@@ -398,7 +408,7 @@ func (s *Service) DeleteProjectEntry(ctx context.Context, req *workspacev1.Delet
 	scope, project := scopeOf(req.GetWorkspace())
 	auto := &autoCheckpoint{reason: "before_delete", path: req.GetPath()}
 	return routed(ctx, s, call{action: "delete_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath(),
-		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto},
+		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto, long: req.GetRecursive() && !req.GetSkipCheckpoint()},
 		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.DeleteEntryResponse, error) {
 			var tr metadata.MD
 			out, err := cl.DeleteEntry(ctx, &workspacev1.DeleteEntryRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(),
