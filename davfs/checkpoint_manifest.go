@@ -136,6 +136,24 @@ func (s *ckStore) trimCache() {
 	}
 }
 
+// makeRoom drops cached manifests, the oldest first, until n more entries
+// fit manifestCacheEntries, before a manifest of n entries is decoded: the
+// cache then never holds one that the decoded one will push out anyway.
+func (s *ckStore) makeRoom(n int) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	held := 0
+	for _, c := range s.manifests {
+		held += len(c.m.Entries)
+	}
+	for len(s.manifests) > 0 && held+max(n, 0) > max(manifestCacheEntries, s.cfg.MaxEntries) {
+		last := len(s.manifests) - 1
+		held -= len(s.manifests[last].m.Entries)
+		s.manifests[last] = cachedManifest{}
+		s.manifests = s.manifests[:last]
+	}
+}
+
 // internPacks makes every entry of m that names a pack share one string
 // per pack (decoding gives each entry its own copy of the 24 bytes; a
 // manifest names a few packs).

@@ -152,3 +152,19 @@ func TestManifestCacheBoundedByEntries(t *testing.T) {
 		t.Fatalf("small ones: %d cached, want %d", len(s.manifests), manifestCacheSize)
 	}
 }
+
+// Before a manifest is decoded, the cache drops what it would push out.
+func TestManifestCacheMakesRoomFirst(t *testing.T) {
+	s := &ckStore{cfg: CheckpointConfig{MaxEntries: DefaultCheckpointEntries}}
+	half := &ckManifest{Entries: make([]ckEntry, manifestCacheEntries/2)}
+	s.cache("old", half)
+	s.cache("new", half)
+	s.makeRoom(10)
+	if len(s.manifests) != 1 || s.cached("new") == nil {
+		t.Fatalf("room for 10 more: %d cached", len(s.manifests))
+	}
+	s.makeRoom(manifestCacheEntries)
+	if len(s.manifests) != 0 {
+		t.Fatalf("room for a maximal one: %d cached", len(s.manifests))
+	}
+}

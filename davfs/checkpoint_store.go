@@ -645,6 +645,7 @@ func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 	if err != nil || meta.workspace() != ws {
 		return nil, errCheckpointNotFound(id)
 	}
+	s.makeRoom(meta.Files + meta.Dirs)
 	m, err := s.loadManifest(dfd, meta)
 	if err == nil {
 		internPacks(m)

@@ -13,6 +13,7 @@ package mgmt
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -266,6 +267,10 @@ func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Cont
 		))
 		out, err = fn(cctx, ag.client)
 		err = rewrap(cctx, err, c.agentID)
+		if c.long && ctx.Err() == nil && abandoned(cctx, err) {
+			err = Error(codes.Unavailable, workspacev1.ErrorReason_SIDECAR_UNAVAILABLE, fmt.Sprintf(
+				"the checkpoint work did not finish within agentRuntime.agents.%s.sidecar.checkpointTimeout (%v); the sidecar abandons it at that deadline and keeps no checkpoint of it; try again, or raise the timeout", c.agentID, timeout))
+		}
 		cancel()
 	}
 	s.observe(c.action, agentLabel, err, start)
@@ -302,6 +307,25 @@ func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Cont
 		s.audit.Record(ctx, rec)
 	}
 	return out, err
+}
+
+// abandonWindow: the sidecar abandons checkpoint work that would keep its
+// result less than a second before its caller's deadline (davfs
+// commitMargin) and answers at once; an error of the kind it answers
+// then, this close to the deadline, is that abandonment.
+const abandonWindow = 2 * time.Second
+
+// abandoned reports whether err, the rewrapped error of a checkpoint call
+// with ctx, means its deadline passed or the sidecar abandoned the work at
+// its deadline (nothing of it is kept either way).
+func abandoned(ctx context.Context, err error) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	code, reason := status.Code(err), errtable.Reason(status.Convert(err))
+	return ok && time.Until(d) < abandonWindow && (code == codes.Unavailable || code == codes.Internal) &&
+		(reason == workspacev1.ErrorReason_SIDECAR_UNAVAILABLE.String() || reason == workspacev1.ErrorReason_INTERNAL.String())
 }
 
 func (s *Service) observe(action, agentID string, err error, start time.Time) {
