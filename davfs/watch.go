@@ -510,19 +510,50 @@ func (w *Watcher) acquireLocked(ctx context.Context, p wsPath) (d *dirWatch, fre
 // saw. Only what is published counts (publishLocked).
 func (w *Watcher) snapshot(ctx context.Context, d *dirWatch) (map[string]knownEntry, string, error) {
 	ctx = ForMutation(ctx)
-	es, err := w.f.ReadDir(ctx, d.ws, d.dir)
-	if err != nil {
+	known := map[string]knownEntry{}
+	add := func(es []Entry) {
+		for _, e := range es {
+			known[e.Name] = knownEntry{ino: inoAt(d.fd, e.Name), rev: revKey(e.Revision)}
+		}
+	}
+	if d.root {
+		es, err := w.f.ReadDir(ctx, d.ws, d.dir)
+		if err != nil {
+			return nil, "", err
+		}
+		add(es)
+	} else if err := w.f.eachEntries(ctx, d.w, add); err != nil {
 		return nil, "", err
 	}
 	self, err := w.f.Stat(ctx, d.ws, d.dir)
 	if err != nil {
 		return nil, "", err
 	}
-	known := make(map[string]knownEntry, len(es))
-	for _, e := range es {
-		known[e.Name] = knownEntry{ino: inoAt(d.fd, e.Name), rev: revKey(e.Revision)}
-	}
 	return known, self.Revision, nil
+}
+
+// snapshotChunk: the entries a snapshot holds at a time (a directory of
+// 200,000 names is read in chunks, never as one slice of Entries).
+const snapshotChunk = 1024
+
+// eachEntries calls fn with the Entries of the directory w (what ReadDir
+// returns, unsorted), snapshotChunk at a time.
+func (f *FS) eachEntries(ctx context.Context, w wsPath, fn func([]Entry)) error {
+	fd, _, items, err := f.listDir(ctx, w)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for len(items) > 0 {
+		n := min(len(items), snapshotChunk)
+		es, err := f.entriesOf(ctx, fd, w, items[:n])
+		if err != nil {
+			return err
+		}
+		fn(es)
+		items = items[n:]
+	}
+	return nil
 }
 
 // inoAt is the inode of name in the directory fd, 0 when it cannot be read.
