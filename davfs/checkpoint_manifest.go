@@ -185,11 +185,17 @@ func (s *ckStore) holds(ws Workspace, id, p string) bool {
 		return findEntry(m.Entries, p) != nil
 	}
 	found := false
-	err := s.streamManifest(ws, id, func(e *ckEntry) bool {
+	err := streamManifest(s, ws, id, func(e *ckPath) string { return e.Path }, func(e *ckPath) bool {
 		found = e.Path == p
 		return e.Path < p
 	})
 	return err == nil && found
+}
+
+// ckPath is what holds decodes of each entry: its path only (the other
+// fields are scanned, never allocated).
+type ckPath struct {
+	Path string `json:"p"`
 }
 
 // scopedManifest is the part of the checkpoint id of ws within scope (a
@@ -204,7 +210,7 @@ func (s *ckStore) scopedManifest(ws Workspace, id, scope string) *ckManifest {
 	}
 	m := &ckManifest{Version: 1}
 	bad := false
-	err := s.streamManifest(ws, id, func(e *ckEntry) bool {
+	err := streamManifest(s, ws, id, entryPath, func(e *ckEntry) bool {
 		if within(e.Path, scope) {
 			if e.Mode&^0o7777 != 0 || e.Size < 0 || e.Off < 0 || (e.Pack != "" && !checkpointIDRE.MatchString(e.Pack)) {
 				bad = true
@@ -221,10 +227,13 @@ func (s *ckStore) scopedManifest(ws Workspace, id, scope string) *ckManifest {
 	return m
 }
 
+func entryPath(e *ckEntry) string { return e.Path }
+
 // streamManifest streams the entries of the stored manifest of the
-// checkpoint id of ws to fn, one decoded at a time, while fn returns true.
-// Paths must be strictly sorted; at most maxEntries are read.
-func (s *ckStore) streamManifest(ws Workspace, id string, fn func(e *ckEntry) bool) error {
+// checkpoint id of s's workspace ws to fn, one decoded at a time (as a T,
+// whose path is path), while fn returns true. Paths must be strictly
+// sorted; at most maxEntries are read.
+func streamManifest[T any](s *ckStore, ws Workspace, id string, path func(*T) string, fn func(*T) bool) error {
 	dfd, err := s.wsDir(ws)
 	if err != nil {
 		return err
@@ -236,7 +245,7 @@ func (s *ckStore) streamManifest(ws Workspace, id string, fn func(e *ckEntry) bo
 	}
 	f := os.NewFile(uintptr(fd), "manifest")
 	defer f.Close()
-	return streamEntries(bufio.NewReaderSize(f, 64<<10), max(s.cfg.MaxEntries, DefaultCheckpointEntries), fn)
+	return streamEntries(bufio.NewReaderSize(f, 64<<10), max(s.cfg.MaxEntries, DefaultCheckpointEntries), path, fn)
 }
 
 // errManifestStream: a streamed manifest is not a JSON object whose
@@ -245,9 +254,9 @@ func (s *ckStore) streamManifest(ws Workspace, id string, fn func(e *ckEntry) bo
 var errManifestStream = errors.New("manifest entries are invalid")
 
 // streamEntries reads a manifest's JSON from r and calls fn with each of
-// its entries (at most limit, paths strictly sorted) while fn returns
-// true.
-func streamEntries(r io.Reader, limit int, fn func(e *ckEntry) bool) error {
+// its entries, decoded as a T whose path is path (at most limit, paths
+// strictly sorted), while fn returns true.
+func streamEntries[T any](r io.Reader, limit int, path func(*T) string, fn func(*T) bool) error {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return errManifestStream
@@ -269,14 +278,14 @@ func streamEntries(r io.Reader, limit int, fn func(e *ckEntry) bool) error {
 		}
 		prev := ""
 		for n := 0; dec.More(); n++ {
-			var e ckEntry
-			if n >= limit || dec.Decode(&e) != nil || (n > 0 && e.Path <= prev) {
+			var e T
+			if n >= limit || dec.Decode(&e) != nil || (n > 0 && path(&e) <= prev) {
 				return errManifestStream
 			}
 			if !fn(&e) {
 				return nil
 			}
-			prev = e.Path
+			prev = path(&e)
 		}
 		return nil
 	}

@@ -114,7 +114,7 @@ func TestStreamEntries(t *testing.T) {
 		{`{"entries":[{"p":"c"`, "d", 10, false, true},
 	} {
 		got := false
-		err := streamEntries(strings.NewReader(tc.json), tc.limit, func(e *ckEntry) bool {
+		err := streamEntries(strings.NewReader(tc.json), tc.limit, func(e *ckPath) string { return e.Path }, func(e *ckPath) bool {
 			got = e.Path == tc.path
 			return e.Path < tc.path
 		})
@@ -167,4 +167,43 @@ func TestManifestCacheMakesRoomFirst(t *testing.T) {
 	if len(s.manifests) != 0 {
 		t.Fatalf("room for a maximal one: %d cached", len(s.manifests))
 	}
+}
+
+// BenchmarkStreamHolds200k: a path list's look-up of the last of 200,000
+// entries in a stored manifest (what ListCheckpointsHolding does per
+// candidate when the manifest is not cached), path-only decoding beside
+// decoding whole entries.
+func BenchmarkStreamHolds200k(b *testing.B) {
+	m := &ckManifest{Version: 1}
+	for i := range 200000 {
+		m.Entries = append(m.Entries, ckEntry{Path: fmt.Sprintf("d%04d/f%06d.txt", i/200, i), Mode: 0o644, Size: 512,
+			Hash: strings.Repeat("ab", 32), Mtime: 1 << 60, Dev: 2049, Ino: uint64(i) + 1<<20, Ctime: 1 << 60, Key: true, Pack: "0123456789abcdef01234567", Off: int64(i) * 512})
+	}
+	var buf bytes.Buffer
+	if err := writeManifest(&buf, m); err != nil {
+		b.Fatal(err)
+	}
+	last := m.Entries[len(m.Entries)-1].Path
+	b.Run("path-only", func(b *testing.B) {
+		for b.Loop() {
+			found := false
+			streamEntries(bytes.NewReader(buf.Bytes()), 1<<20, func(e *ckPath) string { return e.Path }, func(e *ckPath) bool { found = e.Path == last; return e.Path < last })
+			if !found {
+				b.Fatal("not found")
+			}
+		}
+	})
+	b.Run("whole-entries", func(b *testing.B) {
+		for b.Loop() {
+			streamEntries(bytes.NewReader(buf.Bytes()), 1<<20, entryPath, func(e *ckEntry) bool { return e.Path < last })
+		}
+	})
+	b.Run("unmarshal", func(b *testing.B) {
+		for b.Loop() {
+			var m ckManifest
+			if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
