@@ -184,11 +184,20 @@ func (s *ckStore) holds(ws Workspace, id, p string) bool {
 	if m := s.cached(ckWorkspaceKey(ws) + "/" + id); m != nil {
 		return findEntry(m.Entries, p) != nil
 	}
+	f, size, err := openManifest(s, ws, id)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if found, ok := seekHolds(f, size, p); ok {
+		return found
+	}
 	found := false
-	err := streamManifest(s, ws, id, func(e *ckPath) string { return e.Path }, func(e *ckPath) bool {
-		found = e.Path == p
-		return e.Path < p
-	})
+	err = streamEntries(bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 64<<10), max(s.cfg.MaxEntries, DefaultCheckpointEntries),
+		func(e *ckPath) string { return e.Path }, func(e *ckPath) bool {
+			found = e.Path == p
+			return e.Path < p
+		})
 	return err == nil && found
 }
 
@@ -234,18 +243,28 @@ func entryPath(e *ckEntry) string { return e.Path }
 // whose path is path), while fn returns true. Paths must be strictly
 // sorted; at most maxEntries are read.
 func streamManifest[T any](s *ckStore, ws Workspace, id string, path func(*T) string, fn func(*T) bool) error {
-	dfd, err := s.wsDir(ws)
+	f, _, err := openManifest(s, ws, id)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dfd)
-	fd, _, err := openSingle(dfd, id+".manifest", func(n int64) bool { return n <= maxManifestBytes }, "not a single-link regular file within bounds")
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), "manifest")
 	defer f.Close()
 	return streamEntries(bufio.NewReaderSize(f, 64<<10), max(s.cfg.MaxEntries, DefaultCheckpointEntries), path, fn)
+}
+
+// openManifest opens the stored manifest of the checkpoint id of s's
+// workspace ws (never through a symlink; a single-link regular file within
+// maxManifestBytes) and returns it with its size.
+func openManifest(s *ckStore, ws Workspace, id string) (*os.File, int64, error) {
+	dfd, err := s.wsDir(ws)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unix.Close(dfd)
+	fd, size, err := openSingle(dfd, id+".manifest", func(n int64) bool { return n <= maxManifestBytes }, "not a single-link regular file within bounds")
+	if err != nil {
+		return nil, 0, err
+	}
+	return os.NewFile(uintptr(fd), "manifest"), size, nil
 }
 
 // errManifestStream: a streamed manifest is not a JSON object whose

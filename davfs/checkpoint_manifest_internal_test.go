@@ -193,6 +193,13 @@ func BenchmarkStreamHolds200k(b *testing.B) {
 			}
 		}
 	})
+	b.Run("seek", func(b *testing.B) {
+		for b.Loop() {
+			if found, ok := seekHolds(bytes.NewReader(buf.Bytes()), int64(buf.Len()), last); !found || !ok {
+				b.Fatal("not found")
+			}
+		}
+	})
 	b.Run("whole-entries", func(b *testing.B) {
 		for b.Loop() {
 			streamEntries(bytes.NewReader(buf.Bytes()), 1<<20, entryPath, func(e *ckEntry) bool { return e.Path < last })
@@ -206,4 +213,41 @@ func BenchmarkStreamHolds200k(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The binary search of a framed manifest answers as the streamed look-up
+// does, for every path in it and for paths around each of them; a
+// manifest that is not framed (json.Marshal's) is left to the stream.
+func TestSeekHoldsAnswersAsStreaming(t *testing.T) {
+	paths := []string{"a", "a/b", "a/b-c", "a/b-c/d", "a/b/x", "a/b/y/z", "a/c", "b", "b/" + strings.Repeat("long", 300), "é", "é/ü"}
+	for n := range len(paths) + 1 {
+		m := manifestOf(paths[:n]...)
+		var buf bytes.Buffer
+		if err := writeManifest(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+		r := bytes.NewReader(buf.Bytes())
+		var probes []string
+		for _, p := range paths {
+			probes = append(probes, p, p+"0", p+"/", strings.TrimSuffix(p, p[len(p)-1:]), "")
+		}
+		probes = append(probes, "zzz", "0")
+		for _, p := range probes {
+			want := false
+			_ = streamEntries(bytes.NewReader(buf.Bytes()), 1<<20, func(e *ckPath) string { return e.Path }, func(e *ckPath) bool { want = e.Path == p; return e.Path < p })
+			got, ok := seekHolds(r, int64(buf.Len()), p)
+			if !ok || got != want {
+				t.Fatalf("%d entries, path %.20q: seek %v (ok %v), stream %v", n, p, got, ok, want)
+			}
+		}
+	}
+	old, _ := json.Marshal(manifestOf("a", "b"))
+	if _, ok := seekHolds(bytes.NewReader(old), int64(len(old)), "a"); ok {
+		t.Fatal("a manifest without the framing was searched")
+	}
+	for _, bad := range []string{`{"version":1,"entries":[{"p":"a"}`, `{"version":1,"entries":[{"p":"a"}` + "\n" + `,{"p":`, `[]`} {
+		if found, ok := seekHolds(strings.NewReader(bad), int64(len(bad)), "b"); found && ok {
+			t.Errorf("%q: found", bad)
+		}
+	}
 }
