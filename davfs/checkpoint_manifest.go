@@ -217,23 +217,35 @@ func (s *ckStore) scopedManifest(ws Workspace, id, scope string) *ckManifest {
 	if m := s.cached(ckWorkspaceKey(ws) + "/" + id); m != nil {
 		return m
 	}
-	m := &ckManifest{Version: 1}
-	bad := false
-	err := streamManifest(s, ws, id, entryPath, func(e *ckEntry) bool {
-		if within(e.Path, scope) {
-			if e.Mode&^0o7777 != 0 || e.Size < 0 || e.Off < 0 || (e.Pack != "" && !checkpointIDRE.MatchString(e.Pack)) {
-				bad = true
-				return false
-			}
-			m.Entries = append(m.Entries, *e)
-		}
-		return scope == "" || e.Path < scope+"0" // past scopeRange: done
-	})
-	if err != nil || bad {
+	f, size, err := openManifest(s, ws, id)
+	if err != nil {
 		return nil
 	}
+	defer f.Close()
+	limit := max(s.cfg.MaxEntries, DefaultCheckpointEntries)
+	m := &ckManifest{Version: 1}
+	es, ok := seekScope(f, size, scope, limit) // framed: a binary search to the scope
+	if !ok {
+		es = nil
+		err = streamEntries(bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 64<<10), limit, entryPath, func(e *ckEntry) bool {
+			if within(e.Path, scope) {
+				es = append(es, *e)
+			}
+			return scope == "" || e.Path < scope+"0" // past scopeRange: done
+		})
+	}
+	if err != nil || slices.ContainsFunc(es, func(e ckEntry) bool { return !validRef(&e) }) {
+		return nil
+	}
+	m.Entries = es
 	internPacks(m)
 	return m
+}
+
+// validRef applies checkManifest's per-entry rules that a reference for a
+// capture relies on (newScanner checks the hash itself).
+func validRef(e *ckEntry) bool {
+	return e.Mode&^0o7777 == 0 && e.Size >= 0 && e.Off >= 0 && (e.Pack == "" || checkpointIDRE.MatchString(e.Pack))
 }
 
 func entryPath(e *ckEntry) string { return e.Path }

@@ -251,3 +251,33 @@ func TestSeekHoldsAnswersAsStreaming(t *testing.T) {
 		}
 	}
 }
+
+// A scope read by binary search is what scopeRange keeps of the decoded
+// manifest.
+func TestSeekScopeAsScopeRange(t *testing.T) {
+	paths := []string{"a", "a/b", "a/b-c", "a/b-c/d", "a/b/x", "a/b/y/z", "a/c", "b", "b/c", "é"}
+	m := manifestOf(paths...)
+	var buf bytes.Buffer
+	if err := writeManifest(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, scope := range append(paths, "a/bb", "c", "0", "zz") {
+		var want, got []string
+		for _, e := range inScope(m.Entries, scope) {
+			want = append(want, e.Path)
+		}
+		es, ok := seekScope(bytes.NewReader(buf.Bytes()), int64(buf.Len()), scope, 100)
+		if !ok {
+			t.Fatalf("scope %q: not read", scope)
+		}
+		for _, e := range es {
+			got = append(got, e.Path)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("scope %q: %q, want %q", scope, got, want)
+		}
+	}
+	if _, ok := seekScope(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "a", 3); ok {
+		t.Error("more entries than the limit were read")
+	}
+}

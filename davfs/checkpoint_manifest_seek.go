@@ -1,6 +1,7 @@
 package davfs
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -32,45 +33,88 @@ const seekChunk = 64 << 10
 // entry at path p. ok is false when r is not framed that way (the caller
 // streams it instead).
 func seekHolds(r io.ReaderAt, size int64, p string) (found, ok bool) {
+	path, end, _, ok := seekFirst(r, size, p)
+	return ok && end >= 0 && path == p, ok
+}
+
+// seekFirst finds the first entry of the framed manifest r (size bytes)
+// whose path is at or after p: its path, the offset just past its line
+// (end, -1 when there is none) and the offset where it starts. ok is false
+// when r is not framed (see above).
+func seekFirst(r io.ReaderAt, size int64, p string) (path string, end, at int64, ok bool) {
 	start := int64(len(manifestPrefix))
 	head := make([]byte, min(size, start+seekChunk))
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
-		return false, false
+		return "", 0, 0, false
 	}
 	if !bytes.HasPrefix(head, []byte(manifestPrefix)) {
-		return false, false
+		return "", 0, 0, false
 	}
 	if bytes.HasPrefix(head[start:], []byte("]}")) {
-		return false, true // no entries
+		return "", -1, start, true // no entries
 	}
 	if bytes.IndexByte(head[start:], '\n') < 0 {
-		return false, false // not framed (or an entry longer than a chunk)
+		return "", 0, 0, false // not framed (or an entry longer than a chunk)
 	}
 	lo, hi := start, size
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		path, end, err := entryFrom(r, size, start, mid)
+		path, end, _, err := entryFrom(r, size, start, mid)
 		switch {
 		case err != nil:
-			return false, false
+			return "", 0, 0, false
 		case end < 0 || path >= p:
 			hi = mid // every entry starting at mid or later is at or after p
 		default:
 			lo = end // every entry starting before end is before p
 		}
 	}
-	path, end, err := entryFrom(r, size, start, lo)
+	path, end, at, err := entryFrom(r, size, start, lo)
 	if err != nil {
-		return false, false
+		return "", 0, 0, false
 	}
-	return end >= 0 && path == p, true
+	return path, end, at, true
+}
+
+// seekScope is the part of the framed manifest r (size bytes) within
+// scope: the entries from the first at or after scope to the last before
+// scope + "0" (scopeRange), read line by line and kept when within scope;
+// limit bounds how many are read. ok is false when r is not framed, a line
+// is not an entry, or the paths read are not strictly sorted.
+func seekScope(r io.ReaderAt, size int64, scope string, limit int) (es []ckEntry, ok bool) {
+	_, end, at, ok := seekFirst(r, size, scope)
+	if !ok || end < 0 {
+		return nil, ok
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(r, at, size-at), seekChunk)
+	prev := ""
+	for n := 0; ; n++ {
+		line, err := br.ReadSlice('\n')
+		if err != nil || n >= limit {
+			return nil, false
+		}
+		var e ckEntry
+		if json.Unmarshal(bytes.TrimPrefix(line, []byte(",")), &e) != nil || (n > 0 && e.Path <= prev) {
+			return nil, false
+		}
+		if e.Path >= scope+"0" {
+			return es, true
+		}
+		if within(e.Path, scope) {
+			es = append(es, e)
+		}
+		prev = e.Path
+		if b, _ := br.Peek(2); string(b) == "]}" {
+			return es, true
+		}
+	}
 }
 
 // entryFrom decodes the path of the first entry of the framed manifest r
 // that starts at or after off (the first starts at start, each other one
 // right after "\n,"), and returns the offset just past its line; end is -1
 // when no entry starts at or after off.
-func entryFrom(r io.ReaderAt, size, start, off int64) (path string, end int64, err error) {
+func entryFrom(r io.ReaderAt, size, start, off int64) (path string, end, at int64, err error) {
 	q := off
 	if q > start {
 		// The first "\n," at or after off-2: the entry right after it is
@@ -78,30 +122,30 @@ func entryFrom(r io.ReaderAt, size, start, off int64) (path string, end int64, e
 		from := off - 2
 		b, err := readChunk(r, size, from)
 		if err != nil {
-			return "", 0, err
+			return "", 0, 0, err
 		}
 		i := bytes.Index(b, []byte("\n,"))
 		if i < 0 {
 			if from+int64(len(b)) == size && bytes.HasSuffix(b, []byte("]}")) {
-				return "", -1, nil // past the last entry
+				return "", -1, 0, nil // past the last entry
 			}
-			return "", 0, errManifestStream
+			return "", 0, 0, errManifestStream
 		}
 		q = from + int64(i) + 2
 	}
 	b, err := readChunk(r, size, q)
 	if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	n := bytes.IndexByte(b, '\n')
 	if n < 0 {
-		return "", 0, errManifestStream
+		return "", 0, 0, errManifestStream
 	}
 	var e ckPath
 	if json.Unmarshal(b[:n], &e) != nil {
-		return "", 0, errManifestStream
+		return "", 0, 0, errManifestStream
 	}
-	return e.Path, q + int64(n) + 1, nil
+	return e.Path, q + int64(n) + 1, q, nil
 }
 
 // readChunk reads up to seekChunk bytes of r at off (fewer at its end).

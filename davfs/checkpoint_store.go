@@ -1036,16 +1036,7 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		// call creates meanwhile can then never evict it, however old.
 		s.hold(id)
 	}
-	var prev *ckManifest
-	if cks, err := s.list(w.ws); err == nil && len(cks) > 0 && w.isRoot() {
-		prev, _ = s.readManifest(w.ws, cks[0].ID)
-	} else if err == nil && len(cks) > 0 {
-		// A capture of one path (before a delete or restore, a per-file
-		// version) needs only that part: streamed, never cached, so it
-		// does not evict the manifest the restore is about to read.
-		prev = s.scopedManifest(w.ws, cks[0].ID, w.rel)
-	}
-	sc := newScanner(ctx, f, w, s, prev)
+	sc := newScanner(ctx, f, w, s, s.previous(w))
 	sc.pack = &packWriter{s: s, id: id}
 	defer sc.pack.discard()
 	err := sc.scan()
@@ -1106,6 +1097,24 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		return Checkpoint{}, err
 	}
 	return meta.checkpoint(), nil
+}
+
+// previous is the reference a capture of w starts from: the newest
+// checkpoint of its workspace, whole for a capture of the workspace; for
+// a capture of one path (before a delete or restore, a per-file version)
+// only that part of it (scopedManifest: found by a binary search, never
+// cached, so it does not evict the manifest a restore is about to read).
+// nil: none (every file is read).
+func (s *ckStore) previous(w wsPath) *ckManifest {
+	cks, err := s.list(w.ws)
+	if err != nil || len(cks) == 0 {
+		return nil
+	}
+	if w.isRoot() {
+		m, _ := s.readManifest(w.ws, cks[0].ID)
+		return m
+	}
+	return s.scopedManifest(w.ws, cks[0].ID, w.rel)
 }
 
 // commitMargin: checkpoint work about to keep its result (a capture
