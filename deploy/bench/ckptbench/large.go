@@ -120,55 +120,7 @@ func largeOnce(work, root, proj string, files, bytes int, limit string) (largeRu
 	defer func() { sc.Stop() }()
 	run.start = benchproc.StatusKB(sc.PID, "VmRSS")
 	cl := workspacev1.NewCheckpointServiceClient(sc.Conn)
-	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: "big"}
-	ctx := context.Background()
-	one := strings.TrimPrefix(largeFile("", 0), "/")
-	var first string
-	list := func() error {
-		// The last file: the manifests' paths are sorted, so it is the
-		// one a streamed lookup reaches last.
-		last := strings.TrimPrefix(largeFile("", files-1), "/")
-		l, err := cl.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: ws, Path: last})
-		if err == nil && len(l.GetCheckpoints()) != 2 {
-			err = fmt.Errorf("list holding %s: %d checkpoints, want 2", last, len(l.GetCheckpoints()))
-		}
-		return err
-	}
-	steps := []func() error{
-		func() error {
-			c, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "first"})
-			first = c.GetId()
-			return err
-		},
-		func() error {
-			buf := make([]byte, bytes)
-			for i := range 10 {
-				rand.Read(buf)
-				if err := os.WriteFile(largeFile(proj, i*(files/10)), buf, 0o644); err != nil {
-					return err
-				}
-			}
-			_, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "second"})
-			return err
-		},
-		func() error {
-			cmp, err := cl.CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: ws, CheckpointId: first})
-			if err == nil && len(cmp.GetChanges()) != 10 {
-				err = fmt.Errorf("compare: %d changes, want 10", len(cmp.GetChanges()))
-			}
-			return err
-		},
-		func() error {
-			cmp, err := cl.CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: ws, CheckpointId: first, Path: one})
-			if err != nil {
-				return err
-			}
-			_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: ws, CheckpointId: first, Path: one, PlanToken: cmp.GetPlanToken()})
-			return err
-		},
-		list,
-		list,
-	}
+	steps := largeSteps(&cl, proj, files, bytes)
 	for i, step := range steps {
 		// The settle wait: files whose ctime is recent are read again; the
 		// sequence runs as an operator would, seconds apart.
@@ -234,4 +186,59 @@ func colL[T any](rs []largeRun, f func(largeRun) T) []T {
 		out[i] = f(r)
 	}
 	return out
+}
+
+// largeSteps is the sequence's calls, in largeCalls' order, made with *cl
+// (the client changes when the sidecar is restarted).
+func largeSteps(cl *workspacev1.CheckpointServiceClient, proj string, files, bytes int) []func() error {
+	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: "big"}
+	ctx := context.Background()
+	one := strings.TrimPrefix(largeFile("", 0), "/")
+	var first string
+	list := func() error {
+		// The last file: the manifests' paths are sorted, so it is the
+		// one a streamed lookup reaches last.
+		last := strings.TrimPrefix(largeFile("", files-1), "/")
+		l, err := (*cl).ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: ws, Path: last})
+		if err == nil && len(l.GetCheckpoints()) != 2 {
+			err = fmt.Errorf("list holding %s: %d checkpoints, want 2", last, len(l.GetCheckpoints()))
+		}
+		return err
+	}
+	steps := []func() error{
+		func() error {
+			c, err := (*cl).CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "first"})
+			first = c.GetId()
+			return err
+		},
+		func() error {
+			buf := make([]byte, bytes)
+			for i := range 10 {
+				rand.Read(buf)
+				if err := os.WriteFile(largeFile(proj, i*(files/10)), buf, 0o644); err != nil {
+					return err
+				}
+			}
+			_, err := (*cl).CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "second"})
+			return err
+		},
+		func() error {
+			cmp, err := (*cl).CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: ws, CheckpointId: first})
+			if err == nil && len(cmp.GetChanges()) != 10 {
+				err = fmt.Errorf("compare: %d changes, want 10", len(cmp.GetChanges()))
+			}
+			return err
+		},
+		func() error {
+			cmp, err := (*cl).CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: ws, CheckpointId: first, Path: one})
+			if err != nil {
+				return err
+			}
+			_, err = (*cl).RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: ws, CheckpointId: first, Path: one, PlanToken: cmp.GetPlanToken()})
+			return err
+		},
+		list,
+		list,
+	}
+	return steps
 }
