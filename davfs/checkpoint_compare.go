@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,9 +85,16 @@ func narrow(root, path string) (string, error) {
 	return "", newErr(CodeInvalidArgument, ReasonInvalidPath, nil, "%q is outside the checkpoint (taken of %q)", path, root)
 }
 
+// inScope is the part of the sorted es within scope: es itself for the
+// whole workspace, a subslice when the part is contiguous, else a copy of
+// the few entries of its range (scopeRange).
 func inScope(es []ckEntry, scope string) []ckEntry {
-	out := es[:0:0]
-	for _, e := range es {
+	r := scopeRange(es, scope)
+	if !slices.ContainsFunc(r, func(e ckEntry) bool { return !within(e.Path, scope) }) {
+		return r[:len(r):len(r)]
+	}
+	out := r[:0:0]
+	for _, e := range r {
 		if within(e.Path, scope) {
 			out = append(out, e)
 		}
@@ -142,11 +150,10 @@ func changesBetween(base, target []ckEntry, pinned map[string]struct{}) []Checkp
 
 // planToken hashes what a restore would change, with the target's facts.
 func planToken(base, target []ckEntry, changes []CheckpointChange) string {
-	bi, ti := indexEntries(base), indexEntries(target)
 	d := sha256.New()
 	for _, c := range changes {
 		fmt.Fprintf(d, "%d\x00%s\x00%d\x00", c.Kind, c.Path, c.Type)
-		for _, e := range []*ckEntry{bi[c.Path], ti[c.Path]} {
+		for _, e := range []*ckEntry{findEntry(base, c.Path), findEntry(target, c.Path)} {
 			if e != nil {
 				fmt.Fprintf(d, "%t\x00%s\x00%o\x00%d\x00%d\x00", e.Dir, e.Hash, e.Mode&0o777, e.Dev, e.Ino)
 			}
@@ -248,7 +255,6 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 
 // addDiffs fills the diffs of out's file changes.
 func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, target []ckEntry, targetStored bool) {
-	bi, ti := indexEntries(base), indexEntries(target)
 	budget := diffBudget
 	for i := range out.Changes {
 		c := &out.Changes[i]
@@ -259,11 +265,11 @@ func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, 
 		var old, cur string
 		st := DiffIncluded
 		if c.Kind != CheckpointAdded {
-			old, st = f.storedText(bi[c.Path])
+			old, st = f.storedText(findEntry(base, c.Path))
 		}
 		if st == DiffIncluded && c.Kind != CheckpointRemoved {
 			if targetStored {
-				cur, st = f.storedText(ti[c.Path])
+				cur, st = f.storedText(findEntry(target, c.Path))
 			} else {
 				cur, st = f.liveText(ctx, ws, c.Path)
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -120,9 +121,14 @@ func TestCheckpointManifestDecodeBounded(t *testing.T) {
 				{"compare", func() error { _, err := e.fs.CompareCheckpoint(bg, ws, bad.ID, "", "", false); return err }},
 				{"restore", func() error { _, err := e.fs.RestoreCheckpoint(bg, ws, bad.ID, "", RestoreOptions{}); return err }},
 				{"list with path", func() error {
+					// A path list reads only the entries it needs (a binary
+					// search of the framed manifest), so a damage elsewhere in
+					// the file may go unseen there: the damaged checkpoint may
+					// be listed, and compare and restore (above) refuse it. The
+					// good one is always listed, and the bound holds.
 					cs, _, err := e.fs.ListCheckpointsHolding(bg, ws, "a.txt")
-					if err == nil && (len(cs) != 1 || cs[0].ID != good.ID) {
-						t.Errorf("list with path = %v, want only the good checkpoint", cs)
+					if err == nil && !slices.ContainsFunc(cs, func(c Checkpoint) bool { return c.ID == good.ID }) {
+						t.Errorf("list with path = %v, want the good checkpoint in it", cs)
 					}
 					return err
 				}},

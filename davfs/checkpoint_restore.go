@@ -96,7 +96,7 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 	}
 	res, err = f.restoreLocked(ctx, ws, id, scope, opts, res)
 	if r := ReasonOf(err); err != nil && res.AutoCheckpoint != "" && res.Changes == nil &&
-		(r == ReasonRevisionMismatch || r == ReasonCheckpointDamaged) {
+		(r == ReasonRevisionMismatch || r == ReasonCheckpointDamaged || errors.Is(err, context.DeadlineExceeded)) {
 		// Refused before anything changed: the undo checkpoint undoes
 		// nothing, and would only push older checkpoints out.
 		_ = f.ck.delete(ws, res.AutoCheckpoint)
@@ -200,7 +200,13 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 	if restoreTestHook != nil {
 		restoreTestHook("verified")
 	}
-	// From here on, things change.
+	if err := beforeCommit(ctx); err != nil {
+		return res, err // too late to finish: nothing changed
+	}
+	// From here on, things change, and the restore finishes whatever
+	// the caller's deadline (it was not within commitMargin): a restore
+	// stopped half way would leave a state that no checkpoint holds.
+	ctx = context.WithoutCancel(ctx)
 	res.Changes = changes
 	if err := f.restoreParents(ws, scope); err != nil {
 		return res, err

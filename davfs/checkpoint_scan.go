@@ -75,28 +75,38 @@ const settleWindow = 25 * time.Millisecond
 const keyMargin = 2 * time.Second
 
 func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*ckManifest) *scanner {
-	refs = slices.DeleteFunc(refs, func(m *ckManifest) bool { return m == nil })
+	// Only the part of each reference inside what is scanned counts (a
+	// one-file compare or restore of a 200,000-entry checkpoint indexes
+	// one entry, not all of them), and the hashes only when capturing.
+	var scoped [][]ckEntry
 	n := 0
 	for _, m := range refs {
-		n += len(m.Entries)
+		if m != nil {
+			es := scopeRange(m.Entries, w.rel)
+			scoped = append(scoped, es)
+			n += len(es)
+		}
 	}
 	// Sized once: growing maps of a 10,000-entry manifest showed in the
 	// second checkpoint's profile.
 	s := &scanner{ctx: ctx, f: f, w: w, store: store, ref: make(map[string]*ckEntry, n),
-		blocked: map[string]struct{}{}, pinned: map[string]struct{}{}, known: make(map[string]*ckEntry, n), out: make([]ckEntry, 0, n)}
+		blocked: map[string]struct{}{}, pinned: map[string]struct{}{}, out: make([]ckEntry, 0, n)}
 	if store != nil {
+		s.known = make(map[string]*ckEntry, n)
 		s.budget = store.captureBudget()
 	}
-	for _, m := range refs {
-		for i := range m.Entries {
-			e := &m.Entries[i]
-			if e.Dir || !validHash(e.Hash) {
+	for _, es := range scoped {
+		for i := range es {
+			e := &es[i]
+			if e.Dir || !validHash(e.Hash) || !within(e.Path, w.rel) {
 				continue
 			}
 			if e.Key {
 				s.ref[e.Path] = e
 			}
-			s.known[e.Hash] = e
+			if store != nil {
+				s.known[e.Hash] = e
+			}
 		}
 	}
 	return s

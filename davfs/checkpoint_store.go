@@ -682,8 +682,10 @@ func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
 	if err != nil || meta.workspace() != ws {
 		return nil, errCheckpointNotFound(id)
 	}
+	s.makeRoom(meta.Files + meta.Dirs)
 	m, err := s.loadManifest(dfd, meta)
 	if err == nil {
+		internPacks(m)
 		s.cache(key, m)
 	}
 	return m, err
@@ -714,6 +716,7 @@ func (s *ckStore) cache(key string, m *ckManifest) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	s.manifests = append([]cachedManifest{{key, m}}, s.manifests[:min(len(s.manifests), manifestCacheSize-1)]...)
+	s.trimCache()
 }
 
 // loadManifest reads, decodes and validates the manifest of meta's
@@ -1049,11 +1052,7 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		// call creates meanwhile can then never evict it, however old.
 		s.hold(id)
 	}
-	var prev *ckManifest
-	if cks, err := s.list(w.ws); err == nil && len(cks) > 0 {
-		prev, _ = s.readManifest(w.ws, cks[0].ID)
-	}
-	sc := newScanner(ctx, f, w, s, prev)
+	sc := newScanner(ctx, f, w, s, s.previous(w))
 	sc.pack = &packWriter{s: s, id: id}
 	defer sc.pack.discard()
 	err := sc.scan()
@@ -1068,6 +1067,9 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		if perr := sc.pack.commit(); perr != nil {
 			err = errStore(perr)
 		}
+	}
+	if err == nil {
+		err = beforeCommit(ctx)
 	}
 	if err == nil && sc.loose > 0 {
 		// One syncfs makes every loose object durable before the manifest
@@ -1113,19 +1115,51 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	return meta.checkpoint(), nil
 }
 
+// previous is the reference a capture of w starts from: the newest
+// checkpoint of its workspace, whole for a capture of the workspace; for
+// a capture of one path (before a delete or restore, a per-file version)
+// only that part of it (scopedManifest: found by a binary search, never
+// cached, so it does not evict the manifest a restore is about to read).
+// nil: none (every file is read).
+func (s *ckStore) previous(w wsPath) *ckManifest {
+	cks, err := s.list(w.ws)
+	if err != nil || len(cks) == 0 {
+		return nil
+	}
+	if w.isRoot() {
+		m, _ := s.readManifest(w.ws, cks[0].ID)
+		return m
+	}
+	return s.scopedManifest(w.ws, cks[0].ID, w.rel)
+}
+
+// commitMargin: checkpoint work about to keep its result (a capture
+// about to write its description, a restore about to make its first
+// change) is abandoned instead when its caller's deadline is closer than
+// this: the answer could not reach the caller in time, and a caller told
+// that a checkpoint failed must never find it kept (issue #23).
+const commitMargin = time.Second
+
+// beforeCommit is ctxErr when ctx is done or its deadline is within
+// commitMargin, else nil.
+func beforeCommit(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ctxErr(ctx)
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < commitMargin {
+		return newErr(CodeUnavailable, ReasonInternal, context.DeadlineExceeded,
+			"the checkpoint work did not finish within the call's deadline; nothing of it was kept")
+	}
+	return nil
+}
+
 func errCheckpointLimit(why string) *Error {
 	return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the checkpoint does not fit: %s; delete checkpoints or raise the limit", why)
 }
 
-// commit writes the manifest, then the description.
+// commit writes the manifest (streamed: writeAtomicManifest), then the
+// description.
 func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
-	mb, err := json.Marshal(m)
-	if err != nil {
-		return errStore(err)
-	}
-	if len(mb) > maxManifestBytes {
-		return errCheckpointLimit("its list of entries is larger than a manifest may be (long paths); checkpoint a part of the workspace")
-	}
 	jb, err := json.Marshal(meta)
 	if err != nil {
 		return errStore(err)
@@ -1139,7 +1173,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 		return errStore(err)
 	}
 	defer unix.Close(dfd)
-	if err := s.writeAtomic(dfd, meta.ID+".manifest", mb); err != nil {
+	if err := s.writeAtomicManifest(dfd, meta.ID+".manifest", m); err != nil {
 		return errStore(err)
 	}
 	if err := s.writeAtomic(dfd, meta.ID+".json", jb); err != nil {

@@ -54,6 +54,14 @@ import (
 // most every BurstHold. A burst of any size thus costs at most
 // BurstEntries entry changes plus one reload per BurstHold.
 //
+// Cost: what the watcher knows of a directory is updated incrementally,
+// by a confined Stat of each name an event named (burst or not), so a
+// write costs the same in a directory of 10 names or of 200,000 (issue
+// #23). The directory is listed again whole only when that cannot be
+// trusted or would cost more: after a kernel queue overflow, and when more
+// than MaxPending names changed before one flush (then once for all of
+// them).
+//
 // Limits: changes inside a subscribed directory's subdirectories are not
 // reported unless those are subscribed too. Renames are paired by inode
 // within one batch of one directory; a move between directories is a
@@ -92,6 +100,7 @@ type WatchConfig struct {
 	Linger               time.Duration // an unsubscribed watch is kept this long [30s]
 	History              int           // changes kept for resuming [4096]
 	Revalidate           time.Duration // how often watched directories are re-resolved [2s]
+	MaxPending           int           // names kept per directory between two flushes; more is one re-list [4096]
 }
 
 func (c WatchConfig) withDefaults() WatchConfig {
@@ -104,6 +113,7 @@ func (c WatchConfig) withDefaults() WatchConfig {
 	positiveOr(&c.Linger, 30*time.Second)
 	positiveOr(&c.History, 4096)
 	positiveOr(&c.Revalidate, 2*time.Second)
+	positiveOr(&c.MaxPending, 4096)
 	return c
 }
 
@@ -177,16 +187,31 @@ type WatchStats struct {
 	Filtered    uint64                  // inotify events dropped by the confinement filter
 	Drops       uint64                  // changes lost to a full subscriber queue
 	Resyncs     map[ResyncReason]uint64 // resync changes sent, by reason
+	Relists     uint64                  // watched directories listed again whole (kernel overflow, more than MaxPending names)
 }
 
 type watchCounters struct {
-	events, filtered, drops atomic.Uint64
-	resyncs                 [len(resyncNames)]atomic.Uint64 // by reason
+	events, filtered, drops, relists atomic.Uint64
+	resyncs                          [len(resyncNames)]atomic.Uint64 // by reason
 }
 
+// knownEntry is what a watch knows of one name: its inode (rename
+// pairing) and a 64-bit FNV-1a digest of its revision (revKey): a
+// directory of 200,000 names keeps 16 bytes per name, not its revision
+// strings.
 type knownEntry struct {
 	ino uint64
-	rev string
+	rev uint64
+}
+
+// revKey is the FNV-1a digest of a revision string. Two revisions of one
+// name with the same digest (a chance of 2^-64) would hide one Modified.
+func revKey(rev string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(rev); i++ {
+		h = (h ^ uint64(rev[i])) * 1099511628211
+	}
+	return h
 }
 
 // dirWatch is one watched directory, shared by its subscribers.
@@ -210,6 +235,7 @@ type dirWatch struct {
 	pending map[string]struct{}
 	self    bool // the directory's own attributes changed
 	burst   bool
+	relist  bool // more than MaxPending names since the last flush: list it again
 	armed   bool
 	hot     bool // the last batch was a burst: hold the next one
 	// names published one by one in the current rate period (a second):
@@ -279,6 +305,7 @@ func (w *Watcher) Stats() WatchStats {
 	st.Events = w.stats.events.Load()
 	st.Filtered = w.stats.filtered.Load()
 	st.Drops = w.stats.drops.Load()
+	st.Relists = w.stats.relists.Load()
 	st.Resyncs = map[ResyncReason]uint64{}
 	for r := ResyncOverflow; int(r) < len(resyncNames); r++ {
 		st.Resyncs[r] = w.stats.resyncs[r].Load()
@@ -483,19 +510,50 @@ func (w *Watcher) acquireLocked(ctx context.Context, p wsPath) (d *dirWatch, fre
 // saw. Only what is published counts (publishLocked).
 func (w *Watcher) snapshot(ctx context.Context, d *dirWatch) (map[string]knownEntry, string, error) {
 	ctx = ForMutation(ctx)
-	es, err := w.f.ReadDir(ctx, d.ws, d.dir)
-	if err != nil {
+	known := map[string]knownEntry{}
+	add := func(es []Entry) {
+		for _, e := range es {
+			known[e.Name] = knownEntry{ino: inoAt(d.fd, e.Name), rev: revKey(e.Revision)}
+		}
+	}
+	if d.root {
+		es, err := w.f.ReadDir(ctx, d.ws, d.dir)
+		if err != nil {
+			return nil, "", err
+		}
+		add(es)
+	} else if err := w.f.eachEntries(ctx, d.w, add); err != nil {
 		return nil, "", err
 	}
 	self, err := w.f.Stat(ctx, d.ws, d.dir)
 	if err != nil {
 		return nil, "", err
 	}
-	known := make(map[string]knownEntry, len(es))
-	for _, e := range es {
-		known[e.Name] = knownEntry{ino: inoAt(d.fd, e.Name), rev: e.Revision}
-	}
 	return known, self.Revision, nil
+}
+
+// snapshotChunk: the entries a snapshot holds at a time (a directory of
+// 200,000 names is read in chunks, never as one slice of Entries).
+const snapshotChunk = 1024
+
+// eachEntries calls fn with the Entries of the directory w (what ReadDir
+// returns, unsorted), snapshotChunk at a time.
+func (f *FS) eachEntries(ctx context.Context, w wsPath, fn func([]Entry)) error {
+	fd, _, items, err := f.listDir(ctx, w)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for len(items) > 0 {
+		n := min(len(items), snapshotChunk)
+		es, err := f.entriesOf(ctx, fd, w, items[:n])
+		if err != nil {
+			return err
+		}
+		fn(es)
+		items = items[n:]
+	}
+	return nil
 }
 
 // inoAt is the inode of name in the directory fd, 0 when it cannot be read.
@@ -605,11 +663,16 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		if now := time.Now(); now.Sub(d.recentAt) > burstPeriod && now.After(d.hotUntil) {
 			d.recentAt, d.recentN = now, 0
 		}
-		if !d.burst {
+		// The names stay pending in a burst too (up to MaxPending): the
+		// flush then stats just those, not the whole directory.
+		if !d.relist {
 			d.pending[name] = struct{}{}
-			if len(d.pending)+d.recentN > w.cfg.BurstEntries {
-				d.burst, d.pending = true, map[string]struct{}{}
+			if len(d.pending) > w.cfg.MaxPending {
+				d.relist, d.pending = true, map[string]struct{}{}
 			}
+		}
+		if len(d.pending)+d.recentN > w.cfg.BurstEntries || d.relist {
+			d.burst = true
 		}
 	}
 	w.armLocked(d)
@@ -675,8 +738,8 @@ func (w *Watcher) flush(d *dirWatch) {
 		w.mu.Unlock()
 		return
 	}
-	names, burst, refresh, self := d.pending, d.burst, d.refresh, d.self
-	d.pending, d.burst, d.armed, d.refresh, d.self = map[string]struct{}{}, false, false, false, false
+	names, burst, relist, refresh, self := d.pending, d.burst, d.relist, d.refresh, d.self
+	d.pending, d.burst, d.relist, d.armed, d.refresh, d.self = map[string]struct{}{}, false, false, false, false, false
 	w.mu.Unlock()
 
 	fd, ok := w.same(d)
@@ -696,6 +759,7 @@ func (w *Watcher) flush(d *dirWatch) {
 		// published is a change (some may have come after the resync the
 		// subscribers were sent), reported like any other, or as one
 		// reload when there is too much of it.
+		w.stats.relists.Add(1)
 		snap, _, err := w.snapshot(ctx, d)
 		if err != nil {
 			w.gone(d)
@@ -712,14 +776,13 @@ func (w *Watcher) flush(d *dirWatch) {
 			}
 		}
 		burst = len(names) > w.cfg.BurstEntries
+		relist = burst
 	}
 	if burst {
-		known, rev, err := w.snapshot(ctx, d)
-		if err != nil {
+		if !w.reload(ctx, d, fd, names, relist || refresh) {
 			w.gone(d)
 			return
 		}
-		d.known, d.rev = known, rev
 		self, _ := w.f.Stat(ctx, d.ws, d.dir)
 		out = append(out, Change{Kind: ChangeDirectory, Path: d.dir, Entry: self})
 	} else {
@@ -734,6 +797,33 @@ func (w *Watcher) flush(d *dirWatch) {
 	}
 	w.publishLocked(d, out, readAt)
 	w.mu.Unlock()
+}
+
+// reload brings what d knows up to date for a Directory change: by a
+// confined Stat of each changed name (names), or, with relist (more names
+// than MaxPending, or after a kernel overflow), by listing the directory
+// again. It is false when the directory cannot be read any more.
+func (w *Watcher) reload(ctx context.Context, d *dirWatch, fd int, names map[string]struct{}, relist bool) bool {
+	if relist {
+		w.stats.relists.Add(1)
+		known, rev, err := w.snapshot(ctx, d)
+		if err != nil {
+			return false
+		}
+		d.known, d.rev = known, rev
+		return true
+	}
+	for name := range names {
+		if e, err := w.f.Stat(ctx, d.ws, childRel(d.dir, name)); err != nil {
+			delete(d.known, name)
+		} else {
+			d.known[name] = knownEntry{ino: inoAt(fd, name), rev: revKey(e.Revision)}
+		}
+	}
+	if self, err := w.f.Stat(ctx, d.ws, d.dir); err == nil {
+		d.rev = self.Revision
+	}
+	return true
 }
 
 // diff stats each changed name through the confined Stat (ctx is flush's,
@@ -758,12 +848,12 @@ func (w *Watcher) diff(ctx context.Context, d *dirWatch, fd int, names map[strin
 			continue
 		}
 		ino := inoAt(fd, name)
-		d.known[name] = knownEntry{ino: ino, rev: e.Revision}
+		d.known[name] = knownEntry{ino: ino, rev: revKey(e.Revision)}
 		switch {
 		case !had:
 			created[ino] = len(out)
 			out = append(out, Change{Kind: ChangeCreated, Path: rel, Entry: e})
-		case old.rev != e.Revision:
+		case old.rev != revKey(e.Revision):
 			out = append(out, Change{Kind: ChangeModified, Path: rel, Entry: e})
 		}
 	}

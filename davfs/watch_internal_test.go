@@ -742,3 +742,57 @@ func TestWatchParentMovedOrSwapped(t *testing.T) {
 		})
 	}
 }
+
+// A burst in a large directory is applied name by name (issue #23: a
+// watched 200,000-entry folder was listed again every BurstHold while the
+// agent wrote): no re-list, and afterwards the watch knows each name the
+// burst touched. Past MaxPending names before one flush, one re-list.
+func TestWatchBurstIsIncremental(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mkdir("projects/demo/big")
+	dir := filepath.Join(e.projects, "demo/big")
+	for i := range 3000 {
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("old%04d", i)), []byte("x"), 0o644))
+	}
+	w := newWatcher(t, e, WatchConfig{MaxPending: 100})
+	s := subscribe(t, w, proj("demo"), "big")
+	burst := func(prefix string, n int) {
+		for i := range n {
+			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s%04d", prefix, i)), []byte("y"), 0o644))
+		}
+		must(t, os.Remove(filepath.Join(dir, "old0000")))
+		must(t, os.WriteFile(filepath.Join(dir, "old0000"), []byte("back"), 0o644))
+		time.Sleep(time.Second)
+	}
+	reload := func() {
+		t.Helper()
+		for c := next(t, s); c.Kind != ChangeDirectory; c = next(t, s) {
+		}
+	}
+	burst("new", 90) // over BurstEntries (64), within MaxPending
+	reload()
+	if n := w.Stats().Relists; n != 0 {
+		t.Fatalf("a burst of 90 (MaxPending 100) listed the directory %d times", n)
+	}
+	// What the burst touched is known: a write is Modified, a removal Removed.
+	time.Sleep(time.Second) // past the burst's hold
+	e.write("projects/demo/big/new0007", "changed")
+	if c := until(t, s, "big/new0007"); c[len(c)-1].Kind != ChangeModified {
+		t.Fatalf("after the burst, a write of one of its names: %+v", c[len(c)-1])
+	}
+	must(t, os.Remove(filepath.Join(dir, "new0008")))
+	if c := until(t, s, "big/new0008"); c[len(c)-1].Kind != ChangeRemoved {
+		t.Fatalf("after the burst, a removal of one of its names: %+v", c[len(c)-1])
+	}
+
+	burst("more", 2000) // over MaxPending before a flush: a re-list
+	reload()
+	if n := w.Stats().Relists; n < 1 {
+		t.Fatalf("a burst of 2000 (MaxPending 100): %d re-lists, want one", n)
+	}
+	time.Sleep(2 * time.Second)
+	e.write("projects/demo/big/more0400", "changed")
+	if c := until(t, s, "big/more0400"); c[len(c)-1].Kind != ChangeModified {
+		t.Fatalf("after the re-list, a write of one of its names: %+v", c[len(c)-1])
+	}
+}

@@ -12,7 +12,12 @@
 // gRPC on 127.0.0.1. Runs are interleaved (tar, checkpoint, tar, ...) and
 // the median is reported with every run's value.
 //
+// Then the large project of issue #23 (large.go): 199,000 files, each call
+// of an operator's sequence timed, with the sidecar's peak memory, with and
+// without GOMEMLIMIT.
+//
 // Usage (from the repository root): go run ./deploy/bench/ckptbench [-runs 5] [-files 10000] [-mib 100]
+// [-large 199000] [-large-runs 3] [-gomemlimit 400MiB] [-only-large]
 package main
 
 import (
@@ -36,8 +41,18 @@ func main() {
 	files := flag.Int("files", 10000, "files in the project")
 	mib := flag.Int("mib", 100, "MiB in the project")
 	dir := flag.String("dir", "", "work directory (default: bin/ckptbench, on the repository's disk)")
+	large := flag.Int("large", 199000, "files of the large project (0: skip it)")
+	largeBytes := flag.Int("large-bytes", 512, "bytes of each file of the large project")
+	largeRuns := flag.Int("large-runs", 3, "rounds of the large project (each: without and with -gomemlimit)")
+	limit := flag.String("gomemlimit", "400MiB", "GOMEMLIMIT of the sidecar in the large project's second run of each round")
+	onlyLarge := flag.Bool("only-large", false, "run only the large project")
 	flag.Parse()
-	benchproc.Exit("ckptbench", run(*runs, *files, *mib, *dir))
+	if !*onlyLarge {
+		benchproc.Exit("ckptbench", run(*runs, *files, *mib, *dir))
+	}
+	if *large > 0 {
+		benchproc.Exit("ckptbench", runLarge(*largeRuns, *large, *largeBytes, *limit, ""))
+	}
 }
 
 type sample struct {

@@ -11,7 +11,12 @@
 // figure is latency, not throughput. Everything runs on 127.0.0.1 in a temp
 // directory and is bounded by -writes and a per-write deadline.
 //
+// Then a watched folder of 200,000 files with a writer (large.go): the
+// sidecar's CPU and memory beside a raw fsnotify watcher of the same
+// folder in the same run.
+//
 // Usage (from the repository root): go run ./deploy/bench/watchbench [-writes 1000] [-subscribers 100]
+// [-large 200000] [-large-rate 200] [-large-for 10s] [-large-runs 3] [-only-large]
 package main
 
 import (
@@ -32,11 +37,25 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == rawWatchArg {
+		benchproc.Exit("watchbench raw watcher", rawWatch(os.Args[2]))
+		return
+	}
 	writes := flag.Int("writes", 1000, "measured writes")
 	subs := flag.Int("subscribers", 100, "subscribers for the memory figure")
 	dirsPer := flag.Int("dirs", 8, "directories each memory subscriber watches (shared between subscribers)")
+	large := flag.Int("large", 200000, "files of the large watched folder (0: skip it)")
+	rate := flag.Int("large-rate", 200, "writes a second into the large folder")
+	secs := flag.Duration("large-for", 10*time.Second, "how long the writer writes into the large folder")
+	rounds := flag.Int("large-runs", 3, "rounds of the large folder")
+	onlyLarge := flag.Bool("only-large", false, "run only the large folder")
 	flag.Parse()
-	benchproc.Exit("watchbench", run(*writes, *subs, *dirsPer))
+	if !*onlyLarge {
+		benchproc.Exit("watchbench", run(*writes, *subs, *dirsPer))
+	}
+	if *large > 0 {
+		benchproc.Exit("watchbench", runLarge(*rounds, *large, *rate, *secs))
+	}
 }
 
 func run(writes, subs, dirsPer int) error {

@@ -27,6 +27,12 @@ import (
 // DefaultSidecarTimeout applies when an agent's sidecar.timeout is omitted.
 const DefaultSidecarTimeout = 10 * time.Second
 
+// DefaultCheckpointTimeout applies when an agent's
+// sidecar.checkpointTimeout is omitted: the deadline of the calls that
+// take, restore, compare or remove checkpoints (a first checkpoint of a
+// 200,000-file project takes longer than DefaultSidecarTimeout).
+const DefaultCheckpointTimeout = 5 * time.Minute
+
 // RoleAdmin is the only role that may use the gateway (PRD §4.1).
 const RoleAdmin = "admin"
 
@@ -146,6 +152,19 @@ type Sidecar struct {
 	Endpoint    string         `yaml:"endpoint"`
 	DavEndpoint string         `yaml:"davEndpoint"`
 	Timeout     *time.Duration `yaml:"timeout"`
+	// CheckpointTimeout is the deadline of checkpoint calls (create,
+	// restore, compare, list, delete; project and recursive deletes, which
+	// take one first). The sidecar abandons such a call at its deadline
+	// and keeps nothing of it.
+	CheckpointTimeout *time.Duration `yaml:"checkpointTimeout"`
+}
+
+// CheckpointCallTimeout is the deadline of this sidecar's checkpoint calls.
+func (s *Sidecar) CheckpointCallTimeout() time.Duration {
+	if s == nil || s.CheckpointTimeout == nil {
+		return max(DefaultCheckpointTimeout, s.CallTimeout())
+	}
+	return *s.CheckpointTimeout
 }
 
 // CallTimeout is the per-call deadline for this sidecar.
@@ -362,6 +381,10 @@ func (c *Config) Validate() error {
 			}
 		}
 		positive(key+".sidecar.timeout", s.Timeout)
+		positive(key+".sidecar.checkpointTimeout", s.CheckpointTimeout)
+		if s.CheckpointTimeout != nil && *s.CheckpointTimeout > 0 && *s.CheckpointTimeout < s.CallTimeout() {
+			bad(key+".sidecar.checkpointTimeout", "must be at least sidecar.timeout (%v)", s.CallTimeout())
+		}
 	}
 	c.AgentRuntime.validateTLS(bad)
 	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" {

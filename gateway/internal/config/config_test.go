@@ -46,6 +46,9 @@ func TestDesignExampleIsValid(t *testing.T) {
 	if got := c.AgentRuntime.Agents["codex-a"].Sidecar.CallTimeout().String(); got != "10s" {
 		t.Errorf("timeout = %s", got)
 	}
+	if got := c.AgentRuntime.Agents["codex-a"].Sidecar.CheckpointCallTimeout(); got != DefaultCheckpointTimeout {
+		t.Errorf("checkpoint timeout = %s, want the default %s", got, DefaultCheckpointTimeout)
+	}
 	if c.AgentRuntime.Agents["codex-b"].Sidecar != nil {
 		t.Error("codex-b must have no sidecar")
 	}
@@ -65,6 +68,8 @@ func TestValidate(t *testing.T) {
       codexAppServer`), []string{"agentRuntime.agents.codex-a.provider"}},
 		{"zero timeout", r(`timeout: 10s`, `timeout: 0s`), []string{"agentRuntime.agents.codex-a.sidecar.timeout"}},
 		{"negative timeout", r(`timeout: 10s`, `timeout: -5s`), []string{"agentRuntime.agents.codex-a.sidecar.timeout"}},
+		{"zero checkpoint timeout", r(`timeout: 10s`, "timeout: 10s\n        checkpointTimeout: 0s"), []string{"agentRuntime.agents.codex-a.sidecar.checkpointTimeout"}},
+		{"checkpoint timeout below timeout", r(`timeout: 10s`, "timeout: 10s\n        checkpointTimeout: 5s"), []string{"agentRuntime.agents.codex-a.sidecar.checkpointTimeout: must be at least sidecar.timeout"}},
 		{"empty endpoint", r(`endpoint: "agent-codex-a-sidecar:9091"`, `endpoint: ""`), []string{"agentRuntime.agents.codex-a.sidecar.endpoint"}},
 		{"url endpoint", r(`endpoint: "agent-codex-a-sidecar:9091"`, `endpoint: "http://x:1"`), []string{"sidecar.endpoint"}},
 		{"bad dav endpoint", r(`davEndpoint: "https://agent-codex-a-sidecar:9092"`, `davEndpoint: "ftp://x"`), []string{"sidecar.davEndpoint"}},

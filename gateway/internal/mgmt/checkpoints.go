@@ -23,7 +23,9 @@ type Checkpoints struct {
 func (s *Service) Checkpoints() *Checkpoints { return &Checkpoints{s: s} }
 
 // routedCheckpoint is routed with the agent's CheckpointService client.
+// Every checkpoint call has the long deadline (sidecar.checkpointTimeout).
 func routedCheckpoint[T any](ctx context.Context, c *Checkpoints, cl call, fn func(context.Context, workspacev1.CheckpointServiceClient) (T, error)) (T, error) {
+	cl.long = true
 	return routed(ctx, c.s, cl, func(ctx context.Context, _ workspacev1.WorkspaceServiceClient) (T, error) {
 		// routed calls fn only for a configured agent with a sidecar.
 		return fn(ctx, workspacev1.NewCheckpointServiceClient(c.s.agents[cl.agentID].conn))

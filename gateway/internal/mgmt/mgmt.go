@@ -15,6 +15,7 @@ package mgmt
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -51,8 +52,10 @@ type agent struct {
 	id       string
 	provider string
 	timeout  time.Duration
-	conn     *grpc.ClientConn
-	client   workspacev1.WorkspaceServiceClient
+	// long is the deadline of checkpoint calls (call.long).
+	long   time.Duration
+	conn   *grpc.ClientConn
+	client workspacev1.WorkspaceServiceClient
 }
 
 // Service is the in-process WorkspaceManagementService.
@@ -131,6 +134,7 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 			ag.conn = conn
 			ag.client = workspacev1.NewWorkspaceServiceClient(conn)
 			ag.timeout = a.Sidecar.CallTimeout()
+			ag.long = a.Sidecar.CheckpointCallTimeout()
 		}
 		s.agents[id] = ag
 	}
@@ -181,6 +185,9 @@ type call struct {
 	// the sidecar took before the mutation (its ID from the response), so
 	// that it gets its own create_checkpoint record.
 	auto *autoCheckpoint
+	// long: checkpoint work (sidecar.checkpointTimeout): the call takes,
+	// restores, compares or removes checkpoints, or takes one first.
+	long bool
 }
 
 // autoID is the automatic checkpoint's ID: from the response, or, when the
@@ -259,13 +266,21 @@ func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Cont
 	start := s.now()
 	ag, id, agentLabel, err := s.sidecarFor(ctx, c.agentID, "project management")
 	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, ag.timeout)
+		timeout := ag.timeout
+		if c.long {
+			timeout = ag.long
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		cctx = metadata.NewOutgoingContext(cctx, metadata.Pairs(
 			requestid.MetadataKey, requestid.From(ctx),
 			OperatorMetadataKey, id.Operator,
 		))
 		out, err = fn(cctx, ag.client)
 		err = rewrap(cctx, err, c.agentID)
+		if c.long && ctx.Err() == nil && abandoned(cctx, err) {
+			err = Error(codes.Unavailable, workspacev1.ErrorReason_SIDECAR_UNAVAILABLE, fmt.Sprintf(
+				"the checkpoint work did not finish within agentRuntime.agents.%s.sidecar.checkpointTimeout (%v); the sidecar abandons it at that deadline and keeps no checkpoint of it; try again, or raise the timeout", c.agentID, timeout))
+		}
 		cancel()
 	}
 	s.observe(c.action, agentLabel, err, start)
@@ -302,6 +317,25 @@ func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Cont
 		s.audit.Record(ctx, rec)
 	}
 	return out, err
+}
+
+// abandonWindow: the sidecar abandons checkpoint work that would keep its
+// result less than a second before its caller's deadline (davfs
+// commitMargin) and answers at once; an error of the kind it answers
+// then, this close to the deadline, is that abandonment.
+const abandonWindow = 2 * time.Second
+
+// abandoned reports whether err, the rewrapped error of a checkpoint call
+// with ctx, means its deadline passed or the sidecar abandoned the work at
+// its deadline (nothing of it is kept either way).
+func abandoned(ctx context.Context, err error) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	code, reason := status.Code(err), errtable.Reason(status.Convert(err))
+	return ok && time.Until(d) < abandonWindow && (code == codes.Unavailable || code == codes.Internal) &&
+		(reason == workspacev1.ErrorReason_SIDECAR_UNAVAILABLE.String() || reason == workspacev1.ErrorReason_INTERNAL.String())
 }
 
 func (s *Service) observe(action, agentID string, err error, start time.Time) {
@@ -352,7 +386,7 @@ func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateAgen
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteAgentProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
 	auto := &autoCheckpoint{reason: "before_project_delete"}
 	return routed(ctx, s, call{action: "delete_project", agentID: req.GetAgentId(), mutation: true, scope: "PROJECT", project: req.GetName(),
-		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto},
+		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto, long: !req.GetSkipCheckpoint()},
 		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.DeleteProjectResponse, error) {
 			var tr metadata.MD
 			out, err := cl.DeleteProject(ctx, &workspacev1.DeleteProjectRequest{Name: req.GetName(), ConfirmName: req.GetConfirmName(),
@@ -408,7 +442,7 @@ func (s *Service) DeleteProjectEntry(ctx context.Context, req *workspacev1.Delet
 	scope, project := scopeOf(req.GetWorkspace())
 	auto := &autoCheckpoint{reason: "before_delete", path: req.GetPath()}
 	return routed(ctx, s, call{action: "delete_entry", agentID: req.GetAgentId(), mutation: true, scope: scope, project: project, source: req.GetPath(),
-		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto},
+		skipCheckpoint: req.GetSkipCheckpoint(), auto: auto, long: req.GetRecursive() && !req.GetSkipCheckpoint()},
 		func(ctx context.Context, cl workspacev1.WorkspaceServiceClient) (*workspacev1.DeleteEntryResponse, error) {
 			var tr metadata.MD
 			out, err := cl.DeleteEntry(ctx, &workspacev1.DeleteEntryRequest{Workspace: req.GetWorkspace(), Path: req.GetPath(),
