@@ -81,7 +81,8 @@ func (c CheckpointsConfig) validateDir(p ProjectConfig, bad badFunc) {
 	const key = "services.checkpoints.dir"
 	root, codex := filepath.Clean(p.ProjectsRootDir), filepath.Clean(p.CodexHomeDir)
 	if c.Dir == "" {
-		if !c.OnAgentVolume {
+		// Checkpoints off: no store, so none to place.
+		if c.Enabled && !c.OnAgentVolume {
 			bad(key, "must be set (an absolute path outside projectsRootDir and codexHomeDir, default %s)", DefaultCheckpointDir)
 		}
 		return

@@ -352,6 +352,7 @@ func TestCheckpointsConfig(t *testing.T) {
 		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints\n":                           "services.checkpoints.dir: is on the agent's volume",
 		"services:\n  checkpoints:\n    dir: \"\"\n":                                                        "services.checkpoints.dir: must be set",
 		"services:\n  checkpoints:\n    dir: \"\"\n    onAgentVolume: true\n":                               "",
+		"services:\n  checkpoints:\n    enabled: false\n    dir: \"\"\n":                                    "",
 		"services:\n  checkpoints:\n    dir: /data/projects/.agent-checkpoints/\n    onAgentVolume: true\n": "",
 		"services:\n  checkpoints:\n    onAgentVolume: true\n":                                              "services.checkpoints.onAgentVolume: true needs services.checkpoints.dir empty or projectsRootDir/.agent-checkpoints",
 		"services:\n  checkpoints:\n    dir: /srv/ckpt\n    maxAge: 1h\n":                                   "",
