@@ -116,7 +116,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		// session.SyncTimeout).
 		signOut, ready = peers, peers.Ready
 	}
-	slots, err := uploads.New(cfg.Limits.Uploads(), reg)
+	slots, err := uploads.New(cfg.Limits.Uploads(), func(id string) bool { _, ok := cfg.AgentRuntime.Agents[id]; return ok }, reg)
 	if err != nil {
 		return nil, err
 	}

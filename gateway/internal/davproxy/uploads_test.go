@@ -21,7 +21,7 @@ func uploadProxy(t *testing.T, upstream string) (*httptest.Server, *uploads.Slot
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots, err := uploads.New(1, nil)
+	slots, err := uploads.New(1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ const Reason = "TOO_MANY_UPLOADS"
 // Slots is the per-agent counter. A nil *Slots has no cap.
 type Slots struct {
 	max      int
+	known    func(agent string) bool
 	inFlight *prometheus.GaugeVec
 	refused  *prometheus.CounterVec
 
@@ -37,12 +38,15 @@ type Slots struct {
 }
 
 // New returns slots of max per agent (max <= 0: no cap, nil), with their
-// metrics registered in reg (nil: unregistered).
-func New(max int, reg prometheus.Registerer) (*Slots, error) {
+// metrics registered in reg (nil: unregistered). Only an agent known
+// reports true for is counted (nil: every agent): a request naming an
+// agent that does not exist is answered 404 further on, and must not add
+// a metric series per made-up name.
+func New(max int, known func(agent string) bool, reg prometheus.Registerer) (*Slots, error) {
 	if max <= 0 {
 		return nil, nil
 	}
-	s := &Slots{max: max, n: map[string]int{},
+	s := &Slots{max: max, known: known, n: map[string]int{},
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "agent_gateway_uploads_in_flight",
 			Help: "Request bodies in flight by agent (each holds one of limits.uploadsPerAgent slots until it is read to its end).",
@@ -73,7 +77,7 @@ func HasBody(r *http.Request) bool {
 // than once), or ok=false, counted as refused on surface, when the agent is
 // at the cap.
 func (s *Slots) Acquire(agent, surface string) (release func(), ok bool) {
-	if s == nil {
+	if s == nil || (s.known != nil && !s.known(agent)) {
 		return func() {}, true
 	}
 	s.mu.Lock()

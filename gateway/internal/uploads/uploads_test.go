@@ -23,7 +23,7 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 
 func TestSlots(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s, err := New(2, reg)
+	s, err := New(2, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +55,14 @@ func TestSlots(t *testing.T) {
 }
 
 func TestNoCapAndBodyEnd(t *testing.T) {
-	s, err := New(0, nil)
+	s, err := New(0, nil, nil)
 	if err != nil || s != nil {
 		t.Fatalf("New(0) = %v, %v; want no cap", s, err)
 	}
 	if _, ok := s.Acquire("a", "rest"); !ok {
 		t.Fatal("no cap refused")
 	}
-	c, _ := New(1, nil)
+	c, _ := New(1, nil, nil)
 	rel, _ := c.Acquire("a", "rest")
 	b := Body(io.NopCloser(strings.NewReader("xy")), rel)
 	if _, ok := c.Acquire("a", "rest"); ok {
@@ -73,5 +73,39 @@ func TestNoCapAndBodyEnd(t *testing.T) {
 	}
 	if _, ok := c.Acquire("a", "rest"); !ok {
 		t.Fatal("slot not freed at the body's end")
+	}
+}
+
+// An agent the gateway does not know is never counted: a made-up name
+// (answered 404 further on) adds no slot and no metric series.
+func TestUnknownAgentNotCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, err := New(1, func(id string) bool { return id == "codex-a" }, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, ok := s.Acquire("made-up", "rest"); !ok {
+			t.Fatal("an unknown agent was refused a slot")
+		}
+	}
+	if _, ok := s.Acquire("codex-a", "rest"); !ok {
+		t.Fatal("codex-a refused its first slot")
+	}
+	if _, ok := s.Acquire("codex-a", "rest"); ok {
+		t.Fatal("codex-a got a second slot over its cap of 1")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == "made-up" {
+					t.Errorf("%s has a series for the unknown agent", mf.GetName())
+				}
+			}
+		}
 	}
 }
