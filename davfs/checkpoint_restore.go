@@ -465,7 +465,15 @@ func (s *ckStore) verifyObjects(ctx context.Context, id string, changes []Checkp
 		if err := ctx.Err(); err != nil {
 			return ctxErr(ctx)
 		}
-		if err := s.verifyObject(e, buf); err != nil {
+		if err := s.verifyObject(ctx, e, buf); err != nil {
+			if ctx.Err() != nil {
+				return ctxErr(ctx)
+			}
+			if transientErrno(err) {
+				// The store could not be read just now (out of fds or
+				// memory): the checkpoint is not known to be damaged.
+				return errStore(err)
+			}
 			return errObjectDamaged(id, c.Path, err)
 		}
 	}
@@ -473,14 +481,15 @@ func (s *ckStore) verifyObjects(ctx context.Context, id string, changes []Checkp
 }
 
 // verifyObject reads the stored bytes of e and checks their size and hash.
-func (s *ckStore) verifyObject(e *ckEntry, buf []byte) error {
+// A large object's check ends as soon as ctx does.
+func (s *ckStore) verifyObject(ctx context.Context, e *ckEntry, buf []byte) error {
 	obj, err := s.openObject(e)
 	if err != nil {
 		return err
 	}
 	defer obj.Close()
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, io.LimitReader(obj, e.Size+1), buf)
+	n, err := io.CopyBuffer(h, ctxReader{ctx, io.LimitReader(obj, e.Size+1)}, buf)
 	switch {
 	case err != nil:
 		return err
@@ -490,4 +499,28 @@ func (s *ckStore) verifyObject(e *ckEntry, buf []byte) error {
 		return errors.New("object hash differs")
 	}
 	return nil
+}
+
+// transientErrno reports whether err is an errno that says nothing about
+// the stored data: the process ran out of fds or memory, or was
+// interrupted.
+func transientErrno(err error) bool {
+	switch errnoOf(err) {
+	case unix.EMFILE, unix.ENFILE, unix.ENOMEM, unix.EAGAIN, unix.EINTR:
+		return true
+	}
+	return false
+}
+
+// ctxReader reads r until ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
