@@ -1,7 +1,8 @@
 // Fails (exit 1) when the portal's own modules import each other in a circle,
 // counting type-only and dynamic imports too, or when a feature module
-// (src/features/) imports the page's composition (context.ts, app.ts): each
-// feature is handed a narrow context (src/features/ports.ts) instead.
+// (src/features/) imports the page's composition (context.ts, app.ts) or
+// another feature: each feature is handed a narrow context
+// (src/features/ports.ts) instead.
 // Usage: node scripts/import-cycles.mjs [srcDir]
 import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -10,6 +11,12 @@ import { fileURLToPath } from 'node:url';
 const root = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src'));
 const SPEC = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
 const COMPOSITION = new Set(['context.ts', 'app.ts']);
+// Within features/, a module imports only ports.ts and the other half of
+// its own feature: features reach one another through their context.
+const SAME_FEATURE = new Map([
+  ['features/liveHooks.ts', ['features/live.ts']],
+  ['features/checkpoints.ts', ['features/checkpointPanel.ts']],
+]);
 
 function sources(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -66,6 +73,10 @@ for (const [f, deps] of graph) {
   if (!rel(f).startsWith('features/')) continue;
   for (const d of deps) {
     if (COMPOSITION.has(rel(d))) problems.push(`${rel(f)} imports ${rel(d)}: a feature gets a narrow context (features/ports.ts)`);
+    const peer = rel(d).startsWith('features/') && rel(d) !== 'features/ports.ts';
+    if (peer && !(SAME_FEATURE.get(rel(f)) ?? []).includes(rel(d))) {
+      problems.push(`${rel(f)} imports ${rel(d)}: features reach one another through their context (features/ports.ts)`);
+    }
   }
 }
 if (problems.length) {
