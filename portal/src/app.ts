@@ -1,6 +1,6 @@
 // The Agents page's composition root: creates the one app state
 // (state/appState.ts), the API clients, the editor and the draft store, and
-// the feature modules (src/features/, views/checkpointHooks.ts, liveHooks.ts),
+// the feature modules (src/features/),
 // hands each of them this object as its context (context.ts), renders the
 // state (views/) once per microtask, and listens to the window (unload,
 // Back/Forward, Ctrl+S). What each feature does is in its own module.
@@ -9,21 +9,21 @@ import { createApi, type Api } from './api/client';
 import { createCheckpointApi, type CheckpointApi } from './api/checkpoints';
 import type { AppContext } from './context';
 import { Agents } from './features/agents';
+import { CheckpointHooks } from './features/checkpoints';
 import { Editor } from './features/editor';
+import type { LiveController } from './features/live';
+import { createLive } from './features/liveHooks';
 import { Projects } from './features/projects';
 import { Routing } from './features/routing';
 import { Session } from './features/session';
 import { Tree } from './features/tree';
 import { TreeActions } from './features/treeActions';
-import type { LiveController } from './live';
-import { createLive } from './liveHooks';
 import { freshAppState, type AppState, type Notice } from './state/appState';
 import { noteOutcome, unavailableFeature, type Feature } from './state/features';
 import { browserStorage, Drafts } from './state/drafts';
 import * as ed from './state/editorState';
 import { LazyEditor } from './ui/lazyEditor';
 import { agentsPageView } from './views/agents';
-import { CheckpointHooks } from './views/checkpointHooks';
 import { loadingView, loginView, noAccessView, startErrorView } from './views/login';
 
 export class App implements AppContext {
@@ -43,7 +43,7 @@ export class App implements AppContext {
   readonly treeActions: TreeActions = new TreeActions(this);
   readonly files: Editor = new Editor(this);
   readonly checkpoints: CheckpointHooks = new CheckpointHooks(this);
-  /** Live changes: the watch stream of what is on screen (live.ts). */
+  /** Live changes: the watch stream of what is on screen (features/live.ts). */
   readonly live: LiveController = createLive(this);
   #scheduled = false;
 
@@ -51,7 +51,7 @@ export class App implements AppContext {
     this.root = root;
     const csrf = () => this.state.session?.csrf_token ?? '';
     // Deletes and checkpoint calls tell whether the agent's checkpoints
-    // (and the watch stream, liveHooks.ts) are available: the banner.
+    // (and the watch stream, features/liveHooks.ts) are available: the banner.
     this.api = createApi({
       csrf,
       failed: (agentId, err) => {

@@ -3,15 +3,22 @@
 // the previous agent stays on the page). The top bar is views/agents.ts.
 import { asApiError, isUnauthenticated } from '../api/errors';
 import type { Agent } from '../api/types';
-import type { AppContext } from '../context';
+import type { AgentsPort, FilesPort, ProjectsPort, RoutingPort, Shell } from './ports';
 import { initialAgent } from '../state/agents';
 import { parseRoute } from '../state/route';
 import { closeMenu } from '../ui/menu';
 
-export class Agents {
-  readonly #c: AppContext;
+/** What the agent selector needs of the page (a narrow part of context.ts, ports.ts). */
+export interface AgentsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'editor' | 'api'> {
+  readonly routing: Pick<RoutingPort, 'syncUrl' | 'apply'>;
+  readonly projects: Pick<ProjectsPort, 'load'>;
+  readonly files: Pick<FilesPort, 'loadEditor' | 'confirmDiscard'>;
+}
 
-  constructor(c: AppContext) {
+export class Agents implements AgentsPort {
+  readonly #c: AgentsContext;
+
+  constructor(c: AgentsContext) {
     this.#c = c;
   }
 

@@ -6,7 +6,7 @@
 import { html, type TemplateResult } from 'lit-html';
 import { asApiError, isUnauthenticated } from '../api/errors';
 import type { Entry, GetFileResponse, WorkspaceRef } from '../api/types';
-import type { AppContext } from '../context';
+import type { FilesPort, SessionPort, Shell, TreeActionsPort } from './ports';
 import type { AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { closesWhenGone, draftStep, listingsAfterSave, openWithDraft, refreshReplaces, stillOpen, undoRevertApplies, workspaceOf } from '../state/fileFlow';
@@ -18,13 +18,19 @@ import { confirmDialog, conflictDialog, copyText } from '../ui/dialogs';
 import type { LazyEditor } from '../ui/lazyEditor';
 import { editorView } from '../views/editor';
 
-export class Editor {
-  readonly #c: AppContext;
+/** What the open file needs of the page (a narrow part of context.ts, ports.ts). */
+export interface EditorContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'drafts' | 'api' | 'editor'> {
+  readonly treeActions: Pick<TreeActionsPort, 'afterMutation'>;
+  readonly session: Pick<SessionPort, 'reauthenticate'>;
+}
+
+export class Editor implements FilesPort {
+  readonly #c: EditorContext;
   #draftTimer: ReturnType<typeof setTimeout> | null = null;
   /** The text the editor was last loaded with: the separators restored on every edit come from it. */
   #editorBase = '';
 
-  constructor(c: AppContext) {
+  constructor(c: EditorContext) {
     this.#c = c;
   }
 

@@ -4,7 +4,7 @@
 import { html } from 'lit-html';
 import { asApiError, isUnauthenticated } from '../api/errors';
 import type { Project } from '../api/types';
-import type { AppContext } from '../context';
+import type { AgentsPort, CheckpointsPort, FilesPort, ProjectsPort, Shell, TreePort } from './ports';
 import { GLOBAL, project, type AgentState, type Tab } from '../state/appState';
 import * as ed from '../state/editorState';
 import { projectNameProblem } from '../state/names';
@@ -14,10 +14,18 @@ import { newTree, workspaceKey } from '../state/tree';
 import { confirmDialog, promptDialog } from '../ui/dialogs';
 import { deleteWithOverride } from '../views/deleteOverride';
 
-export class Projects {
-  readonly #c: AppContext;
+/** What the project list needs of the page (a narrow part of context.ts, ports.ts). */
+export interface ProjectsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'api'> {
+  readonly files: Pick<FilesPort, 'confirmDiscard' | 'closeFile'>;
+  readonly tree: Pick<TreePort, 'reloadDir'>;
+  readonly checkpoints: Pick<CheckpointsPort, 'open'>;
+  readonly agents: Pick<AgentsPort, 'current'>;
+}
 
-  constructor(c: AppContext) {
+export class Projects implements ProjectsPort {
+  readonly #c: ProjectsContext;
+
+  constructor(c: ProjectsContext) {
     this.#c = c;
   }
 

@@ -2,7 +2,7 @@
 // (reload, Back, Forward, a link) brings the page to its place: agent, tab,
 // project, and the file with the folders above it expanded.
 import type { WorkspaceRef } from '../api/types';
-import type { AppContext } from '../context';
+import type { AgentsPort, FilesPort, ProjectsPort, RoutingPort, Shell, TreePort } from './ports';
 import { GLOBAL, project, type AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { joinPath } from '../state/names';
@@ -10,10 +10,18 @@ import { formatRoute, parseRoute, placeOf, type Route } from '../state/route';
 import type { AgentScope } from '../state/scope';
 import { dirState, workspaceKey } from '../state/tree';
 
-export class Routing {
-  readonly #c: AppContext;
+/** What the URL handling needs of the page (a narrow part of context.ts, ports.ts). */
+export interface RoutingContext extends Pick<Shell, 'state' | 'update'> {
+  readonly files: Pick<FilesPort, 'closeFile' | 'openFile' | 'confirmDiscard'>;
+  readonly projects: Pick<ProjectsPort, 'select' | 'selectTab'>;
+  readonly tree: Pick<TreePort, 'reloadDir'>;
+  readonly agents: Pick<AgentsPort, 'select' | 'current'>;
+}
 
-  constructor(c: AppContext) {
+export class Routing implements RoutingPort {
+  readonly #c: RoutingContext;
+
+  constructor(c: RoutingContext) {
     this.#c = c;
   }
 

@@ -4,17 +4,23 @@
 // back to the login form. The screens are in views/login.ts.
 import { describeError, isUnauthenticated } from '../api/errors';
 import { currentSession, login, logout, type SessionState } from '../api/session';
-import type { AppContext } from '../context';
+import type { AgentsPort, FilesPort, SessionPort, Shell } from './ports';
 import * as ed from '../state/editorState';
 import { isStale } from '../state/scope';
 import { signInDialog } from '../ui/dialogs';
 
-export class Session {
-  readonly #c: AppContext;
+/** What the session needs of the page (a narrow part of context.ts, ports.ts). */
+export interface SessionContext extends Pick<Shell, 'state' | 'update' | 'notify'> {
+  readonly files: Pick<FilesPort, 'flushDraft' | 'confirmDiscard'>;
+  readonly agents: Pick<AgentsPort, 'load'>;
+}
+
+export class Session implements SessionPort {
+  readonly #c: SessionContext;
   /** An open sign-in-again dialog, shared by every request that found the session gone. */
   #reauth: Promise<boolean> | null = null;
 
-  constructor(c: AppContext) {
+  constructor(c: SessionContext) {
     this.#c = c;
   }
 
@@ -81,7 +87,7 @@ export class Session {
     this.#c.update();
   }
 
-  /** Central error handling (AppContext.fail). */
+  /** Central error handling (SessionContext.fail). */
   fail(err: unknown, prefix = ''): void {
     if (isStale(err)) return;
     if (isUnauthenticated(err)) {

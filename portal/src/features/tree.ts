@@ -5,7 +5,7 @@
 import type { TemplateResult } from 'lit-html';
 import { asApiError, describeError, isUnauthenticated } from '../api/errors';
 import type { Entry, WorkspaceRef } from '../api/types';
-import type { AppContext } from '../context';
+import type { FilesPort, Shell, TreeActionsPort, TreePort } from './ports';
 import type { AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { refreshedDirs } from '../state/entryActions';
@@ -14,10 +14,16 @@ import { isStale, type AgentScope } from '../state/scope';
 import { dirState, isDir, visibleRows, workspaceKey, type Row, type TreeState } from '../state/tree';
 import { treeView } from '../views/tree';
 
-export class Tree {
-  readonly #c: AppContext;
+/** What the file tree needs of the page (a narrow part of context.ts, ports.ts). */
+export interface TreeContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'api'> {
+  readonly treeActions: Pick<TreeActionsPort, 'menu' | 'rename' | 'delete'>;
+  readonly files: Pick<FilesPort, 'openFile' | 'refreshOpenFile'>;
+}
 
-  constructor(c: AppContext) {
+export class Tree implements TreePort {
+  readonly #c: TreeContext;
+
+  constructor(c: TreeContext) {
     this.#c = c;
   }
 

@@ -7,7 +7,7 @@
 import { html } from 'lit-html';
 import { asApiError, isConflict } from '../api/errors';
 import type { Entry, EntryType } from '../api/types';
-import type { AppContext } from '../context';
+import type { CheckpointsPort, FilesPort, Shell, TreeActionsPort, TreePort } from './ports';
 import { GLOBAL, type AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { allowedActions, fileAfterMove, holdsOpenFile, moveCandidates, moveProblem, skillTemplate } from '../state/entryActions';
@@ -18,10 +18,17 @@ import { confirmDialog, promptDialog } from '../ui/dialogs';
 import { deleteWithOverride } from '../views/deleteOverride';
 import { openMenu, type MenuItem } from '../ui/menu';
 
-export class TreeActions {
-  readonly #c: AppContext;
+/** What the entry actions needs of the page (a narrow part of context.ts, ports.ts). */
+export interface TreeActionsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'succeeded' | 'drafts' | 'api'> {
+  readonly tree: Pick<TreePort, 'reloadDir' | 'focusRow'>;
+  readonly files: Pick<FilesPort, 'openFile' | 'closeFile'>;
+  readonly checkpoints: Pick<CheckpointsPort, 'openForTree'>;
+}
 
-  constructor(c: AppContext) {
+export class TreeActions implements TreeActionsPort {
+  readonly #c: TreeActionsContext;
+
+  constructor(c: TreeActionsContext) {
     this.#c = c;
   }
 

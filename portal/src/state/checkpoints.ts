@@ -1,4 +1,4 @@
-// Pure helpers of the Checkpoints panel (views/checkpoints.ts): labels for
+// Pure helpers of the Checkpoints panel (features/checkpointPanel.ts): labels for
 // reasons and change kinds, the parts of a comparison a restore of one
 // path changes, and a unified diff split into classified lines.
 import type { Checkpoint, CheckpointChange, CompareResponse, ListResponse } from '../api/checkpoints';

@@ -1,17 +1,22 @@
-// Where the page opens the Checkpoints panel (views/checkpoints.ts): a
+// Where the page opens the Checkpoints panel (checkpointPanel.ts): a
 // workspace's Checkpoints button, a file's "Compare with checkpoint…", and
 // the message after a project was deleted. After a restore the shown tree and
 // the open file are refreshed (while the agent selection is still the same).
 import { describeError } from '../api/errors';
 import type { WorkspaceRef } from '../api/types';
-import type { AppContext } from '../context';
+import type { CheckpointsPort, Shell, TreePort } from './ports';
 import type { TreeState } from '../state/tree';
-import { openCheckpoints } from './checkpoints';
+import { openCheckpoints } from './checkpointPanel';
 
-export class CheckpointHooks {
-  readonly #c: AppContext;
+/** What the checkpoint hooks needs of the page (a narrow part of context.ts, ports.ts). */
+export interface CheckpointsContext extends Pick<Shell, 'state' | 'notify' | 'ckpt'> {
+  readonly tree: Pick<TreePort, 'refresh'>;
+}
 
-  constructor(c: AppContext) {
+export class CheckpointHooks implements CheckpointsPort {
+  readonly #c: CheckpointsContext;
+
+  constructor(c: CheckpointsContext) {
     this.#c = c;
   }
 

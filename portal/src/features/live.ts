@@ -5,16 +5,16 @@
 // open file. liveHooks.ts hands it a small host; the rules are in
 // state/live.ts, the screens in views/live.ts.
 import { html, type TemplateResult } from 'lit-html';
-import { asApiError } from './api/errors';
-import type { GetFileResponse, WorkspaceRef } from './api/types';
-import { LiveStream, watchUrl, type StreamStatus, type WatchEvent } from './api/watch';
-import type { AgentState } from './state/appState';
-import * as ed from './state/editorState';
-import { applyToTree, fileReaction, lineDiff, watchedDirs } from './state/live';
-import type { AgentScope } from './state/scope';
-import { workspaceKey, type TreeState } from './state/tree';
-import { confirmDialog, copyText } from './ui/dialogs';
-import { diffView, diskBarView, liveStatusView, type DiskBar } from './views/live';
+import { asApiError } from '../api/errors';
+import type { GetFileResponse, WorkspaceRef } from '../api/types';
+import { LiveStream, watchUrl, type StreamStatus, type WatchEvent } from '../api/watch';
+import type { AgentState } from '../state/appState';
+import * as ed from '../state/editorState';
+import { applyToTree, fileReaction, lineDiff, watchedDirs } from '../state/live';
+import type { AgentScope } from '../state/scope';
+import { workspaceKey, type TreeState } from '../state/tree';
+import { confirmDialog, copyText } from '../ui/dialogs';
+import { diffView, diskBarView, liveStatusView, type DiskBar } from '../views/live';
 
 export interface LiveHost {
   scope(): AgentScope<AgentState> | null;

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { GetFileResponse, WorkspaceRef } from './api/types';
+import type { GetFileResponse, WorkspaceRef } from '../api/types';
 import { LiveController, type LiveHost } from './live';
-import type { AgentState } from './state/appState';
-import * as ed from './state/editorState';
-import { AgentScope } from './state/scope';
-import { newTree, type TreeState } from './state/tree';
+import type { AgentState } from '../state/appState';
+import * as ed from '../state/editorState';
+import { AgentScope } from '../state/scope';
+import { newTree, type TreeState } from '../state/tree';
 
 /** A stand-in for EventSource: the test emits its events. */
 class FakeES {

@@ -1,11 +1,18 @@
 // The live-changes controller (live.ts) wired to the page: which scope and
 // tree are on screen, when live changes apply (the app screen, an agent with
 // a sidecar), and how a change reaches the tree and the open file.
-import type { AppContext } from './context';
+import { shownTree } from '../state/appState';
 import { LiveController } from './live';
-import { shownTree } from './state/appState';
+import type { AgentsPort, FilesPort, Shell, TreePort } from './ports';
 
-export function createLive(c: AppContext): LiveController {
+/** What live changes need of the page (a narrow part of context.ts, ports.ts). */
+export interface LiveContext extends Pick<Shell, 'state' | 'api' | 'update' | 'notify' | 'noteFeature'> {
+  readonly agents: Pick<AgentsPort, 'current'>;
+  readonly tree: Pick<TreePort, 'reloadDir'>;
+  readonly files: Pick<FilesPort, 'showLoaded' | 'reloadServerVersion'>;
+}
+
+export function createLive(c: LiveContext): LiveController {
   return new LiveController({
     scope: () => c.state.scopes.current,
     tree: (st) => shownTree(st),

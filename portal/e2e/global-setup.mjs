@@ -1,0 +1,26 @@
+// Once before the browser tests (playwright.config.ts): the system chromium
+// must be there (no browser is downloaded), and the binaries under test are
+// chosen or built once (harness.mjs binaries(): bin/ from `make build` when
+// newer than the portal sources, else a fresh build) and handed to the
+// worker through the environment, with a run directory for what the whole
+// run collects. The stack itself starts in the worker (fixtures.mjs): the
+// tests stop and restart its processes.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { binaries } from './harness.mjs';
+import { CHROMIUM } from './chromium.mjs';
+
+export default async function globalSetup() {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`e2e: ${CHROMIUM} not found. Install it with \`make setup\` (or apt-get install -y chromium).`);
+  }
+  const run = fs.mkdtempSync(path.join(os.tmpdir(), 'portal-e2e-run-'));
+  const bins = binaries(run, (...a) => console.log('[e2e]', ...a));
+  process.env.AGENT_SIDECAR_BIN = bins.sidecar;
+  process.env.AGENT_GATEWAY_BIN = bins.gateway;
+  process.env.E2E_RUN_DIR = run;
+  return async () => {
+    if (!process.env.E2E_KEEP) fs.rmSync(run, { recursive: true, force: true });
+  };
+}
