@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/testtree"
 )
 
 // tempPrefix is davfs's temp-file prefix (a write's temp file is never
@@ -23,12 +23,12 @@ const tick = 25 * time.Millisecond
 
 var bg = context.Background()
 
-// env is a test layout: <tmp>/projects (the projects root), <tmp>/codex
-// (CODEX_HOME, with a secret beside skills/) and <tmp>/outside (a canary).
+// env is davfs's test layout (testtree.Volumes) served by a davfs.FS.
 type env struct {
-	t                             *testing.T
-	fs                            *davfs.FS
-	dir, projects, codex, outside string
+	*testtree.Tree           // Write, Mkdir, Symlink, Read, Exists, CheckOutside
+	t                        *testing.T
+	fs                       *davfs.FS
+	projects, codex, outside string
 }
 
 // forModes runs fn once with openat2 resolution and once with the
@@ -37,7 +37,7 @@ func forModes(t *testing.T, fn func(t *testing.T, e *env)) {
 	for _, fallback := range []bool{false, true} {
 		name := map[bool]string{false: "openat2", true: "fallback"}[fallback]
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, func(c *davfs.Config) { c.DisableOpenat2 = fallback })
+			e := newEnv(t, fallback)
 			if !fallback && !haveOpenat2(e.projects) {
 				t.Fatal("openat2 is not available on this kernel; the openat2 mode cannot be tested")
 			}
@@ -63,75 +63,24 @@ func haveOpenat2(dir string) bool {
 	return true
 }
 
-func newEnv(t *testing.T, mod func(*davfs.Config)) *env {
+// newEnv serves testtree.Volumes with a davfs.FS; fallback forces the
+// per-segment O_NOFOLLOW walk instead of openat2.
+func newEnv(t *testing.T, fallback bool) *env {
 	t.Helper()
-	dir := t.TempDir()
-	e := &env{t: t, dir: dir, projects: filepath.Join(dir, "projects"),
-		codex: filepath.Join(dir, "codex"), outside: filepath.Join(dir, "outside")}
-	for _, d := range []string{e.projects, e.codex, e.outside} {
-		must(t, os.Mkdir(d, 0o755))
-	}
-	e.write("codex/auth.json", "SECRET-AUTH")
-	e.write("outside/canary.txt", "CANARY")
-	cfg := davfs.Config{ProjectsRoot: e.projects, CodexHome: e.codex, DeniedNames: []string{"node_modules", ".venv"}}
-	if mod != nil {
-		mod(&cfg)
-	}
-	f, err := davfs.Open(cfg)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
+	tr := testtree.Volumes(t)
+	f, err := davfs.Open(davfs.Config{ProjectsRoot: tr.Path("projects"), CodexHome: tr.Path("codex"),
+		DeniedNames: []string{"node_modules", ".venv"}, DisableOpenat2: fallback})
+	must(t, err)
 	t.Cleanup(func() { f.Close() })
-	e.fs = f
-	return e
+	return &env{Tree: tr, t: t, fs: f,
+		projects: tr.Path("projects"), codex: tr.Path("codex"), outside: tr.Path("outside")}
 }
 
+// must fails the test on err.
 func must(t *testing.T, err error) {
-	t.Helper()
 	if err != nil {
+		t.Helper()
 		t.Fatal(err)
-	}
-}
-
-// write creates rel (relative to the env dir) with content, making parents.
-func (e *env) write(rel, content string) {
-	e.t.Helper()
-	p := filepath.Join(e.dir, rel)
-	must(e.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(e.t, os.WriteFile(p, []byte(content), 0o644))
-}
-
-func (e *env) mkdir(rel string) {
-	e.t.Helper()
-	must(e.t, os.MkdirAll(filepath.Join(e.dir, rel), 0o755))
-}
-
-// symlink makes rel a symlink to target (relative to the env dir, made
-// absolute): targets are always inside the test's temp tree.
-func (e *env) symlink(target, rel string) {
-	e.t.Helper()
-	p := filepath.Join(e.dir, rel)
-	must(e.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(e.t, os.Symlink(filepath.Join(e.dir, target), p))
-}
-
-func (e *env) read(rel string) string {
-	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.dir, rel))
-	must(e.t, err)
-	return string(b)
-}
-
-func (e *env) exists(rel string) bool {
-	_, err := os.Lstat(filepath.Join(e.dir, rel))
-	return err == nil
-}
-
-// checkOutside asserts the canary outside the roots did not change.
-func (e *env) checkOutside() {
-	e.t.Helper()
-	if got := e.read("outside/canary.txt"); got != "CANARY" {
-		e.t.Fatalf("canary changed: %q", got)
 	}
 }
 
