@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 )
 
 // PRD defaults, applied by Open to zero Config fields.
@@ -55,5 +56,12 @@ func orDefault[T int | int64](errs *[]error, v *T, d T, key string) {
 		*v = d
 	} else if *v < 0 {
 		*errs = append(*errs, fmt.Errorf("davfs: %s must be positive", key))
+	}
+}
+
+// positiveOr sets *v to d unless it is positive.
+func positiveOr[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }

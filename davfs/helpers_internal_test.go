@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentworkspace/files/internal/testtree"
 )
 
 // env is a test layout: <tmp>/projects (the projects root), <tmp>/codex
 // (CODEX_HOME, with secrets beside skills/) and <tmp>/outside (canaries).
 type env struct {
 	t        *testing.T
+	tree     *testtree.Tree
 	fs       *FS
 	dir      string
 	projects string
@@ -41,17 +43,9 @@ func forModes(t *testing.T, fn func(t *testing.T, e *env)) {
 
 func newEnv(t *testing.T, mod func(*Config)) *env {
 	t.Helper()
-	dir := t.TempDir()
-	e := &env{t: t, dir: dir,
-		projects: filepath.Join(dir, "projects"),
-		codex:    filepath.Join(dir, "codex"),
-		outside:  filepath.Join(dir, "outside")}
-	for _, d := range []string{e.projects, e.codex, e.outside} {
-		must(t, os.Mkdir(d, 0o755))
-	}
-	e.write("codex/auth.json", "SECRET-AUTH")
-	e.write("codex/config.toml", "SECRET-CONFIG")
-	e.write("outside/canary.txt", "CANARY")
+	tr := testtree.Volumes(t)
+	e := &env{t: t, tree: tr, dir: tr.Dir,
+		projects: tr.Path("projects"), codex: tr.Path("codex"), outside: tr.Path("outside")}
 	cfg := Config{ProjectsRoot: e.projects, CodexHome: e.codex,
 		DeniedNames: []string{"node_modules", ".venv"}}
 	if mod != nil {
@@ -74,49 +68,20 @@ func must(t *testing.T, err error) {
 }
 
 // write creates rel (relative to the env dir) with content, making parents.
-func (e *env) write(rel, content string) {
-	e.t.Helper()
-	p := filepath.Join(e.dir, rel)
-	must(e.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(e.t, os.WriteFile(p, []byte(content), 0o644))
-}
+func (e *env) write(rel, content string) { e.t.Helper(); e.tree.Write(rel, content) }
 
-func (e *env) mkdir(rel string) {
-	e.t.Helper()
-	must(e.t, os.MkdirAll(filepath.Join(e.dir, rel), 0o755))
-}
+func (e *env) mkdir(rel string) { e.t.Helper(); e.tree.Mkdir(rel) }
 
 // symlink makes rel a symlink to target (relative to the env dir, made
 // absolute): targets are always inside the test's temp tree.
-func (e *env) symlink(target, rel string) {
-	e.t.Helper()
-	p := filepath.Join(e.dir, rel)
-	must(e.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(e.t, os.Symlink(filepath.Join(e.dir, target), p))
-}
+func (e *env) symlink(target, rel string) { e.t.Helper(); e.tree.Symlink(target, rel) }
 
-func (e *env) read(rel string) string {
-	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.dir, rel))
-	must(e.t, err)
-	return string(b)
-}
+func (e *env) read(rel string) string { e.t.Helper(); return e.tree.Read(rel) }
 
-func (e *env) exists(rel string) bool {
-	_, err := os.Lstat(filepath.Join(e.dir, rel))
-	return err == nil
-}
+func (e *env) exists(rel string) bool { return e.tree.Exists(rel) }
 
 // checkCanaries asserts nothing outside the roots changed.
-func (e *env) checkCanaries() {
-	e.t.Helper()
-	for rel, want := range map[string]string{
-		"outside/canary.txt": "CANARY", "codex/auth.json": "SECRET-AUTH", "codex/config.toml": "SECRET-CONFIG"} {
-		if got := e.read(rel); got != want {
-			e.t.Fatalf("canary %s changed: %q", rel, got)
-		}
-	}
-}
+func (e *env) checkCanaries() { e.t.Helper(); e.tree.CheckCanaries() }
 
 func proj(name string) Workspace { return Workspace{Scope: ScopeProject, Project: name} }
 

@@ -12,8 +12,8 @@ import (
 // was read, so davfs remembers when it last handed each directory revision
 // out (Stat, the listings, CreateEntry and MoveEntry: what every surface
 // shows a client; see handOut and ForMutation; and a directory revision
-// the Watcher publishes, as read when its batch was, while the Watcher's
-// own background reads count for nothing), and the delete's own walk
+// the watcher (davfs/watch) publishes, through HandOut as read when its
+// batch was, while its own reads through a Dir count for nothing), and the delete's own walk
 // refuses as soon as it meets an entry whose ctime is later (remove.go).
 //
 // ctime, not mtime: the kernel sets ctime to the current time on every

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/watch"
 	"github.com/agentworkspace/files/sidecar/internal/feature"
 	"github.com/agentworkspace/files/sidecar/internal/metrics"
 )
@@ -55,7 +56,7 @@ func (s *Sidecar) features() []*feature.Feature {
 }
 
 // currentWatcher is the running watcher, or why there is none.
-func (s *Sidecar) currentWatcher() (*davfs.Watcher, error) {
+func (s *Sidecar) currentWatcher() (*watch.Watcher, error) {
 	if w := s.watcher.Load(); w != nil {
 		return w, nil
 	}

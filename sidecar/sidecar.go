@@ -39,6 +39,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/watch"
 	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 	"github.com/agentworkspace/files/sidecar/internal/feature"
@@ -81,7 +82,7 @@ type Sidecar struct {
 	grpc     *grpc.Server
 	health   *health.Server
 	dav      http.Handler
-	watcher  atomic.Pointer[davfs.Watcher] // live changes (watch.go); nil while it cannot start
+	watcher  atomic.Pointer[watch.Watcher] // live changes (watch.go); nil while it cannot start
 	// checkpoints (nil when not configured) and watch supervise the
 	// optional features (features.go).
 	checkpoints, watch *feature.Feature

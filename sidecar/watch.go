@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/watch"
 )
 
 // WatchConfig is services.watch: the bounds of live changes (issue #16,
@@ -28,18 +28,18 @@ func (c WatchConfig) validate(bad badFunc) {
 	}
 }
 
-func (c WatchConfig) davfs() davfs.WatchConfig {
-	return davfs.WatchConfig{MaxDirs: c.MaxDirectories, MaxDirsPerSubscriber: c.MaxDirectoriesPerStream}
+func (c WatchConfig) watcher() watch.Config {
+	return watch.Config{MaxDirs: c.MaxDirectories, MaxDirsPerSubscriber: c.MaxDirectoriesPerStream}
 }
 
 // watchCollector exports the running Watcher's figures at scrape time
 // (none while it cannot start).
 type watchCollector struct {
-	w                                              func() *davfs.Watcher
+	w                                              func() *watch.Watcher
 	subscribers, dirs, events, filtered, drops, rs *prometheus.Desc
 }
 
-func newWatchCollector(w func() *davfs.Watcher) *watchCollector {
+func newWatchCollector(w func() *watch.Watcher) *watchCollector {
 	return &watchCollector{w: w,
 		subscribers: prometheus.NewDesc("sidecar_watch_subscribers", "Open live-change streams.", nil, nil),
 		dirs:        prometheus.NewDesc("sidecar_watch_directories", "Directories watched (inotify watches), lingering ones included.", nil, nil),
@@ -86,7 +86,9 @@ func (s *Sidecar) startWatcher() error {
 	if s.watcher.Load() != nil {
 		return nil
 	}
-	w, err := s.fs.NewWatcher(s.cfg.Services.Watch.davfs())
+	cfg := s.cfg.Services.Watch.watcher()
+	cfg.Logger = s.log.Named("davfs")
+	w, err := watch.New(s.fs, cfg)
 	if err != nil {
 		return errWatchUnavailable(err)
 	}

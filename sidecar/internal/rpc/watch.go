@@ -9,23 +9,24 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/watch"
 )
 
 // maxWatchDirectories bounds a WatchRequest before davfs sees it; the
-// per-stream watch cap (davfs.WatchConfig.MaxDirsPerSubscriber) is lower
+// per-stream watch cap (watch.Config.MaxDirsPerSubscriber) is lower
 // and answered with a RESYNC(LIMIT) event, not an error.
 const maxWatchDirectories = 4096
 
-// WatchService is the sidecar's WatchService over a davfs.Watcher.
+// WatchService is the sidecar's WatchService over a watch.Watcher.
 type WatchService struct {
 	workspacev1.UnimplementedWatchServiceServer
-	watcher func() (*davfs.Watcher, error)
+	watcher func() (*watch.Watcher, error)
 }
 
 // NewWatchService returns the service over the watcher that watcher
 // returns, or, while there is none (it could not start: the error says
 // why, WATCH_UNAVAILABLE), a service whose streams fail with that error.
-func NewWatchService(watcher func() (*davfs.Watcher, error)) *WatchService {
+func NewWatchService(watcher func() (*watch.Watcher, error)) *WatchService {
 	return &WatchService{watcher: watcher}
 }
 
@@ -51,7 +52,7 @@ func (s *WatchService) Watch(req *workspacev1.WatchRequest, stream workspacev1.W
 	defer sub.Close()
 	for {
 		c, err := sub.Next(ctx)
-		if errors.Is(err, davfs.ErrWatchClosed) {
+		if errors.Is(err, watch.ErrClosed) {
 			return status.Error(codes.Unavailable, "the sidecar is stopping; reconnect and resume")
 		}
 		if err != nil {
@@ -71,7 +72,7 @@ func streamErr(err error) error {
 	return st.Err()
 }
 
-func toWatchEvent(c davfs.Change) *workspacev1.WatchEvent {
+func toWatchEvent(c watch.Change) *workspacev1.WatchEvent {
 	ev := &workspacev1.WatchEvent{
 		Id:          c.ID,
 		Directory:   c.Directory,
@@ -83,7 +84,7 @@ func toWatchEvent(c davfs.Change) *workspacev1.WatchEvent {
 		Reason:      resyncReasons[c.Reason],
 	}
 	switch c.Kind {
-	case davfs.ChangeCreated, davfs.ChangeModified, davfs.ChangeRenamed, davfs.ChangeDirectory:
+	case watch.ChangeCreated, watch.ChangeModified, watch.ChangeRenamed, watch.ChangeDirectory:
 		ev.Entry = toEntry(c.Entry)
 	}
 	return ev
@@ -92,20 +93,20 @@ func toWatchEvent(c davfs.Change) *workspacev1.WatchEvent {
 // The contract's names of davfs's change kinds and resync reasons (the zero
 // value, UNSPECIFIED, for any other).
 var (
-	watchKinds = map[davfs.ChangeKind]workspacev1.WatchEventKind{
-		davfs.ChangeReady:     workspacev1.WatchEventKind_WATCH_EVENT_KIND_READY,
-		davfs.ChangeCreated:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_CREATED,
-		davfs.ChangeModified:  workspacev1.WatchEventKind_WATCH_EVENT_KIND_MODIFIED,
-		davfs.ChangeRemoved:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_REMOVED,
-		davfs.ChangeRenamed:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_RENAMED,
-		davfs.ChangeDirectory: workspacev1.WatchEventKind_WATCH_EVENT_KIND_DIRECTORY,
-		davfs.ChangeResync:    workspacev1.WatchEventKind_WATCH_EVENT_KIND_RESYNC,
+	watchKinds = map[watch.ChangeKind]workspacev1.WatchEventKind{
+		watch.ChangeReady:     workspacev1.WatchEventKind_WATCH_EVENT_KIND_READY,
+		watch.ChangeCreated:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_CREATED,
+		watch.ChangeModified:  workspacev1.WatchEventKind_WATCH_EVENT_KIND_MODIFIED,
+		watch.ChangeRemoved:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_REMOVED,
+		watch.ChangeRenamed:   workspacev1.WatchEventKind_WATCH_EVENT_KIND_RENAMED,
+		watch.ChangeDirectory: workspacev1.WatchEventKind_WATCH_EVENT_KIND_DIRECTORY,
+		watch.ChangeResync:    workspacev1.WatchEventKind_WATCH_EVENT_KIND_RESYNC,
 	}
-	resyncReasons = map[davfs.ResyncReason]workspacev1.ResyncReason{
-		davfs.ResyncOverflow: workspacev1.ResyncReason_RESYNC_REASON_OVERFLOW,
-		davfs.ResyncLimit:    workspacev1.ResyncReason_RESYNC_REASON_LIMIT,
-		davfs.ResyncGap:      workspacev1.ResyncReason_RESYNC_REASON_GAP,
-		davfs.ResyncGone:     workspacev1.ResyncReason_RESYNC_REASON_GONE,
+	resyncReasons = map[watch.ResyncReason]workspacev1.ResyncReason{
+		watch.ResyncOverflow: workspacev1.ResyncReason_RESYNC_REASON_OVERFLOW,
+		watch.ResyncLimit:    workspacev1.ResyncReason_RESYNC_REASON_LIMIT,
+		watch.ResyncGap:      workspacev1.ResyncReason_RESYNC_REASON_GAP,
+		watch.ResyncGone:     workspacev1.ResyncReason_RESYNC_REASON_GONE,
 	}
 )
 

@@ -1,4 +1,4 @@
-package davfs
+package watch
 
 import (
 	"context"
@@ -10,21 +10,21 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/agentworkspace/files/davfs"
 )
 
 // Waits for events are generous deadlines, never speed targets.
 const watchWait = 20 * time.Second
 
-func newWatcher(t *testing.T, e *env, cfg WatchConfig) *Watcher {
+func newWatcher(t *testing.T, e *env, cfg Config) *Watcher {
 	t.Helper()
-	w, err := e.fs.NewWatcher(cfg)
+	w, err := New(e.fs, cfg)
 	must(t, err)
 	t.Cleanup(func() { w.Close() })
 	return w
 }
 
-func subscribe(t *testing.T, w *Watcher, ws Workspace, dirs ...string) *Subscription {
+func subscribe(t *testing.T, w *Watcher, ws davfs.Workspace, dirs ...string) *Subscription {
 	t.Helper()
 	s, err := w.Subscribe(bg, ws, dirs, "")
 	must(t, err)
@@ -62,11 +62,11 @@ func until(t *testing.T, s *Subscription, path string) []Change {
 
 func TestWatchBasicChanges(t *testing.T) {
 	forModes(t, func(t *testing.T, e *env) {
-		e.write("projects/demo/src/a.txt", "one")
-		w := newWatcher(t, e, WatchConfig{})
+		e.Write("projects/demo/src/a.txt", "one")
+		w := newWatcher(t, e, Config{})
 		s := subscribe(t, w, proj("demo"), "src")
 
-		e.write("projects/demo/src/b.txt", "new")
+		e.Write("projects/demo/src/b.txt", "new")
 		c := until(t, s, "src/b.txt")
 		last := c[len(c)-1]
 		st, err := e.fs.Stat(bg, proj("demo"), "src/b.txt")
@@ -75,7 +75,7 @@ func TestWatchBasicChanges(t *testing.T) {
 			t.Fatalf("create: %+v, want created with revision %s", last, st.Revision)
 		}
 
-		e.write("projects/demo/src/a.txt", "two")
+		e.Write("projects/demo/src/a.txt", "two")
 		c = until(t, s, "src/a.txt")
 		st, _ = e.fs.Stat(bg, proj("demo"), "src/a.txt")
 		if last = c[len(c)-1]; last.Kind != ChangeModified || last.Entry.Revision != st.Revision {
@@ -94,7 +94,7 @@ func TestWatchBasicChanges(t *testing.T) {
 			t.Fatalf("remove: %+v", last)
 		}
 		// The directory's own new revision comes along.
-		e.write("projects/demo/src/d.txt", "x")
+		e.Write("projects/demo/src/d.txt", "x")
 		until(t, s, "src/d.txt")
 		c = until(t, s, "src")
 		dst, _ := e.fs.Stat(bg, proj("demo"), "src")
@@ -107,9 +107,9 @@ func TestWatchBasicChanges(t *testing.T) {
 // A davfs write (temp file, rename) is one Modified and never shows the
 // temp file.
 func TestWatchDavfsWriteNoTempName(t *testing.T) {
-	e := newEnv(t, nil)
-	e.write("projects/demo/f.txt", "one")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Write("projects/demo/f.txt", "one")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "")
 	st, err := e.fs.Stat(bg, proj("demo"), "f.txt")
 	must(t, err)
@@ -130,35 +130,35 @@ func TestWatchDavfsWriteNoTempName(t *testing.T) {
 // a sentinel written afterwards proves the watch was live.
 func TestWatchTrapsNeverEmit(t *testing.T) {
 	forModes(t, func(t *testing.T, e *env) {
-		e.mkdir("projects/demo/src")
-		w := newWatcher(t, e, WatchConfig{})
+		e.Mkdir("projects/demo/src")
+		w := newWatcher(t, e, Config{})
 		s := subscribe(t, w, proj("demo"), "src")
 		g := subscribe(t, w, global, "", "skills")
 
-		e.symlink("outside/canary.txt", "projects/demo/src/link.txt")
-		e.symlink("outside", "projects/demo/src/linkdir")
-		e.mkdir("projects/demo/src/node_modules/pkg")
-		e.write("projects/demo/src/node_modules/pkg/index.js", "x")
-		e.write("projects/demo/src/.git", "gitdir")
-		e.write("projects/demo/src/"+tempPrefix+"123", "partial")
-		e.write("codex/auth.json", "SECRET-AUTH-2")
-		e.write("codex/config.toml", "SECRET-CONFIG-2")
-		e.write("codex/history.jsonl", "h")
-		e.symlink("codex/auth.json", "codex/skills/auth-link")
+		e.Symlink("outside/canary.txt", "projects/demo/src/link.txt")
+		e.Symlink("outside", "projects/demo/src/linkdir")
+		e.Mkdir("projects/demo/src/node_modules/pkg")
+		e.Write("projects/demo/src/node_modules/pkg/index.js", "x")
+		e.Write("projects/demo/src/.git", "gitdir")
+		e.Write("projects/demo/src/"+tempPrefix+"123", "partial")
+		e.Write("codex/auth.json", "SECRET-AUTH-2")
+		e.Write("codex/config.toml", "SECRET-CONFIG-2")
+		e.Write("codex/history.jsonl", "h")
+		e.Symlink("codex/auth.json", "codex/skills/auth-link")
 
-		e.write("projects/demo/src/sentinel.txt", "s")
+		e.Write("projects/demo/src/sentinel.txt", "s")
 		for _, c := range until(t, s, "src/sentinel.txt") {
 			if c.Path != "src/sentinel.txt" && c.Path != "src" {
 				t.Fatalf("trap produced a change: %+v", c)
 			}
 		}
-		e.write("codex/AGENTS.md", "agents")
+		e.Write("codex/AGENTS.md", "agents")
 		for _, c := range until(t, g, "AGENTS.md") {
 			if c.Path != "AGENTS.md" {
 				t.Fatalf("trap produced a change: %+v", c)
 			}
 		}
-		e.write("codex/skills/sentinel.md", "s")
+		e.Write("codex/skills/sentinel.md", "s")
 		for _, c := range until(t, g, "skills/sentinel.md") {
 			// AGENTS.md again: its write can land in two batches on a loaded machine.
 			if c.Path != "skills/sentinel.md" && c.Path != "skills" && c.Path != "" && c.Path != "AGENTS.md" {
@@ -168,23 +168,16 @@ func TestWatchTrapsNeverEmit(t *testing.T) {
 		if w.Stats().Filtered == 0 {
 			t.Fatal("filtered counter did not move")
 		}
-		e.checkCanaries2()
+		e.CheckOutside()
 	})
-}
-
-func (e *env) checkCanaries2() {
-	e.t.Helper()
-	if got := e.read("outside/canary.txt"); got != "CANARY" {
-		e.t.Fatalf("canary changed: %q", got)
-	}
 }
 
 // A symlink swap of a visible file makes it disappear (Removed), never a
 // Created/Modified with the target's revision.
 func TestWatchSymlinkSwap(t *testing.T) {
-	e := newEnv(t, nil)
-	e.write("projects/demo/a.txt", "real")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Write("projects/demo/a.txt", "real")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "")
 	tmp := filepath.Join(e.projects, "demo", "x-link")
 	must(t, os.Symlink(filepath.Join(e.outside, "canary.txt"), tmp))
@@ -203,14 +196,14 @@ func TestWatchSymlinkSwap(t *testing.T) {
 // A watched directory moved under a denylisted name (or replaced by a
 // symlink) ends its watch; nothing from its new place is reported.
 func TestWatchDirectoryGone(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/src")
-	e.mkdir("projects/demo/node_modules")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/src")
+	e.Mkdir("projects/demo/node_modules")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "src")
 	must(t, os.Rename(filepath.Join(e.projects, "demo/src"), filepath.Join(e.projects, "demo/node_modules/src")))
 	must(t, os.Symlink(filepath.Join(e.outside), filepath.Join(e.projects, "demo/src")))
-	e.write("projects/demo/node_modules/src/hidden.txt", "x")
+	e.Write("projects/demo/node_modules/src/hidden.txt", "x")
 	c := next(t, s)
 	if c.Kind != ChangeResync || c.Reason != ResyncGone || len(c.Directories) != 1 || c.Directories[0] != "src" {
 		t.Fatalf("got %+v, want resync gone for src", c)
@@ -228,9 +221,9 @@ func TestWatchDirectoryGone(t *testing.T) {
 // A 5,000-file burst (a git checkout) is a bounded number of changes, among
 // them a "reload this directory".
 func TestWatchBurstCoalesced(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/src")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/src")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "src")
 	start := time.Now()
 	for i := range 5000 {
@@ -238,7 +231,7 @@ func TestWatchBurstCoalesced(t *testing.T) {
 	}
 	// Quiet period, then a sentinel: everything before it belongs to the burst.
 	time.Sleep(time.Second)
-	e.write("projects/demo/src/zz-sentinel.txt", "s")
+	e.Write("projects/demo/src/zz-sentinel.txt", "s")
 	got := until(t, s, "src/zz-sentinel.txt")
 	// For the watcher the burst lasts until it has read it all: on a loaded
 	// machine that is well after the writes end.
@@ -252,13 +245,13 @@ func TestWatchBurstCoalesced(t *testing.T) {
 	// The documented bound (not a speed target): at most BurstEntries entry
 	// changes, each batch's directory revision, and one reload per BurstHold
 	// while the burst lasts.
-	def := WatchConfig{}.withDefaults()
+	def := Config{}.withDefaults()
 	bound := 2*def.BurstEntries + 4 + int(took/def.BurstHold) + 2
 	if dirs == 0 || len(got) > bound {
 		t.Fatalf("burst of 5000 over %v gave %d changes (%d directory reloads); want at most %d with a reload", took, len(got), dirs, bound)
 	}
 	// After the reload the watch knows every file: a later modify is Modified.
-	e.write("projects/demo/src/f0001.go", "package y\n")
+	e.Write("projects/demo/src/f0001.go", "package y\n")
 	c := until(t, s, "src/f0001.go")
 	if last := c[len(c)-1]; last.Kind != ChangeModified {
 		t.Fatalf("after burst: %+v", last)
@@ -269,9 +262,9 @@ func TestWatchBurstCoalesced(t *testing.T) {
 // one burst: its entry changes stay within the bound instead of restarting
 // every rate period.
 func TestWatchSlowBurstStaysOneBurst(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/src")
-	cfg := WatchConfig{BurstEntries: 8, BurstHold: 100 * time.Millisecond}
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/src")
+	cfg := Config{BurstEntries: 8, BurstHold: 100 * time.Millisecond}
 	w := newWatcher(t, e, cfg)
 	s := subscribe(t, w, proj("demo"), "src")
 	for i := range 160 { // 40 names a second for 4 s: 5x the rate, 4 rate periods
@@ -279,7 +272,7 @@ func TestWatchSlowBurstStaysOneBurst(t *testing.T) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
-	e.write("projects/demo/src/zz-sentinel.txt", "s")
+	e.Write("projects/demo/src/zz-sentinel.txt", "s")
 	entries, dirs := 0, 0
 	for _, c := range until(t, s, "src/zz-sentinel.txt") {
 		switch c.Kind {
@@ -297,11 +290,11 @@ func TestWatchSlowBurstStaysOneBurst(t *testing.T) {
 }
 
 func TestWatchLimits(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, false)
 	for _, d := range []string{"a", "b", "c"} {
-		e.mkdir("projects/demo/" + d)
+		e.Mkdir("projects/demo/" + d)
 	}
-	w := newWatcher(t, e, WatchConfig{MaxDirs: 2, MaxDirsPerSubscriber: 2})
+	w := newWatcher(t, e, Config{MaxDirs: 2, MaxDirsPerSubscriber: 2})
 	s, err := w.Subscribe(bg, proj("demo"), []string{"a", "b", "c"}, "")
 	must(t, err)
 	defer s.Close()
@@ -325,12 +318,12 @@ func TestWatchLimits(t *testing.T) {
 }
 
 func TestWatchSubscriberOverflow(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/d")
-	w := newWatcher(t, e, WatchConfig{QueueLen: 4, BurstEntries: 1000})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/d")
+	w := newWatcher(t, e, Config{QueueLen: 4, BurstEntries: 1000})
 	s := subscribe(t, w, proj("demo"), "d")
 	for i := range 20 {
-		e.write(fmt.Sprintf("projects/demo/d/f%d", i), "x")
+		e.Write(fmt.Sprintf("projects/demo/d/f%d", i), "x")
 	}
 	deadline := time.Now().Add(watchWait)
 	for w.Stats().Drops == 0 && time.Now().Before(deadline) {
@@ -342,17 +335,17 @@ func TestWatchSubscriberOverflow(t *testing.T) {
 }
 
 func TestWatchResume(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/d")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/d")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "d")
-	e.write("projects/demo/d/one", "1")
+	e.Write("projects/demo/d/one", "1")
 	got := until(t, s, "d/one")
 	pos := got[len(got)-1].ID
 	s.Close()
 	// Written while nobody is subscribed: the lingering watch records it
 	// (in the history: wait for that, not for a while).
-	e.write("projects/demo/d/two", "2")
+	e.Write("projects/demo/d/two", "2")
 	waitHistory(t, w, "d/two")
 	r, err := w.Subscribe(bg, proj("demo"), []string{"d"}, pos)
 	must(t, err)
@@ -368,7 +361,7 @@ func TestWatchResume(t *testing.T) {
 	}
 	replayed := got[len(got)-1]
 	// A change after the resume is live, and numbered after the replayed one.
-	e.write("projects/demo/d/three", "3")
+	e.Write("projects/demo/d/three", "3")
 	got = until(t, r, "d/three")
 	if live := got[len(got)-1]; idSeq(t, replayed.ID) >= idSeq(t, live.ID) || idSeq(t, pos) >= idSeq(t, replayed.ID) {
 		t.Fatalf("ids out of order: resumed from %s, replayed %s, live %s", pos, replayed.ID, live.ID)
@@ -383,7 +376,7 @@ func TestWatchResume(t *testing.T) {
 		t.Fatalf("foreign epoch: %+v", c)
 	}
 	// A directory not watched before: a gap for it.
-	e.mkdir("projects/demo/new")
+	e.Mkdir("projects/demo/new")
 	n, err := w.Subscribe(bg, proj("demo"), []string{"new"}, pos)
 	must(t, err)
 	defer n.Close()
@@ -428,26 +421,26 @@ func idSeq(t *testing.T, id string) uint64 {
 }
 
 func TestWatchBadInput(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/a/node_modules")
-	e.symlink("outside", "projects/demo/ln")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/a/node_modules")
+	e.Symlink("outside", "projects/demo/ln")
+	w := newWatcher(t, e, Config{})
 	for _, tc := range []struct {
-		ws     Workspace
+		ws     davfs.Workspace
 		dirs   []string
 		resume string
-		code   Code
-		reason Reason
+		code   davfs.Code
+		reason davfs.Reason
 	}{
-		{proj("demo"), nil, "", CodeInvalidArgument, ReasonInvalidArgument},
-		{proj("demo"), []string{"a/../a"}, "", CodeInvalidArgument, ReasonInvalidPath},
-		{proj("demo"), []string{"a/./x"}, "", CodeInvalidArgument, ReasonInvalidPath},
-		{proj("demo"), []string{"a//x"}, "", CodeInvalidArgument, ReasonInvalidPath},
-		{proj("demo"), []string{"/a"}, "", CodeInvalidArgument, ReasonInvalidPath},
-		{proj("demo"), []string{"a/node_modules"}, "", CodePermissionDenied, ReasonDenylisted},
-		{global, []string{"sessions"}, "", CodePermissionDenied, ReasonOutsideGlobal},
-		{proj("demo"), []string{"a"}, "garbage", CodeInvalidArgument, ReasonInvalidArgument},
-		{proj("demo"), []string{"a"}, "ab-01", CodeInvalidArgument, ReasonInvalidArgument},
+		{proj("demo"), nil, "", davfs.CodeInvalidArgument, davfs.ReasonInvalidArgument},
+		{proj("demo"), []string{"a/../a"}, "", davfs.CodeInvalidArgument, davfs.ReasonInvalidPath},
+		{proj("demo"), []string{"a/./x"}, "", davfs.CodeInvalidArgument, davfs.ReasonInvalidPath},
+		{proj("demo"), []string{"a//x"}, "", davfs.CodeInvalidArgument, davfs.ReasonInvalidPath},
+		{proj("demo"), []string{"/a"}, "", davfs.CodeInvalidArgument, davfs.ReasonInvalidPath},
+		{proj("demo"), []string{"a/node_modules"}, "", davfs.CodePermissionDenied, davfs.ReasonDenylisted},
+		{global, []string{"sessions"}, "", davfs.CodePermissionDenied, davfs.ReasonOutsideGlobal},
+		{proj("demo"), []string{"a"}, "garbage", davfs.CodeInvalidArgument, davfs.ReasonInvalidArgument},
+		{proj("demo"), []string{"a"}, "ab-01", davfs.CodeInvalidArgument, davfs.ReasonInvalidArgument},
 	} {
 		_, err := w.Subscribe(bg, tc.ws, tc.dirs, tc.resume)
 		wantErr(t, err, tc.code, tc.reason)
@@ -471,16 +464,16 @@ func TestWatchBadInput(t *testing.T) {
 // path: subscribing to the new path ends the old watch (GONE) and the new
 // one reports changes (inotify would give both one descriptor).
 func TestWatchSameInodeNewPath(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/a/b")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/a/b")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "a/b")
 	must(t, os.Rename(filepath.Join(e.projects, "demo/a"), filepath.Join(e.projects, "demo/c")))
 	n := subscribe(t, w, proj("demo"), "c/b")
 	if c := next(t, s); c.Kind != ChangeResync || c.Reason != ResyncGone || c.Directories[0] != "a/b" {
 		t.Fatalf("old path: %+v", c)
 	}
-	e.write("projects/demo/c/b/x.txt", "x")
+	e.Write("projects/demo/c/b/x.txt", "x")
 	if got := until(t, n, "c/b/x.txt"); got[len(got)-1].Kind != ChangeCreated {
 		t.Fatalf("new path: %+v", got)
 	}
@@ -492,9 +485,9 @@ func TestWatchSameInodeNewPath(t *testing.T) {
 // A chmod/chown of the watched directory itself is its new revision, not
 // its end (inotify reports it on the directory's own watch).
 func TestWatchDirectoryAttributes(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/src")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/src")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "src")
 	must(t, os.Chmod(filepath.Join(e.projects, "demo/src"), 0o750))
 	c := next(t, s)
@@ -502,7 +495,7 @@ func TestWatchDirectoryAttributes(t *testing.T) {
 	if c.Kind != ChangeModified || c.Path != "src" || c.Entry.Revision != st.Revision {
 		t.Fatalf("chmod of the watched directory: %+v", c)
 	}
-	e.write("projects/demo/src/x", "x")
+	e.Write("projects/demo/src/x", "x")
 	until(t, s, "src/x")
 }
 
@@ -511,18 +504,18 @@ func TestWatchDirectoryAttributes(t *testing.T) {
 // re-read their directories and go on reporting, and positions from before
 // resume with a gap.
 func TestWatchKernelOverflow(t *testing.T) {
-	e := newEnv(t, nil)
-	e.write("projects/demo/d/a.txt", "a")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Write("projects/demo/d/a.txt", "a")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "d")
-	e.write("projects/demo/d/b.txt", "b")
+	e.Write("projects/demo/d/b.txt", "b")
 	got := until(t, s, "d") // b.txt, then the directory's new revision
 	before := got[len(got)-1].ID
 	w.overflow() // what loop does on fsnotify.ErrEventOverflow
 	if c := next(t, s); c.Kind != ChangeResync || c.Reason != ResyncOverflow || len(c.Directories) != 0 {
 		t.Fatalf("overflow: %+v", c)
 	}
-	e.write("projects/demo/d/c.txt", "c")
+	e.Write("projects/demo/d/c.txt", "c")
 	if got := until(t, s, "d/c.txt"); got[len(got)-1].Kind != ChangeCreated {
 		t.Fatalf("after overflow: %+v", got)
 	}
@@ -544,28 +537,28 @@ func TestWatchKernelOverflow(t *testing.T) {
 // must not move the delete's cutoff), and nothing is deleted.
 func TestWatchReadsDoNotHandOutRevisions(t *testing.T) {
 	forModes(t, func(t *testing.T, e *env) {
-		e.write("projects/demo/d/existing.txt", "old")
-		e.mkdir("projects/demo/d/sub")
+		e.Write("projects/demo/d/existing.txt", "old")
+		e.Mkdir("projects/demo/d/sub")
 		time.Sleep(tick)
 		st, err := e.fs.Stat(bg, proj("demo"), "d")
 		must(t, err)
 		rev := st.Revision
-		w := newWatcher(t, e, WatchConfig{})
+		w := newWatcher(t, e, Config{})
 		s := subscribe(t, w, proj("demo"), "d")
 		time.Sleep(tick)
-		e.write("projects/demo/d/sub/new.txt", "agent work")
-		e.write("projects/demo/d/existing.txt", "agent rewrite") // in place: d's revision stays
+		e.Write("projects/demo/d/sub/new.txt", "agent work")
+		e.Write("projects/demo/d/existing.txt", "agent rewrite") // in place: d's revision stays
 		if got := until(t, s, "d/existing.txt"); got[len(got)-1].Kind != ChangeModified {
 			t.Fatalf("rewrite: %+v", got)
 		}
-		var lst unix.Stat_t
-		must(t, unix.Lstat(filepath.Join(e.projects, "demo/d"), &lst))
-		if dirRevision(&lst) != rev {
+		now, err := e.ownStat(proj("demo"), "d")
+		must(t, err)
+		if now.Revision != rev {
 			t.Fatal("the changes moved d's own revision: the test checks nothing")
 		}
 		err = e.fs.DeleteEntry(bg, proj("demo"), "d", rev, true)
-		wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
-		if e.read("projects/demo/d/sub/new.txt") != "agent work" || e.read("projects/demo/d/existing.txt") != "agent rewrite" {
+		wantErr(t, err, davfs.CodeAborted, davfs.ReasonRevisionMismatch)
+		if e.Read("projects/demo/d/sub/new.txt") != "agent work" || e.Read("projects/demo/d/existing.txt") != "agent rewrite" {
 			t.Fatal("the refused delete removed the agent's work")
 		}
 	})
@@ -578,15 +571,15 @@ func TestWatchReadsDoNotHandOutRevisions(t *testing.T) {
 func TestWatchPublishedRevisionHandedOut(t *testing.T) {
 	for _, later := range []bool{false, true} {
 		t.Run(fmt.Sprintf("later=%v", later), func(t *testing.T) {
-			e := newEnv(t, nil)
-			e.mkdir("projects/demo/d/sub")
+			e := newEnv(t, false)
+			e.Mkdir("projects/demo/d/sub")
 			// A long window: the work in sub lands between d's change and
 			// the watcher's read of it.
-			w := newWatcher(t, e, WatchConfig{Coalesce: 2 * time.Second})
+			w := newWatcher(t, e, Config{Coalesce: 2 * time.Second})
 			s := subscribe(t, w, proj("demo"), "d")
-			e.write("projects/demo/d/x.txt", "x") // d's revision moves
+			e.Write("projects/demo/d/x.txt", "x") // d's revision moves
 			time.Sleep(tick)
-			e.write("projects/demo/d/sub/older.txt", "older work")
+			e.Write("projects/demo/d/sub/older.txt", "older work")
 			got := until(t, s, "d")
 			c := got[len(got)-1]
 			if c.Kind != ChangeModified || c.Entry.Revision == "" {
@@ -594,15 +587,15 @@ func TestWatchPublishedRevisionHandedOut(t *testing.T) {
 			}
 			if later {
 				time.Sleep(tick)
-				e.write("projects/demo/d/sub/newer.txt", "newer work")
-				wantErr(t, e.fs.DeleteEntry(bg, proj("demo"), "d", c.Entry.Revision, true), CodeAborted, ReasonRevisionMismatch)
-				if !e.exists("projects/demo/d/sub/newer.txt") {
+				e.Write("projects/demo/d/sub/newer.txt", "newer work")
+				wantErr(t, e.fs.DeleteEntry(bg, proj("demo"), "d", c.Entry.Revision, true), davfs.CodeAborted, davfs.ReasonRevisionMismatch)
+				if !e.Exists("projects/demo/d/sub/newer.txt") {
 					t.Fatal("the refused delete removed newer work")
 				}
 				return
 			}
 			must(t, e.fs.DeleteEntry(bg, proj("demo"), "d", c.Entry.Revision, true))
-			if e.exists("projects/demo/d") {
+			if e.Exists("projects/demo/d") {
 				t.Fatal("the tree is still there")
 			}
 		})
@@ -614,9 +607,9 @@ func TestWatchPublishedRevisionHandedOut(t *testing.T) {
 // its last id — the position current when the old watch ended — gets a
 // gap, not silence.
 func TestWatchResumeAfterRewatchIsGap(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/d")
-	w := newWatcher(t, e, WatchConfig{Linger: time.Millisecond, Revalidate: 10 * time.Millisecond})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/d")
+	w := newWatcher(t, e, Config{Linger: time.Millisecond, Revalidate: 10 * time.Millisecond})
 	s1, err := w.Subscribe(bg, proj("demo"), []string{"d"}, "")
 	must(t, err)
 	ready := next(t, s1)
@@ -631,7 +624,7 @@ func TestWatchResumeAfterRewatchIsGap(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	e.write("projects/demo/d/lost.txt", "written while not watched")
+	e.Write("projects/demo/d/lost.txt", "written while not watched")
 	subscribe(t, w, proj("demo"), "d")
 	r, err := w.Subscribe(bg, proj("demo"), []string{"d"}, ready.ID)
 	must(t, err)
@@ -647,11 +640,11 @@ func TestWatchResumeAfterRewatchIsGap(t *testing.T) {
 // After a kernel overflow, the position current at the overflow resumes
 // with a gap too (what changed around the overflow is not in the history).
 func TestWatchResumeAtOverflowIsGap(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/d")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/d")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "d")
-	e.write("projects/demo/d/a.txt", "a")
+	e.Write("projects/demo/d/a.txt", "a")
 	got := until(t, s, "d")
 	last := got[len(got)-1].ID
 	w.overflow()
@@ -669,18 +662,18 @@ func TestWatchResumeAtOverflowIsGap(t *testing.T) {
 // client holding the last published revision could not rename or delete
 // the directory otherwise.
 func TestWatchFilteredNameMovesDirectoryRevision(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/web")
-	w := newWatcher(t, e, WatchConfig{})
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/web")
+	w := newWatcher(t, e, Config{})
 	s := subscribe(t, w, proj("demo"), "web")
-	e.mkdir("projects/demo/web/node_modules")
+	e.Mkdir("projects/demo/web/node_modules")
 	c := next(t, s)
 	st, err := e.fs.Stat(bg, proj("demo"), "web")
 	must(t, err)
 	if c.Kind != ChangeModified || c.Path != "web" || c.Entry.Revision != st.Revision {
 		t.Fatalf("after mkdir node_modules: %+v, want web modified with %s", c, st.Revision)
 	}
-	e.write("projects/demo/web/sentinel.txt", "s")
+	e.Write("projects/demo/web/sentinel.txt", "s")
 	for _, c := range until(t, s, "web/sentinel.txt") {
 		if strings.Contains(c.Path, "node_modules") || strings.Contains(c.FromPath, "node_modules") {
 			t.Fatalf("a denylisted name was published: %+v", c)
@@ -708,25 +701,25 @@ func TestWatchParentMovedOrSwapped(t *testing.T) {
 	for _, swap := range []bool{false, true} {
 		t.Run(fmt.Sprintf("symlink=%v", swap), func(t *testing.T) {
 			forModes(t, func(t *testing.T, e *env) {
-				e.mkdir("projects/demo/a/b")
-				e.mkdir("projects/demo/other")
-				e.mkdir("outside/b")
-				w := newWatcher(t, e, WatchConfig{Revalidate: 50 * time.Millisecond})
+				e.Mkdir("projects/demo/a/b")
+				e.Mkdir("projects/demo/other")
+				e.Mkdir("outside/b")
+				w := newWatcher(t, e, Config{Revalidate: 50 * time.Millisecond})
 				s := subscribe(t, w, proj("demo"), "a/b", "other")
 				must(t, os.Rename(filepath.Join(e.projects, "demo/a"), filepath.Join(e.projects, "demo/moved")))
 				if swap {
 					must(t, os.Symlink(e.outside, filepath.Join(e.projects, "demo/a")))
-					e.write("outside/b/target.txt", "at the symlink's target")
+					e.Write("outside/b/target.txt", "at the symlink's target")
 				}
 				// Under the watched inode's new path.
-				e.write("projects/demo/moved/b/new-place.txt", "x")
+				e.Write("projects/demo/moved/b/new-place.txt", "x")
 				c := next(t, s)
 				if c.Kind != ChangeResync || c.Reason != ResyncGone || len(c.Directories) != 1 || c.Directories[0] != "a/b" {
 					t.Fatalf("got %+v, want resync gone for a/b", c)
 				}
-				e.write("projects/demo/moved/b/later.txt", "x")
-				e.write("outside/b/later.txt", "x")
-				e.write("projects/demo/other/sentinel.txt", "s")
+				e.Write("projects/demo/moved/b/later.txt", "x")
+				e.Write("outside/b/later.txt", "x")
+				e.Write("projects/demo/other/sentinel.txt", "s")
 				for _, c := range until(t, s, "other/sentinel.txt") {
 					if c.Directory != "other" {
 						t.Fatalf("a change from the old watch: %+v", c)
@@ -735,7 +728,7 @@ func TestWatchParentMovedOrSwapped(t *testing.T) {
 				if n := w.Stats().WatchedDirs; n != 1 {
 					t.Fatalf("watched dirs %d, want 1 (other)", n)
 				}
-				if e.read("outside/canary.txt") != "CANARY" {
+				if e.Read("outside/canary.txt") != "CANARY" {
 					t.Fatal("canary changed")
 				}
 			})
@@ -748,13 +741,13 @@ func TestWatchParentMovedOrSwapped(t *testing.T) {
 // agent wrote): no re-list, and afterwards the watch knows each name the
 // burst touched. Past MaxPending names before one flush, one re-list.
 func TestWatchBurstIsIncremental(t *testing.T) {
-	e := newEnv(t, nil)
-	e.mkdir("projects/demo/big")
+	e := newEnv(t, false)
+	e.Mkdir("projects/demo/big")
 	dir := filepath.Join(e.projects, "demo/big")
 	for i := range 3000 {
 		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("old%04d", i)), []byte("x"), 0o644))
 	}
-	w := newWatcher(t, e, WatchConfig{MaxPending: 100})
+	w := newWatcher(t, e, Config{MaxPending: 100})
 	s := subscribe(t, w, proj("demo"), "big")
 	burst := func(prefix string, n int) {
 		for i := range n {
@@ -776,7 +769,7 @@ func TestWatchBurstIsIncremental(t *testing.T) {
 	}
 	// What the burst touched is known: a write is Modified, a removal Removed.
 	time.Sleep(time.Second) // past the burst's hold
-	e.write("projects/demo/big/new0007", "changed")
+	e.Write("projects/demo/big/new0007", "changed")
 	if c := until(t, s, "big/new0007"); c[len(c)-1].Kind != ChangeModified {
 		t.Fatalf("after the burst, a write of one of its names: %+v", c[len(c)-1])
 	}
@@ -791,7 +784,7 @@ func TestWatchBurstIsIncremental(t *testing.T) {
 		t.Fatalf("a burst of 2000 (MaxPending 100): %d re-lists, want one", n)
 	}
 	time.Sleep(2 * time.Second)
-	e.write("projects/demo/big/more0400", "changed")
+	e.Write("projects/demo/big/more0400", "changed")
 	if c := until(t, s, "big/more0400"); c[len(c)-1].Kind != ChangeModified {
 		t.Fatalf("after the re-list, a write of one of its names: %+v", c[len(c)-1])
 	}
