@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentworkspace/files/gateway/gatewaytest"
-	"github.com/agentworkspace/files/gateway/internal/mgmt"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // PRD §15.2: request ID and operator travel to the sidecar as metadata; the
@@ -32,7 +32,7 @@ func TestSidecarMetadata(t *testing.T) {
 	if v := md.Get("x-request-id"); len(v) != 1 || v[0] != "client-chosen-id-42" {
 		t.Errorf("x-request-id metadata = %v", v)
 	}
-	if v := md.Get(mgmt.OperatorMetadataKey); len(v) != 1 || v[0] != gatewaytest.AdminOperator {
+	if v := md.Get(rpcmeta.Operator); len(v) != 1 || v[0] != gatewaytest.AdminOperator {
 		t.Errorf("x-operator metadata = %v", v)
 	}
 	for k := range md {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentworkspace/files/gateway/gatewaytest"
-	"github.com/agentworkspace/files/gateway/internal/mgmt"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // login trades a token for a session cookie and CSRF token.
@@ -178,7 +178,7 @@ func TestTrustedProxy(t *testing.T) {
 					t.Fatalf("trusted proxy admin: %d %s", r.Status, r.Body)
 				}
 				calls := a.Calls()
-				if op := calls[len(calls)-1].MD.Get(mgmt.OperatorMetadataKey); len(op) != 1 || op[0] != "carol" {
+				if op := calls[len(calls)-1].MD.Get(rpcmeta.Operator); len(op) != 1 || op[0] != "carol" {
 					t.Errorf("operator sent to sidecar = %v, want carol", op)
 				}
 				if r := send("devs"); r.Status != http.StatusForbidden {
@@ -196,7 +196,7 @@ func TestTrustedProxy(t *testing.T) {
 				t.Fatalf("bearer: %d %s", r.Status, r.Body)
 			}
 			calls := a.Calls()
-			if op := calls[len(calls)-1].MD.Get(mgmt.OperatorMetadataKey); len(op) != 1 || op[0] != gatewaytest.AdminOperator {
+			if op := calls[len(calls)-1].MD.Get(rpcmeta.Operator); len(op) != 1 || op[0] != gatewaytest.AdminOperator {
 				t.Errorf("operator = %v, want %s", op, gatewaytest.AdminOperator)
 			}
 		})

@@ -46,6 +46,7 @@ import (
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -168,7 +169,7 @@ func run(b verboseTB, p params) (*report, error) {
 	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: project}
 	// The gateway sends x-operator and x-request-id; so does the direct
 	// client, so the sidecar does the same work on both paths.
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-operator", gatewaytest.AdminOperator, "x-request-id", "gatewaybench")
+	ctx := metadata.AppendToOutgoingContext(context.Background(), rpcmeta.Operator, gatewaytest.AdminOperator, rpcmeta.RequestID, "gatewaybench")
 	q := "workspace.scope=PROJECT&workspace.project_name=" + project
 	api := gw.URL + "/api/v1/agent-gateway/agents/" + agentID + "/projects/"
 	calls := []struct {
@@ -380,7 +381,7 @@ func floorForwarder(rpcAddr, tlsDir string) int {
 	}
 	rpc := workspacev1.NewWorkspaceServiceClient(conn)
 	call := func(r *http.Request) (context.Context, *workspacev1.WorkspaceRef) {
-		ctx := metadata.AppendToOutgoingContext(r.Context(), "x-operator", gatewaytest.AdminOperator, "x-request-id", "floor")
+		ctx := metadata.AppendToOutgoingContext(r.Context(), rpcmeta.Operator, gatewaytest.AdminOperator, rpcmeta.RequestID, "floor")
 		return ctx, &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: r.URL.Query().Get("project")}
 	}
 	// reply answers with body, or with err as a 502.

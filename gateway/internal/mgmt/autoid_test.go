@@ -3,6 +3,7 @@ package mgmt
 import (
 	"testing"
 
+	"github.com/agentworkspace/files/internal/rpcmeta"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -11,7 +12,7 @@ import (
 // sidecar sent is dropped, never stored in the audit record.
 func TestAutoIDShape(t *testing.T) {
 	const ok = "0123456789abcdef01234567"
-	tr := func(v ...string) metadata.MD { return metadata.MD{autoCheckpointTrailer: v} }
+	tr := func(v ...string) metadata.MD { return metadata.MD{rpcmeta.AutoCheckpoint: v} }
 	for _, c := range []struct {
 		name, resp string
 		tr         metadata.MD

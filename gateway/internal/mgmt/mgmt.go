@@ -39,14 +39,8 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/metrics"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 	"github.com/agentworkspace/files/internal/pki"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
-
-// OperatorMetadataKey is the gRPC metadata key naming the operator.
-const OperatorMetadataKey = "x-operator"
-
-// autoCheckpointTrailer names, in a failed delete's trailer, the automatic
-// checkpoint the sidecar took first (sidecar rpc.AutoCheckpointKey).
-const autoCheckpointTrailer = "x-auto-checkpoint-id"
 
 type agent struct {
 	id       string
@@ -196,7 +190,7 @@ type call struct {
 // the audit record never carries what the sidecar should not have sent.
 func autoID(fromResponse string, tr metadata.MD) string {
 	id := fromResponse
-	if v := tr.Get(autoCheckpointTrailer); id == "" && len(v) == 1 {
+	if v := tr.Get(rpcmeta.AutoCheckpoint); id == "" && len(v) == 1 {
 		id = v[0]
 	}
 	if !checkpointIDShape.MatchString(id) {
@@ -272,8 +266,8 @@ func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Cont
 		}
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		cctx = metadata.NewOutgoingContext(cctx, metadata.Pairs(
-			requestid.MetadataKey, requestid.From(ctx),
-			OperatorMetadataKey, id.Operator,
+			rpcmeta.RequestID, requestid.From(ctx),
+			rpcmeta.Operator, id.Operator,
 		))
 		out, err = fn(cctx, ag.client)
 		err = rewrap(cctx, err, c.agentID)

@@ -20,6 +20,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/config"
 	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/internal/pki/pkitest"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // failingRestore is a sidecar CheckpointService whose restore fails after
@@ -30,7 +31,7 @@ type failingRestore struct {
 }
 
 func (f *failingRestore) RestoreCheckpoint(ctx context.Context, _ *workspacev1.RestoreCheckpointRequest) (*workspacev1.RestoreCheckpointResponse, error) {
-	_ = grpc.SetTrailer(ctx, metadata.Pairs(autoCheckpointTrailer, f.trailer))
+	_ = grpc.SetTrailer(ctx, metadata.Pairs(rpcmeta.AutoCheckpoint, f.trailer))
 	return nil, status.Error(codes.Aborted, "changed meanwhile")
 }
 

@@ -8,6 +8,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // WatchRecv returns the next event of a watch stream; its errors are
@@ -25,8 +26,8 @@ func (s *Service) Watch(ctx context.Context, agentID string, req *workspacev1.Wa
 		return nil, err
 	}
 	sctx := metadata.NewOutgoingContext(ctx, metadata.Pairs(
-		requestid.MetadataKey, requestid.From(ctx),
-		OperatorMetadataKey, id.Operator,
+		rpcmeta.RequestID, requestid.From(ctx),
+		rpcmeta.Operator, id.Operator,
 	))
 	// Opening a stream does not wait for the sidecar; the first Recv does,
 	// bounded by the agent's call timeout so a dead sidecar is a quick 503.

@@ -1,6 +1,6 @@
 // Package requestid carries the request ID of one gateway request: accepted
 // from X-Request-ID when it is sane, generated otherwise, sent to sidecars as
-// gRPC metadata x-request-id and returned on every response.
+// gRPC metadata rpcmeta.RequestID and returned on every response.
 package requestid
 
 import (
@@ -12,9 +12,6 @@ import (
 
 // Header is the HTTP header carrying the request ID both ways.
 const Header = "X-Request-ID"
-
-// MetadataKey is the gRPC metadata key sent to sidecars.
-const MetadataKey = "x-request-id"
 
 // MaxLen bounds an accepted client-supplied ID.
 const MaxLen = 128

@@ -10,6 +10,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // CheckpointFS is the part of *davfs.FS the CheckpointService uses.
@@ -95,7 +96,7 @@ func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspac
 		// A restore that failed after taking its undo checkpoint (kept)
 		// names it, as a failed delete does, so that the gateway audits it.
 		if r.AutoCheckpoint != "" {
-			_ = grpc.SetTrailer(ctx, metadata.Pairs(AutoCheckpointKey, r.AutoCheckpoint))
+			_ = grpc.SetTrailer(ctx, metadata.Pairs(rpcmeta.AutoCheckpoint, r.AutoCheckpoint))
 		}
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // deleteFS answers both deletes with res and err, and records the options.
@@ -57,7 +58,7 @@ func TestDeleteCheckpointOptions(t *testing.T) {
 			}
 			fs.err = &davfs.Error{Code: davfs.CodeAborted, Reason: davfs.ReasonRevisionMismatch, Message: "changed"}
 			_, tr, err := call(false)
-			if status.Code(err) != codes.Aborted || fs.opts.SkipCheckpoint || strings.Join(tr.Get(AutoCheckpointKey), ",") != "0123456789abcdef01234567" {
+			if status.Code(err) != codes.Aborted || fs.opts.SkipCheckpoint || strings.Join(tr.Get(rpcmeta.AutoCheckpoint), ",") != "0123456789abcdef01234567" {
 				t.Fatalf("failed after the checkpoint: %v, trailer %v", err, tr)
 			}
 			if strings.Contains(status.Convert(err).Message(), "skip_checkpoint") {
@@ -66,7 +67,7 @@ func TestDeleteCheckpointOptions(t *testing.T) {
 			fs.res = davfs.DeleteResult{}
 			fs.err = &davfs.Error{Code: davfs.CodeResourceExhausted, Reason: davfs.ReasonCheckpointLimit, Message: "the checkpoint does not fit"}
 			_, tr, err = call(false)
-			if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != "CHECKPOINT_LIMIT" || len(tr.Get(AutoCheckpointKey)) != 0 ||
+			if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != "CHECKPOINT_LIMIT" || len(tr.Get(rpcmeta.AutoCheckpoint)) != 0 ||
 				!strings.Contains(status.Convert(err).Message(), "retry with skip_checkpoint=true") {
 				t.Fatalf("limit: %v, trailer %v", err, tr)
 			}
@@ -76,7 +77,7 @@ func TestDeleteCheckpointOptions(t *testing.T) {
 	// checkpoint.
 	fs.res, fs.err = davfs.DeleteResult{}, nil
 	for id, skip := range map[string]bool{"req-skip": true, "req-keep": false} {
-		rctx := metadata.AppendToOutgoingContext(ctx, RequestIDKey, id)
+		rctx := metadata.AppendToOutgoingContext(ctx, rpcmeta.RequestID, id)
 		if _, err := c.DeleteEntry(rctx, &workspacev1.DeleteEntryRequest{Workspace: project, Path: "d", ExpectedRevision: "r", Recursive: true, SkipCheckpoint: skip}); err != nil {
 			t.Fatal(err)
 		}

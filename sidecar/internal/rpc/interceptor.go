@@ -20,16 +20,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
-)
-
-// Metadata keys exchanged with the gateway.
-const (
-	RequestIDKey = "x-request-id"
-	OperatorKey  = "x-operator"
-	// AutoCheckpointKey is the trailer naming the automatic checkpoint a
-	// delete took before it failed (on success the response carries it),
-	// so the gateway audits that checkpoint too.
-	AutoCheckpointKey = "x-auto-checkpoint-id"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // Observer records one finished call (metrics). Optional.
@@ -57,7 +48,7 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 		ci := incomingCall(ctx)
 		ctx = context.WithValue(ctx, callInfoKey{}, ci)
 		ctx = davfs.WithOperator(ctx, ci.Operator) // names automatic checkpoints
-		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDKey, ci.RequestID))
+		_ = grpc.SetHeader(ctx, metadata.Pairs(rpcmeta.RequestID, ci.RequestID))
 		action := path.Base(info.FullMethod)
 		if !strings.HasPrefix(info.FullMethod, "/workspace.v1.WorkspaceService/") && !strings.HasPrefix(info.FullMethod, "/workspace.v1.CheckpointService/") {
 			// Health checks and other infrastructure: no metrics, debug log.
@@ -154,7 +145,7 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`).MatchString
 // one when missing or malformed) and its operator (at most 256 bytes).
 func incomingCall(ctx context.Context) CallInfo {
 	md, _ := metadata.FromIncomingContext(ctx)
-	ci := CallInfo{RequestID: first(md, RequestIDKey), Operator: first(md, OperatorKey)}
+	ci := CallInfo{RequestID: first(md, rpcmeta.RequestID), Operator: first(md, rpcmeta.Operator)}
 	if !validID(ci.RequestID) {
 		ci.RequestID = newRequestID()
 	}
@@ -231,7 +222,7 @@ func StreamInterceptor(log hclog.Logger, obs Observer) grpc.StreamServerIntercep
 		ctx := ss.Context()
 		ci := incomingCall(ctx)
 		ws := &infoStream{ServerStream: ss, ctx: context.WithValue(ctx, callInfoKey{}, ci)}
-		_ = ss.SetHeader(metadata.Pairs(RequestIDKey, ci.RequestID))
+		_ = ss.SetHeader(metadata.Pairs(rpcmeta.RequestID, ci.RequestID))
 		action := path.Base(info.FullMethod)
 		ours := strings.HasPrefix(info.FullMethod, "/workspace.v1.")
 		fields := func() []any { return callFields(info.FullMethod, ci, ws.req) }

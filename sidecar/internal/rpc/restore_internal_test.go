@@ -14,6 +14,7 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // restoreFS answers RestoreCheckpoint with res and err.
@@ -47,17 +48,17 @@ func TestRestoreCheckpointFailedUndoTrailer(t *testing.T) {
 
 	fs.res = davfs.RestoreResult{AutoCheckpoint: undo}
 	id, tr, err := restore()
-	if err != nil || id != undo || len(tr.Get(AutoCheckpointKey)) != 0 {
+	if err != nil || id != undo || len(tr.Get(rpcmeta.AutoCheckpoint)) != 0 {
 		t.Fatalf("ok: %q %v, trailer %v", id, err, tr)
 	}
 	fs.err = &davfs.Error{Code: davfs.CodeAborted, Reason: davfs.ReasonRevisionMismatch, Message: "changed meanwhile"}
 	_, tr, err = restore()
-	if status.Code(err) != codes.Aborted || strings.Join(tr.Get(AutoCheckpointKey), ",") != undo {
+	if status.Code(err) != codes.Aborted || strings.Join(tr.Get(rpcmeta.AutoCheckpoint), ",") != undo {
 		t.Fatalf("failed after the undo checkpoint: %v, trailer %v", err, tr)
 	}
 	fs.res = davfs.RestoreResult{}
 	_, tr, err = restore()
-	if status.Code(err) != codes.Aborted || len(tr.Get(AutoCheckpointKey)) != 0 {
+	if status.Code(err) != codes.Aborted || len(tr.Get(rpcmeta.AutoCheckpoint)) != 0 {
 		t.Fatalf("failed before any undo checkpoint: %v, trailer %v", err, tr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // FS is the part of *davfs.FS the service uses (a seam for tests).
@@ -144,7 +145,7 @@ func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryR
 // The hint belongs to this API: a WebDAV DELETE has no such override.
 func failedDelete(ctx context.Context, r davfs.DeleteResult, err error) error {
 	if r.AutoCheckpoint != "" {
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(AutoCheckpointKey, r.AutoCheckpoint))
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(rpcmeta.AutoCheckpoint, r.AutoCheckpoint))
 	}
 	var de *davfs.Error
 	if !errors.As(err, &de) || de.Reason != davfs.ReasonCheckpointLimit {

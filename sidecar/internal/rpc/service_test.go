@@ -21,6 +21,7 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // fakeFS is a hand-written FS: it records the last call and returns err.
@@ -196,13 +197,13 @@ func TestInterceptor(t *testing.T) {
 	c, logs := startService(t, fs)
 
 	t.Run("request ID echoed and logged, content never logged", func(t *testing.T) {
-		ctx := metadata.AppendToOutgoingContext(context.Background(), RequestIDKey, "req-123", OperatorKey, "alice")
+		ctx := metadata.AppendToOutgoingContext(context.Background(), rpcmeta.RequestID, "req-123", rpcmeta.Operator, "alice")
 		var hdr metadata.MD
 		if _, err := c.UpdateFile(ctx, &workspacev1.UpdateFileRequest{Workspace: project, Path: "dir/a.txt",
 			Content: "TOPSECRET", ExpectedRevision: "r1"}, grpc.Header(&hdr)); err != nil {
 			t.Fatal(err)
 		}
-		if got := hdr.Get(RequestIDKey); len(got) != 1 || got[0] != "req-123" {
+		if got := hdr.Get(rpcmeta.RequestID); len(got) != 1 || got[0] != "req-123" {
 			t.Errorf("x-request-id header = %v", got)
 		}
 		line := findLine(t, logs.String(), "req-123")
@@ -221,7 +222,7 @@ func TestInterceptor(t *testing.T) {
 	})
 
 	t.Run("levels: successful reads debug, mutations and failures info", func(t *testing.T) {
-		ctx := metadata.AppendToOutgoingContext(context.Background(), RequestIDKey, "req-read", OperatorKey, "bob")
+		ctx := metadata.AppendToOutgoingContext(context.Background(), rpcmeta.RequestID, "req-read", rpcmeta.Operator, "bob")
 		if _, err := c.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: project, Path: "dir/a.txt"}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +234,7 @@ func TestInterceptor(t *testing.T) {
 		}
 		fs.err = &davfs.Error{Code: davfs.CodeNotFound, Reason: davfs.ReasonNotFound, Message: "not found"}
 		defer func() { fs.err = nil }()
-		ctx = metadata.AppendToOutgoingContext(context.Background(), RequestIDKey, "req-miss")
+		ctx = metadata.AppendToOutgoingContext(context.Background(), rpcmeta.RequestID, "req-miss")
 		if _, err := c.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: project, Path: "nope"}); status.Code(err) != codes.NotFound {
 			t.Fatalf("err = %v", err)
 		}
@@ -246,14 +247,14 @@ func TestInterceptor(t *testing.T) {
 		for _, id := range []string{"", "bad id {\"x\":1}", strings.Repeat("a", 200)} {
 			ctx := context.Background()
 			if id != "" {
-				ctx = metadata.AppendToOutgoingContext(ctx, RequestIDKey, id)
+				ctx = metadata.AppendToOutgoingContext(ctx, rpcmeta.RequestID, id)
 			}
 			var hdr metadata.MD
 			_, err := c.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: global, Path: "AGENTS.md"}, grpc.Header(&hdr))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := hdr.Get(RequestIDKey)
+			got := hdr.Get(rpcmeta.RequestID)
 			if len(got) != 1 || len(got[0]) != 32 {
 				t.Errorf("generated x-request-id = %v", got)
 			}
@@ -264,13 +265,13 @@ func TestInterceptor(t *testing.T) {
 		fs.err = &davfs.Error{Code: davfs.CodeInternal, Reason: davfs.ReasonInternal, Message: "internal error",
 			Err: errors.New("detail-for-logs-only")}
 		defer func() { fs.err = nil }()
-		ctx := metadata.AppendToOutgoingContext(context.Background(), RequestIDKey, "req-err")
+		ctx := metadata.AppendToOutgoingContext(context.Background(), rpcmeta.RequestID, "req-err")
 		var hdr metadata.MD
 		_, err := c.GetFile(ctx, &workspacev1.GetFileRequest{Workspace: project, Path: "x"}, grpc.Header(&hdr))
 		if status.Code(err) != codes.Internal || strings.Contains(err.Error(), "detail-for-logs-only") {
 			t.Errorf("err = %v", err)
 		}
-		if got := hdr.Get(RequestIDKey); len(got) != 1 || got[0] != "req-err" {
+		if got := hdr.Get(rpcmeta.RequestID); len(got) != 1 || got[0] != "req-err" {
 			t.Errorf("x-request-id header on error = %v", got)
 		}
 		if !strings.Contains(logs.String(), "detail-for-logs-only") {

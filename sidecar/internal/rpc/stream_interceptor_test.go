@@ -15,6 +15,7 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // panicWatch panics on a "boom" directory, else sends one READY carrying
@@ -51,7 +52,7 @@ func TestWatchStreamInterceptor(t *testing.T) {
 	call := func(id, dir string) (*workspacev1.WatchEvent, metadata.MD, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		ctx = metadata.AppendToOutgoingContext(ctx, RequestIDKey, id, OperatorKey, "alice")
+		ctx = metadata.AppendToOutgoingContext(ctx, rpcmeta.RequestID, id, rpcmeta.Operator, "alice")
 		st, err := c.Watch(ctx, &workspacev1.WatchRequest{Workspace: project, Directories: []string{dir}})
 		if err != nil {
 			return nil, nil, err
@@ -91,7 +92,7 @@ func TestWatchStreamInterceptor(t *testing.T) {
 	if ev.GetId() != "req-ok" {
 		t.Fatalf("handler saw request ID %q", ev.GetId())
 	}
-	if got := hdr.Get(RequestIDKey); len(got) != 1 || got[0] != "req-ok" {
+	if got := hdr.Get(rpcmeta.RequestID); len(got) != 1 || got[0] != "req-ok" {
 		t.Fatalf("x-request-id header %v", got)
 	}
 	if got := <-obs.got; got != "Watch NotFound NOT_FOUND" {
