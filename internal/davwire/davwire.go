@@ -54,6 +54,15 @@ const (
 	AutoCheckpointHeader = "X-Workspace-Auto-Checkpoint"
 )
 
+// The Allow header of the WebDAV surface: AllowRead on a read-only view
+// (and for a read method's refusal there), AllowWrite where clients may
+// write. The gateway answers OPTIONS and 405 with them itself; the sidecar
+// with AllowRead on its read-only view.
+const (
+	AllowRead  = "OPTIONS, GET, HEAD, PROPFIND"
+	AllowWrite = AllowRead + ", PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH, LOCK, UNLOCK"
+)
+
 var prefixRE = regexp.MustCompile(`^/dav/[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // ValidPrefix reports whether p is a prefix the sidecar accepts: "/dav/"

@@ -1,6 +1,9 @@
 package davwire
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestValidPrefix(t *testing.T) {
 	for p, want := range map[string]bool{
@@ -11,6 +14,24 @@ func TestValidPrefix(t *testing.T) {
 	} {
 		if got := ValidPrefix(p); got != want {
 			t.Errorf("ValidPrefix(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestAllow(t *testing.T) {
+	read := map[string]bool{}
+	for _, m := range strings.Split(AllowRead, ", ") {
+		if w, ok := Methods[m]; !ok || w {
+			t.Errorf("AllowRead lists %q, which is not a read method of Methods", m)
+		}
+		read[m] = true
+	}
+	if !strings.HasPrefix(AllowWrite, AllowRead+", ") {
+		t.Errorf("AllowWrite %q does not start with AllowRead", AllowWrite)
+	}
+	for _, m := range strings.Split(AllowWrite, ", ") {
+		if _, ok := Methods[m]; !ok || (!read[m] && !Methods[m]) {
+			t.Errorf("AllowWrite lists %q, which is not a method of Methods", m)
 		}
 	}
 }

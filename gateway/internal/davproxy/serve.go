@@ -11,11 +11,6 @@ import (
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
-const (
-	allowRead  = "OPTIONS, GET, HEAD, PROPFIND"
-	allowWrite = "OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH, LOCK, UNLOCK"
-)
-
 var (
 	readMethods = map[string]bool{http.MethodOptions: true, http.MethodGet: true, http.MethodHead: true, "PROPFIND": true}
 	// mutationMethods are audited through OnMutation.
@@ -27,9 +22,9 @@ var (
 
 func (h *handler) allow() string {
 	if h.opts.Writable {
-		return allowWrite
+		return davwire.AllowWrite
 	}
-	return allowRead
+	return davwire.AllowRead
 }
 
 // state is what the proxy hooks need to know about the request being served.

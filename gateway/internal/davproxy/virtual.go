@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 // The gateway itself answers for the two levels above the sidecars' trees:
@@ -81,7 +83,7 @@ func (h *handler) serveVirtual(w *recorder, r *http.Request, self virtualEntry, 
 	default:
 		// PROPPATCH, LOCK and every write are refused on the virtual
 		// levels, writable view or not.
-		w.Header().Set("Allow", allowRead)
+		w.Header().Set("Allow", davwire.AllowRead)
 		h.refuse(w, http.StatusMethodNotAllowed, "READ_ONLY", "method not allowed on this collection")
 		return
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 	"github.com/agentworkspace/files/gateway/internal/session"
 	"github.com/agentworkspace/files/gateway/internal/uploads"
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 // APIPrefix is the REST API's path prefix.
@@ -188,9 +189,9 @@ func (s *Server) rootOptions(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("DAV", "1, 2")
 	h.Set("MS-Author-Via", "DAV")
-	allow := "OPTIONS, GET, HEAD, PROPFIND"
+	allow := davwire.AllowRead
 	if s.opts.Writable {
-		allow += ", PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH, LOCK, UNLOCK"
+		allow = davwire.AllowWrite
 	}
 	h.Set("Allow", allow)
 	return c.NoContent(http.StatusOK)

@@ -241,10 +241,10 @@ func safeID(s string) bool {
 	return s != "" && len(s) <= 128 && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' })
 }
 
-const (
-	readOnlyAllow = "OPTIONS, GET, HEAD, PROPFIND"
-	allowAll      = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
-)
+// allowAll answers a method the sidecar does not serve: the methods of
+// davwire.AllowWrite in the order this answer has always had (the gateway
+// refuses such a method itself, with davwire's header).
+const allowAll = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
 
 // workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
 // or the name itself for the levels above.
@@ -340,7 +340,7 @@ func (q *request) serve() {
 		case http.MethodOptions:
 			hdr.Set("DAV", "1")
 			hdr.Set("MS-Author-Via", "DAV")
-			hdr.Set("Allow", readOnlyAllow)
+			hdr.Set("Allow", davwire.AllowRead)
 			hdr.Set("Content-Length", "0")
 			q.rec.WriteHeader(http.StatusOK)
 			return
@@ -348,7 +348,7 @@ func (q *request) serve() {
 		case "PROPFIND":
 			q.rec.filter = &lockFilter{w: q.rec.w}
 		default:
-			hdr.Set("Allow", readOnlyAllow)
+			hdr.Set("Allow", davwire.AllowRead)
 			q.fail(http.StatusMethodNotAllowed, "READ_ONLY", "this WebDAV view is read-only")
 			return
 		}

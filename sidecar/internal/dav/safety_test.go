@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/contracts/errtable"
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 // snapshot maps every path under root to a digest of its content (or
@@ -310,7 +311,7 @@ func TestReadOnlyView(t *testing.T) {
 	for _, m := range []string{"PUT", "DELETE", "MKCOL", "COPY", "MOVE", "PROPPATCH", "LOCK", "UNLOCK"} {
 		hdr := map[string]string{"X-Workspace-Read-Only": "true", "Destination": "/projects/demo/z.txt", "If-Match": `"x"`}
 		resp := e.wantReason(m, "/projects/demo/r.txt", hdr, "", 405, "READ_ONLY")
-		if resp.Header.Get("Allow") != readOnlyAllow {
+		if resp.Header.Get("Allow") != davwire.AllowRead {
 			t.Errorf("%s: Allow %q", m, resp.Header.Get("Allow"))
 		}
 	}
