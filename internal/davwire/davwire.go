@@ -3,7 +3,8 @@
 // stripping any copy a client sent, and strips each response header before a
 // response leaves it; the sidecar trusts them because only the gateway
 // reaches its WebDAV port (NetworkPolicy). It also holds the two sides'
-// shared method table and metric registration.
+// shared method table, Allow header, path grammar (path.go, route.go) and
+// metric registration.
 package davwire
 
 import (

@@ -41,10 +41,10 @@ func (h *handler) checkDestination(w *recorder, r *http.Request, src route) (rou
 		return route{}, false
 	}
 	switch {
-	case dst.kind == routeWorkspace && dst.agentID != src.agentID:
+	case dst.Kind == routeWorkspace && dst.Agent != src.Agent:
 		h.refuse(w, http.StatusForbidden, "FORBIDDEN", "the Destination is in another agent's workspace")
 		return route{}, false
-	case !sameWorkspace(src, dst) || (dst.scope == scopeProject && (dst.project == "" || dst.relPath == "")):
+	case !sameWorkspace(src, dst) || (dst.Scope == scopeProject && (dst.Project == "" || dst.RelPath == "")):
 		h.refuse(w, http.StatusForbidden, "FORBIDDEN", "the Destination must be in the same workspace as the source")
 		return route{}, false
 	}

@@ -41,7 +41,7 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 		"Upgrade", "Connection"} { // no protocol switch through the view
 		hdr.Del(k)
 	}
-	hdr.Set(davwire.PrefixHeader, "/dav/"+st.route.agentID)
+	hdr.Set(davwire.PrefixHeader, "/dav/"+st.route.Agent)
 	if !h.opts.Writable {
 		hdr.Set(davwire.ReadOnlyHeader, "true")
 	} else if h.opts.KeepUnconditional {
@@ -110,7 +110,7 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	for k, vs := range hdr {
 		for _, v := range vs {
 			if strings.Contains(v, host) || (hostname != "" && strings.Contains(v, hostname)) {
-				h.log.Warn("dropping response header that names the sidecar", "header", k, "agent_id", st.route.agentID)
+				h.log.Warn("dropping response header that names the sidecar", "header", k, "agent_id", st.route.Agent)
 				delete(hdr, k)
 				break
 			}
@@ -158,19 +158,19 @@ func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		rec.status, rec.code = 499, codes.Canceled
 		return
 	}
-	h.log.Warn("sidecar WebDAV request failed", "agent_id", st.route.agentID, "method", r.Method,
+	h.log.Warn("sidecar WebDAV request failed", "agent_id", st.route.Agent, "method", r.Method,
 		"request_id", st.requestID, "error", scrubErr(err, st.target.Host, st.target.Hostname()))
-	h.metrics.unavailable.WithLabelValues(st.route.agentID).Inc()
+	h.metrics.unavailable.WithLabelValues(st.route.Agent).Inc()
 	var ne net.Error
 	var oe *net.OpError
 	if errors.As(err, &ne) && ne.Timeout() && !(errors.As(err, &oe) && oe.Op == "dial") {
 		h.refuse(rec, http.StatusGatewayTimeout, "SIDECAR_UNAVAILABLE",
-			fmt.Sprintf("the WebDAV service of agent %q did not answer in time", st.route.agentID))
+			fmt.Sprintf("the WebDAV service of agent %q did not answer in time", st.route.Agent))
 		rec.code = codes.DeadlineExceeded
 		return
 	}
 	h.refuse(rec, http.StatusServiceUnavailable, "SIDECAR_UNAVAILABLE",
-		fmt.Sprintf("the WebDAV service of agent %q is unavailable", st.route.agentID))
+		fmt.Sprintf("the WebDAV service of agent %q is unavailable", st.route.Agent))
 }
 
 // scrubErr is err's text for a log line without the sidecar's address: a
@@ -329,13 +329,13 @@ func browserRedirect(resp *http.Response, rt route) (string, bool) {
 		!strings.Contains(r.Header.Get("Accept"), "text/html") {
 		return "", false
 	}
-	loc := "/agents/" + url.PathEscape(rt.agentID)
+	loc := "/agents/" + url.PathEscape(rt.Agent)
 	switch {
-	case rt.kind == routeWorkspace && rt.scope == scopeGlobal:
+	case rt.Kind == routeWorkspace && rt.Scope == scopeGlobal:
 		loc += "/global"
-	case rt.kind == routeWorkspace && rt.project != "":
-		loc += "/projects/" + url.PathEscape(rt.project)
-	case rt.kind != routeAgent && rt.kind != routeWorkspace:
+	case rt.Kind == routeWorkspace && rt.Project != "":
+		loc += "/projects/" + url.PathEscape(rt.Project)
+	case rt.Kind != routeAgent && rt.Kind != routeWorkspace:
 		return "", false
 	}
 	return loc, true

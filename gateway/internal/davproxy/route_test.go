@@ -3,12 +3,14 @@ package davproxy
 import (
 	"strings"
 	"testing"
+
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 func TestParseRoute(t *testing.T) {
 	cases := []struct {
 		path                             string
-		kind                             routeKind
+		kind                             davwire.Kind
 		agent, scope, project, rel, rest string
 		audit                            string
 		bad                              string // the refusal's reason, in its message
@@ -56,8 +58,8 @@ func TestParseRoute(t *testing.T) {
 			t.Errorf("%s: %v", c.path, err)
 			continue
 		}
-		if rt.kind != c.kind || rt.agentID != c.agent || rt.scope != c.scope || rt.project != c.project || rt.relPath != c.rel || rt.rest != c.rest || rt.auditPath() != c.audit {
-			t.Errorf("%s: got %+v (audit %q)", c.path, rt, rt.auditPath())
+		if rt.Kind != c.kind || rt.Agent != c.agent || rt.Scope != c.scope || rt.Project != c.project || rt.RelPath != c.rel || rt.Rest != c.rest || auditPath(rt) != c.audit {
+			t.Errorf("%s: got %+v (audit %q)", c.path, rt, auditPath(rt))
 		}
 	}
 }

@@ -67,8 +67,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var m *Mutation
 	if mutationMethods[r.Method] {
 		m = &Mutation{
-			AgentID: rt.agentID, Action: "webdav." + r.Method, Scope: rt.scope, Project: rt.project,
-			SourcePath: rt.auditPath(), RequestID: st.requestID, Operator: st.operator,
+			AgentID: rt.Agent, Action: "webdav." + r.Method, Scope: rt.Scope, Project: rt.Project,
+			SourcePath: auditPath(rt), RequestID: st.requestID, Operator: st.operator,
 		}
 	}
 	defer func() {
@@ -89,7 +89,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
 
-	switch rt.kind {
+	switch rt.Kind {
 	case routeOutside:
 		if r.Method == http.MethodOptions {
 			h.davOptions(rec)
@@ -102,12 +102,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	target, ok := h.lookup(rec, rt.agentID)
+	target, ok := h.lookup(rec, rt.Agent)
 	if !ok {
 		return
 	}
 	st.target = target
-	switch rt.kind {
+	switch rt.Kind {
 	case routeAgent:
 		h.serveAgentRoot(rec, r, rt)
 		return
@@ -126,7 +126,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			m.DestinationPath = dst.auditPath()
+			m.DestinationPath = auditPath(dst)
 		}
 	}
 	release, ok := h.takeUploadSlot(rec, r, st)

@@ -72,7 +72,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 
 // roundTrip sends the outbound request with its agent's transport.
 func (h *handler) roundTrip(r *http.Request) (*http.Response, error) {
-	return h.transportFor(stateOf(r.Context()).route.agentID).RoundTrip(r)
+	return h.transportFor(stateOf(r.Context()).route.Agent).RoundTrip(r)
 }
 
 // addrRE matches IPv4 and bracketed IPv6 host:port pairs, as net errors

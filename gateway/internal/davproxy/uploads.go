@@ -16,11 +16,11 @@ func (h *handler) takeUploadSlot(w *recorder, r *http.Request, st *state) (func(
 	if !uploads.HasBody(r) || st.body == nil {
 		return func() {}, true
 	}
-	release, ok := h.opts.Uploads.Acquire(st.route.agentID, "webdav")
+	release, ok := h.opts.Uploads.Acquire(st.route.Agent, "webdav")
 	if !ok {
 		uploads.Refuse(w.Header())
 		h.refuse(w, http.StatusTooManyRequests, uploads.Reason,
-			"too many uploads to agent "+strconv.Quote(st.route.agentID)+" are in progress; retry later")
+			"too many uploads to agent "+strconv.Quote(st.route.Agent)+" are in progress; retry later")
 		return nil, false
 	}
 	st.body.onEnd = release

@@ -40,8 +40,8 @@ func (h *handler) serveRoot(w *recorder, r *http.Request) {
 }
 
 func (h *handler) serveAgentRoot(w *recorder, r *http.Request, rt route) {
-	base := "/dav/" + url.PathEscape(rt.agentID) + "/"
-	h.serveVirtual(w, r, virtualEntry{href: base, name: rt.agentID}, []virtualEntry{
+	base := "/dav/" + url.PathEscape(rt.Agent) + "/"
+	h.serveVirtual(w, r, virtualEntry{href: base, name: rt.Agent}, []virtualEntry{
 		{href: base + "projects/", name: "projects"},
 		{href: base + "global/", name: "global"},
 	})

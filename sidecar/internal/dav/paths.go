@@ -1,45 +1,43 @@
 package dav
 
 import (
-	"net/url"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentworkspace/files/internal/davwire"
 )
+
+// pathFaults are the faults of davwire's grammar the sidecar refuses: the
+// gateway's (davwire.RouteFaults) and a literal backslash in any segment.
+const pathFaults = davwire.RouteFaults | davwire.FaultBackslash
 
 // checkPath reports why an escaped URL path may not reach the library, or
 // "" when it may. It never cleans: a path is accepted exactly as sent or
 // refused, so what is logged and audited is what is acted on. Refused: no
 // leading "/", an empty segment ("//"; one trailing "/" is allowed), "."
-// or "..", an encoded "/" or "\" inside a segment, NUL or another control
-// character, a malformed escape, invalid UTF-8.
+// or "..", an encoded "/" or "\" or a "\" inside a segment, NUL or another
+// control character, a malformed escape, invalid UTF-8 (of several faults
+// in one segment, the first of this order is named).
 func checkPath(escaped string) string {
 	if escaped == "" || escaped[0] != '/' {
 		return "the path must start with /"
 	}
-	segs := strings.Split(escaped[1:], "/")
-	for i, seg := range segs {
-		if seg == "" {
-			if i == len(segs)-1 {
-				break // one trailing slash
-			}
-			return "the path must not contain empty segments"
-		}
-		s, err := url.PathUnescape(seg)
-		if err != nil {
-			return "the path holds a malformed escape"
-		}
-		switch {
-		case s == "." || s == "..":
-			return "the path must not contain . or .. segments"
-		case strings.ContainsAny(s, `/\`):
-			return "a path segment must not contain an encoded separator"
-		case !utf8.ValidString(s):
-			return "the path must be valid UTF-8"
-		case strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-			return "the path must not contain control characters"
-		}
+	_, f := davwire.Split(escaped, pathFaults)
+	switch {
+	case f == 0:
+		return ""
+	case f&davwire.FaultEmpty != 0:
+		return "the path must not contain empty segments"
+	case f&davwire.FaultEscape != 0:
+		return "the path holds a malformed escape"
+	case f&davwire.FaultDot != 0:
+		return "the path must not contain . or .. segments"
+	case f&(davwire.FaultEncodedSep|davwire.FaultBackslash) != 0:
+		return "a path segment must not contain an encoded separator"
+	case f&davwire.FaultUTF8 != 0:
+		return "the path must be valid UTF-8"
+	default:
+		return "the path must not contain control characters"
 	}
-	return ""
 }
 
 // underPrefix strips prefix from an escaped path: ok is false when the path
