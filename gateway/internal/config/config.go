@@ -1,7 +1,7 @@
-// Package config holds the agent-gateway configuration (DESIGN.md
-// "Configuration", PRD §13.1): the YAML schema, strict parsing (unknown keys
-// are rejected) and a side-effect-free Validate that reports every problem,
-// one line per problem, each naming the offending key.
+// Package config holds the agent-gateway configuration
+// (docs/architecture.md "Configuration"): the YAML schema, strict parsing
+// (unknown keys are rejected) and a side-effect-free Validate that reports
+// every problem, one line per problem, each naming the offending key.
 package config
 
 import (
