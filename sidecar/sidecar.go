@@ -311,6 +311,20 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	fwg.Wait()
 	s.closeWatcher()
 
+	s.drain(davSrv)
+	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer mcancel()
+	if err := metricsSrv.Shutdown(mctx); err != nil {
+		metricsSrv.Close()
+	}
+	wg.Wait()
+	s.log.Info("stopped")
+	return runErr
+}
+
+// drain lets in-flight gRPC calls and WebDAV requests finish, together, for
+// at most the shutdown timeout, then cuts off what is left.
+func (s *Sidecar) drain(davSrv *http.Server) {
 	sctx, cancel := context.WithTimeout(context.Background(), s.deps.ShutdownTimeout)
 	defer cancel()
 	var dwg sync.WaitGroup
@@ -331,14 +345,6 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		}
 	})
 	dwg.Wait()
-	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer mcancel()
-	if err := metricsSrv.Shutdown(mctx); err != nil {
-		metricsSrv.Close()
-	}
-	wg.Wait()
-	s.log.Info("stopped")
-	return runErr
 }
 
 // authenticatedListener wraps the rpc and dav listeners (metrics stays
