@@ -87,8 +87,15 @@ func run(writes, subs, dirsPer int) error {
 
 	fmt.Printf("machine: %d CPUs, %s/%s, %s; sidecar = real agent-sidecar binary, raw = fsnotify in this process\n",
 		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	if err := latency(client, ws, dir, writes); err != nil {
+		return err
+	}
+	return memory(client, ws, sc, dir, dirs, subs)
+}
 
-	// ---- latency ----
+// latency times write -> event for writes atomic writes into dir, one at
+// a time, through raw fsnotify in this process and through the sidecar.
+func latency(client workspacev1.WatchServiceClient, ws *workspacev1.WorkspaceRef, dir string, writes int) error {
 	raw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -169,8 +176,13 @@ func run(writes, subs, dirsPer int) error {
 		extra[i] = sideLat[i] - rawLat[i]
 	}
 	fmt.Printf("  sidecar - raw, same write: p50 %s  p99 %s\n", ms(pct(extra, 50)), ms(pct(extra, 99)))
+	return nil
+}
 
-	// ---- memory ----
+// memory measures the sidecar's RSS growth for subs subscribers, each
+// watching src and dirs, under a little traffic into dir.
+func memory(client workspacev1.WatchServiceClient, ws *workspacev1.WorkspaceRef, sc *benchproc.Proc, dir string, dirs []string, subs int) error {
+	dirsPer := len(dirs)
 	before, err := rssBytes(sc.PID)
 	if err != nil {
 		return err
