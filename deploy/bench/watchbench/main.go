@@ -163,6 +163,13 @@ func latency(client workspacev1.WatchServiceClient, ws *workspacev1.WorkspaceRef
 		drain(sideEv, 5*time.Millisecond)
 	}
 	cancel()
+	printLatency(writes, rawLat, sideLat)
+	return nil
+}
+
+// printLatency prints the write -> event percentiles, raw and through the
+// sidecar, and the target.
+func printLatency(writes int, rawLat, sideLat []time.Duration) {
 	rp50, rp99 := pct(rawLat, 50), pct(rawLat, 99)
 	sp50, sp99 := pct(sideLat, 50), pct(sideLat, 99)
 	target := 2*rp99 + 50*time.Millisecond
@@ -176,7 +183,6 @@ func latency(client workspacev1.WatchServiceClient, ws *workspacev1.WorkspaceRef
 		extra[i] = sideLat[i] - rawLat[i]
 	}
 	fmt.Printf("  sidecar - raw, same write: p50 %s  p99 %s\n", ms(pct(extra, 50)), ms(pct(extra, 99)))
-	return nil
 }
 
 // memory measures the sidecar's RSS growth for subs subscribers, each
