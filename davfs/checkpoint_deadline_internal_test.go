@@ -11,7 +11,7 @@ import (
 // then comes within commitMargin before its first change, changes nothing
 // and drops the undo checkpoint (it undoes nothing).
 func TestRestoreAbandonedBeforeItsFirstChange(t *testing.T) {
-	e := ckFixEnv(t)
+	e := ckAutoEnv(t)
 	ws := proj("p")
 	e.write("projects/p/a.txt", "v1\n")
 	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})

@@ -158,39 +158,13 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 	// The undo checkpoint must hold exactly what the restore removes or
 	// replaces: a write that landed after it was taken would be lost.
 	if s.cfg.Automatic {
-		var ui map[string]*ckEntry
-		if res.AutoCheckpoint != "" {
-			um, err := s.readManifest(ws, res.AutoCheckpoint)
-			if err != nil {
-				return res, newErr(CodeAborted, ReasonRevisionMismatch, err, "the undo checkpoint is gone; nothing was restored, compare again")
-			}
-			ui = indexEntries(um.Entries)
-		}
-		for _, c := range changes {
-			t, u := ti[c.Path], ui[c.Path]
-			if t == nil {
-				continue // nothing there to lose
-			}
-			if u == nil || u.Dir != t.Dir || (!t.Dir && !sameFileState(u, t)) {
-				return res, errMovedSinceUndo(c.Path)
-			}
+		if err := s.checkUndo(ws, res.AutoCheckpoint, changes, ti); err != nil {
+			return res, err
 		}
 	}
 	// Conflicts first: nothing changes if anything is in the way.
-	for _, c := range changes {
-		if c.Kind == CheckpointAdded {
-			continue
-		}
-		for p := c.Path; p != ""; p = parentPath(p) {
-			if _, ok := live.blocked[p]; ok {
-				return res, errConflict(p)
-			}
-		}
-		if _, ok := live.pinned[c.Path]; ok && c.Type == TypeFile {
-			if e := ti[c.Path]; e != nil && e.Dir {
-				return res, errConflict(c.Path)
-			}
-		}
+	if err := checkConflicts(changes, live, ti); err != nil {
+		return res, err
 	}
 	// Every object the restore will write is read and hashed now: a
 	// damaged store refuses the whole restore, nothing changed.
@@ -211,12 +185,66 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 	if err := f.restoreParents(ws, scope); err != nil {
 		return res, err
 	}
+	return res, f.applyChanges(ctx, ws, changes, bi, ti)
+}
+
+// checkUndo refuses a restore when the undo checkpoint undo (none: "")
+// does not hold exactly what the restore removes or replaces (target's
+// entries by path, ti): a write that landed after it was taken would be
+// lost.
+func (s *ckStore) checkUndo(ws Workspace, undo string, changes []CheckpointChange, ti map[string]*ckEntry) error {
+	var ui map[string]*ckEntry
+	if undo != "" {
+		um, err := s.readManifest(ws, undo)
+		if err != nil {
+			return newErr(CodeAborted, ReasonRevisionMismatch, err, "the undo checkpoint is gone; nothing was restored, compare again")
+		}
+		ui = indexEntries(um.Entries)
+	}
+	for _, c := range changes {
+		t, u := ti[c.Path], ui[c.Path]
+		if t == nil {
+			continue // nothing there to lose
+		}
+		if u == nil || u.Dir != t.Dir || (!t.Dir && !sameFileState(u, t)) {
+			return errMovedSinceUndo(c.Path)
+		}
+	}
+	return nil
+}
+
+// checkConflicts refuses a restore when anything is in the way of a
+// change: a blocked name on its path, or a pinned file that is now a
+// directory.
+func checkConflicts(changes []CheckpointChange, live *scanner, ti map[string]*ckEntry) error {
+	for _, c := range changes {
+		if c.Kind == CheckpointAdded {
+			continue
+		}
+		for p := c.Path; p != ""; p = parentPath(p) {
+			if _, ok := live.blocked[p]; ok {
+				return errConflict(p)
+			}
+		}
+		if _, ok := live.pinned[c.Path]; ok && c.Type == TypeFile {
+			if e := ti[c.Path]; e != nil && e.Dir {
+				return errConflict(c.Path)
+			}
+		}
+	}
+	return nil
+}
+
+// applyChanges makes the workspace what the checkpoint holds (bi, its
+// entries by path; ti, the live ones): removals deepest first, then
+// creations and rewrites, parents first.
+func (f *FS) applyChanges(ctx context.Context, ws Workspace, changes []CheckpointChange, bi, ti map[string]*ckEntry) error {
 	// Removals, deepest first.
 	dels := slices.DeleteFunc(slices.Clone(changes), func(c CheckpointChange) bool { return c.Kind != CheckpointAdded })
 	slices.SortFunc(dels, func(a, b CheckpointChange) int { return strings.Compare(b.Path, a.Path) })
 	for _, c := range dels {
 		if err := f.restoreRemove(ws, c.Path, ti[c.Path]); err != nil {
-			return res, err
+			return err
 		}
 	}
 	// Creations and rewrites, parents first.
@@ -231,10 +259,10 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 			err = f.restoreFile(ctx, ws, e, c.Kind == CheckpointModified, ti[c.Path])
 		}
 		if err != nil {
-			return res, err
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // hold keeps id from being pruned while a restore reads it.

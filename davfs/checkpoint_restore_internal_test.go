@@ -1,15 +1,383 @@
 package davfs
 
+// Checkpoint restore and compare: a write landing between the undo
+// checkpoint and the restore is never lost; an in-place write after the
+// live comparison is never overwritten or removed.
+
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
+
+// ckAutoEnv is an env with automatic checkpoints and a store beside the
+// roots (<tmp>/store).
+func ckAutoEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnv(t, func(c *Config) {
+		c.Checkpoints = CheckpointConfig{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store"), Automatic: true}
+	})
+}
+
+// setRestoreHook runs fn once at stage of the next restore. Not parallel:
+// the hook is a package variable.
+func setRestoreHook(t *testing.T, stage string, fn func()) {
+	t.Helper()
+	done := false
+	restoreTestHook = func(s string) {
+		if s == stage && !done {
+			done = true
+			fn()
+		}
+	}
+	t.Cleanup(func() { restoreTestHook = nil })
+}
+
+// inPlace rewrites an existing file without replacing its inode.
+func inPlace(t *testing.T, p, content string) {
+	t.Helper()
+	before, err := os.Stat(p)
+	must(t, err)
+	must(t, os.WriteFile(p, []byte(content), 0o644))
+	after, err := os.Stat(p)
+	must(t, err)
+	if !os.SameFile(before, after) {
+		t.Fatal("the write replaced the file; it must be in place")
+	}
+}
+
+func TestCheckpointRestoreWriteAfterUndo(t *testing.T) {
+	for _, tc := range []struct{ name, file string }{
+		{"replaced", "a.txt"}, // modified since the checkpoint: a restore rewrites it
+		{"removed", "n.txt"},  // added since the checkpoint: a restore removes it
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := ckAutoEnv(t)
+			ws := proj("p")
+			e.write("projects/p/a.txt", "v1\n")
+			e.write("projects/p/b.txt", "keep\n")
+			c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+			must(t, err)
+			e.write("projects/p/a.txt", "v2 of the agent\n")
+			e.write("projects/p/n.txt", "new\n")
+			p := filepath.Join(e.projects, "p", tc.file)
+			// After the undo checkpoint was taken, before the restore
+			// looks: the agent writes again, in place.
+			setRestoreHook(t, "undo-taken", func() { inPlace(t, p, "v3, written after the undo checkpoint\n") })
+			_, err = e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{})
+			wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+			if got := e.read("projects/p/" + tc.file); got != "v3, written after the undo checkpoint\n" {
+				t.Fatalf("%s was changed by the refused restore", tc.file)
+			}
+			other := map[string]string{"a.txt": "v2 of the agent\n", "n.txt": "new\n", "b.txt": "keep\n"}
+			delete(other, tc.file)
+			for name, want := range other {
+				if got := e.read("projects/p/" + name); got != want {
+					t.Fatalf("%s was changed by the refused restore", name)
+				}
+			}
+			// The refused restore's undo checkpoint is gone again.
+			cs, err := e.fs.ListCheckpoints(bg, ws)
+			must(t, err)
+			if len(cs) != 1 {
+				t.Fatalf("%d checkpoints after a refused restore, want 1", len(cs))
+			}
+			e.checkCanaries()
+		})
+	}
+}
+
+func TestCheckpointRestoreInPlaceWriteBeforeApply(t *testing.T) {
+	for _, tc := range []struct{ name, file string }{
+		{"replaced", "a.txt"},
+		{"removed", "n.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := ckAutoEnv(t)
+			ws := proj("p")
+			e.write("projects/p/a.txt", "v1\n")
+			c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+			must(t, err)
+			if tc.file == "a.txt" {
+				e.write("projects/p/a.txt", "v2 of the agent\n")
+			} else {
+				e.write("projects/p/n.txt", "new\n")
+			}
+			cmp, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "", false)
+			must(t, err)
+			if len(cmp.Changes) != 1 {
+				t.Fatalf("%d changes, want 1", len(cmp.Changes))
+			}
+			p := filepath.Join(e.projects, "p", tc.file)
+			// Under the lock, after every check: the agent (which takes no
+			// lock) writes the file in place.
+			setRestoreHook(t, "verified", func() { inPlace(t, p, "v3, written during the restore\n") })
+			_, err = e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{PlanToken: cmp.PlanToken})
+			wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+			if got := e.read("projects/p/" + tc.file); got != "v3, written during the restore\n" {
+				t.Fatalf("the in-place write to %s was lost", tc.file)
+			}
+			e.checkCanaries()
+		})
+	}
+}
+
+// textOf is size bytes of numbered lines, each ending in tag.
+func textOf(size int, tag string) string {
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "line %07d %s\n", i, tag)
+	}
+	return b.String()[:size]
+}
+
+// A file rewritten whole has a diff about twice its size: a diff is
+// included only if it fits in what is left of the budget, so the diffs of
+// one comparison never exceed it, and a diff larger than the whole budget
+// is TooLarge. The compare itself succeeds and lists every file.
+func TestCheckpointCompareDiffBudget(t *testing.T) {
+	e := ckAutoEnv(t)
+	ws := proj("p")
+	big := int(DefaultMaxEditableFileSize) // 1 MiB, the editable limit
+	e.write("projects/p/big.txt", textOf(big, "old"))
+	for i := range 2 {
+		e.write(fmt.Sprintf("projects/p/mid%d.txt", i), textOf(300<<10, "old"))
+	}
+	e.write("projects/p/small.txt", "one\n")
+	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	must(t, err)
+	e.write("projects/p/big.txt", textOf(big, "new"))
+	for i := range 2 {
+		e.write(fmt.Sprintf("projects/p/mid%d.txt", i), textOf(300<<10, "new"))
+	}
+	e.write("projects/p/small.txt", "two\n")
+	cmp, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "", true)
+	must(t, err)
+	states := map[string]DiffState{}
+	total := 0
+	for _, ch := range cmp.Changes {
+		states[ch.Path] = ch.DiffState
+		total += len(ch.Diff)
+		if (ch.DiffState == DiffIncluded) != (ch.Diff != "") {
+			t.Errorf("%s: state %v with %d diff bytes", ch.Path, ch.DiffState, len(ch.Diff))
+		}
+	}
+	if len(cmp.Changes) != 4 {
+		t.Fatalf("%d changes, want 4", len(cmp.Changes))
+	}
+	if states["big.txt"] != DiffTooLarge {
+		t.Errorf("big.txt: diff state %v, want TooLarge (its diff is larger than the whole budget)", states["big.txt"])
+	}
+	if states["mid0.txt"] != DiffIncluded || states["mid1.txt"] != DiffOverBudget {
+		t.Errorf("mid0/mid1: %v/%v, want the first included and the next over the budget", states["mid0.txt"], states["mid1.txt"])
+	}
+	if states["small.txt"] != DiffIncluded {
+		t.Errorf("small.txt: %v, want included (it still fits)", states["small.txt"])
+	}
+	if total > diffBudget {
+		t.Fatalf("%d bytes of diffs, above the budget of %d", total, diffBudget)
+	}
+	// Compared alone, a file over the budget gets its diff.
+	one, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "mid1.txt", true)
+	must(t, err)
+	if len(one.Changes) != 1 || one.Changes[0].DiffState != DiffIncluded {
+		t.Fatalf("mid1.txt alone: %+v", one.Changes)
+	}
+}
+
+// After a pack is renamed into packs/, packs/ itself is fsynced (before
+// the manifest naming the pack is written); if that fails, the checkpoint
+// fails and leaves no pack behind. Not parallel: packDirSync is a package
+// variable.
+func TestCheckpointPackDirSynced(t *testing.T) {
+	e := ckAutoEnv(t)
+	ws := proj("p")
+	e.write("projects/p/a.txt", "small, so packed\n")
+	packs := filepath.Join(e.dir, "store", "packs")
+	orig := packDirSync
+	t.Cleanup(func() { packDirSync = orig })
+	var synced []string
+	packDirSync = func(fd int) error {
+		ents, err := os.ReadDir(packs)
+		must(t, err)
+		for _, d := range ents {
+			synced = append(synced, d.Name())
+		}
+		return orig(fd)
+	}
+	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	must(t, err)
+	if len(synced) != 1 || synced[0] != c.ID+".pack" {
+		t.Fatalf("packs/ when it was fsynced: %v, want the new pack", synced)
+	}
+
+	e.write("projects/p/b.txt", "another small one\n")
+	packDirSync = func(int) error { return errors.New("injected fsync failure") }
+	if _, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{}); err == nil {
+		t.Fatal("a checkpoint whose pack is not durable succeeded")
+	}
+	ents, err := os.ReadDir(packs)
+	must(t, err)
+	if len(ents) != 1 || ents[0].Name() != c.ID+".pack" {
+		t.Fatalf("packs/ after the failed checkpoint: %d entries", len(ents))
+	}
+	cs, err := e.fs.ListCheckpoints(bg, ws)
+	must(t, err)
+	if len(cs) != 1 {
+		t.Fatalf("%d checkpoints, want 1", len(cs))
+	}
+}
+
+// TestCheckpointWriterRunning's in-place variant: the writer rewrites each
+// file in place (one pwrite at offset 0, no rename, no truncation), every
+// version longer than the last, so the file is one whole version at every
+// moment outside the write itself and every write changes the size (the
+// case the capture's fstat check covers; docs/checkpoints.md names the
+// limit of same-size writes within one time stamp tick). Every captured
+// file must be one whole version, never a mix of two.
+func TestCheckpointWriterRunningInPlace(t *testing.T) {
+	e := ckAutoEnv(t)
+	ws := proj("w")
+	dir := filepath.Join(e.projects, "w")
+	must(t, os.MkdirAll(dir, 0o755))
+	const files = 20
+	const maxSize = 4000 // one page: a write is one copy into the page cache
+	size := func(n int) int { return 64 + n/files }
+	version := func(n int) []byte {
+		head := fmt.Sprintf("v%d:", n)
+		return []byte(head + strings.Repeat(string(rune('a'+n%26)), size(n)-len(head)-1) + "\n")
+	}
+	for i := range files {
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d", i)), version(i), 0o644))
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var writes atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := files; !stop.Load() && size(n) <= maxSize; n++ {
+			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("f%02d", n%files)), os.O_WRONLY, 0)
+			if err != nil {
+				continue
+			}
+			f.WriteAt(version(n), 0)
+			f.Close()
+			writes.Add(1)
+		}
+	}()
+	var ids []string
+	for range 8 {
+		c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+		if err != nil {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if writes.Load() == 0 {
+		t.Fatal("the writer wrote nothing")
+	}
+	whole := regexp.MustCompile(`^v(\d+):([a-z])+\n$`)
+	captured := 0
+	for _, id := range ids {
+		e.fs.ck.gc.RLock()
+		man, err := e.fs.ck.readManifest(ws, id)
+		e.fs.ck.gc.RUnlock()
+		must(t, err)
+		for i := range man.Entries {
+			en := &man.Entries[i]
+			if en.Dir {
+				continue
+			}
+			r, err := e.fs.ck.openObject(en)
+			must(t, err)
+			b, err := io.ReadAll(r)
+			r.Close()
+			must(t, err)
+			// A torn capture names its ends and the stat it was taken
+			// with: a version missing its last byte, say, is one whose
+			// data landed before its size did.
+			m := whole.FindSubmatch(b)
+			if m == nil {
+				t.Fatalf("checkpoint %s: %s is not one whole version (%s)", id, en.Path, tornDetail(b, en))
+			}
+			n, _ := strconv.Atoi(string(m[1]))
+			if n%files != atoiSuffix(en.Path) || !bytes.Equal(b, version(n)) {
+				t.Fatalf("checkpoint %s: %s is torn (v%d, %s)", id, en.Path, n, tornDetail(b, en))
+			}
+			captured++
+		}
+	}
+	if captured == 0 {
+		t.Fatal("no file was captured")
+	}
+}
+
+// tornDetail describes captured bytes b that are not one whole version:
+// their length, first and last bytes, and the stat en recorded.
+func tornDetail(b []byte, en *ckEntry) string {
+	return fmt.Sprintf("%d bytes %q...%q; stat size %d, mtime %d, ctime %d", len(b), b[:min(12, len(b))], b[max(0, len(b)-12):], en.Size, en.Mtime, en.Ctime)
+}
+
+// atoiSuffix is the number in a name "fNN".
+func atoiSuffix(name string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(name, "f"))
+	return n
+}
+
+// A restore that fails after changing something still names its undo
+// checkpoint (the sidecar passes it on in a trailer, the gateway audits it):
+// that is exactly when it is needed.
+func TestCheckpointRestoreFailureNamesUndo(t *testing.T) {
+	e := ckAutoEnv(t)
+	ws := proj("p")
+	e.write("projects/p/a.txt", "v1\n")
+	e.write("projects/p/d/x.txt", "x1\n")
+	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	must(t, err)
+	e.write("projects/p/a.txt", "v2 of the agent\n")
+	e.write("projects/p/d/x.txt", "x2 of the agent\n")
+	// After every check, before the first change: d becomes a file, so
+	// a.txt is restored and d/x.txt cannot be.
+	d := filepath.Join(e.projects, "p", "d")
+	setRestoreHook(t, "verified", func() {
+		must(t, os.RemoveAll(d))
+		must(t, os.WriteFile(d, []byte("now a file\n"), 0o644))
+	})
+	res, err := e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{})
+	if err == nil {
+		t.Fatal("the restore went through a file where its folder was")
+	}
+	if res.AutoCheckpoint == "" {
+		t.Fatalf("the failed restore does not name its undo checkpoint (%v)", err)
+	}
+	cs, err := e.fs.ListCheckpoints(bg, ws)
+	must(t, err)
+	found := false
+	for _, x := range cs {
+		found = found || x.ID == res.AutoCheckpoint
+	}
+	if !found {
+		t.Fatalf("the undo checkpoint %s named is not in the store", res.AutoCheckpoint)
+	}
+	e.checkCanaries()
+}
 
 // A restore's object check tells damage apart from a store that could not
 // be read just now, and stops with its context.

@@ -374,7 +374,7 @@ const smallObject = 1 << 20
 
 // read reads one open file. stable is false when it must be read again.
 func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
-	var before, after unix.Stat_t
+	var before unix.Stat_t
 	if err := unix.Fstat(fd, &before); err != nil {
 		return ckEntry{}, false, fsErr(err, rel)
 	}
@@ -386,47 +386,69 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 		return ckEntry{}, false, err
 	}
 	if s.store == nil || before.Size <= smallObject {
-		h, b, n, err := s.hashAll(fd, before.Size, s.store != nil)
-		if err != nil {
-			return ckEntry{}, false, fsErr(err, rel)
-		}
-		if err := unix.Fstat(fd, &after); err != nil {
-			return ckEntry{}, false, fsErr(err, rel)
-		}
-		if !sameStat(&before, &after) || n != before.Size {
-			return ckEntry{}, false, nil
-		}
-		e := entryOf(rel, &before, h, readAt)
-		if s.store != nil {
-			if k, ok := s.known[h]; ok {
-				e.Pack, e.Off = k.Pack, k.Off // the same bytes are stored already
-			} else if len(b) > packMax {
-				added, err := s.store.putBytes(h, b)
-				if err != nil {
-					return ckEntry{}, false, errStore(err)
-				}
-				s.added += added
-				s.loose++
-				s.known[h] = &e
-				if s.added > s.budget.bytes {
-					return ckEntry{}, false, s.budget.err()
-				}
-			} else {
-				off, err := s.pack.add(b)
-				if err != nil {
-					return ckEntry{}, false, errStore(err)
-				}
-				e.Pack, e.Off = s.pack.id, off
-				s.added += int64(len(b))
-				s.known[h] = &e
-				if s.added > s.budget.bytes {
-					return ckEntry{}, false, s.budget.err()
-				}
-			}
-		}
-		return e, true, nil
+		return s.readSmall(fd, rel, &before, readAt)
 	}
-	// A large file streams into a temp object while it is hashed.
+	return s.readLarge(fd, rel, &before, readAt)
+}
+
+// readSmall reads a file of up to smallObject bytes (or any file when there
+// is no store) into memory and hashes it; before is its settled fstat.
+func (s *scanner) readSmall(fd int, rel string, before *unix.Stat_t, readAt time.Time) (ckEntry, bool, error) {
+	var after unix.Stat_t
+	h, b, n, err := s.hashAll(fd, before.Size, s.store != nil)
+	if err != nil {
+		return ckEntry{}, false, fsErr(err, rel)
+	}
+	if err := unix.Fstat(fd, &after); err != nil {
+		return ckEntry{}, false, fsErr(err, rel)
+	}
+	if !sameStat(before, &after) || n != before.Size {
+		return ckEntry{}, false, nil
+	}
+	e := entryOf(rel, before, h, readAt)
+	if s.store != nil {
+		if err := s.storeSmall(&e, h, b); err != nil {
+			return ckEntry{}, false, err
+		}
+	}
+	return e, true, nil
+}
+
+// storeSmall stores b, the content of e hashed to h, unless the same bytes
+// are stored already: above packMax as a loose object, else into the pack.
+func (s *scanner) storeSmall(e *ckEntry, h string, b []byte) error {
+	if k, ok := s.known[h]; ok {
+		e.Pack, e.Off = k.Pack, k.Off // the same bytes are stored already
+	} else if len(b) > packMax {
+		added, err := s.store.putBytes(h, b)
+		if err != nil {
+			return errStore(err)
+		}
+		s.added += added
+		s.loose++
+		s.known[h] = e
+		if s.added > s.budget.bytes {
+			return s.budget.err()
+		}
+	} else {
+		off, err := s.pack.add(b)
+		if err != nil {
+			return errStore(err)
+		}
+		e.Pack, e.Off = s.pack.id, off
+		s.added += int64(len(b))
+		s.known[h] = e
+		if s.added > s.budget.bytes {
+			return s.budget.err()
+		}
+	}
+	return nil
+}
+
+// readLarge streams a large file into a temp object while it is hashed;
+// before is its settled fstat.
+func (s *scanner) readLarge(fd int, rel string, before *unix.Stat_t, readAt time.Time) (ckEntry, bool, error) {
+	var after unix.Stat_t
 	t, err := createTemp(s.store.tmpfd)
 	if err != nil {
 		return ckEntry{}, false, errStore(err)
@@ -438,7 +460,7 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 		return ckEntry{}, false, err
 	}
 	unix.Close(t.fd)
-	if err := unix.Fstat(fd, &after); err != nil || !sameStat(&before, &after) || n != before.Size {
+	if err := unix.Fstat(fd, &after); err != nil || !sameStat(before, &after) || n != before.Size {
 		unix.Unlinkat(s.store.tmpfd, t.name, 0)
 		return ckEntry{}, false, nil
 	}
@@ -452,7 +474,7 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 	if s.added > s.budget.bytes {
 		return ckEntry{}, false, s.budget.err()
 	}
-	e := entryOf(rel, &before, h, readAt)
+	e := entryOf(rel, before, h, readAt)
 	s.known[h] = &e
 	return e, true, nil
 }

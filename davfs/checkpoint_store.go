@@ -1245,33 +1245,10 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if err != nil && !unread {
 		return errStore(err)
 	}
-	// Eviction order: versions, then other automatic checkpoints (taken by
-	// davfs itself, before a restore or delete), then manual ones, oldest
-	// first in each (IDs sort by time).
-	rank := func(r ckRef) int {
-		if r.isVersion() {
-			return 0
-		}
-		if r.meta.Reason != CheckpointManual {
-			return 1
-		}
-		return 2
-	}
-	slices.SortFunc(refs, func(a, b ckRef) int {
-		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.meta.ID, b.meta.ID))
-	})
+	sortForEviction(refs)
 	// count: ws's versions (true) and other checkpoints, counted apart.
-	count := map[bool]int{}
+	count, newIsVersion := countRefs(refs, key, newID)
 	limit := map[bool]int{true: s.cfg.MaxVersionsPerWorkspace, false: s.cfg.MaxPerWorkspace}
-	newIsVersion := false
-	for _, r := range refs {
-		if r.key == key && r.meta.ID == newID {
-			newIsVersion = r.isVersion()
-		}
-		if r.key == key {
-			count[r.isVersion()]++
-		}
-	}
 	// No checkpoint, of whatever kind, evicts a version younger than
 	// VersionMinAge: a sync that overwrites more files than the bound
 	// within minutes, or a manual or automatic checkpoint taken during
@@ -1305,84 +1282,10 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if s.total.Load() > maxBytes {
 		// Over the byte limit: plan further removals on reference counts
 		// over what the count limit keeps.
-		counts := map[string]int{}
-		sizes := map[string]int64{}
-		hashes := map[*ckMeta][]string{}
-		unknown := unread
-		for _, r := range refs {
-			if drop[r.meta] {
-				continue
-			}
-			m, ok := s.rawManifest(r)
-			if !ok {
-				unknown = true // what it holds, and so what can be freed, is unknown
-				continue
-			}
-			seen := map[string]bool{}
-			for _, e := range m.Entries {
-				k, size := e.Hash, e.Size
-				if known, ok := sizes[k]; ok && e.Pack == "" {
-					size = known
-				} else if e.Pack == "" {
-					size = s.objectOccupied(k, size)
-				}
-				if e.Pack != "" {
-					k = "pack:" + e.Pack
-					if known, ok := sizes[k]; ok {
-						size = known
-					} else {
-						var st unix.Stat_t
-						if checkpointIDRE.MatchString(e.Pack) && fstatat(s.packfd, e.Pack+".pack", &st) == nil {
-							size = occupied(&st)
-						}
-					}
-				}
-				if k != "" && !seen[k] {
-					seen[k] = true
-					counts[k]++
-					sizes[k] = size
-					hashes[r.meta] = append(hashes[r.meta], k)
-				}
-			}
-		}
-		var total int64
-		for h := range counts {
-			total += sizes[h]
-		}
-		for _, r := range refs {
-			if total <= maxBytes {
-				break
-			}
-			if drop[r.meta] || !evictable(r) {
-				continue
-			}
-			if _, ok := hashes[r.meta]; !ok {
-				continue // damaged, or holding no file: removing it frees nothing known
-			}
-			drop[r.meta] = true
-			for _, h := range hashes[r.meta] {
-				if counts[h]--; counts[h] == 0 {
-					total -= sizes[h]
-				}
-			}
-		}
-		fits = !unknown && total <= maxBytes
+		fits = s.planByBytes(refs, drop, evictable, maxBytes, unread)
 	}
 	if !fits {
-		// Nothing else goes: only the new checkpoint, and what only it stored.
-		s.remove(key, newID)
-		s.collect(nil)
-		if u := (*ckUnread)(nil); errors.As(err, &u) {
-			which := "named in the server log" // another workspace's is not named here
-			if u.key == key && u.id != "" {
-				which = fmt.Sprintf("%q", u.id)
-			}
-			return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the store is over services.checkpoints.maxTotalBytes and not fully readable (a checkpoint cannot be read), so nothing can be pruned; retry, or delete the checkpoint %s", which)
-		}
-		if volume {
-			return errVolumeFull(reserve)
-		}
-		return errCheckpointLimit(fmt.Sprintf("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned (a per-file version younger than %v, or one whose write is still running, is never pruned)", VersionMinAge))
+		return s.refuseNew(err, key, newID, volume, reserve)
 	}
 	if len(drop) == 0 {
 		return nil
@@ -1392,4 +1295,134 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 		keep = nil // read again: frees nothing while still incomplete
 	}
 	return s.collect(keep)
+}
+
+// sortForEviction puts refs in eviction order: versions, then other
+// automatic checkpoints (taken by davfs itself, before a restore or
+// delete), then manual ones, oldest first in each (IDs sort by time).
+func sortForEviction(refs []ckRef) {
+	rank := func(r ckRef) int {
+		if r.isVersion() {
+			return 0
+		}
+		if r.meta.Reason != CheckpointManual {
+			return 1
+		}
+		return 2
+	}
+	slices.SortFunc(refs, func(a, b ckRef) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.meta.ID, b.meta.ID))
+	})
+}
+
+// countRefs counts the checkpoints of key: its versions (true) and the
+// others, apart; newIsVersion tells whether newID is a version.
+func countRefs(refs []ckRef, key, newID string) (count map[bool]int, newIsVersion bool) {
+	count = map[bool]int{}
+	for _, r := range refs {
+		if r.key == key && r.meta.ID == newID {
+			newIsVersion = r.isVersion()
+		}
+		if r.key == key {
+			count[r.isVersion()]++
+		}
+	}
+	return count, newIsVersion
+}
+
+// planByBytes adds to drop, in refs' order, evictable checkpoints until
+// what the rest references fits in maxBytes. It reports whether it fits;
+// never when a checkpoint's contents are unknown (unread, or a manifest
+// that cannot be read).
+func (s *ckStore) planByBytes(refs []ckRef, drop map[*ckMeta]bool, evictable func(ckRef) bool, maxBytes int64, unread bool) bool {
+	counts, sizes, hashes, unknown := s.referencedBytes(refs, drop)
+	var total int64
+	for h := range counts {
+		total += sizes[h]
+	}
+	for _, r := range refs {
+		if total <= maxBytes {
+			break
+		}
+		if drop[r.meta] || !evictable(r) {
+			continue
+		}
+		if _, ok := hashes[r.meta]; !ok {
+			continue // damaged, or holding no file: removing it frees nothing known
+		}
+		drop[r.meta] = true
+		for _, h := range hashes[r.meta] {
+			if counts[h]--; counts[h] == 0 {
+				total -= sizes[h]
+			}
+		}
+	}
+	return !(unread || unknown) && total <= maxBytes
+}
+
+// referencedBytes reads the manifests of the refs not in drop: how many of
+// them reference each object or pack (counts), what each occupies
+// (sizes), and which each one references (hashes). unknown: a manifest
+// could not be read, so what it holds, and so what can be freed, is
+// unknown.
+func (s *ckStore) referencedBytes(refs []ckRef, drop map[*ckMeta]bool) (counts map[string]int, sizes map[string]int64, hashes map[*ckMeta][]string, unknown bool) {
+	counts = map[string]int{}
+	sizes = map[string]int64{}
+	hashes = map[*ckMeta][]string{}
+	for _, r := range refs {
+		if drop[r.meta] {
+			continue
+		}
+		m, ok := s.rawManifest(r)
+		if !ok {
+			unknown = true // what it holds, and so what can be freed, is unknown
+			continue
+		}
+		seen := map[string]bool{}
+		for _, e := range m.Entries {
+			k, size := e.Hash, e.Size
+			if known, ok := sizes[k]; ok && e.Pack == "" {
+				size = known
+			} else if e.Pack == "" {
+				size = s.objectOccupied(k, size)
+			}
+			if e.Pack != "" {
+				k = "pack:" + e.Pack
+				if known, ok := sizes[k]; ok {
+					size = known
+				} else {
+					var st unix.Stat_t
+					if checkpointIDRE.MatchString(e.Pack) && fstatat(s.packfd, e.Pack+".pack", &st) == nil {
+						size = occupied(&st)
+					}
+				}
+			}
+			if k != "" && !seen[k] {
+				seen[k] = true
+				counts[k]++
+				sizes[k] = size
+				hashes[r.meta] = append(hashes[r.meta], k)
+			}
+		}
+	}
+	return counts, sizes, hashes, unknown
+}
+
+// refuseNew removes the new checkpoint newID of key, and what only it
+// stored, and says why it cannot fit; nothing else goes. err is what
+// listing the store returned.
+func (s *ckStore) refuseNew(err error, key, newID string, volume bool, reserve int64) error {
+	s.remove(key, newID)
+	s.collect(nil)
+	if u := (*ckUnread)(nil); errors.As(err, &u) {
+		which := "named in the server log" // another workspace's is not named here
+		if u.key == key && u.id != "" {
+			which = fmt.Sprintf("%q", u.id)
+		}
+		return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the store is over services.checkpoints.maxTotalBytes and not fully readable (a checkpoint cannot be read), so nothing can be pruned; retry, or delete the checkpoint %s", which)
+	}
+	if volume {
+		return errVolumeFull(reserve)
+	}
+	return errCheckpointLimit(fmt.Sprintf("it is larger than services.checkpoints.maxTotalBytes, even without the checkpoints that could be pruned (a per-file version younger than %v, or one whose write is still running, is never pruned)", VersionMinAge))
 }

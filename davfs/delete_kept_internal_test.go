@@ -19,7 +19,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 		"added":     func(e *env) { e.write("projects/p/d/sub/new.txt", "the agent's new file") },
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := ckFixEnv(t)
+			e := ckAutoEnv(t)
 			e.write("projects/p/d/a.txt", "a")
 			e.write("projects/p/d/sub/b.txt", "b")
 			id, _ := keepD(t, e)
@@ -38,7 +38,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 		})
 	}
 	// Unchanged, the same delete goes ahead.
-	e := ckFixEnv(t)
+	e := ckAutoEnv(t)
 	e.write("projects/p/d/a.txt", "a")
 	id, rev := keepD(t, e)
 	must(t, deleteWith(e.fs, withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
@@ -49,7 +49,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 // ctime says (file ctimes come from a coarse clock that can lag the
 // moment ChangedAfter was taken: played here by a floor in the future).
 func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
-	e := ckFixEnv(t)
+	e := ckAutoEnv(t)
 	e.mkdir("projects/p/d/e/f")
 	id, _ := keepD(t, e)
 	if id != "" {
@@ -81,7 +81,7 @@ func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
 // and with Key set the same comparison lets it go ahead, so it is the hash
 // that refuses.
 func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
-	e := ckFixEnv(t)
+	e := ckAutoEnv(t)
 	e.write("projects/p/d/a.txt", "the kept a")
 	id, _ := keepD(t, e)
 	w, err := e.fs.resolve(proj("p"), "d")
@@ -133,7 +133,7 @@ func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
 // renamed file is back under its name, the delete refused, and no temp
 // name is left behind.
 func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
-	e := ckFixEnv(t)
+	e := ckAutoEnv(t)
 	e.write("projects/p/d/a.txt", "a")
 	e.write("projects/p/other.txt", "the agent's renamed file")
 	id, rev := keepD(t, e)

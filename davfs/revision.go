@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Revisions (DESIGN.md "Revisions"). A revision is opaque; its shape is:
+// Revisions (docs/architecture.md "Revisions"). A revision is opaque; its shape is:
 //
 //	"c" + hex(xxh64(content)) + hex(xxh64(stat))  a regular file up to the
 //	                                              editable limit, single link

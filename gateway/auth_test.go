@@ -31,7 +31,7 @@ func login(t *testing.T, g *gatewaytest.Gateway, token string) (*http.Cookie, st
 	return cookie, csrf, r
 }
 
-// The auth matrix of DESIGN.md "Auth" over the real binary.
+// The auth matrix of docs/architecture.md "Auth" over the real binary.
 func TestAuthMatrix(t *testing.T) {
 	g, _, _ := twoFakes(t, gatewaytest.Options{})
 	cookie, csrf, lr := login(t, g, g.AdminToken)

@@ -98,23 +98,9 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
-	// Without auth.session.peers, peers stays nil and so do the sign-out
-	// and readiness hooks (a nil *Peers must not become a non-nil
-	// SignOuter).
-	var peers *session.Peers
-	var signOut httpapi.SignOuter
-	var ready func() bool
-	if len(cfg.Auth.Session.Peers) > 0 {
-		peers, err = session.NewPeers(session.PeerOptions{
-			Store: store, Addrs: cfg.Auth.Session.Peers, Keys: cfg.Auth.Session.SealKeys(),
-			Logger: log.Named("session"), Registerer: reg, Now: now,
-		})
-		if err != nil {
-			return nil, err
-		}
-		// Readiness waits for the peers' sign-outs to be pulled (or
-		// session.SyncTimeout).
-		signOut, ready = peers, peers.Ready
+	peers, signOut, ready, err := sessionPeers(cfg, store, log, reg, now)
+	if err != nil {
+		return nil, err
 	}
 	slots, err := uploads.New(cfg.Limits.Uploads(), func(id string) bool { _, ok := cfg.AgentRuntime.Agents[id]; return ok }, reg)
 	if err != nil {
@@ -141,6 +127,25 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		return nil, err
 	}
 	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil
+}
+
+// sessionPeers starts the session peers of auth.session.peers and returns
+// them with the sign-out and readiness hooks. Without peers, all three are
+// nil (a nil *Peers must not become a non-nil SignOuter).
+func sessionPeers(cfg *Config, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*session.Peers, httpapi.SignOuter, func() bool, error) {
+	if len(cfg.Auth.Session.Peers) == 0 {
+		return nil, nil, nil, nil
+	}
+	peers, err := session.NewPeers(session.PeerOptions{
+		Store: store, Addrs: cfg.Auth.Session.Peers, Keys: cfg.Auth.Session.SealKeys(),
+		Logger: log.Named("session"), Registerer: reg, Now: now,
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Readiness waits for the peers' sign-outs to be pulled (or
+	// session.SyncTimeout).
+	return peers, peers, peers.Ready, nil
 }
 
 // sidecarTLS loads agentRuntime.sidecarTLS (nil when it is not set: no

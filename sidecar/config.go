@@ -21,8 +21,8 @@ import (
 )
 
 // Config is the sidecar's YAML configuration. The keys are part of the
-// product's interface (DESIGN.md "Configuration", PRD §13.2); unknown keys are
-// rejected.
+// product's interface (docs/architecture.md "Configuration"; every key in
+// README's "Configuration reference"); unknown keys are rejected.
 type Config struct {
 	RPCServer     ServerConfig    `yaml:"rpcServer"`
 	DavServer     DavServerConfig `yaml:"davServer"`
@@ -113,9 +113,10 @@ const (
 	maxPathDepthLimit        = 1024
 )
 
-// DefaultConfig returns the defaults of DESIGN.md; a YAML file overrides
-// only the keys it sets (a deniedDirectories list replaces the default list;
-// ".git" is always denied by davfs).
+// DefaultConfig returns the defaults listed in README's "Configuration
+// reference"; a YAML file overrides only the keys it sets (a
+// deniedDirectories list replaces the default list; ".git" is always denied
+// by davfs).
 func DefaultConfig() Config {
 	return Config{
 		RPCServer: ServerConfig{Address: ":9091"},

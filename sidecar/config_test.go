@@ -57,8 +57,9 @@ func TestParseConfigTLS(t *testing.T) {
 	}
 }
 
-func TestParseConfigDesignExample(t *testing.T) {
-	// The example of DESIGN.md "Configuration", verbatim.
+func TestParseConfigDefaultsExample(t *testing.T) {
+	// Every default of README's "Configuration reference" (agent-sidecar's
+	// files, listeners and log) written out as YAML.
 	const in = `
 rpcServer:     { address: ":9091" }
 davServer:     { address: ":9092" }

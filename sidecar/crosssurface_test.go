@@ -12,7 +12,7 @@ import (
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
-// TestCrossSurfaceRevisions: one revision on both surfaces (DESIGN
+// TestCrossSurfaceRevisions: one revision on both surfaces (docs/architecture.md
 // "Revisions"): a gRPC revision is a WebDAV If-Match, a PROPFIND ETag is a
 // gRPC expected_revision.
 func TestCrossSurfaceRevisions(t *testing.T) {

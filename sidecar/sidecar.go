@@ -133,25 +133,9 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	if s.tls, err = pki.NewSource(pki.Files{Cert: t.CertFile, Key: t.KeyFile, CA: t.ClientCAFile}, s.log.Named("tls"), nil); err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
-	for _, md := range slices.Concat(workspacev1.WorkspaceService_ServiceDesc.Methods, workspacev1.CheckpointService_ServiceDesc.Methods) {
-		m.Init(md.MethodName)
-	}
-	for _, sd := range workspacev1.WatchService_ServiceDesc.Streams {
-		m.Init(sd.StreamName)
-	}
+	initMethods(m)
 
-	inner := deps.Initializer
-	if inner == nil {
-		inner = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit")})
-	}
-	// Every failed init is counted, an injected initializer's too.
-	initializer := func(ctx context.Context, dir string) error {
-		err := inner(ctx, dir)
-		if err != nil {
-			m.GitInitFailed()
-		}
-		return err
-	}
+	initializer := s.countedInitializer(deps.Initializer, m)
 	p := cfg.Services.Project
 	fs, err := davfs.Open(davfs.Config{
 		ProjectsRoot:        p.ProjectsRootDir,
@@ -176,10 +160,72 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 
+	s.grpc = s.newGRPCServer(m, p.MaxEditableFileSize)
+	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
+	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(fs))
+	if err := s.registerWatchMetrics(); err != nil {
+		fs.Close()
+		return nil, err
+	}
+	// Neither the store nor the watcher can fail the start (features.go).
+	s.newFeatures(m)
+	workspacev1.RegisterWatchServiceServer(s.grpc, rpc.NewWatchService(s.currentWatcher))
+	s.registerHealth()
+
+	s.dav = dav.New(fs, dav.Options{
+		Logger:                   s.log.Named("dav"),
+		Registerer:               deps.Registry,
+		MaxUploadSize:            p.MaxUploadSize,
+		AllowUnconditionalWrites: cfg.DavServer.AllowUnconditionalWrites,
+		MaxLocksPerOperator:      cfg.DavServer.MaxLocksPerOperator,
+		MaxLockTimeout:           cfg.DavServer.lockTimeout(),
+	})
+	return s, nil
+}
+
+// countedInitializer is the project initializer (inner, or git init when
+// nil) with every failed init counted, an injected initializer's too.
+func (s *Sidecar) countedInitializer(inner davfs.ProjectInitializer, m *metrics.Metrics) davfs.ProjectInitializer {
+	if inner == nil {
+		inner = gitinit.New(gitinit.Options{Logger: s.log.Named("gitinit")})
+	}
+	return func(ctx context.Context, dir string) error {
+		err := inner(ctx, dir)
+		if err != nil {
+			m.GitInitFailed()
+		}
+		return err
+	}
+}
+
+// registerHealth registers the gRPC health service, not serving until Run
+// has bound the listeners.
+func (s *Sidecar) registerHealth() {
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+}
+
+// initMethods makes every gRPC method's and stream's figures exist from
+// the start.
+func initMethods(m *metrics.Metrics) {
+	for _, md := range slices.Concat(workspacev1.WorkspaceService_ServiceDesc.Methods, workspacev1.CheckpointService_ServiceDesc.Methods) {
+		m.Init(md.MethodName)
+	}
+	for _, sd := range workspacev1.WatchService_ServiceDesc.Streams {
+		m.Init(sd.StreamName)
+	}
+}
+
+// newGRPCServer builds the gRPC server, its interceptors and its message
+// and window sizes for files up to maxEditable bytes; no service is
+// registered yet.
+func (s *Sidecar) newGRPCServer(m *metrics.Metrics, maxEditable int64) *grpc.Server {
 	// gRPC messages carry whole editable files; leave room for the envelope.
-	maxMsg := max(int(p.MaxEditableFileSize)+1<<20, 4<<20)
+	maxMsg := max(int(maxEditable)+1<<20, 4<<20)
 	win := min(maxMsg, 16<<20)
-	s.grpc = grpc.NewServer(
+	return grpc.NewServer(
 		// The listener did the handshake (authenticatedListener).
 		grpc.Creds(pki.HandshakenCredentials()),
 		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), kickObserver{m, s})),
@@ -196,29 +242,6 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		grpc.InitialWindowSize(int32(win)),
 		grpc.InitialConnWindowSize(int32(2*win)),
 	)
-	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
-	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(fs))
-	if err := s.registerWatchMetrics(); err != nil {
-		fs.Close()
-		return nil, err
-	}
-	// Neither the store nor the watcher can fail the start (features.go).
-	s.newFeatures(m)
-	workspacev1.RegisterWatchServiceServer(s.grpc, rpc.NewWatchService(s.currentWatcher))
-	s.health = health.NewServer()
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	s.health.SetServingStatus(workspacev1.WorkspaceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
-	healthpb.RegisterHealthServer(s.grpc, s.health)
-
-	s.dav = dav.New(fs, dav.Options{
-		Logger:                   s.log.Named("dav"),
-		Registerer:               deps.Registry,
-		MaxUploadSize:            p.MaxUploadSize,
-		AllowUnconditionalWrites: cfg.DavServer.AllowUnconditionalWrites,
-		MaxLocksPerOperator:      cfg.DavServer.MaxLocksPerOperator,
-		MaxLockTimeout:           cfg.DavServer.lockTimeout(),
-	})
-	return s, nil
 }
 
 // Run binds the three listeners, logs one "listening" line for each (fields
@@ -288,6 +311,20 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	fwg.Wait()
 	s.closeWatcher()
 
+	s.drain(davSrv)
+	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer mcancel()
+	if err := metricsSrv.Shutdown(mctx); err != nil {
+		metricsSrv.Close()
+	}
+	wg.Wait()
+	s.log.Info("stopped")
+	return runErr
+}
+
+// drain lets in-flight gRPC calls and WebDAV requests finish, together, for
+// at most the shutdown timeout, then cuts off what is left.
+func (s *Sidecar) drain(davSrv *http.Server) {
 	sctx, cancel := context.WithTimeout(context.Background(), s.deps.ShutdownTimeout)
 	defer cancel()
 	var dwg sync.WaitGroup
@@ -308,14 +345,6 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		}
 	})
 	dwg.Wait()
-	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer mcancel()
-	if err := metricsSrv.Shutdown(mctx); err != nil {
-		metricsSrv.Close()
-	}
-	wg.Wait()
-	s.log.Info("stopped")
-	return runErr
 }
 
 // authenticatedListener wraps the rpc and dav listeners (metrics stays

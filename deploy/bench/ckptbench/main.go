@@ -80,17 +80,8 @@ func run(runs, files, mib int, dir string) error {
 	fmt.Printf("preparing %d files, %d MiB ...\n", files, mib)
 	size := int64(mib) << 20 / int64(files)
 	buf := make([]byte, size)
-	for i := range files {
-		p := filepath.Join(proj, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.bin", i))
-		if i%100 == 0 {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-		}
-		rand.Read(buf)
-		if err := os.WriteFile(p, buf, 0o644); err != nil {
-			return err
-		}
+	if err := makeTree(proj, files, buf); err != nil {
+		return err
 	}
 	sc, err := benchproc.StartSidecar(work, "", benchproc.SidecarConfig(root), "rpc")
 	if err != nil {
@@ -103,73 +94,9 @@ func run(runs, files, mib int, dir string) error {
 
 	var out []sample
 	for r := range runs {
-		var s sample
-		// Baseline: tar of the same tree into an archive on the same disk,
-		// then an fsync of that archive (what makes it durable).
-		archive := filepath.Join(work, "tree.tar")
-		t0 := time.Now()
-		if o, err := exec.Command("tar", "-cf", archive, "-C", proj, ".").CombinedOutput(); err != nil {
-			return fmt.Errorf("tar: %v %s", err, o)
-		}
-		s.tar = time.Since(t0)
-		if err := fsyncFile(archive); err != nil {
-			return err
-		}
-		s.tarFsync = time.Since(t0)
-		os.Remove(archive)
-
-		// A first checkpoint (the store is emptied between runs).
-		rss := benchproc.ResetPeak(sc.PID)
-		t0 = time.Now()
-		c1, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "first"})
+		s, err := measure(ctx, cl, ws, sc, work, proj, files, buf)
 		if err != nil {
 			return err
-		}
-		s.first = time.Since(t0)
-		s.memFirst = benchproc.StatusKB(sc.PID, "VmHWM") - rss
-
-		// Ten files change; a second checkpoint.
-		for i := range 10 {
-			n := i * (files / 10) // spread over the tree, whatever -files says
-			p := filepath.Join(proj, fmt.Sprintf("d%03d", n/100), fmt.Sprintf("f%05d.bin", n))
-			rand.Read(buf)
-			if err := os.WriteFile(p, buf, 0o644); err != nil {
-				return err
-			}
-		}
-		rss = benchproc.ResetPeak(sc.PID)
-		t0 = time.Now()
-		if _, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "second"}); err != nil {
-			return err
-		}
-		s.second = time.Since(t0)
-		s.memSecond = benchproc.StatusKB(sc.PID, "VmHWM") - rss
-
-		// Compare and restore one changed file.
-		one := fmt.Sprintf("d%03d/f%05d.bin", 0, 0)
-		t0 = time.Now()
-		cmp, err := cl.CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: ws, CheckpointId: c1.GetId(), Path: one})
-		if err != nil {
-			return err
-		}
-		s.compare = time.Since(t0)
-		if len(cmp.GetChanges()) != 1 {
-			return fmt.Errorf("compare of one changed file: %d changes", len(cmp.GetChanges()))
-		}
-		t0 = time.Now()
-		if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: ws, CheckpointId: c1.GetId(), Path: one, PlanToken: cmp.GetPlanToken()}); err != nil {
-			return err
-		}
-		s.restore = time.Since(t0)
-		// Empty the store for the next run's first checkpoint.
-		l, err := cl.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: ws})
-		if err != nil {
-			return err
-		}
-		for _, c := range l.GetCheckpoints() {
-			if _, err := cl.DeleteCheckpoint(ctx, &workspacev1.DeleteCheckpointRequest{Workspace: ws, CheckpointId: c.GetId()}); err != nil {
-				return err
-			}
 		}
 		fmt.Printf("run %d: tar %v, tar+fsync %v, first %v, second %v, compare %v, restore %v, mem first %d KiB, second %d KiB\n",
 			r+1, s.tar.Round(time.Millisecond), s.tarFsync.Round(time.Millisecond), s.first.Round(time.Millisecond), s.second.Round(time.Millisecond),
@@ -178,6 +105,99 @@ func run(runs, files, mib int, dir string) error {
 	}
 	report(out)
 	return nil
+}
+
+// makeTree writes files files of random bytes (len(buf) each) under proj,
+// a hundred per directory.
+func makeTree(proj string, files int, buf []byte) error {
+	for i := range files {
+		p := filepath.Join(proj, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.bin", i))
+		if i%100 == 0 {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+		}
+		rand.Read(buf)
+		if err := os.WriteFile(p, buf, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure is one run: tar (+ fsync) of the tree as the baseline, a first
+// checkpoint, ten files changed and a second one, a compare and a restore
+// of one changed file; then it empties the store for the next run.
+func measure(ctx context.Context, cl workspacev1.CheckpointServiceClient, ws *workspacev1.WorkspaceRef, sc *benchproc.Proc, work, proj string, files int, buf []byte) (sample, error) {
+	var s sample
+	// Baseline: tar of the same tree into an archive on the same disk,
+	// then an fsync of that archive (what makes it durable).
+	archive := filepath.Join(work, "tree.tar")
+	t0 := time.Now()
+	if o, err := exec.Command("tar", "-cf", archive, "-C", proj, ".").CombinedOutput(); err != nil {
+		return s, fmt.Errorf("tar: %v %s", err, o)
+	}
+	s.tar = time.Since(t0)
+	if err := fsyncFile(archive); err != nil {
+		return s, err
+	}
+	s.tarFsync = time.Since(t0)
+	os.Remove(archive)
+
+	// A first checkpoint (the store is emptied between runs).
+	rss := benchproc.ResetPeak(sc.PID)
+	t0 = time.Now()
+	c1, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "first"})
+	if err != nil {
+		return s, err
+	}
+	s.first = time.Since(t0)
+	s.memFirst = benchproc.StatusKB(sc.PID, "VmHWM") - rss
+
+	// Ten files change; a second checkpoint.
+	for i := range 10 {
+		n := i * (files / 10) // spread over the tree, whatever -files says
+		p := filepath.Join(proj, fmt.Sprintf("d%03d", n/100), fmt.Sprintf("f%05d.bin", n))
+		rand.Read(buf)
+		if err := os.WriteFile(p, buf, 0o644); err != nil {
+			return s, err
+		}
+	}
+	rss = benchproc.ResetPeak(sc.PID)
+	t0 = time.Now()
+	if _, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: ws, Label: "second"}); err != nil {
+		return s, err
+	}
+	s.second = time.Since(t0)
+	s.memSecond = benchproc.StatusKB(sc.PID, "VmHWM") - rss
+
+	// Compare and restore one changed file.
+	one := fmt.Sprintf("d%03d/f%05d.bin", 0, 0)
+	t0 = time.Now()
+	cmp, err := cl.CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: ws, CheckpointId: c1.GetId(), Path: one})
+	if err != nil {
+		return s, err
+	}
+	s.compare = time.Since(t0)
+	if len(cmp.GetChanges()) != 1 {
+		return s, fmt.Errorf("compare of one changed file: %d changes", len(cmp.GetChanges()))
+	}
+	t0 = time.Now()
+	if _, err := cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: ws, CheckpointId: c1.GetId(), Path: one, PlanToken: cmp.GetPlanToken()}); err != nil {
+		return s, err
+	}
+	s.restore = time.Since(t0)
+	// Empty the store for the next run's first checkpoint.
+	l, err := cl.ListCheckpoints(ctx, &workspacev1.ListCheckpointsRequest{Workspace: ws})
+	if err != nil {
+		return s, err
+	}
+	for _, c := range l.GetCheckpoints() {
+		if _, err := cl.DeleteCheckpoint(ctx, &workspacev1.DeleteCheckpointRequest{Workspace: ws, CheckpointId: c.GetId()}); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
 }
 
 // fsyncFile fsyncs the file at p.

@@ -87,8 +87,15 @@ func run(writes, subs, dirsPer int) error {
 
 	fmt.Printf("machine: %d CPUs, %s/%s, %s; sidecar = real agent-sidecar binary, raw = fsnotify in this process\n",
 		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	if err := latency(client, ws, dir, writes); err != nil {
+		return err
+	}
+	return memory(client, ws, sc, dir, dirs, subs)
+}
 
-	// ---- latency ----
+// latency times write -> event for writes atomic writes into dir, one at
+// a time, through raw fsnotify in this process and through the sidecar.
+func latency(client workspacev1.WatchServiceClient, ws *workspacev1.WorkspaceRef, dir string, writes int) error {
 	raw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -156,6 +163,13 @@ func run(writes, subs, dirsPer int) error {
 		drain(sideEv, 5*time.Millisecond)
 	}
 	cancel()
+	printLatency(writes, rawLat, sideLat)
+	return nil
+}
+
+// printLatency prints the write -> event percentiles, raw and through the
+// sidecar, and the target.
+func printLatency(writes int, rawLat, sideLat []time.Duration) {
 	rp50, rp99 := pct(rawLat, 50), pct(rawLat, 99)
 	sp50, sp99 := pct(sideLat, 50), pct(sideLat, 99)
 	target := 2*rp99 + 50*time.Millisecond
@@ -169,8 +183,12 @@ func run(writes, subs, dirsPer int) error {
 		extra[i] = sideLat[i] - rawLat[i]
 	}
 	fmt.Printf("  sidecar - raw, same write: p50 %s  p99 %s\n", ms(pct(extra, 50)), ms(pct(extra, 99)))
+}
 
-	// ---- memory ----
+// memory measures the sidecar's RSS growth for subs subscribers, each
+// watching src and dirs, under a little traffic into dir.
+func memory(client workspacev1.WatchServiceClient, ws *workspacev1.WorkspaceRef, sc *benchproc.Proc, dir string, dirs []string, subs int) error {
+	dirsPer := len(dirs)
 	before, err := rssBytes(sc.PID)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-// Package auth authenticates gateway requests (DESIGN.md "Auth").
+// Package auth authenticates gateway requests (docs/architecture.md "Auth").
 //
 // Accepted credentials, in this order: an Authorization header (Bearer
 // <token>, or Basic with the token as password and any username), identity

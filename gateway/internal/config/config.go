@@ -1,7 +1,7 @@
-// Package config holds the agent-gateway configuration (DESIGN.md
-// "Configuration", PRD §13.1): the YAML schema, strict parsing (unknown keys
-// are rejected) and a side-effect-free Validate that reports every problem,
-// one line per problem, each naming the offending key.
+// Package config holds the agent-gateway configuration
+// (docs/architecture.md "Configuration"): the YAML schema, strict parsing
+// (unknown keys are rejected) and a side-effect-free Validate that reports
+// every problem, one line per problem, each naming the offending key.
 package config
 
 import (
@@ -326,32 +326,59 @@ func (c *Config) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	checkAddr := func(key, addr string) {
-		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-			bad(key, "must be host:port (for example \":8080\" or \"127.0.0.1:0\"), got %q", addr)
-		}
+	c.validateListeners(bad)
+	c.AgentRuntime.validateAgents(bad)
+	c.AgentRuntime.validateTLS(bad)
+	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" {
+		bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", c.AgentRuntime.DefaultAgent)
 	}
-	// positive checks an optional duration.
-	positive := func(key string, d *time.Duration) {
-		if d != nil && *d <= 0 {
-			bad(key, "must be > 0 (for example 10s)")
-		}
+	c.Auth.validateTokens(bad)
+	if p := c.Auth.TrustedProxy; p != nil {
+		p.validate(bad)
 	}
-	checkAddr("httpServer.address", c.HTTPServer.Address)
-	positive("httpServer.readHeaderTimeout", c.HTTPServer.ReadHeaderTimeout)
-	positive("httpServer.bodyReadTimeout", c.HTTPServer.BodyReadTimeout)
-	positive("httpServer.bodyIdleTimeout", c.HTTPServer.BodyIdleTimeout)
-	positive("httpServer.idleTimeout", c.HTTPServer.IdleTimeout)
-	positive("httpServer.watchHeartbeat", c.HTTPServer.WatchHeartbeat)
-	if c.MetricsServer.Address != "" {
-		checkAddr("metricsServer.address", c.MetricsServer.Address)
+	c.WebDAV.validate(bad)
+	c.Limits.validate(bad)
+	errs = append(errs, c.Auth.Session.validate(c.MetricsServer.Address)...)
+	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
+		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")
 	}
+	return errors.Join(errs...)
+}
 
-	if len(c.AgentRuntime.Agents) == 0 {
+// checkAddr requires a host:port listen address.
+func checkAddr(bad func(key, format string, args ...any), key, addr string) {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		bad(key, "must be host:port (for example \":8080\" or \"127.0.0.1:0\"), got %q", addr)
+	}
+}
+
+// positive checks an optional duration.
+func positive(bad func(key, format string, args ...any), key string, d *time.Duration) {
+	if d != nil && *d <= 0 {
+		bad(key, "must be > 0 (for example 10s)")
+	}
+}
+
+// validateListeners checks httpServer and metricsServer.
+func (c *Config) validateListeners(bad func(key, format string, args ...any)) {
+	checkAddr(bad, "httpServer.address", c.HTTPServer.Address)
+	positive(bad, "httpServer.readHeaderTimeout", c.HTTPServer.ReadHeaderTimeout)
+	positive(bad, "httpServer.bodyReadTimeout", c.HTTPServer.BodyReadTimeout)
+	positive(bad, "httpServer.bodyIdleTimeout", c.HTTPServer.BodyIdleTimeout)
+	positive(bad, "httpServer.idleTimeout", c.HTTPServer.IdleTimeout)
+	positive(bad, "httpServer.watchHeartbeat", c.HTTPServer.WatchHeartbeat)
+	if c.MetricsServer.Address != "" {
+		checkAddr(bad, "metricsServer.address", c.MetricsServer.Address)
+	}
+}
+
+// validateAgents checks agentRuntime.agents, in the order of their ids.
+func (r AgentRuntime) validateAgents(bad func(key, format string, args ...any)) {
+	if len(r.Agents) == 0 {
 		bad("agentRuntime.agents", "at least one agent is required")
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.AgentRuntime.Agents)) {
-		a := c.AgentRuntime.Agents[id]
+	for _, id := range slices.Sorted(maps.Keys(r.Agents)) {
+		a := r.Agents[id]
 		key := "agentRuntime.agents." + id
 		if !agentIDRe.MatchString(id) {
 			bad(fmt.Sprintf("agentRuntime.agents[%q]", id), "agent id must be 1-63 characters of letters, digits, '.', '_' or '-', starting with a letter or digit")
@@ -360,37 +387,41 @@ func (c *Config) Validate() error {
 		if strings.TrimSpace(a.Provider) == "" {
 			bad(key+".provider", "required (for example codex_app_server)")
 		}
-		if a.Sidecar == nil {
-			continue
-		}
-		s := a.Sidecar
-		if s.Endpoint == "" {
-			bad(key+".sidecar.endpoint", "required (host:port of the sidecar's gRPC server)")
-		} else if strings.Contains(s.Endpoint, "://") && !strings.HasPrefix(s.Endpoint, "dns:") && !strings.HasPrefix(s.Endpoint, "passthrough:") && !strings.HasPrefix(s.Endpoint, "unix:") {
-			bad(key+".sidecar.endpoint", "must be host:port, not a URL")
-		} else if !strings.Contains(s.Endpoint, ":") {
-			bad(key+".sidecar.endpoint", "must be host:port")
-		}
-		if s.DavEndpoint != "" {
-			u, err := url.Parse(s.DavEndpoint)
-			switch {
-			case err == nil && u.Scheme == "http":
-				bad(key+".sidecar.davEndpoint", "must be https:// (the sidecar serves only mutual TLS), got http://")
-			case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
-				bad(key+".sidecar.davEndpoint", "must be an https:// URL without credentials, query or fragment")
-			}
-		}
-		positive(key+".sidecar.timeout", s.Timeout)
-		positive(key+".sidecar.checkpointTimeout", s.CheckpointTimeout)
-		if s.CheckpointTimeout != nil && *s.CheckpointTimeout > 0 && *s.CheckpointTimeout < s.CallTimeout() {
-			bad(key+".sidecar.checkpointTimeout", "must be at least sidecar.timeout (%v)", s.CallTimeout())
+		if a.Sidecar != nil {
+			a.Sidecar.validate(bad, key+".sidecar")
 		}
 	}
-	c.AgentRuntime.validateTLS(bad)
-	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" {
-		bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", c.AgentRuntime.DefaultAgent)
-	}
+}
 
+// validate checks one agent's sidecar; key is its prefix
+// (agentRuntime.agents.<id>.sidecar).
+func (s *Sidecar) validate(bad func(key, format string, args ...any), key string) {
+	if s.Endpoint == "" {
+		bad(key+".endpoint", "required (host:port of the sidecar's gRPC server)")
+	} else if strings.Contains(s.Endpoint, "://") && !strings.HasPrefix(s.Endpoint, "dns:") && !strings.HasPrefix(s.Endpoint, "passthrough:") && !strings.HasPrefix(s.Endpoint, "unix:") {
+		bad(key+".endpoint", "must be host:port, not a URL")
+	} else if !strings.Contains(s.Endpoint, ":") {
+		bad(key+".endpoint", "must be host:port")
+	}
+	if s.DavEndpoint != "" {
+		u, err := url.Parse(s.DavEndpoint)
+		switch {
+		case err == nil && u.Scheme == "http":
+			bad(key+".davEndpoint", "must be https:// (the sidecar serves only mutual TLS), got http://")
+		case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+			bad(key+".davEndpoint", "must be an https:// URL without credentials, query or fragment")
+		}
+	}
+	positive(bad, key+".timeout", s.Timeout)
+	positive(bad, key+".checkpointTimeout", s.CheckpointTimeout)
+	if s.CheckpointTimeout != nil && *s.CheckpointTimeout > 0 && *s.CheckpointTimeout < s.CallTimeout() {
+		bad(key+".checkpointTimeout", "must be at least sidecar.timeout (%v)", s.CallTimeout())
+	}
+}
+
+// validateTokens checks auth.tokens and the tokens of auth.tokensFile; a
+// token hash may appear only once across both.
+func (a Auth) validateTokens(bad func(key, format string, args ...any)) {
 	seenHash := map[string]bool{}
 	checkToken := func(key string, t Token) {
 		if strings.TrimSpace(t.Operator) == "" {
@@ -407,49 +438,49 @@ func (c *Config) Validate() error {
 			seenHash[h] = true
 		}
 	}
-	for i, t := range c.Auth.Tokens {
+	for i, t := range a.Tokens {
 		checkToken(fmt.Sprintf("auth.tokens[%d]", i), t)
 	}
-	if c.Auth.tokensFileErr != nil {
-		bad("auth.tokensFile", "%v", c.Auth.tokensFileErr)
+	if a.tokensFileErr != nil {
+		bad("auth.tokensFile", "%v", a.tokensFileErr)
 	}
-	for i, t := range c.Auth.FileTokens {
+	for i, t := range a.FileTokens {
 		checkToken(fmt.Sprintf("auth.tokensFile[%d]", i), t)
 	}
-	if p := c.Auth.TrustedProxy; p != nil {
-		if len(p.CIDRs) == 0 {
-			bad("auth.trustedProxy.cidrs", "at least one CIDR is required")
-		}
-		for i, cidr := range p.CIDRs {
-			if _, err := netip.ParsePrefix(strings.TrimSpace(cidr)); err != nil {
-				bad(fmt.Sprintf("auth.trustedProxy.cidrs[%d]", i), "%q is not a CIDR (for example 10.0.0.0/8)", cidr)
-			}
-		}
-		if !headerRe.MatchString(p.UserHeader) {
-			bad("auth.trustedProxy.userHeader", "required header name (for example X-Forwarded-User)")
-		}
-		if !headerRe.MatchString(p.GroupsHeader) {
-			bad("auth.trustedProxy.groupsHeader", "required header name (for example X-Forwarded-Groups)")
-		}
-		if strings.TrimSpace(p.AdminGroup) == "" {
-			bad("auth.trustedProxy.adminGroup", "required")
+}
+
+// validate checks auth.trustedProxy.
+func (p *TrustedProxy) validate(bad func(key, format string, args ...any)) {
+	if len(p.CIDRs) == 0 {
+		bad("auth.trustedProxy.cidrs", "at least one CIDR is required")
+	}
+	for i, cidr := range p.CIDRs {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(cidr)); err != nil {
+			bad(fmt.Sprintf("auth.trustedProxy.cidrs[%d]", i), "%q is not a CIDR (for example 10.0.0.0/8)", cidr)
 		}
 	}
-	switch c.WebDAV.UnconditionalWrites {
+	if !headerRe.MatchString(p.UserHeader) {
+		bad("auth.trustedProxy.userHeader", "required header name (for example X-Forwarded-User)")
+	}
+	if !headerRe.MatchString(p.GroupsHeader) {
+		bad("auth.trustedProxy.groupsHeader", "required header name (for example X-Forwarded-Groups)")
+	}
+	if strings.TrimSpace(p.AdminGroup) == "" {
+		bad("auth.trustedProxy.adminGroup", "required")
+	}
+}
+
+// validate checks webdav.unconditionalWrites.
+func (w WebDAV) validate(bad func(key, format string, args ...any)) {
+	switch w.UnconditionalWrites {
 	case "", UnconditionalRefuse:
 	case UnconditionalKeep:
-		if !c.WebDAV.Writable {
+		if !w.Writable {
 			bad("webdav.unconditionalWrites", "keep needs webdav.writable: true")
 		}
 	default:
-		bad("webdav.unconditionalWrites", "must be refuse or keep, got %q", c.WebDAV.UnconditionalWrites)
+		bad("webdav.unconditionalWrites", "must be refuse or keep, got %q", w.UnconditionalWrites)
 	}
-	c.Limits.validate(bad)
-	errs = append(errs, c.Auth.Session.validate(c.MetricsServer.Address)...)
-	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
-		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")
-	}
-	return errors.Join(errs...)
 }
 
 // validateTLS requires agentRuntime.sidecarTLS's three files when an agent

@@ -35,7 +35,7 @@ webdav: { writable: false }
 audit:  { file: "" }
 `
 
-func TestDesignExampleIsValid(t *testing.T) {
+func TestExampleIsValid(t *testing.T) {
 	c, err := Parse(strings.NewReader(good))
 	if err != nil {
 		t.Fatal(err)

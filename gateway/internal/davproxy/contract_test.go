@@ -256,8 +256,8 @@ func (f *ContractSidecar) serve(rw http.ResponseWriter, r *http.Request) {
 	(&webdav.Handler{Prefix: prefix, FileSystem: webdav.Dir(f.Root), LockSystem: f.ls}).ServeHTTP(w, r)
 }
 
-// precondition is the sidecar's write rule, roughly (DESIGN "WebDAV
-// writes"): a write onto an existing name needs If-Match (current),
+// precondition is the sidecar's write rule, roughly (docs/webdav-conformance.md
+// "Preconditions"): a write onto an existing name needs If-Match (current),
 // If-None-Match or an If header; a create needs none; If-Match on a
 // missing name and If-None-Match: * on an existing one fail.
 func (f *ContractSidecar) precondition(r *http.Request, rel, prefix string) (int, string) {

@@ -209,16 +209,27 @@ func (s *Server) watch(c echo.Context) error {
 		return nil
 	}
 
-	type item struct {
-		ev  *workspacev1.WatchEvent
-		err error
+	if end := s.streamEvents(ctx, w, rc, r, agentID, recv); end != nil {
+		s.writeEnd(w, rc, agentID, end)
 	}
-	events := make(chan item, 16)
+	return nil
+}
+
+// watchItem is one answer of the sidecar's stream: an event or its end.
+type watchItem struct {
+	ev  *workspacev1.WatchEvent
+	err error
+}
+
+// pumpWatch receives the sidecar's stream into a channel until recv fails
+// or ctx ends.
+func pumpWatch(ctx context.Context, recv mgmt.WatchRecv) <-chan watchItem {
+	events := make(chan watchItem, 16)
 	go func() {
 		for {
 			ev, err := recv()
 			select {
-			case events <- item{ev, err}:
+			case events <- watchItem{ev, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -227,6 +238,24 @@ func (s *Server) watch(c echo.Context) error {
 			}
 		}
 	}()
+	return events
+}
+
+// sessionExpiry fires when the session that authenticated r expires (never
+// for other credentials); stop releases its timer.
+func (s *Server) sessionExpiry(r *http.Request) (expired <-chan time.Time, stop func()) {
+	if id, ok := auth.FromContext(r.Context()); ok && id.Session != nil {
+		t := time.NewTimer(max(id.Session.Expires.Sub(s.now()), 0))
+		return t.C, func() { t.Stop() }
+	}
+	return nil, func() {}
+}
+
+// streamEvents writes the stream's events and heartbeats until it ends. It
+// returns why, to be sent as "event: end", or nil when the stream is over
+// without a word (the client went away or stopped reading).
+func (s *Server) streamEvents(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, r *http.Request, agentID string, recv mgmt.WatchRecv) *status.Status {
+	events := pumpWatch(ctx, recv)
 	interval := s.opts.WatchHeartbeat
 	if interval <= 0 {
 		interval = WatchHeartbeat
@@ -234,12 +263,8 @@ func (s *Server) watch(c echo.Context) error {
 	beat := time.NewTicker(interval)
 	defer beat.Stop()
 	// A session ends the stream when it expires, whatever comes before.
-	var expired <-chan time.Time
-	if id, ok := auth.FromContext(r.Context()); ok && id.Session != nil {
-		t := time.NewTimer(max(id.Session.Expires.Sub(s.now()), 0))
-		defer t.Stop()
-		expired = t.C
-	}
+	expired, stop := s.sessionExpiry(r)
+	defer stop()
 	var end *status.Status // why the stream ends, sent as "event: end"
 	lastAuth := time.Now()
 	for end == nil {
@@ -259,31 +284,40 @@ func (s *Server) watch(c echo.Context) error {
 				out = []byte(": ping\n\n")
 			}
 		case it := <-events:
-			if it.err != nil {
-				end = status.Convert(it.err)
-				break
-			}
-			if time.Since(lastAuth) >= watchReauthEvery {
-				if end = s.streamAuth(r); end != nil {
-					break
-				}
-				lastAuth = time.Now()
-			}
-			data, err := s.marshaler.Marshal(it.ev)
-			if err != nil {
+			var ok bool
+			if out, end, ok = s.changeFrame(r, agentID, it, &lastAuth); !ok {
 				return nil
 			}
-			if m := s.opts.WatchMetrics; m != nil {
-				m.Events.WithLabelValues(agentID, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
-			}
-			out = fmt.Appendf(make([]byte, 0, len(data)+len(it.ev.GetId())+32), "event: change\nid: %s\ndata: %s\n\n", it.ev.GetId(), data)
 		}
 		if end == nil && !s.streamWrite(w, rc, out) {
 			return nil
 		}
 	}
-	s.writeEnd(w, rc, agentID, end)
-	return nil
+	return end
+}
+
+// changeFrame turns one item of the sidecar's stream into its "event:
+// change" frame, checking the credentials again at most every
+// watchReauthEvery (lastAuth is when they last passed). end is why the
+// stream ends instead; ok false ends it without a word.
+func (s *Server) changeFrame(r *http.Request, agentID string, it watchItem, lastAuth *time.Time) (out []byte, end *status.Status, ok bool) {
+	if it.err != nil {
+		return nil, status.Convert(it.err), true
+	}
+	if time.Since(*lastAuth) >= watchReauthEvery {
+		if end := s.streamAuth(r); end != nil {
+			return nil, end, true
+		}
+		*lastAuth = time.Now()
+	}
+	data, err := s.marshaler.Marshal(it.ev)
+	if err != nil {
+		return nil, nil, false
+	}
+	if m := s.opts.WatchMetrics; m != nil {
+		m.Events.WithLabelValues(agentID, strings.TrimPrefix(it.ev.GetKind().String(), "WATCH_EVENT_KIND_")).Inc()
+	}
+	return fmt.Appendf(make([]byte, 0, len(data)+len(it.ev.GetId())+32), "event: change\nid: %s\ndata: %s\n\n", it.ev.GetId(), data), nil, true
 }
 
 // streamWrite writes and flushes out under a fresh write deadline; false

@@ -260,81 +260,120 @@ func workspaceOf(name string) string {
 }
 
 func (q *request) serve() {
-	r, hdr := q.r, q.rec.Header()
+	if !q.checkHeaders() || !q.parseNames() || !q.checkMethod() {
+		return
+	}
+	readOnly, ok := q.readOnlyView()
+	if !ok || !q.prepareMethod() || !q.readXMLBody(readOnly) {
+		return
+	}
+	if davwire.Methods[q.r.Method] { // a write
+		if !q.headerPreconditions() || !q.linkChecks() {
+			return
+		}
+	}
+	q.runLibrary()
+}
+
+// checkHeaders refuses a bad X-Forwarded-Prefix and headers that are not
+// valid UTF-8, and takes the prefix. False: the request is answered.
+func (q *request) checkHeaders() bool {
+	r := q.r
 	if vals, ok := r.Header[http.CanonicalHeaderKey(davwire.PrefixHeader)]; ok {
 		if len(vals) != 1 || !davwire.ValidPrefix(vals[0]) {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "invalid "+davwire.PrefixHeader)
-			return
+			return false
 		}
 		q.prefix = vals[0]
 	}
 	for _, k := range []string{"Destination", "If", "Lock-Token", "If-Match", "If-None-Match", "Timeout", "Overwrite", "Depth"} {
 		if !utf8.ValidString(strings.Join(r.Header.Values(k), "")) {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "the "+k+" header must be valid UTF-8")
-			return
+			return false
 		}
 	}
+	return true
+}
+
+// parseNames takes the request's WebDAV names (the path and, for COPY and
+// MOVE, the Destination) and checks every path an If header names. False:
+// the request is answered.
+func (q *request) parseNames() bool {
+	r := q.r
 	if strings.HasPrefix(r.RequestURI, "//") {
 		// net/http reads "//a/b" as host "a", path "/b": refuse rather
 		// than act on a path the client did not write.
 		q.fail(http.StatusBadRequest, "INVALID_PATH", "the path must not contain empty segments")
-		return
+		return false
 	}
 	var ok bool
 	if q.src, ok = q.name(r.URL.EscapedPath()); !ok {
-		return
+		return false
 	}
 	if r.Method == "COPY" || r.Method == "MOVE" {
 		u, err := url.Parse(r.Header.Get("Destination"))
 		if err != nil || r.Header.Get("Destination") == "" {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "missing or malformed Destination header")
-			return
+			return false
 		}
 		if u.Host != "" && u.Host != r.Host {
 			q.fail(http.StatusBadGateway, "INVALID_ARGUMENT", "the Destination is on another server")
-			return
+			return false
 		}
 		if q.dst, ok = q.name(u.EscapedPath()); !ok {
-			return
+			return false
 		}
 	}
 	tags, ok := ifResourceTags(r.Header.Get("If"))
 	if !ok {
 		q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
-		return
+		return false
 	}
 	for _, t := range tags {
 		u, err := url.Parse(t)
 		if err != nil {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "malformed If header")
-			return
+			return false
 		}
 		if u.Host == "" || u.Host == r.Host {
 			if _, ok := q.name(u.EscapedPath()); !ok {
-				return
+				return false
 			}
 		}
 	}
+	return true
+}
 
+// checkMethod refuses a method that is not served and a COPY or MOVE
+// outside one workspace or into itself. False: the request is answered.
+func (q *request) checkMethod() bool {
+	r, hdr := q.r, q.rec.Header()
 	if _, ok := davwire.Methods[r.Method]; !ok { // not served
 		hdr.Set("Allow", allowAll)
 		q.fail(http.StatusMethodNotAllowed, "NOT_SUPPORTED", "method not supported")
-		return
+		return false
 	}
 	if q.dst != "" {
 		switch {
 		case workspaceOf(q.src) != workspaceOf(q.dst):
 			q.fail(http.StatusForbidden, "READ_ONLY", "entries can only be copied or moved within one workspace")
-			return
+			return false
 		case q.src == q.dst:
 			q.fail(http.StatusForbidden, "MOVE_INTO_SELF", "source and destination are the same")
-			return
+			return false
 		case strings.HasPrefix(q.dst, q.src+"/"):
 			q.fail(http.StatusForbidden, "MOVE_INTO_SELF", "cannot copy or move a collection into itself")
-			return
+			return false
 		}
 	}
-	readOnly := r.Header.Get(davwire.ReadOnlyHeader) == "true"
+	return true
+}
+
+// readOnlyView answers OPTIONS and refuses writes when the gateway's view is
+// read-only (PROPFIND then hides locks). False: the request is answered.
+func (q *request) readOnlyView() (readOnly, ok bool) {
+	r, hdr := q.r, q.rec.Header()
+	readOnly = r.Header.Get(davwire.ReadOnlyHeader) == "true"
 	if readOnly {
 		switch r.Method {
 		case http.MethodOptions:
@@ -343,17 +382,24 @@ func (q *request) serve() {
 			hdr.Set("Allow", davwire.AllowRead)
 			hdr.Set("Content-Length", "0")
 			q.rec.WriteHeader(http.StatusOK)
-			return
+			return readOnly, false
 		case http.MethodGet, http.MethodHead:
 		case "PROPFIND":
 			q.rec.filter = &lockFilter{w: q.rec.w}
 		default:
 			hdr.Set("Allow", davwire.AllowRead)
 			q.fail(http.StatusMethodNotAllowed, "READ_ONLY", "this WebDAV view is read-only")
-			return
+			return readOnly, false
 		}
 	}
+	return readOnly, true
+}
 
+// prepareMethod sets the method's headers and checks its own limits (Depth,
+// virtual levels, upload size), before the library sees the request. False:
+// the request is answered.
+func (q *request) prepareMethod() bool {
+	r, hdr := q.r, q.rec.Header()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		hdr.Set("Cache-Control", "no-store")
@@ -367,30 +413,30 @@ func (q *request) serve() {
 		case "0", "1":
 		case "", "infinity":
 			q.failXML(http.StatusForbidden, "NOT_SUPPORTED", "propfind-finite-depth")
-			return
+			return false
 		default:
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "Depth must be 0 or 1")
-			return
+			return false
 		}
 	case "PROPPATCH":
 		if virtualLevel(q.src, true) {
 			q.fail(http.StatusForbidden, "READ_ONLY", "this level has no writable properties")
-			return
+			return false
 		}
 	case "LOCK":
 		if virtualLevel(q.src, false) {
 			q.fail(http.StatusForbidden, "READ_ONLY", "this level cannot be locked")
-			return
+			return false
 		}
 		r.Header.Set("Timeout", "Second-"+strconv.Itoa(int(q.lockTimeout().Seconds())))
 	case http.MethodPut:
 		if r.Header.Get("Content-Range") != "" {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "partial PUT (Content-Range) is not supported")
-			return
+			return false
 		}
 		if r.ContentLength > q.h.opts.MaxUploadSize {
 			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit")
-			return
+			return false
 		}
 		// A body without Content-Length is cut off while it streams; the
 		// upload then commits nothing (davfs aborts on a failed read).
@@ -400,27 +446,36 @@ func (q *request) serve() {
 			r.Header.Set("Overwrite", "T") // RFC 4918 §10.6; x/net reads a missing header as F
 		}
 	}
+	return true
+}
+
+// readXMLBody buffers the XML body of PROPFIND, PROPPATCH and LOCK within
+// its limit and serves a PROPFIND on the fast path when it can. False: the
+// request is answered.
+func (q *request) readXMLBody(readOnly bool) bool {
+	r := q.r
 	switch r.Method {
 	case "PROPFIND", "PROPPATCH", "LOCK":
 		body, refused, malformed := bufferXMLBody(r)
 		switch {
 		case refused != "":
 			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", refused)
-			return
+			return false
 		case malformed != "":
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", malformed)
-			return
+			return false
 		}
 		if r.Method == "PROPFIND" && !q.h.opts.DisablePropfindFastPath && q.propfindFast(body, readOnly) {
-			return
+			return false
 		}
 	}
-	if davwire.Methods[r.Method] { // a write
-		if !q.headerPreconditions() || !q.linkChecks() {
-			return
-		}
-	}
+	return true
+}
 
+// runLibrary hands the request to x/net/webdav over the request's file
+// system and locks, then answers a held-back failure or finishes a write.
+func (q *request) runLibrary() {
+	r := q.r
 	fsys := q.h.fs
 	if q.dst != "" {
 		fsys = guardFS{FileSystem: fsys, q: q}

@@ -279,6 +279,38 @@ func escapeSegment(name string) string {
 
 var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
 
+// members renders the responses of one chunk of a directory's entries
+// (those a listing shows) into a buffer of chunkBufs; base is the
+// directory's escaped href, ending in "/".
+func (fr *fastRenderer) members(base string, es []davfs.Entry) *[]byte {
+	bp := chunkBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	href := make([]byte, 0, 256)
+	var lastExt, lastType string
+	for i := range es {
+		e := &es[i]
+		if hiddenFromListing(*e) {
+			continue
+		}
+		dir := e.Type == davfs.TypeDirectory
+		ctype := ""
+		if !dir {
+			if ext := path.Ext(e.Name); ext != lastExt || lastType == "" {
+				lastExt, lastType = ext, string(appendXMLText(nil, davfs.ContentType(e.Name)))
+			}
+			ctype = lastType
+		}
+		href = append(href[:0], base...)
+		href = appendXMLText(href, escapeSegment(e.Name))
+		if dir {
+			href = append(href, '/')
+		}
+		b = fr.response(b, href, e.Name, dir, e, ctype)
+	}
+	*bp = b
+	return bp
+}
+
 // propfindFast answers the PROPFIND itself when it can and reports
 // whether it did; false means nothing was written and x/net answers.
 //
@@ -317,32 +349,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 	}
 	if depth == "1" {
 		err = davfs.ReadDirChunks(q.ctx, q.h.dfs, ws, rel, func(es []davfs.Entry) *[]byte {
-			bp := chunkBufs.Get().(*[]byte)
-			b := (*bp)[:0]
-			href := make([]byte, 0, 256)
-			var lastExt, lastType string
-			for i := range es {
-				e := &es[i]
-				if hiddenFromListing(*e) {
-					continue
-				}
-				dir := e.Type == davfs.TypeDirectory
-				ctype := ""
-				if !dir {
-					if ext := path.Ext(e.Name); ext != lastExt || lastType == "" {
-						lastExt, lastType = ext, string(appendXMLText(nil, davfs.ContentType(e.Name)))
-					}
-					ctype = lastType
-				}
-				href = append(href[:0], base...)
-				href = appendXMLText(href, escapeSegment(e.Name))
-				if dir {
-					href = append(href, '/')
-				}
-				b = fr.response(b, href, e.Name, dir, e, ctype)
-			}
-			*bp = b
-			return bp
+			return fr.members(base, es)
 		}, func(bp *[]byte) error {
 			if bw == nil {
 				start()
