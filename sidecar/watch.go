@@ -35,8 +35,8 @@ func (c WatchConfig) watcher() watch.Config {
 // watchCollector exports the running Watcher's figures at scrape time
 // (none while it cannot start).
 type watchCollector struct {
-	w                                              func() *watch.Watcher
-	subscribers, dirs, events, filtered, drops, rs *prometheus.Desc
+	w                                                       func() *watch.Watcher
+	subscribers, dirs, events, filtered, drops, relists, rs *prometheus.Desc
 }
 
 func newWatchCollector(w func() *watch.Watcher) *watchCollector {
@@ -46,12 +46,13 @@ func newWatchCollector(w func() *watch.Watcher) *watchCollector {
 		events:      prometheus.NewDesc("sidecar_watch_events_total", "Live-change events queued to streams.", nil, nil),
 		filtered:    prometheus.NewDesc("sidecar_watch_filtered_total", "inotify events dropped by the confinement filter (denylisted, temp, secret names).", nil, nil),
 		drops:       prometheus.NewDesc("sidecar_watch_dropped_total", "Live-change events lost to a full stream queue (each loss is followed by a resync).", nil, nil),
+		relists:     prometheus.NewDesc("sidecar_watch_relists_total", "Watched directories listed again whole (a kernel queue overflow, or more changed names than the watcher applies one by one).", nil, nil),
 		rs:          prometheus.NewDesc("sidecar_watch_resyncs_total", "Resync events sent, by reason (overflow, limit, gap, gone).", []string{"reason"}, nil),
 	}
 }
 
 func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.subscribers, c.dirs, c.events, c.filtered, c.drops, c.rs} {
+	for _, d := range []*prometheus.Desc{c.subscribers, c.dirs, c.events, c.filtered, c.drops, c.relists, c.rs} {
 		ch <- d
 	}
 }
@@ -67,6 +68,7 @@ func (c *watchCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(st.Events))
 	ch <- prometheus.MustNewConstMetric(c.filtered, prometheus.CounterValue, float64(st.Filtered))
 	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(st.Drops))
+	ch <- prometheus.MustNewConstMetric(c.relists, prometheus.CounterValue, float64(st.Relists))
 	for r, n := range st.Resyncs {
 		ch <- prometheus.MustNewConstMetric(c.rs, prometheus.CounterValue, float64(n), r.String())
 	}
