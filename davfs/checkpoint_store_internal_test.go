@@ -642,7 +642,7 @@ func TestCheckpointManifestEncodingRoundTrip(t *testing.T) {
 		t.Fatalf("the encoding's fields differ from the former one:\n%s\n%s", b, ckfGoldenJSON)
 	}
 	if _, ok := any(m).(json.Marshaler); ok {
-		t.Fatal("ckManifest has a hand-written MarshalJSON again (STYLE.md: under 20%, the library stays)")
+		t.Fatal("ckManifest has a hand-written MarshalJSON again (docs/architecture.md, Speed work: under 20%, the library stays)")
 	}
 }
 

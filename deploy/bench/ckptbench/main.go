@@ -2,7 +2,7 @@
 // same tree in the same run: a first checkpoint of a 10,000-file / 100 MiB
 // project against tar writing an archive of it and fsyncing that archive
 // (the headline baseline: a checkpoint is durable when it returns, and
-// STYLE.md compares durable work with the physical limit of the same
+// docs/architecture.md ("Speed work") compares durable work with the physical limit of the same
 // durable work, not with a peer that does less) and, printed beside it,
 // plain tar; a second checkpoint after 10 files changed; compare and restore
 // of one file; and the sidecar's peak memory growth during each (VmHWM,

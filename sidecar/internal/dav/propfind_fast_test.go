@@ -19,7 +19,7 @@ import (
 )
 
 // TestPropfindFastPathMatchesXNet is the proof the fast path stays on
-// (issue 13, item 1; STYLE.md "when a library stays"): every request of a
+// (issue 13, item 1; docs/architecture.md "Speed work, and when a library stays"): every request of a
 // corpus goes to two handlers over the same davfs tree, one with the fast
 // path and one that leaves PROPFIND to x/net/webdav, and both answers must
 // carry the same status, headers, hrefs, propstat statuses and property
