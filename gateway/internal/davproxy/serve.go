@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/agentworkspace/files/internal/davwire"
 )
@@ -48,47 +49,74 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := h.now()
 	rec := &recorder{ResponseWriter: w}
 	rt, perr := parseRoute(r.URL.EscapedPath())
+	st := h.newState(r, rt, rec)
+	m := newMutation(r.Method, st)
+	// r as it is when the request ends (with its state in the context).
+	defer func() { h.finish(r, start, st, m) }()
+	if perr != nil {
+		h.refuse(rec, http.StatusBadRequest, "INVALID_PATH", perr.Error())
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+	h.route(rec, r, st, m)
+}
+
+// newState is the request's state: its route, its body counted, its
+// operator and request ID (echoed in the response's header).
+func (h *handler) newState(r *http.Request, rt route, rec *recorder) *state {
 	st := &state{route: rt, rec: rec}
-	var inBytes countingBody
 	if r.Body != nil && r.Body != http.NoBody {
-		inBytes.ReadCloser = r.Body
-		r.Body = &inBytes
-		st.body = &inBytes
+		st.body = &countingBody{ReadCloser: r.Body}
+		r.Body = st.body
 	}
 	if h.opts.Operator != nil {
 		st.operator = h.opts.Operator(r)
 	}
 	if h.opts.RequestID != nil {
 		st.requestID = h.opts.RequestID(r)
-		if st.requestID != "" && w.Header().Get(davwire.RequestIDHeader) == "" {
-			w.Header().Set(davwire.RequestIDHeader, st.requestID)
+		if st.requestID != "" && rec.ResponseWriter.Header().Get(davwire.RequestIDHeader) == "" {
+			rec.ResponseWriter.Header().Set(davwire.RequestIDHeader, st.requestID)
 		}
 	}
-	var m *Mutation
-	if mutationMethods[r.Method] {
-		m = &Mutation{
-			AgentID: rt.Agent, Action: "webdav." + r.Method, Scope: rt.Scope, Project: rt.Project,
-			SourcePath: auditPath(rt), RequestID: st.requestID, Operator: st.operator,
-		}
-	}
-	defer func() {
-		d := h.now().Sub(start)
-		status := cmp.Or(rec.status, http.StatusOK)
-		h.metrics.observe(r.Method, status, d, inBytes.n, rec.n)
-		if m != nil && h.opts.OnMutation != nil {
-			m.Status, m.Duration = status, d
-			m.Code, m.Reason = rec.outcome(status)
-			m.Unconditional, m.KeptVersions = rec.unconditional, strings.Join(rec.kept, ",")
-			m.AutoCheckpoints = strings.Join(rec.autos, ",")
-			h.opts.OnMutation(r, *m)
-		}
-	}()
-	if perr != nil {
-		h.refuse(rec, http.StatusBadRequest, "INVALID_PATH", perr.Error())
-		return
-	}
-	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+	return st
+}
 
+// newMutation is the audit record of a mutation method, nil for a read.
+func newMutation(method string, st *state) *Mutation {
+	if !mutationMethods[method] {
+		return nil
+	}
+	rt := st.route
+	return &Mutation{
+		AgentID: rt.Agent, Action: "webdav." + method, Scope: rt.Scope, Project: rt.Project,
+		SourcePath: auditPath(rt), RequestID: st.requestID, Operator: st.operator,
+	}
+}
+
+// finish records the request's metrics and, for a mutation, its audit.
+func (h *handler) finish(r *http.Request, start time.Time, st *state, m *Mutation) {
+	rec := st.rec
+	d := h.now().Sub(start)
+	status := cmp.Or(rec.status, http.StatusOK)
+	var in int64
+	if st.body != nil {
+		in = st.body.n
+	}
+	h.metrics.observe(r.Method, status, d, in, rec.n)
+	if m != nil && h.opts.OnMutation != nil {
+		m.Status, m.Duration = status, d
+		m.Code, m.Reason = rec.outcome(status)
+		m.Unconditional, m.KeptVersions = rec.unconditional, strings.Join(rec.kept, ",")
+		m.AutoCheckpoints = strings.Join(rec.autos, ",")
+		h.opts.OnMutation(r, *m)
+	}
+}
+
+// route answers what the view answers itself (outside /dav/, the roots,
+// an unknown agent or name, a refused method or Destination, no upload
+// slot) and proxies the rest to the agent's sidecar.
+func (h *handler) route(rec *recorder, r *http.Request, st *state, m *Mutation) {
+	rt := st.route
 	switch rt.Kind {
 	case routeOutside:
 		if r.Method == http.MethodOptions {
@@ -134,7 +162,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	rec.pre = w.Header().Clone()
+	rec.pre = rec.ResponseWriter.Header().Clone()
 	h.proxy.ServeHTTP(rec, r)
 }
 
