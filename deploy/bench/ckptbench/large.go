@@ -38,22 +38,11 @@ type largeRun struct {
 }
 
 func runLarge(rounds, files, bytes int, limit, dir string) error {
-	if dir == "" {
-		dir = filepath.Join("bin", "ckptbench-large")
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	work, err := filepath.Abs(dir)
+	work, root, proj, err := workDir(dir, "ckptbench-large")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	root := filepath.Join(work, "vol")
-	proj := filepath.Join(root, "projects", "big")
-	if err := os.MkdirAll(filepath.Join(root, "codex"), 0o755); err != nil {
-		return err
-	}
 	fmt.Printf("\n== large project: %d files of %d bytes in %d directories ==\npreparing ...\n", files, bytes, (files+199)/200)
 	buf := make([]byte, bytes)
 	for i := range files {

@@ -61,22 +61,11 @@ type sample struct {
 }
 
 func run(runs, files, mib int, dir string) error {
-	if dir == "" {
-		dir = filepath.Join("bin", "ckptbench")
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	work, err := filepath.Abs(dir)
+	work, root, proj, err := workDir(dir, "ckptbench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	root := filepath.Join(work, "vol")
-	proj := filepath.Join(root, "projects", "big")
-	if err := os.MkdirAll(filepath.Join(root, "codex"), 0o755); err != nil {
-		return err
-	}
 	fmt.Printf("preparing %d files, %d MiB ...\n", files, mib)
 	size := int64(mib) << 20 / int64(files)
 	buf := make([]byte, size)
@@ -243,4 +232,25 @@ func report(ss []sample) {
 	fmt.Printf("| restore one file / first checkpoint | %s | ≤ 0.05× |\n", ratios(ss, func(s sample) time.Duration { return s.restore }, func(s sample) time.Duration { return s.first }))
 	fmt.Printf("| sidecar peak memory growth, first checkpoint | %d KiB | < 64 MiB |\n", benchproc.Median(col(ss, func(s sample) int64 { return s.memFirst })))
 	fmt.Printf("| sidecar peak memory growth, second checkpoint | %d KiB | < 64 MiB |\n", benchproc.Median(col(ss, func(s sample) int64 { return s.memSecond })))
+}
+
+// workDir empties dir (default bin/<name>) and lays out the volume the
+// benchmark's sidecar serves: work (dir, absolute, for the caller to
+// remove), root (work/vol, with codex/) and proj (the project "big").
+func workDir(dir, name string) (work, root, proj string, err error) {
+	if dir == "" {
+		dir = filepath.Join("bin", name)
+	}
+	if err = os.RemoveAll(dir); err != nil {
+		return
+	}
+	if work, err = filepath.Abs(dir); err != nil {
+		return
+	}
+	root = filepath.Join(work, "vol")
+	proj = filepath.Join(root, "projects", "big")
+	if err = os.MkdirAll(filepath.Join(root, "codex"), 0o755); err != nil {
+		os.RemoveAll(work)
+	}
+	return
 }
