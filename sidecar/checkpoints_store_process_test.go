@@ -9,10 +9,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,5 +145,78 @@ func TestCheckpointManifestBombThroughTheBinary(t *testing.T) {
 	}
 	if logs := sc.Logs(); strings.Contains(logs, projects) {
 		t.Fatalf("the sidecar logged a host path")
+	}
+}
+
+// A restore over a damaged object refuses as a whole and changes nothing;
+// a sparse file costs the store what it occupies. Through the binary.
+func TestCheckpointDamagedObjectAndSparseThroughTheBinary(t *testing.T) {
+	projects := t.TempDir()
+	writeFile(t, projects, "demo/a.txt", "A1\n")
+	writeFile(t, projects, "demo/b.txt", strings.Repeat("B", 4096))
+	sparse := filepath.Join(projects, "demo", "sparse.img")
+	f, err := os.Create(sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	sidecartest.Chown(t, projects)
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects})
+	cl := workspacev1.NewCheckpointServiceClient(sc.Conn(t))
+	ctx := asOperator(ctxT(t), "alice")
+	demo := proj("demo")
+	ck, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: demo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64 // what the store occupies on its volume
+	filepath.WalkDir(sc.CheckpointsDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				stored += fi.Sys().(*syscall.Stat_t).Blocks * 512
+			}
+		}
+		return nil
+	})
+	if stored > 8<<20 {
+		t.Errorf("the store occupies %d bytes for a 64 MiB sparse file", stored)
+	}
+
+	// The agent changes the files; then every stored object is damaged.
+	writeFile(t, projects, "demo/a.txt", "A2\n")
+	writeFile(t, projects, "demo/b.txt", "changed\n")
+	damaged := 0
+	for _, sub := range []string{"objects", "packs"} {
+		filepath.WalkDir(filepath.Join(sc.CheckpointsDir, sub), func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil || len(b) == 0 {
+				return nil
+			}
+			b[0] ^= 0xff
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			damaged++
+			return nil
+		})
+	}
+	if damaged == 0 {
+		t.Fatal("no stored object to damage")
+	}
+	before := snapshot(t, projects)
+	cmp, err := cl.CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: demo, CheckpointId: ck.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: ck.GetId(), PlanToken: cmp.GetPlanToken()})
+	wantErr(t, err, codes.DataLoss, "CHECKPOINT_DAMAGED")
+	if after := snapshot(t, projects); !maps.Equal(before, after) {
+		t.Fatalf("a refused restore changed the project:\nbefore %v\nafter  %v", before, after)
 	}
 }
