@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the configured agents */
+        /** List the agents (configured and discovered, paged) */
         get: operations["WorkspaceManagementService_ListAgents"];
         put?: never;
         post?: never;
@@ -222,7 +222,30 @@ export interface components {
             provider?: string;
             project_management_enabled?: boolean;
             is_default?: boolean;
+            state?: components["schemas"]["v1AgentState"];
+            /**
+             * Format: date-time
+             * @description When state last changed (unset when unknown).
+             */
+            state_since?: string;
+            source?: components["schemas"]["v1AgentSource"];
         };
+        /**
+         * @description - AGENT_SOURCE_STATIC: agentRuntime.agents in the gateway's config.
+         *      - AGENT_SOURCE_DISCOVERED: Found through the Kubernetes API.
+         * @default AGENT_SOURCE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1AgentSource: "AGENT_SOURCE_UNSPECIFIED" | "AGENT_SOURCE_STATIC" | "AGENT_SOURCE_DISCOVERED";
+        /**
+         * @description - AGENT_STATE_READY: Its sidecar is ready to serve (discovered: a ready address; static:
+         *     not known to be down).
+         *      - AGENT_STATE_UNREACHABLE: Its sidecar has no ready address or its last calls failed to connect.
+         *      - AGENT_STATE_NO_SIDECAR: Listed without a sidecar (no project management).
+         * @default AGENT_STATE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1AgentState: "AGENT_STATE_UNSPECIFIED" | "AGENT_STATE_READY" | "AGENT_STATE_UNREACHABLE" | "AGENT_STATE_NO_SIDECAR";
         /**
          * @description - CHANGE_KIND_ADDED: Only in the target (current state): a restore removes it.
          *      - CHANGE_KIND_REMOVED: Only in the checkpoint: a restore creates it.
@@ -384,6 +407,13 @@ export interface components {
         v1ListAgentsResponse: {
             /** @description Sorted by agent_id. */
             agents?: components["schemas"]["v1Agent"][];
+            /** @description Empty on the last page. */
+            next_cursor?: string;
+            /**
+             * Format: int32
+             * @description How many agents match the query, on every page.
+             */
+            total?: number;
         };
         v1ListCheckpointsResponse: {
             /** @description Newest first. */
@@ -484,7 +514,14 @@ export type $defs = Record<string, never>;
 export interface operations {
     WorkspaceManagementService_ListAgents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many agents (default 100, at most 1000). */
+                page_size?: number;
+                /** @description next_cursor of the previous page; empty for the first. */
+                cursor?: string;
+                /** @description Only agents whose agent_id contains this text (case-insensitive). */
+                query?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;

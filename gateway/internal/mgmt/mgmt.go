@@ -92,11 +92,17 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[id]
+		state := workspacev1.AgentState_AGENT_STATE_READY
+		if a.Sidecar == nil {
+			state = workspacev1.AgentState_AGENT_STATE_NO_SIDECAR
+		}
 		s.list = append(s.list, &workspacev1.Agent{
 			AgentId:                  id,
 			Provider:                 a.Provider,
 			ProjectManagementEnabled: a.Sidecar != nil,
 			IsDefault:                id == cfg.DefaultAgent,
+			State:                    state,
+			Source:                   workspacev1.AgentSource_AGENT_SOURCE_STATIC,
 		})
 		ag := &agent{id: id, provider: a.Provider}
 		if a.Sidecar != nil {
@@ -144,20 +150,17 @@ func (s *Service) Close() {
 	}
 }
 
-// ListAgents returns the configured agents sorted by agent_id. It never
-// contacts a sidecar.
-func (s *Service) ListAgents(ctx context.Context, _ *workspacev1.ListAgentsRequest) (*workspacev1.ListAgentsResponse, error) {
+// ListAgents returns one page of the configured agents sorted by agent_id
+// (agentpage.go). It never contacts a sidecar.
+func (s *Service) ListAgents(ctx context.Context, req *workspacev1.ListAgentsRequest) (*workspacev1.ListAgentsResponse, error) {
 	start := s.now()
 	if _, err := admin(ctx); err != nil {
 		s.observe("list_agents", "", err, start)
 		return nil, err
 	}
-	out := &workspacev1.ListAgentsResponse{}
-	for _, a := range s.list {
-		out.Agents = append(out.Agents, &workspacev1.Agent{AgentId: a.AgentId, Provider: a.Provider, ProjectManagementEnabled: a.ProjectManagementEnabled, IsDefault: a.IsDefault})
-	}
-	s.observe("list_agents", "", nil, start)
-	return out, nil
+	out, err := pageAgents(s.list, req)
+	s.observe("list_agents", "", err, start)
+	return out, err
 }
 
 // call describes one routed call for metrics and audit.

@@ -29,7 +29,13 @@ const (
 )
 
 type ListAgentsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many agents (default 100, at most 1000).
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_cursor of the previous page; empty for the first.
+	Cursor string `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// Only agents whose agent_id contains this text (case-insensitive).
+	Query         string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -64,10 +70,35 @@ func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
 	return file_workspace_v1_management_proto_rawDescGZIP(), []int{0}
 }
 
+func (x *ListAgentsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAgentsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListAgentsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
 type ListAgentsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Sorted by agent_id.
-	Agents        []*Agent `protobuf:"bytes,1,rep,name=agents,proto3" json:"agents,omitempty"`
+	Agents []*Agent `protobuf:"bytes,1,rep,name=agents,proto3" json:"agents,omitempty"`
+	// Empty on the last page.
+	NextCursor string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	// How many agents match the query, on every page.
+	Total         int32 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +138,20 @@ func (x *ListAgentsResponse) GetAgents() []*Agent {
 		return x.Agents
 	}
 	return nil
+}
+
+func (x *ListAgentsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+func (x *ListAgentsResponse) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
 }
 
 type ListAgentProjectsRequest struct {
@@ -747,10 +792,16 @@ var File_workspace_v1_management_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_management_proto_rawDesc = "" +
 	"\n" +
-	"\x1dworkspace/v1/management.proto\x12\fworkspace.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\x1a\x18workspace/v1/types.proto\x1a\x1cworkspace/v1/workspace.proto\"\x13\n" +
-	"\x11ListAgentsRequest\"A\n" +
+	"\x1dworkspace/v1/management.proto\x12\fworkspace.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a.protoc-gen-openapiv2/options/annotations.proto\x1a\x18workspace/v1/types.proto\x1a\x1cworkspace/v1/workspace.proto\"^\n" +
+	"\x11ListAgentsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05query\x18\x03 \x01(\tR\x05query\"x\n" +
 	"\x12ListAgentsResponse\x12+\n" +
-	"\x06agents\x18\x01 \x03(\v2\x13.workspace.v1.AgentR\x06agents\"j\n" +
+	"\x06agents\x18\x01 \x03(\v2\x13.workspace.v1.AgentR\x06agents\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x05R\x05total\"j\n" +
 	"\x18ListAgentProjectsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x16\n" +
@@ -799,10 +850,10 @@ const file_workspace_v1_management_proto_rawDesc = "" +
 	"\x04path\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\x04path\x121\n" +
 	"\x11expected_revision\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\x10expectedRevision\x12\x1c\n" +
 	"\trecursive\x18\x05 \x01(\bR\trecursive\x12'\n" +
-	"\x0fskip_checkpoint\x18\x06 \x01(\bR\x0eskipCheckpoint2\xcb\x0f\n" +
-	"\x1aWorkspaceManagementService\x12\x94\x01\n" +
+	"\x0fskip_checkpoint\x18\x06 \x01(\bR\x0eskipCheckpoint2\xe3\x0f\n" +
+	"\x1aWorkspaceManagementService\x12\xac\x01\n" +
 	"\n" +
-	"ListAgents\x12\x1f.workspace.v1.ListAgentsRequest\x1a .workspace.v1.ListAgentsResponse\"C\x92A\x1c\x12\x1aList the configured agents\x82\xd3\xe4\x93\x02\x1e\x12\x1c/api/v1/agent-gateway/agents\x12\xb9\x01\n" +
+	"ListAgents\x12\x1f.workspace.v1.ListAgentsRequest\x1a .workspace.v1.ListAgentsResponse\"[\x92A4\x122List the agents (configured and discovered, paged)\x82\xd3\xe4\x93\x02\x1e\x12\x1c/api/v1/agent-gateway/agents\x12\xb9\x01\n" +
 	"\fListProjects\x12&.workspace.v1.ListAgentProjectsRequest\x1a\".workspace.v1.ListProjectsResponse\"]\x92A\"\x12 List an agent's projects (paged)\x82\xd3\xe4\x93\x022\x120/api/v1/agent-gateway/agents/{agent_id}/projects\x12\xc3\x01\n" +
 	"\rCreateProject\x12'.workspace.v1.CreateAgentProjectRequest\x1a\x15.workspace.v1.Project\"r\x92A4\x122Create a project (a Git repository on branch main)\x82\xd3\xe4\x93\x025:\x01*\"0/api/v1/agent-gateway/agents/{agent_id}/projects\x12\xc8\x01\n" +
 	"\rDeleteProject\x12'.workspace.v1.DeleteAgentProjectRequest\x1a#.workspace.v1.DeleteProjectResponse\"i\x92A'\x12%Delete a project and everything in it\x82\xd3\xe4\x93\x029*7/api/v1/agent-gateway/agents/{agent_id}/projects/{name}\x12\xcb\x01\n" +

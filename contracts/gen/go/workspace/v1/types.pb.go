@@ -192,6 +192,113 @@ func (NonEditableReason) EnumDescriptor() ([]byte, []int) {
 	return file_workspace_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
+type AgentState int32
+
+const (
+	AgentState_AGENT_STATE_UNSPECIFIED AgentState = 0
+	// Its sidecar is ready to serve (discovered: a ready address; static:
+	// not known to be down).
+	AgentState_AGENT_STATE_READY AgentState = 1
+	// Its sidecar has no ready address or its last calls failed to connect.
+	AgentState_AGENT_STATE_UNREACHABLE AgentState = 2
+	// Listed without a sidecar (no project management).
+	AgentState_AGENT_STATE_NO_SIDECAR AgentState = 3
+)
+
+// Enum value maps for AgentState.
+var (
+	AgentState_name = map[int32]string{
+		0: "AGENT_STATE_UNSPECIFIED",
+		1: "AGENT_STATE_READY",
+		2: "AGENT_STATE_UNREACHABLE",
+		3: "AGENT_STATE_NO_SIDECAR",
+	}
+	AgentState_value = map[string]int32{
+		"AGENT_STATE_UNSPECIFIED": 0,
+		"AGENT_STATE_READY":       1,
+		"AGENT_STATE_UNREACHABLE": 2,
+		"AGENT_STATE_NO_SIDECAR":  3,
+	}
+)
+
+func (x AgentState) Enum() *AgentState {
+	p := new(AgentState)
+	*p = x
+	return p
+}
+
+func (x AgentState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AgentState) Descriptor() protoreflect.EnumDescriptor {
+	return file_workspace_v1_types_proto_enumTypes[3].Descriptor()
+}
+
+func (AgentState) Type() protoreflect.EnumType {
+	return &file_workspace_v1_types_proto_enumTypes[3]
+}
+
+func (x AgentState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AgentState.Descriptor instead.
+func (AgentState) EnumDescriptor() ([]byte, []int) {
+	return file_workspace_v1_types_proto_rawDescGZIP(), []int{3}
+}
+
+type AgentSource int32
+
+const (
+	AgentSource_AGENT_SOURCE_UNSPECIFIED AgentSource = 0
+	// agentRuntime.agents in the gateway's config.
+	AgentSource_AGENT_SOURCE_STATIC AgentSource = 1
+	// Found through the Kubernetes API.
+	AgentSource_AGENT_SOURCE_DISCOVERED AgentSource = 2
+)
+
+// Enum value maps for AgentSource.
+var (
+	AgentSource_name = map[int32]string{
+		0: "AGENT_SOURCE_UNSPECIFIED",
+		1: "AGENT_SOURCE_STATIC",
+		2: "AGENT_SOURCE_DISCOVERED",
+	}
+	AgentSource_value = map[string]int32{
+		"AGENT_SOURCE_UNSPECIFIED": 0,
+		"AGENT_SOURCE_STATIC":      1,
+		"AGENT_SOURCE_DISCOVERED":  2,
+	}
+)
+
+func (x AgentSource) Enum() *AgentSource {
+	p := new(AgentSource)
+	*p = x
+	return p
+}
+
+func (x AgentSource) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AgentSource) Descriptor() protoreflect.EnumDescriptor {
+	return file_workspace_v1_types_proto_enumTypes[4].Descriptor()
+}
+
+func (AgentSource) Type() protoreflect.EnumType {
+	return &file_workspace_v1_types_proto_enumTypes[4]
+}
+
+func (x AgentSource) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AgentSource.Descriptor instead.
+func (AgentSource) EnumDescriptor() ([]byte, []int) {
+	return file_workspace_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
 // ErrorReason is the machine-readable reason carried in google.rpc.ErrorInfo
 // (domain "workspace.agentworkspace.dev") with every error, and in the REST
 // error body's details. Its names are stable.
@@ -405,11 +512,11 @@ func (x ErrorReason) String() string {
 }
 
 func (ErrorReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_workspace_v1_types_proto_enumTypes[3].Descriptor()
+	return file_workspace_v1_types_proto_enumTypes[5].Descriptor()
 }
 
 func (ErrorReason) Type() protoreflect.EnumType {
-	return &file_workspace_v1_types_proto_enumTypes[3]
+	return &file_workspace_v1_types_proto_enumTypes[5]
 }
 
 func (x ErrorReason) Number() protoreflect.EnumNumber {
@@ -418,7 +525,7 @@ func (x ErrorReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorReason.Descriptor instead.
 func (ErrorReason) EnumDescriptor() ([]byte, []int) {
-	return file_workspace_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_workspace_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 // WorkspaceRef selects one workspace. project_name is required for PROJECT and
@@ -662,8 +769,14 @@ type Agent struct {
 	Provider                 string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
 	ProjectManagementEnabled bool                   `protobuf:"varint,3,opt,name=project_management_enabled,json=projectManagementEnabled,proto3" json:"project_management_enabled,omitempty"`
 	IsDefault                bool                   `protobuf:"varint,4,opt,name=is_default,json=isDefault,proto3" json:"is_default,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// What the gateway knows of the agent's sidecar now.
+	State AgentState `protobuf:"varint,5,opt,name=state,proto3,enum=workspace.v1.AgentState" json:"state,omitempty"`
+	// When state last changed (unset when unknown).
+	StateSince *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=state_since,json=stateSince,proto3" json:"state_since,omitempty"`
+	// Where the gateway learned of the agent.
+	Source        AgentSource `protobuf:"varint,7,opt,name=source,proto3,enum=workspace.v1.AgentSource" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -724,6 +837,27 @@ func (x *Agent) GetIsDefault() bool {
 	return false
 }
 
+func (x *Agent) GetState() AgentState {
+	if x != nil {
+		return x.State
+	}
+	return AgentState_AGENT_STATE_UNSPECIFIED
+}
+
+func (x *Agent) GetStateSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StateSince
+	}
+	return nil
+}
+
+func (x *Agent) GetSource() AgentSource {
+	if x != nil {
+		return x.Source
+	}
+	return AgentSource_AGENT_SOURCE_UNSPECIFIED
+}
+
 var File_workspace_v1_types_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_types_proto_rawDesc = "" +
@@ -747,13 +881,17 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\vmodified_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"modifiedAt\x12'\n" +
 	"\x0fgit_initialized\x18\x03 \x01(\bR\x0egitInitialized\x12\x1a\n" +
-	"\brevision\x18\x04 \x01(\tR\brevision\"\x9b\x01\n" +
+	"\brevision\x18\x04 \x01(\tR\brevision\"\xbb\x02\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12<\n" +
 	"\x1aproject_management_enabled\x18\x03 \x01(\bR\x18projectManagementEnabled\x12\x1d\n" +
 	"\n" +
-	"is_default\x18\x04 \x01(\bR\tisDefault*J\n" +
+	"is_default\x18\x04 \x01(\bR\tisDefault\x12.\n" +
+	"\x05state\x18\x05 \x01(\x0e2\x18.workspace.v1.AgentStateR\x05state\x12;\n" +
+	"\vstate_since\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"stateSince\x121\n" +
+	"\x06source\x18\a \x01(\x0e2\x19.workspace.v1.AgentSourceR\x06source*J\n" +
 	"\x0eWorkspaceScope\x12\x1f\n" +
 	"\x1bWORKSPACE_SCOPE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aPROJECT\x10\x01\x12\n" +
@@ -769,7 +907,17 @@ const file_workspace_v1_types_proto_rawDesc = "" +
 	"\x1aNON_EDITABLE_REASON_BINARY\x10\x02\x12 \n" +
 	"\x1cNON_EDITABLE_REASON_NOT_UTF8\x10\x03\x12&\n" +
 	"\"NON_EDITABLE_REASON_MULTIPLE_LINKS\x10\x04\x12\x1f\n" +
-	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*\xf9\a\n" +
+	"\x1bNON_EDITABLE_REASON_UNKNOWN\x10\x05*y\n" +
+	"\n" +
+	"AgentState\x12\x1b\n" +
+	"\x17AGENT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11AGENT_STATE_READY\x10\x01\x12\x1b\n" +
+	"\x17AGENT_STATE_UNREACHABLE\x10\x02\x12\x1a\n" +
+	"\x16AGENT_STATE_NO_SIDECAR\x10\x03*a\n" +
+	"\vAgentSource\x12\x1c\n" +
+	"\x18AGENT_SOURCE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13AGENT_SOURCE_STATIC\x10\x01\x12\x1b\n" +
+	"\x17AGENT_SOURCE_DISCOVERED\x10\x02*\xf9\a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fINVALID_PATH\x10\x01\x12\x10\n" +
@@ -838,30 +986,35 @@ func file_workspace_v1_types_proto_rawDescGZIP() []byte {
 	return file_workspace_v1_types_proto_rawDescData
 }
 
-var file_workspace_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_workspace_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
 var file_workspace_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_workspace_v1_types_proto_goTypes = []any{
 	(WorkspaceScope)(0),           // 0: workspace.v1.WorkspaceScope
 	(EntryType)(0),                // 1: workspace.v1.EntryType
 	(NonEditableReason)(0),        // 2: workspace.v1.NonEditableReason
-	(ErrorReason)(0),              // 3: workspace.v1.ErrorReason
-	(*WorkspaceRef)(nil),          // 4: workspace.v1.WorkspaceRef
-	(*Entry)(nil),                 // 5: workspace.v1.Entry
-	(*Project)(nil),               // 6: workspace.v1.Project
-	(*Agent)(nil),                 // 7: workspace.v1.Agent
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(AgentState)(0),               // 3: workspace.v1.AgentState
+	(AgentSource)(0),              // 4: workspace.v1.AgentSource
+	(ErrorReason)(0),              // 5: workspace.v1.ErrorReason
+	(*WorkspaceRef)(nil),          // 6: workspace.v1.WorkspaceRef
+	(*Entry)(nil),                 // 7: workspace.v1.Entry
+	(*Project)(nil),               // 8: workspace.v1.Project
+	(*Agent)(nil),                 // 9: workspace.v1.Agent
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_workspace_v1_types_proto_depIdxs = []int32{
-	0, // 0: workspace.v1.WorkspaceRef.scope:type_name -> workspace.v1.WorkspaceScope
-	1, // 1: workspace.v1.Entry.type:type_name -> workspace.v1.EntryType
-	8, // 2: workspace.v1.Entry.modified_at:type_name -> google.protobuf.Timestamp
-	2, // 3: workspace.v1.Entry.non_editable_reason:type_name -> workspace.v1.NonEditableReason
-	8, // 4: workspace.v1.Project.modified_at:type_name -> google.protobuf.Timestamp
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	0,  // 0: workspace.v1.WorkspaceRef.scope:type_name -> workspace.v1.WorkspaceScope
+	1,  // 1: workspace.v1.Entry.type:type_name -> workspace.v1.EntryType
+	10, // 2: workspace.v1.Entry.modified_at:type_name -> google.protobuf.Timestamp
+	2,  // 3: workspace.v1.Entry.non_editable_reason:type_name -> workspace.v1.NonEditableReason
+	10, // 4: workspace.v1.Project.modified_at:type_name -> google.protobuf.Timestamp
+	3,  // 5: workspace.v1.Agent.state:type_name -> workspace.v1.AgentState
+	10, // 6: workspace.v1.Agent.state_since:type_name -> google.protobuf.Timestamp
+	4,  // 7: workspace.v1.Agent.source:type_name -> workspace.v1.AgentSource
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_workspace_v1_types_proto_init() }
@@ -874,7 +1027,7 @@ func file_workspace_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_workspace_v1_types_proto_rawDesc), len(file_workspace_v1_types_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      6,
 			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
