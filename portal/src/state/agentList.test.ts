@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Agent } from '../api/types';
 import {
   debouncer,
-  emptyListing,
+  emptyAgentListing,
   hasNext,
   hasPrevious,
   moreLabel,
@@ -66,7 +66,7 @@ describe('agent list paging', () => {
     expect(calls.every(([q]) => q === 'needle')).toBe(true);
     expect(moreLabel(await searchAgents(fetch, 'needle-1'))).toBe('');
     expect(rangeLabel(await searchAgents(fetch, 'nothing'), 1)).toBe('No agents match');
-    expect(rangeLabel(emptyListing(), 1)).toBe('No agents');
+    expect(rangeLabel(emptyAgentListing(), 1)).toBe('No agents');
   });
 });
 

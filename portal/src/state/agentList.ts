@@ -21,7 +21,7 @@ export interface AgentListing {
   page: AgentPage;
 }
 
-export const emptyListing = (query = ''): AgentListing => ({ query, cursor: '', previous: [], page: { agents: [], nextCursor: '', total: 0 } });
+export const emptyAgentListing = (query = ''): AgentListing => ({ query, cursor: '', previous: [], page: { agents: [], nextCursor: '', total: 0 } });
 
 /** The first page for query. */
 export async function searchAgents(fetch: FetchAgents, query: string): Promise<AgentListing> {
