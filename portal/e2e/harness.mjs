@@ -226,12 +226,21 @@ export class Sidecar {
   }
 }
 
+/** The ID of the i-th extra agent of a Gateway made with extraAgents. */
+export const bulkAgent = (i) => `zz-bulk-${String(i).padStart(5, '0')}`;
+
 export const tokenHash = (t) => createHash('sha256').update(t).digest('hex');
 
 export class Gateway {
-  constructor(base, bin, sidecars) {
+  /**
+   * dir: its directory under base (a second gateway needs its own).
+   * extraAgents: that many more static agents without a sidecar, zz-bulk-00000…
+   * (after the usual ones in ID order, so the first page still has them).
+   */
+  constructor(base, bin, sidecars, { dir = 'gateway', extraAgents = 0 } = {}) {
     this.bin = bin;
-    this.dir = path.join(base, 'gateway');
+    this.extraAgents = extraAgents;
+    this.dir = path.join(base, dir);
     fs.mkdirSync(this.dir, { mode: 0o755 });
     this.configPath = path.join(this.dir, 'gateway.yaml');
     this.pki = path.join(base, 'pki'); // made by certs()
@@ -274,6 +283,10 @@ export class Gateway {
         '    codex-plain:',
         '      provider: codex_app_server',
         '      codexAppServer: { endpoint: "ws://codex-plain.invalid:4500" }',
+        ...Array.from({ length: this.extraAgents }, (_, i) => {
+          const id = bulkAgent(i);
+          return `    ${id}: { provider: codex_app_server, codexAppServer: { endpoint: "ws://${id}.invalid:4500" } }`;
+        }),
         'auth:',
         '  tokens:',
         `    - { operator: alice, role: admin, sha256: "${tokenHash(this.adminToken)}" }`,

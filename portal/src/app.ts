@@ -9,6 +9,7 @@ import { createApi, type Api } from './api/client';
 import { createCheckpointApi, type CheckpointApi } from './api/checkpoints';
 import type { AppContext } from './context';
 import { Agents } from './features/agents';
+import { AgentsPage } from './features/agentsPage';
 import { CheckpointHooks } from './features/checkpoints';
 import { Editor } from './features/editor';
 import type { LiveController } from './features/live';
@@ -37,6 +38,7 @@ export class App implements AppContext {
   // (never while being built), so the order here does not matter.
   readonly session: Session = new Session(this);
   readonly agents: Agents = new Agents(this);
+  readonly agentsPage: AgentsPage = new AgentsPage(this);
   readonly routing: Routing = new Routing(this);
   readonly projects: Projects = new Projects(this);
   readonly tree: Tree = new Tree(this);

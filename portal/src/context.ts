@@ -5,6 +5,7 @@
 // this file: each declares the narrow part of it that it uses, so the import
 // graph has no circle (scripts/import-cycles.mjs checks that in npm test).
 import type { Agents } from './features/agents';
+import type { AgentsPage } from './features/agentsPage';
 import type { CheckpointHooks } from './features/checkpoints';
 import type { Editor } from './features/editor';
 import type { LiveController } from './features/live';
@@ -18,6 +19,7 @@ import type { TreeActions } from './features/treeActions';
 export interface AppContext extends Shell {
   readonly session: Session;
   readonly agents: Agents;
+  readonly agentsPage: AgentsPage;
   readonly routing: Routing;
   readonly projects: Projects;
   readonly tree: Tree;

@@ -65,7 +65,19 @@ export function createApi(opts: {
     });
 
   return {
-    listAgents: () => unwrap(client.GET('/api/v1/agent-gateway/agents')),
+    /** One page of agents (ListAgents pages on the server: query filters by ID, total counts the matches). */
+    listAgents: (q: { query?: string; cursor?: string; pageSize?: number } = {}) =>
+      unwrap(
+        client.GET('/api/v1/agent-gateway/agents', {
+          params: {
+            query: {
+              ...(q.pageSize ? { page_size: q.pageSize } : {}),
+              ...(q.cursor ? { cursor: q.cursor } : {}),
+              ...(q.query ? { query: q.query } : {}),
+            },
+          },
+        }),
+      ),
 
     listProjects: (agentId: string, cursor: string) =>
       unwrap(

@@ -9,6 +9,7 @@
 import type { CheckpointApi } from '../api/checkpoints';
 import type { Api } from '../api/client';
 import type { Agent, Entry, EntryType, GetFileResponse, WorkspaceRef } from '../api/types';
+import type { FetchAgents } from '../state/agentList';
 import type { AgentState, AppState, Notice, Tab } from '../state/appState';
 import type { Drafts } from '../state/drafts';
 import type * as ed from '../state/editorState';
@@ -54,7 +55,21 @@ export interface AgentsPort {
   readonly current: Agent | undefined;
   load(): Promise<void>;
   select(agentId: string): void;
+  /** Opens an agent (asks first when unsaved text would be lost); false when declined. */
+  open(agentId: string): Promise<boolean>;
+  search(query: string): void;
+  /** A page fetcher for the agent list that keeps every agent it saw. */
+  pages(pageSize: number): FetchAgents;
   change(select: HTMLSelectElement): Promise<void>;
+}
+
+/** The Agents page (agentsPage.ts). */
+export interface AgentsPagePort {
+  show(): Promise<void>;
+  hide(): void;
+  search(query: string): void;
+  next(): Promise<void>;
+  previous(): Promise<void>;
 }
 
 /** The URL of the page (routing.ts). */

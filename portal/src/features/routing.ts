@@ -60,7 +60,7 @@ export class Routing implements RoutingPort {
     }
     s.routing++;
     try {
-      if (r.agent && r.agent !== scope.agentId && s.agents.some((a) => a.agent_id === r.agent)) this.#c.agents.select(r.agent);
+      if (r.agent && r.agent !== scope.agentId && s.agentCache.has(r.agent)) this.#c.agents.select(r.agent);
       await this.apply(r);
       this.syncUrl(true);
     } finally {

@@ -83,6 +83,8 @@ export class Session implements SessionPort {
     s.session = null;
     s.scopes.clear();
     s.agents = [];
+    s.agentCache.clear();
+    s.agentsPage = null;
     s.screen = { kind: 'login', message: 'You are signed out.', busy: false };
     this.#c.update();
   }

@@ -3,6 +3,7 @@
 // selection (AgentState, kept apart per agent by scope.ts). The views
 // (src/views/) render it; the feature modules (src/features/) change it; the
 // composition root (src/app.ts) creates the one instance.
+import { emptyAgentListing, type AgentListing } from './agentList';
 import type { ApiError } from '../api/errors';
 import type { SessionInfo } from '../api/session';
 import type { Agent, Project, WorkspaceRef } from '../api/types';
@@ -77,6 +78,13 @@ export interface AppState {
   agents: Agent[];
   /** Why the agent list could not be loaded (shown with Retry). */
   agentsError: ApiError | null;
+  /** Every agent the page has been shown (the selection may be on no page on screen). */
+  agentCache: Map<string, Agent>;
+  /** The picker's search and its first page (agents is that page). */
+  picker: AgentListing;
+  /** The Agents page while it is shown (null: the workspace is shown). */
+  agentsPage: AgentListing | null;
+  agentsPageLoading: boolean;
   /** One scope per agent selection; its state is the selected agent's AgentState. */
   readonly scopes: ScopeManager<AgentState>;
   notice: Notice | null;
@@ -96,6 +104,10 @@ export function freshAppState(): AppState {
     session: null,
     agents: [],
     agentsError: null,
+    agentCache: new Map(),
+    picker: emptyAgentListing(),
+    agentsPage: null,
+    agentsPageLoading: false,
     scopes: new ScopeManager<AgentState>(freshAgentState),
     notice: null,
     noticeSerial: 0,

@@ -4,6 +4,8 @@
 import { html, nothing, type TemplateResult } from 'lit-html';
 import { describeGatewayError } from '../api/errors';
 import type { AppContext } from '../context';
+import { moreLabel } from '../state/agentList';
+import { agentListView } from './agentList';
 import { featureBannersView } from './features';
 import { noticeView } from './notice';
 import { workspaceView } from './workspace';
@@ -16,15 +18,24 @@ export function agentsPageView(c: AppContext): TemplateResult {
   return html`
     <header class="topbar">
       <h1>Agents</h1>
+      <input
+        type="search"
+        class="agent-search"
+        data-testid="agent-search"
+        aria-label="Search agents"
+        placeholder="Search agents"
+        .value=${s.picker.query}
+        @input=${(e: Event) => c.agents.search((e.target as HTMLInputElement).value)}
+      />
       <label class="agent-select"
         ><span>Agent</span>
         <select
           data-testid="agent-select"
           aria-label="Agent"
-          ?disabled=${s.agents.length === 0}
+          ?disabled=${s.agents.length === 0 && !agent}
           @change=${(e: Event) => void c.agents.change(e.target as HTMLSelectElement)}
         >
-          ${s.agents.map(
+          ${(agent && !s.agents.some((a) => a.agent_id === agent.agent_id) ? [agent, ...s.agents] : s.agents).map(
             (a) =>
               html`<option value=${a.agent_id ?? ''} ?selected=${a.agent_id === scope?.agentId}>
                 ${a.agent_id}${a.is_default ? ' (default)' : ''}${a.project_management_enabled ? '' : ' — no project management'}
@@ -32,6 +43,15 @@ export function agentsPageView(c: AppContext): TemplateResult {
           )}
         </select></label
       >
+      ${moreLabel(s.picker) ? html`<span class="agent-more" data-testid="agent-more">${moreLabel(s.picker)}</span>` : nothing}
+      <button
+        class="btn btn-small"
+        data-testid="nav-agents"
+        aria-pressed=${s.agentsPage ? 'true' : 'false'}
+        @click=${() => (s.agentsPage ? c.agentsPage.hide() : void c.agentsPage.show())}
+      >
+        All agents
+      </button>
       <span class="spacer"></span>
       <span class="operator" data-testid="operator">${s.session?.operator}</span>
       ${s.session?.csrf_token
@@ -42,7 +62,9 @@ export function agentsPageView(c: AppContext): TemplateResult {
       s.notice = null;
       c.update();
     })}
-    ${s.agentsError
+    ${s.agentsPage
+      ? agentListView(c, s.agentsPage)
+      : s.agentsError
       ? html`<div class="panel-message" role="alert" data-testid="agents-error">
           <p>The agent list could not be loaded. ${describeGatewayError(s.agentsError)}</p>
           <button class="btn btn-primary" data-testid="agents-retry" @click=${() => void c.agents.load()}>Retry</button>
