@@ -113,6 +113,7 @@ type Handler struct {
 	opts      Options
 	metrics   *metrics
 	locks     *lockPins
+	names     *nameQueue // writes to one name wait for each other
 	ridPrefix string
 	ridSeq    atomic.Uint64
 	fastPath  atomic.Uint64 // PROPFINDs propfind_fast.go answered (tests look)
@@ -144,6 +145,7 @@ func New(fs *davfs.FS, opts Options) *Handler {
 		opts:      opts,
 		metrics:   newMetrics(opts.Registerer),
 		locks:     newLockPins(opts.MaxLocks, opts.MaxLocksPerOperator, hex.EncodeToString(b[6:])+"-"),
+		names:     newNameQueue(),
 		ridPrefix: hex.EncodeToString(b[:6]) + "-",
 	}
 }
@@ -268,6 +270,12 @@ func (q *request) serve() {
 		return
 	}
 	if davwire.Methods[q.r.Method] { // a write
+		release, ok := q.queueWrite()
+		if !ok {
+			q.fail(499, "", "the client went away") // client closed request
+			return
+		}
+		defer release()
 		if !q.headerPreconditions() || !q.linkChecks() {
 			return
 		}
