@@ -63,42 +63,29 @@ func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.
 		},
 		RequestID: func(r *http.Request) string { return requestid.From(r.Context()) },
 		OnMutation: func(r *http.Request, m davproxy.Mutation) {
-			rec := audit.Record{
-				Time:            now().Add(-m.Duration),
-				RequestID:       m.RequestID,
-				Operator:        m.Operator,
-				AgentID:         m.AgentID,
-				WorkspaceScope:  m.Scope,
-				ProjectName:     m.Project,
-				Action:          m.Action,
-				SourcePath:      m.SourcePath,
-				DestinationPath: m.DestinationPath,
-				GRPCCode:        m.Code.String(), // errtable.For(m.Reason).Code for failures
-				Reason:          m.Reason,
-				HTTPStatus:      m.Status,
-				DurationMS:      audit.Duration(m.Duration),
-				Result:          audit.ResultOK,
-				Unconditional:   m.Unconditional,
-				CheckpointID:    m.KeptVersions,
-			}
-			if m.Status >= 400 {
-				rec.Result = audit.ResultError
-			}
-			// Each automatic checkpoint gets its own create_checkpoint
-			// record first, as over REST (mgmt); the mutation's record
-			// names the last one. A COPY or MOVE removed its destination.
-			path := cmp.Or(rec.DestinationPath, rec.SourcePath)
-			for id := range strings.SplitSeq(m.AutoCheckpoints, ",") {
-				if id == "" {
-					continue
-				}
-				al.Record(r.Context(), audit.AutomaticCheckpoint(rec, id, "before_delete", path))
-				rec.AutoCheckpointID = id
-			}
-			al.Record(r.Context(), rec)
+			al.Mutation(r.Context(), davAudit(m, now()))
 		},
 		Logger:     log,
 		Registerer: reg,
 		Now:        now,
 	})
+}
+
+// davAudit is what the audit log gets of the WebDAV mutation m, which ended
+// at end. Each automatic checkpoint gets its own create_checkpoint record
+// first, as over REST (mgmt); a COPY or MOVE removed its destination.
+func davAudit(m davproxy.Mutation, end time.Time) audit.Mutation {
+	a := audit.Mutation{
+		Start: end.Add(-m.Duration), Duration: m.Duration, RequestID: m.RequestID, Operator: m.Operator,
+		AgentID: m.AgentID, Scope: m.Scope, Project: m.Project, Action: m.Action,
+		Source: m.SourcePath, Dest: m.DestinationPath,
+		Code:   m.Code.String(), // errtable.For(m.Reason).Code for failures
+		Reason: m.Reason, Failed: m.Status >= 400, HTTPStatus: m.Status,
+		Unconditional: m.Unconditional, CheckpointID: m.KeptVersions,
+	}
+	path := cmp.Or(m.DestinationPath, m.SourcePath)
+	for id := range strings.SplitSeq(m.AutoCheckpoints, ",") {
+		a.Autos = append(a.Autos, audit.Auto{ID: id, Reason: "before_delete", Path: path})
+	}
+	return a
 }

@@ -63,6 +63,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 
+	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/uploads"
 )
 
@@ -167,7 +168,7 @@ type Mutation struct {
 }
 
 // Redacted replaces GLOBAL paths outside skills/ and AGENTS.md in Mutation.
-const Redacted = "[redacted]"
+const Redacted = audit.Redacted
 
 type handler struct {
 	opts    Options

@@ -1,8 +1,7 @@
 package davproxy
 
 import (
-	"strings"
-
+	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
@@ -70,13 +69,11 @@ func parseRoute(escaped string) (route, error) {
 func sameWorkspace(a, b route) bool { return davwire.SameWorkspace(a, b) }
 
 // auditPath is relPath as the audit log may show it: GLOBAL paths outside
-// skills/ and AGENTS.md are redacted (they name CODEX_HOME files).
+// skills/ and AGENTS.md are redacted (they name CODEX_HOME files), by the
+// audit package's one rule.
 func auditPath(rt route) string {
-	if rt.Scope != scopeGlobal || rt.RelPath == "" {
+	if rt.Scope != scopeGlobal {
 		return rt.RelPath
 	}
-	if rt.RelPath == "AGENTS.md" || rt.RelPath == "skills" || strings.HasPrefix(rt.RelPath, "skills/") {
-		return rt.RelPath
-	}
-	return Redacted
+	return audit.RedactGlobalPath(rt.RelPath)
 }

@@ -282,38 +282,31 @@ func routed[T any](ctx context.Context, s *Service, c call, fn func(context.Cont
 	}
 	s.observe(c.action, agentLabel, err, start)
 	if c.mutation && s.audit != nil {
-		st := status.Convert(err)
-		rec := audit.Record{
-			Time:            start,
-			RequestID:       requestid.From(ctx),
-			Operator:        id.Operator,
-			AgentID:         truncate(c.agentID, 64),
-			WorkspaceScope:  c.scope,
-			ProjectName:     c.project,
-			Action:          c.action,
-			SourcePath:      c.source,
-			DestinationPath: c.dest,
-			GRPCCode:        st.Code().String(),
-			DurationMS:      audit.Duration(s.now().Sub(start)),
-			Result:          audit.ResultOK,
-			SkipCheckpoint:  c.skipCheckpoint,
-		}
-		if err != nil {
-			rec.Result = audit.ResultError
-			rec.Reason = errtable.Reason(st)
-		}
-		if c.checkpoint != nil {
-			rec.CheckpointID = *c.checkpoint
-		}
-		if a := c.auto; a != nil && a.id != "" {
-			// The checkpoint came first, and succeeded whatever the
-			// mutation's result.
-			s.audit.Record(ctx, audit.AutomaticCheckpoint(rec, a.id, a.reason, a.path))
-			rec.AutoCheckpointID = a.id
-		}
-		s.audit.Record(ctx, rec)
+		s.audit.Mutation(ctx, c.auditMutation(ctx, id, start, s.now().Sub(start), err))
 	}
 	return out, err
+}
+
+// auditMutation is what the audit log gets of the call c by id, started
+// at start, that took d and ended in err.
+func (c call) auditMutation(ctx context.Context, id auth.Identity, start time.Time, d time.Duration, err error) audit.Mutation {
+	st := status.Convert(err)
+	m := audit.Mutation{
+		Start: start, Duration: d, RequestID: requestid.From(ctx), Operator: id.Operator,
+		AgentID: truncate(c.agentID, 64), Scope: c.scope, Project: c.project, Action: c.action,
+		Source: c.source, Dest: c.dest, Code: st.Code().String(), Failed: err != nil,
+		SkipCheckpoint: c.skipCheckpoint,
+	}
+	if err != nil {
+		m.Reason = errtable.Reason(st)
+	}
+	if c.checkpoint != nil {
+		m.CheckpointID = *c.checkpoint
+	}
+	if a := c.auto; a != nil {
+		m.Autos = []audit.Auto{{ID: a.id, Reason: a.reason, Path: a.path}}
+	}
+	return m
 }
 
 // abandonWindow: the sidecar abandons checkpoint work that would keep its
