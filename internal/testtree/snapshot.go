@@ -17,8 +17,9 @@ import (
 // Entry is what a Snapshot records of one name, never following a
 // symlink. Type, Size, Sum (sha256 of a regular file) and Link (a
 // symlink's target) are always recorded; Mode, MTime (regular files) and
-// UID/GID only when asked for, so that two trees written at different
-// times or by different owners still compare equal where a test wants.
+// UID/GID only when asked for (with AllMTimes, the MTime of directories
+// and symlinks too), so that two trees written at different times or by
+// different owners still compare equal where a test wants.
 type Entry struct {
 	Type     string // "dir", "file", "symlink" or "special"
 	Mode     fs.FileMode
@@ -57,8 +58,8 @@ type Snapshot map[string]Entry
 type Option func(*snapConfig)
 
 type snapConfig struct {
-	mode, mtime, owner, noRoot bool
-	skip                       func(rel string) bool
+	mode, mtime, allMTimes, owner, noRoot bool
+	skip                                  func(rel string) bool
 }
 
 // Modes records each name's mode (type and permission bits).
@@ -66,6 +67,10 @@ func Modes() Option { return func(c *snapConfig) { c.mode = true } }
 
 // MTimes records each regular file's modification time.
 func MTimes() Option { return func(c *snapConfig) { c.mtime = true } }
+
+// AllMTimes records every name's modification time: directories' and
+// symlinks' too.
+func AllMTimes() Option { return func(c *snapConfig) { c.mtime, c.allMTimes = true, true } }
 
 // Owners records each name's UID and GID.
 func Owners() Option { return func(c *snapConfig) { c.owner = true } }
@@ -126,6 +131,9 @@ func entryOf(p string, c snapConfig) (Entry, error) {
 	var e Entry
 	if c.mode {
 		e.Mode = fi.Mode()
+	}
+	if c.allMTimes {
+		e.MTime = fi.ModTime().UnixNano()
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && c.owner {
 		e.UID, e.GID = int(st.Uid), int(st.Gid)

@@ -41,12 +41,13 @@ func TestSnapshotDetectsChanges(t *testing.T) {
 		"b.txt ": func(tr *Tree) {
 			tr.must(os.Chtimes(tr.Path("b.txt"), time.Unix(1, 0), time.Unix(1, 0)))
 		},
+		"a/empty ":    func(tr *Tree) { tr.Write("a/empty/x", ""); tr.must(os.Remove(tr.Path("a/empty/x"))) },
 		"a/file.txt ": func(tr *Tree) { tr.must(os.Lchown(tr.Path("a/file.txt"), 1000, 1000)) },
 	}
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
 			tr := sample(t)
-			opts := []Option{Modes(), MTimes(), Owners()}
+			opts := []Option{Modes(), AllMTimes(), Owners()}
 			before := Snap(t, tr.Dir, opts...)
 			change(tr)
 			r := &recorder{TB: t}
