@@ -80,3 +80,19 @@ func TestSnapshotOptions(t *testing.T) {
 		t.Fatalf("link recorded as %v", e)
 	}
 }
+
+// A tree made by Of compares equal to one written the same way, and not
+// to one with other content.
+func TestSnapshotOf(t *testing.T) {
+	files := map[string]string{"x.txt": "x", "d/y.txt": "y"}
+	got := New(t)
+	got.Write("d/y.txt", "y")
+	got.Write("x.txt", "x")
+	if d := Diff(Of(t, files).Snap(WithoutRoot()), got.Snap(WithoutRoot())); len(d) != 0 {
+		t.Fatalf("same files differ: %q", d)
+	}
+	got.Write("x.txt", "X")
+	if d := Diff(Of(t, files).Snap(WithoutRoot()), got.Snap(WithoutRoot())); len(d) != 1 {
+		t.Fatalf("changed content: %q", d)
+	}
+}
