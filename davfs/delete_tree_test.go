@@ -3,7 +3,6 @@ package davfs
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/internal/testtree"
 	"golang.org/x/net/webdav"
 	"golang.org/x/sys/unix"
 )
@@ -29,35 +29,6 @@ func treeLayout(e *env) {
 	e.write("projects/p/d/sub/deep/c.txt", "c")
 	e.mkdir("projects/p/d/empty")
 	e.symlink("outside/canary.txt", "projects/p/d/sub/link")
-}
-
-// snapshot returns every name under rel (relative to e.dir) with its
-// content ("<dir>" for directories, "-> target" for symlinks).
-func snapshot(t *testing.T, e *env, rel string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	root := filepath.Join(e.dir, rel)
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		r, _ := filepath.Rel(root, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			out[r] = "-> " + l
-			return err
-		case d.IsDir():
-			out[r] = "<dir>"
-		default:
-			b, err := os.ReadFile(p)
-			out[r] = string(b)
-			return err
-		}
-		return nil
-	})
-	must(t, err)
-	return out
 }
 
 // revReads are the ways a client is handed the revision of projects/p/d.
@@ -145,10 +116,10 @@ func TestRecursiveDeleteKeepsNewerWork(t *testing.T) {
 				if dirRevision(&st) != rev {
 					t.Fatal("the change moved d's own revision: the test checks nothing")
 				}
-				before := snapshot(t, e, "projects/p/d")
+				before := testtree.Snap(t, filepath.Join(e.dir, "projects/p/d"))
 				err := e.fs.DeleteEntry(bg, proj("p"), "d", rev, true)
 				wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
-				if after := snapshot(t, e, "projects/p/d"); !maps.Equal(before, after) {
+				if after := testtree.Snap(t, filepath.Join(e.dir, "projects/p/d")); !maps.Equal(before, after) {
 					t.Fatalf("a refused delete changed the tree:\nbefore %v\nafter  %v", before, after)
 				}
 				e.checkCanaries()
@@ -202,9 +173,9 @@ func TestRecursiveDeleteUnknownRevision(t *testing.T) {
 	other, err := Open(e.fs.cfg)
 	must(t, err)
 	defer other.Close()
-	before := snapshot(t, e, "projects/p/d")
+	before := testtree.Snap(t, filepath.Join(e.dir, "projects/p/d"))
 	wantErr(t, other.DeleteEntry(bg, proj("p"), "d", st.Revision, true), CodeAborted, ReasonRevisionMismatch)
-	if !maps.Equal(before, snapshot(t, e, "projects/p/d")) {
+	if !maps.Equal(before, testtree.Snap(t, filepath.Join(e.dir, "projects/p/d"))) {
 		t.Fatal("a refused delete changed the tree")
 	}
 	again, err := other.Stat(bg, proj("p"), "d")
@@ -341,11 +312,11 @@ func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
 	rev := propfind()
 	time.Sleep(tick)
 	e.write("projects/p/d/sub/deep/c.txt", "new work")
-	before := snapshot(t, e, "projects/p/d")
+	before := testtree.Snap(t, filepath.Join(e.dir, "projects/p/d"))
 	if code := del(rev); code < 300 {
 		t.Fatalf("DELETE with a revision older than the work inside: %d", code)
 	}
-	if !maps.Equal(before, snapshot(t, e, "projects/p/d")) {
+	if !maps.Equal(before, testtree.Snap(t, filepath.Join(e.dir, "projects/p/d"))) {
 		t.Fatal("a refused DELETE changed the tree")
 	}
 	if code := del(propfind()); code >= 300 {

@@ -14,19 +14,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/internal/testtree"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -65,68 +64,21 @@ func startKeep(t *testing.T, mode string, checkpoints bool, files map[string]str
 	return k
 }
 
-// tree reads every file and directory under dir (rel → content, "/" for a
-// directory), skipping the names in skip at the top level.
-func tree(t *testing.T, dir string, skip ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
-			return nil
-		}
-		if slices.Contains(skip, strings.Split(rel, string(filepath.Separator))[0]) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			out[rel+"/"] = "/"
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		out[rel] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // outsideState is everything but project demo: the other project, the
 // volume's other names, and a directory beside it (the checkpoint store is
 // not on the volume).
-func (k *keepStack) outsideState(t *testing.T) map[string]string {
+func (k *keepStack) outsideState(t *testing.T) testtree.Snapshot {
 	t.Helper()
-	m := tree(t, k.projects, "demo")
-	for rel, v := range tree(t, k.outside) {
+	m := testtree.Snap(t, k.projects, testtree.WithoutRoot(), testtree.SkipTop("demo"))
+	for rel, v := range testtree.Snap(t, k.outside, testtree.WithoutRoot()) {
 		m["../outside/"+rel] = v
 	}
 	return m
 }
 
-func (k *keepStack) demo(t *testing.T) map[string]string {
+func (k *keepStack) demo(t *testing.T) testtree.Snapshot {
 	t.Helper()
-	return tree(t, filepath.Join(k.projects, "demo"))
-}
-
-func sameTree(t *testing.T, what string, got, want map[string]string) {
-	t.Helper()
-	for p, v := range want {
-		if g, ok := got[p]; !ok || g != v {
-			t.Errorf("%s: %s = %q (present %v), want %q", what, p, g, ok, v)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: unexpected %s", what, p)
-		}
-	}
+	return testtree.Snap(t, filepath.Join(k.projects, "demo"), testtree.WithoutRoot())
 }
 
 const demoQuery = "workspace.scope=PROJECT&workspace.project_name=demo"
@@ -268,7 +220,7 @@ func TestKeepRcloneSync(t *testing.T) {
 			if err := k.rclone(t, "sync", local, dst); err != nil {
 				t.Fatalf("first sync (creates only): %v", err)
 			}
-			sameTree(t, "after the first sync", k.demo(t), tree(t, local))
+			testtree.Same(t, "after the first sync", testtree.Snap(t, local, testtree.WithoutRoot()), k.demo(t))
 			outside, synced := k.outsideState(t), k.demo(t)
 
 			// Change (new sizes: rclone compares sizes on a plain WebDAV
@@ -280,12 +232,12 @@ func TestKeepRcloneSync(t *testing.T) {
 				}
 			}
 			err := k.rclone(t, "sync", local, dst)
-			sameTree(t, "outside the project", k.outsideState(t), outside)
+			testtree.Same(t, "outside the project", outside, k.outsideState(t))
 			if mode == "refuse" {
 				if err == nil {
 					t.Fatal("the second sync succeeded without preconditions under refuse")
 				}
-				sameTree(t, "after a refused sync", k.demo(t), synced)
+				testtree.Same(t, "after a refused sync", synced, k.demo(t))
 				if !strings.Contains(k.sc.Logs(), `"status":428`) {
 					t.Error("no 428 in the sidecar's log")
 				}
@@ -294,7 +246,7 @@ func TestKeepRcloneSync(t *testing.T) {
 			if err != nil {
 				t.Fatalf("second sync under keep: %v", err)
 			}
-			sameTree(t, "after the second sync", k.demo(t), tree(t, local))
+			testtree.Same(t, "after the second sync", testtree.Snap(t, local, testtree.WithoutRoot()), k.demo(t))
 			// Every PUT and DELETE went ahead keeping a version, except the
 			// DELETE of gone/, which rclone removes once it emptied it: a
 			// folder holding no file needs none.
@@ -324,7 +276,7 @@ func TestKeepRcloneSync(t *testing.T) {
 			if vs := k.versions(t, "same.txt"); len(vs) != 0 {
 				t.Errorf("an untouched file has versions: %+v", vs)
 			}
-			sameTree(t, "outside the project after the restores", k.outsideState(t), outside)
+			testtree.Same(t, "outside the project after the restores", outside, k.outsideState(t))
 		})
 	}
 }
@@ -386,20 +338,20 @@ func TestKeepNpmWebdav(t *testing.T) {
 			if err := json.Unmarshal(bytes.TrimSpace(out), &res); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			sameTree(t, "outside the project", k.outsideState(t), outside)
+			testtree.Same(t, "outside the project", outside, k.outsideState(t))
 			if mode == "refuse" {
 				if res.OK || res.Step != "putFileContents" || res.Status != 428 {
 					t.Fatalf("under refuse: %s (want putFileContents refused with 428)", out)
 				}
-				sameTree(t, "after refused writes", k.demo(t), before)
+				testtree.Same(t, "after refused writes", before, k.demo(t))
 				return
 			}
 			if !res.OK {
 				t.Fatalf("under keep: %s", out)
 			}
-			sameTree(t, "after the client's writes", k.demo(t), map[string]string{
+			testtree.Same(t, "after the client's writes", testtree.Of(t, map[string]string{
 				"notes.txt": "notes v2 from the npm client\n", "final.txt": "the draft\n",
-			})
+			}).Snap(testtree.WithoutRoot()), k.demo(t))
 			audits := k.unconditionalAudits(t)
 			for _, a := range []string{"webdav.PUT", "webdav.DELETE", "webdav.MOVE"} {
 				if len(audits[a]) != 1 || audits[a][0] == "" {
@@ -474,7 +426,7 @@ func TestKeepGio(t *testing.T) {
 			u, _ := url.Parse(k.g.URL)
 			mount := "dav://gio@" + u.Host + "/dav/codex-a/projects/demo"
 			res := gio(t, mount, k.g.AdminToken, src)
-			sameTree(t, "outside the project", k.outsideState(t), outside)
+			testtree.Same(t, "outside the project", outside, k.outsideState(t))
 			if !res.mounted {
 				t.Fatalf("gio mount failed: %s", res.log)
 			}
@@ -482,7 +434,7 @@ func TestKeepGio(t *testing.T) {
 				if res.copied || res.removed {
 					t.Fatalf("gio wrote without preconditions under refuse: %s", res.log)
 				}
-				sameTree(t, "after refused writes", k.demo(t), before)
+				testtree.Same(t, "after refused writes", before, k.demo(t))
 				// Refused for the reason under test, not because gio
 				// failed some other way.
 				for action, path := range map[string]string{"webdav.PUT": "notes.txt", "webdav.DELETE": "old.txt"} {
@@ -495,7 +447,7 @@ func TestKeepGio(t *testing.T) {
 			if !res.copied || !res.removed {
 				t.Fatalf("gio under keep: %s", res.log)
 			}
-			sameTree(t, "after gio's writes", k.demo(t), map[string]string{"notes.txt": "notes v2 from gio\n"})
+			testtree.Same(t, "after gio's writes", testtree.Of(t, map[string]string{"notes.txt": "notes v2 from gio\n"}).Snap(testtree.WithoutRoot()), k.demo(t))
 			for _, rel := range []string{"notes.txt", "old.txt"} {
 				if got := k.restoreVersion(t, rel); got != files[rel] {
 					t.Errorf("%s restored from its version = %q, want %q", rel, got, files[rel])

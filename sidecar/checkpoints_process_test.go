@@ -6,7 +6,6 @@ package sidecar_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -21,41 +20,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/internal/testtree"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
-// ckTree records what a restore must bring back: type, permission bits,
-// bytes (and a file's mtime) of every name under root.
-func ckTree(t *testing.T, root string) map[string]string {
+func ckSame(t *testing.T, what string, a, b testtree.Snapshot) {
 	t.Helper()
-	out := map[string]string{}
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, p)
-		fi, _ := os.Lstat(p)
-		v := fi.Mode().String()
-		switch {
-		case fi.Mode().IsRegular():
-			b, _ := os.ReadFile(p)
-			v += fmt.Sprintf(" %q mtime=%d", b, fi.ModTime().UnixNano())
-		case fi.Mode()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			v += " -> " + l
-		}
-		if rel != "." {
-			out[rel] = v
-		}
-		return nil
-	})
-	return out
-}
-
-func ckSame(t *testing.T, what string, a, b map[string]string) {
-	t.Helper()
-	if d := diffSnapshots(a, b); len(d) > 0 {
+	if d := testtree.Diff(a, b); len(d) > 0 {
 		sort.Strings(d)
 		t.Fatalf("%s:\n%s", what, strings.Join(d, "\n"))
 	}
@@ -124,8 +96,8 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 	ctx := asOperator(ctxT(t), "alice")
 	cl := workspacev1.NewCheckpointServiceClient(sc.Conn(t))
 	demo := proj("demo")
-	before := ckTree(t, filepath.Join(projects, "demo"))
-	outsideBefore := ckTree(t, base)
+	before := testtree.Snap(t, filepath.Join(projects, "demo"), testtree.Modes(), testtree.MTimes(), testtree.WithoutRoot())
+	outsideBefore := testtree.Snap(t, base, testtree.Modes(), testtree.MTimes(), testtree.WithoutRoot())
 
 	c, err := cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: demo, Label: "good"})
 	if err != nil {
@@ -156,7 +128,7 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 	writeFile(t, projects, "demo/notes/new.txt", "new\n")
 	os.Remove(filepath.Join(projects, "demo/src/main.go"))
 	os.Chmod(filepath.Join(projects, "demo/run.sh"), 0o644)
-	edited := ckTree(t, filepath.Join(projects, "demo"))
+	edited := testtree.Snap(t, filepath.Join(projects, "demo"), testtree.Modes(), testtree.MTimes(), testtree.WithoutRoot())
 
 	cmp, err := cl.CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: demo, CheckpointId: c.GetId(), IncludeDiffs: true})
 	if err != nil {
@@ -181,8 +153,8 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 	if ckChanges(res) != ckChanges(cmp) || res.GetUndoCheckpointId() == "" {
 		t.Fatalf("restore = %v", res)
 	}
-	ckSame(t, "restored", before, ckTree(t, filepath.Join(projects, "demo")))
-	after := ckTree(t, base)
+	ckSame(t, "restored", before, testtree.Snap(t, filepath.Join(projects, "demo"), testtree.Modes(), testtree.MTimes(), testtree.WithoutRoot()))
+	after := testtree.Snap(t, base, testtree.Modes(), testtree.MTimes(), testtree.WithoutRoot())
 	for k, v := range outsideBefore {
 		if !strings.HasPrefix(k, "projects/") && after[k] != v {
 			t.Errorf("outside the workspace %s changed: %q -> %q", k, v, after[k])
@@ -199,14 +171,14 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 		PlanToken: ckPlan(t, cl, demo, res.GetUndoCheckpointId(), "")}); err != nil {
 		t.Fatal(err)
 	}
-	editedNow := ckTree(t, filepath.Join(projects, "demo"))
+	editedNow := testtree.Snap(t, filepath.Join(projects, "demo"), testtree.Modes(), testtree.MTimes(), testtree.WithoutRoot())
 	delete(editedNow, "notes") // a re-created directory has a new mtime; its content counts
 	delete(edited, "notes")
 	ckSame(t, "restore undone", edited, editedNow)
 
 	// A stale plan and bad input change nothing.
 	writeFile(t, projects, "demo/late.txt", "late\n")
-	still := ckTree(t, filepath.Join(projects, "demo"))
+	still := testtree.Snap(t, filepath.Join(projects, "demo"), testtree.Modes(), testtree.MTimes(), testtree.WithoutRoot())
 	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: c.GetId(), PlanToken: cmp.GetPlanToken()})
 	wantErr(t, err, codes.Aborted, "REVISION_MISMATCH")
 	// Without a plan_token a restore is refused: it would change what
@@ -222,7 +194,7 @@ func TestCheckpointsThroughTheBinary(t *testing.T) {
 	wantErr(t, err, codes.NotFound, "CHECKPOINT_NOT_FOUND")
 	_, err = cl.CreateCheckpoint(ctx, &workspacev1.CreateCheckpointRequest{Workspace: demo, Path: "link"})
 	wantErr(t, err, codes.PermissionDenied, "SYMLINK")
-	ckSame(t, "refused calls", still, ckTree(t, filepath.Join(projects, "demo")))
+	ckSame(t, "refused calls", still, testtree.Snap(t, filepath.Join(projects, "demo"), testtree.Modes(), testtree.MTimes(), testtree.WithoutRoot()))
 
 	// A recursive delete through WorkspaceService keeps a checkpoint of the
 	// directory, named after the operator; restoring it brings it back.

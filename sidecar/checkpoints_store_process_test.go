@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/internal/testtree"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -209,14 +210,14 @@ func TestCheckpointDamagedObjectAndSparseThroughTheBinary(t *testing.T) {
 	if damaged == 0 {
 		t.Fatal("no stored object to damage")
 	}
-	before := snapshot(t, projects)
+	before := testtree.Snap(t, projects, testtree.Modes(), testtree.AllMTimes())
 	cmp, err := cl.CompareCheckpoint(ctx, &workspacev1.CompareCheckpointRequest{Workspace: demo, CheckpointId: ck.GetId()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = cl.RestoreCheckpoint(ctx, &workspacev1.RestoreCheckpointRequest{Workspace: demo, CheckpointId: ck.GetId(), PlanToken: cmp.GetPlanToken()})
 	wantErr(t, err, codes.DataLoss, "CHECKPOINT_DAMAGED")
-	if after := snapshot(t, projects); !maps.Equal(before, after) {
+	if after := testtree.Snap(t, projects, testtree.Modes(), testtree.AllMTimes()); !maps.Equal(before, after) {
 		t.Fatalf("a refused restore changed the project:\nbefore %v\nafter  %v", before, after)
 	}
 }

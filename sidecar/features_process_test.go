@@ -27,6 +27,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/testtree"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -98,7 +99,7 @@ func storeUnusable(t *testing.T, a storeAttack) {
 	store := filepath.Join(base, "checkpoints")
 	a.plant(t, store, canary)
 	sidecartest.Chown(t, base)
-	outsideBefore := snapshot(t, filepath.Join(base, "outside"))
+	outsideBefore := testtree.Snap(t, filepath.Join(base, "outside"), testtree.Modes(), testtree.AllMTimes())
 
 	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, CodexHome: codex,
 		Configure: func(c *sidecar.Config) { c.Services.Checkpoints.Dir = store }})
@@ -141,7 +142,7 @@ func storeUnusable(t *testing.T, a storeAttack) {
 	if _, err := c.DeleteEntry(ctx, &workspacev1.DeleteEntryRequest{Workspace: proj("demo"), Path: "old", ExpectedRevision: old.GetDirectoryRevision(), Recursive: true}); err != nil {
 		t.Fatalf("delete once the store is back: %v", err)
 	}
-	if d := diffSnapshots(outsideBefore, snapshot(t, filepath.Join(base, "outside"))); len(d) > 0 {
+	if d := testtree.Diff(outsideBefore, testtree.Snap(t, filepath.Join(base, "outside"), testtree.Modes(), testtree.AllMTimes())); len(d) > 0 {
 		t.Fatalf("outside the volume changed:\n%s", strings.Join(d, "\n"))
 	}
 }

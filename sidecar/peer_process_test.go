@@ -25,6 +25,7 @@ import (
 	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/internal/pki/pkitest"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/testtree"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -185,7 +186,7 @@ func TestDirectCallsFromThePodAreRefused(t *testing.T) {
 	sc := sidecartest.Start(t, sidecartest.Options{})
 	writeFile(t, sc.ProjectsDir, "demo/a.txt", "original")
 	sidecartest.Chown(t, filepath.Join(sc.ProjectsDir, "demo"))
-	before, beforeHome := snapshot(t, sc.ProjectsDir), snapshot(t, sc.CodexHome)
+	before, beforeHome := testtree.Snap(t, sc.ProjectsDir, testtree.Modes(), testtree.AllMTimes()), testtree.Snap(t, sc.CodexHome, testtree.Modes(), testtree.AllMTimes())
 
 	otherCA, err := pki.NewCA("attacker", time.Now())
 	if err != nil {
@@ -204,7 +205,7 @@ func TestDirectCallsFromThePodAreRefused(t *testing.T) {
 			t.Errorf("%s: served (%s)", r.Name, r.Detail)
 		}
 	}
-	if d := append(diffSnapshots(before, snapshot(t, sc.ProjectsDir)), diffSnapshots(beforeHome, snapshot(t, sc.CodexHome))...); len(d) > 0 {
+	if d := append(testtree.Diff(before, testtree.Snap(t, sc.ProjectsDir, testtree.Modes(), testtree.AllMTimes())), testtree.Diff(beforeHome, testtree.Snap(t, sc.CodexHome, testtree.Modes(), testtree.AllMTimes()))...); len(d) > 0 {
 		t.Errorf("the volumes changed:\n%s", strings.Join(d, "\n"))
 	}
 

@@ -16,6 +16,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/testtree"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -101,7 +102,7 @@ func TestRestartKeepsContent(t *testing.T) {
 	if err := sc.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	before := map[string]map[string]string{"projects": snapshot(t, sc.ProjectsDir), "codex": snapshot(t, sc.CodexHome)}
+	before := map[string]testtree.Snapshot{"projects": testtree.Snap(t, sc.ProjectsDir, testtree.Modes(), testtree.AllMTimes()), "codex": testtree.Snap(t, sc.CodexHome, testtree.Modes(), testtree.AllMTimes())}
 
 	sc.Restart()
 	c = sc.Dial(t)
@@ -118,9 +119,9 @@ func TestRestartKeepsContent(t *testing.T) {
 	if err := sc.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	after := map[string]map[string]string{"projects": snapshot(t, sc.ProjectsDir), "codex": snapshot(t, sc.CodexHome)}
+	after := map[string]testtree.Snapshot{"projects": testtree.Snap(t, sc.ProjectsDir, testtree.Modes(), testtree.AllMTimes()), "codex": testtree.Snap(t, sc.CodexHome, testtree.Modes(), testtree.AllMTimes())}
 	for k := range before {
-		if d := diffSnapshots(before[k], after[k]); len(d) > 0 {
+		if d := testtree.Diff(before[k], after[k]); len(d) > 0 {
 			t.Errorf("%s changed across restarts:\n%s", k, strings.Join(d, "\n"))
 		}
 	}

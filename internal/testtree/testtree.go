@@ -108,3 +108,20 @@ func (tr *Tree) must(err error) {
 		tr.t.Fatal(err)
 	}
 }
+
+// Of returns a fresh tree holding exactly files (rel → content): what a
+// test expects a tree to hold, to compare Snap of both.
+func Of(t testing.TB, files map[string]string) *Tree {
+	t.Helper()
+	tr := New(t)
+	for rel, content := range files {
+		tr.Write(rel, content)
+	}
+	return tr
+}
+
+// Snap is Snap of the tree's root.
+func (tr *Tree) Snap(opts ...Option) Snapshot {
+	tr.t.Helper()
+	return Snap(tr.t, tr.Dir, opts...)
+}

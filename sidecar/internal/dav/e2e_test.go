@@ -2,10 +2,7 @@ package dav_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -18,46 +15,9 @@ import (
 
 	"github.com/agentworkspace/files/contracts/errtable"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/testtree"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
-
-func tree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() {
-			out[rel] = "dir"
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		s := sha256.Sum256(b)
-		out[rel] = hex.EncodeToString(s[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func sameTree(t *testing.T, what string, a, b map[string]string) {
-	t.Helper()
-	if len(a) != len(b) {
-		t.Errorf("%s: %d entries became %d", what, len(a), len(b))
-	}
-	for k, v := range a {
-		if b[k] != v {
-			t.Errorf("%s: %s changed", what, k)
-		}
-	}
-}
 
 // send issues one request with a path taken exactly as written (never
 // cleaned by the client) and returns status, reason header and body.
@@ -102,7 +62,7 @@ func fixture(t *testing.T, files map[string]string) string {
 func TestUnsafePathsRefused(t *testing.T) {
 	root := fixture(t, map[string]string{"demo/src/a.txt": "a", "other/x": "canary", "other/a%2Fb": "odd name"})
 	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: root})
-	before := tree(t, root)
+	before := testtree.Snap(t, root)
 	unsafe := []string{
 		"/projects/demo/src/../../other/x",
 		"/projects/demo/src/..%2F..%2Fother/x",
@@ -158,7 +118,7 @@ func TestUnsafePathsRefused(t *testing.T) {
 			t.Errorf("MOVE with %q: %d %q, want 400 with a reason", hdr, st, reason)
 		}
 	}
-	sameTree(t, "volume after unsafe requests", before, tree(t, root))
+	testtree.Same(t, "volume after unsafe requests", before, testtree.Snap(t, root))
 	// The safe spelling of a name that looks odd still works.
 	if st, _, body := send(t, "GET", sc.PlainDavURL(), "/projects/other/a%252Fb", nil, ""); st != 200 || body != "odd name" {
 		t.Errorf("GET of a name holding %%2F: %d %q", st, body)
@@ -175,7 +135,7 @@ func TestHardLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: root})
-	before := tree(t, root)
+	before := testtree.Snap(t, root)
 	req, _ := http.NewRequest("PROPFIND", sc.PlainDavURL()+"/projects/demo/", nil)
 	req.Header.Set("Depth", "1")
 	resp, err := http.DefaultClient.Do(req)
@@ -210,7 +170,7 @@ func TestHardLinks(t *testing.T) {
 			t.Errorf("%s %s %v: %d %q, want 403 MULTIPLE_LINKS", c.method, c.path, c.hdr, st, reason)
 		}
 	}
-	sameTree(t, "volume after multi-link requests", before, tree(t, root))
+	testtree.Same(t, "volume after multi-link requests", before, testtree.Snap(t, root))
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(root, "demo", "a.txt"), &st); err != nil || st.Nlink != 2 {
 		t.Fatalf("the hard link was broken: nlink %d %v", st.Nlink, err)
@@ -253,17 +213,17 @@ func TestWireContract(t *testing.T) {
 	if st, _, _ := send(t, "PROPFIND", sc.PlainDavURL(), "/dav/codex-a/projects/demo/", map[string]string{"X-Forwarded-Prefix": "/dav/a b", "Depth": "0"}, ""); st != 400 {
 		t.Errorf("invalid prefix: %d", st)
 	}
-	before := tree(t, root)
+	before := testtree.Snap(t, root)
 	if st, reason, _ := send(t, "PUT", sc.PlainDavURL(), "/dav/codex-a/projects/demo/f.txt", pre, "x"); st != 428 || reason != "PRECONDITION_REQUIRED" {
 		t.Errorf("unconditional PUT: %d %q", st, reason)
 	}
 	if st, reason, _ := send(t, "DELETE", sc.PlainDavURL(), "/dav/codex-a/projects/demo/f.txt", pre, ""); st != 428 || reason != "PRECONDITION_REQUIRED" {
 		t.Errorf("unconditional DELETE: %d %q", st, reason)
 	}
-	sameTree(t, "volume after unconditional writes", before, tree(t, root))
+	testtree.Same(t, "volume after unconditional writes", before, testtree.Snap(t, root))
 	ro := map[string]string{"X-Forwarded-Prefix": "/dav/codex-a", "X-Workspace-Read-Only": "true", "If-Match": `"x"`}
 	if st, reason, _ := send(t, "DELETE", sc.PlainDavURL(), "/dav/codex-a/projects/demo/f.txt", ro, ""); st != 405 || reason != "READ_ONLY" {
 		t.Errorf("read-only DELETE: %d %q", st, reason)
 	}
-	sameTree(t, "volume after read-only writes", before, tree(t, root))
+	testtree.Same(t, "volume after read-only writes", before, testtree.Snap(t, root))
 }

@@ -1,10 +1,7 @@
 package dav
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,49 +12,8 @@ import (
 
 	"github.com/agentworkspace/files/contracts/errtable"
 	"github.com/agentworkspace/files/internal/davwire"
+	"github.com/agentworkspace/files/internal/testtree"
 )
-
-// snapshot maps every path under root to a digest of its content (or
-// "dir"), to check that nothing outside a boundary changed.
-func snapshot(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() {
-			out[rel] = "dir"
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(b)
-		out[rel] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func sameSnapshot(t *testing.T, what string, before, after map[string]string) {
-	t.Helper()
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s: %s changed (%q → %q)", what, k, v, after[k])
-		}
-	}
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("%s: %s appeared", what, k)
-		}
-	}
-}
 
 // wantReason checks the status and the errtable reason header.
 func (e *env) wantReason(method, path string, hdr map[string]string, body string, code int, reason string) *http.Response {
@@ -76,7 +32,7 @@ func TestPreconditionRequired(t *testing.T) {
 	// Creating needs no precondition (and is checked as If-None-Match: *).
 	resp, _ := e.want("PUT", "/projects/demo/f.txt", nil, "v1", 201)
 	etag := resp.Header.Get("ETag")
-	before := snapshot(t, e.projects)
+	before := testtree.Snap(t, e.projects)
 	for _, c := range []struct {
 		method string
 		hdr    map[string]string
@@ -88,15 +44,15 @@ func TestPreconditionRequired(t *testing.T) {
 	} {
 		if c.method == "COPY" {
 			e.put("/projects/demo/f.txt.copy", "old copy") // an existing destination
-			before = snapshot(t, e.projects)
+			before = testtree.Snap(t, e.projects)
 		}
 		e.wantReason(c.method, "/projects/demo/f.txt", c.hdr, "v2", 428, "PRECONDITION_REQUIRED")
-		sameSnapshot(t, c.method+" without precondition", before, snapshot(t, e.projects))
+		testtree.Same(t, c.method+" without precondition", before, testtree.Snap(t, e.projects))
 	}
 	// Stale entity tags are 412, in If-Match and in If:.
 	e.wantReason("PUT", "/projects/demo/f.txt", map[string]string{"If-Match": `"stale"`}, "v2", 412, "REVISION_MISMATCH")
 	e.wantReason("PUT", "/projects/demo/f.txt", map[string]string{"If": `(["stale"])`}, "v2", 412, "REVISION_MISMATCH")
-	sameSnapshot(t, "stale writes", before, snapshot(t, e.projects))
+	testtree.Same(t, "stale writes", before, testtree.Snap(t, e.projects))
 	// The current one lets the write through, in either header.
 	resp, _ = e.want("PUT", "/projects/demo/f.txt", map[string]string{"If": "([" + etag + "])"}, "v2", 201)
 	etag2 := resp.Header.Get("ETag")
@@ -179,7 +135,7 @@ func TestLockBounds(t *testing.T) {
 	for _, p := range []string{"/a.txt", "/b.txt", "/c.txt"} {
 		e.put("/projects/demo"+p, "x")
 	}
-	before := snapshot(t, e.projects)
+	before := testtree.Snap(t, e.projects)
 	for _, p := range []string{"/", "/projects/", "/global/"} {
 		e.wantReason("LOCK", p, nil, lockBody("o"), 403, "READ_ONLY")
 	}
@@ -191,7 +147,7 @@ func TestLockBounds(t *testing.T) {
 	_ = resp
 	e.lock("/projects/demo/b.txt", nil, 200)
 	e.wantReason("LOCK", "/projects/demo/c.txt", nil, lockBody("o"), 507, "LOCK_LIMIT")
-	sameSnapshot(t, "LOCK bounds", before, snapshot(t, e.projects))
+	testtree.Same(t, "LOCK bounds", before, testtree.Snap(t, e.projects))
 	// Shared locks are not offered.
 	shared := strings.Replace(lockBody("o"), "<D:exclusive/>", "<D:shared/>", 1)
 	e.wantReason("LOCK", "/projects/demo/c.txt", nil, shared, 501, "NOT_SUPPORTED")
@@ -307,7 +263,7 @@ func TestReadOnlyView(t *testing.T) {
 		}
 		parseMS(t, got)
 	}
-	before := snapshot(t, e.projects)
+	before := testtree.Snap(t, e.projects)
 	for _, m := range []string{"PUT", "DELETE", "MKCOL", "COPY", "MOVE", "PROPPATCH", "LOCK", "UNLOCK"} {
 		hdr := map[string]string{"X-Workspace-Read-Only": "true", "Destination": "/projects/demo/z.txt", "If-Match": `"x"`}
 		resp := e.wantReason(m, "/projects/demo/r.txt", hdr, "", 405, "READ_ONLY")
@@ -315,7 +271,7 @@ func TestReadOnlyView(t *testing.T) {
 			t.Errorf("%s: Allow %q", m, resp.Header.Get("Allow"))
 		}
 	}
-	sameSnapshot(t, "read-only writes", before, snapshot(t, e.projects))
+	testtree.Same(t, "read-only writes", before, testtree.Snap(t, e.projects))
 	resp, body := e.want("GET", "/projects/demo/r.txt", ro, "", 200)
 	if body != "r" || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("read-only GET: %q %v", body, resp.Header)
