@@ -1,4 +1,4 @@
-// Hundreds of agents (#26): a second gateway with 2,000 more static agents
+// Hundreds of agents (#26): a second gateway with 10,000 more static agents
 // (no sidecars) beside the usual codex-a, codex-b and codex-plain. The
 // Agents page searches, pages and opens one; the picker's search finds an
 // agent that is not on its first page. Its own browser, so the shared page's
@@ -10,7 +10,7 @@ import { base, eventually, expect, gw, sa, sb, test } from './fixtures.mjs';
 
 test.describe.configure({ mode: 'serial' });
 
-const EXTRA = 2000;
+const EXTRA = 10000;
 const TOTAL = (EXTRA + 3).toLocaleString('en');
 let many: Gateway;
 let browser: Browser;
@@ -35,7 +35,7 @@ test.afterAll(async () => {
 
 test('many agents: the picker shows its first page, the default, and finds one beyond it by search', async () => {
   const select = p.locator('[data-testid="agent-select"]');
-  await eventually(async () => (await select.inputValue()) === 'codex-a', 'default agent selected among 2,003');
+  await eventually(async () => (await select.inputValue()) === 'codex-a', 'default agent selected among all');
   const more = await p.locator('[data-testid="agent-more"]').textContent();
   expect(more?.includes(`${(EXTRA + 3 - 50).toLocaleString('en')} more — refine the search`), `first page and how many more (${more})`);
   const far = bulkAgent(1234);
