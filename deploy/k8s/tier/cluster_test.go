@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/internal/restwalk"
+	"github.com/agentworkspace/files/internal/testtree"
 )
 
 var agentIDs = []string{"codex-a", "codex-b"}
@@ -182,38 +183,6 @@ func (n *node) must(want int, r reply, what string) reply {
 
 func isDir(p string) bool { fi, err := os.Lstat(p); return err == nil && fi.IsDir() }
 
-// tree maps every path under root to its content hash (directories "dir",
-// symlinks "-> target"): what a restart must keep.
-func tree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			m[rel] = "-> " + l
-		case d.IsDir():
-			m[rel] = "dir"
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			s := sha256.Sum256(b)
-			m[rel] = hex.EncodeToString(s[:8])
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // asAgent hands p and everything under it to UID 1000, the agent's user
 // (fsGroup does not apply to hostPath volumes).
 func asAgent(t *testing.T, p string) {
@@ -300,7 +269,9 @@ func (n *node) clusterDNS(t *testing.T) {
 func (n *node) restartKeeps(w *restwalk.Walk) {
 	t := n.t
 	pa, ha := w.ProjectsA, w.HomeA
-	beforeP, beforeH := tree(t, pa), tree(t, ha)
+	// What a restart must keep: every name, its type, content and link
+	// target.
+	beforeP, beforeH := testtree.Snap(t, pa), testtree.Snap(t, ha)
 	old := n.podName("codex-a")
 	if old == "" {
 		t.Fatal("no running codex-a pod")
@@ -315,8 +286,10 @@ func (n *node) restartKeeps(w *restwalk.Walk) {
 	})
 	n.waitAvailable("codex-a Available again", 180*time.Second)
 	t.Logf("codex-a pod replaced in %.1f s", time.Since(start).Seconds())
-	if afterP, afterH := tree(t, pa), tree(t, ha); !mapsEqual(beforeP, afterP) || !mapsEqual(beforeH, afterH) {
-		t.Fatalf("the volumes changed across the restart:\nprojects %v\n      -> %v\ncodex-home %v\n      -> %v", beforeP, afterP, beforeH, afterH)
+	testtree.Same(t, "the projects volume changed across the restart", beforeP, testtree.Snap(t, pa))
+	testtree.Same(t, "codex-home changed across the restart", beforeH, testtree.Snap(t, ha))
+	if t.Failed() {
+		t.FailNow()
 	}
 	waitFor(t, "codex-a answers through the gateway", 60*time.Second, func() error {
 		r := n.do("GET", restwalk.Q("codex-a", "files", "PROJECT", "demo", "notes.md"), nil)
@@ -343,18 +316,6 @@ func (n *node) stopCodexB() {
 		}
 		return nil
 	})
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // podLogs is kubectl logs of one container of the pods matching selector
@@ -432,7 +393,7 @@ spec:
 func (n *node) podBoundary() {
 	n.t.Run("pod boundary: the agent's container cannot call its sidecar", func(t *testing.T) {
 		pod := n.podName("codex-a")
-		before := tree(t, n.volumes["codex-a-projects"])
+		before := testtree.Snap(t, n.volumes["codex-a-projects"])
 		for _, port := range []string{"9091", "9092"} {
 			out, err := n.cp.kubectl(60*time.Second, "-n", nodeNS, "exec", pod, "-c", "codex-app-server", "--",
 				"/standin", "-refused", "127.0.0.1:"+port)
@@ -446,9 +407,7 @@ func (n *node) podBoundary() {
 				t.Errorf("%s exists in the agent's container: %s", p, out)
 			}
 		}
-		if after := tree(t, n.volumes["codex-a-projects"]); !mapsEqual(before, after) {
-			t.Errorf("the direct calls changed codex-a's projects volume")
-		}
+		testtree.Same(t, "the direct calls changed codex-a's projects volume", before, testtree.Snap(t, n.volumes["codex-a-projects"]))
 		c := *n
 		c.t = t
 		c.must(200, c.do("GET", api+"/codex-a/projects", nil), "codex-a through the gateway after the direct calls")
