@@ -39,6 +39,10 @@ vet: ## go vet and gofmt (also for linux/arm64: images build for the builder's a
 	cd deploy/k8s && $(GO) vet ./... && $(GO) vet -tags k8stier ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '^contracts/gen/'); exit 1; }
 
+.PHONY: funclen
+funclen: ## List functions over 80 lines outside tests and generated code; fails if there is one
+	$(GO) run ./deploy/scripts/funclen
+
 .PHONY: test-go
 test-go: ## Go unit, integration, litmus, rclone and acceptance tests (no Kubernetes tools needed)
 	$(GO) test -count=1 -timeout 30m ./...

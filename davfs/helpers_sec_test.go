@@ -30,7 +30,6 @@ package davfs_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -38,13 +37,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/testtree"
 	"golang.org/x/sys/unix"
 )
 
@@ -301,85 +300,40 @@ func secCheckMessage(tb testing.TB, what, msg, base string) {
 	}
 }
 
-// secNode is one snapshot record.
+// secNode is one snapshot record: internal/testtree's Entry (type, mode,
+// size, sha256 of a regular file, link target), with the type and mode as
+// these suites read them.
 type secNode struct {
 	typ  string
 	mode fs.FileMode
-	size int64
-	sum  [32]byte
-	link string
+	e    testtree.Entry
 }
 
-func (n secNode) String() string {
-	return fmt.Sprintf("%s %v size=%d sha=%x link=%q", n.typ, n.mode, n.size, n.sum[:6], n.link)
-}
+func (n secNode) String() string { return n.e.String() }
 
-// secSnapshot records every name under root without following symlinks:
-// type, mode, size, sha256 of regular files, link target.
+// secSnapshot records every name under root without following symlinks
+// (testtree.Snap with modes).
 func secSnapshot(tb testing.TB, root string) map[string]secNode {
 	tb.Helper()
 	out := map[string]secNode{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		n := secNode{mode: info.Mode()}
-		switch {
-		case info.Mode().IsRegular():
-			n.typ, n.size = "file", info.Size()
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			n.sum = sha256.Sum256(b)
-		case info.IsDir():
-			n.typ = "dir"
-		case info.Mode()&fs.ModeSymlink != 0:
-			n.typ = "symlink"
-			n.link, _ = os.Readlink(p)
-		default:
-			n.typ = "special"
-		}
-		out[filepath.ToSlash(rel)] = n
-		return nil
-	})
-	if err != nil {
-		tb.Fatalf("snapshot %s: %v", filepath.Base(root), err)
+	for k, e := range testtree.Snap(tb, root, testtree.Modes()) {
+		out[k] = secNode{typ: e.Type, mode: e.Mode, e: e}
 	}
 	return out
 }
 
-// secDiff lists differences between two snapshots, ignoring names for which
-// skip returns true (nil: none).
+// secDiff lists differences between two snapshots (testtree.Diff), ignoring
+// names for which skip returns true (nil: none).
 func secDiff(before, after map[string]secNode, skip func(string) bool) []string {
-	var diffs []string
-	for k, b := range before {
-		if skip != nil && skip(k) {
-			continue
-		}
-		a, ok := after[k]
-		switch {
-		case !ok:
-			diffs = append(diffs, "removed "+k+" ("+b.String()+")")
-		case a != b:
-			diffs = append(diffs, "changed "+k+": "+b.String()+" -> "+a.String())
-		}
+	return testtree.Diff(secEntries(before, skip), secEntries(after, skip))
+}
+
+func secEntries(m map[string]secNode, skip func(string) bool) testtree.Snapshot {
+	s := make(testtree.Snapshot, len(m))
+	for k, n := range m {
+		s[k] = n.e
 	}
-	for k, a := range after {
-		if skip != nil && skip(k) {
-			continue
-		}
-		if _, ok := before[k]; !ok {
-			diffs = append(diffs, "added "+k+" ("+a.String()+")")
-		}
-	}
-	sort.Strings(diffs)
-	return diffs
+	return testtree.Without(s, skip)
 }
 
 // secUnder reports whether rel is p or inside p (both "/"-separated).

@@ -29,7 +29,7 @@ func TestSidecarMetadata(t *testing.T) {
 	}
 	calls := a.Calls()
 	md := calls[len(calls)-1].MD
-	if v := md.Get("x-request-id"); len(v) != 1 || v[0] != "client-chosen-id-42" {
+	if v := md.Get(rpcmeta.RequestID); len(v) != 1 || v[0] != "client-chosen-id-42" {
 		t.Errorf("x-request-id metadata = %v", v)
 	}
 	if v := md.Get(rpcmeta.Operator); len(v) != 1 || v[0] != gatewaytest.AdminOperator {

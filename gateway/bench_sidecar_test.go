@@ -21,6 +21,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 	"github.com/agentworkspace/files/internal/pki"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -84,7 +85,7 @@ func BenchmarkRESTSidecar(b *testing.B) {
 	hopCtx := requestid.With(auth.WithIdentity(context.Background(), auth.Identity{Operator: "op", Role: config.RoleAdmin}), "bench")
 
 	direct := sc.Dial(b)
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-operator", "op", "x-request-id", "bench")
+	ctx := metadata.AppendToOutgoingContext(context.Background(), rpcmeta.Operator, "op", rpcmeta.RequestID, "bench")
 	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: "bench"}
 	q := "?workspace.scope=PROJECT&workspace.project_name=bench"
 

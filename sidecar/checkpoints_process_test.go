@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 	"github.com/agentworkspace/files/internal/testtree"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
@@ -59,7 +60,7 @@ func ckPlan(t *testing.T, cl workspacev1.CheckpointServiceClient, ws *workspacev
 }
 
 func asOperator(ctx context.Context, op string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "x-operator", op)
+	return metadata.AppendToOutgoingContext(ctx, rpcmeta.Operator, op)
 }
 
 func TestCheckpointsThroughTheBinary(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/internal/proctest"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -476,18 +477,18 @@ func TestGlobal(t *testing.T) {
 func TestRequestIDAndLogs(t *testing.T) {
 	sc := sidecartest.Start(t, sidecartest.Options{})
 	c := sc.Dial(t)
-	ctx := metadata.AppendToOutgoingContext(ctxT(t), "x-request-id", "req-abc-1", "x-operator", "alice")
+	ctx := metadata.AppendToOutgoingContext(ctxT(t), rpcmeta.RequestID, "req-abc-1", rpcmeta.Operator, "alice")
 	must[*workspacev1.Project](t)(c.CreateProject(ctx, &workspacev1.CreateProjectRequest{Name: "demo"}))
 	f := must[*workspacev1.Entry](t)(c.CreateEntry(ctx, &workspacev1.CreateEntryRequest{Workspace: proj("demo"), Name: "s.txt", Type: workspacev1.EntryType_ENTRY_TYPE_FILE}))
 	var hdr metadata.MD
 	must[*workspacev1.Entry](t)(c.UpdateFile(ctx, &workspacev1.UpdateFileRequest{Workspace: proj("demo"), Path: "s.txt",
 		Content: "CONTENT-MUST-NOT-BE-LOGGED", ExpectedRevision: f.GetRevision()}, grpc.Header(&hdr)))
-	if got := hdr.Get("x-request-id"); len(got) != 1 || got[0] != "req-abc-1" {
+	if got := hdr.Get(rpcmeta.RequestID); len(got) != 1 || got[0] != "req-abc-1" {
 		t.Errorf("x-request-id header %v", got)
 	}
 	hdr = nil
 	must[*workspacev1.ListProjectsResponse](t)(c.ListProjects(ctxT(t), &workspacev1.ListProjectsRequest{}, grpc.Header(&hdr)))
-	if got := hdr.Get("x-request-id"); len(got) != 1 || got[0] == "" {
+	if got := hdr.Get(rpcmeta.RequestID); len(got) != 1 || got[0] == "" {
 		t.Errorf("generated x-request-id header %v", got)
 	}
 	sc.WaitLog(`"method":"/workspace.v1.WorkspaceService/ListProjects"`, 5*time.Second) // logged after UpdateFile

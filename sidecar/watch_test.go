@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
+	"github.com/agentworkspace/files/internal/rpcmeta"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
@@ -227,15 +228,15 @@ func TestWatchConfigValidate(t *testing.T) {
 func TestWatchStreamLoggedAndCounted(t *testing.T) {
 	sc := sidecartest.Start(t, sidecartest.Options{})
 	mkdir(t, sc.ProjectsDir, "demo/src")
-	ctx := metadata.AppendToOutgoingContext(ctxT(t), "x-request-id", "watch-req-1", "x-operator", "alice")
+	ctx := metadata.AppendToOutgoingContext(ctxT(t), rpcmeta.RequestID, "watch-req-1", rpcmeta.Operator, "alice")
 	st, err := workspacev1.NewWatchServiceClient(sc.Conn(t)).Watch(ctx, &workspacev1.WatchRequest{Workspace: proj("demo"), Directories: []string{"src/node_modules"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = st.Recv()
 	wantErr(t, err, codes.PermissionDenied, "DENYLISTED")
-	if hdr, _ := st.Header(); strings.Join(hdr.Get("x-request-id"), ",") != "watch-req-1" {
-		t.Fatalf("x-request-id header %v", hdr.Get("x-request-id"))
+	if hdr, _ := st.Header(); strings.Join(hdr.Get(rpcmeta.RequestID), ",") != "watch-req-1" {
+		t.Fatalf("x-request-id header %v", hdr.Get(rpcmeta.RequestID))
 	}
 	if !sc.WaitLog("watch-req-1", 20*time.Second) {
 		t.Fatalf("no log line for the stream:\n%s", sc.Logs())

@@ -64,6 +64,15 @@ const (
 	AllowWrite = AllowRead + ", PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH, LOCK, UNLOCK"
 )
 
+// Allow is the Allow header of a view: AllowWrite when it is writable,
+// else AllowRead.
+func Allow(writable bool) string {
+	if writable {
+		return AllowWrite
+	}
+	return AllowRead
+}
+
 var prefixRE = regexp.MustCompile(`^/dav/[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // ValidPrefix reports whether p is a prefix the sidecar accepts: "/dav/"

@@ -26,6 +26,9 @@ func TestAllow(t *testing.T) {
 		}
 		read[m] = true
 	}
+	if Allow(false) != AllowRead || Allow(true) != AllowWrite {
+		t.Errorf("Allow(false), Allow(true) = %q, %q", Allow(false), Allow(true))
+	}
 	if !strings.HasPrefix(AllowWrite, AllowRead+", ") {
 		t.Errorf("AllowWrite %q does not start with AllowRead", AllowWrite)
 	}

@@ -206,3 +206,15 @@ func MustSame(t testing.TB, what string, before, after Snapshot) {
 		t.Fatalf("%s:\n%s", what, strings.Join(d, "\n"))
 	}
 }
+
+// Without is s less the names for which drop returns true (s is left as it
+// was): for comparing two snapshots where some names may differ.
+func Without(s Snapshot, drop func(rel string) bool) Snapshot {
+	out := make(Snapshot, len(s))
+	for k, e := range s {
+		if drop == nil || !drop(k) {
+			out[k] = e
+		}
+	}
+	return out
+}

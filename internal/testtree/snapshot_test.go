@@ -96,3 +96,21 @@ func TestSnapshotOf(t *testing.T) {
 		t.Fatalf("changed content: %q", d)
 	}
 }
+
+// Without drops names from a snapshot, leaving its argument as it was, so
+// a change to a dropped name passes and one to any other still fails.
+func TestWithout(t *testing.T) {
+	tr := sample(t)
+	before := tr.Snap()
+	tr.Write("a/file.txt", "One")
+	tr.Write("b.txt", "Two")
+	after := tr.Snap()
+	drop := func(rel string) bool { return rel == "b.txt" }
+	d := Diff(Without(before, drop), Without(after, drop))
+	if len(d) != 1 || !strings.HasPrefix(d[0], "changed a/file.txt") {
+		t.Fatalf("diff without b.txt: %q", d)
+	}
+	if _, ok := before["b.txt"]; !ok || len(Without(before, nil)) != len(before) {
+		t.Fatal("Without changed its argument, or nil dropped something")
+	}
+}

@@ -281,33 +281,63 @@ func startNginx(work, root string) (*server, error) {
 	if _, err := exec.LookPath("nginx"); err != nil {
 		return nil, errors.New("nginx is not installed: run make setup")
 	}
-	var mod string
-	for _, p := range []string{"/usr/lib/nginx/modules/ngx_http_dav_ext_module.so", "/usr/share/nginx/modules/ngx_http_dav_ext_module.so"} {
-		if _, err := os.Stat(p); err == nil {
-			mod = p
-			break
-		}
-	}
+	mod := nginxDAVModule()
 	if mod == "" {
 		return nil, errors.New("libnginx-mod-http-dav-ext is not installed: run make setup")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	dir := filepath.Join(work, "nginx")
-	for _, d := range []string{"body", "proxy", "fastcgi", "uwsgi", "scgi"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o777); err != nil {
-			return nil, err
+	confPath, err := writeNginxConf(dir, root, mod, port)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("nginx", "-c", confPath, "-p", dir)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	p, err := benchproc.Start(cmd, syscall.SIGQUIT, func() (string, error) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				return addr, nil
+			}
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return "", fmt.Errorf("nginx did not listen: %s", log)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &server{"nginx", "http://" + addr, p}, nil
+}
+
+// nginxDAVModule is the path of nginx's WebDAV extension module (PROPFIND,
+// OPTIONS), or "" when it is not installed.
+func nginxDAVModule() string {
+	for _, p := range []string{"/usr/lib/nginx/modules/ngx_http_dav_ext_module.so", "/usr/share/nginx/modules/ngx_http_dav_ext_module.so"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
 		}
 	}
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root root;"
+	return ""
+}
+
+// freePort is a loopback TCP port free a moment ago (nginx takes a port in
+// its configuration, not a listener).
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
 	}
-	conf := fmt.Sprintf(`load_module %s;
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// nginxConf is nginx serving root over WebDAV on one loopback port, all its
+// files under one directory: module, user line, directory, port, root.
+const nginxConf = `load_module %s;
 %s
 worker_processes auto;
 daemon off;
@@ -336,28 +366,22 @@ http {
     }
   }
 }
-`, mod, user, dir, port, root)
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command("nginx", "-c", confPath, "-p", dir)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := benchproc.Start(cmd, syscall.SIGQUIT, func() (string, error) {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				return addr, nil
-			}
+`
+
+// writeNginxConf makes nginx's directory (its temp paths too) and writes
+// its configuration there, returning the configuration's path.
+func writeNginxConf(dir, root, mod string, port int) (string, error) {
+	for _, d := range []string{"body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o777); err != nil {
+			return "", err
 		}
-		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-		return "", fmt.Errorf("nginx did not listen: %s", log)
-	})
-	if err != nil {
-		return nil, err
 	}
-	return &server{"nginx", "http://" + addr, p}, nil
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root root;"
+	}
+	confPath := filepath.Join(dir, "nginx.conf")
+	return confPath, os.WriteFile(confPath, []byte(fmt.Sprintf(nginxConf, mod, user, dir, port, root)), 0o644)
 }
 
 // ---- memory ----------------------------------------------------------------

@@ -114,7 +114,37 @@ func (t verboseTB) Fatalf(format string, args ...any) {
 	t.B.FailNow()
 }
 
+// rig is what run measures: a sidecar over the filled volume, a gateway in
+// front of it, the transport floor beside it and one HTTP client for all.
+type rig struct {
+	sc       *sidecartest.Sidecar
+	gw       *gatewaytest.Gateway
+	floorURL string
+	client   *http.Client
+}
+
 func run(b verboseTB, p params) (*report, error) {
+	b.Helper()
+	rg, err := startRig(b, p)
+	if err != nil {
+		return nil, err
+	}
+	rep := &report{}
+	if err := rg.measureGets(p, rep); err != nil {
+		return nil, err
+	}
+	if err := rg.measureCalls(b, p, rep); err != nil {
+		return nil, err
+	}
+	if err := rg.measureReferences(p, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// startRig fills the volume and starts the sidecar, the gateway and the
+// transport floor (stopped in b's Cleanup).
+func startRig(b verboseTB, p params) (*rig, error) {
 	b.Helper()
 	projects := proctest.TempDir(b, "gatewaybench-")
 	if err := fill(filepath.Join(projects, project), p); err != nil {
@@ -135,24 +165,25 @@ func run(b verboseTB, p params) (*report, error) {
 		return nil, fmt.Errorf("transport floor: %w", err)
 	}
 	b.Cleanup(floor.Stop)
-	floorURL := "http://" + floor.Addr
-	rep := &report{}
-
-	// --- WebDAV GET throughput ---
-	// The direct GET holds the gateway's certificate (the sidecar serves
+	// The direct calls hold the gateway's certificate (the sidecar serves
 	// only mutual TLS); the gateway's own URL is plain HTTP.
 	client := &http.Client{Transport: &http.Transport{
 		DisableCompression: true, MaxIdleConnsPerHost: 4, ReadBufferSize: 64 << 10,
 		TLSClientConfig: sc.ClientTLS(b, pki.ProtoHTTP),
 	}}
+	return &rig{sc: sc, gw: gw, floorURL: "http://" + floor.Addr, client: client}, nil
+}
+
+// measureGets is the WebDAV GET throughput, direct and through the gateway.
+func (rg *rig) measureGets(p params, rep *report) error {
 	fileRel := "/projects/" + project + "/big.bin"
 	gets := []struct {
 		url, token string
 		mibs       *[]float64
-	}{{sc.DavURL + fileRel, "", &rep.getDirect}, {gw.URL + "/dav/" + agentID + fileRel, gw.AdminToken, &rep.getGateway}}
+	}{{rg.sc.DavURL + fileRel, "", &rep.getDirect}, {rg.gw.URL + "/dav/" + agentID + fileRel, rg.gw.AdminToken, &rep.getGateway}}
 	// Round 0 is a warm-up: page cache, connections.
-	if err := errors.Join(benchproc.Interleave(1+p.rounds, len(gets), func(r, i int) error {
-		n, d, err := get(client, gets[i].url, gets[i].token)
+	return errors.Join(benchproc.Interleave(1+p.rounds, len(gets), func(r, i int) error {
+		n, d, err := get(rg.client, gets[i].url, gets[i].token)
 		if want := int64(p.sizeMiB) << 20; err == nil && n != want {
 			err = fmt.Errorf("GET: %d bytes, want %d", n, want)
 		}
@@ -160,24 +191,40 @@ func run(b verboseTB, p params) (*report, error) {
 			*gets[i].mibs = append(*gets[i].mibs, float64(n)/(1<<20)/d.Seconds())
 		}
 		return err
-	})...); err != nil {
-		return nil, err
-	}
+	})...)
+}
 
-	// --- REST through the gateway vs direct gRPC ---
-	rpc := sc.Dial(b)
+// restCall is one RPC measured three ways: direct gRPC, REST through the
+// gateway, and the transport floor's forwarder.
+type restCall struct {
+	name                string
+	direct, rest, floor func() error
+}
+
+// measureCalls is REST through the gateway against direct gRPC and the
+// transport floor.
+func (rg *rig) measureCalls(b verboseTB, p params, rep *report) error {
+	for _, c := range rg.restCalls(b, p) {
+		lat := latency{name: c.name}
+		if err := timeCalls(p.calls, timedCall{c.name + " direct", c.direct, &lat.direct},
+			timedCall{c.name + " via gateway", c.rest, &lat.gateway}, timedCall{c.name + " via the transport floor", c.floor, &lat.floor}); err != nil {
+			return err
+		}
+		rep.latencies = append(rep.latencies, lat)
+	}
+	return nil
+}
+
+func (rg *rig) restCalls(b verboseTB, p params) []restCall {
+	rpc := rg.sc.Dial(b)
 	ws := &workspacev1.WorkspaceRef{Scope: workspacev1.WorkspaceScope_PROJECT, ProjectName: project}
 	// The gateway sends x-operator and x-request-id; so does the direct
 	// client, so the sidecar does the same work on both paths.
 	ctx := metadata.AppendToOutgoingContext(context.Background(), rpcmeta.Operator, gatewaytest.AdminOperator, rpcmeta.RequestID, "gatewaybench")
 	q := "workspace.scope=PROJECT&workspace.project_name=" + project
-	api := gw.URL + "/api/v1/agent-gateway/agents/" + agentID + "/projects/"
-	calls := []struct {
-		name   string
-		direct func() error
-		rest   func() error
-		floor  func() error
-	}{
+	api := rg.gw.URL + "/api/v1/agent-gateway/agents/" + agentID + "/projects/"
+	client, token := rg.client, rg.gw.AdminToken
+	return []restCall{
 		{"ListProjectEntries",
 			func() error {
 				r, err := rpc.ListEntries(ctx, &workspacev1.ListEntriesRequest{Workspace: ws, Path: "dir", PageSize: int32(p.entries)})
@@ -187,10 +234,10 @@ func run(b verboseTB, p params) (*report, error) {
 				return err
 			},
 			func() error {
-				return restGet(client, api+"entries?"+q+fmt.Sprintf("&path=dir&page_size=%d", p.entries), gw.AdminToken)
+				return restGet(client, api+"entries?"+q+fmt.Sprintf("&path=dir&page_size=%d", p.entries), token)
 			},
 			func() error {
-				return restGet(client, floorURL+"/entries?"+url.Values{"project": {project}, "n": {fmt.Sprint(p.entries)}}.Encode(), "")
+				return restGet(client, rg.floorURL+"/entries?"+url.Values{"project": {project}, "n": {fmt.Sprint(p.entries)}}.Encode(), "")
 			}},
 		{"GetProjectFile",
 			func() error {
@@ -200,27 +247,20 @@ func run(b verboseTB, p params) (*report, error) {
 				}
 				return err
 			},
-			func() error { return restGet(client, api+"files?"+q+"&path=small.txt", gw.AdminToken) },
-			func() error { return restGet(client, floorURL+"/file?project="+url.QueryEscape(project), "") }},
+			func() error { return restGet(client, api+"files?"+q+"&path=small.txt", token) },
+			func() error { return restGet(client, rg.floorURL+"/file?project="+url.QueryEscape(project), "") }},
 	}
-	for _, c := range calls {
-		lat := latency{name: c.name}
-		if err := timeCalls(p.calls, timedCall{c.name + " direct", c.direct, &lat.direct},
-			timedCall{c.name + " via gateway", c.rest, &lat.gateway}, timedCall{c.name + " via the transport floor", c.floor, &lat.floor}); err != nil {
-			return nil, err
-		}
-		rep.latencies = append(rep.latencies, lat)
-	}
-	// Reference: one bare HTTP round trip to the gateway (/healthz: no auth,
-	// no sidecar), the floor any REST call through it pays on top of the
-	// sidecar's own gRPC time.
-	// And an authenticated REST call that never reaches a sidecar
-	// (ListAgents): auth, routing and JSON without the sidecar hop.
-	if err := timeCalls(p.calls, timedCall{"healthz", func() error { return restGet(client, gw.URL+"/healthz", "") }, &rep.healthz},
-		timedCall{"ListAgents", func() error { return restGet(client, gw.URL+"/api/v1/agent-gateway/agents", gw.AdminToken) }, &rep.listAgents}); err != nil {
-		return nil, err
-	}
-	return rep, nil
+}
+
+// measureReferences: one bare HTTP round trip to the gateway (/healthz: no
+// auth, no sidecar), the floor any REST call through it pays on top of the
+// sidecar's own gRPC time; and an authenticated REST call that never
+// reaches a sidecar (ListAgents): auth, routing and JSON without the
+// sidecar hop.
+func (rg *rig) measureReferences(p params, rep *report) error {
+	client, gw := rg.client, rg.gw
+	return timeCalls(p.calls, timedCall{"healthz", func() error { return restGet(client, gw.URL+"/healthz", "") }, &rep.healthz},
+		timedCall{"ListAgents", func() error { return restGet(client, gw.URL+"/api/v1/agent-gateway/agents", gw.AdminToken) }, &rep.listAgents})
 }
 
 // timedCall is one path of a latency figure: its name (in errors), the

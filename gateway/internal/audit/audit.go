@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +24,11 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/agentworkspace/files/contracts/errtable"
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
-// Redacted replaces GLOBAL paths outside the allowlist.
-const Redacted = "[redacted]"
+// Redacted replaces GLOBAL paths outside the allowlist (davwire.RedactGlobal).
+const Redacted = davwire.Redacted
 
 // Results.
 const (
@@ -194,8 +194,8 @@ func (l *Logger) Record(ctx context.Context, r Record) {
 	}
 	r.Time = r.Time.UTC()
 	if r.WorkspaceScope == "GLOBAL" {
-		r.SourcePath = RedactGlobalPath(r.SourcePath)
-		r.DestinationPath = RedactGlobalPath(r.DestinationPath)
+		r.SourcePath = davwire.RedactGlobal(r.SourcePath)
+		r.DestinationPath = davwire.RedactGlobal(r.DestinationPath)
 	}
 	if r.Result == "" {
 		r.Result = ResultOK
@@ -240,20 +240,6 @@ func causeOnly(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
-}
-
-// RedactGlobalPath keeps a GLOBAL-scope path only when it names the global
-// root, skills/ or something below it, or AGENTS.md; anything else becomes
-// Redacted. Paths are workspace-relative ("skills/x", "AGENTS.md").
-func RedactGlobalPath(p string) string {
-	q := strings.TrimPrefix(p, "/")
-	switch {
-	case q == "", q == "AGENTS.md", q == "skills", q == "skills/":
-		return p
-	case strings.HasPrefix(q, "skills/") && !strings.Contains(q, ".."):
-		return p
-	}
-	return Redacted
 }
 
 // Duration converts a duration to the record's milliseconds.

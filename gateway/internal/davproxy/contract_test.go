@@ -216,7 +216,7 @@ func (f *ContractSidecar) serve(rw http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if r.Header.Get(davwire.ReadOnlyHeader) == "true" && !readMethods[r.Method] {
+	if r.Header.Get(davwire.ReadOnlyHeader) == "true" && !readMethod(r.Method) {
 		w.Header().Set("Allow", davwire.AllowRead)
 		fail(w, http.StatusMethodNotAllowed, "READ_ONLY", "read-only view")
 		return

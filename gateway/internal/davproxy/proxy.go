@@ -202,7 +202,7 @@ func intersectAllow(allow string) string {
 	var keep []string
 	for _, m := range strings.Split(allow, ",") {
 		m = strings.TrimSpace(m)
-		if readMethods[strings.ToUpper(m)] {
+		if readMethod(strings.ToUpper(m)) {
 			keep = append(keep, m)
 		}
 	}

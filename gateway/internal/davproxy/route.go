@@ -1,7 +1,6 @@
 package davproxy
 
 import (
-	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
@@ -67,13 +66,3 @@ func parseRoute(escaped string) (route, error) {
 // sameWorkspace reports whether two workspace routes are in one agent's one
 // workspace (the same project, or both global).
 func sameWorkspace(a, b route) bool { return davwire.SameWorkspace(a, b) }
-
-// auditPath is relPath as the audit log may show it: GLOBAL paths outside
-// skills/ and AGENTS.md are redacted (they name CODEX_HOME files), by the
-// audit package's one rule.
-func auditPath(rt route) string {
-	if rt.Scope != scopeGlobal {
-		return rt.RelPath
-	}
-	return audit.RedactGlobalPath(rt.RelPath)
-}

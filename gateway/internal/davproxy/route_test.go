@@ -58,8 +58,8 @@ func TestParseRoute(t *testing.T) {
 			t.Errorf("%s: %v", c.path, err)
 			continue
 		}
-		if rt.Kind != c.kind || rt.Agent != c.agent || rt.Scope != c.scope || rt.Project != c.project || rt.RelPath != c.rel || rt.Rest != c.rest || auditPath(rt) != c.audit {
-			t.Errorf("%s: got %+v (audit %q)", c.path, rt, auditPath(rt))
+		if rt.Kind != c.kind || rt.Agent != c.agent || rt.Scope != c.scope || rt.Project != c.project || rt.RelPath != c.rel || rt.Rest != c.rest || rt.AuditPath() != c.audit {
+			t.Errorf("%s: got %+v (audit %q)", c.path, rt, rt.AuditPath())
 		}
 	}
 }

@@ -12,21 +12,15 @@ import (
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
-var (
-	readMethods = map[string]bool{http.MethodOptions: true, http.MethodGet: true, http.MethodHead: true, "PROPFIND": true}
-	// mutationMethods are audited through OnMutation.
-	mutationMethods = map[string]bool{
-		http.MethodPut: true, http.MethodDelete: true, "MKCOL": true, "COPY": true, "MOVE": true,
-		"PROPPATCH": true, "LOCK": true, "UNLOCK": true,
-	}
-)
+// readMethod reports whether m is a read method of davwire's table.
+func readMethod(m string) bool { w, ok := davwire.Methods[m]; return ok && !w }
 
-func (h *handler) allow() string {
-	if h.opts.Writable {
-		return davwire.AllowWrite
-	}
-	return davwire.AllowRead
-}
+// mutationMethod reports whether m is a write method of davwire's table
+// the gateway's view serves (audited through OnMutation); POST, which
+// x/net/webdav serves like GET, it refuses.
+func mutationMethod(m string) bool { return davwire.Methods[m] && m != http.MethodPost }
+
+func (h *handler) allow() string { return davwire.Allow(h.opts.Writable) }
 
 // state is what the proxy hooks need to know about the request being served.
 type state struct {
@@ -83,13 +77,13 @@ func (h *handler) newState(r *http.Request, rt route, rec *recorder) *state {
 
 // newMutation is the audit record of a mutation method, nil for a read.
 func newMutation(method string, st *state) *Mutation {
-	if !mutationMethods[method] {
+	if !mutationMethod(method) {
 		return nil
 	}
 	rt := st.route
 	return &Mutation{
 		AgentID: rt.Agent, Action: "webdav." + method, Scope: rt.Scope, Project: rt.Project,
-		SourcePath: auditPath(rt), RequestID: st.requestID, Operator: st.operator,
+		SourcePath: rt.AuditPath(), RequestID: st.requestID, Operator: st.operator,
 	}
 }
 
@@ -144,8 +138,8 @@ func (h *handler) route(rec *recorder, r *http.Request, st *state, m *Mutation) 
 		return
 	}
 
-	if !readMethods[r.Method] {
-		if !h.opts.Writable || !mutationMethods[r.Method] {
+	if !readMethod(r.Method) {
+		if !h.opts.Writable || !mutationMethod(r.Method) {
 			h.methodNotAllowed(rec)
 			return
 		}
@@ -154,7 +148,7 @@ func (h *handler) route(rec *recorder, r *http.Request, st *state, m *Mutation) 
 			if !ok {
 				return
 			}
-			m.DestinationPath = auditPath(dst)
+			m.DestinationPath = dst.AuditPath()
 		}
 	}
 	release, ok := h.takeUploadSlot(rec, r, st)

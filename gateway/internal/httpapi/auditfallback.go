@@ -94,25 +94,21 @@ func (s *Server) auditRefused(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		id, _ := auth.FromContext(ctx)
-		rec := audit.Record{
-			Time: start, RequestID: requestid.From(ctx), Operator: id.Operator, AgentID: agentID,
-			ProjectName: project, Action: action, HTTPStatus: status,
-			DurationMS: audit.Duration(s.now().Sub(start)), Result: audit.ResultError,
+		m := audit.Mutation{
+			Start: start, Duration: s.now().Sub(start), RequestID: requestid.From(ctx), Operator: id.Operator,
+			AgentID: agentID, Project: project, Action: action, HTTPStatus: status, Failed: status >= 400,
 		}
 		if o.set {
-			rec.GRPCCode, rec.Reason = o.code.String(), o.reason
+			m.Code, m.Reason = o.code.String(), o.reason
 		} else {
 			// No error of ours wrote this response (none is known to reach
 			// here): only its HTTP status is known.
-			rec.GRPCCode = audit.CodeForHTTPStatus(status)
+			m.Code = audit.CodeForHTTPStatus(status)
 		}
 		if project != "" || action == "create_project" {
-			rec.WorkspaceScope = "PROJECT"
+			m.Scope = "PROJECT"
 		}
-		if status < 400 {
-			rec.Result = audit.ResultOK
-		}
-		s.opts.Audit.Record(ctx, rec)
+		s.opts.Audit.Mutation(ctx, m)
 		return err
 	}
 }

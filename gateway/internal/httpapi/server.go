@@ -189,11 +189,7 @@ func (s *Server) rootOptions(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("DAV", "1, 2")
 	h.Set("MS-Author-Via", "DAV")
-	allow := davwire.AllowRead
-	if s.opts.Writable {
-		allow = davwire.AllowWrite
-	}
-	h.Set("Allow", allow)
+	h.Set("Allow", davwire.Allow(s.opts.Writable))
 	return c.NoContent(http.StatusOK)
 }
 
