@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentworkspace/files/davfs/checkpoint/retention"
 )
 
 // The checkpoint store: content-addressed, deduplicated, on the agent's
@@ -1184,7 +1186,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 	return nil
 }
 
-// pruneAge removes checkpoints older than MaxAge.
+// pruneAge removes checkpoints older than MaxAge (retention.Expired).
 func (s *ckStore) pruneAge(f *FS) {
 	s.gc.Lock()
 	defer s.gc.Unlock()
@@ -1192,11 +1194,37 @@ func (s *ckStore) pruneAge(f *FS) {
 	if err != nil {
 		return
 	}
-	cut := f.now().Add(-s.cfg.MaxAge)
-	old := func(r ckRef) bool { return r.meta.Created.Before(cut) && !s.isBusy(r.meta.ID) }
-	if keep, removed := s.removeWhere(refs, old); removed {
+	p := s.policy(f.now(), "", "")
+	old := map[string]bool{}
+	for _, c := range p.Expired(s.retained(refs)) {
+		old[c.Workspace+"/"+c.ID] = true
+	}
+	if keep, removed := s.removeWhere(refs, func(r ckRef) bool { return old[r.key+"/"+r.meta.ID] }); removed {
 		s.collect(keep)
 	}
+}
+
+// policy is the store's retention policy as of now, for the new
+// checkpoint newID of the workspace key ("" for the age policy).
+func (s *ckStore) policy(now time.Time, key, newID string) retention.Policy {
+	return retention.Policy{MaxAge: s.cfg.MaxAge, PerWorkspace: s.cfg.MaxPerWorkspace, VersionsPerWS: s.cfg.MaxVersionsPerWorkspace,
+		VersionMinAge: VersionMinAge, Now: now, NewID: newID, NewWorkspaceKey: key}
+}
+
+// retained is what the retention policies see of refs (in the same order).
+func (s *ckStore) retained(refs []ckRef) []retention.Stored {
+	out := make([]retention.Stored, len(refs))
+	for i, r := range refs {
+		k := retention.Manual
+		switch {
+		case r.isVersion():
+			k = retention.Version
+		case r.meta.Reason != CheckpointManual:
+			k = retention.Automatic
+		}
+		out[i] = retention.Stored{Workspace: r.key, ID: r.meta.ID, Created: r.meta.Created, Kind: k, Held: s.isBusy(r.meta.ID)}
+	}
+	return out
 }
 
 // removeWhere removes the checkpoints of refs that drop selects. It
@@ -1229,13 +1257,21 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 }
 
 // enforce applies the count and byte limits after the checkpoint newID of
-// ws was committed. It plans first and removes after: automatic
-// checkpoints go before manual ones, the oldest first in each; a
-// checkpoint a restore reads never goes, nor a per-file version younger
-// than VersionMinAge or one whose write is still running; a new per-file
-// version evicts only other versions, by count and by bytes. If the new checkpoint does not
-// fit even with every planned removal, nothing else is removed: the new
-// one alone goes and the create fails.
+// ws was committed. It plans first (the retention policies) and removes
+// after: automatic checkpoints go before manual ones, the oldest first in
+// each; a checkpoint a restore reads never goes, nor a per-file version
+// younger than VersionMinAge or one whose write is still running; a new
+// per-file version evicts only other versions, by count and by bytes. If
+// the new checkpoint does not fit even with every planned removal,
+// nothing else is removed: the new one alone goes and the create fails.
+//
+// No checkpoint, of whatever kind, evicts a version younger than
+// VersionMinAge: a sync that overwrites more files than the bound within
+// minutes, or a manual or automatic checkpoint taken during one, is
+// refused (CHECKPOINT_LIMIT) rather than lose what the writes replaced. A
+// per-file version makes room for its bytes only by evicting other
+// versions: what an unconditional WebDAV write replaced never costs an
+// operator's checkpoint, manual or automatic.
 func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
@@ -1245,132 +1281,64 @@ func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
 	if err != nil && !unread {
 		return errStore(err)
 	}
-	sortForEviction(refs)
-	// count: ws's versions (true) and other checkpoints, counted apart.
-	count, newIsVersion := countRefs(refs, key, newID)
-	limit := map[bool]int{true: s.cfg.MaxVersionsPerWorkspace, false: s.cfg.MaxPerWorkspace}
-	// No checkpoint, of whatever kind, evicts a version younger than
-	// VersionMinAge: a sync that overwrites more files than the bound
-	// within minutes, or a manual or automatic checkpoint taken during
-	// one, is refused (CHECKPOINT_LIMIT) rather than lose what the writes
-	// replaced. A version whose write is still running is held (busy) on
-	// top of that, whatever its age (keepVersion).
-	//
-	// A per-file version makes room for its bytes only by evicting other
-	// versions: what an unconditional WebDAV write replaced never costs an
-	// operator's checkpoint, manual or automatic (taken before a delete or
-	// restore). When it still does not fit, it goes and the write fails.
-	now := f.now()
-	evictable := func(r ckRef) bool {
-		return r.meta.ID != newID && !s.isBusy(r.meta.ID) &&
-			(!r.isVersion() || now.Sub(r.meta.Created) >= VersionMinAge) && (r.isVersion() || !newIsVersion)
-	}
-	drop := map[*ckMeta]bool{}
-	for _, r := range refs {
-		if r.key == key && evictable(r) && count[r.isVersion()] > limit[r.isVersion()] {
-			drop[r.meta] = true
-			count[r.isVersion()]--
-		}
-	}
-	if newIsVersion && count[true] > limit[true] {
+	cs := s.retained(refs)
+	retention.SortForEviction(cs)
+	refs = sortLike(refs, cs)
+	p := s.policy(f.now(), key, newID)
+	drop, refuse := p.ByCount(cs)
+	if refuse {
 		s.remove(key, newID)
 		s.collect(nil)
 		return errCheckpointLimit(fmt.Sprintf("keeping it would prune a version younger than %v (services.checkpoints.maxVersionsPerWorkspace, %d, is reached)", VersionMinAge, s.cfg.MaxVersionsPerWorkspace))
 	}
-	fits := true
 	maxBytes, reserve, volume := s.byteLimit()
 	if s.total.Load() > maxBytes {
 		// Over the byte limit: plan further removals on reference counts
 		// over what the count limit keeps.
-		fits = s.planByBytes(refs, drop, evictable, maxBytes, unread)
+		p.MaxBytes = maxBytes
+		objects, sizes, unknown := s.referencedBytes(refs, drop)
+		if !p.ByBytes(cs, drop, objects, sizes, unread || unknown) {
+			return s.refuseNew(err, key, newID, volume, reserve)
+		}
 	}
-	if !fits {
-		return s.refuseNew(err, key, newID, volume, reserve)
-	}
-	if len(drop) == 0 {
+	if !slices.Contains(drop, true) {
 		return nil
 	}
-	keep, _ := s.removeWhere(refs, func(r ckRef) bool { return drop[r.meta] })
+	dropped := map[*ckMeta]bool{}
+	for i, r := range refs {
+		dropped[r.meta] = drop[i]
+	}
+	keep, _ := s.removeWhere(refs, func(r ckRef) bool { return dropped[r.meta] })
 	if unread {
 		keep = nil // read again: frees nothing while still incomplete
 	}
 	return s.collect(keep)
 }
 
-// sortForEviction puts refs in eviction order: versions, then other
-// automatic checkpoints (taken by davfs itself, before a restore or
-// delete), then manual ones, oldest first in each (IDs sort by time).
-func sortForEviction(refs []ckRef) {
-	rank := func(r ckRef) int {
-		if r.isVersion() {
-			return 0
-		}
-		if r.meta.Reason != CheckpointManual {
-			return 1
-		}
-		return 2
-	}
-	slices.SortFunc(refs, func(a, b ckRef) int {
-		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.meta.ID, b.meta.ID))
-	})
-}
-
-// countRefs counts the checkpoints of key: its versions (true) and the
-// others, apart; newIsVersion tells whether newID is a version.
-func countRefs(refs []ckRef, key, newID string) (count map[bool]int, newIsVersion bool) {
-	count = map[bool]int{}
+// sortLike returns refs in the order of cs, which retained(refs) made and
+// retention sorted (workspace key and ID identify a checkpoint).
+func sortLike(refs []ckRef, cs []retention.Stored) []ckRef {
+	by := make(map[string]ckRef, len(refs))
 	for _, r := range refs {
-		if r.key == key && r.meta.ID == newID {
-			newIsVersion = r.isVersion()
-		}
-		if r.key == key {
-			count[r.isVersion()]++
-		}
+		by[r.key+"/"+r.meta.ID] = r
 	}
-	return count, newIsVersion
+	out := make([]ckRef, len(cs))
+	for i, c := range cs {
+		out[i] = by[c.Workspace+"/"+c.ID]
+	}
+	return out
 }
 
-// planByBytes adds to drop, in refs' order, evictable checkpoints until
-// what the rest references fits in maxBytes. It reports whether it fits;
-// never when a checkpoint's contents are unknown (unread, or a manifest
-// that cannot be read).
-func (s *ckStore) planByBytes(refs []ckRef, drop map[*ckMeta]bool, evictable func(ckRef) bool, maxBytes int64, unread bool) bool {
-	counts, sizes, hashes, unknown := s.referencedBytes(refs, drop)
-	var total int64
-	for h := range counts {
-		total += sizes[h]
-	}
-	for _, r := range refs {
-		if total <= maxBytes {
-			break
-		}
-		if drop[r.meta] || !evictable(r) {
-			continue
-		}
-		if _, ok := hashes[r.meta]; !ok {
-			continue // damaged, or holding no file: removing it frees nothing known
-		}
-		drop[r.meta] = true
-		for _, h := range hashes[r.meta] {
-			if counts[h]--; counts[h] == 0 {
-				total -= sizes[h]
-			}
-		}
-	}
-	return !(unread || unknown) && total <= maxBytes
-}
-
-// referencedBytes reads the manifests of the refs not in drop: how many of
-// them reference each object or pack (counts), what each occupies
-// (sizes), and which each one references (hashes). unknown: a manifest
-// could not be read, so what it holds, and so what can be freed, is
-// unknown.
-func (s *ckStore) referencedBytes(refs []ckRef, drop map[*ckMeta]bool) (counts map[string]int, sizes map[string]int64, hashes map[*ckMeta][]string, unknown bool) {
-	counts = map[string]int{}
+// referencedBytes reads the manifests of the refs not in drop (parallel
+// to refs): which objects or packs each references (objects, parallel to
+// refs; none for a dropped one) and what each occupies (sizes). unknown:
+// a manifest could not be read, so what it holds, and so what can be
+// freed, is unknown.
+func (s *ckStore) referencedBytes(refs []ckRef, drop []bool) (objects [][]string, sizes map[string]int64, unknown bool) {
+	objects = make([][]string, len(refs))
 	sizes = map[string]int64{}
-	hashes = map[*ckMeta][]string{}
-	for _, r := range refs {
-		if drop[r.meta] {
+	for i, r := range refs {
+		if drop[i] {
 			continue
 		}
 		m, ok := s.rawManifest(r)
@@ -1399,13 +1367,12 @@ func (s *ckStore) referencedBytes(refs []ckRef, drop map[*ckMeta]bool) (counts m
 			}
 			if k != "" && !seen[k] {
 				seen[k] = true
-				counts[k]++
 				sizes[k] = size
-				hashes[r.meta] = append(hashes[r.meta], k)
+				objects[i] = append(objects[i], k)
 			}
 		}
 	}
-	return counts, sizes, hashes, unknown
+	return objects, sizes, unknown
 }
 
 // refuseNew removes the new checkpoint newID of key, and what only it
