@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,27 +72,27 @@ func (c *cappedWriter) Write(b []byte) (int, error) {
 // writeAtomic writes bytes: encoded into a temp file in tmp/ (removed
 // again on any error), fsynced, renamed, dirfd fsynced.
 func (s *ckStore) writeAtomicManifest(dirfd int, name string, m *ckManifest) error {
-	t, err := createTemp(s.tmpfd)
+	t, err := fdio.CreateTemp(s.tmpfd)
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(t.fd), "manifest")
+	f := os.NewFile(uintptr(t.FD), "manifest")
 	err = writeManifest(f, m)
 	if err == nil {
 		err = f.Sync()
 	}
 	f.Close() // closes t.fd
 	if err == nil {
-		err = unix.Renameat(s.tmpfd, t.name, dirfd, name)
+		err = unix.Renameat(s.tmpfd, t.Name, dirfd, name)
 	}
 	if err != nil {
-		unix.Unlinkat(s.tmpfd, t.name, 0)
+		unix.Unlinkat(s.tmpfd, t.Name, 0)
 		if errors.Is(err, errManifestTooLarge) {
 			return errCheckpointLimit("its list of entries is larger than a manifest may be (long paths); checkpoint a part of the workspace")
 		}
 		return err
 	}
-	return fsyncDir(dirfd)
+	return fdio.FsyncDir(dirfd)
 }
 
 // scopeRange is the part of the sorted entries es that may lie within

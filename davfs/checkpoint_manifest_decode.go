@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 )
 
 // Reading a manifest back. The store may be on the agent's volume, so a
@@ -84,7 +86,7 @@ func (s *ckStore) decodeManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
 	}
 	fd, _, err := openSingle(dfd, meta.ID+".manifest", func(n int64) bool { return n <= maxManifestBytes }, "")
 	if err != nil {
-		if errnoOf(err) != 0 {
+		if fdio.Errno(err) != 0 {
 			return nil, err
 		}
 		return nil, badManifest("it is not a single-link regular file of at most %d MiB", maxManifestBytes>>20)
@@ -98,7 +100,7 @@ func (s *ckStore) decodeManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
 	m, err := decodeManifestStream(dec, want, maxPath)
 	if err != nil {
 		var me *manifestError
-		if errors.As(err, &me) || errnoOf(err) != 0 {
+		if errors.As(err, &me) || fdio.Errno(err) != 0 {
 			return nil, err
 		}
 		return nil, badManifest("it is not a valid manifest (JSON)")

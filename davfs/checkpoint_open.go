@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +82,7 @@ func errUnusable(err error) *Error {
 
 // errSubdir is the failure to create or open the store's subfolder name.
 func errSubdir(name string, err error) *Error {
-	if e := errnoOf(err); e == unix.ELOOP || e == unix.ENOTDIR || e == unix.EEXIST {
+	if e := fdio.Errno(err); e == unix.ELOOP || e == unix.ENOTDIR || e == unix.EEXIST {
 		return errUnusableWhy(err, fmt.Sprintf("its %s/ folder is a symbolic link or not a folder", name))
 	}
 	return errUnusableWhy(err, fmt.Sprintf("its %s/ folder %s", name, errnoWhy(err)))
@@ -89,7 +90,7 @@ func errSubdir(name string, err error) *Error {
 
 // errnoWhy says in safe words why a system call on the store failed.
 func errnoWhy(err error) string {
-	switch e := errnoOf(err); e {
+	switch e := fdio.Errno(err); e {
 	case 0:
 		return "it cannot be opened"
 	case unix.EACCES, unix.EPERM:

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ func (s *ckStore) putBytes(h string, b []byte) (int64, error) {
 	dfd, err := s.objDir(h, false)
 	if err == nil {
 		var st unix.Stat_t
-		ok := fstatat(dfd, h, &st) == nil && isType(&st, unix.S_IFREG)
+		ok := fdio.Fstatat(dfd, h, &st) == nil && fdio.IsType(&st, unix.S_IFREG)
 		unix.Close(dfd)
 		if ok {
 			return 0, nil
@@ -37,20 +38,20 @@ func (s *ckStore) putBytes(h string, b []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	unix.Close(t.fd)
-	return s.putTemp(t.name, h, int64(len(b)))
+	unix.Close(t.FD)
+	return s.putTemp(t.Name, h, int64(len(b)))
 }
 
 // tempWith writes b into a new temp file in tmp/ (not fsynced). On an
 // error the temp file is gone.
-func (s *ckStore) tempWith(b []byte) (tempFile, error) {
-	t, err := createTemp(s.tmpfd)
+func (s *ckStore) tempWith(b []byte) (fdio.TempFile, error) {
+	t, err := fdio.CreateTemp(s.tmpfd)
 	if err != nil {
 		return t, err
 	}
-	if err := writeAll(t.fd, b); err != nil {
-		t.discard(s.tmpfd)
-		return tempFile{}, err
+	if err := writeAll(t.FD, b); err != nil {
+		t.Discard(s.tmpfd)
+		return fdio.TempFile{}, err
 	}
 	return t, nil
 }
@@ -73,7 +74,7 @@ func writeAll(fd int, b []byte) error {
 type packWriter struct {
 	s   *ckStore
 	id  string
-	t   tempFile
+	t   fdio.TempFile
 	off int64
 	ok  bool // t was created
 }
@@ -81,14 +82,14 @@ type packWriter struct {
 // add appends b and returns its offset.
 func (p *packWriter) add(b []byte) (int64, error) {
 	if !p.ok {
-		t, err := createTemp(p.s.tmpfd)
+		t, err := fdio.CreateTemp(p.s.tmpfd)
 		if err != nil {
 			return 0, err
 		}
 		p.t, p.ok = t, true
 	}
 	off := p.off
-	if err := writeAll(p.t.fd, b); err != nil {
+	if err := writeAll(p.t.FD, b); err != nil {
 		return 0, err
 	}
 	p.off += int64(len(b))
@@ -101,14 +102,14 @@ func (p *packWriter) commit() error {
 	if !p.ok {
 		return nil
 	}
-	if err := unix.Fsync(p.t.fd); err != nil {
+	if err := unix.Fsync(p.t.FD); err != nil {
 		return err
 	}
-	unix.Close(p.t.fd)
-	p.t.fd = -1
+	unix.Close(p.t.FD)
+	p.t.FD = -1
 	p.ok = false // from here on, nothing is left for discard
-	if err := unix.Renameat2(p.s.tmpfd, p.t.name, p.s.packfd, p.id+".pack", unix.RENAME_NOREPLACE); err != nil {
-		unix.Unlinkat(p.s.tmpfd, p.t.name, 0)
+	if err := unix.Renameat2(p.s.tmpfd, p.t.Name, p.s.packfd, p.id+".pack", unix.RENAME_NOREPLACE); err != nil {
+		unix.Unlinkat(p.s.tmpfd, p.t.Name, 0)
 		return err
 	}
 	// The rename must be durable before a manifest names the pack: after a
@@ -125,18 +126,18 @@ func (p *packWriter) commit() error {
 // packDirSync fsyncs packs/ (packfd is O_PATH: it is opened again
 // O_RDONLY to be fsynced). A variable for the tests.
 var packDirSync = func(packfd int) error {
-	fd, err := unix.Openat(packfd, ".", oDirRead|oCommon, 0)
+	fd, err := unix.Openat(packfd, ".", fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	return fsyncDir(fd)
+	return fdio.FsyncDir(fd)
 }
 
 // discard removes an uncommitted pack.
 func (p *packWriter) discard() {
 	if p.ok {
-		p.t.discard(p.s.tmpfd)
+		p.t.Discard(p.s.tmpfd)
 		p.ok = false
 	}
 }

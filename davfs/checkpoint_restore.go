@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -317,7 +318,7 @@ func (f *FS) restoreParents(ws Workspace, scope string) error {
 		}
 		err = unix.Mkdirat(pfd, w.name(), 0o755)
 		if err == nil {
-			err = fsyncDir(pfd)
+			err = fdio.FsyncDir(pfd)
 		} else if err == unix.EEXIST {
 			err = nil
 		}
@@ -334,7 +335,7 @@ func (f *FS) restoreParents(ws Workspace, scope string) error {
 // time stamps (an in-place write moves the mtime and ctime, a replacement
 // the inode).
 func statIsEntry(st *unix.Stat_t, e *ckEntry) bool {
-	return isType(st, unix.S_IFREG) && st.Dev == e.Dev && st.Ino == e.Ino && st.Size == e.Size &&
+	return fdio.IsType(st, unix.S_IFREG) && st.Dev == e.Dev && st.Ino == e.Ino && st.Size == e.Size &&
 		st.Mtim.Nano() == e.Mtime && st.Ctim.Nano() == e.Ctime
 }
 
@@ -354,7 +355,7 @@ func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
-	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || isType(&st, unix.S_IFDIR) != seen.Dir ||
+	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || fdio.IsType(&st, unix.S_IFDIR) != seen.Dir ||
 		(!seen.Dir && !statIsEntry(&st, seen)) {
 		return errChangedDuring(p)
 	}
@@ -370,7 +371,7 @@ func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
 		}
 		return fsErr(err, p)
 	}
-	return fsErr(fsyncDir(pfd), p)
+	return fsErr(fdio.FsyncDir(pfd), p)
 }
 
 // restoreDir creates a directory of the checkpoint or sets its mode.
@@ -388,7 +389,7 @@ func (f *FS) restoreDir(ws Workspace, e *ckEntry) error {
 	if err := unix.Mkdirat(pfd, w.name(), mode); err != nil && err != unix.EEXIST {
 		return fsErr(err, e.Path)
 	}
-	fd, err := f.openName(w.r, pfd, w.name(), oDirRead)
+	fd, err := f.openName(w.r, pfd, w.name(), fdio.DirRead)
 	if err != nil {
 		return f.resolveErr(w, e.Path, err)
 	}
@@ -396,7 +397,7 @@ func (f *FS) restoreDir(ws Workspace, e *ckEntry) error {
 	if err := unix.Fchmod(fd, mode); err != nil {
 		return fsErr(err, e.Path)
 	}
-	return fsErr(fsyncDir(pfd), e.Path)
+	return fsErr(fdio.FsyncDir(pfd), e.Path)
 }
 
 // restoreFile writes a file of the checkpoint atomically: a temp file
@@ -426,22 +427,22 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 		return err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(t.fd, &st); err != nil || st.Size != e.Size || hex.EncodeToString(h.Sum(nil)) != e.Hash {
-		t.discard(pfd)
+	if err := unix.Fstat(t.FD, &st); err != nil || st.Size != e.Size || hex.EncodeToString(h.Sum(nil)) != e.Hash {
+		t.Discard(pfd)
 		return errObjectChanged(e.Path, nil)
 	}
 	// The checkpoint's mtime too (an editor's or build tool's view of the
 	// file); the ctime is the restore's, as always.
 	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(e.Mtime)}
-	if err := unix.UtimesNanoAt(pfd, t.name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		t.discard(pfd)
+	if err := unix.UtimesNanoAt(pfd, t.Name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Discard(pfd)
 		return fsErr(err, e.Path)
 	}
 	var target *unix.Stat_t
 	if replace {
 		var st unix.Stat_t
 		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || seen.Dir || !statIsEntry(&st, seen) {
-			t.discard(pfd)
+			t.Discard(pfd)
 			return errChangedDuring(e.Path)
 		}
 		target = &st
@@ -454,8 +455,8 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 		return err
 	}
 	closeRef(old)
-	unix.Close(t.fd)
-	return fsErr(fsyncDir(pfd), e.Path)
+	unix.Close(t.FD)
+	return fsErr(fdio.FsyncDir(pfd), e.Path)
 }
 
 // errObjectDamaged: an object the restore would write is missing or not
@@ -533,7 +534,7 @@ func (s *ckStore) verifyObject(ctx context.Context, e *ckEntry, buf []byte) erro
 // the stored data: the process ran out of fds or memory, or was
 // interrupted.
 func transientErrno(err error) bool {
-	switch errnoOf(err) {
+	switch fdio.Errno(err) {
 	case unix.EMFILE, unix.ENFILE, unix.ENOMEM, unix.EAGAIN, unix.EINTR:
 		return true
 	}

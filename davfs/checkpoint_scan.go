@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -138,7 +139,7 @@ func (s *scanner) scan() error {
 	}
 	switch {
 	case w.isRoot() && w.isGlobal():
-		fd, err := s.f.open(w, oDirPath)
+		fd, err := s.f.open(w, fdio.DirPath)
 		if err != nil {
 			return err
 		}
@@ -149,7 +150,7 @@ func (s *scanner) scan() error {
 			}
 		}
 	case w.isRoot():
-		fd, err := s.f.open(w, oDirRead)
+		fd, err := s.f.open(w, fdio.DirRead)
 		if err != nil {
 			return err
 		}
@@ -158,7 +159,7 @@ func (s *scanner) scan() error {
 			return err
 		}
 	default:
-		pfd, err := s.f.openParent(w, oDirPath)
+		pfd, err := s.f.openParent(w, fdio.DirPath)
 		if err != nil {
 			return err
 		}
@@ -176,7 +177,7 @@ func (s *scanner) scan() error {
 }
 
 func (s *scanner) dir(fd int, rel string, depth int) error {
-	ents, err := readDirents(fd)
+	ents, err := fdio.ReadDirents(fd)
 	if err != nil {
 		return fsErr(err, rel)
 	}
@@ -194,7 +195,7 @@ func (s *scanner) dir(fd int, rel string, depth int) error {
 		if pre != nil {
 			p = &pre[i-base]
 		}
-		if err := s.entry(fd, d.name, childRel(rel, d.name), depth+1, p); err != nil {
+		if err := s.entry(fd, d.Name, childRel(rel, d.Name), depth+1, p); err != nil {
 			return err
 		}
 	}
@@ -240,7 +241,7 @@ type prestat struct {
 // confinement changes: it is taken the same way, and everything entry opens
 // is opened without following links and checked by fstat against it, as
 // before.
-func (s *scanner) prestat(fd int, ents []dirent) []prestat {
+func (s *scanner) prestat(fd int, ents []fdio.Dirent) []prestat {
 	workers := min(runtime.GOMAXPROCS(0), (len(ents)+prestatChunk-1)/prestatChunk)
 	if len(ents) < prestatMin || workers < 2 {
 		return nil
@@ -256,7 +257,7 @@ func (s *scanner) prestat(fd int, ents []dirent) []prestat {
 				return // canceled: the walk's own check reports it
 			}
 			for i := lo; i < min(lo+prestatChunk, len(ents)); i++ {
-				out[i].err = lstatOn(s.w.r, fd, ents[i].name, &out[i].st)
+				out[i].err = lstatOn(s.w.r, fd, ents[i].Name, &out[i].st)
 			}
 		}
 	}
@@ -289,7 +290,7 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 		err = lstatOn(s.w.r, pfd, name, &st)
 	}
 	if err != nil {
-		switch errnoOf(err) {
+		switch fdio.Errno(err) {
 		case unix.ENOENT:
 			return nil // gone meanwhile
 		case unix.EXDEV:
@@ -304,8 +305,8 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 		if s.w.isGlobal() && rel == globalAgents {
 			break
 		}
-		fd, err := f.openName(s.w.r, pfd, name, oDirRead)
-		if errnoOf(err) == unix.ENOENT {
+		fd, err := f.openName(s.w.r, pfd, name, fdio.DirRead)
+		if fdio.Errno(err) == unix.ENOENT {
 			return nil
 		}
 		if err != nil {
@@ -355,7 +356,7 @@ func (s *scanner) file(pfd int, name, rel string, st *unix.Stat_t) (ckEntry, boo
 		return e, true, nil // unchanged since the checkpoint that read it
 	}
 	for range captureRetries {
-		fd, err := s.f.openName(s.w.r, pfd, name, oFile)
+		fd, err := s.f.openName(s.w.r, pfd, name, fdio.File)
 		if err != nil {
 			return ckEntry{}, false, nil
 		}
@@ -378,7 +379,7 @@ func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 	if err := unix.Fstat(fd, &before); err != nil {
 		return ckEntry{}, false, fsErr(err, rel)
 	}
-	if !isType(&before, unix.S_IFREG) || before.Nlink > 1 {
+	if !fdio.IsType(&before, unix.S_IFREG) || before.Nlink > 1 {
 		return ckEntry{}, false, nil
 	}
 	readAt := time.Now()
@@ -449,23 +450,23 @@ func (s *scanner) storeSmall(e *ckEntry, h string, b []byte) error {
 // before is its settled fstat.
 func (s *scanner) readLarge(fd int, rel string, before *unix.Stat_t, readAt time.Time) (ckEntry, bool, error) {
 	var after unix.Stat_t
-	t, err := createTemp(s.store.tmpfd)
+	t, err := fdio.CreateTemp(s.store.tmpfd)
 	if err != nil {
 		return ckEntry{}, false, errStore(err)
 	}
 	d := sha256.New()
-	n, used, err := s.copy(t.fd, fd, d)
+	n, used, err := s.copy(t.FD, fd, d)
 	if err != nil {
-		t.discard(s.store.tmpfd)
+		t.Discard(s.store.tmpfd)
 		return ckEntry{}, false, err
 	}
-	unix.Close(t.fd)
+	unix.Close(t.FD)
 	if err := unix.Fstat(fd, &after); err != nil || !sameStat(before, &after) || n != before.Size {
-		unix.Unlinkat(s.store.tmpfd, t.name, 0)
+		unix.Unlinkat(s.store.tmpfd, t.Name, 0)
 		return ckEntry{}, false, nil
 	}
 	h := hex.EncodeToString(d.Sum(nil))
-	added, err := s.store.putTemp(t.name, h, used)
+	added, err := s.store.putTemp(t.Name, h, used)
 	if err != nil {
 		return ckEntry{}, false, errStore(err)
 	}
@@ -534,7 +535,7 @@ func (s *scanner) hashAll(fd int, size int64, keep bool) (string, []byte, int64,
 	}
 	d := sha256.New()
 	if keep && size <= smallObject {
-		b, _, err := readAllAt(fd, size, nil)
+		b, _, err := fdio.ReadAllAt(fd, size, nil)
 		if err != nil {
 			return "", nil, 0, err
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -289,10 +290,10 @@ func TestCheckpointPrestatNeverFollowsLinks(t *testing.T) {
 	}
 	w, err := e.fs.resolve(proj("p"), "big")
 	must(t, err)
-	fd, err := e.fs.open(w, oDirRead)
+	fd, err := e.fs.open(w, fdio.DirRead)
 	must(t, err)
 	defer unix.Close(fd)
-	ents, err := readDirents(fd)
+	ents, err := fdio.ReadDirents(fd)
 	must(t, err)
 	if len(ents) < prestatMin {
 		t.Fatalf("%d names, want at least %d", len(ents), prestatMin)
@@ -309,23 +310,23 @@ func TestCheckpointPrestatNeverFollowsLinks(t *testing.T) {
 	for i, d := range ents {
 		p := pre[i]
 		if p.err != nil {
-			t.Fatalf("%s: %v", d.name, p.err)
+			t.Fatalf("%s: %v", d.Name, p.err)
 		}
 		want := uint32(unix.S_IFREG)
 		switch {
-		case links[d.name]:
+		case links[d.Name]:
 			want = unix.S_IFLNK
 			seen++
-		case d.name == "sub":
+		case d.Name == "sub":
 			want = unix.S_IFDIR
 		}
 		if got := p.st.Mode & unix.S_IFMT; got != want {
-			t.Errorf("%s: type %#o, want %#o", d.name, got, want)
+			t.Errorf("%s: type %#o, want %#o", d.Name, got, want)
 		}
 		var st unix.Stat_t
-		must(t, lstatOn(w.r, fd, d.name, &st))
+		must(t, lstatOn(w.r, fd, d.Name, &st))
 		if st.Ino != p.st.Ino || st.Dev != p.st.Dev {
-			t.Errorf("%s: prestat names another inode than lstat", d.name)
+			t.Errorf("%s: prestat names another inode than lstat", d.Name)
 		}
 	}
 	if seen != len(links) {

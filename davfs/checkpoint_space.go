@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -123,7 +124,7 @@ func (s *ckStore) objectOccupied(h string, size int64) int64 {
 	}
 	defer unix.Close(dfd)
 	var st unix.Stat_t
-	if fstatat(dfd, h, &st) != nil {
+	if fdio.Fstatat(dfd, h, &st) != nil {
 		return size
 	}
 	return occupied(&st)

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentworkspace/files/davfs/checkpoint/retention"
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 )
 
 // The checkpoint store: content-addressed, deduplicated, on the agent's
@@ -97,7 +98,7 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	if fd, err := openDirNoFollow(s.path, false); err == nil {
 		unix.Close(fd)
 		_ = s.open(f)
-	} else if errnoOf(err) != unix.ENOENT {
+	} else if fdio.Errno(err) != unix.ENOENT {
 		s.failure = errUnusable(errStoreOpen(err))
 	}
 	return s, nil
@@ -108,7 +109,7 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 // (O_NOFOLLOW|O_DIRECTORY on each), and, when create is set, creating the
 // missing ones (0700). Its errors are bare errnos: they name no path.
 func openDirNoFollow(path string, create bool) (int, error) {
-	fd, err := unix.Open("/", oDirPath|oCommon, 0)
+	fd, err := unix.Open("/", fdio.DirPath|fdio.Common, 0)
 	if err != nil {
 		return -1, err
 	}
@@ -116,10 +117,10 @@ func openDirNoFollow(path string, create bool) (int, error) {
 		if seg == "" {
 			continue
 		}
-		next, err := unix.Openat(fd, seg, oDirPath|oCommon, 0)
+		next, err := unix.Openat(fd, seg, fdio.DirPath|fdio.Common, 0)
 		if err == unix.ENOENT && create {
 			if err = mkdirSynced(fd, seg); err == nil {
-				next, err = unix.Openat(fd, seg, oDirPath|oCommon, 0)
+				next, err = unix.Openat(fd, seg, fdio.DirPath|fdio.Common, 0)
 			}
 		}
 		unix.Close(fd)
@@ -138,18 +139,18 @@ func mkdirSynced(dirfd int, name string) error {
 	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && err != unix.EEXIST {
 		return err
 	}
-	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)
+	rfd, err := unix.Openat(dirfd, ".", fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(rfd)
-	return fsyncDir(rfd)
+	return fdio.FsyncDir(rfd)
 }
 
 // errStoreOpen tells a path that is not a plain chain of directories (a
 // symlink or a file on it) from other store errors.
 func errStoreOpen(err error) error {
-	if e := errnoOf(err); e == unix.ELOOP || e == unix.ENOTDIR {
+	if e := fdio.Errno(err); e == unix.ELOOP || e == unix.ENOTDIR {
 		return errUnusableWhy(err, "it is a symbolic link or a file, or its path passes through one (it must be a folder whose path has neither)")
 	}
 	return errStore(err)
@@ -173,12 +174,12 @@ func errNotAStore() *Error {
 // recognised by holding nothing but its directories objects/, ws/, tmp/
 // (and packs/).
 func claim(fd int) error {
-	rfd, err := unix.Openat(fd, ".", oDirRead|oCommon, 0)
+	rfd, err := unix.Openat(fd, ".", fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return errStore(err)
 	}
 	defer unix.Close(rfd)
-	ents, err := readDirents(rfd)
+	ents, err := fdio.ReadDirents(rfd)
 	if err != nil {
 		return errStore(err)
 	}
@@ -186,22 +187,22 @@ func claim(fd int) error {
 	legacy := len(ents) > 0
 	for _, d := range ents {
 		var st unix.Stat_t
-		if d.name == storeMarker {
-			if fstatat(rfd, d.name, &st) == nil && isType(&st, unix.S_IFREG) && st.Nlink == 1 {
+		if d.Name == storeMarker {
+			if fdio.Fstatat(rfd, d.Name, &st) == nil && fdio.IsType(&st, unix.S_IFREG) && st.Nlink == 1 {
 				return nil
 			}
 			return errNotAStore()
 		}
-		if _, ok := layout[d.name]; !ok || fstatat(rfd, d.name, &st) != nil || !isType(&st, unix.S_IFDIR) {
+		if _, ok := layout[d.Name]; !ok || fdio.Fstatat(rfd, d.Name, &st) != nil || !fdio.IsType(&st, unix.S_IFDIR) {
 			legacy = false
 			continue
 		}
-		layout[d.name] = true
+		layout[d.Name] = true
 	}
 	if len(ents) > 0 && (!legacy || slices.Contains(slices.Collect(maps.Values(layout)), false)) {
 		return errNotAStore()
 	}
-	mfd, err := unix.Openat(rfd, storeMarker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|oCommon, 0o600)
+	mfd, err := unix.Openat(rfd, storeMarker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|fdio.Common, 0o600)
 	if err != nil {
 		return errStore(err)
 	}
@@ -214,7 +215,7 @@ func claim(fd int) error {
 		unix.Unlinkat(rfd, storeMarker, 0)
 		return errStore(werr)
 	}
-	if err := fsyncDir(rfd); err != nil {
+	if err := fdio.FsyncDir(rfd); err != nil {
 		return errStore(err)
 	}
 	return nil
@@ -236,7 +237,7 @@ func errStore(err error) error {
 	if errors.As(err, &de) {
 		return de
 	}
-	if errnoOf(err) == unix.ENOSPC || errnoOf(err) == unix.EDQUOT {
+	if fdio.Errno(err) == unix.ENOSPC || fdio.Errno(err) == unix.EDQUOT {
 		return newErr(CodeResourceExhausted, ReasonNoSpace, err, "no space left in the checkpoint store")
 	}
 	return newErr(CodeInternal, ReasonInternal, err, "checkpoint store error")
@@ -276,9 +277,9 @@ func (s *ckStore) openLocked(f *FS) error {
 	}
 	s.failure = nil
 	// Leftovers of an interrupted write.
-	if ents, err := readDirents(s.tmpfd); err == nil {
+	if ents, err := fdio.ReadDirents(s.tmpfd); err == nil {
 		for _, d := range ents {
-			unix.Unlinkat(s.tmpfd, d.name, 0)
+			unix.Unlinkat(s.tmpfd, d.Name, 0)
 		}
 	}
 	s.recount(nil, nil)
@@ -295,7 +296,7 @@ func (s *ckStore) openDirs(f *FS) error {
 		if err = mkdirSynced(f.projects.fd, s.underRoot); err != nil {
 			return errStore(err)
 		}
-		fd, err = unix.Openat(f.projects.fd, s.underRoot, oDirPath|oCommon, 0)
+		fd, err = unix.Openat(f.projects.fd, s.underRoot, fdio.DirPath|fdio.Common, 0)
 	} else {
 		fd, err = openDirNoFollow(s.path, true)
 	}
@@ -314,16 +315,16 @@ func (s *ckStore) openDirs(f *FS) error {
 		if err := mkdirSynced(fd, name); err != nil {
 			return -1, errSubdir(name, err)
 		}
-		sfd, err := unix.Openat(fd, name, flags|oCommon, 0)
+		sfd, err := unix.Openat(fd, name, flags|fdio.Common, 0)
 		if err != nil {
 			return -1, errSubdir(name, err)
 		}
 		return sfd, nil
 	}
-	objfd, err1 := sub("objects", oDirPath)
-	tmpfd, err2 := sub("tmp", oDirRead)
-	wsfd, err3 := sub("ws", oDirPath)
-	packfd, err4 := sub("packs", oDirPath)
+	objfd, err1 := sub("objects", fdio.DirPath)
+	tmpfd, err2 := sub("tmp", fdio.DirRead)
+	wsfd, err3 := sub("ws", fdio.DirPath)
+	packfd, err4 := sub("packs", fdio.DirPath)
 	if err := cmp.Or(err1, err2, err3, err4); err != nil {
 		for _, x := range []int{fd, objfd, tmpfd, wsfd, packfd} {
 			if x >= 0 {
@@ -368,7 +369,7 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 				return out, nil // "/" is its own parent
 			}
 			out = append(out, i)
-			next, err := unix.Openat(cur, "..", oDirPath|unix.O_CLOEXEC, 0)
+			next, err := unix.Openat(cur, "..", fdio.DirPath|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -386,7 +387,7 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 		// direct child underRoot names.
 		var st unix.Stat_t
 		if a == codex || (a == proj && (i != 1 || s.underRoot == "" ||
-			fstatat(f.projects.fd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino)) {
+			fdio.Fstatat(f.projects.fd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino)) {
 			return errStorePlace()
 		}
 	}
@@ -406,23 +407,23 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 // open O_RDONLY (a directory) or the error opening it. Its error is that
 // of reading dirfd.
 func eachDir(dirfd int, fn func(name string, dfd int, err error)) error {
-	rfd, err := unix.Openat(dirfd, ".", oDirRead|oCommon, 0)
+	rfd, err := unix.Openat(dirfd, ".", fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(rfd)
-	ents, err := readDirents(rfd)
+	ents, err := fdio.ReadDirents(rfd)
 	if err != nil {
 		return err
 	}
 	for _, d := range ents {
-		dfd, err := unix.Openat(rfd, d.name, oDirRead|oCommon, 0)
+		dfd, err := unix.Openat(rfd, d.Name, fdio.DirRead|fdio.Common, 0)
 		if err == nil && ckReadTestHook != nil {
-			if err = ckReadTestHook(d.name); err != nil {
+			if err = ckReadTestHook(d.Name); err != nil {
 				unix.Close(dfd)
 			}
 		}
-		fn(d.name, dfd, err)
+		fn(d.Name, dfd, err)
 		if err == nil {
 			unix.Close(dfd)
 		}
@@ -432,11 +433,11 @@ func eachDir(dirfd int, fn func(name string, dfd int, err error)) error {
 
 // eachFile calls fn for every regular file in the directory dfd (O_RDONLY).
 func eachFile(dfd int, fn func(dirfd int, name string, st *unix.Stat_t)) {
-	ents, _ := readDirents(dfd)
+	ents, _ := fdio.ReadDirents(dfd)
 	for _, e := range ents {
 		var st unix.Stat_t
-		if fstatat(dfd, e.name, &st) == nil && isType(&st, unix.S_IFREG) {
-			fn(dfd, e.name, &st)
+		if fdio.Fstatat(dfd, e.Name, &st) == nil && fdio.IsType(&st, unix.S_IFREG) {
+			fn(dfd, e.Name, &st)
 		}
 	}
 }
@@ -449,7 +450,7 @@ func (s *ckStore) eachObject(objects, packs func(dirfd int, name string, st *uni
 			eachFile(dfd, objects)
 		}
 	})
-	if rfd, err := unix.Openat(s.packfd, ".", oDirRead|oCommon, 0); err == nil {
+	if rfd, err := unix.Openat(s.packfd, ".", fdio.DirRead|fdio.Common, 0); err == nil {
 		eachFile(rfd, packs)
 		unix.Close(rfd)
 	}
@@ -495,7 +496,7 @@ func (s *ckStore) objDir(h string, create bool) (int, error) {
 			s.objDirs.Store(name, true)
 		}
 	}
-	return unix.Openat(s.objfd, name, oDirPath|oCommon, 0)
+	return unix.Openat(s.objfd, name, fdio.DirPath|fdio.Common, 0)
 }
 
 // putTemp moves the complete temp file tmp (in tmp/) to the object h,
@@ -523,7 +524,7 @@ func (s *ckStore) putTemp(tmp, h string, size int64) (int64, error) {
 // and only if it is a single-link regular file whose size fits (else the
 // error bad). It returns the fd and the size.
 func openSingle(dirfd int, name string, fits func(size int64) bool, bad string) (int, int64, error) {
-	fd, err := unix.Openat(dirfd, name, oFile|oCommon, 0)
+	fd, err := unix.Openat(dirfd, name, fdio.File|fdio.Common, 0)
 	if err != nil {
 		return -1, 0, err
 	}
@@ -532,7 +533,7 @@ func openSingle(dirfd int, name string, fits func(size int64) bool, bad string) 
 		unix.Close(fd)
 		return -1, 0, err
 	}
-	if !isType(&st, unix.S_IFREG) || st.Nlink != 1 || !fits(st.Size) {
+	if !fdio.IsType(&st, unix.S_IFREG) || st.Nlink != 1 || !fits(st.Size) {
 		unix.Close(fd)
 		return -1, 0, errors.New(bad)
 	}
@@ -608,7 +609,7 @@ func readSmall(dirfd int, name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	b, ok, err := readAllAt(fd, size, nil)
+	b, ok, err := fdio.ReadAllAt(fd, size, nil)
 	if err == nil && !ok {
 		err = errors.New("changed while read")
 	}
@@ -622,21 +623,21 @@ func (s *ckStore) writeAtomic(dirfd int, name string, b []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Fsync(t.fd); err != nil {
-		t.discard(s.tmpfd)
+	if err := unix.Fsync(t.FD); err != nil {
+		t.Discard(s.tmpfd)
 		return err
 	}
-	unix.Close(t.fd)
-	if err := unix.Renameat(s.tmpfd, t.name, dirfd, name); err != nil {
-		unix.Unlinkat(s.tmpfd, t.name, 0)
+	unix.Close(t.FD)
+	if err := unix.Renameat(s.tmpfd, t.Name, dirfd, name); err != nil {
+		unix.Unlinkat(s.tmpfd, t.Name, 0)
 		return err
 	}
-	return fsyncDir(dirfd)
+	return fdio.FsyncDir(dirfd)
 }
 
 // wsDir opens ws/<key> (O_PATH).
 func (s *ckStore) wsDir(ws Workspace) (int, error) {
-	return unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirPath|oCommon, 0)
+	return unix.Openat(s.wsfd, ckWorkspaceKey(ws), fdio.DirPath|fdio.Common, 0)
 }
 
 func (s *ckStore) readMeta(ws Workspace, id string) (*ckMeta, error) {
@@ -726,9 +727,9 @@ func (s *ckStore) cache(key string, m *ckManifest) {
 func (s *ckStore) loadManifest(dfd int, meta *ckMeta) (*ckManifest, error) {
 	m, err := s.decodeManifest(dfd, meta)
 	switch {
-	case errnoOf(err) == unix.ENOENT:
+	case fdio.Errno(err) == unix.ENOENT:
 		return nil, errDamaged(meta.ID, errors.New("manifest missing"))
-	case errnoOf(err) != 0:
+	case fdio.Errno(err) != 0:
 		return nil, errStore(err)
 	case err == nil:
 		err = s.checkManifest(meta, m)
@@ -810,7 +811,7 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 
 // list returns ws's checkpoints, newest first.
 func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
-	dfd, err := unix.Openat(s.wsfd, ckWorkspaceKey(ws), oDirRead|oCommon, 0)
+	dfd, err := unix.Openat(s.wsfd, ckWorkspaceKey(ws), fdio.DirRead|fdio.Common, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return []Checkpoint{}, nil
 	}
@@ -837,21 +838,21 @@ func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
 // EIO; not ENOENT, nor a description that is not one) is left out and
 // reported as errCkUnread, with the others.
 func metasIn(rfd int) ([]*ckMeta, error) {
-	ents, err := readDirents(rfd)
+	ents, err := fdio.ReadDirents(rfd)
 	if err != nil {
 		return nil, err
 	}
 	var out []*ckMeta
 	var lost error
 	for _, d := range ents {
-		id, ok := strings.CutSuffix(d.name, ".json")
+		id, ok := strings.CutSuffix(d.Name, ".json")
 		if !ok || !checkpointIDRE.MatchString(id) {
 			continue
 		}
 		m, err := readMetaAt(rfd, id)
 		if err == nil {
 			out = append(out, m)
-		} else if errnoOf(err) != unix.ENOENT {
+		} else if fdio.Errno(err) != unix.ENOENT {
 			lost = &ckUnread{id: id, err: err}
 		}
 	}
@@ -878,10 +879,10 @@ func (e *ckUnread) Is(target error) bool { return target == errCkUnread }
 func ckUnreadLog(err error) []any {
 	var u *ckUnread
 	if !errors.As(err, &u) {
-		return []any{"error", errnoOf(err).Error()}
+		return []any{"error", fdio.Errno(err).Error()}
 	}
 	cause := u.err.Error()
-	if e := errnoOf(u.err); e != 0 {
+	if e := fdio.Errno(u.err); e != 0 {
 		cause = e.Error()
 	}
 	return []any{"workspace_key", u.key, "checkpoint_id", u.id, "error", cause}
@@ -918,7 +919,7 @@ func (s *ckStore) allMetas() ([]ckRef, error) {
 		var u *ckUnread
 		if errors.As(err, &u) {
 			u.key, lost = key, u
-		} else if err != nil && errnoOf(err) != unix.ENOENT {
+		} else if err != nil && fdio.Errno(err) != unix.ENOENT {
 			lost = &ckUnread{key: key, err: err}
 		}
 		for _, m := range metas {
@@ -942,7 +943,7 @@ func (s *ckStore) remove(key, id string) error {
 	s.cacheMu.Lock()
 	s.manifests = slices.DeleteFunc(s.manifests, func(c cachedManifest) bool { return c.key == cacheKey })
 	s.cacheMu.Unlock()
-	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
+	dfd, err := unix.Openat(s.wsfd, key, fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return err
 	}
@@ -951,7 +952,7 @@ func (s *ckStore) remove(key, id string) error {
 		return err
 	}
 	unix.Unlinkat(dfd, id+".manifest", 0)
-	return fsyncDir(dfd)
+	return fdio.FsyncDir(dfd)
 }
 
 func (s *ckStore) delete(ws Workspace, id string) error {
@@ -974,7 +975,7 @@ func (s *ckStore) described(ws Workspace, id string) bool {
 	}
 	defer unix.Close(dfd)
 	var st unix.Stat_t
-	return fstatat(dfd, id+".json", &st) == nil
+	return fdio.Fstatat(dfd, id+".json", &st) == nil
 }
 
 // collect removes every object no remaining checkpoint references and
@@ -1029,12 +1030,12 @@ func (s *ckStore) collect(refs []ckRef) error {
 		if err != nil {
 			return
 		}
-		ents, _ := readDirents(dfd)
+		ents, _ := fdio.ReadDirents(dfd)
 		for _, d := range ents {
 			var st unix.Stat_t
-			if id, ok := strings.CutSuffix(d.name, ".manifest"); ok && !listed[key+"/"+id] &&
-				errnoOf(fstatat(dfd, id+".json", &st)) == unix.ENOENT {
-				unix.Unlinkat(dfd, d.name, 0)
+			if id, ok := strings.CutSuffix(d.Name, ".manifest"); ok && !listed[key+"/"+id] &&
+				fdio.Errno(fdio.Fstatat(dfd, id+".json", &st)) == unix.ENOENT {
+				unix.Unlinkat(dfd, d.Name, 0)
 			}
 		}
 	})
@@ -1170,7 +1171,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 	if err := mkdirSynced(s.wsfd, key); err != nil {
 		return errStore(err)
 	}
-	dfd, err := unix.Openat(s.wsfd, key, oDirRead|oCommon, 0)
+	dfd, err := unix.Openat(s.wsfd, key, fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return errStore(err)
 	}
@@ -1247,7 +1248,7 @@ func (s *ckStore) removeWhere(refs []ckRef, drop func(ckRef) bool) ([]ckRef, boo
 // collection and the byte plan need are the names of its objects). ok is
 // false when it cannot be read or decoded: it may then name anything.
 func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
-	dfd, err := unix.Openat(s.wsfd, r.key, oDirPath|oCommon, 0)
+	dfd, err := unix.Openat(s.wsfd, r.key, fdio.DirPath|fdio.Common, 0)
 	if err != nil {
 		return nil, false
 	}
@@ -1360,7 +1361,7 @@ func (s *ckStore) referencedBytes(refs []ckRef, drop []bool) (objects [][]string
 					size = known
 				} else {
 					var st unix.Stat_t
-					if checkpointIDRE.MatchString(e.Pack) && fstatat(s.packfd, e.Pack+".pack", &st) == nil {
+					if checkpointIDRE.MatchString(e.Pack) && fdio.Fstatat(s.packfd, e.Pack+".pack", &st) == nil {
 						size = occupied(&st)
 					}
 				}

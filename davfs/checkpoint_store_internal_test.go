@@ -19,6 +19,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 )
@@ -753,7 +754,7 @@ func TestCheckpointUnreadableNotCollected(t *testing.T) {
 // the entry survives a crash cannot be tested here: this only runs the path.
 func TestCheckpointMkdirSynced(t *testing.T) {
 	dir := t.TempDir()
-	fd, err := unix.Open(dir, oDirPath|oCommon, 0)
+	fd, err := unix.Open(dir, fdio.DirPath|fdio.Common, 0)
 	must(t, err)
 	defer unix.Close(fd)
 	for range 2 {
@@ -762,7 +763,7 @@ func TestCheckpointMkdirSynced(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "sub")); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("sub: %v %v", fi, err)
 	}
-	if err := mkdirSynced(fd, "missing/sub"); !strings.Contains(errnoOf(err).Error(), "no such file") {
+	if err := mkdirSynced(fd, "missing/sub"); !strings.Contains(fdio.Errno(err).Error(), "no such file") {
 		t.Fatalf("mkdir under a missing directory: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package davfs
 import (
 	"context"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +47,7 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 	defer unix.Close(pfd)
 	// The directory fsync runs after the unlock (other mutations need not
 	// queue behind it); success is only returned once it is done.
-	if err := fsyncDir(pfd); err != nil {
+	if err := fdio.FsyncDir(pfd); err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
 	f.handOut(ctx, e)
@@ -78,9 +79,9 @@ func createIn(pfd int, w wsPath, name string, typ EntryType) error {
 		if err := unix.Mkdirat(pfd, name, 0o755); err != nil {
 			return fsErr(err, w.rel)
 		}
-		flags, mode = oDirRead, 0o755
+		flags, mode = fdio.DirRead, 0o755
 	}
-	fd, err := unix.Openat(pfd, name, flags|oCommon, mode)
+	fd, err := unix.Openat(pfd, name, flags|fdio.Common, mode)
 	if err != nil {
 		return fsErr(err, w.rel)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -144,7 +145,7 @@ func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expected
 	defer closeRef(old) // frees a deleted file, outside the lock (commit)
 	// The directory fsync runs after the unlock; success is only returned
 	// once it is done.
-	if err := fsyncDir(pfd); err != nil {
+	if err := fdio.FsyncDir(pfd); err != nil {
 		return res, fsErr(err, w.rel)
 	}
 	return res, nil

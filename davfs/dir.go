@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,12 +44,12 @@ func (f *FS) OpenDir(ws Workspace, dir string) (*Dir, error) {
 	if p.isGlobal() && len(p.segs) == 1 && p.segs[0] == globalAgents {
 		return nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", p.rel)
 	}
-	fd, err := f.open(p, oDirPath)
+	fd, err := f.open(p, fdio.DirPath)
 	if err != nil {
 		return nil, err
 	}
 	var st unix.Stat_t
-	if err := fstatOn(p.r, fd, &st); err != nil || !isType(&st, unix.S_IFDIR) {
+	if err := fstatOn(p.r, fd, &st); err != nil || !fdio.IsType(&st, unix.S_IFDIR) {
 		unix.Close(fd)
 		return nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, err, "%q is not a directory", p.rel)
 	}
@@ -79,7 +80,7 @@ func (d *Dir) GlobalRoot() bool { return d.p.isGlobal() && d.p.isRoot() }
 // whether it still leads to the held directory (not moved, replaced by a
 // symlink swap, or deleted).
 func (d *Dir) Same() bool {
-	fd, err := d.f.open(d.p, oDirPath)
+	fd, err := d.f.open(d.p, fdio.DirPath)
 	if err != nil {
 		return false
 	}
@@ -98,7 +99,7 @@ func (d *Dir) Visible(name string) bool {
 // Ino is the inode of name in d, 0 when it cannot be read.
 func (d *Dir) Ino(name string) uint64 {
 	var st unix.Stat_t
-	if fstatat(d.fd, name, &st) != nil {
+	if fdio.Fstatat(d.fd, name, &st) != nil {
 		return 0
 	}
 	return st.Ino

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -143,15 +144,6 @@ func newErr(code Code, reason Reason, cause error, format string, args ...any) *
 	return &Error{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...), Err: cause}
 }
 
-// errnoOf extracts a unix.Errno from err, 0 if there is none.
-func errnoOf(err error) unix.Errno {
-	var e unix.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	return 0
-}
-
 // fsErr maps a system call error on the workspace path rel to a davfs
 // *Error. It never puts the host path into the message.
 func fsErr(err error, rel string) error {
@@ -162,7 +154,7 @@ func fsErr(err error, rel string) error {
 	if errors.As(err, &de) {
 		return de
 	}
-	switch errnoOf(err) {
+	switch fdio.Errno(err) {
 	case unix.ENOENT:
 		return newErr(CodeNotFound, ReasonNotFound, err, "%q not found", rel)
 	case unix.ENOTDIR:

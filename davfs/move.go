@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,10 +56,10 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 	defer unix.Close(dpfd)
 	// The directory fsyncs run after the unlock; success is only returned
 	// once they are done.
-	if err := fsyncDir(dpfd); err != nil {
+	if err := fdio.FsyncDir(dpfd); err != nil {
 		return Entry{}, fsErr(err, dst)
 	}
-	if err := fsyncDir(spfd); err != nil {
+	if err := fdio.FsyncDir(spfd); err != nil {
 		return Entry{}, fsErr(err, src)
 	}
 	f.handOut(ctx, e)

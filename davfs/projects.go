@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
 // projectAt builds the Project named name in the projects root dirfd;
 // errors for anything that is not a real directory on the root's device.
 func (f *FS) projectAt(dirfd int, name string) (Project, error) {
-	fd, err := f.openName(f.projects, dirfd, name, oDirPath)
+	fd, err := f.openName(f.projects, dirfd, name, fdio.DirPath)
 	if err != nil {
 		return Project{}, fsErr(classifyAt(dirfd, name, err), name)
 	}
@@ -21,12 +22,12 @@ func (f *FS) projectAt(dirfd int, name string) (Project, error) {
 	if err := fstatOn(f.projects, fd, &st); err != nil {
 		return Project{}, fsErr(err, name)
 	}
-	if !isType(&st, unix.S_IFDIR) {
+	if !fdio.IsType(&st, unix.S_IFDIR) {
 		return Project{}, errSymlink(name)
 	}
 	p := Project{Name: name, ModTime: modTime(&st), Revision: dirRevision(&st)}
 	var g unix.Stat_t
-	p.GitInitialized = fstatat(fd, ".git", &g) == nil && isType(&g, unix.S_IFDIR)
+	p.GitInitialized = fdio.Fstatat(fd, ".git", &g) == nil && fdio.IsType(&g, unix.S_IFDIR)
 	return p, nil
 }
 
@@ -55,24 +56,24 @@ func (f *FS) ListProjects(ctx context.Context, pageSize int, cursor string) (Pro
 		}
 		after = c.Name
 	}
-	fd, err := unix.Openat(f.projects.fd, ".", oDirRead|oCommon, 0)
+	fd, err := unix.Openat(f.projects.fd, ".", fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return ProjectPage{}, fsErr(err, "")
 	}
 	defer unix.Close(fd)
-	ents, err := readDirents(fd)
+	ents, err := fdio.ReadDirents(fd)
 	if err != nil {
 		return ProjectPage{}, fsErr(err, "")
 	}
 	names := make([]string, 0, len(ents))
 	for _, d := range ents {
-		if !f.visibleName(d.name) || (d.typ != unix.DT_DIR && d.typ != unix.DT_UNKNOWN) {
+		if !f.visibleName(d.Name) || (d.Type != unix.DT_DIR && d.Type != unix.DT_UNKNOWN) {
 			continue
 		}
-		if after != "" && d.name <= after {
+		if after != "" && d.Name <= after {
 			continue
 		}
-		names = append(names, d.name)
+		names = append(names, d.Name)
 	}
 	slices.Sort(names)
 	var page ProjectPage
@@ -110,7 +111,7 @@ func (f *FS) CreateProject(ctx context.Context, name string) (Project, error) {
 	if err := unix.Mkdirat(f.projects.fd, name, 0o755); err != nil {
 		return Project{}, fsErr(err, name)
 	}
-	fd, err := unix.Openat(f.projects.fd, name, oDirRead|oCommon, 0)
+	fd, err := unix.Openat(f.projects.fd, name, fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return Project{}, fsErr(err, name)
 	}
@@ -160,12 +161,12 @@ func (f *FS) rollbackProject(ctx context.Context, name string, st unix.Stat_t) {
 }
 
 func (f *FS) syncRoot() error {
-	fd, err := unix.Openat(f.projects.fd, ".", oDirRead|oCommon, 0)
+	fd, err := unix.Openat(f.projects.fd, ".", fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	return fsyncDir(fd)
+	return fdio.FsyncDir(fd)
 }
 
 // DeleteProject permanently and recursively deletes a project. confirmName

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,7 +56,7 @@ type tree struct {
 // checkKept is the rule of kept (and dirsOnly) for the entry name in the
 // directory fd, at rel, whose lstat is st.
 func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
-	if t.dirsOnly && !isType(st, unix.S_IFDIR) {
+	if t.dirsOnly && !fdio.IsType(st, unix.S_IFDIR) {
 		return errChangedInside
 	}
 	if t.kept == nil {
@@ -65,7 +66,7 @@ func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
 	switch {
 	case !ok:
 		return errChangedInside
-	case isType(st, unix.S_IFDIR):
+	case fdio.IsType(st, unix.S_IFDIR):
 		if !e.Dir {
 			return errChangedInside
 		}
@@ -88,7 +89,7 @@ func sameContent(r root, fd int, name string, e *ckEntry) error {
 	if !validHash(e.Hash) {
 		return errChangedInside
 	}
-	ffd, err := unix.Openat(fd, name, oFile|oCommon, 0)
+	ffd, err := unix.Openat(fd, name, fdio.File|fdio.Common, 0)
 	if err != nil {
 		return errChangedInside
 	}
@@ -196,7 +197,7 @@ func removeDir(ctx context.Context, pfd int, name string, r root, ino uint64) er
 // and only then deletes it (walk with del set). Nothing outside name is
 // touched.
 func (t *tree) remove(ctx context.Context, pfd int, name string, ino uint64) error {
-	fd, err := unix.Openat(pfd, name, oDirRead|oCommon, 0)
+	fd, err := unix.Openat(pfd, name, fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return err
 	}
@@ -249,7 +250,7 @@ func (t *tree) walk(ctx context.Context, fd int, rel string, depth int, del bool
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return err
 	}
-	ents, err := readDirents(fd)
+	ents, err := fdio.ReadDirents(fd)
 	if err != nil {
 		return err
 	}
@@ -258,13 +259,13 @@ func (t *tree) walk(ctx context.Context, fd int, rel string, depth int, del bool
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := t.entry(ctx, fd, t.child(rel, d.name), d.name, depth, del)
+		err := t.entry(ctx, fd, t.child(rel, d.Name), d.Name, depth, del)
 		if del && (err == unix.EACCES || err == unix.EPERM) && !fixedPerm {
 			// A read-only directory (e.g. a Go module cache): make it
 			// writable through its fd, then retry.
 			fixedPerm = true
 			if unix.Fchmod(fd, 0o700) == nil {
-				err = t.entry(ctx, fd, t.child(rel, d.name), d.name, depth, del)
+				err = t.entry(ctx, fd, t.child(rel, d.Name), d.Name, depth, del)
 			}
 		}
 		if err != nil && err != unix.ENOENT {
@@ -284,7 +285,7 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 		}
 		return err
 	}
-	if !isType(&st, unix.S_IFDIR) {
+	if !fdio.IsType(&st, unix.S_IFDIR) {
 		if err := t.check(&st); err != nil {
 			return err
 		}
@@ -303,7 +304,7 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 		}
 		// Replaced by a directory since the stat: open it as one.
 	}
-	cfd, err := unix.Openat(fd, name, oDirRead|oCommon, 0)
+	cfd, err := unix.Openat(fd, name, fdio.DirRead|fdio.Common, 0)
 	if err == unix.ENOTDIR || err == unix.ELOOP {
 		return unix.ESTALE // no longer a directory: changed during the delete
 	}

@@ -6,24 +6,14 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 )
 
-func fstatat(dirfd int, name string, st *unix.Stat_t) error {
-	for {
-		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
-
 func modTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Mtim.Nano()) }
 
 func changeTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Ctim.Nano()) }
-
-func isType(st *unix.Stat_t, t uint32) bool { return st.Mode&unix.S_IFMT == t }
 
 // fileEntry is the Entry of the regular file name (workspace path rel)
 // whose stat is st, with the revision and editability of its content c.
@@ -66,9 +56,9 @@ func (f *FS) statEntry(dirfd int, w wsPath, name string) (Entry, error) {
 // is cached. ok is false for anything else (entryFromStat then decides).
 func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (Entry, bool) {
 	switch {
-	case isType(st, unix.S_IFDIR) && st.Dev == r.dev:
+	case fdio.IsType(st, unix.S_IFDIR) && st.Dev == r.dev:
 		return dirEntry(name, rel, st), true
-	case !isType(st, unix.S_IFREG):
+	case !fdio.IsType(st, unix.S_IFREG):
 		return Entry{}, false
 	case st.Nlink > 1:
 		return statOnlyEntry(name, rel, st, NotEditableMultipleLinks), true
@@ -100,7 +90,7 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 	}
 	c, ok := f.cache.get(keyOf(st))
 	if !ok {
-		fd, err := f.openName(w.r, dirfd, name, oFile)
+		fd, err := f.openName(w.r, dirfd, name, fdio.File)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 				return Entry{}, fsErr(classifyAt(dirfd, name, err), w.rel)
@@ -109,7 +99,7 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 		}
 		var now unix.Stat_t
 		err = fstatOn(w.r, fd, &now)
-		if err == nil && (now.Ino != st.Ino || now.Dev != st.Dev || !isType(&now, unix.S_IFREG) || now.Nlink != 1) {
+		if err == nil && (now.Ino != st.Ino || now.Dev != st.Dev || !fdio.IsType(&now, unix.S_IFREG) || now.Nlink != 1) {
 			// Replaced between fstatat and open: start again from the new state.
 			unix.Close(fd)
 			if attempt >= 3 {
@@ -200,7 +190,7 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		return e, err
 	}
 	if w.isRoot() {
-		fd, err := f.open(w, oDirPath)
+		fd, err := f.open(w, fdio.DirPath)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -210,7 +200,7 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		if err != nil {
 			return Entry{}, fsErr(err, w.rel)
 		}
-		if !isType(&st, unix.S_IFDIR) {
+		if !fdio.IsType(&st, unix.S_IFDIR) {
 			return Entry{}, newErr(CodeNotFound, ReasonProjectNotFound, nil, "project %q not found", w.ws.Project)
 		}
 		return dirEntry(w.name(), "", &st), nil
@@ -223,7 +213,7 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		// project directory, resolved from the projects root on every call.
 		e, err = f.statEntry(w.r.fd, w, w.name())
 	} else {
-		pfd, perr := f.openParent(w, oDirPath)
+		pfd, perr := f.openParent(w, fdio.DirPath)
 		if perr != nil {
 			return Entry{}, perr
 		}
@@ -244,7 +234,7 @@ func (f *FS) globalRoot() (Entry, []Entry, error) {
 	root := Entry{Type: TypeDirectory}
 	h := xxhash.New()
 	var b [8]byte
-	if err := lstatOn(f.codex, f.codex.fd, globalSkills, &st); err == nil && isType(&st, unix.S_IFDIR) {
+	if err := lstatOn(f.codex, f.codex.fd, globalSkills, &st); err == nil && fdio.IsType(&st, unix.S_IFDIR) {
 		kids = append(kids, dirEntry(globalSkills, globalSkills, &st))
 		binary.LittleEndian.PutUint64(b[:], statSum(&st))
 		h.Write(b[:])

@@ -4,11 +4,13 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 )
 
 // tempPrefix starts the name of every temp file davfs writes. Names with it
 // are hidden from listings, refused in requests and swept when stale.
-const tempPrefix = ".davfs-tmp-"
+const tempPrefix = fdio.TempPrefix
 
 // nameMax is the longest single segment Linux file systems accept (NAME_MAX).
 const nameMax = 255

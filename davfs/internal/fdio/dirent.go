@@ -1,4 +1,4 @@
-package davfs
+package fdio
 
 import (
 	"bytes"
@@ -9,23 +9,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirent is one name from getdents64 with its d_type (DT_UNKNOWN when the
+// Dirent is one name from getdents64 with its d_type (DT_UNKNOWN when the
 // file system does not say).
-type dirent struct {
-	name string
-	typ  uint8
+type Dirent struct {
+	Name string
+	Type uint8
 }
 
-var direntBufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+// DirentBufs are 64 KiB getdents64 buffers (*[]byte), for ReadDirents and
+// for callers that parse with ParseDirents.
+var DirentBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// readDirents reads every name of the directory open as fd (O_RDONLY, at
+// ReadDirents reads every name of the directory open as fd (O_RDONLY, at
 // offset 0), without "." and "..". Names are raw bytes from the disk: the
 // caller validates them like request names.
-func readDirents(fd int) ([]dirent, error) {
-	bp := direntBufPool.Get().(*[]byte)
-	defer direntBufPool.Put(bp)
+func ReadDirents(fd int) ([]Dirent, error) {
+	bp := DirentBufs.Get().(*[]byte)
+	defer DirentBufs.Put(bp)
 	buf := *bp
-	var out []dirent
+	var out []Dirent
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
@@ -37,15 +39,15 @@ func readDirents(fd int) ([]dirent, error) {
 		if n <= 0 {
 			return out, nil
 		}
-		out = parseDirents(buf[:n], out)
+		out = ParseDirents(buf[:n], out)
 	}
 }
 
 // linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name[].
 const direntNameOff = int(unsafe.Offsetof(unix.Dirent{}.Name))
 
-// parseDirents appends the records of the getdents64 buffer b to out.
-func parseDirents(b []byte, out []dirent) []dirent {
+// ParseDirents appends the records of the getdents64 buffer b to out.
+func ParseDirents(b []byte, out []Dirent) []Dirent {
 	for len(b) >= direntNameOff {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 		if reclen < direntNameOff || reclen > len(b) {
@@ -58,7 +60,7 @@ func parseDirents(b []byte, out []dirent) []dirent {
 		}
 		b = b[reclen:]
 		if name := string(nameb); name != "" && name != "." && name != ".." {
-			out = append(out, dirent{name: name, typ: typ})
+			out = append(out, Dirent{Name: name, Type: typ})
 		}
 	}
 	return out
