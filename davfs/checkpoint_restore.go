@@ -309,7 +309,7 @@ func (f *FS) restoreParents(ws Workspace, scope string) error {
 		if err != nil {
 			return err
 		}
-		if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
+		if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalSkills {
 			continue
 		}
 		pfd, err := f.openParentDir(w)
@@ -346,7 +346,7 @@ func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
 	if err != nil {
 		return err
 	}
-	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills) {
+	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalSkills) {
 		return nil
 	}
 	pfd, err := f.openParentDir(w)

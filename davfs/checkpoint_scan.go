@@ -144,7 +144,7 @@ func (s *scanner) scan() error {
 			return err
 		}
 		defer unix.Close(fd)
-		for _, name := range []string{globalSkills, globalAgents} {
+		for _, name := range []string{GlobalSkills, GlobalAgents} {
 			if err := s.entry(fd, name, name, 1, nil); err != nil {
 				return err
 			}
@@ -302,7 +302,7 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 	// A case that does not return (break) leaves rel blocked.
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		if s.w.isGlobal() && rel == globalAgents {
+		if s.w.isGlobal() && rel == GlobalAgents {
 			break
 		}
 		fd, err := f.openName(s.w.r, pfd, name, fdio.DirRead)
@@ -320,7 +320,7 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 		s.out = append(s.out, ckEntry{Path: rel, Dir: true, Mode: uint32(cur.Mode & 0o7777), Mtime: cur.Mtim.Nano()})
 		return s.dir(fd, rel, depth)
 	case unix.S_IFREG:
-		if st.Nlink > 1 || (s.w.isGlobal() && rel == globalSkills) {
+		if st.Nlink > 1 || (s.w.isGlobal() && rel == GlobalSkills) {
 			break
 		}
 		e, ok, err := s.file(pfd, name, rel, &st)

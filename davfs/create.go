@@ -34,7 +34,7 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 	}
 	if w.isGlobal() && len(w.segs) == 1 {
 		switch {
-		case name == globalSkills:
+		case name == GlobalSkills:
 			return Entry{}, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "%q already exists", name)
 		case typ != TypeFile:
 			return Entry{}, errProtected("%q at the Global root can only be a file", name)

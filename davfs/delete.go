@@ -114,7 +114,7 @@ func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expected
 	if w.isRoot() {
 		return res, f.rootErr(w, errProtected("the workspace root cannot be deleted"))
 	}
-	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
+	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalSkills {
 		return res, errProtected("the skills root cannot be deleted")
 	}
 	if opts.Recursive && !opts.SkipCheckpoint && f.ck != nil && f.ck.cfg.Automatic {

@@ -41,7 +41,7 @@ func (f *FS) OpenDir(ws Workspace, dir string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.isGlobal() && len(p.segs) == 1 && p.segs[0] == globalAgents {
+	if p.isGlobal() && len(p.segs) == 1 && p.segs[0] == GlobalAgents {
 		return nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", p.rel)
 	}
 	fd, err := f.open(p, fdio.DirPath)
@@ -93,7 +93,7 @@ func (d *Dir) Same() bool {
 // denylisted, not a davfs temp file and, in the Global root, skills or
 // AGENTS.md. It stats nothing.
 func (d *Dir) Visible(name string) bool {
-	return d.f.visibleName(name) && (!d.GlobalRoot() || name == globalSkills || name == globalAgents)
+	return d.f.visibleName(name) && (!d.GlobalRoot() || name == GlobalSkills || name == GlobalAgents)
 }
 
 // Ino is the inode of name in d, 0 when it cannot be read.

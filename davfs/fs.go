@@ -177,10 +177,10 @@ func isLocalFS(fd int) bool {
 // ensureSkills makes $CODEX_HOME/skills a real directory (0755) if it is
 // missing and refuses to start if it is anything else (a symlink, a file).
 func (f *FS) ensureSkills() error {
-	err := unix.Mkdirat(f.codex.fd, globalSkills, 0o755)
+	err := unix.Mkdirat(f.codex.fd, GlobalSkills, 0o755)
 	switch {
 	case err == nil:
-		fd, err := unix.Openat(f.codex.fd, globalSkills, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(f.codex.fd, GlobalSkills, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("davfs: codexHomeDir/skills: %w", err)
 		}
@@ -191,7 +191,7 @@ func (f *FS) ensureSkills() error {
 		return nil
 	case errors.Is(err, unix.EEXIST):
 		var st unix.Stat_t
-		if err := unix.Fstatat(f.codex.fd, globalSkills, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(f.codex.fd, GlobalSkills, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("davfs: codexHomeDir/skills: %w", err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {

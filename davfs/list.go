@@ -63,7 +63,7 @@ func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed,
 // fstats it.
 func (f *FS) openDir(w wsPath) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
-	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalAgents {
+	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalAgents {
 		// Global's AGENTS.md only counts as a file.
 		return -1, st, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
 	}

@@ -38,7 +38,7 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 		if len(sw.segs) == 1 {
 			return Entry{}, errProtected("%q cannot be moved or renamed", src)
 		}
-		if len(dw.segs) < 2 || dw.segs[0] != globalSkills {
+		if len(dw.segs) < 2 || dw.segs[0] != GlobalSkills {
 			return Entry{}, errProtected("in Global, entries can only move within skills/")
 		}
 	}

@@ -220,7 +220,7 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		e, err = f.statEntry(pfd, w, w.name())
 		unix.Close(pfd)
 	}
-	if err == nil && w.isGlobal() && len(w.segs) == 1 && (e.Type == TypeDirectory) != (w.segs[0] == globalSkills) {
+	if err == nil && w.isGlobal() && len(w.segs) == 1 && (e.Type == TypeDirectory) != (w.segs[0] == GlobalSkills) {
 		// Global's two names only count with their proper types.
 		return Entry{}, newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q has an unexpected type", w.rel)
 	}
@@ -234,16 +234,16 @@ func (f *FS) globalRoot() (Entry, []Entry, error) {
 	root := Entry{Type: TypeDirectory}
 	h := xxhash.New()
 	var b [8]byte
-	if err := lstatOn(f.codex, f.codex.fd, globalSkills, &st); err == nil && fdio.IsType(&st, unix.S_IFDIR) {
-		kids = append(kids, dirEntry(globalSkills, globalSkills, &st))
+	if err := lstatOn(f.codex, f.codex.fd, GlobalSkills, &st); err == nil && fdio.IsType(&st, unix.S_IFDIR) {
+		kids = append(kids, dirEntry(GlobalSkills, GlobalSkills, &st))
 		binary.LittleEndian.PutUint64(b[:], statSum(&st))
 		h.Write(b[:])
 		root.ModTime = modTime(&st)
 		root.ChangeTime = changeTime(&st)
 	}
 	h.Write([]byte{0})
-	w := wsPath{ws: Workspace{Scope: ScopeGlobal}, rel: globalAgents, segs: []string{globalAgents}, r: f.codex}
-	e, err := f.statEntry(f.codex.fd, w, globalAgents)
+	w := wsPath{ws: Workspace{Scope: ScopeGlobal}, rel: GlobalAgents, segs: []string{GlobalAgents}, r: f.codex}
+	e, err := f.statEntry(f.codex.fd, w, GlobalAgents)
 	switch {
 	case err == nil && e.Type == TypeFile:
 		kids = append(kids, e)

@@ -26,7 +26,7 @@ func (f *FS) sweepAtOpen() {
 		walk bool
 	}
 	// The queue holds paths, not fds: one directory is open at a time.
-	queue := []dir{{r: f.codex}, {r: f.codex, segs: []string{globalSkills}, walk: true}, {r: f.projects, walk: true}}
+	queue := []dir{{r: f.codex}, {r: f.codex, segs: []string{GlobalSkills}, walk: true}, {r: f.projects, walk: true}}
 	removed, visited := 0, 0
 	for len(queue) > 0 {
 		d := queue[0]

@@ -17,8 +17,8 @@ const nameMax = 255
 
 // Global namespace names: the only two children of the Global virtual root.
 const (
-	globalSkills = "skills"
-	globalAgents = "AGENTS.md"
+	GlobalSkills = "skills"
+	GlobalAgents = "AGENTS.md"
 )
 
 var projectNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -161,7 +161,7 @@ func checkGlobal(p string, segs []string) error {
 	if len(segs) == 0 {
 		return nil
 	}
-	if segs[0] == globalSkills || (segs[0] == globalAgents && len(segs) == 1) {
+	if segs[0] == GlobalSkills || (segs[0] == GlobalAgents && len(segs) == 1) {
 		return nil
 	}
 	return newErr(CodePermissionDenied, ReasonOutsideGlobal, nil,

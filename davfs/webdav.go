@@ -526,10 +526,10 @@ const maxProjectsPage = 500
 func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo, error) {
 	ws := Workspace{Scope: ScopeGlobal}
 	var out []*davInfo
-	for _, n := range []string{globalSkills, globalAgents} {
+	for _, n := range []string{GlobalSkills, GlobalAgents} {
 		e, err := d.fs.Stat(ctx, ws, n)
 		if err != nil {
-			if CodeOf(err) == CodeNotFound && n == globalAgents {
+			if CodeOf(err) == CodeNotFound && n == GlobalAgents {
 				continue
 			}
 			return nil, wrapErr(ctx, op, name, err)

@@ -447,7 +447,7 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	if err != nil {
 		return Entry{}, false, err
 	}
-	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills) {
+	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalSkills) {
 		return Entry{}, false, f.rootErr(w, newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "%q is a directory", path))
 	}
 	if maxSize <= 0 {
