@@ -234,9 +234,6 @@ func (f *FS) autoCheckpoint(ctx context.Context, ws Workspace, path, reason stri
 	if f.ck == nil || !f.ck.cfg.Automatic {
 		return "", nil
 	}
-	if id := keptVersion(ctx, ws, path); id != "" {
-		return id, nil // a per-file version of it was just kept
-	}
 	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Operator: operatorFrom(ctx)}, reason)
 	if err != nil {
 		if r := ReasonOf(err); CodeOf(err) == CodeNotFound || r == ReasonNotRegular || r == ReasonSymlink || r == ReasonMultipleLinks {

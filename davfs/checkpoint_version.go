@@ -2,7 +2,6 @@ package davfs
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 )
@@ -33,81 +32,6 @@ const VersionMinAge = 10 * time.Minute
 // isVersion reports whether r is a per-file version.
 func (r ckRef) isVersion() bool { return r.meta.Reason == CheckpointBeforeWebDAVWrite }
 
-// Unconditional records what keeping did for one WebDAV request (the
-// sidecar tells the gateway, which audits it).
-type Unconditional struct {
-	mu       sync.Mutex
-	used     bool
-	versions []string
-	byName   map[string]string // WebDAV name → version kept of it
-	empty    map[string]bool   // WebDAV names of directories holding no file, kept as nothing
-}
-
-type unconditionalKey struct{}
-
-// WithUnconditional returns ctx in which what keeping does is recorded in
-// the returned Unconditional.
-func WithUnconditional(ctx context.Context) (context.Context, *Unconditional) {
-	u := &Unconditional{byName: map[string]string{}, empty: map[string]bool{}}
-	return context.WithValue(ctx, unconditionalKey{}, u), u
-}
-
-func unconditionalFrom(ctx context.Context) *Unconditional {
-	u, _ := ctx.Value(unconditionalKey{}).(*Unconditional)
-	return u
-}
-
-// Used reports whether a write of the request went ahead without a
-// precondition because keeping was on, and the IDs of the versions it kept
-// (none when it replaced nothing, e.g. a MOVE of its source to a new name).
-func (u *Unconditional) Used() (used bool, ids []string) {
-	u.locked(func() { used, ids = u.used, append([]string(nil), u.versions...) })
-	return used, ids
-}
-
-// locked runs fn with u locked. A nil u (a call outside a WebDAV request)
-// records and answers nothing: fn does not run.
-func (u *Unconditional) locked(fn func()) {
-	if u != nil {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		fn()
-	}
-}
-
-func (u *Unconditional) note(name, id string) {
-	u.locked(func() {
-		u.used = true
-		if id != "" {
-			u.versions = append(u.versions, id)
-			u.byName[name] = id
-		}
-	})
-}
-
-type keptPathKey struct{}
-
-// withKept marks ctx: the version id already holds rel of ws, so the
-// automatic checkpoint before a recursive delete of it is that version.
-func withKept(ctx context.Context, ws Workspace, rel, id string) context.Context {
-	return context.WithValue(ctx, keptPathKey{}, keptPath{ws, rel, id})
-}
-
-type keptPath struct {
-	ws  Workspace
-	rel string
-	id  string
-}
-
-// keptVersion is the version withKept recorded for rel of ws ("" none).
-func keptVersion(ctx context.Context, ws Workspace, rel string) string {
-	k, ok := ctx.Value(keptPathKey{}).(keptPath)
-	if !ok || k.ws != ws || k.rel != rel {
-		return ""
-	}
-	return k.id
-}
-
 // KeepingOff is the message of the 428 a write gets when the gateway asks
 // to keep what it replaces but this agent's checkpoints are disabled.
 const KeepingOff = "send If-Match with the current ETag (or hold a lock): keeping replaced content (webdav.unconditionalWrites: keep) is off on this agent because its checkpoints are disabled (services.checkpoints.enabled)"
@@ -120,7 +44,7 @@ func errPrecondition(msg string) *Error {
 	return e
 }
 
-// keepVersion keeps path of ws, which must have revision want, as a
+// KeepVersion keeps path of ws, which must have revision want, as a
 // per-file version before a WebDAV write replaces or removes it, and
 // returns the version's ID. The caller then commits the write with want as
 // its expected revision under the mutation lock, so what the write
@@ -143,7 +67,7 @@ func errPrecondition(msg string) *Error {
 // more than once. Without the hold, a checkpoint created while a long
 // upload streams could evict the only copy of what the upload replaces.
 // On an error, or when nothing was kept (""), release is a no-op.
-func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method string) (id string, release func(), err error) {
+func (f *FS) KeepVersion(ctx context.Context, ws Workspace, path, want, method string) (id string, release func(), err error) {
 	if f.ck == nil {
 		return "", noRelease, errPrecondition(KeepingOff)
 	}
@@ -194,6 +118,24 @@ func (f *FS) keepVersion(ctx context.Context, ws Workspace, path, want, method s
 
 func noRelease() {}
 
+// DropVersionIfCurrent deletes id, the version KeepVersion kept of path of
+// ws, when path still has rev, the revision the version holds (a write
+// that failed replaced nothing: keeping it twice would only use up the
+// versions' bound), and reports whether it did. When path changed, or
+// another holds the version (a restore reading it), it stays. Either way
+// the caller's hold on it ends (release).
+func (f *FS) DropVersionIfCurrent(ws Workspace, path, id, rev string, release func()) bool {
+	defer release()
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return false
+	}
+	if e, err := f.stat(w); err != nil || e.Revision != rev {
+		return false
+	}
+	return f.ck.dropVersion(ws, id, release)
+}
+
 // dropVersion releases the caller's hold on the version id of ws and
 // deletes it, unless someone else holds it too (a restore reading it):
 // then it stays, a checkpoint like any other. Both happen under the
@@ -219,85 +161,6 @@ func (s *ckStore) dropVersion(ws Workspace, id string, release func()) bool {
 // KeepSkipped is the message of the 428 a keep write over a directory gets
 // when the directory holds names a version cannot keep.
 const KeepSkipped = "the folder holds names a version cannot keep (denied names such as .git or node_modules, links, special or unreadable files); send If-Match with the current ETag or hold a lock, or delete it through the portal or the REST API"
-
-// forget drops id, a version of name dropped again because its write
-// failed and replaced nothing.
-func (u *Unconditional) forget(name, id string) {
-	u.locked(func() {
-		u.versions = slices.DeleteFunc(u.versions, func(v string) bool { return v == id })
-		if u.byName[name] == id {
-			delete(u.byName, name)
-		}
-	})
-}
-
-func (u *Unconditional) noteEmpty(name string) {
-	u.locked(func() {
-		u.empty[name] = true
-	})
-}
-
-// keptEmpty reports whether name is a directory this request's keep found
-// holding only empty directories (so no version, and no automatic
-// checkpoint, is needed before its delete).
-func (u *Unconditional) keptEmpty(name string) (empty bool) {
-	u.locked(func() { empty = u.empty[name] })
-	return empty
-}
-
-// dropUnusedVersion deletes id, the version a PUT kept of t, when the
-// upload failed or was aborted and t still has rev, the revision the
-// version holds: then it is the current content and keeping it twice would
-// only use up the versions' bound. When t changed (the upload's error may
-// have come after its commit), or another holds the version (a restore
-// reading it), the version stays. Either way the PUT's hold on it ends
-// (release).
-func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string, release func()) {
-	defer release()
-	w, err := d.fs.resolve(t.ws, t.path)
-	if err != nil {
-		return
-	}
-	if e, err := d.fs.stat(w); err != nil || e.Revision != rev {
-		return
-	}
-	if d.fs.ck.dropVersion(t.ws, id, release) {
-		unconditionalFrom(ctx).forget(t.name, id)
-	}
-}
-
-// of is the version kept of name in this request ("" none).
-func (u *Unconditional) of(name string) (id string) {
-	u.locked(func() { id = u.byName[name] })
-	return id
-}
-
-// keepBefore is expectedRevision's answer to a Required write with Keep
-// and no IfMatch: a removal (RemoveAll, also the one making room for a
-// COPY or MOVE) keeps what it removes first; a Rename's source loses
-// nothing (it lives on at the destination) and goes ahead as it is.
-// release ends the hold on the version kept (keepVersion): the caller
-// calls it once its delete has finished.
-func (d *davFS) keepBefore(ctx context.Context, op string, t target, e Entry) (rev string, release func(), err error) {
-	// Handed out so that the delete's revision check holds; what the
-	// delete refuses is bounded by the moment RemoveAll took before this
-	// (DeleteOptions.ChangedAfter), not by this or any later hand-out.
-	d.fs.handOut(context.Background(), e)
-	id := ""
-	release = noRelease
-	if op == "removeall" {
-		if id, release, err = d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep); err != nil {
-			return "", noRelease, wrapErr(ctx, op, t.name, err)
-		}
-		if id == "" && e.Type == TypeDirectory {
-			unconditionalFrom(ctx).noteEmpty(t.name)
-		}
-	} else if d.fs.ck == nil {
-		return "", noRelease, wrapErr(ctx, op, t.name, errPrecondition(KeepingOff))
-	}
-	unconditionalFrom(ctx).note(t.name, id)
-	return e.Revision, release, nil
-}
 
 // MaxHoldingDecodes bounds the manifests one ListCheckpointsHolding call
 // reads (each streamed up to the path: ckStore.holds).

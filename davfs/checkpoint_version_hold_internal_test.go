@@ -7,15 +7,12 @@ package davfs
 // even while a restore read it.
 
 import (
-	"context"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/net/webdav"
 )
 
 // holdEnv is a store of maxTotalBytes 16 KiB on a clock the test moves,
@@ -39,32 +36,85 @@ func holdEnv(t *testing.T, observer CheckpointObserver) (e *env, later func(time
 	return e, later, old
 }
 
-// holdKeepCtx is a WebDAV request's context asking to keep (method).
-func holdKeepCtx(method string) (context.Context, *Unconditional) {
-	ctx, u := WithUnconditional(bg)
-	return WithPreconditions(ctx, func(string) Precondition { return Precondition{Required: true, Keep: method} }), u
+// keepUpload is a keep PUT as the WebDAV adapter (sidecar/internal/dav)
+// composes it from the core: KeepVersion keeps the current content, the
+// body streams into WriteStream over the kept revision, and the hold ends
+// once the upload has finished; a failed upload drops the version again
+// (DropVersionIfCurrent).
+type keepUpload struct {
+	pw      *io.PipeWriter
+	done    chan error
+	version string
 }
 
-// holdDavErr is the davfs error in a WebDAV FileSystem error.
-func holdDavErr(err error) error {
-	if e, ok := ErrorFromWebDAV(err); ok {
-		return e
+// keepPut opens a keep PUT of rel in project p.
+func keepPut(e *env, rel string) (*keepUpload, error) {
+	ws := proj("p")
+	st, err := e.fs.Stat(bg, ws, rel)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	id, release, err := e.fs.KeepVersion(bg, ws, rel, st.Revision, "PUT")
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	u := &keepUpload{pw: pw, done: make(chan error, 1), version: id}
+	go func() {
+		defer release()
+		_, _, err := e.fs.WriteStream(bg, ws, rel, pr, 0, Precondition{IfMatch: st.Revision})
+		pr.CloseWithError(err)
+		if err != nil && id != "" {
+			e.fs.DropVersionIfCurrent(ws, rel, id, st.Revision, release)
+		}
+		u.done <- err
+	}()
+	return u, nil
+}
+
+func (u *keepUpload) Write(p []byte) (int, error) { return u.pw.Write(p) }
+
+// Close commits the upload; Abort ends it without committing.
+func (u *keepUpload) Close() error { u.pw.Close(); return <-u.done }
+func (u *keepUpload) Abort(err error) error {
+	u.pw.CloseWithError(err)
+	return <-u.done
 }
 
 // openKeepPut opens a keep PUT of p/f.txt: the upload, and the one version
 // it kept.
-func openKeepPut(t *testing.T, e *env) (webdav.File, string) {
+func openKeepPut(t *testing.T, e *env) (*keepUpload, string) {
 	t.Helper()
-	ctx, u := holdKeepCtx("PUT")
-	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	u, err := keepPut(e, "f.txt")
 	must(t, err)
-	_, ids := u.Used()
-	if len(ids) != 1 {
-		t.Fatalf("the keep PUT kept %v", ids)
+	if u.version == "" {
+		t.Fatal("the keep PUT kept nothing")
 	}
-	return f, ids[0]
+	return u, u.version
+}
+
+// keepDelete is a keep DELETE of rel in project p as the WebDAV adapter
+// composes it: the moment before the capture bounds what the delete
+// removes, the version kept is its automatic checkpoint, and a capture of
+// empty directories only lets nothing but directories go.
+func keepDelete(e *env, rel string) (version string, err error) {
+	ws := proj("p")
+	start := time.Now()
+	st, err := e.fs.Stat(bg, ws, rel)
+	if err != nil {
+		return "", err
+	}
+	id, release, err := e.fs.KeepVersion(bg, ws, rel, st.Revision, "DELETE")
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	opts := DeleteOptions{Recursive: true, ChangedAfter: start, KeptVersion: id}
+	if id == "" && st.Type == TypeDirectory {
+		opts.SkipCheckpoint, opts.KeptDirsOnly = true, true
+	}
+	_, err = e.fs.DeleteEntryResult(bg, ws, rel, st.Revision, opts)
+	return id, err
 }
 
 // noHolds fails when any checkpoint is still held (a leaked hold keeps a
@@ -142,16 +192,15 @@ func TestVersionHeldWhileItsDeleteRuns(t *testing.T) {
 	})
 	old := ckfRandom("d", 6<<10)
 	e.write("projects/p/d/f.txt", old)
-	ctx, u := holdKeepCtx("DELETE")
 	armed = true
-	must(t, holdDavErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/d")))
+	version, err := keepDelete(e, "d")
+	must(t, err)
 	wantErr(t, during, CodeResourceExhausted, ReasonCheckpointLimit)
 	noHolds(t, e, "after the DELETE")
-	_, ids := u.Used()
-	if len(ids) != 1 {
-		t.Fatalf("the keep DELETE kept %v", ids)
+	if version == "" {
+		t.Fatal("the keep DELETE kept nothing")
 	}
-	_, err := e.fs.RestoreCheckpoint(bg, proj("p"), ids[0], "", RestoreOptions{})
+	_, err = e.fs.RestoreCheckpoint(bg, proj("p"), version, "", RestoreOptions{})
 	must(t, err)
 	if e.read("projects/p/d/f.txt") != old {
 		t.Fatal("what the DELETE removed was not restored")
@@ -208,60 +257,58 @@ func TestVersionHoldReleasedOnEveryPath(t *testing.T) {
 		c.Checkpoints.MaxTotalBytes = 16 << 10
 		c.Checkpoints.Automatic = true
 	})
-	put := func(name, body string, abort bool) error {
-		ctx, _ := holdKeepCtx("PUT")
-		f, err := e.fs.WebDAV().OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	put := func(rel, body string, abort bool) error {
+		f, err := keepPut(e, rel)
 		if err != nil {
-			return holdDavErr(err)
+			return err
 		}
 		if _, err := io.WriteString(f, body); err != nil {
 			f.Close()
-			return holdDavErr(err)
+			return err
 		}
 		if abort {
-			f.(Aborter).Abort(io.ErrUnexpectedEOF)
+			return f.Abort(io.ErrUnexpectedEOF)
 		}
-		return holdDavErr(f.Close())
+		return f.Close()
 	}
-	del := func(name string) error {
-		ctx, _ := holdKeepCtx("DELETE")
-		return holdDavErr(e.fs.WebDAV().RemoveAll(ctx, name))
+	del := func(rel string) error {
+		_, err := keepDelete(e, rel)
+		return err
 	}
 	e.write("projects/p/f.txt", "v1\n")
-	must(t, put("/projects/p/f.txt", "v2\n", false))
+	must(t, put("f.txt", "v2\n", false))
 	noHolds(t, e, "a committed PUT")
-	if err := put("/projects/p/f.txt", "half", true); err == nil {
+	if err := put("f.txt", "half", true); err == nil {
 		t.Fatal("an aborted PUT committed")
 	}
 	noHolds(t, e, "an aborted PUT")
 
-	ctx, _ := holdKeepCtx("PUT")
-	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := keepPut(e, "f.txt")
 	must(t, err)
 	e.write("projects/p/f.txt", "the agent's v3\n") // after the version, before the commit
 	_, err = io.WriteString(f, "client v3\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	wantErr(t, holdDavErr(err), CodeAborted, ReasonRevisionMismatch)
+	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 	noHolds(t, e, "a PUT refused at commit")
 
 	e.write("projects/p/big.txt", ckfRandom("big", 20<<10))
-	wantErr(t, put("/projects/p/big.txt", "small\n", false), CodeResourceExhausted, ReasonCheckpointLimit)
-	wantErr(t, del("/projects/p/big.txt"), CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, put("big.txt", "small\n", false), CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, del("big.txt"), CodeResourceExhausted, ReasonCheckpointLimit)
 	noHolds(t, e, "a version too large")
 
 	e.write("projects/p/d/x.txt", "x\n")
-	must(t, del("/projects/p/d"))
+	must(t, del("d"))
 	noHolds(t, e, "a DELETE")
 	e.write("projects/p/g/.git/config", "[core]\n")
 	e.write("projects/p/g/x.txt", "x\n")
-	if err := del("/projects/p/g"); ReasonOf(err) != "PRECONDITION_REQUIRED" {
+	if err := del("g"); ReasonOf(err) != "PRECONDITION_REQUIRED" {
 		t.Fatalf("keep DELETE of a directory with .git: %v", err)
 	}
 	noHolds(t, e, "a DELETE refused for .git")
 	must(t, os.MkdirAll(e.projects+"/p/empty/inner", 0o755))
-	must(t, del("/projects/p/empty"))
+	must(t, del("empty"))
 	noHolds(t, e, "a DELETE of empty directories")
 }
 
@@ -274,9 +321,8 @@ func TestVersionDropSkippedWhileHeld(t *testing.T) {
 	f, version := openKeepPut(t, e)
 	ids := []string{version}
 	e.fs.ck.hold(ids[0]) // a restore reading it
-	f.(Aborter).Abort(io.ErrUnexpectedEOF)
-	if err := f.Close(); err == nil {
-		t.Fatal("Close after Abort = nil")
+	if err := f.Abort(io.ErrUnexpectedEOF); err == nil {
+		t.Fatal("an aborted upload reported no error")
 	}
 	if _, err := e.fs.GetCheckpoint(bg, ws, ids[0]); err != nil {
 		t.Fatalf("a held version was dropped: %v", err)

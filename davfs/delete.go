@@ -44,12 +44,17 @@ type DeleteOptions struct {
 	// kept: the entries of the version a keep delete took of the tree
 	// (tree.kept); set by DeleteEntryResult, never by callers.
 	kept map[string]*ckEntry
-	// keptDirsOnly: a keep delete whose capture found only empty
+	// KeptVersion is the per-file version KeepVersion just kept of path
+	// (a keep delete): it is the delete's automatic checkpoint (no other is
+	// taken), and with ChangedAfter set nothing the version does not hold
+	// is deleted.
+	KeptVersion string
+	// KeptDirsOnly: a keep delete whose capture found only empty
 	// directories (so no version): any other name found by the delete's
 	// walk refuses it, whatever its ctime says (file ctimes come from a
 	// coarse clock that can lag the moment ChangedAfter was taken). Set by
-	// RemoveAll.
-	keptDirsOnly bool
+	// the WebDAV adapter's RemoveAll.
+	KeptDirsOnly bool
 }
 
 // DeleteResult is what a delete did besides deleting.
@@ -122,13 +127,15 @@ func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expected
 		// (checkpoint.go), when the delete can succeed. f.stat, unlike
 		// Stat, does not hand the revision out (seen.go).
 		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory && e.Revision == expectedRevision {
-			if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete); err != nil {
+			if opts.KeptVersion != "" {
+				res.AutoCheckpoint = opts.KeptVersion // a per-file version of it was just kept
+			} else if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete); err != nil {
 				return res, err
 			}
 		}
 	}
 	opts.kept = nil
-	if id := keptVersion(ctx, ws, path); id != "" && !opts.ChangedAfter.IsZero() {
+	if id := opts.KeptVersion; id != "" && !opts.ChangedAfter.IsZero() {
 		// A keep delete of a directory: nothing the version does not hold
 		// is deleted (a file's own revision check already binds it).
 		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory {
@@ -209,7 +216,7 @@ func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, expectedRevision s
 			return -1, newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", w.rel)
 		}
 		t := &tree{r: w.r, changedAfter: max(seenAt, st.Ctim.Nano()), replace: opts.Replace, afterCheck: f.hooks.afterCheck, beforeUnlink: f.hooks.beforeUnlink,
-			kept: opts.kept, dirsOnly: opts.keptDirsOnly, rel: w.rel}
+			kept: opts.kept, dirsOnly: opts.KeptDirsOnly, rel: w.rel}
 		err = t.remove(ctx, pfd, w.name(), st.Ino)
 	}
 	if err != nil {

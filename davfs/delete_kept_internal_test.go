@@ -26,8 +26,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 			change(e)
 			st2, err := e.fs.Stat(bg, proj("p"), "d")
 			must(t, err)
-			ctx := withKept(bg, proj("p"), "d", id)
-			err = deleteWith(e.fs, ctx, proj("p"), "d", st2.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+			err = deleteWith(e.fs, bg, proj("p"), "d", st2.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), KeptVersion: id})
 			wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 			if name == "rewritten" && e.read("projects/p/d/a.txt") != "the agent's a2" {
 				t.Fatal("the rewritten file was deleted")
@@ -41,7 +40,7 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 	e := ckAutoEnv(t)
 	e.write("projects/p/d/a.txt", "a")
 	id, rev := keepD(t, e)
-	must(t, deleteWith(e.fs, withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
+	must(t, deleteWith(e.fs, bg, proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), KeptVersion: id}))
 }
 
 // A keep delete whose capture found only empty directories keeps no
@@ -58,7 +57,7 @@ func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
 	e.write("projects/p/d/e/new.txt", "the agent's new file")
 	st2, err := e.fs.Stat(bg, proj("p"), "d")
 	must(t, err)
-	opts := DeleteOptions{Recursive: true, SkipCheckpoint: true, ChangedAfter: time.Now().Add(time.Hour), keptDirsOnly: true}
+	opts := DeleteOptions{Recursive: true, SkipCheckpoint: true, ChangedAfter: time.Now().Add(time.Hour), KeptDirsOnly: true}
 	err = deleteWith(e.fs, bg, proj("p"), "d", st2.Revision, opts)
 	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 	if e.read("projects/p/d/e/new.txt") != "the agent's new file" {
@@ -144,7 +143,7 @@ func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
 			must(t, os.Rename(filepath.Join(e.dir, "projects/p/other.txt"), filepath.Join(e.dir, "projects/p/d/a.txt")))
 		}
 	}
-	err := deleteWith(e.fs, withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+	err := deleteWith(e.fs, bg, proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), KeptVersion: id})
 	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 	if !renamed {
 		t.Fatal("the hook never ran")
@@ -165,7 +164,7 @@ func keepD(t *testing.T, e *env) (id, rev string) {
 	t.Helper()
 	st, err := e.fs.Stat(bg, proj("p"), "d")
 	must(t, err)
-	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
+	id, release, err := e.fs.KeepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
 	must(t, err)
 	t.Cleanup(release)
 	return id, st.Revision

@@ -1,7 +1,8 @@
 package davfs_test
 
-// Shared helpers of the adversarial suites (security_test.go, race_test.go,
-// fuzz_test.go, bench_test.go). Every identifier starts with "sec" so these
+// Shared helpers of the adversarial fixtures (bench_test.go, the checkpoint
+// tests; the security, race and fuzz suites, which drive the WebDAV adapter
+// too, live in sidecar/internal/dav). Every identifier starts with "sec" so these
 // files can live beside the other davfs_test files.
 //
 // A test tree ("base", always a fresh temp dir) has three parts:
@@ -436,3 +437,13 @@ func secProject(name string) davfs.Workspace {
 }
 
 var secGlobal = davfs.Workspace{Scope: davfs.ScopeGlobal}
+
+// secRev returns p's revision when Stat succeeds, else a bogus one: the
+// path error must win over a revision mismatch.
+func secRev(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) string {
+	var ent davfs.Entry
+	if err := secTry(func() (err error) { ent, err = e.fs.Stat(ctx, ws, p); return err }); err == nil {
+		return ent.Revision
+	}
+	return "bogus-revision"
+}

@@ -45,7 +45,7 @@ type tree struct {
 	kept map[string]*ckEntry
 	rel  string
 	// dirsOnly: a keep delete whose capture held only empty directories
-	// (DeleteOptions.keptDirsOnly): every name that is not a directory
+	// (DeleteOptions.KeptDirsOnly): every name that is not a directory
 	// refuses it, independent of the ctime clock.
 	dirsOnly bool
 	// beforeUnlink runs between a kept file's check and its unlink

@@ -192,9 +192,5 @@ func ContextError(ctx context.Context) error { return ctxErr(ctx) }
 // was read.
 func StaleError(rel string) *Error { return errStale(rel) }
 
-// PreconditionRequired is the 428 of a write that replaces or removes an
-// existing resource without a precondition.
-func PreconditionRequired() *Error { return errPreconditionRequired() }
-
 // TextReason says whether b is editable text (EditableOK) or why not.
 func TextReason(b []byte) NonEditableReason { return classify(b) }

@@ -1,6 +1,7 @@
 // Package dav is the sidecar's WebDAV server: golang.org/x/net/webdav's
-// Handler over davfs.WebDAV(), inside one thin handler that does only what
-// the library cannot:
+// Handler over the adapter's FileSystem (NewFileSystem, fs.go: WebDAV names
+// onto davfs calls), inside one thin handler that does only what the
+// library cannot:
 //
 //   - request IDs (X-Request-ID in and out), one log line per request (no
 //     content, no host paths) and the sidecar_webdav_* metrics;
@@ -8,8 +9,9 @@
 //     before the library sees them (dot or empty segments, encoded "/" or
 //     "\", control characters, invalid UTF-8 → 400 INVALID_PATH). Nothing
 //     is cleaned: what is logged and audited is what is acted on;
-//   - If-Match / If-None-Match and the entity tags of If: lists handed to
-//     davfs (davfs.WithPreconditions), which checks them at commit under
+//   - If-Match / If-None-Match and the entity tags of If: lists handed
+//     through the adapter (WithPreconditions) to davfs, which checks them
+//     at commit under
 //     its mutation lock; a replacing or removing write with neither a
 //     precondition nor a held lock gets 428 (unless
 //     Options.AllowUnconditionalWrites, or the gateway's
@@ -38,7 +40,7 @@
 //     x/net's answer (TestPropfindFastPathMatchesXNet proves it equal);
 //     everything else falls through to the library.
 //
-// Dead properties are not stored; see davfs (PROPPATCH) and
+// Dead properties are not stored; see fs_file.go (PROPPATCH) and
 // docs/webdav-conformance.md.
 package dav
 
@@ -141,7 +143,7 @@ func New(fs *davfs.FS, opts Options) *Handler {
 	_, _ = rand.Read(b[:])
 	return &Handler{
 		dfs:       fs,
-		fs:        noMultiLinks{fs.WebDAV()},
+		fs:        noMultiLinks{NewFileSystem(fs)},
 		opts:      opts,
 		metrics:   newMetrics(opts.Registerer),
 		locks:     newLockPins(opts.MaxLocks, opts.MaxLocksPerOperator, hex.EncodeToString(b[6:])+"-"),
@@ -156,7 +158,7 @@ type request struct {
 	r        *http.Request
 	rec      *recorder
 	ctx      context.Context
-	errs     *davfs.ErrorLog
+	errs     *ErrorLog
 	prefix   string
 	src, dst string // WebDAV names (prefix stripped, unescaped, no trailing slash)
 	hdr      davfs.Precondition
@@ -167,9 +169,9 @@ type request struct {
 	reason   string            // errtable reason of an error response
 	aborted  bool              // a streamed answer broke off: end the connection
 
-	keep   string                 // the method, when the gateway says unconditionalWrites: keep
-	uncond *davfs.Unconditional   // what keeping did
-	autos  *davfs.AutoCheckpoints // automatic checkpoints its deletes took
+	keep   string           // the method, when the gateway says unconditionalWrites: keep
+	uncond *Unconditional   // what keeping did
+	autos  *AutoCheckpoints // automatic checkpoints its deletes took
 
 	dstRemoved bool     // COPY/MOVE: this request removed the destination (guardFS)
 	refused    *refusal // a FileSystem call refused the request itself
@@ -183,7 +185,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(davwire.RequestIDHeader, rid)
 	q := &request{h: h, rec: &recorder{w: w}}
-	q.ctx, q.errs = davfs.WithErrorLog(r.Context())
+	q.ctx, q.errs = WithErrorLog(r.Context())
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
 		// The handler's and the library's own looks at the target before
@@ -197,12 +199,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		// The file is opened to be read or seeked: open it once.
-		q.ctx = davfs.WithContentReads(q.ctx)
+		q.ctx = WithContentReads(q.ctx)
 	}
-	q.ctx, q.uncond = davfs.WithUnconditional(q.ctx)
-	q.ctx, q.autos = davfs.WithAutoCheckpoints(q.ctx)
+	q.ctx, q.uncond = WithUnconditional(q.ctx)
+	q.ctx, q.autos = WithAutoCheckpoints(q.ctx)
 	q.rec.before = func() { q.keptHeaders(false) }
-	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
+	q.ctx = WithPreconditions(q.ctx, q.precondition)
 	q.r = r.WithContext(q.ctx)
 	q.serve()
 	q.rec.filter.flush() // ends a response the library left open
@@ -411,11 +413,11 @@ func (q *request) prepareMethod() bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		hdr.Set("Cache-Control", "no-store")
-		hdr.Set("Content-Type", davfs.ContentType(path.Base(q.src)))
+		hdr.Set("Content-Type", ContentType(path.Base(q.src)))
 		hdr.Set("X-Content-Type-Options", "nosniff")
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
-		q.r = q.r.WithContext(davfs.WithListingReuse(q.ctx))
+		q.r = q.r.WithContext(WithListingReuse(q.ctx))
 		r = q.r
 		switch r.Header.Get("Depth") {
 		case "0", "1":
@@ -629,7 +631,7 @@ func (q *request) currentRevision(name string) string {
 	if err != nil {
 		return ""
 	}
-	if r, ok := fi.(davfs.Revisioner); ok {
+	if r, ok := fi.(Revisioner); ok {
 		return r.Revision()
 	}
 	return mismatch
@@ -649,7 +651,7 @@ func both(a, b string) string {
 }
 
 // precondition is what davfs must check when this request writes name
-// (davfs.WithPreconditions).
+// (WithPreconditions).
 func (q *request) precondition(name string) davfs.Precondition {
 	p := davfs.Precondition{Required: !q.h.opts.AllowUnconditionalWrites}
 	if p.Required {

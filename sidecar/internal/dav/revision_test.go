@@ -36,7 +36,7 @@ func TestConfirmWithoutRevisionFailsClosed(t *testing.T) {
 	for _, c := range []struct {
 		fs   webdav.FileSystem
 		want bool
-	}{{noMultiLinks{e.fs.WebDAV()}, true}, {noRevisions{e.fs.WebDAV()}, false}} {
+	}{{noMultiLinks{NewFileSystem(e.fs)}, true}, {noRevisions{NewFileSystem(e.fs)}, false}} {
 		h := New(e.fs, Options{})
 		h.fs = c.fs
 		q := &request{h: h, ctx: context.Background(), src: name}

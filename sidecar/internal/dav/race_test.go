@@ -1,4 +1,4 @@
-package davfs_test
+package dav_test
 
 // Race test (issue 2): one goroutine keeps exchanging a directory with a
 // symlink that points outside the root (renameat2 RENAME_EXCHANGE, so the
@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/dav"
 	"golang.org/x/sys/unix"
 )
 
@@ -260,7 +261,7 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 		return "DeleteEntry", secTry(func() error { return e.fs.DeleteEntry(ctx, sc.ws, p(fmt.Sprintf("sub%d", w)), r, true) })
 	case 11:
 		return "WebDAV.Read", secTry(func() error {
-			fh, err := e.fs.WebDAV().OpenFile(ctx, secDavName(sc.ws, p("f.txt")), os.O_RDONLY, 0)
+			fh, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(sc.ws, p("f.txt")), os.O_RDONLY, 0)
 			if err != nil {
 				return secDavToDav(err)
 			}
@@ -271,7 +272,7 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 		})
 	case 12:
 		return "WebDAV.Write", secTry(func() error {
-			fh, err := e.fs.WebDAV().OpenFile(ctx, secDavName(sc.ws, p(fmt.Sprintf("v%d.txt", w))), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fh, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(sc.ws, p(fmt.Sprintf("v%d.txt", w))), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 			if err != nil {
 				return secDavToDav(err)
 			}
@@ -446,7 +447,7 @@ func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target st
 			io.Closer
 		}
 		err := secTry(func() (err error) {
-			fh, err = e.fs.WebDAV().OpenFile(withPre(ctx, pre), secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fh, err = dav.NewFileSystem(e.fs).OpenFile(withPre(ctx, pre), secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 			return err
 		})
 		if err != nil {

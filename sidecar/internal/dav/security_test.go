@@ -1,4 +1,4 @@
-package davfs_test
+package dav_test
 
 // Adversarial layouts run against every operation (issue 2, "Tests that
 // must exist"): one shared table of filesystem layouts in the style of Go's
@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/dav"
 	"golang.org/x/net/webdav"
 	"golang.org/x/sys/unix"
 )
@@ -286,16 +287,6 @@ func secSplit(p string) (dir, name string) {
 	return dir, name
 }
 
-// secRev returns p's revision when Stat succeeds, else a bogus one: the
-// path error must win over a revision mismatch.
-func secRev(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) string {
-	var ent davfs.Entry
-	if err := secTry(func() (err error) { ent, err = e.fs.Stat(ctx, ws, p); return err }); err == nil {
-		return ent.Revision
-	}
-	return "bogus-revision"
-}
-
 // secValid returns an existing regular file and a free name in ws.
 func secValid(ws davfs.Workspace) (src, free string) {
 	if ws.Scope == davfs.ScopeGlobal {
@@ -407,11 +398,11 @@ func secOps() []secOp {
 		}},
 
 		// webdav.FileSystem methods. secDavFS is obtained inside secTry so an
-		// unimplemented WebDAV() fails these subtests only.
+		// unimplemented adapter fails these subtests only.
 		{name: "WebDAV.Read", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
 			r.err = secTry(func() error {
-				f, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
+				f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
 				if err != nil {
 					return err
 				}
@@ -424,7 +415,7 @@ func secOps() []secOp {
 		}},
 		{name: "WebDAV.Write", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			return secOpResult{err: secTry(func() error {
-				f, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, p), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+				f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, p), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 				if err != nil {
 					return err
 				}
@@ -438,12 +429,12 @@ func secOps() []secOp {
 			})}
 		}},
 		{name: "WebDAV.Stat", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { _, err := e.fs.WebDAV().Stat(ctx, secDavName(ws, p)); return err })}
+			return secOpResult{err: secTry(func() error { _, err := dav.NewFileSystem(e.fs).Stat(ctx, secDavName(ws, p)); return err })}
 		}},
 		{name: "WebDAV.Readdir", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
 			r.err = secTry(func() error {
-				f, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
+				f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
 				if err != nil {
 					return err
 				}
@@ -457,22 +448,22 @@ func secOps() []secOp {
 			return r
 		}},
 		{name: "WebDAV.Mkdir", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { return e.fs.WebDAV().Mkdir(ctx, secDavName(ws, p), 0o755) })}
+			return secOpResult{err: secTry(func() error { return dav.NewFileSystem(e.fs).Mkdir(ctx, secDavName(ws, p), 0o755) })}
 		}},
 		{name: "WebDAV.Remove", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { return e.fs.WebDAV().RemoveAll(ctx, secDavName(ws, p)) })}
+			return secOpResult{err: secTry(func() error { return dav.NewFileSystem(e.fs).RemoveAll(ctx, secDavName(ws, p)) })}
 		}},
 		{name: "WebDAV.RenameS", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			_, free := secValid(ws)
 			return secOpResult{
-				err:     secTry(func() error { return e.fs.WebDAV().Rename(ctx, secDavName(ws, p), secDavName(ws, free)) }),
+				err:     secTry(func() error { return dav.NewFileSystem(e.fs).Rename(ctx, secDavName(ws, p), secDavName(ws, free)) }),
 				touched: []string{free},
 			}
 		}},
 		{name: "WebDAV.RenameD", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			src, _ := secValid(ws)
 			return secOpResult{
-				err:     secTry(func() error { return e.fs.WebDAV().Rename(ctx, secDavName(ws, src), secDavName(ws, p)) }),
+				err:     secTry(func() error { return dav.NewFileSystem(e.fs).Rename(ctx, secDavName(ws, src), secDavName(ws, p)) }),
 				touched: []string{src},
 			}
 		}},
@@ -805,7 +796,7 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 	}
 
 	err = secTry(func() error {
-		f, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, dir), os.O_RDONLY, 0)
+		f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, dir), os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -1396,7 +1387,7 @@ func TestSecCursorConfinement(t *testing.T) {
 
 // secDavPut writes body through the webdav.FileSystem like a PUT does.
 func secDavPut(ctx context.Context, f *davfs.FS, name string, body []byte, pre davfs.Precondition) error {
-	fh, err := f.WebDAV().OpenFile(withPre(ctx, pre), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	fh, err := dav.NewFileSystem(f).OpenFile(withPre(ctx, pre), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}

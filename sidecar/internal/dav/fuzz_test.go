@@ -1,4 +1,4 @@
-package davfs_test
+package dav_test
 
 // Fuzz targets (issue 2). The committed corpus under testdata/fuzz/ runs in
 // every plain `go test`; fuzz locally with
@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
 // secFuzzLayout is a small tree full of traps.
@@ -275,7 +276,7 @@ func FuzzOps(f *testing.F) {
 					return err
 				case 10:
 					what = "WebDAV.Read"
-					fh, err := e.fs.WebDAV().OpenFile(ctx, secDavName(ws, pa), os.O_RDONLY, 0)
+					fh, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, pa), os.O_RDONLY, 0)
 					if err != nil {
 						return secDavToDav(err)
 					}
@@ -295,10 +296,10 @@ func FuzzOps(f *testing.F) {
 					return secDavToDav(secDavPut(ctx, e.fs, secDavName(ws, pa), body, pre))
 				case 12:
 					what = "WebDAV.Rename"
-					return secDavToDav(e.fs.WebDAV().Rename(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa), secDavName(ws, pb)))
+					return secDavToDav(dav.NewFileSystem(e.fs).Rename(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa), secDavName(ws, pb)))
 				default:
 					what = "WebDAV.RemoveAll"
-					return secDavToDav(e.fs.WebDAV().RemoveAll(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa)))
+					return secDavToDav(dav.NewFileSystem(e.fs).RemoveAll(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa)))
 				}
 			})
 			secCheckDavErr(t, what, err, e.base)

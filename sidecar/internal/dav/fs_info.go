@@ -1,6 +1,8 @@
-package davfs
+package dav
 
 import (
+	"github.com/agentworkspace/files/davfs"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,13 +18,13 @@ import (
 // extension only: content is never read to guess a type).
 type davInfo struct {
 	name    string
-	e       Entry // of a workspace name; for the virtual levels only Type, ModTime and Revision
+	e       davfs.Entry // of a workspace name; for the virtual levels only Type, ModTime and Revision
 	virtual bool
 }
 
 func (i *davInfo) Name() string { return i.name }
 func (i *davInfo) Size() int64  { return i.e.Size }
-func (i *davInfo) IsDir() bool  { return i.e.Type == TypeDirectory }
+func (i *davInfo) IsDir() bool  { return i.e.Type == davfs.TypeDirectory }
 
 // Sys returns the davfs Entry of a name inside a workspace (so a handler
 // can see, for example, that a file has several hard links), nil for the
@@ -104,11 +106,11 @@ func ContentType(name string) string {
 	return "application/octet-stream"
 }
 
-func entryInfo(name string, e Entry) *davInfo { return &davInfo{name: name, e: e} }
+func entryInfo(name string, e davfs.Entry) *davInfo { return &davInfo{name: name, e: e} }
 
 // virtualInfo describes a directory no davfs Entry stands for.
 func virtualInfo(name string, modTime time.Time, revision string) *davInfo {
-	return &davInfo{name: name, e: Entry{Type: TypeDirectory, ModTime: modTime, Revision: revision}, virtual: true}
+	return &davInfo{name: name, e: davfs.Entry{Type: davfs.TypeDirectory, ModTime: modTime, Revision: revision}, virtual: true}
 }
 
 // rootRevision is the constant revision of "/": its children (projects/ and

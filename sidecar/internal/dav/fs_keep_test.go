@@ -1,4 +1,4 @@
-package davfs_test
+package dav_test
 
 // Per-file versions (webdav.unconditionalWrites: keep): what a WebDAV write
 // without a precondition replaces or removes is kept first, bounded apart
@@ -16,18 +16,19 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
 // keepCtx is a WebDAV request's context that asks to keep (method), as the
 // sidecar builds it under the gateway's keep header.
-func keepCtx(method string) (context.Context, *davfs.Unconditional) {
-	ctx, u := davfs.WithUnconditional(context.Background())
+func keepCtx(method string) (context.Context, *dav.Unconditional) {
+	ctx, u := dav.WithUnconditional(context.Background())
 	return withPre(ctx, davfs.Precondition{Required: true, Keep: method}), u
 }
 
 func davPut(t *testing.T, e *secEnv, ctx context.Context, name, body string) error {
 	t.Helper()
-	f, err := e.fs.WebDAV().OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func davErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if e, ok := davfs.ErrorFromWebDAV(err); ok {
+	if e, ok := dav.ErrorFromWebDAV(err); ok {
 		return e
 	}
 	return err
@@ -100,7 +101,7 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	// A recursive delete keeps the directory, once (the version is its
 	// automatic checkpoint too).
 	ctx, u = keepCtx("DELETE")
-	if err := e.fs.WebDAV().RemoveAll(ctx, "/projects/p/d"); err != nil {
+	if err := dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/d"); err != nil {
 		t.Fatalf("DELETE with keep: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "d")); !os.IsNotExist(err) {
@@ -123,7 +124,7 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 
 	// A MOVE's source loses nothing: it goes ahead, keeping nothing.
 	ctx, u = keepCtx("MOVE")
-	if err := e.fs.WebDAV().Rename(ctx, "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
+	if err := dav.NewFileSystem(e.fs).Rename(ctx, "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
 		t.Fatalf("MOVE with keep: %v", err)
 	}
 	if used, ids := u.Used(); !used || len(ids) != 0 {
@@ -196,7 +197,7 @@ func TestVersionCannotBeKept(t *testing.T) {
 		t.Fatalf("PUT over a file too large to keep: %v", err)
 	}
 	ctx, _ = keepCtx("DELETE")
-	if err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+	if err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("DELETE of a file too large to keep: %v", err)
 	}
 	if got := readProj(t, e, "big.txt"); got != big {
@@ -226,7 +227,7 @@ func TestVersionIsWhatIsReplaced(t *testing.T) {
 	p := filepath.Join(e.projects(), "p", "f.txt")
 	ckWrite(t, p, []byte("v1\n"), 0o644)
 	ctx, _ := keepCtx("PUT")
-	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 			tc.setup(dir)
 			before, _ := e.fs.ListCheckpoints(context.Background(), ws)
 			ctx, u := keepCtx("DELETE")
-			err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/"+filepath.Base(dir)))
+			err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/"+filepath.Base(dir)))
 			if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "a version cannot keep") {
 				t.Fatalf("keep DELETE of a directory with %s: %v", tc.name, err)
 			}
@@ -314,7 +315,7 @@ func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
 	ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("x\n"), 0o644)
 	armed = true
 	ctx, _ := keepCtx("DELETE")
-	err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/d"))
+	err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/d"))
 	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
 		t.Fatalf("keep DELETE over work done after the version: %v", err)
 	}
@@ -362,7 +363,7 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, u := keepCtx("DELETE")
-	if err := davErr(e.fs.WebDAV().RemoveAll(ctx, "/projects/p/empty")); err != nil {
+	if err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/empty")); err != nil {
 		t.Fatalf("keep DELETE of empty directories: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "empty")); !os.IsNotExist(err) {
@@ -377,14 +378,14 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 
 	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
 	ctx, u = keepCtx("PUT")
-	f, err := e.fs.WebDAV().OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.WriteString(f, "half"); err != nil {
 		t.Fatal(err)
 	}
-	f.(davfs.Aborter).Abort(io.ErrUnexpectedEOF)
+	f.(dav.Aborter).Abort(io.ErrUnexpectedEOF)
 	if err := f.Close(); err == nil {
 		t.Fatal("Close after Abort = nil")
 	}

@@ -1,9 +1,10 @@
-package davfs_test
+package dav_test
 
 import (
 	"testing"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
 func TestWebDAVWorkspace(t *testing.T) {
@@ -23,7 +24,7 @@ func TestWebDAVWorkspace(t *testing.T) {
 		{"/other/x", davfs.Workspace{}, "", false},
 		{"/projects/p/../q", davfs.Workspace{}, "", false},
 	} {
-		ws, rel, ok := davfs.WebDAVWorkspace(c.name)
+		ws, rel, ok := dav.WebDAVWorkspace(c.name)
 		if ws != c.ws || rel != c.rel || ok != c.ok {
 			t.Errorf("WebDAVWorkspace(%q) = %+v, %q, %v; want %+v, %q, %v", c.name, ws, rel, ok, c.ws, c.rel, c.ok)
 		}

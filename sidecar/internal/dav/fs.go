@@ -1,6 +1,8 @@
-package davfs
+package dav
 
 import (
+	"github.com/agentworkspace/files/davfs"
+
 	"context"
 	"os"
 	"path"
@@ -11,7 +13,7 @@ import (
 	"golang.org/x/net/webdav"
 )
 
-// WebDAV returns a webdav.FileSystem over the same namespaces:
+// NewFileSystem returns the webdav.FileSystem of f, over its namespaces:
 // "/" (lists projects/ and global/), "/projects/" (read-only list of
 // projects), "/projects/{project}/{path}", "/global/" (skills/ and AGENTS.md),
 // "/global/skills/{path}", "/global/AGENTS.md".
@@ -24,10 +26,10 @@ import (
 // and x/net/webdav's 404/409 decisions work), or wrapping the davfs *Error
 // for every other class, reachable with errors.As, so the caller can refine
 // the status (412, 413, 507, 409); ErrorFromWebDAV covers both (see
-// errors.go).
+// fs_errors.go).
 //
 // What it guarantees: every name is mapped to a Workspace and a relative
-// path and handed to the FS methods, which do all validation and
+// path and handed to the davfs.FS methods, which do all validation and
 // confinement; this layer never touches a host path. The virtual levels
 // ("/", "/projects/", "/global/") are read-only: projects are created and
 // deleted only through CreateProject/DeleteProject, and nothing but skills/
@@ -54,32 +56,7 @@ import (
 // The virtual directories' ETags: "/" has a constant ETag; "/projects/" and
 // "/global/" carry a digest of their children's names and revisions, so they
 // change exactly when a child is added, removed or changes revision.
-func (f *FS) WebDAV() webdav.FileSystem { return &davFS{fs: f} }
-
-// Precondition is what a WebDAV request demands of one target when a
-// write commits.
-type Precondition struct {
-	IfMatch     string // revision (unquoted) the target must still have; "" = none
-	IfNoneMatch bool   // If-None-Match: * — the target must not exist
-
-	// Required refuses (FailedPrecondition, PRECONDITION_REQUIRED) a write
-	// that would replace or remove an existing resource without IfMatch.
-	// A write that creates is then checked as IfNoneMatch, so it can never
-	// replace what appeared meanwhile.
-	Required bool
-
-	// Keep, set to the request's method, lets a Required write go ahead
-	// without IfMatch once what it replaces or removes is kept as a
-	// per-file version (checkpoint_version.go; webdav.unconditionalWrites:
-	// keep). With checkpoints off such a write is still refused, saying
-	// keeping is off. A create keeps nothing.
-	Keep string
-
-	// Replacing marks a RemoveAll that makes room for a COPY or MOVE
-	// destination (Overwrite: T): a file with more than one hard link is
-	// never replaced (PermissionDenied, MULTIPLE_LINKS).
-	Replacing bool
-}
+func NewFileSystem(f *davfs.FS) webdav.FileSystem { return &davFS{fs: f} }
 
 type preconditionKey struct{}
 
@@ -88,17 +65,17 @@ type preconditionKey struct{}
 // RemoveAll, Rename), asked right before the write starts and checked at
 // commit time, under the mutation lock. A request that writes several names (COPY, MOVE) gets
 // one answer per name.
-func WithPreconditions(ctx context.Context, of func(name string) Precondition) context.Context {
+func WithPreconditions(ctx context.Context, of func(name string) davfs.Precondition) context.Context {
 	return context.WithValue(ctx, preconditionKey{}, of)
 }
 
 // preconditionFor returns the precondition in ctx that applies to the
 // cleaned WebDAV name, or the zero Precondition.
-func preconditionFor(ctx context.Context, name string) Precondition {
-	if of := ctxValue[func(string) Precondition](ctx, preconditionKey{}); of != nil {
+func preconditionFor(ctx context.Context, name string) davfs.Precondition {
+	if of := ctxValue[func(string) davfs.Precondition](ctx, preconditionKey{}); of != nil {
 		return of(name)
 	}
-	return Precondition{}
+	return davfs.Precondition{}
 }
 
 // ctxValue returns the T that ctx holds under key, or T's zero value.
@@ -114,7 +91,7 @@ type listingKey struct{}
 // returned, by WebDAV name.
 type listing struct {
 	mu sync.Mutex
-	m  map[string]Entry
+	m  map[string]davfs.Entry
 }
 
 // WithListingReuse returns ctx in which the entries a directory listing
@@ -125,7 +102,7 @@ type listing struct {
 // PROPFIND only: an entry may be as old as the listing (content reads stay
 // safe: a file is opened only if it still has the listed revision).
 func WithListingReuse(ctx context.Context) context.Context {
-	return context.WithValue(ctx, listingKey{}, &listing{m: map[string]Entry{}})
+	return context.WithValue(ctx, listingKey{}, &listing{m: map[string]davfs.Entry{}})
 }
 
 // contentKey marks a context whose read-only opens are for the content.
@@ -141,7 +118,7 @@ func WithContentReads(ctx context.Context) context.Context {
 }
 
 // entry stats a workspace name, from the request's listings when it can.
-func (d *davFS) entry(ctx context.Context, t target) (Entry, error) {
+func (d *davFS) entry(ctx context.Context, t target) (davfs.Entry, error) {
 	if l := ctxValue[*listing](ctx, listingKey{}); l != nil {
 		l.mu.Lock()
 		e, ok := l.m[t.name]
@@ -156,7 +133,7 @@ func (d *davFS) entry(ctx context.Context, t target) (Entry, error) {
 // davFS is the webdav.FileSystem of an FS. It holds no state of its own:
 // every call goes through the FS's exported operations.
 type davFS struct {
-	fs *FS
+	fs *davfs.FS
 }
 
 var _ webdav.FileSystem = (*davFS)(nil)
@@ -172,17 +149,19 @@ const (
 	levelNone                    // anything else under "/": does not exist
 )
 
-// Names of the fixed levels (below "/global/": globalSkills, globalAgents).
+// Names of the fixed levels, and the two names "/global/" lists.
 const (
-	dirProjects = "projects"
-	dirGlobal   = "global"
+	dirProjects  = "projects"
+	dirGlobal    = "global"
+	globalSkills = "skills"
+	globalAgents = "AGENTS.md"
 )
 
 // target is a parsed WebDAV name.
 type target struct {
 	name  string // cleaned WebDAV name, "/" or "/a/b" (no trailing slash)
 	level level
-	ws    Workspace
+	ws    davfs.Workspace
 	path  string // relative to the workspace root, "" for a project's root
 }
 
@@ -195,19 +174,19 @@ func (t target) isWorkspaceRoot() bool {
 	return t.level == levelWorkspace && t.path == ""
 }
 
-// cleanName turns a WebDAV name into "/" or "/a/b": a leading slash, no
+// cleanDavName turns a WebDAV name into "/" or "/a/b": a leading slash, no
 // trailing slash, no empty segment. It deliberately does not resolve "."
 // or "..": those segments are kept and refused by parse (and the core would
 // refuse them too), so a name can never climb from one namespace into
 // another by lexical cleaning.
-func cleanName(name string) string {
+func cleanDavName(name string) string {
 	return "/" + strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == '/' }), "/")
 }
 
 // parse maps a WebDAV name to its level, workspace and relative path. It
 // refuses "." and ".." segments; every other check is the core's.
 func parse(ctx context.Context, op, name string) (target, error) {
-	clean := cleanName(name)
+	clean := cleanDavName(name)
 	t := target{name: clean}
 	if clean == "/" {
 		t.level = levelRoot
@@ -216,7 +195,7 @@ func parse(ctx context.Context, op, name string) (target, error) {
 	segs := strings.Split(clean[1:], "/")
 	for _, s := range segs {
 		if s == "." || s == ".." {
-			return t, wrapErr(ctx, op, clean, newErr(CodeInvalidArgument, ReasonInvalidPath, nil, "path must not contain . or .. segments"))
+			return t, wrapErr(ctx, op, clean, newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidPath, "path must not contain . or .. segments"))
 		}
 	}
 	switch segs[0] {
@@ -226,7 +205,7 @@ func parse(ctx context.Context, op, name string) (target, error) {
 			return t, nil
 		}
 		t.level = levelWorkspace
-		t.ws = Workspace{Scope: ScopeProject, Project: segs[1]}
+		t.ws = davfs.Workspace{Scope: davfs.ScopeProject, Project: segs[1]}
 		t.path = strings.Join(segs[2:], "/")
 	case dirGlobal:
 		if len(segs) == 1 {
@@ -236,7 +215,7 @@ func parse(ctx context.Context, op, name string) (target, error) {
 		// Every name under /global/ goes to the core, which alone decides
 		// what is reachable (skills/**, AGENTS.md) and refuses the rest.
 		t.level = levelWorkspace
-		t.ws = Workspace{Scope: ScopeGlobal}
+		t.ws = davfs.Workspace{Scope: davfs.ScopeGlobal}
 		t.path = strings.Join(segs[1:], "/")
 	default:
 		t.level = levelNone
@@ -279,7 +258,7 @@ func (d *davFS) Mkdir(ctx context.Context, name string, perm os.FileMode) error 
 		return wrapErr(ctx, op, t.name, errRevisionMismatch())
 	}
 	parent, base := splitPath(t.path)
-	_, err = d.fs.CreateEntry(ctx, t.ws, parent, base, TypeDirectory)
+	_, err = d.fs.CreateEntry(ctx, t.ws, parent, base, davfs.TypeDirectory)
 	return wrapErr(ctx, op, t.name, err)
 }
 
@@ -311,19 +290,19 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	// a file with more than one hard link: DeleteEntryResult checks that on an
 	// fd under the mutation lock.
 	pre := preconditionFor(ctx, t.name)
-	opts := DeleteOptions{Recursive: true, Replace: pre.Replacing}
+	opts := davfs.DeleteOptions{Recursive: true, Replace: pre.Replacing}
 	if pre.Required && pre.Keep != "" && pre.IfMatch == "" {
 		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
 	}
 	if id := unconditionalFrom(ctx).of(t.name); id != "" {
 		// The version just kept is the automatic checkpoint of this delete.
-		ctx = withKept(ctx, t.ws, t.path, id)
+		opts.KeptVersion = id
 	} else if !opts.ChangedAfter.IsZero() && unconditionalFrom(ctx).keptEmpty(t.name) {
 		// Only empty directories, which nothing needs to keep; any
 		// other name the delete finds (one that appeared after the
 		// capture) refuses it, whatever its ctime.
 		opts.SkipCheckpoint = true
-		opts.keptDirsOnly = true
+		opts.KeptDirsOnly = true
 	}
 	res, err := d.fs.DeleteEntryResult(ctx, t.ws, t.path, expected, opts)
 	if id := res.AutoCheckpoint; id != "" && id != unconditionalFrom(ctx).of(t.name) {
@@ -434,7 +413,7 @@ func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (rev 
 	switch {
 	case pre.IfNoneMatch:
 		return "", noRelease, wrapErr(ctx, op, t.name, errRevisionMismatch())
-	case pre.Replacing && e.Reason == NotEditableMultipleLinks:
+	case pre.Replacing && e.Reason == davfs.NotEditableMultipleLinks:
 		return "", noRelease, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 	case pre.IfMatch != "":
 		return pre.IfMatch, noRelease, nil
@@ -448,7 +427,7 @@ func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (rev 
 	// now even under ForMutation; otherwise a recursive delete would judge
 	// the tree by the directory's ctime and refuse work it was asked to
 	// delete.
-	d.fs.handOut(context.Background(), e)
+	d.fs.HandOut(e, time.Now())
 	return e.Revision, noRelease, nil
 }
 
@@ -524,12 +503,12 @@ const maxProjectsPage = 500
 // globalChildren returns the FileInfos of "/global/": skills/ and, when it
 // exists, AGENTS.md. Nothing else under CODEX_HOME is ever asked for.
 func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo, error) {
-	ws := Workspace{Scope: ScopeGlobal}
+	ws := davfs.Workspace{Scope: davfs.ScopeGlobal}
 	var out []*davInfo
-	for _, n := range []string{GlobalSkills, GlobalAgents} {
+	for _, n := range []string{globalSkills, globalAgents} {
 		e, err := d.fs.Stat(ctx, ws, n)
 		if err != nil {
-			if CodeOf(err) == CodeNotFound && n == GlobalAgents {
+			if davfs.CodeOf(err) == davfs.CodeNotFound && n == globalAgents {
 				continue
 			}
 			return nil, wrapErr(ctx, op, name, err)
@@ -597,18 +576,18 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	e, err := d.fs.Stat(ctx, t.ws, t.path)
 	switch {
 	case err == nil:
-		if e.Type == TypeDirectory {
-			return nil, wrapErr(ctx, op, t.name, newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "the target is a directory"))
+		if e.Type == davfs.TypeDirectory {
+			return nil, wrapErr(ctx, op, t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotAFile, "the target is a directory"))
 		}
-		if e.Type != TypeFile {
-			return nil, wrapErr(ctx, op, t.name, newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "the target is not a regular file"))
+		if e.Type != davfs.TypeFile {
+			return nil, wrapErr(ctx, op, t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotRegular, "the target is not a regular file"))
 		}
-		if e.Reason == NotEditableMultipleLinks {
+		if e.Reason == davfs.NotEditableMultipleLinks {
 			// WriteStream refuses it too; say so before reading the body.
 			return nil, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
 		}
 		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
-			return nil, wrapErr(ctx, op, t.name, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "the target already exists"))
+			return nil, wrapErr(ctx, op, t.name, newErr(davfs.CodeAlreadyExists, davfs.ReasonAlreadyExists, "the target already exists"))
 		}
 		if flag&os.O_TRUNC == 0 {
 			return nil, readOnlyErr(ctx, op, t.name, "files are replaced whole; partial writes are not supported")
@@ -623,7 +602,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			// The upload commits only over the revision kept (If-Match).
 			// The version is held until the upload has finished
 			// (startUpload releases it).
-			id, release, err := d.fs.keepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep)
+			id, release, err := d.fs.KeepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep)
 			if err != nil {
 				return nil, wrapErr(ctx, op, t.name, err)
 			}
@@ -631,7 +610,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			pre.IfMatch = e.Revision
 			return startUpload(ctx, d, t, pre, id, release), nil
 		}
-	case CodeOf(err) == CodeNotFound:
+	case davfs.CodeOf(err) == davfs.CodeNotFound:
 		if flag&os.O_CREATE == 0 {
 			return nil, wrapErr(ctx, op, t.name, err)
 		}
@@ -646,10 +625,10 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 		if perr != nil {
 			return nil, wrapErr(ctx, op, t.name, perr)
 		}
-		if pe.Type != TypeDirectory {
+		if pe.Type != davfs.TypeDirectory {
 			// os.OpenFile says ENOTDIR; x/net/webdav answers 409 only
 			// for "not exist", which is what a client needs to hear.
-			return nil, wrapErr(ctx, op, t.name, newErr(CodeNotFound, ReasonNotADirectory, nil, "the parent is not a directory"))
+			return nil, wrapErr(ctx, op, t.name, newErr(davfs.CodeNotFound, davfs.ReasonNotADirectory, "the parent is not a directory"))
 		}
 	default:
 		return nil, wrapErr(ctx, op, t.name, err)
@@ -657,16 +636,16 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 	return startUpload(ctx, d, t, pre, "", noRelease), nil
 }
 
-// WebDAVWorkspace maps a WebDAV name of the WebDAV() FileSystem to the
+// WebDAVWorkspace maps a WebDAV name of the NewFileSystem FileSystem to the
 // Workspace and relative path its operations use. ok is false for the
 // virtual levels ("/", "/projects", "/global") and for names outside the
 // tree, and for "." or ".." segments. It checks nothing else: the FS
 // methods the caller hands ws and rel to do all validation and
 // confinement, as they do for the FileSystem itself.
-func WebDAVWorkspace(name string) (ws Workspace, rel string, ok bool) {
+func WebDAVWorkspace(name string) (ws davfs.Workspace, rel string, ok bool) {
 	t, err := parse(context.Background(), "stat", name)
 	if err != nil || t.level != levelWorkspace {
-		return Workspace{}, "", false
+		return davfs.Workspace{}, "", false
 	}
 	return t.ws, t.path, true
 }

@@ -1,4 +1,4 @@
-package davfs_test
+package dav_test
 
 // Tests of (*FS).WebDAV (issue 2, item 6): the webdav.FileSystem driven
 // through a real golang.org/x/net/webdav.Handler on a 127.0.0.1:0 listener
@@ -31,6 +31,7 @@ import (
 	"golang.org/x/net/webdav"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
 const (
@@ -131,7 +132,7 @@ func wdSetup(t *testing.T) *wdEnv {
 	}
 	t.Cleanup(func() { fsys.Close() })
 	e.fs = fsys
-	e.dav = fsys.WebDAV()
+	e.dav = dav.NewFileSystem(fsys)
 
 	h := &webdav.Handler{
 		FileSystem: e.dav,
@@ -177,8 +178,8 @@ func wdPreconditions(next http.Handler) http.Handler {
 			// Refuse, before x/net/webdav deletes an Overwrite: T
 			// destination, a move across workspaces or of a workspace root.
 			if u, err := url.Parse(r.Header.Get("Destination")); err == nil {
-				sws, src, sok := davfs.WebDAVWorkspace(r.URL.Path)
-				dws, dst, dok := davfs.WebDAVWorkspace(u.Path)
+				sws, src, sok := dav.WebDAVWorkspace(r.URL.Path)
+				dws, dst, dok := dav.WebDAVWorkspace(u.Path)
 				if !sok || !dok || sws != dws || src == "" || dst == "" {
 					http.Error(w, "Forbidden", http.StatusForbidden)
 					return
@@ -191,14 +192,14 @@ func wdPreconditions(next http.Handler) http.Handler {
 
 // withPre puts p in ctx as the precondition of every name a write touches.
 func withPre(ctx context.Context, p davfs.Precondition) context.Context {
-	return davfs.WithPreconditions(ctx, func(string) davfs.Precondition { return p })
+	return dav.WithPreconditions(ctx, func(string) davfs.Precondition { return p })
 }
 
 // withPreFor puts p in ctx as the precondition of the WebDAV name target
 // only (cleaned as davfs cleans it: no empty segment, no trailing slash).
 func withPreFor(ctx context.Context, target string, p davfs.Precondition) context.Context {
 	target = "/" + strings.Join(strings.FieldsFunc(target, func(r rune) bool { return r == '/' }), "/")
-	return davfs.WithPreconditions(ctx, func(name string) davfs.Precondition {
+	return dav.WithPreconditions(ctx, func(name string) davfs.Precondition {
 		if name != target {
 			return davfs.Precondition{}
 		}
@@ -612,7 +613,7 @@ func TestWebDAVPut(t *testing.T) {
 	if resp.StatusCode < 400 {
 		t.Errorf("PUT stale If-Match = %d", resp.StatusCode)
 	}
-	if de, ok := davfs.ErrorFromWebDAV(wdLogged(e, "PUT", "/projects/demo/new.txt")); !ok || de.Reason != davfs.ReasonRevisionMismatch {
+	if de, ok := dav.ErrorFromWebDAV(wdLogged(e, "PUT", "/projects/demo/new.txt")); !ok || de.Reason != davfs.ReasonRevisionMismatch {
 		t.Errorf("PUT stale If-Match: error %v; want REVISION_MISMATCH", wdLogged(e, "PUT", "/projects/demo/new.txt"))
 	}
 	if got := wdRead(t, filepath.Join(demo, "new.txt")); got != "v3\n" {
@@ -675,7 +676,7 @@ func TestWebDAVPut(t *testing.T) {
 	if resp.StatusCode < 400 {
 		t.Errorf("PUT over maxUploadSize = %d", resp.StatusCode)
 	}
-	if de, ok := davfs.ErrorFromWebDAV(wdLogged(e, "PUT", "/projects/demo/huge.bin")); !ok || de.Reason != davfs.ReasonTooLarge {
+	if de, ok := dav.ErrorFromWebDAV(wdLogged(e, "PUT", "/projects/demo/huge.bin")); !ok || de.Reason != davfs.ReasonTooLarge {
 		t.Errorf("PUT too large: error %v; want TOO_LARGE", wdLogged(e, "PUT", "/projects/demo/huge.bin"))
 	}
 	wdNoTemp(t, demo, ".git", "README.md", "fresh.txt", "link.txt", "linkdir", "new.txt", "node_modules", "src")
@@ -723,9 +724,9 @@ func TestWebDAVPutAbortedCommitsNothing(t *testing.T) {
 	if _, err := f.Write([]byte("half")); err != nil {
 		t.Fatal(err)
 	}
-	a, ok := f.(davfs.Aborter)
+	a, ok := f.(dav.Aborter)
 	if !ok {
-		t.Fatalf("write handle %T does not implement davfs.Aborter", f)
+		t.Fatalf("write handle %T does not implement dav.Aborter", f)
 	}
 	a.Abort(errors.New("client went away"))
 	if err := f.Close(); err == nil {
@@ -779,7 +780,7 @@ func TestWebDAVMkcolDelete(t *testing.T) {
 	if resp.StatusCode < 400 {
 		t.Errorf("DELETE stale If-Match = %d", resp.StatusCode)
 	}
-	if de, ok := davfs.ErrorFromWebDAV(wdLogged(e, "DELETE", "/projects/demo/README.md")); !ok || de.Reason != davfs.ReasonRevisionMismatch {
+	if de, ok := dav.ErrorFromWebDAV(wdLogged(e, "DELETE", "/projects/demo/README.md")); !ok || de.Reason != davfs.ReasonRevisionMismatch {
 		t.Errorf("DELETE stale: error %v; want REVISION_MISMATCH", wdLogged(e, "DELETE", "/projects/demo/README.md"))
 	}
 	if _, err := os.Lstat(filepath.Join(demo, "README.md")); err != nil {
@@ -845,7 +846,7 @@ func TestWebDAVMove(t *testing.T) {
 	if got := move("/projects/demo/lib/main.go", "/projects/demo/main.go", map[string]string{"If-Match": `"` + rev + `"`}); got < 400 {
 		t.Errorf("MOVE stale If-Match = %d", got)
 	}
-	if de, ok := davfs.ErrorFromWebDAV(wdLogged(e, "MOVE", "/projects/demo/lib/main.go")); !ok || de.Reason != davfs.ReasonRevisionMismatch {
+	if de, ok := dav.ErrorFromWebDAV(wdLogged(e, "MOVE", "/projects/demo/lib/main.go")); !ok || de.Reason != davfs.ReasonRevisionMismatch {
 		t.Errorf("MOVE stale: %v; want REVISION_MISMATCH", wdLogged(e, "MOVE", "/projects/demo/lib/main.go"))
 	}
 	refused := []struct{ src, dst string }{
@@ -1023,7 +1024,7 @@ func TestWebDAVFileSystemContract(t *testing.T) {
 		if strings.Contains(c.err.Error(), e.base) {
 			t.Errorf("%s: message leaks a host path: %v", c.name, c.err)
 		}
-		if _, ok := davfs.ErrorFromWebDAV(c.err); !ok {
+		if _, ok := dav.ErrorFromWebDAV(c.err); !ok {
 			t.Errorf("%s: ErrorFromWebDAV found no *davfs.Error in %v", c.name, c.err)
 		}
 	}
@@ -1092,7 +1093,7 @@ func TestWebDAVWriteStreamsThroughClose(t *testing.T) {
 	mine := withPre(ctx, davfs.Precondition{IfMatch: "stale"})
 	if _, err := e.dav.OpenFile(mine, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0); err == nil {
 		t.Errorf("stale If-Match accepted")
-	} else if de, ok := davfs.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonRevisionMismatch {
+	} else if de, ok := dav.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonRevisionMismatch {
 		t.Errorf("stale If-Match: %v; want REVISION_MISMATCH", err)
 	}
 }
@@ -1107,7 +1108,7 @@ func TestWebDAVContentType(t *testing.T) {
 		{"noext", "application/octet-stream"},
 		{"archive.unknownext", "application/octet-stream"},
 	} {
-		if got := davfs.ContentType(c.name); got != c.want {
+		if got := dav.ContentType(c.name); got != c.want {
 			t.Errorf("ContentType(%q) = %q; want %q", c.name, got, c.want)
 		}
 	}
@@ -1147,7 +1148,7 @@ func TestWebDAVConcurrentIfMatch(t *testing.T) {
 			winner = i
 			continue
 		}
-		if de, ok := davfs.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonRevisionMismatch {
+		if de, ok := dav.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonRevisionMismatch {
 			t.Errorf("writer %d: %v; want REVISION_MISMATCH", i, err)
 		}
 	}
@@ -1245,7 +1246,7 @@ func BenchmarkWebDAVPropfind(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fsys.Close()
-	srv := httptest.NewServer(&webdav.Handler{FileSystem: fsys.WebDAV(), LockSystem: webdav.NewMemLS()})
+	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys), LockSystem: webdav.NewMemLS()})
 	defer srv.Close()
 	propfind := func() {
 		req, _ := http.NewRequest("PROPFIND", srv.URL+"/projects/bench/", nil)
@@ -1288,7 +1289,7 @@ func BenchmarkWebDAVGet(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fsys.Close()
-	srv := httptest.NewServer(&webdav.Handler{FileSystem: fsys.WebDAV(), LockSystem: webdav.NewMemLS()})
+	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys), LockSystem: webdav.NewMemLS()})
 	defer srv.Close()
 	buf := make([]byte, 64<<10)
 	b.SetBytes(size)
@@ -1311,8 +1312,8 @@ func BenchmarkWebDAVGet(b *testing.B) {
 func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 	e := wdSetup(t)
 	d := e.dav
-	base, log := davfs.WithErrorLog(context.Background())
-	required := davfs.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Required: true} })
+	base, log := dav.WithErrorLog(context.Background())
+	required := dav.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Required: true} })
 
 	// Required: replacing or removing needs IfMatch; creating does not.
 	if _, err := d.OpenFile(required, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0o644); err == nil {
@@ -1347,7 +1348,7 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 	if de, ok := log.Lookup(err); !ok || de.Reason != davfs.ReasonDenylisted {
 		t.Fatalf("Lookup(denylisted) = %v, %v", de, ok)
 	}
-	if de, ok := davfs.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonReadOnly {
+	if de, ok := dav.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonReadOnly {
 		t.Fatalf("without the log only the generic reason: %v", de)
 	}
 
@@ -1394,7 +1395,7 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 	// Content reads (GET, HEAD) open at once: the multi-link file still
 	// cannot be read, a directory is still a directory, and a regular
 	// file has the same ETag as its Stat and exactly its bytes.
-	content := davfs.WithContentReads(base)
+	content := dav.WithContentReads(base)
 	if rf, err := d.OpenFile(content, "/projects/demo/canary.txt", os.O_RDONLY, 0); err != nil {
 		t.Fatal(err)
 	} else {
@@ -1438,7 +1439,7 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 		t.Errorf("Seek(0) = %d, %v", n, err)
 	}
 	cf.Close()
-	replacing := davfs.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Replacing: true} })
+	replacing := dav.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Replacing: true} })
 	if err := d.RemoveAll(replacing, "/projects/demo/canary.txt"); err == nil {
 		t.Error("an Overwrite removed a multi-link file")
 	} else if de, ok := log.Lookup(err); !ok || de.Reason != davfs.ReasonMultipleLinks {

@@ -1,6 +1,8 @@
-package davfs
+package dav
 
 import (
+	"github.com/agentworkspace/files/davfs"
+
 	"context"
 	"encoding/xml"
 	"errors"
@@ -154,14 +156,14 @@ type readFile struct {
 	info *davInfo
 
 	mu     sync.Mutex
-	f      Reader
+	f      davfs.Reader
 	err    error
 	closed bool
 }
 
 var _ webdav.File = (*readFile)(nil)
 
-func (f *readFile) file() (Reader, error) {
+func (f *readFile) file() (davfs.Reader, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -170,7 +172,7 @@ func (f *readFile) file() (Reader, error) {
 	if f.f != nil || f.err != nil {
 		return f.f, f.err
 	}
-	if f.info.e.Reason == NotEditableMultipleLinks {
+	if f.info.e.Reason == davfs.NotEditableMultipleLinks {
 		f.err = wrapErr(f.ctx, "read", f.t.name, errMultipleLinks(f.t.path))
 		return nil, f.err
 	}
@@ -181,7 +183,7 @@ func (f *readFile) file() (Reader, error) {
 	}
 	if e.Revision != f.info.e.Revision {
 		osf.Close()
-		f.err = wrapErr(f.ctx, "read", f.t.name, newErr(CodeAborted, ReasonRevisionMismatch, nil, "the file changed while it was being opened; retry"))
+		f.err = wrapErr(f.ctx, "read", f.t.name, newErr(davfs.CodeAborted, davfs.ReasonRevisionMismatch, "the file changed while it was being opened; retry"))
 		return nil, f.err
 	}
 	f.f = osf
@@ -217,7 +219,7 @@ func (f *readFile) Write(p []byte) (int, error) {
 }
 
 func (f *readFile) Readdir(count int) ([]os.FileInfo, error) {
-	return nil, wrapErr(f.ctx, "readdir", f.t.name, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "not a directory"))
+	return nil, wrapErr(f.ctx, "readdir", f.t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotADirectory, "not a directory"))
 }
 
 func (f *readFile) Stat() (os.FileInfo, error) { return f.info, nil }
@@ -248,7 +250,7 @@ type writeFile struct {
 	stop func() bool // unregisters the context watch
 
 	// Set by the upload goroutine before done is closed.
-	entry Entry
+	entry davfs.Entry
 	err   error
 
 	mu       sync.Mutex
@@ -264,16 +266,16 @@ var (
 
 // version, when set, is the per-file version kept of t before this
 // upload: a failed or aborted upload drops it again (dropUnusedVersion).
-// release ends keepVersion's hold on it once the upload has finished,
+// release ends KeepVersion's hold on it once the upload has finished,
 // committed or not, so no checkpoint created while the body streams can
 // evict it.
-func startUpload(ctx context.Context, d *davFS, t target, pre Precondition, version string, release func()) *writeFile {
+func startUpload(ctx context.Context, d *davFS, t target, pre davfs.Precondition, version string, release func()) *writeFile {
 	pr, pw := io.Pipe()
 	w := &writeFile{ctx: ctx, d: d, t: t, pw: pw, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		defer release()
-		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, d.fs.cfg.MaxUploadSize, pre)
+		e, _, err := d.fs.WriteStream(ctx, t.ws, t.path, pr, 0, pre)
 		w.entry, w.err = e, err
 		if err != nil {
 			pr.CloseWithError(err) // unblocks a Write with WriteStream's error
@@ -351,7 +353,7 @@ func (w *writeFile) Abort(err error) {
 
 // finish ends the stream (commit) unless it already ended, and waits for
 // WriteStream's result.
-func (w *writeFile) finish(op string) (Entry, error) {
+func (w *writeFile) finish(op string) (davfs.Entry, error) {
 	w.mu.Lock()
 	if !w.finished {
 		w.finished = true
@@ -364,16 +366,16 @@ func (w *writeFile) finish(op string) (Entry, error) {
 	abortErr := w.abortErr
 	w.mu.Unlock()
 	if abortErr != nil {
-		return Entry{}, &fs.PathError{Op: op, Path: w.t.name, Err: abortErr}
+		return davfs.Entry{}, &fs.PathError{Op: op, Path: w.t.name, Err: abortErr}
 	}
 	if w.err != nil {
-		return Entry{}, w.wrap(op, w.err)
+		return davfs.Entry{}, w.wrap(op, w.err)
 	}
 	return w.entry, nil
 }
 
 func (w *writeFile) wrap(op string, err error) error {
-	if _, ok := err.(*fs.PathError); ok || errors.As(err, new(*Error)) {
+	if _, ok := err.(*fs.PathError); ok || errors.As(err, new(*davfs.Error)) {
 		return wrapErr(w.ctx, op, w.t.name, err)
 	}
 	return &fs.PathError{Op: op, Path: w.t.name, Err: err}
@@ -477,6 +479,6 @@ var (
 	_ webdav.DeadPropsHolder = (*readFile)(nil)
 )
 
-func errIsDirectory() *Error {
-	return &Error{Code: CodeFailedPrecondition, Reason: ReasonNotAFile, Message: "is a directory"}
+func errIsDirectory() *davfs.Error {
+	return &davfs.Error{Code: davfs.CodeFailedPrecondition, Reason: davfs.ReasonNotAFile, Message: "is a directory"}
 }
