@@ -88,7 +88,7 @@ const (
 	ReasonCheckpointsDisabled  Reason = "CHECKPOINTS_DISABLED"
 	ReasonCheckpointDamaged    Reason = "CHECKPOINT_DAMAGED"
 	// ReasonCheckpointsUnavailable: a store is configured but cannot be
-	// used (checkpoint_open.go); files keep working.
+	// used (davfs/checkpoint/open.go); files keep working.
 	ReasonCheckpointsUnavailable Reason = "CHECKPOINTS_UNAVAILABLE"
 	// ReasonWatchUnavailable: the file watcher cannot start (inotify
 	// instances used up); files keep working.

@@ -175,41 +175,32 @@ func (f *FS) syncRoot() error {
 // still a real directory directly under the projects root (not a symlink:
 // PermissionDenied/SYMLINK; missing: NotFound/PROJECT_NOT_FOUND) and
 // deletes exactly that inode: everything in it, .git and denylisted
-// directories included, never following a symlink. With automatic
-// checkpoints on, the project is checkpointed first (without .git and
-// denylisted directories, which checkpoints never hold); if that fails,
-// nothing is deleted. It is DeleteProjectWith without options.
+// directories included, never following a symlink. The automatic
+// checkpoint before it is the checkpoint store's (davfs/checkpoint), which
+// calls CheckProjectDelete, checkpoints, then calls this.
 func (f *FS) DeleteProject(ctx context.Context, name, confirmName string) error {
-	_, err := f.DeleteProjectWith(ctx, name, confirmName, DeleteOptions{})
-	return err
+	if err := f.CheckProjectDelete(name, confirmName); err != nil {
+		return err
+	}
+	return f.deleteProject(ctx, name)
 }
 
-// DeleteProjectWith is DeleteProject with options (only SkipCheckpoint
-// applies: delete without the automatic checkpoint, the override for a
-// full store) that also says which automatic checkpoint it took; when the
-// delete fails after it was taken, it is kept and its ID still returned.
-func (f *FS) DeleteProjectWith(ctx context.Context, name, confirmName string, opts DeleteOptions) (DeleteResult, error) {
-	var res DeleteResult
+// CheckProjectDelete is what DeleteProject refuses before anything else:
+// a closed FS, a confirmation that differs, a denied or invalid name.
+func (f *FS) CheckProjectDelete(name, confirmName string) error {
 	if err := f.alive(); err != nil {
-		return res, err
+		return err
 	}
 	if name != confirmName {
-		return res, newErr(CodeInvalidArgument, ReasonConfirmationMismatch, nil, "confirm_name must equal the project name")
+		return newErr(CodeInvalidArgument, ReasonConfirmationMismatch, nil, "confirm_name must equal the project name")
 	}
 	if f.denied(name) {
-		return res, newErr(CodePermissionDenied, ReasonDenylisted, nil, "project %q is denied", name)
+		return newErr(CodePermissionDenied, ReasonDenylisted, nil, "project %q is denied", name)
 	}
 	if !f.visibleName(name) { // a single segment: no "/"
-		return res, newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
+		return newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
 	}
-	if !opts.SkipCheckpoint && f.projectErr(name) == nil {
-		// The automatic checkpoint that can bring it back (checkpoint.go).
-		var err error
-		if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, Workspace{Scope: ScopeProject, Project: name}, "", CheckpointBeforeProjectDelete); err != nil {
-			return res, err
-		}
-	}
-	return res, f.deleteProject(ctx, name)
+	return nil
 }
 
 func (f *FS) deleteProject(ctx context.Context, name string) error {

@@ -23,7 +23,7 @@ var (
 	errLinkedInside  = errors.New("davfs: a file to be replaced has more than one hard link")
 )
 
-// tree is one recursive delete (DeleteEntryResult): what each entry is
+// tree is one recursive delete (DeleteEntryWith): what each entry is
 // checked against, in both passes.
 type tree struct {
 	r root
@@ -36,13 +36,13 @@ type tree struct {
 	afterCheck func()
 	// kept, when set, is the version a keep delete took of the tree
 	// (workspace-relative path → entry): every name deleted must be in it,
-	// a regular file with the very stat it was captured with (statIsEntry)
+	// a regular file with the very stat it was captured with (Kept.matches)
 	// and, when that stat was too fresh to stand for the content (!Key),
 	// the very bytes (sameContent), so nothing the version does not hold
 	// is deleted, a change within the ctime tick included; a file is only
 	// unlinked once moved out of the agent's reach (unlinkKept). rel is
 	// the tree's own path.
-	kept map[string]*ckEntry
+	kept map[string]*Kept
 	rel  string
 	// dirsOnly: a keep delete whose capture held only empty directories
 	// (DeleteOptions.KeptDirsOnly): every name that is not a directory
@@ -70,7 +70,7 @@ func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
 		if !e.Dir {
 			return errChangedInside
 		}
-	case e.Dir || !statIsEntry(st, e):
+	case e.Dir || !e.matches(st):
 		return errChangedInside
 	case !e.Key:
 		// The capture's stat was too fresh to stand for the content (a
@@ -85,8 +85,8 @@ func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
 // sameContent reports (nil) whether the regular file name in the
 // directory fd still is e: opened without following a link, its fstat is
 // e's before and after it is read whole, and the bytes hash to e.Hash.
-func sameContent(r root, fd int, name string, e *ckEntry) error {
-	if !validHash(e.Hash) {
+func sameContent(r root, fd int, name string, e *Kept) error {
+	if len(e.Hash) != sha256.Size*2 {
 		return errChangedInside
 	}
 	ffd, err := unix.Openat(fd, name, fdio.File|fdio.Common, 0)
@@ -95,7 +95,7 @@ func sameContent(r root, fd int, name string, e *ckEntry) error {
 	}
 	defer unix.Close(ffd)
 	var before, after unix.Stat_t
-	if err := fstatOn(r, ffd, &before); err != nil || !statIsEntry(&before, e) {
+	if err := fstatOn(r, ffd, &before); err != nil || !e.matches(&before) {
 		return errChangedInside
 	}
 	d := sha256.New()
@@ -113,7 +113,7 @@ func sameContent(r root, fd int, name string, e *ckEntry) error {
 		}
 		d.Write(buf[:n])
 	}
-	if err := fstatOn(r, ffd, &after); err != nil || !statIsEntry(&after, e) {
+	if err := fstatOn(r, ffd, &after); err != nil || !e.matches(&after) {
 		return errChangedInside
 	}
 	if hex.EncodeToString(d.Sum(nil)) != e.Hash {

@@ -63,6 +63,7 @@ import (
 	"golang.org/x/net/webdav"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
@@ -111,6 +112,7 @@ const (
 // Handler is the WebDAV server of one sidecar.
 type Handler struct {
 	dfs       *davfs.FS
+	ck        *checkpoint.Store
 	fs        webdav.FileSystem
 	opts      Options
 	metrics   *metrics
@@ -121,8 +123,10 @@ type Handler struct {
 	fastPath  atomic.Uint64 // PROPFINDs propfind_fast.go answered (tests look)
 }
 
-// New returns the WebDAV handler over fs.
-func New(fs *davfs.FS, opts Options) *Handler {
+// New returns the WebDAV handler over fs and its checkpoint store ck (nil:
+// checkpoints off).
+func New(fs *davfs.FS, ck *checkpoint.Store, opts Options) *Handler {
+	ck = orDisabled(fs, ck)
 	opts.Logger = cmp.Or(opts.Logger, hclog.NewNullLogger())
 	if opts.MaxUploadSize <= 0 {
 		opts.MaxUploadSize = 100 << 20
@@ -143,7 +147,8 @@ func New(fs *davfs.FS, opts Options) *Handler {
 	_, _ = rand.Read(b[:])
 	return &Handler{
 		dfs:       fs,
-		fs:        noMultiLinks{NewFileSystem(fs)},
+		ck:        ck,
+		fs:        noMultiLinks{NewFileSystem(fs, ck)},
 		opts:      opts,
 		metrics:   newMetrics(opts.Registerer),
 		locks:     newLockPins(opts.MaxLocks, opts.MaxLocksPerOperator, hex.EncodeToString(b[6:])+"-"),

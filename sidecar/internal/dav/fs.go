@@ -2,6 +2,7 @@ package dav
 
 import (
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 
 	"context"
 	"os"
@@ -56,7 +57,18 @@ import (
 // The virtual directories' ETags: "/" has a constant ETag; "/projects/" and
 // "/global/" carry a digest of their children's names and revisions, so they
 // change exactly when a child is added, removed or changes revision.
-func NewFileSystem(f *davfs.FS) webdav.FileSystem { return &davFS{fs: f} }
+func NewFileSystem(f *davfs.FS, ck *checkpoint.Store) webdav.FileSystem {
+	return &davFS{fs: f, ck: orDisabled(f, ck)}
+}
+
+// orDisabled is ck, or, when nil, a store that has checkpoints off
+// (CHECKPOINTS_DISABLED: keeping is off, deletes take no checkpoint).
+func orDisabled(f *davfs.FS, ck *checkpoint.Store) *checkpoint.Store {
+	if ck == nil {
+		ck, _ = checkpoint.New(f, checkpoint.Config{}, checkpoint.Options{}) // no Dir: cannot fail
+	}
+	return ck
+}
 
 type preconditionKey struct{}
 
@@ -134,6 +146,7 @@ func (d *davFS) entry(ctx context.Context, t target) (davfs.Entry, error) {
 // every call goes through the FS's exported operations.
 type davFS struct {
 	fs *davfs.FS
+	ck *checkpoint.Store // versions kept, automatic checkpoints of deletes
 }
 
 var _ webdav.FileSystem = (*davFS)(nil)
@@ -287,25 +300,25 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	// The version kept (if any) is held until the delete has finished.
 	defer release()
 	// A removal that makes room for a COPY or MOVE destination never takes
-	// a file with more than one hard link: DeleteEntryResult checks that on an
-	// fd under the mutation lock.
+	// a file with more than one hard link: the core's delete checks that on
+	// an fd under the mutation lock.
 	pre := preconditionFor(ctx, t.name)
-	opts := davfs.DeleteOptions{Recursive: true, Replace: pre.Replacing}
+	opts := checkpoint.DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true, Replace: pre.Replacing}}
 	if pre.Required && pre.Keep != "" && pre.IfMatch == "" {
-		opts.ChangedAfter = start // expectedRevision kept a version (keepBefore)
+		opts.Delete.ChangedAfter = start // expectedRevision kept a version (keepBefore)
 	}
 	if id := unconditionalFrom(ctx).of(t.name); id != "" {
 		// The version just kept is the automatic checkpoint of this delete.
-		opts.KeptVersion = id
-	} else if !opts.ChangedAfter.IsZero() && unconditionalFrom(ctx).keptEmpty(t.name) {
+		opts.Version = id
+	} else if !opts.Delete.ChangedAfter.IsZero() && unconditionalFrom(ctx).keptEmpty(t.name) {
 		// Only empty directories, which nothing needs to keep; any
 		// other name the delete finds (one that appeared after the
 		// capture) refuses it, whatever its ctime.
 		opts.SkipCheckpoint = true
-		opts.KeptDirsOnly = true
+		opts.Delete.KeptDirsOnly = true
 	}
-	res, err := d.fs.DeleteEntryResult(ctx, t.ws, t.path, expected, opts)
-	if id := res.AutoCheckpoint; id != "" && id != unconditionalFrom(ctx).of(t.name) {
+	auto, err := d.ck.DeleteEntry(ctx, t.ws, t.path, expected, opts)
+	if id := auto; id != "" && id != unconditionalFrom(ctx).of(t.name) {
 		// Kept with the error too: a delete that failed after its
 		// checkpoint still leaves that checkpoint in the store.
 		ctxValue[*AutoCheckpoints](ctx, autoCheckpointsKey{}).add(id)
@@ -602,7 +615,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			// The upload commits only over the revision kept (If-Match).
 			// The version is held until the upload has finished
 			// (startUpload releases it).
-			id, release, err := d.fs.KeepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep)
+			id, release, err := d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep, "")
 			if err != nil {
 				return nil, wrapErr(ctx, op, t.name, err)
 			}

@@ -30,7 +30,7 @@ func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
 	for rel, body := range map[string]string{"d/a.txt": "a", "d/sub/b.txt": "b", "d/sub/deep/c.txt": "c"} {
 		wdWrite(t, filepath.Join(e.projects, "demo", rel), body)
 	}
-	h := &webdav.Handler{FileSystem: dav.NewFileSystem(e.fs), LockSystem: webdav.NewMemLS()}
+	h := &webdav.Handler{FileSystem: dav.NewFileSystem(e.fs, nil), LockSystem: webdav.NewMemLS()}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "DELETE" {
 			// x/net/webdav Stats the target before RemoveAll: not a read

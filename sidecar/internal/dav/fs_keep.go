@@ -2,7 +2,7 @@ package dav
 
 // Per-file versions as the WebDAV adapter keeps them (docs/checkpoints.md
 // "Versions"): what keeping did for one request, and the keep before a
-// removal. The version itself is davfs.KeepVersion's.
+// removal. The version itself is checkpoint.Store.KeepVersion's.
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 )
 
 // Unconditional records what keeping did for one WebDAV request (the
@@ -98,7 +99,7 @@ func (u *Unconditional) keptEmpty(name string) (empty bool) {
 // reading it), the version stays. Either way the PUT's hold on it ends
 // (release).
 func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string, release func()) {
-	if d.fs.DropVersionIfCurrent(t.ws, t.path, id, rev, release) {
+	if d.ck.DropVersionIfCurrent(t.ws, t.path, id, rev, release) {
 		unconditionalFrom(ctx).forget(t.name, id)
 	}
 }
@@ -113,7 +114,7 @@ func (u *Unconditional) of(name string) (id string) {
 // and no IfMatch: a removal (RemoveAll, also the one making room for a
 // COPY or MOVE) keeps what it removes first; a Rename's source loses
 // nothing (it lives on at the destination) and goes ahead as it is.
-// release ends the hold on the version kept (davfs.KeepVersion): the caller
+// release ends the hold on the version kept (checkpoint.Store.KeepVersion): the caller
 // calls it once its delete has finished.
 func (d *davFS) keepBefore(ctx context.Context, op string, t target, e davfs.Entry) (rev string, release func(), err error) {
 	// Handed out so that the delete's revision check holds; what the
@@ -123,14 +124,14 @@ func (d *davFS) keepBefore(ctx context.Context, op string, t target, e davfs.Ent
 	id := ""
 	release = noRelease
 	if op == "removeall" {
-		if id, release, err = d.fs.KeepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep); err != nil {
+		if id, release, err = d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep, ""); err != nil {
 			return "", noRelease, wrapErr(ctx, op, t.name, err)
 		}
 		if id == "" && e.Type == davfs.TypeDirectory {
 			unconditionalFrom(ctx).noteEmpty(t.name)
 		}
-	} else if !d.fs.CheckpointsEnabled() {
-		return "", noRelease, wrapErr(ctx, op, t.name, davfs.PreconditionRequired(davfs.KeepingOff))
+	} else if !d.ck.CheckpointsEnabled() {
+		return "", noRelease, wrapErr(ctx, op, t.name, davfs.PreconditionRequired(checkpoint.KeepingOff))
 	}
 	unconditionalFrom(ctx).note(t.name, id)
 	return e.Revision, release, nil

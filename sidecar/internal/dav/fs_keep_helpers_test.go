@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 )
 
-func ckEnv(t *testing.T, layout []string, tweak func(*davfs.Config)) *secEnv {
+func ckEnv(t *testing.T, layout []string, tweak func(ckConfig)) *secEnv {
 	t.Helper()
-	return secNewEnv(t, "", layout, func(c *davfs.Config) {
-		c.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store"), Automatic: true}
+	return secNewEnvWith(t, "", layout, func(c ckConfig) {
+		*c.Checkpoints = checkpoint.Config{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store"), Automatic: true}
 		if tweak != nil {
 			tweak(c)
 		}
@@ -35,9 +36,9 @@ func ckWrite(t *testing.T, p string, b []byte, mode os.FileMode) {
 	}
 }
 
-func ckCreate(t *testing.T, e *secEnv, ws davfs.Workspace, opts davfs.CheckpointOptions) davfs.Checkpoint {
+func ckCreate(t *testing.T, e *secEnv, ws davfs.Workspace, opts checkpoint.CheckpointOptions) checkpoint.Checkpoint {
 	t.Helper()
-	c, err := e.fs.CreateCheckpoint(context.Background(), ws, opts)
+	c, err := e.ck.CreateCheckpoint(context.Background(), ws, opts)
 	if err != nil {
 		t.Fatalf("CreateCheckpoint: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
@@ -28,7 +29,7 @@ func keepCtx(method string) (context.Context, *dav.Unconditional) {
 
 func davPut(t *testing.T, e *secEnv, ctx context.Context, name, body string) error {
 	t.Helper()
-	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -81,11 +82,11 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	if got := readProj(t, e, "f.txt"); got != "v2\n" || !used || len(ids) != 1 {
 		t.Fatalf("after PUT: %q, used %v, versions %v", got, used, ids)
 	}
-	vs, _, err := e.fs.ListCheckpointsHolding(bg, ws, "f.txt")
-	if err != nil || len(vs) != 1 || vs[0].ID != ids[0] || vs[0].Reason != davfs.CheckpointBeforeWebDAVWrite || vs[0].Label != "WebDAV PUT" || vs[0].Root != "f.txt" || vs[0].Files != 1 {
+	vs, _, err := e.ck.ListCheckpointsHolding(bg, ws, "f.txt")
+	if err != nil || len(vs) != 1 || vs[0].ID != ids[0] || vs[0].Reason != checkpoint.CheckpointBeforeWebDAVWrite || vs[0].Label != "WebDAV PUT" || vs[0].Root != "f.txt" || vs[0].Files != 1 {
 		t.Fatalf("versions of f.txt: %+v %v", vs, err)
 	}
-	if vs, _, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 0 {
+	if vs, _, _ := e.ck.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 0 {
 		t.Fatalf("a version of f.txt holds d/x.txt: %+v", vs)
 	}
 
@@ -101,21 +102,21 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	// A recursive delete keeps the directory, once (the version is its
 	// automatic checkpoint too).
 	ctx, u = keepCtx("DELETE")
-	if err := dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/d"); err != nil {
+	if err := dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/d"); err != nil {
 		t.Fatalf("DELETE with keep: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "d")); !os.IsNotExist(err) {
 		t.Fatalf("d still there: %v", err)
 	}
 	_, ids = u.Used()
-	all, _ := e.fs.ListCheckpoints(bg, ws)
+	all, _ := e.ck.ListCheckpoints(bg, ws)
 	if len(ids) != 1 || len(all) != 2 || all[0].ID != ids[0] || all[0].Root != "d" || all[0].Files != 1 {
 		t.Fatalf("after DELETE of d: versions %v, checkpoints %+v", ids, all)
 	}
-	if vs, _, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 1 || vs[0].ID != ids[0] {
+	if vs, _, _ := e.ck.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 1 || vs[0].ID != ids[0] {
 		t.Fatalf("the directory's version does not list d/x.txt: %+v", vs)
 	}
-	if _, err := e.fs.RestoreCheckpoint(bg, ws, ids[0], "", davfs.RestoreOptions{}); err != nil {
+	if _, err := e.ck.RestoreCheckpoint(bg, ws, ids[0], "", checkpoint.RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readProj(t, e, "d/x.txt"); got != "x\n" {
@@ -124,7 +125,7 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 
 	// A MOVE's source loses nothing: it goes ahead, keeping nothing.
 	ctx, u = keepCtx("MOVE")
-	if err := dav.NewFileSystem(e.fs).Rename(ctx, "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
+	if err := dav.NewFileSystem(e.fs, e.ck).Rename(ctx, "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
 		t.Fatalf("MOVE with keep: %v", err)
 	}
 	if used, ids := u.Used(); !used || len(ids) != 0 {
@@ -137,7 +138,7 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 func TestVersionBound(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
-	e := ckEnv(t, nil, func(c *davfs.Config) {
+	e := ckEnv(t, nil, func(c ckConfig) {
 		c.Checkpoints.MaxPerWorkspace = 1
 		c.Checkpoints.MaxVersionsPerWorkspace = 2
 		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -146,11 +147,11 @@ func TestVersionBound(t *testing.T) {
 	ws := secProject("p")
 	bg := context.Background()
 	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v0\n"), 0o644)
-	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good"})
+	manual := ckCreate(t, e, ws, checkpoint.CheckpointOptions{Label: "known good"})
 	var kept []string
 	// v3 prunes v1, which is just old enough; v2 and v3 are young.
 	for i, v := range []string{"v1\n", "v2\n", "v3\n"} {
-		later([]time.Duration{davfs.VersionMinAge, davfs.VersionMinAge, time.Second}[i])
+		later([]time.Duration{checkpoint.VersionMinAge, checkpoint.VersionMinAge, time.Second}[i])
 		ctx, u := keepCtx("PUT")
 		if err := davPut(t, e, ctx, "/projects/p/f.txt", v); err != nil {
 			t.Fatal(err)
@@ -158,7 +159,7 @@ func TestVersionBound(t *testing.T) {
 		_, ids := u.Used()
 		kept = append(kept, ids...)
 	}
-	list, _ := e.fs.ListCheckpoints(bg, ws)
+	list, _ := e.ck.ListCheckpoints(bg, ws)
 	var got []string
 	for _, c := range list {
 		got = append(got, c.ID)
@@ -179,7 +180,7 @@ func TestVersionBound(t *testing.T) {
 	if used, _ := u.Used(); used || readProj(t, e, "f.txt") != "v3\n" {
 		t.Fatalf("a refused keep PUT: used %v, f.txt %q", used, readProj(t, e, "f.txt"))
 	}
-	if list, _ := e.fs.ListCheckpoints(bg, ws); len(list) != 3 {
+	if list, _ := e.ck.ListCheckpoints(bg, ws); len(list) != 3 {
 		t.Fatalf("after the refused PUT: %+v", list)
 	}
 }
@@ -187,7 +188,7 @@ func TestVersionBound(t *testing.T) {
 // A version that cannot be stored refuses the write, which changes
 // nothing; with checkpoints off the write is refused saying keeping is off.
 func TestVersionCannotBeKept(t *testing.T) {
-	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 1 << 10 })
+	e := ckEnv(t, nil, func(c ckConfig) { c.Checkpoints.MaxTotalBytes = 1 << 10 })
 	ws := secProject("p")
 	big := strings.Repeat("b", 4<<10)
 	ckWrite(t, filepath.Join(e.projects(), "p", "big.txt"), []byte(big), 0o644)
@@ -197,7 +198,7 @@ func TestVersionCannotBeKept(t *testing.T) {
 		t.Fatalf("PUT over a file too large to keep: %v", err)
 	}
 	ctx, _ = keepCtx("DELETE")
-	if err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+	if err := davErr(dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("DELETE of a file too large to keep: %v", err)
 	}
 	if got := readProj(t, e, "big.txt"); got != big {
@@ -206,7 +207,7 @@ func TestVersionCannotBeKept(t *testing.T) {
 	if used, _ := u.Used(); used {
 		t.Error("a refused write is recorded as unconditional")
 	}
-	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+	if list, _ := e.ck.ListCheckpoints(context.Background(), ws); len(list) != 0 {
 		t.Fatalf("a refused version was kept: %+v", list)
 	}
 
@@ -227,7 +228,7 @@ func TestVersionIsWhatIsReplaced(t *testing.T) {
 	p := filepath.Join(e.projects(), "p", "f.txt")
 	ckWrite(t, p, []byte("v1\n"), 0o644)
 	ctx, _ := keepCtx("PUT")
-	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,9 +270,9 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 			dir := filepath.Join(proj, "d-"+strings.TrimPrefix(tc.name, "."))
 			ckWrite(t, filepath.Join(dir, "x.txt"), []byte("x\n"), 0o644)
 			tc.setup(dir)
-			before, _ := e.fs.ListCheckpoints(context.Background(), ws)
+			before, _ := e.ck.ListCheckpoints(context.Background(), ws)
 			ctx, u := keepCtx("DELETE")
-			err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/"+filepath.Base(dir)))
+			err := davErr(dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/"+filepath.Base(dir)))
 			if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "a version cannot keep") {
 				t.Fatalf("keep DELETE of a directory with %s: %v", tc.name, err)
 			}
@@ -281,7 +282,7 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 			if used, ids := u.Used(); used || len(ids) != 0 {
 				t.Fatalf("a refused delete recorded used %v, versions %v", used, ids)
 			}
-			if after, _ := e.fs.ListCheckpoints(context.Background(), ws); len(after) != len(before) {
+			if after, _ := e.ck.ListCheckpoints(context.Background(), ws); len(after) != len(before) {
 				t.Fatalf("the refused delete left a version: %+v", after)
 			}
 		})
@@ -298,8 +299,8 @@ func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
 	var e *secEnv
 	var armed bool
 	ws := secProject("p")
-	e = ckEnv(t, nil, func(c *davfs.Config) {
-		c.CheckpointObserver = func(op string, _ time.Duration, _ int64, err error) {
+	e = ckEnv(t, nil, func(c ckConfig) {
+		c.Options.Observer = func(op string, _ time.Duration, _ int64, err error) {
 			if op != "create" || !armed || err != nil {
 				return
 			}
@@ -315,7 +316,7 @@ func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
 	ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("x\n"), 0o644)
 	armed = true
 	ctx, _ := keepCtx("DELETE")
-	err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/d"))
+	err := davErr(dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/d"))
 	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
 		t.Fatalf("keep DELETE over work done after the version: %v", err)
 	}
@@ -328,11 +329,11 @@ func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
 // when only that would make room, the write is refused (CHECKPOINT_LIMIT)
 // and nothing changes.
 func TestVersionNeverEvictsManualByBytes(t *testing.T) {
-	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 12 << 10 })
+	e := ckEnv(t, nil, func(c ckConfig) { c.Checkpoints.MaxTotalBytes = 12 << 10 })
 	ws := secProject("p")
 	proj := filepath.Join(e.projects(), "p")
 	ckWrite(t, filepath.Join(proj, "a.txt"), []byte(strings.Repeat("a", 8<<10)), 0o644)
-	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good", Path: "a.txt"})
+	manual := ckCreate(t, e, ws, checkpoint.CheckpointOptions{Label: "known good", Path: "a.txt"})
 	f := strings.Repeat("f", 6<<10)
 	ckWrite(t, filepath.Join(proj, "f.txt"), []byte(f), 0o644)
 	ctx, u := keepCtx("PUT")
@@ -346,7 +347,7 @@ func TestVersionNeverEvictsManualByBytes(t *testing.T) {
 	if used, _ := u.Used(); used {
 		t.Error("a refused write is recorded as unconditional")
 	}
-	list, _ := e.fs.ListCheckpoints(context.Background(), ws)
+	list, _ := e.ck.ListCheckpoints(context.Background(), ws)
 	if len(list) != 1 || list[0].ID != manual.ID {
 		t.Fatalf("checkpoints %+v, want only the manual one", list)
 	}
@@ -363,7 +364,7 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, u := keepCtx("DELETE")
-	if err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/empty")); err != nil {
+	if err := davErr(dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/empty")); err != nil {
 		t.Fatalf("keep DELETE of empty directories: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "empty")); !os.IsNotExist(err) {
@@ -372,13 +373,13 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 	if used, ids := u.Used(); !used || len(ids) != 0 {
 		t.Fatalf("keep DELETE of empty directories: used %v, versions %v", used, ids)
 	}
-	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+	if list, _ := e.ck.ListCheckpoints(context.Background(), ws); len(list) != 0 {
 		t.Fatalf("empty directories left checkpoints: %+v", list)
 	}
 
 	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
 	ctx, u = keepCtx("PUT")
-	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 	if _, ids := u.Used(); len(ids) != 0 {
 		t.Fatalf("an aborted PUT reports versions %v", ids)
 	}
-	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+	if list, _ := e.ck.ListCheckpoints(context.Background(), ws); len(list) != 0 {
 		t.Fatalf("an aborted PUT left its version: %+v", list)
 	}
 }
@@ -404,7 +405,7 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 // newest first, and says when it left older candidates out; a version of
 // the path itself answers from its description.
 func TestVersionListHoldingBounded(t *testing.T) {
-	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 5 })
+	e := ckEnv(t, nil, func(c ckConfig) { c.Checkpoints.MaxPerWorkspace = checkpoint.MaxHoldingDecodes + 5 })
 	ws := secProject("p")
 	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
 	ctx, u := keepCtx("PUT")
@@ -418,25 +419,25 @@ func TestVersionListHoldingBounded(t *testing.T) {
 	var full []string
 	// Exactly MaxHoldingDecodes candidates: every one is decoded, nothing
 	// is left out.
-	for i := 0; i < davfs.MaxHoldingDecodes; i++ {
-		full = append(full, ckCreate(t, e, ws, davfs.CheckpointOptions{}).ID)
+	for i := 0; i < checkpoint.MaxHoldingDecodes; i++ {
+		full = append(full, ckCreate(t, e, ws, checkpoint.CheckpointOptions{}).ID)
 	}
-	got, truncated, err := e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
-	if err != nil || truncated || len(got) != davfs.MaxHoldingDecodes+1 || got[0].ID != full[len(full)-1] || got[len(got)-1].ID != version[0] {
-		t.Fatalf("holding f.txt under the bound: %d checkpoints, truncated %v, %v (want all %d and not truncated)", len(got), truncated, err, davfs.MaxHoldingDecodes+1)
+	got, truncated, err := e.ck.ListCheckpointsHolding(context.Background(), ws, "f.txt")
+	if err != nil || truncated || len(got) != checkpoint.MaxHoldingDecodes+1 || got[0].ID != full[len(full)-1] || got[len(got)-1].ID != version[0] {
+		t.Fatalf("holding f.txt under the bound: %d checkpoints, truncated %v, %v (want all %d and not truncated)", len(got), truncated, err, checkpoint.MaxHoldingDecodes+1)
 	}
 	for i := 0; i < 2; i++ {
-		full = append(full, ckCreate(t, e, ws, davfs.CheckpointOptions{}).ID)
+		full = append(full, ckCreate(t, e, ws, checkpoint.CheckpointOptions{}).ID)
 	}
-	got, truncated, err = e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
+	got, truncated, err = e.ck.ListCheckpointsHolding(context.Background(), ws, "f.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !truncated || len(got) != davfs.MaxHoldingDecodes+1 || got[0].ID != full[len(full)-1] || got[davfs.MaxHoldingDecodes-1].ID != full[2] || got[len(got)-1].ID != version[0] {
-		t.Fatalf("holding f.txt over the bound: %d checkpoints, truncated %v (want the %d newest full ones and the version, truncated)", len(got), truncated, davfs.MaxHoldingDecodes)
+	if !truncated || len(got) != checkpoint.MaxHoldingDecodes+1 || got[0].ID != full[len(full)-1] || got[checkpoint.MaxHoldingDecodes-1].ID != full[2] || got[len(got)-1].ID != version[0] {
+		t.Fatalf("holding f.txt over the bound: %d checkpoints, truncated %v (want the %d newest full ones and the version, truncated)", len(got), truncated, checkpoint.MaxHoldingDecodes)
 	}
 	// Without a path nothing is decoded and nothing left out.
-	if all, truncated, err := e.fs.ListCheckpointsHolding(context.Background(), ws, ""); err != nil || truncated || len(all) != len(full)+1 {
+	if all, truncated, err := e.ck.ListCheckpointsHolding(context.Background(), ws, ""); err != nil || truncated || len(all) != len(full)+1 {
 		t.Fatalf("unfiltered: %d checkpoints, truncated %v, %v", len(all), truncated, err)
 	}
 }

@@ -132,7 +132,7 @@ func wdSetup(t *testing.T) *wdEnv {
 	}
 	t.Cleanup(func() { fsys.Close() })
 	e.fs = fsys
-	e.dav = dav.NewFileSystem(fsys)
+	e.dav = dav.NewFileSystem(fsys, nil)
 
 	h := &webdav.Handler{
 		FileSystem: e.dav,
@@ -1246,7 +1246,7 @@ func BenchmarkWebDAVPropfind(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fsys.Close()
-	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys), LockSystem: webdav.NewMemLS()})
+	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys, nil), LockSystem: webdav.NewMemLS()})
 	defer srv.Close()
 	propfind := func() {
 		req, _ := http.NewRequest("PROPFIND", srv.URL+"/projects/bench/", nil)
@@ -1289,7 +1289,7 @@ func BenchmarkWebDAVGet(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fsys.Close()
-	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys), LockSystem: webdav.NewMemLS()})
+	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys, nil), LockSystem: webdav.NewMemLS()})
 	defer srv.Close()
 	buf := make([]byte, 64<<10)
 	b.SetBytes(size)

@@ -18,7 +18,7 @@ func BenchmarkGet1KiB(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(e.projects, "demo", "f.txt"), make([]byte, 1024), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	h := New(e.fs, Options{Logger: hclog.NewNullLogger()})
+	h := New(e.fs, e.ck, Options{Logger: hclog.NewNullLogger()})
 	for b.Loop() {
 		r := httptest.NewRequest("GET", "/projects/demo/f.txt", nil)
 		w := httptest.NewRecorder()

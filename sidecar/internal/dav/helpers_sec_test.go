@@ -30,6 +30,7 @@ package dav_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -46,6 +47,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"golang.org/x/sys/unix"
 )
 
@@ -179,6 +181,15 @@ func secMkParent(tb testing.TB, base, name string) {
 type secEnv struct {
 	base string
 	fs   *davfs.FS
+	ck   *checkpoint.Store // beside fs (off unless the test configures it)
+}
+
+// ckConfig is what a test adjusts: the core's config and the checkpoint
+// store's, opened together as the sidecar does.
+type ckConfig struct {
+	*davfs.Config
+	Checkpoints *checkpoint.Config
+	Options     *checkpoint.Options // Logger and Now default to the core's
 }
 
 func (e *secEnv) projects() string { return filepath.Join(e.base, "projects") }
@@ -188,21 +199,40 @@ func (e *secEnv) codex() string    { return filepath.Join(e.base, "codex") }
 // over it. tweak may adjust the Config (DisableOpenat2 ...).
 func secNewEnv(tb testing.TB, base string, layout []string, tweak func(*davfs.Config)) *secEnv {
 	tb.Helper()
+	return secNewEnvWith(tb, base, layout, func(c ckConfig) {
+		if tweak != nil {
+			tweak(c.Config)
+		}
+	})
+}
+
+// secNewEnvWith is secNewEnv with the checkpoint store configured too.
+func secNewEnvWith(tb testing.TB, base string, layout []string, tweak func(ckConfig)) *secEnv {
+	tb.Helper()
 	if base == "" {
 		base = tb.TempDir()
 	}
 	secBuild(tb, base, secBaseLayout)
 	secBuild(tb, base, layout)
 	cfg := secConfig(base)
-	if tweak != nil {
-		tweak(&cfg)
+	var ckCfg checkpoint.Config
+	var ckOpts checkpoint.Options
+	tweak(ckConfig{&cfg, &ckCfg, &ckOpts})
+	ckOpts.Logger, ckOpts.Now = cmp.Or(ckOpts.Logger, cfg.Logger), cfg.Now
+	if n := checkpoint.DeniedName(ckCfg.Dir, cfg.ProjectsRoot); n != "" {
+		cfg.DeniedNames = append(cfg.DeniedNames, n)
 	}
 	f, err := secOpen(cfg)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
 	tb.Cleanup(func() { _ = secClose(f) })
-	return &secEnv{base: base, fs: f}
+	ck, err := checkpoint.New(f, ckCfg, ckOpts)
+	if err != nil {
+		tb.Fatalf("checkpoint.New: %v", err)
+	}
+	tb.Cleanup(ck.Close)
+	return &secEnv{base: base, fs: f, ck: ck}
 }
 
 func secConfig(base string) davfs.Config {

@@ -36,8 +36,8 @@ func TestConfirmWithoutRevisionFailsClosed(t *testing.T) {
 	for _, c := range []struct {
 		fs   webdav.FileSystem
 		want bool
-	}{{noMultiLinks{NewFileSystem(e.fs)}, true}, {noRevisions{NewFileSystem(e.fs)}, false}} {
-		h := New(e.fs, Options{})
+	}{{noMultiLinks{NewFileSystem(e.fs, e.ck)}, true}, {noRevisions{NewFileSystem(e.fs, e.ck)}, false}} {
+		h := New(e.fs, e.ck, Options{})
 		h.fs = c.fs
 		q := &request{h: h, ctx: context.Background(), src: name}
 		release, err := (&requestLocks{p: h.locks, q: q}).Confirm(time.Now(), name, "", not)

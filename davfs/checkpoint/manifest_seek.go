@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 import (
 	"bufio"

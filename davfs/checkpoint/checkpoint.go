@@ -1,20 +1,32 @@
-package davfs
+package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentworkspace/files/davfs"
+	"github.com/hashicorp/go-hclog"
 )
 
-// Checkpoints: a snapshot of a PROJECT or GLOBAL workspace (or of one
+// Package checkpoint is the checkpoint store beside the confined core:
+// capture (scan.go), the store (store.go, pack.go, manifest*.go),
+// compare, restore and per-file versions, and the automatic checkpoint
+// composed before a recursive delete (delete.go). It reaches the volumes
+// only through davfs's exported API (davfs/target.go) and the fd calls
+// of davfs/internal/fdio; davfs knows nothing of it.
+//
+// A checkpoint is a snapshot of a PROJECT or GLOBAL workspace (or of one
 // directory or file in it) that can be compared with the current state or
 // with another checkpoint, restored (the whole of it, a directory or one
 // file) and deleted. See docs/checkpoints.md for the design.
@@ -46,10 +58,10 @@ import (
 // anything outside the workspace, panic, or stop half done. A store that
 // cannot be opened (a symlink, a foreign folder, a linked subfolder) turns
 // checkpoints off with CHECKPOINTS_UNAVAILABLE, never the files
-// (checkpoint_open.go).
+// (open.go).
 
-// CheckpointConfig is services.checkpoints.
-type CheckpointConfig struct {
+// Config is services.checkpoints.
+type Config struct {
 	// Dir is the store's absolute host path. Empty disables checkpoints
 	// (every checkpoint call fails with FailedPrecondition/
 	// CHECKPOINTS_DISABLED). It must lie outside every project and outside
@@ -72,7 +84,7 @@ type CheckpointConfig struct {
 	// delete and every recursive delete of a directory.
 	Automatic bool
 	// MaxVersionsPerWorkspace bounds the per-file versions of one
-	// workspace (checkpoint_version.go), which do not count against
+	// workspace (version.go), which do not count against
 	// MaxPerWorkspace; the oldest are pruned first. Default 200.
 	MaxVersionsPerWorkspace int
 }
@@ -98,7 +110,7 @@ const (
 // Checkpoint describes one stored checkpoint.
 type Checkpoint struct {
 	ID        string
-	Workspace Workspace
+	Workspace davfs.Workspace
 	// Root is the path the checkpoint was taken of ("" for the whole
 	// workspace). Compare and restore stay inside it.
 	Root     string
@@ -123,19 +135,6 @@ type CheckpointOptions struct {
 	Path string
 }
 
-type operatorKey struct{}
-
-// WithOperator names the operator for checkpoints davfs takes on its own
-// (before a delete or restore) during calls made with ctx.
-func WithOperator(ctx context.Context, operator string) context.Context {
-	return context.WithValue(ctx, operatorKey{}, operator)
-}
-
-func operatorFrom(ctx context.Context) string {
-	s, _ := ctx.Value(operatorKey{}).(string)
-	return s
-}
-
 var checkpointIDRE = regexp.MustCompile(`^[0-9a-f]{24}$`)
 
 // newCheckpointID is 16 hex digits of the creation time in nanoseconds and
@@ -146,19 +145,19 @@ func newCheckpointID(now time.Time) string {
 	return hex.EncodeToString(append(binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano())), r[:]...))
 }
 
-func errCheckpointNotFound(id string) *Error {
+func errCheckpointNotFound(id string) *davfs.Error {
 	if len(id) > 64 {
 		id = id[:64]
 	}
-	return newErr(CodeNotFound, ReasonCheckpointNotFound, nil, "checkpoint %q not found", id)
+	return newErr(davfs.CodeNotFound, davfs.ReasonCheckpointNotFound, nil, "checkpoint %q not found", id)
 }
 
 func checkLabel(label string) error {
 	if len(label) > maxLabelBytes {
-		return newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "label is longer than %d bytes", maxLabelBytes)
+		return newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidArgument, nil, "label is longer than %d bytes", maxLabelBytes)
 	}
 	if !utf8.ValidString(label) || strings.IndexFunc(label, unicode.IsControl) >= 0 {
-		return newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "label must be UTF-8 text without control characters")
+		return newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidArgument, nil, "label must be UTF-8 text without control characters")
 	}
 	return nil
 }
@@ -166,27 +165,27 @@ func checkLabel(label string) error {
 // checkpointWorkspace validates ws for a checkpoint call. A PROJECT
 // workspace needs only a valid name: its project may have been deleted
 // (its checkpoints are how it comes back).
-func (f *FS) checkpointWorkspace(ws Workspace) error {
-	if err := f.alive(); err != nil {
+func (f *Store) checkpointWorkspace(ws davfs.Workspace) error {
+	if err := f.fs.Alive(); err != nil {
 		return err
 	}
 	if f.ck == nil {
 		return errCheckpointsDisabled()
 	}
 	switch ws.Scope {
-	case ScopeProject:
-		return f.checkProjectRef(ws.Project)
-	case ScopeGlobal:
+	case davfs.ScopeProject:
+		return f.fs.CheckProjectName(ws.Project)
+	case davfs.ScopeGlobal:
 		if ws.Project != "" {
-			return newErr(CodeInvalidArgument, ReasonInvalidWorkspace, nil, "a GLOBAL workspace takes no project_name")
+			return newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidWorkspace, nil, "a GLOBAL workspace takes no project_name")
 		}
 		return nil
 	}
-	return newErr(CodeInvalidArgument, ReasonInvalidWorkspace, nil, "workspace scope must be PROJECT or GLOBAL")
+	return newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidWorkspace, nil, "workspace scope must be PROJECT or GLOBAL")
 }
 
 // CheckpointsEnabled reports whether a store is configured.
-func (f *FS) CheckpointsEnabled() bool { return f.ck != nil }
+func (f *Store) CheckpointsEnabled() bool { return f.ck != nil }
 
 // CreateCheckpoint snapshots ws (or opts.Path in it) into the store. It
 // takes no mutation lock: the agent and other requests go on writing (see
@@ -194,7 +193,7 @@ func (f *FS) CheckpointsEnabled() bool { return f.ck != nil }
 // checkpoints before manual ones, oldest first; if the new checkpoint
 // cannot fit even with every removal planned, nothing else is removed, it
 // is removed again and the call fails with ResourceExhausted/CHECKPOINT_LIMIT.
-func (f *FS) CreateCheckpoint(ctx context.Context, ws Workspace, opts CheckpointOptions) (Checkpoint, error) {
+func (f *Store) CreateCheckpoint(ctx context.Context, ws davfs.Workspace, opts CheckpointOptions) (Checkpoint, error) {
 	if err := f.checkpointWorkspace(ws); err != nil {
 		return Checkpoint{}, err
 	}
@@ -204,18 +203,18 @@ func (f *FS) CreateCheckpoint(ctx context.Context, ws Workspace, opts Checkpoint
 	return f.createCheckpoint(ctx, ws, opts, CheckpointManual)
 }
 
-func (f *FS) createCheckpoint(ctx context.Context, ws Workspace, opts CheckpointOptions, reason string) (Checkpoint, error) {
-	w, err := f.resolve(ws, opts.Path)
+func (f *Store) createCheckpoint(ctx context.Context, ws davfs.Workspace, opts CheckpointOptions, reason string) (Checkpoint, error) {
+	w, err := f.fs.Resolve(ws, opts.Path)
 	if err != nil {
 		return Checkpoint{}, err
 	}
 	if len(opts.Operator) > maxOperatorBytes {
 		opts.Operator = opts.Operator[:maxOperatorBytes]
 	}
-	if !w.isRoot() {
+	if !w.IsRoot() {
 		// The target's own problem, as every operation reports it (a
 		// symlink is SYMLINK, a FIFO NOT_REGULAR, a missing one NOT_FOUND).
-		if _, err := f.stat(w); err != nil {
+		if _, err := f.fs.StatTarget(w); err != nil {
 			return Checkpoint{}, err
 		}
 	}
@@ -228,15 +227,20 @@ func (f *FS) createCheckpoint(ctx context.Context, ws Workspace, opts Checkpoint
 	return c, err
 }
 
-// autoCheckpoint takes the automatic checkpoint of w (reason) when they
-// are enabled. A missing target needs none.
-func (f *FS) autoCheckpoint(ctx context.Context, ws Workspace, path, reason string) (string, error) {
+// autoCheckpoint takes the automatic checkpoint of path in ws (reason, by
+// operator) when they are enabled. A missing target needs none. kept, when
+// set, is a per-file version just kept of path (KeepVersion): that is the
+// automatic checkpoint.
+func (f *Store) autoCheckpoint(ctx context.Context, ws davfs.Workspace, path, reason, operator, kept string) (string, error) {
 	if f.ck == nil || !f.ck.cfg.Automatic {
 		return "", nil
 	}
-	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Operator: operatorFrom(ctx)}, reason)
+	if kept != "" {
+		return kept, nil // a per-file version of it was just kept
+	}
+	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Operator: operator}, reason)
 	if err != nil {
-		if r := ReasonOf(err); CodeOf(err) == CodeNotFound || r == ReasonNotRegular || r == ReasonSymlink || r == ReasonMultipleLinks {
+		if r := davfs.ReasonOf(err); davfs.CodeOf(err) == davfs.CodeNotFound || r == davfs.ReasonNotRegular || r == davfs.ReasonSymlink || r == davfs.ReasonMultipleLinks {
 			return "", nil // nothing there a checkpoint could hold
 		}
 		return "", err
@@ -246,7 +250,7 @@ func (f *FS) autoCheckpoint(ctx context.Context, ws Workspace, path, reason stri
 
 // ListCheckpoints lists ws's checkpoints, newest first. The project of a
 // PROJECT workspace need not exist any more.
-func (f *FS) ListCheckpoints(ctx context.Context, ws Workspace) ([]Checkpoint, error) {
+func (f *Store) ListCheckpoints(ctx context.Context, ws davfs.Workspace) ([]Checkpoint, error) {
 	if _, err := f.checkpointCall(ws, ""); err != nil {
 		return nil, err
 	}
@@ -260,24 +264,24 @@ func (f *FS) ListCheckpoints(ctx context.Context, ws Workspace) ([]Checkpoint, e
 // shape names no checkpoint: NotFound) and path in ws ("": the root, valid
 // in every valid workspace); then it opens the store. It returns path
 // resolved.
-func (f *FS) checkpointCall(ws Workspace, path string, ids ...string) (wsPath, error) {
+func (f *Store) checkpointCall(ws davfs.Workspace, path string, ids ...string) (davfs.Target, error) {
 	if err := f.checkpointWorkspace(ws); err != nil {
-		return wsPath{}, err
+		return davfs.Target{}, err
 	}
 	for _, id := range ids {
 		if !checkpointIDRE.MatchString(id) {
-			return wsPath{}, errCheckpointNotFound(id)
+			return davfs.Target{}, errCheckpointNotFound(id)
 		}
 	}
-	w, err := f.resolve(ws, path)
+	w, err := f.fs.Resolve(ws, path)
 	if err != nil {
-		return wsPath{}, err
+		return davfs.Target{}, err
 	}
 	return w, f.ck.open(f)
 }
 
 // GetCheckpoint returns one checkpoint of ws.
-func (f *FS) GetCheckpoint(ctx context.Context, ws Workspace, id string) (Checkpoint, error) {
+func (f *Store) GetCheckpoint(ctx context.Context, ws davfs.Workspace, id string) (Checkpoint, error) {
 	if _, err := f.checkpointCall(ws, "", id); err != nil {
 		return Checkpoint{}, err
 	}
@@ -292,7 +296,7 @@ func (f *FS) GetCheckpoint(ctx context.Context, ws Workspace, id string) (Checkp
 
 // DeleteCheckpoint removes one checkpoint of ws and the objects no other
 // checkpoint shares.
-func (f *FS) DeleteCheckpoint(ctx context.Context, ws Workspace, id string) error {
+func (f *Store) DeleteCheckpoint(ctx context.Context, ws davfs.Workspace, id string) error {
 	if _, err := f.checkpointCall(ws, "", id); err != nil {
 		return err
 	}
@@ -302,12 +306,9 @@ func (f *FS) DeleteCheckpoint(ctx context.Context, ws Workspace, id string) erro
 	return err
 }
 
-// CheckpointObserver receives one call per checkpoint operation (metrics).
-type CheckpointObserver func(op string, d time.Duration, bytes int64, err error)
-
-func (f *FS) observeCheckpoint(op string, d time.Duration, bytes int64, err error) {
-	if f.cfg.CheckpointObserver != nil {
-		f.cfg.CheckpointObserver(op, d, bytes, err)
+func (f *Store) observeCheckpoint(op string, d time.Duration, bytes int64, err error) {
+	if f.observer != nil {
+		f.observer(op, d, bytes, err)
 	}
 }
 
@@ -318,7 +319,7 @@ type CheckpointStats struct {
 }
 
 // CheckpointStats counts the stored checkpoints and object bytes.
-func (f *FS) CheckpointStats() (CheckpointStats, error) {
+func (f *Store) CheckpointStats() (CheckpointStats, error) {
 	if f.ck == nil {
 		return CheckpointStats{}, nil
 	}
@@ -334,15 +335,92 @@ func (f *FS) CheckpointStats() (CheckpointStats, error) {
 	return CheckpointStats{Checkpoints: len(metas), Bytes: f.ck.total.Load()}, nil
 }
 
-// checkpointDirName is the store's name when Dir is a direct child of the
-// projects root ("" otherwise): it is added to the denylist.
-func checkpointDirName(cfg Config) string {
-	if cfg.Checkpoints.Dir == "" || cfg.ProjectsRoot == "" {
+// DeniedName is the store's name when dir is a direct child of
+// projectsRoot ("" otherwise): the caller adds it to davfs's denied names
+// (Config.DeniedNames) before Open, so the store is never a Project and
+// never listed. New refuses a store there whose name the FS shows.
+func DeniedName(dir, projectsRoot string) string {
+	if dir == "" || projectsRoot == "" {
 		return ""
 	}
-	d := filepath.Clean(cfg.Checkpoints.Dir)
-	if filepath.Dir(d) == filepath.Clean(cfg.ProjectsRoot) {
+	d := filepath.Clean(dir)
+	if filepath.Dir(d) == filepath.Clean(projectsRoot) {
 		return filepath.Base(d)
 	}
 	return ""
+}
+
+// Observer receives one call per checkpoint operation (metrics).
+type Observer func(op string, d time.Duration, bytes int64, err error)
+
+// Options are the dependencies of New.
+type Options struct {
+	// Logger receives operational detail (never content or host paths).
+	// Nil: hclog.NewNullLogger().
+	Logger hclog.Logger
+	// Now is the clock of checkpoint times and retention. Nil: time.Now.
+	Now func() time.Time
+	// Observer, if set, is told of every checkpoint operation.
+	Observer Observer
+}
+
+// Store is the checkpoints of one davfs.FS's workspaces. It is safe for
+// concurrent use. A Store without a configured Dir answers every call
+// with FailedPrecondition/CHECKPOINTS_DISABLED, and its deletes take no
+// automatic checkpoint.
+type Store struct {
+	fs       *davfs.FS
+	cfg      davfs.Config // the FS's, for its limits
+	ck       *ckStore     // nil: no store configured
+	now      func() time.Time
+	log      hclog.Logger
+	observer Observer
+}
+
+// New returns the checkpoint store of fs configured by cfg. It never fails
+// because of the store itself: one that cannot be used turns checkpoints
+// off with a reason until OpenCheckpoints succeeds (open.go); only a
+// malformed cfg.Dir (not absolute), or a store under the projects root
+// whose name fs does not deny (DeniedName), is an error.
+func New(fs *davfs.FS, cfg Config, opts Options) (*Store, error) {
+	f := &Store{fs: fs, cfg: fs.Config(), now: opts.Now, log: cmp.Or(opts.Logger, hclog.NewNullLogger()), observer: opts.Observer}
+	if opts.Now == nil {
+		f.now = time.Now
+	}
+	if n := DeniedName(cfg.Dir, f.cfg.ProjectsRoot); n != "" && fs.Visible(n) {
+		return nil, fmt.Errorf("checkpoint: the store %q under the projects root must be a denied name (checkpoint.DeniedName)", n)
+	}
+	var err error
+	if f.ck, err = newCkStore(f, cfg); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Close releases the store's fds (not the FS's).
+func (f *Store) Close() {
+	if f.ck != nil {
+		f.ck.close()
+	}
+}
+
+// newErr builds a *davfs.Error. msg must be safe for a client: a relative
+// workspace path at most, never a host path or content.
+func newErr(code davfs.Code, reason davfs.Reason, cause error, format string, args ...any) *davfs.Error {
+	return &davfs.Error{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// positiveOr sets *v to d unless it is positive.
+func positiveOr[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
+// childRel is the workspace path of name in the directory dir.
+func childRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
 }

@@ -1,4 +1,4 @@
-package davfs_test
+package checkpoint
 
 import (
 	"context"
@@ -26,8 +26,7 @@ func BenchmarkCheckpointFirst(b *testing.B) {
 		os.WriteFile(p, buf, 0o644)
 	}
 	os.MkdirAll(filepath.Join(base, "codex"), 0o755)
-	f, err := davfs.Open(davfs.Config{ProjectsRoot: filepath.Join(base, "projects"), CodexHome: filepath.Join(base, "codex"),
-		Checkpoints: davfs.CheckpointConfig{Dir: filepath.Join(base, "store")}})
+	f, err := openTest(testConfig{Config: davfs.Config{ProjectsRoot: filepath.Join(base, "projects"), CodexHome: filepath.Join(base, "codex")}, Checkpoints: Config{Dir: filepath.Join(base, "store")}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +35,7 @@ func BenchmarkCheckpointFirst(b *testing.B) {
 	ws := davfs.Workspace{Scope: davfs.ScopeProject, Project: "p"}
 	b.SetBytes(2000 * 10 << 10)
 	for b.Loop() {
-		c, err := f.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{})
+		c, err := f.CreateCheckpoint(ctx, ws, CheckpointOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -61,19 +60,18 @@ func BenchmarkCheckpointSecond(b *testing.B) {
 	os.MkdirAll(filepath.Join(base, "codex"), 0o755)
 	// Older than the margin within which a stat cannot stand for the content.
 	time.Sleep(2500 * time.Millisecond)
-	f, err := davfs.Open(davfs.Config{ProjectsRoot: filepath.Join(base, "projects"), CodexHome: filepath.Join(base, "codex"),
-		Checkpoints: davfs.CheckpointConfig{Dir: filepath.Join(base, "store"), MaxPerWorkspace: 1000}})
+	f, err := openTest(testConfig{Config: davfs.Config{ProjectsRoot: filepath.Join(base, "projects"), CodexHome: filepath.Join(base, "codex")}, Checkpoints: Config{Dir: filepath.Join(base, "store"), MaxPerWorkspace: 1000}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
 	ctx := context.Background()
 	ws := davfs.Workspace{Scope: davfs.ScopeProject, Project: "p"}
-	if _, err := f.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{}); err != nil {
+	if _, err := f.CreateCheckpoint(ctx, ws, CheckpointOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := f.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{}); err != nil {
+		if _, err := f.CreateCheckpoint(ctx, ws, CheckpointOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,9 +1,10 @@
-package davfs
+package checkpoint
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
@@ -30,8 +31,8 @@ import (
 // otherwise, which checkpoint calls return until an attempt succeeds; and
 // CHECKPOINTS_DISABLED when no store is configured. It is the retry of a
 // supervisor (the sidecar's, with backoff); it is safe to call at any time.
-func (f *FS) OpenCheckpoints() error {
-	if err := f.alive(); err != nil {
+func (f *Store) OpenCheckpoints() error {
+	if err := f.fs.Alive(); err != nil {
 		return err
 	}
 	if f.ck == nil {
@@ -44,7 +45,7 @@ func (f *FS) OpenCheckpoints() error {
 // is open, or not yet created (the first checkpoint or OpenCheckpoints
 // creates it); the CHECKPOINTS_UNAVAILABLE error of the last attempt
 // otherwise; CHECKPOINTS_DISABLED without a store.
-func (f *FS) CheckpointsErr() error {
+func (f *Store) CheckpointsErr() error {
 	if f.ck == nil {
 		return errCheckpointsDisabled()
 	}
@@ -56,8 +57,8 @@ func (f *FS) CheckpointsErr() error {
 	return nil
 }
 
-func errCheckpointsDisabled() *Error {
-	return newErr(CodeFailedPrecondition, ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
+func errCheckpointsDisabled() *davfs.Error {
+	return newErr(davfs.CodeFailedPrecondition, davfs.ReasonCheckpointsDisabled, nil, "checkpoints are not configured on this agent (services.checkpoints.dir)")
 }
 
 // unusablePrefix starts every CHECKPOINTS_UNAVAILABLE message.
@@ -65,23 +66,23 @@ const unusablePrefix = "the checkpoint store is not usable: "
 
 // errUnusableWhy is CHECKPOINTS_UNAVAILABLE because of why (safe words:
 // never a host path). cause is kept for logs.
-func errUnusableWhy(cause error, why string) *Error {
-	return newErr(CodeUnavailable, ReasonCheckpointsUnavailable, cause,
+func errUnusableWhy(cause error, why string) *davfs.Error {
+	return newErr(davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable, cause,
 		"%s%s; checkpoints are off until it is repaired (retried automatically), files are not affected", unusablePrefix, why)
 }
 
 // errUnusable turns any failure of an attempt to open the store into
 // CHECKPOINTS_UNAVAILABLE, keeping a message that already says why.
-func errUnusable(err error) *Error {
-	var de *Error
-	if errors.As(err, &de) && de.Reason == ReasonCheckpointsUnavailable {
+func errUnusable(err error) *davfs.Error {
+	var de *davfs.Error
+	if errors.As(err, &de) && de.Reason == davfs.ReasonCheckpointsUnavailable {
 		return de
 	}
 	return errUnusableWhy(err, errnoWhy(err))
 }
 
 // errSubdir is the failure to create or open the store's subfolder name.
-func errSubdir(name string, err error) *Error {
+func errSubdir(name string, err error) *davfs.Error {
 	if e := fdio.Errno(err); e == unix.ELOOP || e == unix.ENOTDIR || e == unix.EEXIST {
 		return errUnusableWhy(err, fmt.Sprintf("its %s/ folder is a symbolic link or not a folder", name))
 	}

@@ -1,14 +1,13 @@
-package davfs_test
-
-// Checkpoints (issue #15): create, list, compare, restore, delete; the
-// traps of the confined walk; limits; persistence; a writer running.
+package checkpoint
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -19,10 +18,13 @@ import (
 	"github.com/agentworkspace/files/davfs"
 )
 
-func ckEnv(t *testing.T, layout []string, tweak func(*davfs.Config)) *secEnv {
+// Checkpoints (issue #15): create, list, compare, restore, delete; the
+// traps of the confined walk; limits; persistence; a writer running.
+
+func ckEnv(t *testing.T, layout []string, tweak func(*testConfig)) *secEnv {
 	t.Helper()
-	return secNewEnv(t, "", layout, func(c *davfs.Config) {
-		c.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store"), Automatic: true}
+	return secNewEnv(t, "", layout, func(c *testConfig) {
+		c.Checkpoints = Config{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store"), Automatic: true}
 		if tweak != nil {
 			tweak(c)
 		}
@@ -42,15 +44,15 @@ func ckWrite(t *testing.T, p string, b []byte, mode os.FileMode) {
 	}
 }
 
-func ckKinds(cs []davfs.CheckpointChange) map[string]davfs.CheckpointChangeKind {
-	out := map[string]davfs.CheckpointChangeKind{}
+func ckKinds(cs []CheckpointChange) map[string]CheckpointChangeKind {
+	out := map[string]CheckpointChangeKind{}
 	for _, c := range cs {
 		out[c.Path] = c.Kind
 	}
 	return out
 }
 
-func ckCreate(t *testing.T, e *secEnv, ws davfs.Workspace, opts davfs.CheckpointOptions) davfs.Checkpoint {
+func ckCreate(t *testing.T, e *secEnv, ws davfs.Workspace, opts CheckpointOptions) Checkpoint {
 	t.Helper()
 	c, err := e.fs.CreateCheckpoint(context.Background(), ws, opts)
 	if err != nil {
@@ -75,8 +77,8 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	before := secSnapshot(t, proj)
 	outside := secSnapshot(t, filepath.Join(e.base, "outside"))
 
-	c := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good", Operator: "alice"})
-	if c.Files != 4 || c.Dirs != 2 || c.Label != "known good" || c.Operator != "alice" || c.Reason != davfs.CheckpointManual {
+	c := ckCreate(t, e, ws, CheckpointOptions{Label: "known good", Operator: "alice"})
+	if c.Files != 4 || c.Dirs != 2 || c.Label != "known good" || c.Operator != "alice" || c.Reason != CheckpointManual {
 		t.Fatalf("checkpoint = %+v", c)
 	}
 
@@ -95,9 +97,9 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]davfs.CheckpointChangeKind{
-		"ok.txt": davfs.CheckpointModified, "new": davfs.CheckpointAdded, "new/added.txt": davfs.CheckpointAdded,
-		"okdir/inner.txt": davfs.CheckpointRemoved, "run.sh": davfs.CheckpointModified,
+	want := map[string]CheckpointChangeKind{
+		"ok.txt": CheckpointModified, "new": CheckpointAdded, "new/added.txt": CheckpointAdded,
+		"okdir/inner.txt": CheckpointRemoved, "run.sh": CheckpointModified,
 	}
 	if got := ckKinds(cmp.Changes); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("changes = %v, want %v", got, want)
@@ -105,7 +107,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	for _, ch := range cmp.Changes {
 		switch ch.Path {
 		case "ok.txt":
-			if ch.DiffState != davfs.DiffIncluded || !strings.Contains(ch.Diff, "+more\n") || !strings.Contains(ch.Diff, "--- a/ok.txt") {
+			if ch.DiffState != DiffIncluded || !strings.Contains(ch.Diff, "+more\n") || !strings.Contains(ch.Diff, "--- a/ok.txt") {
 				t.Errorf("ok.txt diff (%v): %q", ch.DiffState, ch.Diff)
 			}
 		case "run.sh":
@@ -115,7 +117,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		}
 	}
 
-	res, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", davfs.RestoreOptions{PlanToken: cmp.PlanToken})
+	res, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", RestoreOptions{PlanToken: cmp.PlanToken})
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -127,16 +129,16 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 	// The restore is undone by its automatic checkpoint.
 	list, err := e.fs.ListCheckpoints(ctx, ws)
-	if err != nil || len(list) != 2 || list[0].ID != res.AutoCheckpoint || list[0].Reason != davfs.CheckpointBeforeRestore {
+	if err != nil || len(list) != 2 || list[0].ID != res.AutoCheckpoint || list[0].Reason != CheckpointBeforeRestore {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
-	if _, err := e.fs.RestoreCheckpoint(ctx, ws, res.AutoCheckpoint, "", davfs.RestoreOptions{}); err != nil {
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, res.AutoCheckpoint, "", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ckEqual(t, "after undo", edited, secSnapshot(t, proj))
 
 	// One file, then one directory.
-	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "ok.txt", davfs.RestoreOptions{}); err != nil {
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "ok.txt", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(proj, "ok.txt")); string(b) != "content of projects/p/ok.txt\n" {
@@ -145,7 +147,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(proj, "new/added.txt")); err != nil {
 		t.Fatalf("a one-file restore touched another file: %v", err)
 	}
-	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "okdir", davfs.RestoreOptions{}); err != nil {
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "okdir", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "okdir/inner.txt")); err != nil {
@@ -153,12 +155,12 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 
 	// Compare two checkpoints; delete one.
-	c2 := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	c2 := ckCreate(t, e, ws, CheckpointOptions{})
 	cmp2, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, c2.ID, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ckKinds(cmp2.Changes); fmt.Sprint(got) != fmt.Sprint(map[string]davfs.CheckpointChangeKind{"new": davfs.CheckpointAdded, "new/added.txt": davfs.CheckpointAdded, "run.sh": davfs.CheckpointModified}) {
+	if got := ckKinds(cmp2.Changes); fmt.Sprint(got) != fmt.Sprint(map[string]CheckpointChangeKind{"new": CheckpointAdded, "new/added.txt": CheckpointAdded, "run.sh": CheckpointModified}) {
 		t.Fatalf("checkpoint vs checkpoint = %v", got)
 	}
 	if err := e.fs.DeleteCheckpoint(ctx, ws, c2.ID); err != nil {
@@ -174,7 +176,7 @@ func TestCheckpointPlanTokenStale(t *testing.T) {
 	ctx := context.Background()
 	ws := secProject("p")
 	proj := filepath.Join(e.projects(), "p")
-	c := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	c := ckCreate(t, e, ws, CheckpointOptions{})
 	ckWrite(t, filepath.Join(proj, "ok.txt"), []byte("one\n"), 0o644)
 	cmp, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, "", "", false)
 	if err != nil {
@@ -182,7 +184,7 @@ func TestCheckpointPlanTokenStale(t *testing.T) {
 	}
 	ckWrite(t, filepath.Join(proj, "other.txt"), []byte("two\n"), 0o644) // after the comparison
 	before := secSnapshot(t, proj)
-	_, err = e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", davfs.RestoreOptions{PlanToken: cmp.PlanToken})
+	_, err = e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", RestoreOptions{PlanToken: cmp.PlanToken})
 	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
 		t.Fatalf("restore with a stale plan: %v", err)
 	}
@@ -207,17 +209,17 @@ func TestCheckpointTraps(t *testing.T) {
 	}
 	for _, openat2 := range []bool{true, false} {
 		t.Run(fmt.Sprintf("openat2=%v", openat2), func(t *testing.T) {
-			e := ckEnv(t, layout, func(c *davfs.Config) { c.DisableOpenat2 = !openat2 })
+			e := ckEnv(t, layout, func(c *testConfig) { c.DisableOpenat2 = !openat2 })
 			ctx := context.Background()
 			all := secSnapshot(t, e.base)
 			notStore := func(k string) bool { return secUnder(k, "store") }
 
-			c := ckCreate(t, e, secProject("p"), davfs.CheckpointOptions{})
+			c := ckCreate(t, e, secProject("p"), CheckpointOptions{})
 			// ok.txt, okdir/, okdir/inner.txt, sub/
 			if c.Files != 2 || c.Dirs != 2 || c.Skipped != 6 {
 				t.Fatalf("project checkpoint = %+v", c)
 			}
-			g := ckCreate(t, e, davfs.Workspace{Scope: davfs.ScopeGlobal}, davfs.CheckpointOptions{})
+			g := ckCreate(t, e, davfs.Workspace{Scope: davfs.ScopeGlobal}, CheckpointOptions{})
 			// skills/, skills/ok.md, skills/tool.md, AGENTS.md
 			if g.Files != 3 || g.Dirs != 1 || g.Skipped != 2 {
 				t.Fatalf("global checkpoint = %+v", g)
@@ -250,7 +252,7 @@ func TestCheckpointTraps(t *testing.T) {
 			}
 			before := secSnapshotSkip(t, e.base, notStore)
 			for _, p := range []string{"", "okdir", "ok.txt"} {
-				_, err := e.fs.RestoreCheckpoint(ctx, secProject("p"), c.ID, p, davfs.RestoreOptions{})
+				_, err := e.fs.RestoreCheckpoint(ctx, secProject("p"), c.ID, p, RestoreOptions{})
 				if davfs.ReasonOf(err) != davfs.ReasonCheckpointConflict {
 					t.Fatalf("restore %q over a trap: %v", p, err)
 				}
@@ -260,7 +262,7 @@ func TestCheckpointTraps(t *testing.T) {
 
 			// Global: the planted names stay, AGENTS.md comes back.
 			os.Remove(filepath.Join(e.codex(), "AGENTS.md"))
-			if _, err := e.fs.RestoreCheckpoint(ctx, davfs.Workspace{Scope: davfs.ScopeGlobal}, g.ID, "", davfs.RestoreOptions{}); err != nil {
+			if _, err := e.fs.RestoreCheckpoint(ctx, davfs.Workspace{Scope: davfs.ScopeGlobal}, g.ID, "", RestoreOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if b, _ := os.ReadFile(filepath.Join(e.codex(), "AGENTS.md")); !bytes.Equal(b, secContent("codex/AGENTS.md")) {
@@ -290,7 +292,7 @@ func TestCheckpointBadInput(t *testing.T) {
 	e := ckEnv(t, nil, nil)
 	ctx := context.Background()
 	ws := secProject("p")
-	c := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	c := ckCreate(t, e, ws, CheckpointOptions{})
 	before := secSnapshot(t, e.base)
 	cases := []struct {
 		name   string
@@ -298,36 +300,36 @@ func TestCheckpointBadInput(t *testing.T) {
 		reason davfs.Reason
 	}{
 		{"dot path", func() error {
-			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "okdir/./inner.txt"})
+			_, err := e.fs.CreateCheckpoint(ctx, ws, CheckpointOptions{Path: "okdir/./inner.txt"})
 			return err
 		}(), davfs.ReasonInvalidPath},
 		{"empty segment", func() error {
-			_, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "okdir//inner.txt", davfs.RestoreOptions{})
+			_, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "okdir//inner.txt", RestoreOptions{})
 			return err
 		}(), davfs.ReasonInvalidPath},
 		{"dotdot", func() error { _, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, "", "../q", false); return err }(), davfs.ReasonInvalidPath},
 		{"denylisted", func() error {
-			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "node_modules"})
+			_, err := e.fs.CreateCheckpoint(ctx, ws, CheckpointOptions{Path: "node_modules"})
 			return err
 		}(), davfs.ReasonDenylisted},
 		{"label", func() error {
-			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: "a\nb"})
+			_, err := e.fs.CreateCheckpoint(ctx, ws, CheckpointOptions{Label: "a\nb"})
 			return err
 		}(), davfs.ReasonInvalidArgument},
 		{"id", func() error {
-			_, err := e.fs.RestoreCheckpoint(ctx, ws, "../../x", "", davfs.RestoreOptions{})
+			_, err := e.fs.RestoreCheckpoint(ctx, ws, "../../x", "", RestoreOptions{})
 			return err
 		}(), davfs.ReasonCheckpointNotFound},
 		{"other workspace", func() error {
-			_, err := e.fs.RestoreCheckpoint(ctx, secProject("q"), c.ID, "", davfs.RestoreOptions{})
+			_, err := e.fs.RestoreCheckpoint(ctx, secProject("q"), c.ID, "", RestoreOptions{})
 			return err
 		}(), davfs.ReasonCheckpointNotFound},
 		{"outside global", func() error {
-			_, err := e.fs.CreateCheckpoint(ctx, davfs.Workspace{Scope: davfs.ScopeGlobal}, davfs.CheckpointOptions{Path: "auth.json"})
+			_, err := e.fs.CreateCheckpoint(ctx, davfs.Workspace{Scope: davfs.ScopeGlobal}, CheckpointOptions{Path: "auth.json"})
 			return err
 		}(), davfs.ReasonOutsideGlobal},
 		{"missing", func() error {
-			_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Path: "nope"})
+			_, err := e.fs.CreateCheckpoint(ctx, ws, CheckpointOptions{Path: "nope"})
 			return err
 		}(), davfs.ReasonNotFound},
 	}
@@ -347,7 +349,7 @@ func TestCheckpointBadInput(t *testing.T) {
 }
 
 func TestCheckpointDedupAndLimits(t *testing.T) {
-	e := ckEnv(t, nil, func(c *davfs.Config) {
+	e := ckEnv(t, nil, func(c *testConfig) {
 		c.Checkpoints.MaxPerWorkspace = 3
 		c.Checkpoints.MaxTotalBytes = 64 << 10
 	})
@@ -355,22 +357,22 @@ func TestCheckpointDedupAndLimits(t *testing.T) {
 	ws := secProject("p")
 	proj := filepath.Join(e.projects(), "p")
 	ckWrite(t, filepath.Join(proj, "big.bin"), bytes.Repeat([]byte("a"), 40<<10), 0o644)
-	first := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	first := ckCreate(t, e, ws, CheckpointOptions{})
 	st1, _ := e.fs.CheckpointStats()
 	// Unchanged files cost nothing.
-	ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	ckCreate(t, e, ws, CheckpointOptions{})
 	st2, _ := e.fs.CheckpointStats()
 	if st2.Bytes != st1.Bytes || st2.Checkpoints != 2 {
 		t.Fatalf("second checkpoint of an unchanged tree: %+v -> %+v", st1, st2)
 	}
 	ckWrite(t, filepath.Join(proj, "ok.txt"), []byte("changed\n"), 0o644)
-	ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	ckCreate(t, e, ws, CheckpointOptions{})
 	st3, _ := e.fs.CheckpointStats()
 	if st3.Bytes != st1.Bytes+int64(len("changed\n")) {
 		t.Fatalf("one changed file: %d -> %d bytes", st1.Bytes, st3.Bytes)
 	}
 	// The count limit prunes the oldest.
-	ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	ckCreate(t, e, ws, CheckpointOptions{})
 	list, _ := e.fs.ListCheckpoints(ctx, ws)
 	if len(list) != 3 || list[len(list)-1].ID == first.ID {
 		t.Fatalf("count limit: %d checkpoints, oldest %s (first %s)", len(list), list[len(list)-1].ID, first.ID)
@@ -378,14 +380,14 @@ func TestCheckpointDedupAndLimits(t *testing.T) {
 	// The byte limit: a new 40 KiB file does not fit beside the old one
 	// unless the older checkpoints go; a 70 KiB one never fits.
 	ckWrite(t, filepath.Join(proj, "big.bin"), bytes.Repeat([]byte("b"), 40<<10), 0o644)
-	ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	ckCreate(t, e, ws, CheckpointOptions{})
 	list, _ = e.fs.ListCheckpoints(ctx, ws)
 	st4, _ := e.fs.CheckpointStats()
 	if len(list) != 1 || st4.Bytes > 64<<10 {
 		t.Fatalf("byte limit: %d checkpoints, %d bytes", len(list), st4.Bytes)
 	}
 	ckWrite(t, filepath.Join(proj, "big.bin"), bytes.Repeat([]byte("c"), 70<<10), 0o644)
-	_, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{})
+	_, err := e.fs.CreateCheckpoint(ctx, ws, CheckpointOptions{})
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit || davfs.CodeOf(err) != davfs.CodeResourceExhausted {
 		t.Fatalf("too large: %v", err)
 	}
@@ -400,13 +402,13 @@ func TestCheckpointRestartKeepsThem(t *testing.T) {
 	base := t.TempDir()
 	secBuild(t, base, secBaseLayout)
 	cfg := secConfig(base)
-	cfg.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(base, "projects", ".checkpoints")}
+	cfg.Checkpoints = Config{Dir: filepath.Join(base, "projects", ".checkpoints")}
 	ctx := context.Background()
-	f, err := davfs.Open(cfg)
+	f, err := openTest(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := f.CreateCheckpoint(ctx, secProject("p"), davfs.CheckpointOptions{Label: "l"})
+	c, err := f.CreateCheckpoint(ctx, secProject("p"), CheckpointOptions{Label: "l"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +428,7 @@ func TestCheckpointRestartKeepsThem(t *testing.T) {
 	f.Close()
 	os.Remove(filepath.Join(base, "projects/p/ok.txt"))
 
-	f, err = davfs.Open(cfg)
+	f, err = openTest(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +437,7 @@ func TestCheckpointRestartKeepsThem(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].ID != c.ID || list[0].Label != "l" || !list[0].Created.Equal(c.Created) {
 		t.Fatalf("after restart: %+v, %v", list, err)
 	}
-	if _, err := f.RestoreCheckpoint(ctx, secProject("p"), c.ID, "ok.txt", davfs.RestoreOptions{}); err != nil {
+	if _, err := f.RestoreCheckpoint(ctx, secProject("p"), c.ID, "ok.txt", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(base, "projects/p/ok.txt")); !bytes.Equal(b, secContent("projects/p/ok.txt")) {
@@ -449,11 +451,11 @@ func TestCheckpointStorePlacement(t *testing.T) {
 			base := t.TempDir()
 			secBuild(t, base, secBaseLayout)
 			cfg := secConfig(base)
-			cfg.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(base, dir)}
+			cfg.Checkpoints = Config{Dir: filepath.Join(base, dir)}
 			os.MkdirAll(cfg.Checkpoints.Dir, 0o755)
 			// The files are served; the store is refused (issue #23: it
 			// never fails the start) and every checkpoint call says so.
-			f, err := davfs.Open(cfg)
+			f, err := openTest(cfg)
 			if err != nil {
 				t.Fatalf("a misplaced store failed the start: %v", err)
 			}
@@ -485,14 +487,14 @@ func TestCheckpointAutomaticBeforeDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.fs.DeleteEntry(davfs.WithOperator(ctx, "bob"), ws, "okdir", st.Revision, true); err != nil {
+	if _, err := e.fs.Store.DeleteEntry(ctx, ws, "okdir", st.Revision, DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true}, Operator: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	list, _ := e.fs.ListCheckpoints(ctx, ws)
-	if len(list) != 1 || list[0].Reason != davfs.CheckpointBeforeDelete || list[0].Root != "okdir" || list[0].Operator != "bob" {
+	if len(list) != 1 || list[0].Reason != CheckpointBeforeDelete || list[0].Root != "okdir" || list[0].Operator != "bob" {
 		t.Fatalf("after a recursive delete: %+v", list)
 	}
-	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", davfs.RestoreOptions{}); err != nil {
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ckEqual(t, "recursive delete undone", before, secSnapshot(t, proj))
@@ -504,10 +506,10 @@ func TestCheckpointAutomaticBeforeDeletes(t *testing.T) {
 		t.Fatalf("project still there: %v", err)
 	}
 	list, _ = e.fs.ListCheckpoints(ctx, ws)
-	if len(list) < 2 || list[0].Reason != davfs.CheckpointBeforeProjectDelete {
+	if len(list) < 2 || list[0].Reason != CheckpointBeforeProjectDelete {
 		t.Fatalf("after a project delete: %+v", list)
 	}
-	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", davfs.RestoreOptions{}); err != nil {
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := secSnapshot(t, proj)
@@ -555,7 +557,7 @@ func TestCheckpointWriterRunning(t *testing.T) {
 	}()
 	var ids []string
 	for range 8 {
-		c, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{})
+		c, err := e.fs.CreateCheckpoint(ctx, ws, CheckpointOptions{})
 		if err != nil {
 			stop.Store(true)
 			wg.Wait()
@@ -567,7 +569,7 @@ func TestCheckpointWriterRunning(t *testing.T) {
 	wg.Wait()
 	whole := regexp.MustCompile(`^v(\d+):([a-z])+\n$`)
 	for _, id := range ids {
-		if _, err := e.fs.RestoreCheckpoint(ctx, ws, id, "", davfs.RestoreOptions{}); err != nil {
+		if _, err := e.fs.RestoreCheckpoint(ctx, ws, id, "", RestoreOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ents, _ := os.ReadDir(proj)
@@ -614,8 +616,8 @@ func TestCheckpointTrapsInLargeDirectory(t *testing.T) {
 		layout = append(layout, fmt.Sprintf("projects/large/f%03d.txt", i))
 	}
 	e := ckEnv(t, layout, nil)
-	small := ckCreate(t, e, secProject("small"), davfs.CheckpointOptions{})
-	large := ckCreate(t, e, secProject("large"), davfs.CheckpointOptions{})
+	small := ckCreate(t, e, secProject("small"), CheckpointOptions{})
+	large := ckCreate(t, e, secProject("large"), CheckpointOptions{})
 	if small.Files != 1 || small.Dirs != 1 || small.Skipped != 6 {
 		t.Fatalf("small directory checkpoint = %+v", small)
 	}
@@ -629,4 +631,33 @@ func TestCheckpointTrapsInLargeDirectory(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The manifest encoding (encoding/json's) reads back as what it wrote,
+// names with quotes, backslashes and control bytes included.
+func TestCheckpointManifestJSON(t *testing.T) {
+	m := &ckManifest{Version: 1, Entries: []ckEntry{
+		{Path: "a", Dir: true, Mode: 0o755, Mtime: 5},
+		{Path: "a/\"q\"\\\t\n\x01é", Mode: 0o644, Size: 12, Hash: "ab", Mtime: -3, Dev: 1 << 60, Ino: 7, Ctime: 9, Key: true, Pack: "p", Off: 4},
+		{Path: "z"},
+	}}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got ckManifest
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if !reflect.DeepEqual(&got, m) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, *m)
+	}
+	type plain ckManifest // encoding/json's own encoding, for comparison
+	want, _ := json.Marshal((*plain)(m))
+	var a, c any
+	json.Unmarshal(b, &a)
+	json.Unmarshal(want, &c)
+	if !reflect.DeepEqual(a, c) {
+		t.Fatalf("differs from encoding/json:\n%s\n%s", b, want)
+	}
 }

@@ -1,8 +1,4 @@
-package davfs_test
-
-// Checkpoint work and its caller's deadline (issue #23): work that would
-// keep its result within a second of the deadline is abandoned, and
-// nothing of it stays: no checkpoint, no temp file, no object, no change.
+package checkpoint
 
 import (
 	"context"
@@ -15,13 +11,17 @@ import (
 	"github.com/agentworkspace/files/davfs"
 )
 
+// Checkpoint work and its caller's deadline (issue #23): work that would
+// keep its result within a second of the deadline is abandoned, and
+// nothing of it stays: no checkpoint, no temp file, no object, no change.
+
 func TestCheckpointAbandonedAtItsDeadline(t *testing.T) {
 	e := ckEnv(t, nil, nil)
 	ws := secProject("p")
 	store := filepath.Join(e.base, "store")
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := e.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{}); davfs.CodeOf(err) != davfs.CodeUnavailable || !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := e.fs.CreateCheckpoint(ctx, ws, CheckpointOptions{}); davfs.CodeOf(err) != davfs.CodeUnavailable || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a checkpoint within a second of its deadline: %v", err)
 	}
 	if cs, err := e.fs.ListCheckpoints(context.Background(), ws); err != nil || len(cs) != 0 {
@@ -46,14 +46,14 @@ func TestCheckpointAbandonedAtItsDeadline(t *testing.T) {
 func TestRestoreAbandonedAtItsDeadline(t *testing.T) {
 	e := ckEnv(t, nil, nil)
 	ws := secProject("p")
-	c := ckCreate(t, e, ws, davfs.CheckpointOptions{})
+	c := ckCreate(t, e, ws, CheckpointOptions{})
 	ok := filepath.Join(e.projects(), "p", "ok.txt")
 	ckWrite(t, ok, []byte("changed\n"), 0o644)
 	// The undo checkpoint is abandoned first (its capture commits within
 	// the margin), so the restore stops before anything.
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", davfs.RestoreOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", RestoreOptions{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a restore within a second of its deadline: %v", err)
 	}
 	if b, _ := os.ReadFile(ok); string(b) != "changed\n" {
@@ -61,5 +61,34 @@ func TestRestoreAbandonedAtItsDeadline(t *testing.T) {
 	}
 	if cs, _ := e.fs.ListCheckpoints(context.Background(), ws); len(cs) != 1 || cs[0].ID != c.ID {
 		t.Fatalf("checkpoints after the abandoned restore: %+v", cs)
+	}
+}
+
+// A restore whose undo checkpoint was kept, but whose caller's deadline
+// then comes within commitMargin before its first change, changes nothing
+// and drops the undo checkpoint (it undoes nothing).
+func TestRestoreAbandonedBeforeItsFirstChange(t *testing.T) {
+	e := ckAutoEnv(t)
+	ws := proj("p")
+	e.write("projects/p/a.txt", "v1\n")
+	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	must(t, err)
+	e.write("projects/p/a.txt", "v2\n")
+	ctx, cancel := context.WithTimeout(bg, commitMargin+2*time.Second)
+	defer cancel()
+	setRestoreHook(t, "undo-taken", func() {
+		d, _ := ctx.Deadline()
+		time.Sleep(time.Until(d) - commitMargin/2)
+	})
+	_, err = e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", RestoreOptions{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("restore at its deadline: %v", err)
+	}
+	if got := e.read("projects/p/a.txt"); got != "v2\n" {
+		t.Fatalf("a.txt = %q after the abandoned restore", got)
+	}
+	cs, err := e.fs.ListCheckpoints(bg, ws)
+	if err != nil || len(cs) != 1 || cs[0].ID != c.ID {
+		t.Fatalf("checkpoints after the abandoned restore: %+v %v (the undo checkpoint must go)", cs, err)
 	}
 }

@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +39,7 @@ func TestCheckpointScanNeverAcceptsTornFile(t *testing.T) {
 	}{{"pack", true, 8 << 10}, {"stream", true, smallObject + 1}, {"hash", false, 8 << 10}} {
 		t.Run(m.name, func(t *testing.T) {
 			e := ckfEnv(t, nil)
-			must(t, e.fs.ck.open(e.fs))
+			must(t, e.fs.ck.open(e.fs.Store))
 			dir := filepath.Join(e.projects, "p")
 			must(t, os.MkdirAll(dir, 0o755))
 			p := filepath.Join(dir, "f")
@@ -103,17 +104,17 @@ func TestCheckpointScanNeverAcceptsTornFile(t *testing.T) {
 					}
 				}
 			}()
-			w, err := e.fs.resolve(proj("p"), "f")
+			w, err := e.fs.Resolve(proj("p"), "f")
 			must(t, err)
 			scans, accepted, torn := 0, 0, 0
 			var sizes string
 			for end := time.Now().Add(time.Second); time.Now().Before(end); scans++ {
 				var sc *scanner
 				if m.store {
-					sc = newScanner(bg, e.fs, w, e.fs.ck)
+					sc = newScanner(bg, e.fs.Store, w, e.fs.ck)
 					sc.pack = &packWriter{s: e.fs.ck, id: fmt.Sprintf("torn-%d", scans)}
 				} else {
-					sc = newScanner(bg, e.fs, w, nil)
+					sc = newScanner(bg, e.fs.Store, w, nil)
 				}
 				err := sc.scan()
 				if sc.pack != nil {
@@ -150,15 +151,15 @@ func TestCheckpointScanNeverAcceptsTornFile(t *testing.T) {
 // does) instead of waiting out settleWindow.
 func TestCheckpointSettleWaitCancelled(t *testing.T) {
 	e := ckfEnv(t, nil)
-	must(t, e.fs.ck.open(e.fs))
+	must(t, e.fs.ck.open(e.fs.Store))
 	for attempt := 0; ; attempt++ {
 		e.write("projects/p/f", fmt.Sprintf("fresh %d", attempt))
 		written := time.Now() // after the ctime
-		w, err := e.fs.resolve(proj("p"), "f")
+		w, err := e.fs.Resolve(proj("p"), "f")
 		must(t, err)
 		ctx, cancel := context.WithCancel(bg)
 		cancel()
-		sc := newScanner(ctx, e.fs, w, e.fs.ck)
+		sc := newScanner(ctx, e.fs.Store, w, e.fs.ck)
 		sc.pack = &packWriter{s: e.fs.ck, id: fmt.Sprintf("cancelled-%d", attempt)}
 		t0 := time.Now()
 		err = sc.scan()
@@ -167,7 +168,7 @@ func TestCheckpointSettleWaitCancelled(t *testing.T) {
 		if err == nil && time.Since(written) >= settleWindow && attempt < 10 {
 			continue // a loaded machine got to the read after the window: the file was not fresh any more
 		}
-		if CodeOf(err) != CodeUnavailable || ReasonOf(err) != ReasonInternal {
+		if davfs.CodeOf(err) != davfs.CodeUnavailable || davfs.ReasonOf(err) != davfs.ReasonInternal {
 			t.Fatalf("scan of a fresh file with a cancelled context: %v, want Unavailable", err)
 		}
 		if d >= settleWindow {
@@ -187,12 +188,12 @@ func TestCheckpointSettleWaitCancelled(t *testing.T) {
 func TestCheckpointSettleClockAheadSharesOneWait(t *testing.T) {
 	e := ckfEnv(t, nil)
 	e.write("projects/p/f", "x")
-	w, err := e.fs.resolve(proj("p"), "f")
+	w, err := e.fs.Resolve(proj("p"), "f")
 	must(t, err)
 	f, err := os.Open(filepath.Join(e.projects, "p", "f"))
 	must(t, err)
 	defer f.Close()
-	sc := newScanner(bg, e.fs, w, nil)
+	sc := newScanner(bg, e.fs.Store, w, nil)
 	var st unix.Stat_t
 	must(t, unix.Fstat(int(f.Fd()), &st))
 	st.Ctim = unix.NsecToTimespec(time.Now().Add(time.Hour).UnixNano())
@@ -212,7 +213,7 @@ func TestCheckpointSettleClockAheadSharesOneWait(t *testing.T) {
 // still read every byte from 0, and none of these files is refused.
 func TestCheckpointSettleBarrierSparseAndEmpty(t *testing.T) {
 	e := ckfEnv(t, nil)
-	must(t, e.fs.ck.open(e.fs))
+	must(t, e.fs.ck.open(e.fs.Store))
 	dir := filepath.Join(e.projects, "p")
 	must(t, os.MkdirAll(dir, 0o755))
 	want := map[string][]byte{}
@@ -232,15 +233,15 @@ func TestCheckpointSettleBarrierSparseAndEmpty(t *testing.T) {
 	sparse("small", 64<<10, "small tail")
 	sparse("large", 2*smallObject, "large tail")
 	time.Sleep(settleWindow) // not a test of the wait
-	w, err := e.fs.resolve(proj("p"), "")
+	w, err := e.fs.Resolve(proj("p"), "")
 	must(t, err)
 	for _, store := range []bool{false, true} {
 		var sc *scanner
 		if store {
-			sc = newScanner(bg, e.fs, w, e.fs.ck)
+			sc = newScanner(bg, e.fs.Store, w, e.fs.ck)
 			sc.pack = &packWriter{s: e.fs.ck, id: "sparse"}
 		} else {
-			sc = newScanner(bg, e.fs, w, nil)
+			sc = newScanner(bg, e.fs.Store, w, nil)
 		}
 		must(t, sc.scan())
 		if sc.pack != nil {
@@ -288,9 +289,9 @@ func TestCheckpointPrestatNeverFollowsLinks(t *testing.T) {
 		must(t, os.Symlink(target, filepath.Join(dir, name)))
 		links[name] = true
 	}
-	w, err := e.fs.resolve(proj("p"), "big")
+	w, err := e.fs.Resolve(proj("p"), "big")
 	must(t, err)
-	fd, err := e.fs.open(w, fdio.DirRead)
+	fd, err := e.fs.OpenTarget(w, fdio.DirRead)
 	must(t, err)
 	defer unix.Close(fd)
 	ents, err := fdio.ReadDirents(fd)
@@ -298,7 +299,7 @@ func TestCheckpointPrestatNeverFollowsLinks(t *testing.T) {
 	if len(ents) < prestatMin {
 		t.Fatalf("%d names, want at least %d", len(ents), prestatMin)
 	}
-	s := newScanner(bg, e.fs, w, e.fs.ck)
+	s := newScanner(bg, e.fs.Store, w, e.fs.ck)
 	pre := s.prestat(fd, ents)
 	if pre == nil {
 		t.Fatalf("prestat of %d names with GOMAXPROCS 2 did not run in parallel", len(ents))
@@ -324,7 +325,7 @@ func TestCheckpointPrestatNeverFollowsLinks(t *testing.T) {
 			t.Errorf("%s: type %#o, want %#o", d.Name, got, want)
 		}
 		var st unix.Stat_t
-		must(t, lstatOn(w.r, fd, d.Name, &st))
+		must(t, e.fs.LstatAt(w, fd, d.Name, &st))
 		if st.Ino != p.st.Ino || st.Dev != p.st.Dev {
 			t.Errorf("%s: prestat names another inode than lstat", d.Name)
 		}
@@ -341,7 +342,7 @@ func TestCheckpointPrestatNeverFollowsLinks(t *testing.T) {
 func TestCheckpointPrestatBoundedByMaxEntries(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	const names = 10_000
-	e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxEntries = 100 })
+	e := ckfEnv(t, func(c *testConfig) { c.Checkpoints.MaxEntries = 100 })
 	dir := filepath.Join(e.projects, "p", "many")
 	must(t, os.MkdirAll(dir, 0o755))
 	for i := range names {
@@ -354,9 +355,9 @@ func TestCheckpointPrestatBoundedByMaxEntries(t *testing.T) {
 	// about 1.4 MB for this refused capture against 3.1 MB before, once
 	// measured with runtime.MemStats).
 	_, err := e.fs.CreateCheckpoint(bg, proj("p"), CheckpointOptions{Path: "many"})
-	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	// And the count itself: one past what maxEntries still allows.
-	s := newScanner(bg, e.fs, wsPath{}, e.fs.ck)
+	s := newScanner(bg, e.fs.Store, davfs.Target{}, e.fs.ck)
 	if n := s.prestatCount(names); n != 101 {
 		t.Fatalf("prestatCount(%d) with maxEntries 100 = %d, want 101", names, n)
 	}

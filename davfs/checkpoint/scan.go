@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
 // scanner walks a workspace subtree by fds, the way every davfs operation
-// does (openName: never a symlink, never another mount), and records what a
+// does (davfs.FS.OpenAt: never a symlink, never another mount), and records what a
 // checkpoint may hold: directories and single-link regular files with
 // visible names. Everything else is "blocked": not captured, never written
 // over or into by a restore, and it keeps its directories from being
@@ -28,8 +29,8 @@ import (
 // only hashed (compare and restore read the live tree this way).
 type scanner struct {
 	ctx     context.Context
-	f       *FS
-	w       wsPath
+	f       *Store
+	w       davfs.Target
 	store   *ckStore // nil: hash only
 	ref     map[string]*ckEntry
 	out     []ckEntry
@@ -75,7 +76,7 @@ const settleWindow = 25 * time.Millisecond
 // ctime past the read, whatever the time stamp granularity).
 const keyMargin = 2 * time.Second
 
-func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*ckManifest) *scanner {
+func newScanner(ctx context.Context, f *Store, w davfs.Target, store *ckStore, refs ...*ckManifest) *scanner {
 	// Only the part of each reference inside what is scanned counts (a
 	// one-file compare or restore of a 200,000-entry checkpoint indexes
 	// one entry, not all of them), and the hashes only when capturing.
@@ -83,7 +84,7 @@ func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*c
 	n := 0
 	for _, m := range refs {
 		if m != nil {
-			es := scopeRange(m.Entries, w.rel)
+			es := scopeRange(m.Entries, w.Path())
 			scoped = append(scoped, es)
 			n += len(es)
 		}
@@ -99,7 +100,7 @@ func newScanner(ctx context.Context, f *FS, w wsPath, store *ckStore, refs ...*c
 	for _, es := range scoped {
 		for i := range es {
 			e := &es[i]
-			if e.Dir || !validHash(e.Hash) || !within(e.Path, w.rel) {
+			if e.Dir || !validHash(e.Hash) || !within(e.Path, w.Path()) {
 				continue
 			}
 			if e.Key {
@@ -134,23 +135,23 @@ func parentPath(p string) string {
 // or the one directory or file it names. A missing target is NotFound.
 func (s *scanner) scan() error {
 	w := s.w
-	if err := s.f.wsErr(w); err != nil {
+	if err := s.f.fs.WorkspaceErr(w); err != nil {
 		return err
 	}
 	switch {
-	case w.isRoot() && w.isGlobal():
-		fd, err := s.f.open(w, fdio.DirPath)
+	case w.IsRoot() && w.IsGlobal():
+		fd, err := s.f.fs.OpenTarget(w, fdio.DirPath)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(fd)
-		for _, name := range []string{GlobalSkills, GlobalAgents} {
+		for _, name := range []string{davfs.GlobalSkills, davfs.GlobalAgents} {
 			if err := s.entry(fd, name, name, 1, nil); err != nil {
 				return err
 			}
 		}
-	case w.isRoot():
-		fd, err := s.f.open(w, fdio.DirRead)
+	case w.IsRoot():
+		fd, err := s.f.fs.OpenTarget(w, fdio.DirRead)
 		if err != nil {
 			return err
 		}
@@ -159,16 +160,16 @@ func (s *scanner) scan() error {
 			return err
 		}
 	default:
-		pfd, err := s.f.openParent(w, fdio.DirPath)
+		pfd, err := s.f.fs.OpenParent(w, fdio.DirPath)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(pfd)
 		var st unix.Stat_t
-		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil {
-			return fsErr(err, w.rel)
+		if err := s.f.fs.LstatAt(w, pfd, w.Name(), &st); err != nil {
+			return davfs.PathError(err, w.Path())
 		}
-		if err := s.entry(pfd, w.name(), w.rel, len(w.segs), nil); err != nil {
+		if err := s.entry(pfd, w.Name(), w.Path(), w.Depth(), nil); err != nil {
 			return err
 		}
 	}
@@ -179,13 +180,13 @@ func (s *scanner) scan() error {
 func (s *scanner) dir(fd int, rel string, depth int) error {
 	ents, err := fdio.ReadDirents(fd)
 	if err != nil {
-		return fsErr(err, rel)
+		return davfs.PathError(err, rel)
 	}
 	var pre []prestat // the prestats of ents[base:next] (nil: none taken)
 	base, next := 0, 0
 	for i, d := range ents {
 		if err := s.ctx.Err(); err != nil {
-			return ctxErr(s.ctx)
+			return davfs.ContextError(s.ctx)
 		}
 		if i == next {
 			n := s.prestatCount(len(ents) - i)
@@ -228,7 +229,7 @@ func (s *scanner) prestatCount(remaining int) int {
 	return max(n, 1)
 }
 
-// prestat is one name's lstat (lstatOn: never following a symlink, EXDEV
+// prestat is one name's lstat (LstatAt: never following a symlink, EXDEV
 // for another mount), taken ahead of entry.
 type prestat struct {
 	st  unix.Stat_t
@@ -257,7 +258,7 @@ func (s *scanner) prestat(fd int, ents []fdio.Dirent) []prestat {
 				return // canceled: the walk's own check reports it
 			}
 			for i := lo; i < min(lo+prestatChunk, len(ents)); i++ {
-				out[i].err = lstatOn(s.w.r, fd, ents[i].Name, &out[i].st)
+				out[i].err = s.f.fs.LstatAt(s.w, fd, ents[i].Name, &out[i].st)
 			}
 		}
 	}
@@ -278,7 +279,7 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 		// Memory and the manifest stay bounded: the capture fails whole.
 		return errCheckpointLimit(fmt.Sprintf("it holds more than services.checkpoints.maxEntries (%d) names", s.store.cfg.MaxEntries))
 	}
-	if !f.visibleName(name) || depth > f.cfg.MaxPathDepth || len(rel) > f.cfg.MaxPathLength {
+	if !f.fs.Visible(name) || depth > f.cfg.MaxPathDepth || len(rel) > f.cfg.MaxPathLength {
 		s.block(rel)
 		return nil
 	}
@@ -287,7 +288,7 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 	if pre != nil {
 		st, err = pre.st, pre.err
 	} else {
-		err = lstatOn(s.w.r, pfd, name, &st)
+		err = f.fs.LstatAt(s.w, pfd, name, &st)
 	}
 	if err != nil {
 		switch fdio.Errno(err) {
@@ -297,15 +298,15 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 			s.block(rel)
 			return nil
 		}
-		return fsErr(err, rel)
+		return davfs.PathError(err, rel)
 	}
 	// A case that does not return (break) leaves rel blocked.
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		if s.w.isGlobal() && rel == GlobalAgents {
+		if s.w.IsGlobal() && rel == davfs.GlobalAgents {
 			break
 		}
-		fd, err := f.openName(s.w.r, pfd, name, fdio.DirRead)
+		fd, err := f.fs.OpenAt(s.w, pfd, name, fdio.DirRead)
 		if fdio.Errno(err) == unix.ENOENT {
 			return nil
 		}
@@ -320,7 +321,7 @@ func (s *scanner) entry(pfd int, name, rel string, depth int, pre *prestat) erro
 		s.out = append(s.out, ckEntry{Path: rel, Dir: true, Mode: uint32(cur.Mode & 0o7777), Mtime: cur.Mtim.Nano()})
 		return s.dir(fd, rel, depth)
 	case unix.S_IFREG:
-		if st.Nlink > 1 || (s.w.isGlobal() && rel == GlobalSkills) {
+		if st.Nlink > 1 || (s.w.IsGlobal() && rel == davfs.GlobalSkills) {
 			break
 		}
 		e, ok, err := s.file(pfd, name, rel, &st)
@@ -356,7 +357,7 @@ func (s *scanner) file(pfd int, name, rel string, st *unix.Stat_t) (ckEntry, boo
 		return e, true, nil // unchanged since the checkpoint that read it
 	}
 	for range captureRetries {
-		fd, err := s.f.openName(s.w.r, pfd, name, fdio.File)
+		fd, err := s.f.fs.OpenAt(s.w, pfd, name, fdio.File)
 		if err != nil {
 			return ckEntry{}, false, nil
 		}
@@ -377,7 +378,7 @@ const smallObject = 1 << 20
 func (s *scanner) read(fd int, rel string) (ckEntry, bool, error) {
 	var before unix.Stat_t
 	if err := unix.Fstat(fd, &before); err != nil {
-		return ckEntry{}, false, fsErr(err, rel)
+		return ckEntry{}, false, davfs.PathError(err, rel)
 	}
 	if !fdio.IsType(&before, unix.S_IFREG) || before.Nlink > 1 {
 		return ckEntry{}, false, nil
@@ -398,10 +399,10 @@ func (s *scanner) readSmall(fd int, rel string, before *unix.Stat_t, readAt time
 	var after unix.Stat_t
 	h, b, n, err := s.hashAll(fd, before.Size, s.store != nil)
 	if err != nil {
-		return ckEntry{}, false, fsErr(err, rel)
+		return ckEntry{}, false, davfs.PathError(err, rel)
 	}
 	if err := unix.Fstat(fd, &after); err != nil {
-		return ckEntry{}, false, fsErr(err, rel)
+		return ckEntry{}, false, davfs.PathError(err, rel)
 	}
 	if !sameStat(before, &after) || n != before.Size {
 		return ckEntry{}, false, nil
@@ -503,7 +504,7 @@ func (s *scanner) settle(fd int, rel string, st *unix.Stat_t, now time.Time) err
 		defer t.Stop()
 		select {
 		case <-s.ctx.Done():
-			return ctxErr(s.ctx)
+			return davfs.ContextError(s.ctx)
 		case <-t.C:
 		}
 	}
@@ -522,7 +523,7 @@ func writeBarrier(fd int, rel string) error {
 		return nil // ENXIO: no data (empty, or one hole)
 	}
 	if _, err := unix.Seek(fd, 0, unix.SEEK_SET); err != nil {
-		return fsErr(err, rel)
+		return davfs.PathError(err, rel)
 	}
 	return nil
 }
@@ -572,14 +573,14 @@ func (s *scanner) copy(dst, src int, d hash.Hash) (n, used int64, err error) {
 	var written int64 // bytes of data blocks written: what the budget counts while copying
 	for {
 		if err := s.ctx.Err(); err != nil {
-			return n, 0, ctxErr(s.ctx)
+			return n, 0, davfs.ContextError(s.ctx)
 		}
 		m, err := unix.Read(src, s.buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return n, 0, fsErr(err, "")
+			return n, 0, davfs.PathError(err, "")
 		}
 		if m == 0 {
 			break

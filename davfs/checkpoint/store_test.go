@@ -1,9 +1,4 @@
-package davfs
-
-// The checkpoint store: tampered manifests, the store's placement, limits
-// that evict before failing, a damaged manifest jamming collection, the
-// manifest encoding, the entry count limit, and checkpoints that cannot be
-// read while a collection lists the store.
+package checkpoint
 
 import (
 	"crypto/sha256"
@@ -19,16 +14,22 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 )
 
+// The checkpoint store: tampered manifests, the store's placement, limits
+// that evict before failing, a damaged manifest jamming collection, the
+// manifest encoding, the entry count limit, and checkpoints that cannot be
+// read while a collection lists the store.
+
 // ckfEnv is an env with a store beside the roots (<tmp>/store).
-func ckfEnv(t *testing.T, mod func(*Config)) *env {
+func ckfEnv(t *testing.T, mod func(*testConfig)) *env {
 	t.Helper()
-	return newEnv(t, func(c *Config) {
-		c.Checkpoints = CheckpointConfig{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store")}
+	return newEnv(t, func(c *testConfig) {
+		c.Checkpoints = Config{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store")}
 		if mod != nil {
 			mod(c)
 		}
@@ -78,12 +79,12 @@ func ckfSame(t *testing.T, what string, a, b map[string]string) {
 }
 
 // ckfManifestPath is the host path of a checkpoint's manifest.
-func ckfManifestPath(e *env, ws Workspace, id string) string {
+func ckfManifestPath(e *env, ws davfs.Workspace, id string) string {
 	return filepath.Join(e.dir, "store", "ws", ckWorkspaceKey(ws), id+".manifest")
 }
 
 // ckfTamper rewrites a stored manifest through edit and drops the cache.
-func ckfTamper(t *testing.T, e *env, ws Workspace, id string, edit func(m *ckManifest)) {
+func ckfTamper(t *testing.T, e *env, ws davfs.Workspace, id string, edit func(m *ckManifest)) {
 	t.Helper()
 	p := ckfManifestPath(e, ws, id)
 	b, err := os.ReadFile(p)
@@ -151,7 +152,7 @@ func TestCheckpointTamperedManifestRefused(t *testing.T) {
 		},
 		".git": func(m *ckManifest) { insert(m, ckEntry{Path: ".git", Dir: true, Mode: 0o755}) },
 		"reserved temp name": func(m *ckManifest) {
-			insert(m, ckEntry{Path: tempPrefix + "x", Mode: 0o644, Hash: hashOf(m, "a.txt")})
+			insert(m, ckEntry{Path: fdio.TempPrefix + "x", Mode: 0o644, Hash: hashOf(m, "a.txt")})
 		},
 		"too deep": func(m *ckManifest) {
 			insert(m, ckEntry{Path: strings.Repeat("d/", 200) + "x", Mode: 0o644, Hash: hashOf(m, "a.txt")})
@@ -224,12 +225,12 @@ func TestCheckpointTamperedManifestRefused(t *testing.T) {
 				_, err := e.fs.CompareCheckpoint(bg, ws, c.ID, "", "", false)
 				return err
 			})
-			wantErr(t, err, CodeDataLoss, ReasonCheckpointDamaged)
+			wantErr(t, err, davfs.CodeDataLoss, davfs.ReasonCheckpointDamaged)
 			err = noPanic(t, "restore", func() error {
 				_, err := e.fs.RestoreCheckpoint(bg, ws, c.ID, "", RestoreOptions{})
 				return err
 			})
-			wantErr(t, err, CodeDataLoss, ReasonCheckpointDamaged)
+			wantErr(t, err, davfs.CodeDataLoss, davfs.ReasonCheckpointDamaged)
 			ckfSame(t, "after a refused restore", before, ckfTree(t, e.projects))
 			e.checkCanaries()
 			// It can still be deleted.
@@ -250,7 +251,7 @@ func TestCheckpointValidManifestsLoad(t *testing.T) {
 	e.write("codex/skills/s/SKILL.md", "S")
 	e.write("codex/AGENTS.md", "AG")
 	for _, tc := range []struct {
-		ws   Workspace
+		ws   davfs.Workspace
 		path string
 	}{{ws, ""}, {ws, "a"}, {ws, "a/b/c.txt"}, {global, ""}, {global, "skills/s"}} {
 		c, err := e.fs.CreateCheckpoint(bg, tc.ws, CheckpointOptions{Path: tc.path})
@@ -278,9 +279,8 @@ func ckfNoHostPath(t *testing.T, err error, base string) {
 }
 
 // ckfOpen opens davfs over e's roots with the store at dir.
-func ckfOpen(e *env, dir string) (*FS, error) {
-	f, err := Open(Config{ProjectsRoot: e.projects, CodexHome: e.codex, DeniedNames: []string{"node_modules"},
-		Checkpoints: CheckpointConfig{Dir: dir}})
+func ckfOpen(e *env, dir string) (*testFS, error) {
+	f, err := openTest(testConfig{Config: davfs.Config{ProjectsRoot: e.projects, CodexHome: e.codex, DeniedNames: []string{"node_modules"}}, Checkpoints: Config{Dir: dir}})
 	if err == nil {
 		e.t.Cleanup(func() { f.Close() })
 	}
@@ -302,7 +302,7 @@ func ckfUnusable(e *env, dir string) {
 	}
 	_, cerr := f.ListCheckpoints(bg, proj("p"))
 	for _, err := range []error{f.CheckpointsErr(), f.OpenCheckpoints(), cerr} {
-		wantErr(e.t, err, CodeUnavailable, ReasonCheckpointsUnavailable)
+		wantErr(e.t, err, davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable)
 		ckfNoHostPath(e.t, err, e.dir)
 	}
 }
@@ -331,7 +331,7 @@ func TestCheckpointStoreParentSymlinkRefused(t *testing.T) {
 	// Missing store: the start or the first checkpoint must refuse.
 	e.write("projects/p/a.txt", "A")
 	err := ckfOpenAndCreate(e, filepath.Join(e.dir, "link", "store"))
-	wantErr(t, err, CodeUnavailable, ReasonCheckpointsUnavailable)
+	wantErr(t, err, davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable)
 	ckfNoHostPath(t, err, e.dir)
 	if e.exists("outside/real/store") {
 		t.Fatal("the store was created through the symlink")
@@ -353,7 +353,7 @@ func TestCheckpointStoreErrorsNameNoPath(t *testing.T) {
 	e.write("outside/file", "F")
 	e.write("projects/p/a.txt", "A")
 	err := ckfOpenAndCreate(e, filepath.Join(e.dir, "outside", "file", "store"))
-	wantErr(t, err, CodeUnavailable, ReasonCheckpointsUnavailable)
+	wantErr(t, err, davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable)
 	ckfNoHostPath(t, err, e.dir)
 }
 
@@ -429,7 +429,7 @@ func ckfRandom(tag string, n int) string {
 // before the fix the other project's checkpoint was deleted first, then
 // the create failed anyway.
 func TestCheckpointLimitEvictsNothingWhenItCannotFit(t *testing.T) {
-	e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxTotalBytes = 100_000 })
+	e := ckfEnv(t, func(c *testConfig) { c.Checkpoints.MaxTotalBytes = 100_000 })
 	shared := ckfRandom("shared", 60_000)
 	e.write("projects/b/x.bin", shared)
 	cb, err := e.fs.CreateCheckpoint(bg, proj("b"), CheckpointOptions{Label: "keep me"})
@@ -437,7 +437,7 @@ func TestCheckpointLimitEvictsNothingWhenItCannotFit(t *testing.T) {
 	e.write("projects/a/x.bin", shared)
 	e.write("projects/a/y.bin", ckfRandom("own", 60_000))
 	_, err = e.fs.CreateCheckpoint(bg, proj("a"), CheckpointOptions{})
-	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	if _, err := e.fs.GetCheckpoint(bg, proj("b"), cb.ID); err != nil {
 		t.Fatalf("another project's checkpoint was evicted by a create that failed: %v", err)
 	}
@@ -460,7 +460,7 @@ func TestCheckpointLimitEvictsNothingWhenItCannotFit(t *testing.T) {
 // its manual ones, however old; over the byte limit too, across the store.
 func TestCheckpointLimitPrunesAutomaticFirst(t *testing.T) {
 	t.Run("count", func(t *testing.T) {
-		e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxPerWorkspace = 2 })
+		e := ckfEnv(t, func(c *testConfig) { c.Checkpoints.MaxPerWorkspace = 2 })
 		ws := proj("p")
 		e.write("projects/p/a.txt", "1")
 		m1, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Label: "m1"})
@@ -478,7 +478,7 @@ func TestCheckpointLimitPrunesAutomaticFirst(t *testing.T) {
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
-		e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxTotalBytes = 100_000 })
+		e := ckfEnv(t, func(c *testConfig) { c.Checkpoints.MaxTotalBytes = 100_000 })
 		e.write("projects/m/x.bin", ckfRandom("m", 40_000))
 		cm, err := e.fs.CreateCheckpoint(bg, proj("m"), CheckpointOptions{})
 		must(t, err)
@@ -491,7 +491,7 @@ func TestCheckpointLimitPrunesAutomaticFirst(t *testing.T) {
 		if _, err := e.fs.GetCheckpoint(bg, proj("m"), cm.ID); err != nil {
 			t.Fatalf("the older manual checkpoint was pruned: %v", err)
 		}
-		if _, err := e.fs.GetCheckpoint(bg, proj("q"), cq.ID); CodeOf(err) != CodeNotFound {
+		if _, err := e.fs.GetCheckpoint(bg, proj("q"), cq.ID); davfs.CodeOf(err) != davfs.CodeNotFound {
 			t.Fatalf("the automatic checkpoint was kept: %v", err)
 		}
 	})
@@ -509,7 +509,7 @@ func TestCheckpointDamagedManifestDoesNotJamStore(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			var logs strings.Builder
 			var logMu sync.Mutex
-			e := ckfEnv(t, func(c *Config) {
+			e := ckfEnv(t, func(c *testConfig) {
 				c.Checkpoints.MaxPerWorkspace = 1
 				c.Logger = hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logs, mu: &logMu}, Level: hclog.Warn})
 			})
@@ -546,7 +546,7 @@ func TestCheckpointDamagedManifestDoesNotJamStore(t *testing.T) {
 					t.Fatalf("create at the count limit: %v", err)
 				}
 			}
-			if _, err := e.fs.GetCheckpoint(bg, proj("a"), ca.ID); CodeOf(err) != CodeNotFound {
+			if _, err := e.fs.GetCheckpoint(bg, proj("a"), ca.ID); davfs.CodeOf(err) != davfs.CodeNotFound {
 				t.Fatalf("the count limit did not prune: %v", err)
 			}
 			l, err := e.fs.ListCheckpoints(bg, proj("a"))
@@ -562,7 +562,7 @@ func TestCheckpointDamagedManifestDoesNotJamStore(t *testing.T) {
 			}
 			// The damaged one refuses compare, and can be deleted.
 			_, err = e.fs.CompareCheckpoint(bg, proj("b"), cb.ID, "", "", false)
-			wantErr(t, err, CodeDataLoss, ReasonCheckpointDamaged)
+			wantErr(t, err, davfs.CodeDataLoss, davfs.ReasonCheckpointDamaged)
 			must(t, e.fs.DeleteCheckpoint(bg, proj("b"), cb.ID))
 			if got := objects(); got != 0 {
 				t.Fatalf("%d objects left after every checkpoint was deleted", got)
@@ -651,7 +651,7 @@ func TestCheckpointManifestEncodingRoundTrip(t *testing.T) {
 // keeps nothing (no checkpoint, no object, no pack); at the limit it
 // works. Skipped names count too (they are held in memory as well).
 func TestCheckpointMaxEntries(t *testing.T) {
-	e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxEntries = 5 })
+	e := ckfEnv(t, func(c *testConfig) { c.Checkpoints.MaxEntries = 5 })
 	ws := proj("p")
 	// 4 names: d, d/big.bin (a loose object), d/a.txt, b.txt.
 	e.write("projects/p/d/big.bin", ckfRandom("big", 40_000))
@@ -663,7 +663,7 @@ func TestCheckpointMaxEntries(t *testing.T) {
 	must(t, e.fs.DeleteCheckpoint(bg, ws, c.ID))
 	e.write("projects/p/c.txt", "C") // the 6th
 	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
-	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	if l, err := e.fs.ListCheckpoints(bg, ws); err != nil || len(l) != 0 {
 		t.Fatalf("a checkpoint over maxEntries was kept: %v %v", l, err)
 	}
@@ -693,7 +693,7 @@ func TestCheckpointMaxEntries(t *testing.T) {
 func TestCheckpointUnreadableNotCollected(t *testing.T) {
 	for _, what := range []string{"description", "directory"} {
 		t.Run(what, func(t *testing.T) {
-			e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxPerWorkspace = 1 })
+			e := ckfEnv(t, func(c *testConfig) { c.Checkpoints.MaxPerWorkspace = 1 })
 			a, b := proj("a"), proj("b")
 			e.write("projects/a/big.bin", ckfRandom("a", 40_000)) // a loose object
 			e.write("projects/a/s.txt", "small a")                // packed
@@ -731,7 +731,7 @@ func TestCheckpointUnreadableNotCollected(t *testing.T) {
 				t.Fatalf("restored s.txt: %q", got)
 			}
 			// With the fault gone, collection frees again.
-			for _, ws := range []Workspace{a, b} {
+			for _, ws := range []davfs.Workspace{a, b} {
 				l, err := e.fs.ListCheckpoints(bg, ws)
 				must(t, err)
 				for _, c := range l {
@@ -798,7 +798,7 @@ func TestCheckpointRejectedDescriptionNotCollected(t *testing.T) {
 func TestCheckpointRejectedDescriptionCanBeDeleted(t *testing.T) {
 	var logs strings.Builder
 	var logMu sync.Mutex
-	e := ckfEnv(t, func(c *Config) {
+	e := ckfEnv(t, func(c *testConfig) {
 		c.Logger = hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logs, mu: &logMu}, Level: hclog.Warn})
 	})
 	a, b := proj("a"), proj("b")
@@ -825,7 +825,7 @@ func TestCheckpointRejectedDescriptionCanBeDeleted(t *testing.T) {
 			t.Fatalf("%s left: %v", ext, err)
 		}
 	}
-	wantErr(t, e.fs.DeleteCheckpoint(bg, a, ca.ID), CodeNotFound, ReasonCheckpointNotFound)
+	wantErr(t, e.fs.DeleteCheckpoint(bg, a, ca.ID), davfs.CodeNotFound, davfs.ReasonCheckpointNotFound)
 	for _, d := range []string{"objects", "packs"} {
 		for name, v := range ckfTree(t, filepath.Join(store, d)) {
 			if !strings.HasPrefix(v, "d") {
@@ -839,7 +839,7 @@ func TestCheckpointRejectedDescriptionCanBeDeleted(t *testing.T) {
 // is refused as not fully readable (retry, or delete the checkpoint),
 // naming the checkpoint only when it is of the same workspace.
 func TestCheckpointUnreadableOverByteLimit(t *testing.T) {
-	e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxTotalBytes = 60_000 })
+	e := ckfEnv(t, func(c *testConfig) { c.Checkpoints.MaxTotalBytes = 60_000 })
 	a, b := proj("a"), proj("b")
 	e.write("projects/a/big.bin", ckfRandom("a", 40_000))
 	ca, err := e.fs.CreateCheckpoint(bg, a, CheckpointOptions{})
@@ -853,13 +853,13 @@ func TestCheckpointUnreadableOverByteLimit(t *testing.T) {
 	t.Cleanup(func() { ckReadTestHook = nil })
 	e.write("projects/b/x.bin", ckfRandom("b", 30_000))
 	_, err = e.fs.CreateCheckpoint(bg, b, CheckpointOptions{})
-	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	if msg := err.Error(); !strings.Contains(msg, "not fully readable") || strings.Contains(msg, ca.ID) {
 		t.Fatalf("other workspace: %v", err)
 	}
 	e.write("projects/a/y.bin", ckfRandom("y", 30_000))
 	_, err = e.fs.CreateCheckpoint(bg, a, CheckpointOptions{})
-	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	if msg := err.Error(); !strings.Contains(msg, "not fully readable") || !strings.Contains(msg, ca.ID) {
 		t.Fatalf("same workspace: %v", err)
 	}
@@ -872,7 +872,7 @@ func TestCheckpointUnreadableOverByteLimit(t *testing.T) {
 // still compares (one change) and restores it byte for byte.
 // storeFiles reads the store's objects, packs and ws's checkpoints, which
 // must hold a pack and a loose object.
-func storeFiles(t *testing.T, store string, ws Workspace) map[string]map[string]string {
+func storeFiles(t *testing.T, store string, ws davfs.Workspace) map[string]map[string]string {
 	t.Helper()
 	files := map[string]map[string]string{}
 	for _, d := range []string{"objects", "packs", filepath.Join("ws", ckWorkspaceKey(ws))} {
@@ -898,7 +898,7 @@ func storeFilesKept(t *testing.T, store string, before map[string]map[string]str
 	}
 }
 
-func bigBinRestores(t *testing.T, e *env, a Workspace, id string) {
+func bigBinRestores(t *testing.T, e *env, a davfs.Workspace, id string) {
 	t.Helper()
 	e.write("projects/a/big.bin", "changed")
 	cmp, err := e.fs.CompareCheckpoint(bg, a, id, "", "", false)

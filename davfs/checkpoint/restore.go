@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
@@ -20,6 +21,8 @@ type RestoreOptions struct {
 	// the restore refuses (Aborted/REVISION_MISMATCH, nothing changed) if
 	// what it would change now differs.
 	PlanToken string
+	// Operator names who asked, for the undo checkpoint.
+	Operator string
 }
 
 // RestoreResult says what a restore did.
@@ -32,13 +35,13 @@ type RestoreResult struct {
 	AutoCheckpoint string
 }
 
-func errConflict(rel string) *Error {
-	return newErr(CodeFailedPrecondition, ReasonCheckpointConflict, nil,
+func errConflict(rel string) *davfs.Error {
+	return newErr(davfs.CodeFailedPrecondition, davfs.ReasonCheckpointConflict, nil,
 		"%q is in the way: a link, special file or denied name the checkpoint does not hold; nothing was restored", rel)
 }
 
-func errChangedDuring(rel string) *Error {
-	return newErr(CodeAborted, ReasonRevisionMismatch, nil, "%q changed during the restore; the restore stopped there", rel)
+func errChangedDuring(rel string) *davfs.Error {
+	return newErr(davfs.CodeAborted, davfs.ReasonRevisionMismatch, nil, "%q changed during the restore; the restore stopped there", rel)
 }
 
 // RestoreCheckpoint makes path ("" the whole checkpoint) of ws what it was
@@ -54,7 +57,7 @@ func errChangedDuring(rel string) *Error {
 // or replaced. A project that was deleted is created again (without its
 // .git, which checkpoints never hold). A restore that fails after its
 // undo checkpoint was taken returns that checkpoint's ID with the error.
-func (f *FS) RestoreCheckpoint(ctx context.Context, ws Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
+func (f *Store) RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
 	if _, err := f.checkpointCall(ws, path, id); err != nil {
 		return RestoreResult{}, err
 	}
@@ -64,7 +67,7 @@ func (f *FS) RestoreCheckpoint(ctx context.Context, ws Workspace, id, path strin
 	return res, err
 }
 
-func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
+func (f *Store) restore(ctx context.Context, ws davfs.Workspace, id, path string, opts RestoreOptions) (RestoreResult, error) {
 	s := f.ck
 	s.hold(id)
 	defer s.release(id)
@@ -85,7 +88,7 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		return RestoreResult{}, err
 	}
 	res := RestoreResult{Checkpoint: meta.checkpoint(), Path: scope}
-	if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, scope, CheckpointBeforeRestore); err != nil {
+	if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, scope, CheckpointBeforeRestore, opts.Operator, ""); err != nil {
 		return RestoreResult{}, err
 	}
 	if res.AutoCheckpoint != "" {
@@ -96,8 +99,8 @@ func (f *FS) restore(ctx context.Context, ws Workspace, id, path string, opts Re
 		restoreTestHook("undo-taken")
 	}
 	res, err = f.restoreLocked(ctx, ws, id, scope, opts, res)
-	if r := ReasonOf(err); err != nil && res.AutoCheckpoint != "" && res.Changes == nil &&
-		(r == ReasonRevisionMismatch || r == ReasonCheckpointDamaged || errors.Is(err, context.DeadlineExceeded)) {
+	if r := davfs.ReasonOf(err); err != nil && res.AutoCheckpoint != "" && res.Changes == nil &&
+		(r == davfs.ReasonRevisionMismatch || r == davfs.ReasonCheckpointDamaged || errors.Is(err, context.DeadlineExceeded)) {
 		// Refused before anything changed: the undo checkpoint undoes
 		// nothing, and would only push older checkpoints out.
 		_ = f.ck.delete(ws, res.AutoCheckpoint)
@@ -119,8 +122,8 @@ var restoreTestHook func(stage string)
 
 // errMovedSinceUndo: a path the restore would remove or replace is not what
 // the undo checkpoint holds (the agent wrote it meanwhile).
-func errMovedSinceUndo(rel string) *Error {
-	return newErr(CodeAborted, ReasonRevisionMismatch, nil, "%q changed while the restore prepared; nothing was restored, compare again", rel)
+func errMovedSinceUndo(rel string) *davfs.Error {
+	return newErr(davfs.CodeAborted, davfs.ReasonRevisionMismatch, nil, "%q changed while the restore prepared; nothing was restored, compare again", rel)
 }
 
 // sameFileState reports whether two file entries are the same file in the
@@ -131,7 +134,7 @@ func sameFileState(a, b *ckEntry) bool {
 
 // restoreLocked is the part of a restore under the mutation lock. On an
 // error with res.Changes still nil, nothing was changed.
-func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, opts RestoreOptions, res RestoreResult) (RestoreResult, error) {
+func (f *Store) restoreLocked(ctx context.Context, ws davfs.Workspace, id, scope string, opts RestoreOptions, res RestoreResult) (RestoreResult, error) {
 	s := f.ck
 	s.gc.RLock()
 	defer s.gc.RUnlock()
@@ -140,8 +143,17 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 		return res, err
 	}
 	base := inScope(man.Entries, scope)
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	err = f.fs.Locked(func() error {
+		res, err = f.restoreUnderLock(ctx, ws, id, scope, opts, res, man, base)
+		return err
+	})
+	return res, err
+}
+
+// restoreUnderLock is the part of a restore under the mutation lock
+// (davfs.FS.Locked): compare again, check, then change.
+func (f *Store) restoreUnderLock(ctx context.Context, ws davfs.Workspace, id, scope string, opts RestoreOptions, res RestoreResult, man *ckManifest, base []ckEntry) (RestoreResult, error) {
+	s := f.ck
 	live, err := f.liveState(ctx, ws, scope, man)
 	if err != nil {
 		return res, err
@@ -149,7 +161,7 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 	target := inScope(live.out, scope)
 	changes := changesBetween(base, target, live.pinned)
 	if opts.PlanToken != "" && planToken(base, target, changes) != opts.PlanToken {
-		return res, newErr(CodeAborted, ReasonRevisionMismatch, nil, "the workspace changed since the comparison; compare again")
+		return res, newErr(davfs.CodeAborted, davfs.ReasonRevisionMismatch, nil, "the workspace changed since the comparison; compare again")
 	}
 	if len(changes) == 0 {
 		res.Changes = changes
@@ -193,12 +205,12 @@ func (f *FS) restoreLocked(ctx context.Context, ws Workspace, id, scope string, 
 // does not hold exactly what the restore removes or replaces (target's
 // entries by path, ti): a write that landed after it was taken would be
 // lost.
-func (s *ckStore) checkUndo(ws Workspace, undo string, changes []CheckpointChange, ti map[string]*ckEntry) error {
+func (s *ckStore) checkUndo(ws davfs.Workspace, undo string, changes []CheckpointChange, ti map[string]*ckEntry) error {
 	var ui map[string]*ckEntry
 	if undo != "" {
 		um, err := s.readManifest(ws, undo)
 		if err != nil {
-			return newErr(CodeAborted, ReasonRevisionMismatch, err, "the undo checkpoint is gone; nothing was restored, compare again")
+			return newErr(davfs.CodeAborted, davfs.ReasonRevisionMismatch, err, "the undo checkpoint is gone; nothing was restored, compare again")
 		}
 		ui = indexEntries(um.Entries)
 	}
@@ -227,7 +239,7 @@ func checkConflicts(changes []CheckpointChange, live *scanner, ti map[string]*ck
 				return errConflict(p)
 			}
 		}
-		if _, ok := live.pinned[c.Path]; ok && c.Type == TypeFile {
+		if _, ok := live.pinned[c.Path]; ok && c.Type == davfs.TypeFile {
 			if e := ti[c.Path]; e != nil && e.Dir {
 				return errConflict(c.Path)
 			}
@@ -239,7 +251,7 @@ func checkConflicts(changes []CheckpointChange, live *scanner, ti map[string]*ck
 // applyChanges makes the workspace what the checkpoint holds (bi, its
 // entries by path; ti, the live ones): removals deepest first, then
 // creations and rewrites, parents first.
-func (f *FS) applyChanges(ctx context.Context, ws Workspace, changes []CheckpointChange, bi, ti map[string]*ckEntry) error {
+func (f *Store) applyChanges(ctx context.Context, ws davfs.Workspace, changes []CheckpointChange, bi, ti map[string]*ckEntry) error {
 	// Removals, deepest first.
 	dels := slices.DeleteFunc(slices.Clone(changes), func(c CheckpointChange) bool { return c.Kind != CheckpointAdded })
 	slices.SortFunc(dels, func(a, b CheckpointChange) int { return strings.Compare(b.Path, a.Path) })
@@ -289,34 +301,31 @@ func (s *ckStore) isBusy(id string) bool {
 
 // restoreParents creates a deleted project and the missing directories
 // above scope (0755), under the mutation lock.
-func (f *FS) restoreParents(ws Workspace, scope string) error {
-	if ws.Scope == ScopeProject {
-		if err := f.projectErr(ws.Project); err != nil {
-			if ReasonOf(err) != ReasonProjectNotFound {
+func (f *Store) restoreParents(ws davfs.Workspace, scope string) error {
+	if ws.Scope == davfs.ScopeProject {
+		if err := f.fs.ProjectErr(ws.Project); err != nil {
+			if davfs.ReasonOf(err) != davfs.ReasonProjectNotFound {
 				return err
 			}
-			if err := unix.Mkdirat(f.projects.fd, ws.Project, 0o755); err != nil && err != unix.EEXIST {
-				return fsErr(err, ws.Project)
-			}
-			if err := f.syncRoot(); err != nil {
-				return fsErr(err, ws.Project)
+			if err := f.fs.RecreateProject(ws.Project); err != nil {
+				return err
 			}
 		}
 	}
 	segs := strings.Split(scope, "/")
 	for i := 1; i < len(segs); i++ {
-		w, err := f.resolve(ws, strings.Join(segs[:i], "/"))
+		w, err := f.fs.Resolve(ws, strings.Join(segs[:i], "/"))
 		if err != nil {
 			return err
 		}
-		if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalSkills {
+		if w.IsSkillsRoot() {
 			continue
 		}
-		pfd, err := f.openParentDir(w)
+		pfd, err := f.fs.OpenParentDir(w)
 		if err != nil {
 			return err
 		}
-		err = unix.Mkdirat(pfd, w.name(), 0o755)
+		err = unix.Mkdirat(pfd, w.Name(), 0o755)
 		if err == nil {
 			err = fdio.FsyncDir(pfd)
 		} else if err == unix.EEXIST {
@@ -324,7 +333,7 @@ func (f *FS) restoreParents(ws Workspace, scope string) error {
 		}
 		unix.Close(pfd)
 		if err != nil {
-			return fsErr(err, w.rel)
+			return davfs.PathError(err, w.Path())
 		}
 	}
 	return nil
@@ -341,75 +350,73 @@ func statIsEntry(st *unix.Stat_t, e *ckEntry) bool {
 
 // restoreRemove removes a name the checkpoint does not have, if it still is
 // the one the comparison saw (a directory only when empty by now).
-func (f *FS) restoreRemove(ws Workspace, p string, seen *ckEntry) error {
-	w, err := f.resolve(ws, p)
+func (f *Store) restoreRemove(ws davfs.Workspace, p string, seen *ckEntry) error {
+	w, err := f.fs.Resolve(ws, p)
 	if err != nil {
 		return err
 	}
-	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalSkills) {
+	if w.IsRoot() || w.IsSkillsRoot() {
 		return nil
 	}
-	pfd, err := f.openParentDir(w)
+	pfd, err := f.fs.OpenParentDir(w)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
-	if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || fdio.IsType(&st, unix.S_IFDIR) != seen.Dir ||
+	if err := f.fs.LstatAt(w, pfd, w.Name(), &st); err != nil || seen == nil || fdio.IsType(&st, unix.S_IFDIR) != seen.Dir ||
 		(!seen.Dir && !statIsEntry(&st, seen)) {
 		return errChangedDuring(p)
 	}
-	flags := 0
+	flags := 0 // a file with several links may be deleted (davfs's links.go)
 	if seen.Dir {
 		flags = unix.AT_REMOVEDIR
-	} else if err := checkLinks(&st, p, linkDelete); err != nil {
-		return err
 	}
-	if err := unix.Unlinkat(pfd, w.name(), flags); err != nil {
+	if err := unix.Unlinkat(pfd, w.Name(), flags); err != nil {
 		if err == unix.ENOTEMPTY || err == unix.EEXIST {
 			return errChangedDuring(p)
 		}
-		return fsErr(err, p)
+		return davfs.PathError(err, p)
 	}
-	return fsErr(fdio.FsyncDir(pfd), p)
+	return davfs.PathError(fdio.FsyncDir(pfd), p)
 }
 
 // restoreDir creates a directory of the checkpoint or sets its mode.
-func (f *FS) restoreDir(ws Workspace, e *ckEntry) error {
-	w, err := f.resolve(ws, e.Path)
+func (f *Store) restoreDir(ws davfs.Workspace, e *ckEntry) error {
+	w, err := f.fs.Resolve(ws, e.Path)
 	if err != nil {
 		return err
 	}
-	pfd, err := f.openParentDir(w)
+	pfd, err := f.fs.OpenParentDir(w)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(pfd)
 	mode := e.Mode & 0o777
-	if err := unix.Mkdirat(pfd, w.name(), mode); err != nil && err != unix.EEXIST {
-		return fsErr(err, e.Path)
+	if err := unix.Mkdirat(pfd, w.Name(), mode); err != nil && err != unix.EEXIST {
+		return davfs.PathError(err, e.Path)
 	}
-	fd, err := f.openName(w.r, pfd, w.name(), fdio.DirRead)
+	fd, err := f.fs.OpenAt(w, pfd, w.Name(), fdio.DirRead)
 	if err != nil {
-		return f.resolveErr(w, e.Path, err)
+		return f.fs.OpenErr(w, e.Path, err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Fchmod(fd, mode); err != nil {
-		return fsErr(err, e.Path)
+		return davfs.PathError(err, e.Path)
 	}
-	return fsErr(fdio.FsyncDir(pfd), e.Path)
+	return davfs.PathError(fdio.FsyncDir(pfd), e.Path)
 }
 
 // restoreFile writes a file of the checkpoint atomically: a temp file
 // with the stored bytes (verified against their hash) and mode, renamed
 // over the current file if it still is the one compared (replace), or
 // onto a free name.
-func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace bool, seen *ckEntry) error {
-	w, err := f.resolve(ws, e.Path)
+func (f *Store) restoreFile(ctx context.Context, ws davfs.Workspace, e *ckEntry, replace bool, seen *ckEntry) error {
+	w, err := f.fs.Resolve(ws, e.Path)
 	if err != nil {
 		return err
 	}
-	pfd, err := f.openParentDir(w)
+	pfd, err := f.fs.OpenParentDir(w)
 	if err != nil {
 		return err
 	}
@@ -422,7 +429,7 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 	// Hashed again while it is copied: the store may have changed since
 	// verifyObjects read it, and wrong bytes are never renamed into place.
 	h := sha256.New()
-	t, err := f.writeTemp(ctx, pfd, e.Path, io.TeeReader(io.LimitReader(obj, e.Size), h), e.Size, e.Mode&0o777, nil)
+	t, err := f.fs.WriteTemp(ctx, pfd, e.Path, io.TeeReader(io.LimitReader(obj, e.Size), h), e.Size, e.Mode&0o777)
 	if err != nil {
 		return err
 	}
@@ -436,41 +443,39 @@ func (f *FS) restoreFile(ctx context.Context, ws Workspace, e *ckEntry, replace 
 	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(e.Mtime)}
 	if err := unix.UtimesNanoAt(pfd, t.Name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		t.Discard(pfd)
-		return fsErr(err, e.Path)
+		return davfs.PathError(err, e.Path)
 	}
 	var target *unix.Stat_t
 	if replace {
 		var st unix.Stat_t
-		if err := lstatOn(w.r, pfd, w.name(), &st); err != nil || seen == nil || seen.Dir || !statIsEntry(&st, seen) {
+		if err := f.fs.LstatAt(w, pfd, w.Name(), &st); err != nil || seen == nil || seen.Dir || !statIsEntry(&st, seen) {
 			t.Discard(pfd)
 			return errChangedDuring(e.Path)
 		}
 		target = &st
 	}
-	_, old, err := f.commit(pfd, w, t, target)
+	err = f.fs.Commit(pfd, w, t, target)
 	if err != nil {
-		if ReasonOf(err) == ReasonAlreadyExists {
+		if davfs.ReasonOf(err) == davfs.ReasonAlreadyExists {
 			return errChangedDuring(e.Path)
 		}
 		return err
 	}
-	closeRef(old)
-	unix.Close(t.FD)
-	return fsErr(fdio.FsyncDir(pfd), e.Path)
+	return davfs.PathError(fdio.FsyncDir(pfd), e.Path)
 }
 
 // errObjectDamaged: an object the restore would write is missing or not
 // of its size and hash. Nothing has been changed.
-func errObjectDamaged(id, rel string, cause error) *Error {
-	return newErr(CodeDataLoss, ReasonCheckpointDamaged, cause,
+func errObjectDamaged(id, rel string, cause error) *davfs.Error {
+	return newErr(davfs.CodeDataLoss, davfs.ReasonCheckpointDamaged, cause,
 		"checkpoint %q is damaged (its copy of %q is missing or not what was stored); nothing was restored; delete it or restore another checkpoint", id, rel)
 }
 
 // errObjectChanged: an object changed in the store after verifyObjects
 // read it (the store is writable by others): the file was not written and
 // the restore stopped there.
-func errObjectChanged(rel string, cause error) *Error {
-	return newErr(CodeDataLoss, ReasonCheckpointDamaged, cause,
+func errObjectChanged(rel string, cause error) *davfs.Error {
+	return newErr(davfs.CodeDataLoss, davfs.ReasonCheckpointDamaged, cause,
 		"the checkpoint's copy of %q changed in the store during the restore; it was not written and the restore stopped there", rel)
 }
 
@@ -492,11 +497,11 @@ func (s *ckStore) verifyObjects(ctx context.Context, id string, changes []Checkp
 		}
 		seen[key] = true
 		if err := ctx.Err(); err != nil {
-			return ctxErr(ctx)
+			return davfs.ContextError(ctx)
 		}
 		if err := s.verifyObject(ctx, e, buf); err != nil {
 			if ctx.Err() != nil {
-				return ctxErr(ctx)
+				return davfs.ContextError(ctx)
 			}
 			if transientErrno(err) {
 				// The store could not be read just now (out of fds or

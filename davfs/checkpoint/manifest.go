@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
@@ -181,7 +182,7 @@ func internPacks(m *ckManifest) {
 // whose paths are not strictly sorted, or that holds more than maxEntries
 // names before p, holds nothing (compare and restore, which validate it
 // whole, report it damaged).
-func (s *ckStore) holds(ws Workspace, id, p string) bool {
+func (s *ckStore) holds(ws davfs.Workspace, id, p string) bool {
 	if m := s.cached(ckWorkspaceKey(ws) + "/" + id); m != nil {
 		return findEntry(m.Entries, p) != nil
 	}
@@ -214,7 +215,7 @@ type ckPath struct {
 // else the entries of scope streamed from the stored one, each checked as
 // far as a reference needs (checkManifest's per-entry rules), or nil when
 // it cannot be read or is invalid (a capture then reads every file).
-func (s *ckStore) scopedManifest(ws Workspace, id, scope string) *ckManifest {
+func (s *ckStore) scopedManifest(ws davfs.Workspace, id, scope string) *ckManifest {
 	if m := s.cached(ckWorkspaceKey(ws) + "/" + id); m != nil {
 		return m
 	}
@@ -255,7 +256,7 @@ func entryPath(e *ckEntry) string { return e.Path }
 // checkpoint id of s's workspace ws to fn, one decoded at a time (as a T,
 // whose path is path), while fn returns true. Paths must be strictly
 // sorted; at most maxEntries are read.
-func streamManifest[T any](s *ckStore, ws Workspace, id string, path func(*T) string, fn func(*T) bool) error {
+func streamManifest[T any](s *ckStore, ws davfs.Workspace, id string, path func(*T) string, fn func(*T) bool) error {
 	f, _, err := openManifest(s, ws, id)
 	if err != nil {
 		return err
@@ -267,7 +268,7 @@ func streamManifest[T any](s *ckStore, ws Workspace, id string, path func(*T) st
 // openManifest opens the stored manifest of the checkpoint id of s's
 // workspace ws (never through a symlink; a single-link regular file within
 // maxManifestBytes) and returns it with its size.
-func openManifest(s *ckStore, ws Workspace, id string) (*os.File, int64, error) {
+func openManifest(s *ckStore, ws davfs.Workspace, id string) (*os.File, int64, error) {
 	dfd, err := s.wsDir(ws)
 	if err != nil {
 		return nil, 0, err

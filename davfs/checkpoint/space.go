@@ -1,9 +1,10 @@
-package davfs
+package checkpoint
 
 import (
 	"bytes"
 	"fmt"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
@@ -82,7 +83,7 @@ func (s *ckStore) captureBudget() ckBudget {
 }
 
 // err is the error of a capture over b.
-func (b ckBudget) err() *Error {
+func (b ckBudget) err() *davfs.Error {
 	if b.volume {
 		return errVolumeFull(b.reserve)
 	}
@@ -103,8 +104,8 @@ func (s *ckStore) byteLimit() (limit, reserve int64, volume bool) {
 	return limit, 0, false
 }
 
-func errVolumeFull(reserve int64) *Error {
-	return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil,
+func errVolumeFull(reserve int64) *davfs.Error {
+	return newErr(davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit, nil,
 		"the checkpoint does not fit: the checkpoint store's volume is nearly full (a checkpoint never leaves less than %s free there); free space on that volume or delete checkpoints",
 		mib(reserve))
 }

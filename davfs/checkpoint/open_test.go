@@ -1,10 +1,12 @@
-package davfs
+package checkpoint
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentworkspace/files/davfs"
 )
 
 // A store whose subfolder (objects/, tmp/, ws/, packs/) the agent replaced
@@ -39,14 +41,14 @@ func TestCheckpointStoreSubdirSymlinkDegrades(t *testing.T) {
 				t.Fatalf("start failed: %v", err)
 			}
 			err = f.CheckpointsErr()
-			wantErr(t, err, CodeUnavailable, ReasonCheckpointsUnavailable)
+			wantErr(t, err, davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable)
 			if !strings.Contains(err.Error(), "its "+sub+"/ folder is a symbolic link") {
 				t.Fatalf("message does not say why: %q", err)
 			}
 			ckfNoHostPath(t, err, e.dir)
 
 			// Files work.
-			_, err = f.CreateEntry(bg, proj("p"), "", "b.txt", TypeFile)
+			_, err = f.CreateEntry(bg, proj("p"), "", "b.txt", davfs.TypeFile)
 			must(t, err)
 			if _, err := f.ReadFile(bg, proj("p"), "d/a.txt"); err != nil {
 				t.Fatalf("read with the store unusable: %v", err)
@@ -55,8 +57,8 @@ func TestCheckpointStoreSubdirSymlinkDegrades(t *testing.T) {
 			// is refused, not done without one; the override deletes.
 			st, err := f.Stat(bg, proj("p"), "d")
 			must(t, err)
-			_, err = f.DeleteEntryResult(bg, proj("p"), "d", st.Revision, DeleteOptions{Recursive: true})
-			wantErr(t, err, CodeUnavailable, ReasonCheckpointsUnavailable)
+			_, err = f.Store.DeleteEntry(bg, proj("p"), "d", st.Revision, DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true}})
+			wantErr(t, err, davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable)
 			if !e.exists("projects/p/d/a.txt") {
 				t.Fatal("the refused delete deleted")
 			}
@@ -71,7 +73,7 @@ func TestCheckpointStoreSubdirSymlinkDegrades(t *testing.T) {
 			if err != nil || len(cs) != 1 {
 				t.Fatalf("after the repair: %d checkpoints, %v", len(cs), err)
 			}
-			_, err = f.DeleteEntryResult(bg, proj("p"), "d", st.Revision, DeleteOptions{Recursive: true})
+			_, err = f.Store.DeleteEntry(bg, proj("p"), "d", st.Revision, DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true}})
 			must(t, err)
 			e.checkCanaries()
 		})
@@ -85,9 +87,9 @@ func TestCheckpointStoreNotCreatableDegrades(t *testing.T) {
 	e.write("outside/file", "F")
 	f, err := ckfOpen(e, filepath.Join(e.dir, "outside", "file", "store"))
 	must(t, err)
-	wantErr(t, f.CheckpointsErr(), CodeUnavailable, ReasonCheckpointsUnavailable) // stated from the start
-	wantErr(t, f.OpenCheckpoints(), CodeUnavailable, ReasonCheckpointsUnavailable)
-	wantErr(t, f.CheckpointsErr(), CodeUnavailable, ReasonCheckpointsUnavailable)
+	wantErr(t, f.CheckpointsErr(), davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable) // stated from the start
+	wantErr(t, f.OpenCheckpoints(), davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable)
+	wantErr(t, f.CheckpointsErr(), davfs.CodeUnavailable, davfs.ReasonCheckpointsUnavailable)
 	must(t, os.Remove(filepath.Join(e.dir, "outside", "file")))
 	must(t, f.OpenCheckpoints())
 	if !e.exists("outside/file/store/" + storeMarker) {
@@ -97,8 +99,8 @@ func TestCheckpointStoreNotCreatableDegrades(t *testing.T) {
 
 // ckoOpen opens davfs over e's roots with the store at dir and automatic
 // checkpoints on.
-func ckoOpen(e *env, dir string) (*FS, error) {
-	f, err := Open(Config{ProjectsRoot: e.projects, CodexHome: e.codex, Checkpoints: CheckpointConfig{Dir: dir, Automatic: true}})
+func ckoOpen(e *env, dir string) (*testFS, error) {
+	f, err := openTest(testConfig{Config: davfs.Config{ProjectsRoot: e.projects, CodexHome: e.codex}, Checkpoints: Config{Dir: dir, Automatic: true}})
 	if err == nil {
 		e.t.Cleanup(func() { f.Close() })
 	}

@@ -1,7 +1,4 @@
-package davfs
-
-// The store's bytes: sparse files count what they occupy, and the byte
-// cap respects the free space of the store's volume (issue #23).
+package checkpoint
 
 import (
 	"bytes"
@@ -11,7 +8,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentworkspace/files/davfs"
 )
+
+// The store's bytes: sparse files count what they occupy, and the byte
+// cap respects the free space of the store's volume (issue #23).
 
 // blocksOf is the allocated bytes of the file p.
 func blocksOf(t *testing.T, p string) int64 {
@@ -23,7 +25,7 @@ func blocksOf(t *testing.T, p string) int64 {
 
 func TestCheckpointSparseFile(t *testing.T) {
 	const size = 256 << 20
-	e := ckfEnv(t, func(c *Config) { c.Checkpoints.MaxTotalBytes = 16 << 20 })
+	e := ckfEnv(t, func(c *testConfig) { c.Checkpoints.MaxTotalBytes = 16 << 20 })
 	ws := proj("p")
 	p := filepath.Join(e.projects, "p", "sparse.img")
 	e.mkdir("projects/p")
@@ -150,7 +152,7 @@ func TestCheckpointVolumeNearlyFull(t *testing.T) {
 			spare, base = tc.spare, e.fs.ck.total.Load()
 			_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
 			if tc.err {
-				wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+				wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 				if !strings.Contains(err.Error(), "volume is nearly full") || !strings.Contains(err.Error(), "5120 MiB") {
 					t.Fatalf("error: %v", err)
 				}
@@ -163,7 +165,7 @@ func TestCheckpointVolumeNearlyFull(t *testing.T) {
 				t.Fatalf("%d checkpoints left, want %d", len(l), tc.left)
 			}
 			if tc.name == "past the reserve, nothing new: the oldest is pruned" {
-				if _, err := e.fs.GetCheckpoint(bg, ws, c1.ID); CodeOf(err) != CodeNotFound {
+				if _, err := e.fs.GetCheckpoint(bg, ws, c1.ID); davfs.CodeOf(err) != davfs.CodeNotFound {
 					t.Fatalf("the oldest was not pruned: %v", err)
 				}
 			}

@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
@@ -40,7 +41,7 @@ const (
 type CheckpointChange struct {
 	Path             string
 	Kind             CheckpointChangeKind
-	Type             EntryType
+	Type             davfs.EntryType
 	OldSize, NewSize int64
 	OldMode, NewMode uint32
 	Diff             string // unified diff, when DiffState is DiffIncluded
@@ -82,7 +83,7 @@ func narrow(root, path string) (string, error) {
 	case within(root, path):
 		return root, nil
 	}
-	return "", newErr(CodeInvalidArgument, ReasonInvalidPath, nil, "%q is outside the checkpoint (taken of %q)", path, root)
+	return "", newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidPath, nil, "%q is outside the checkpoint (taken of %q)", path, root)
 }
 
 // inScope is the part of the sorted es within scope: es itself for the
@@ -102,11 +103,11 @@ func inScope(es []ckEntry, scope string) []ckEntry {
 	return out
 }
 
-func entryType(e *ckEntry) EntryType {
+func entryType(e *ckEntry) davfs.EntryType {
 	if e.Dir {
-		return TypeDirectory
+		return davfs.TypeDirectory
 	}
-	return TypeFile
+	return davfs.TypeFile
 }
 
 // changesBetween merges two sorted entry lists. pinned (may be nil) are
@@ -174,7 +175,7 @@ func indexEntries(es []ckEntry) map[string]*ckEntry {
 
 // stored reads the description and the manifest of the checkpoint id of
 // ws, and narrows path to the part of it in the checkpoint (narrow).
-func (s *ckStore) stored(ws Workspace, id, path string) (*ckMeta, *ckManifest, string, error) {
+func (s *ckStore) stored(ws davfs.Workspace, id, path string) (*ckMeta, *ckManifest, string, error) {
 	meta, err := s.readMeta(ws, id)
 	if err != nil {
 		return nil, nil, "", err
@@ -188,14 +189,14 @@ func (s *ckStore) stored(ws Workspace, id, path string) (*ckMeta, *ckManifest, s
 }
 
 // liveState hashes the current tree at scope (nothing if it is missing).
-func (f *FS) liveState(ctx context.Context, ws Workspace, scope string, ref *ckManifest) (*scanner, error) {
-	w, err := f.resolve(ws, scope)
+func (f *Store) liveState(ctx context.Context, ws davfs.Workspace, scope string, ref *ckManifest) (*scanner, error) {
+	w, err := f.fs.Resolve(ws, scope)
 	if err != nil {
 		return nil, err
 	}
 	sc := newScanner(ctx, f, w, nil, ref)
 	if err := sc.scan(); err != nil {
-		if CodeOf(err) == CodeNotFound {
+		if davfs.CodeOf(err) == davfs.CodeNotFound {
 			return newScanner(ctx, f, w, nil), nil
 		}
 		return nil, err
@@ -208,7 +209,7 @@ func (f *FS) liveState(ctx context.Context, ws Workspace, scope string, ref *ckM
 // the checkpoint). With withDiffs, text files within the editable limit
 // get a unified diff (bounded by a budget per comparison); nothing else's
 // content is ever returned.
-func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, path string, withDiffs bool) (Comparison, error) {
+func (f *Store) CompareCheckpoint(ctx context.Context, ws davfs.Workspace, id, against, path string, withDiffs bool) (Comparison, error) {
 	ids := []string{id}
 	if against != "" {
 		ids = append(ids, against)
@@ -254,11 +255,11 @@ func (f *FS) CompareCheckpoint(ctx context.Context, ws Workspace, id, against, p
 }
 
 // addDiffs fills the diffs of out's file changes.
-func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, target []ckEntry, targetStored bool) {
+func (f *Store) addDiffs(ctx context.Context, ws davfs.Workspace, out *Comparison, base, target []ckEntry, targetStored bool) {
 	budget := diffBudget
 	for i := range out.Changes {
 		c := &out.Changes[i]
-		if c.Type != TypeFile {
+		if c.Type != davfs.TypeFile {
 			c.DiffState = DiffUnavailable
 			continue
 		}
@@ -301,7 +302,7 @@ func (f *FS) addDiffs(ctx context.Context, ws Workspace, out *Comparison, base, 
 }
 
 // storedText returns a stored file's text, or why there is none.
-func (f *FS) storedText(e *ckEntry) (string, DiffState) {
+func (f *Store) storedText(e *ckEntry) (string, DiffState) {
 	if e == nil || e.Dir {
 		return "", DiffUnavailable
 	}
@@ -317,23 +318,23 @@ func (f *FS) storedText(e *ckEntry) (string, DiffState) {
 	if err != nil || int64(len(b)) != e.Size {
 		return "", DiffUnavailable
 	}
-	if classify(b) != EditableOK {
+	if davfs.TextReason(b) != davfs.EditableOK {
 		return "", DiffNotText
 	}
 	return string(b), DiffIncluded
 }
 
 // liveText reads a current file the way ReadFile does.
-func (f *FS) liveText(ctx context.Context, ws Workspace, p string) (string, DiffState) {
-	file, err := f.ReadFile(ctx, ws, p)
+func (f *Store) liveText(ctx context.Context, ws davfs.Workspace, p string) (string, DiffState) {
+	file, err := f.fs.ReadFile(ctx, ws, p)
 	if err != nil {
 		return "", DiffUnavailable
 	}
 	if !file.Entry.Editable {
 		switch file.Entry.Reason {
-		case NotEditableTooLarge:
+		case davfs.NotEditableTooLarge:
 			return "", DiffTooLarge
-		case NotEditableBinary, NotEditableNotUTF8:
+		case davfs.NotEditableBinary, davfs.NotEditableNotUTF8:
 			return "", DiffNotText
 		}
 		return "", DiffUnavailable

@@ -1,9 +1,11 @@
-package davfs
+package checkpoint
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/agentworkspace/files/davfs"
 )
 
 // Per-file versions (issue #15, "Sync clients without preconditions";
@@ -36,14 +38,6 @@ func (r ckRef) isVersion() bool { return r.meta.Reason == CheckpointBeforeWebDAV
 // to keep what it replaces but this agent's checkpoints are disabled.
 const KeepingOff = "send If-Match with the current ETag (or hold a lock): keeping replaced content (webdav.unconditionalWrites: keep) is off on this agent because its checkpoints are disabled (services.checkpoints.enabled)"
 
-// errPrecondition is errPreconditionRequired with the message msg
-// (KeepingOff, KeepSkipped).
-func errPrecondition(msg string) *Error {
-	e := errPreconditionRequired()
-	e.Message = msg
-	return e
-}
-
 // KeepVersion keeps path of ws, which must have revision want, as a
 // per-file version before a WebDAV write replaces or removes it, and
 // returns the version's ID. The caller then commits the write with want as
@@ -67,19 +61,19 @@ func errPrecondition(msg string) *Error {
 // more than once. Without the hold, a checkpoint created while a long
 // upload streams could evict the only copy of what the upload replaces.
 // On an error, or when nothing was kept (""), release is a no-op.
-func (f *FS) KeepVersion(ctx context.Context, ws Workspace, path, want, method string) (id string, release func(), err error) {
+func (f *Store) KeepVersion(ctx context.Context, ws davfs.Workspace, path, want, method, operator string) (id string, release func(), err error) {
 	if f.ck == nil {
-		return "", noRelease, errPrecondition(KeepingOff)
+		return "", noRelease, davfs.PreconditionRequired(KeepingOff)
 	}
-	w, err := f.resolve(ws, path)
+	w, err := f.fs.Resolve(ws, path)
 	if err != nil {
 		return "", noRelease, err
 	}
-	if e, err := f.stat(w); err != nil || e.Revision != want {
-		return "", noRelease, errStale(w.rel)
+	if e, err := f.fs.StatTarget(w); err != nil || e.Revision != want {
+		return "", noRelease, davfs.StaleError(w.Path())
 	}
 	// Held by the store from before the version exists (ckStore.create).
-	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Label: "WebDAV " + method, Operator: operatorFrom(ctx)}, CheckpointBeforeWebDAVWrite)
+	c, err := f.createCheckpoint(ctx, ws, CheckpointOptions{Path: path, Label: "WebDAV " + method, Operator: operator}, CheckpointBeforeWebDAVWrite)
 	if err != nil {
 		return "", noRelease, err
 	}
@@ -92,25 +86,25 @@ func (f *FS) KeepVersion(ctx context.Context, ws Workspace, path, want, method s
 			release()
 		}
 	}()
-	e, err := f.stat(w)
-	if err != nil || e.Revision != want || (e.Type == TypeFile && c.Files != 1) {
+	e, err := f.fs.StatTarget(w)
+	if err != nil || e.Revision != want || (e.Type == davfs.TypeFile && c.Files != 1) {
 		// Changed while it was read, or left out as still changing: the
 		// version is not what the write would replace.
 		f.ck.dropVersion(ws, c.ID, release)
-		return "", noRelease, errStale(w.rel)
+		return "", noRelease, davfs.StaleError(w.Path())
 	}
-	if e.Type == TypeDirectory && c.Files == 0 && c.Skipped == 0 {
+	if e.Type == davfs.TypeDirectory && c.Files == 0 && c.Skipped == 0 {
 		// Only empty directories: nothing to keep, and a sync that removes
 		// every directory it empties must not use up the versions' bound.
 		f.ck.dropVersion(ws, c.ID, release)
 		return "", noRelease, nil
 	}
-	if e.Type == TypeDirectory && c.Skipped > 0 {
+	if e.Type == davfs.TypeDirectory && c.Skipped > 0 {
 		// The recursive delete would unlink what the version left out
 		// (.git, node_modules, links, FIFOs, unreadable or still changing
 		// files): nothing could bring those back, so keeping is no answer.
 		f.ck.dropVersion(ws, c.ID, release)
-		return "", noRelease, errPrecondition(KeepSkipped)
+		return "", noRelease, davfs.PreconditionRequired(KeepSkipped)
 	}
 	ok = true
 	return c.ID, release, nil
@@ -124,13 +118,16 @@ func noRelease() {}
 // versions' bound), and reports whether it did. When path changed, or
 // another holds the version (a restore reading it), it stays. Either way
 // the caller's hold on it ends (release).
-func (f *FS) DropVersionIfCurrent(ws Workspace, path, id, rev string, release func()) bool {
+func (f *Store) DropVersionIfCurrent(ws davfs.Workspace, path, id, rev string, release func()) bool {
 	defer release()
-	w, err := f.resolve(ws, path)
+	if f.ck == nil {
+		return false
+	}
+	w, err := f.fs.Resolve(ws, path)
 	if err != nil {
 		return false
 	}
-	if e, err := f.stat(w); err != nil || e.Revision != rev {
+	if e, err := f.fs.StatTarget(w); err != nil || e.Revision != rev {
 		return false
 	}
 	return f.ck.dropVersion(ws, id, release)
@@ -141,7 +138,7 @@ func (f *FS) DropVersionIfCurrent(ws Workspace, path, id, rev string, release fu
 // then it stays, a checkpoint like any other. Both happen under the
 // store's lock, so no prune plans around the drop. It reports whether id
 // was deleted.
-func (s *ckStore) dropVersion(ws Workspace, id string, release func()) bool {
+func (s *ckStore) dropVersion(ws davfs.Workspace, id string, release func()) bool {
 	s.gc.Lock()
 	defer s.gc.Unlock()
 	release()
@@ -181,7 +178,7 @@ const MaxHoldingDecodes = 20
 // held only for the listing and for each manifest read, never across the
 // decodes, so keep writes and creates are not stalled behind a long
 // answer.
-func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path string) (cs []Checkpoint, truncated bool, err error) {
+func (f *Store) ListCheckpointsHolding(ctx context.Context, ws davfs.Workspace, path string) (cs []Checkpoint, truncated bool, err error) {
 	if path == "" {
 		cs, err = f.ListCheckpoints(ctx, ws)
 		return cs, false, err
@@ -199,10 +196,10 @@ func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path stri
 	out := make([]Checkpoint, 0, len(all))
 	decoded := 0
 	for _, c := range all {
-		if !within(w.rel, c.Root) {
+		if !within(w.Path(), c.Root) {
 			continue // taken of another part of the workspace
 		}
-		if c.Reason == CheckpointBeforeWebDAVWrite && c.Root == w.rel {
+		if c.Reason == CheckpointBeforeWebDAVWrite && c.Root == w.Path() {
 			out = append(out, c) // a version of path holds it
 			continue
 		}
@@ -212,7 +209,7 @@ func (f *FS) ListCheckpointsHolding(ctx context.Context, ws Workspace, path stri
 		}
 		decoded++
 		f.ck.gc.RLock()
-		ok := f.ck.holds(ws, c.ID, w.rel) // damaged or just deleted: it holds nothing that can be restored
+		ok := f.ck.holds(ws, c.ID, w.Path()) // damaged or just deleted: it holds nothing that can be restored
 		f.ck.gc.RUnlock()
 		if ok {
 			out = append(out, c)

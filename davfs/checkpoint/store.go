@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 import (
 	"cmp"
@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/checkpoint/retention"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 )
@@ -49,18 +50,18 @@ import (
 // Locking: gc is held shared by captures, compares, restores and lists,
 // exclusively by deletes and pruning (which remove objects).
 type ckStore struct {
-	fs        *FS // its path validation and logger
-	cfg       CheckpointConfig
+	fs        *Store // its path validation and logger
+	cfg       Config
 	path      string // host path (never logged or returned)
 	underRoot string // the name under the projects root, or ""
 	mu        sync.Mutex
 	opened    bool
-	failure   *Error // why the last open failed (CHECKPOINTS_UNAVAILABLE); nil once open
-	fd        int    // the store directory (O_PATH)
-	objfd     int    // objects/ (O_PATH)
-	tmpfd     int    // tmp/ (O_RDONLY: syncfs)
-	wsfd      int    // ws/ (O_PATH)
-	packfd    int    // packs/ (O_PATH)
+	failure   *davfs.Error // why the last open failed (CHECKPOINTS_UNAVAILABLE); nil once open
+	fd        int          // the store directory (O_PATH)
+	objfd     int          // objects/ (O_PATH)
+	tmpfd     int          // tmp/ (O_RDONLY: syncfs)
+	wsfd      int          // ws/ (O_PATH)
+	packfd    int          // packs/ (O_PATH)
 	gc        sync.RWMutex
 	total     atomic.Int64 // bytes of all objects
 	objDirs   sync.Map     // object subdirectories known to exist
@@ -73,13 +74,12 @@ type ckStore struct {
 	manifests []cachedManifest // most recent first
 }
 
-func newCkStore(f *FS, cfg Config) (*ckStore, error) {
-	c := cfg.Checkpoints
+func newCkStore(f *Store, c Config) (*ckStore, error) {
 	if c.Dir == "" {
 		return nil, nil
 	}
 	if !filepath.IsAbs(c.Dir) {
-		return nil, errors.New("davfs: checkpoints dir must be an absolute path")
+		return nil, errors.New("checkpoint: checkpoints dir must be an absolute path")
 	}
 	positiveOr(&c.MaxPerWorkspace, DefaultCheckpointsPerWorkspace)
 	positiveOr(&c.MaxVersionsPerWorkspace, DefaultVersionsPerWorkspace)
@@ -88,11 +88,11 @@ func newCkStore(f *FS, cfg Config) (*ckStore, error) {
 	}
 	positiveOr(&c.MaxAge, DefaultCheckpointAge)
 	positiveOr(&c.MaxEntries, DefaultCheckpointEntries)
-	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: checkpointDirName(cfg), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1,
+	s := &ckStore{fs: f, cfg: c, path: filepath.Clean(c.Dir), underRoot: DeniedName(c.Dir, f.cfg.ProjectsRoot), fd: -1, objfd: -1, tmpfd: -1, wsfd: -1, packfd: -1,
 		busy: map[string]int{}}
 	s.space = func() (volumeSpace, error) { return statfsSpace(s.tmpfd) }
 	// An existing store is opened now; one that cannot be used is
-	// recorded (checkpoint_open.go) and never fails the start: the files
+	// recorded (open.go) and never fails the start: the files
 	// do not depend on it. A missing one is created by the first
 	// checkpoint or OpenCheckpoints, so Open changes nothing on disk.
 	if fd, err := openDirNoFollow(s.path, false); err == nil {
@@ -164,7 +164,7 @@ const storeMarker = "CHECKPOINT-STORE"
 
 const storeMarkerText = "agent workspace files: checkpoint store (docs/checkpoints.md); do not put anything else here\n"
 
-func errNotAStore() *Error {
+func errNotAStore() *davfs.Error {
 	return errUnusableWhy(nil, "it is a folder that is not a checkpoint store (not empty, and no store marker); empty it, or choose an empty or new folder")
 }
 
@@ -233,20 +233,20 @@ func (s *ckStore) close() {
 }
 
 func errStore(err error) error {
-	var de *Error
+	var de *davfs.Error
 	if errors.As(err, &de) {
 		return de
 	}
 	if fdio.Errno(err) == unix.ENOSPC || fdio.Errno(err) == unix.EDQUOT {
-		return newErr(CodeResourceExhausted, ReasonNoSpace, err, "no space left in the checkpoint store")
+		return newErr(davfs.CodeResourceExhausted, davfs.ReasonNoSpace, err, "no space left in the checkpoint store")
 	}
-	return newErr(CodeInternal, ReasonInternal, err, "checkpoint store error")
+	return newErr(davfs.CodeInternal, davfs.ReasonInternal, err, "checkpoint store error")
 }
 
 // open creates (0700) and opens the store, checks where it is, sweeps tmp/
 // and counts the object bytes. Once: after a failure it returns that
 // failure (CHECKPOINTS_UNAVAILABLE) until reopen succeeds.
-func (s *ckStore) open(f *FS) error {
+func (s *ckStore) open(f *Store) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.opened {
@@ -259,7 +259,7 @@ func (s *ckStore) open(f *FS) error {
 }
 
 // reopen is open trying again after a failure (OpenCheckpoints).
-func (s *ckStore) reopen(f *FS) error {
+func (s *ckStore) reopen(f *Store) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.opened {
@@ -270,7 +270,7 @@ func (s *ckStore) reopen(f *FS) error {
 
 // openLocked makes one attempt at opening the store and records its
 // outcome. s.mu is held.
-func (s *ckStore) openLocked(f *FS) error {
+func (s *ckStore) openLocked(f *Store) error {
 	if err := s.openDirs(f); err != nil {
 		s.failure = errUnusable(err)
 		return s.failure
@@ -289,14 +289,14 @@ func (s *ckStore) openLocked(f *FS) error {
 
 // openDirs opens (creating them if missing) the store and its
 // subdirectories, after checking where it is and that it is a store.
-func (s *ckStore) openDirs(f *FS) error {
+func (s *ckStore) openDirs(f *Store) error {
 	var fd int
 	var err error
 	if s.underRoot != "" {
-		if err = mkdirSynced(f.projects.fd, s.underRoot); err != nil {
+		if err = mkdirSynced(f.fs.RootFD(davfs.ScopeProject), s.underRoot); err != nil {
 			return errStore(err)
 		}
-		fd, err = unix.Openat(f.projects.fd, s.underRoot, fdio.DirPath|fdio.Common, 0)
+		fd, err = unix.Openat(f.fs.RootFD(davfs.ScopeProject), s.underRoot, fdio.DirPath|fdio.Common, 0)
 	} else {
 		fd, err = openDirNoFollow(s.path, true)
 	}
@@ -337,21 +337,31 @@ func (s *ckStore) openDirs(f *FS) error {
 	return nil
 }
 
-func errStorePlace() *Error {
+func errStorePlace() *davfs.Error {
 	return errUnusableWhy(nil, "it is inside a project or CODEX_HOME, or contains one of them")
 }
 
 // checkPlace walks up from the store by fds (".."): it must not be inside
 // CODEX_HOME, nor inside the projects root except as a direct child whose
 // name is denied; and neither root may be inside it.
-func (s *ckStore) checkPlace(f *FS, fd int) error {
-	id := func(fd int) (fdIdentity, error) { return identityOf(fd, "") }
+// fdIdentity is a file's device and inode.
+type fdIdentity struct{ dev, ino uint64 }
+
+func (s *ckStore) checkPlace(f *Store, fd int) error {
+	id := func(fd int) (fdIdentity, error) {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fdIdentity{}, err
+		}
+		return fdIdentity{dev: st.Dev, ino: st.Ino}, nil
+	}
 	self, err := id(fd)
 	if err != nil {
 		return errStore(err)
 	}
-	proj, _ := id(f.projects.fd)
-	codex, _ := id(f.codex.fd)
+	projfd, codexfd := f.fs.RootFD(davfs.ScopeProject), f.fs.RootFD(davfs.ScopeGlobal)
+	proj, _ := id(projfd)
+	codex, _ := id(codexfd)
 	// ancestors returns the identities from fd up to the file system root.
 	ancestors := func(fd int) ([]fdIdentity, error) {
 		var out []fdIdentity
@@ -387,11 +397,11 @@ func (s *ckStore) checkPlace(f *FS, fd int) error {
 		// direct child underRoot names.
 		var st unix.Stat_t
 		if a == codex || (a == proj && (i != 1 || s.underRoot == "" ||
-			fdio.Fstatat(f.projects.fd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino)) {
+			fdio.Fstatat(projfd, s.underRoot, &st) != nil || st.Dev != self.dev || st.Ino != self.ino)) {
 			return errStorePlace()
 		}
 	}
-	for _, rfd := range []int{f.projects.fd, f.codex.fd} {
+	for _, rfd := range []int{projfd, codexfd} {
 		up, err := ancestors(rfd)
 		if err != nil {
 			return errStore(err)
@@ -472,8 +482,8 @@ func (s *ckStore) recount(live, livePacks map[string]struct{}) {
 }
 
 // ckWorkspaceKey names ws's directory under ws/.
-func ckWorkspaceKey(ws Workspace) string {
-	if ws.Scope == ScopeGlobal {
+func ckWorkspaceKey(ws davfs.Workspace) string {
+	if ws.Scope == davfs.ScopeGlobal {
 		return "g"
 	}
 	h := sha256.Sum256([]byte(ws.Project))
@@ -583,11 +593,11 @@ type ckMeta struct {
 	Skipped  int       `json:"skipped"`
 }
 
-func (m *ckMeta) workspace() Workspace {
+func (m *ckMeta) workspace() davfs.Workspace {
 	if m.Scope == "global" {
-		return Workspace{Scope: ScopeGlobal}
+		return davfs.Workspace{Scope: davfs.ScopeGlobal}
 	}
-	return Workspace{Scope: ScopeProject, Project: m.Project}
+	return davfs.Workspace{Scope: davfs.ScopeProject, Project: m.Project}
 }
 
 func (m *ckMeta) checkpoint() Checkpoint {
@@ -636,11 +646,11 @@ func (s *ckStore) writeAtomic(dirfd int, name string, b []byte) error {
 }
 
 // wsDir opens ws/<key> (O_PATH).
-func (s *ckStore) wsDir(ws Workspace) (int, error) {
+func (s *ckStore) wsDir(ws davfs.Workspace) (int, error) {
 	return unix.Openat(s.wsfd, ckWorkspaceKey(ws), fdio.DirPath|fdio.Common, 0)
 }
 
-func (s *ckStore) readMeta(ws Workspace, id string) (*ckMeta, error) {
+func (s *ckStore) readMeta(ws davfs.Workspace, id string) (*ckMeta, error) {
 	dfd, err := s.wsDir(ws)
 	if err != nil {
 		return nil, errCheckpointNotFound(id)
@@ -671,7 +681,7 @@ func readMetaAt(dfd int, id string) (*ckMeta, error) {
 // readManifest returns a checkpoint's manifest, validated (see
 // checkManifest), from the small cache of recent ones when it is there (a
 // manifest never changes once written). Callers must not modify it.
-func (s *ckStore) readManifest(ws Workspace, id string) (*ckManifest, error) {
+func (s *ckStore) readManifest(ws davfs.Workspace, id string) (*ckManifest, error) {
 	key := ckWorkspaceKey(ws) + "/" + id
 	if m := s.cached(key); m != nil {
 		return m, nil
@@ -756,17 +766,7 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 	if m.Version != 1 {
 		return errors.New("unknown manifest version")
 	}
-	valid := func(p string) error {
-		var buf [32]string
-		segs, err := f.splitPathBuf(p, buf[:0])
-		if err != nil {
-			return err
-		}
-		if ws.Scope == ScopeGlobal {
-			return checkGlobal(p, segs)
-		}
-		return nil
-	}
+	valid := func(p string) error { return f.fs.ValidPath(ws, p) }
 	if meta.Root != "" && valid(meta.Root) != nil {
 		return errors.New("invalid root")
 	}
@@ -810,7 +810,7 @@ func (s *ckStore) checkManifest(meta *ckMeta, m *ckManifest) error {
 }
 
 // list returns ws's checkpoints, newest first.
-func (s *ckStore) list(ws Workspace) ([]Checkpoint, error) {
+func (s *ckStore) list(ws davfs.Workspace) ([]Checkpoint, error) {
 	dfd, err := unix.Openat(s.wsfd, ckWorkspaceKey(ws), fdio.DirRead|fdio.Common, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return []Checkpoint{}, nil
@@ -955,7 +955,7 @@ func (s *ckStore) remove(key, id string) error {
 	return fdio.FsyncDir(dfd)
 }
 
-func (s *ckStore) delete(ws Workspace, id string) error {
+func (s *ckStore) delete(ws davfs.Workspace, id string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
 	if _, err := s.readMeta(ws, id); err != nil && !s.described(ws, id) {
@@ -968,7 +968,7 @@ func (s *ckStore) delete(ws Workspace, id string) error {
 }
 
 // described reports whether ws/<key>/<id>.json exists (readable or not).
-func (s *ckStore) described(ws Workspace, id string) bool {
+func (s *ckStore) described(ws davfs.Workspace, id string) bool {
 	dfd, err := s.wsDir(ws)
 	if err != nil {
 		return false
@@ -1043,15 +1043,15 @@ func (s *ckStore) collect(refs []ckRef) error {
 }
 
 // create captures w, commits the checkpoint and applies the limits.
-func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOptions, reason string, start time.Time) (Checkpoint, error) {
+func (s *ckStore) create(ctx context.Context, f *Store, w davfs.Target, opts CheckpointOptions, reason string, start time.Time) (Checkpoint, error) {
 	s.pruneAge(f)
 	s.gc.RLock()
 	id := newCheckpointID(start)
 	held := reason == CheckpointBeforeWebDAVWrite
 	if held {
 		// A per-file version is held from before it exists until its
-		// write has finished: keepVersion hands the hold to its caller,
-		// which releases it (keepVersion's release). A checkpoint any other
+		// write has finished: KeepVersion hands the hold to its caller,
+		// which releases it (KeepVersion's release). A checkpoint any other
 		// call creates meanwhile can then never evict it, however old.
 		s.hold(id)
 	}
@@ -1059,8 +1059,8 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 	sc.pack = &packWriter{s: s, id: id}
 	defer sc.pack.discard()
 	err := sc.scan()
-	if _, ok := sc.blocked[w.rel]; ok && err == nil && !w.isRoot() {
-		err = newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q cannot be checkpointed (a link, a special file or a denied name)", w.rel)
+	if _, ok := sc.blocked[w.Path()]; ok && err == nil && !w.IsRoot() {
+		err = newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotRegular, nil, "%q cannot be checkpointed (a link, a special file or a denied name)", w.Path())
 	}
 	if err == nil && sc.added > sc.budget.bytes {
 		err = sc.budget.err()
@@ -1082,12 +1082,12 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		}
 	}
 	if err == nil {
-		meta = &ckMeta{Version: 1, ID: id, Root: w.rel, Label: opts.Label, Operator: opts.Operator, Created: start.UTC(),
+		meta = &ckMeta{Version: 1, ID: id, Root: w.Path(), Label: opts.Label, Operator: opts.Operator, Created: start.UTC(),
 			Reason: reason, Skipped: len(sc.blocked)}
-		if w.ws.Scope == ScopeGlobal {
+		if w.Workspace().Scope == davfs.ScopeGlobal {
 			meta.Scope = "global"
 		} else {
-			meta.Scope, meta.Project = "project", w.ws.Project
+			meta.Scope, meta.Project = "project", w.Workspace().Project
 		}
 		for _, e := range sc.out {
 			if e.Dir {
@@ -1097,7 +1097,7 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 				meta.Size += e.Size
 			}
 		}
-		err = s.commit(w.ws, meta, &ckManifest{Version: 1, Entries: sc.out})
+		err = s.commit(w.Workspace(), meta, &ckManifest{Version: 1, Entries: sc.out})
 	}
 	s.gc.RUnlock()
 	if err != nil && sc.added > 0 {
@@ -1107,7 +1107,7 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 		s.gc.Unlock()
 	}
 	if err == nil {
-		err = s.enforce(f, w.ws, id)
+		err = s.enforce(f, w.Workspace(), id)
 	}
 	if err != nil {
 		if held {
@@ -1124,16 +1124,16 @@ func (s *ckStore) create(ctx context.Context, f *FS, w wsPath, opts CheckpointOp
 // only that part of it (scopedManifest: found by a binary search, never
 // cached, so it does not evict the manifest a restore is about to read).
 // nil: none (every file is read).
-func (s *ckStore) previous(w wsPath) *ckManifest {
-	cks, err := s.list(w.ws)
+func (s *ckStore) previous(w davfs.Target) *ckManifest {
+	cks, err := s.list(w.Workspace())
 	if err != nil || len(cks) == 0 {
 		return nil
 	}
-	if w.isRoot() {
-		m, _ := s.readManifest(w.ws, cks[0].ID)
+	if w.IsRoot() {
+		m, _ := s.readManifest(w.Workspace(), cks[0].ID)
 		return m
 	}
-	return s.scopedManifest(w.ws, cks[0].ID, w.rel)
+	return s.scopedManifest(w.Workspace(), cks[0].ID, w.Path())
 }
 
 // commitMargin: checkpoint work about to keep its result (a capture
@@ -1143,26 +1143,26 @@ func (s *ckStore) previous(w wsPath) *ckManifest {
 // that a checkpoint failed must never find it kept (issue #23).
 const commitMargin = time.Second
 
-// beforeCommit is ctxErr when ctx is done or its deadline is within
+// beforeCommit is davfs.ContextError when ctx is done or its deadline is within
 // commitMargin, else nil.
 func beforeCommit(ctx context.Context) error {
 	if ctx.Err() != nil {
-		return ctxErr(ctx)
+		return davfs.ContextError(ctx)
 	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < commitMargin {
-		return newErr(CodeUnavailable, ReasonInternal, context.DeadlineExceeded,
+		return newErr(davfs.CodeUnavailable, davfs.ReasonInternal, context.DeadlineExceeded,
 			"the checkpoint work did not finish within the call's deadline; nothing of it was kept")
 	}
 	return nil
 }
 
-func errCheckpointLimit(why string) *Error {
-	return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the checkpoint does not fit: %s; delete checkpoints or raise the limit", why)
+func errCheckpointLimit(why string) *davfs.Error {
+	return newErr(davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit, nil, "the checkpoint does not fit: %s; delete checkpoints or raise the limit", why)
 }
 
 // commit writes the manifest (streamed: writeAtomicManifest), then the
 // description.
-func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
+func (s *ckStore) commit(ws davfs.Workspace, meta *ckMeta, m *ckManifest) error {
 	jb, err := json.Marshal(meta)
 	if err != nil {
 		return errStore(err)
@@ -1188,7 +1188,7 @@ func (s *ckStore) commit(ws Workspace, meta *ckMeta, m *ckManifest) error {
 }
 
 // pruneAge removes checkpoints older than MaxAge (retention.Expired).
-func (s *ckStore) pruneAge(f *FS) {
+func (s *ckStore) pruneAge(f *Store) {
 	s.gc.Lock()
 	defer s.gc.Unlock()
 	refs, err := s.allMetas()
@@ -1273,7 +1273,7 @@ func (s *ckStore) rawManifest(r ckRef) (*ckManifest, bool) {
 // per-file version makes room for its bytes only by evicting other
 // versions: what an unconditional WebDAV write replaced never costs an
 // operator's checkpoint, manual or automatic.
-func (s *ckStore) enforce(f *FS, ws Workspace, newID string) error {
+func (s *ckStore) enforce(f *Store, ws davfs.Workspace, newID string) error {
 	s.gc.Lock()
 	defer s.gc.Unlock()
 	key := ckWorkspaceKey(ws)
@@ -1387,7 +1387,7 @@ func (s *ckStore) refuseNew(err error, key, newID string, volume bool, reserve i
 		if u.key == key && u.id != "" {
 			which = fmt.Sprintf("%q", u.id)
 		}
-		return newErr(CodeResourceExhausted, ReasonCheckpointLimit, nil, "the store is over services.checkpoints.maxTotalBytes and not fully readable (a checkpoint cannot be read), so nothing can be pruned; retry, or delete the checkpoint %s", which)
+		return newErr(davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit, nil, "the store is over services.checkpoints.maxTotalBytes and not fully readable (a checkpoint cannot be read), so nothing can be pruned; retry, or delete the checkpoint %s", which)
 	}
 	if volume {
 		return errVolumeFull(reserve)

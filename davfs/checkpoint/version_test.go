@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 // Reviewer findings on per-file versions (webdav.unconditionalWrites: keep):
 // a version could be evicted by another checkpoint while its write still
@@ -13,17 +13,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentworkspace/files/davfs"
 )
 
 // holdEnv is a store of maxTotalBytes 16 KiB on a clock the test moves,
 // with f.txt (6 KiB) and other/x.bin (12 KiB) of random bytes in project
 // p: a checkpoint of other/ fits only without a version of f.txt.
-// observer, when set, is the FS's CheckpointObserver.
-func holdEnv(t *testing.T, observer CheckpointObserver) (e *env, later func(time.Duration), old string) {
+// observer, when set, is the store's Observer.
+func holdEnv(t *testing.T, observer Observer) (e *env, later func(time.Duration), old string) {
 	t.Helper()
 	var mu sync.Mutex
 	now := time.Now()
-	e = ckfEnv(t, func(c *Config) {
+	e = ckfEnv(t, func(c *testConfig) {
 		c.Checkpoints.MaxTotalBytes = 16 << 10
 		c.Checkpoints.Automatic = true
 		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -54,7 +56,7 @@ func keepPut(e *env, rel string) (*keepUpload, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, release, err := e.fs.KeepVersion(bg, ws, rel, st.Revision, "PUT")
+	id, release, err := e.fs.KeepVersion(bg, ws, rel, st.Revision, "PUT", "")
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func keepPut(e *env, rel string) (*keepUpload, error) {
 	u := &keepUpload{pw: pw, done: make(chan error, 1), version: id}
 	go func() {
 		defer release()
-		_, _, err := e.fs.WriteStream(bg, ws, rel, pr, 0, Precondition{IfMatch: st.Revision})
+		_, _, err := e.fs.WriteStream(bg, ws, rel, pr, 0, davfs.Precondition{IfMatch: st.Revision})
 		pr.CloseWithError(err)
 		if err != nil && id != "" {
 			e.fs.DropVersionIfCurrent(ws, rel, id, st.Revision, release)
@@ -104,16 +106,16 @@ func keepDelete(e *env, rel string) (version string, err error) {
 	if err != nil {
 		return "", err
 	}
-	id, release, err := e.fs.KeepVersion(bg, ws, rel, st.Revision, "DELETE")
+	id, release, err := e.fs.KeepVersion(bg, ws, rel, st.Revision, "DELETE", "")
 	if err != nil {
 		return "", err
 	}
 	defer release()
-	opts := DeleteOptions{Recursive: true, ChangedAfter: start, KeptVersion: id}
-	if id == "" && st.Type == TypeDirectory {
-		opts.SkipCheckpoint, opts.KeptDirsOnly = true, true
+	opts := DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true, ChangedAfter: start}, Version: id}
+	if id == "" && st.Type == davfs.TypeDirectory {
+		opts.SkipCheckpoint, opts.Delete.KeptDirsOnly = true, true
 	}
-	_, err = e.fs.DeleteEntryResult(bg, ws, rel, st.Revision, opts)
+	_, err = e.fs.Store.DeleteEntry(bg, ws, rel, st.Revision, opts)
 	return id, err
 }
 
@@ -144,12 +146,12 @@ func TestVersionHeldWhileItsWriteStreams(t *testing.T) {
 		t.Fatal("the version is not held while its upload streams")
 	}
 	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Path: "other", Label: "during the upload"})
-	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	later(2 * VersionMinAge) // a slow upload: the version is old now
 	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Path: "other", Label: "during the upload"})
-	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	_, err = e.fs.createCheckpoint(bg, ws, CheckpointOptions{Path: "other"}, CheckpointBeforeDelete)
-	wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	_, err = io.WriteString(f, "content\n")
 	must(t, err)
 	must(t, f.Close())
@@ -170,7 +172,7 @@ func TestVersionHeldWhileItsWriteStreams(t *testing.T) {
 	e.write("projects/p/f.txt", "small\n")
 	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Path: "other"})
 	must(t, err)
-	if _, err := e.fs.GetCheckpoint(bg, ws, version); CodeOf(err) != CodeNotFound {
+	if _, err := e.fs.GetCheckpoint(bg, ws, version); davfs.CodeOf(err) != davfs.CodeNotFound {
 		t.Fatalf("the released old version was not pruned: %v", err)
 	}
 }
@@ -195,7 +197,7 @@ func TestVersionHeldWhileItsDeleteRuns(t *testing.T) {
 	armed = true
 	version, err := keepDelete(e, "d")
 	must(t, err)
-	wantErr(t, during, CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, during, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	noHolds(t, e, "after the DELETE")
 	if version == "" {
 		t.Fatal("the keep DELETE kept nothing")
@@ -222,7 +224,7 @@ func TestVersionYoungNeverEvicted(t *testing.T) {
 	later(time.Minute)
 	for _, reason := range []string{CheckpointManual, CheckpointBeforeDelete, CheckpointBeforeRestore} {
 		_, err := e.fs.createCheckpoint(bg, ws, CheckpointOptions{Path: "other"}, reason)
-		wantErr(t, err, CodeResourceExhausted, ReasonCheckpointLimit)
+		wantErr(t, err, davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 		if !strings.Contains(err.Error(), "younger than") {
 			t.Fatalf("%s: the refusal does not say why: %v", reason, err)
 		}
@@ -244,7 +246,7 @@ func TestVersionYoungNeverEvicted(t *testing.T) {
 	later(VersionMinAge)
 	_, err = e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{Path: "other"})
 	must(t, err)
-	if _, err := e.fs.GetCheckpoint(bg, ws, ids[0]); CodeOf(err) != CodeNotFound {
+	if _, err := e.fs.GetCheckpoint(bg, ws, ids[0]); davfs.CodeOf(err) != davfs.CodeNotFound {
 		t.Fatalf("the old version was not pruned: %v", err)
 	}
 }
@@ -253,7 +255,7 @@ func TestVersionYoungNeverEvicted(t *testing.T) {
 // aborted, refused at commit, a version that does not fit, a DELETE done,
 // refused for names a version cannot keep, or of empty directories only.
 func TestVersionHoldReleasedOnEveryPath(t *testing.T) {
-	e := ckfEnv(t, func(c *Config) {
+	e := ckfEnv(t, func(c *testConfig) {
 		c.Checkpoints.MaxTotalBytes = 16 << 10
 		c.Checkpoints.Automatic = true
 	})
@@ -290,12 +292,12 @@ func TestVersionHoldReleasedOnEveryPath(t *testing.T) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
+	wantErr(t, err, davfs.CodeAborted, davfs.ReasonRevisionMismatch)
 	noHolds(t, e, "a PUT refused at commit")
 
 	e.write("projects/p/big.txt", ckfRandom("big", 20<<10))
-	wantErr(t, put("big.txt", "small\n", false), CodeResourceExhausted, ReasonCheckpointLimit)
-	wantErr(t, del("big.txt"), CodeResourceExhausted, ReasonCheckpointLimit)
+	wantErr(t, put("big.txt", "small\n", false), davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
+	wantErr(t, del("big.txt"), davfs.CodeResourceExhausted, davfs.ReasonCheckpointLimit)
 	noHolds(t, e, "a version too large")
 
 	e.write("projects/p/d/x.txt", "x\n")
@@ -303,7 +305,7 @@ func TestVersionHoldReleasedOnEveryPath(t *testing.T) {
 	noHolds(t, e, "a DELETE")
 	e.write("projects/p/g/.git/config", "[core]\n")
 	e.write("projects/p/g/x.txt", "x\n")
-	if err := del("g"); ReasonOf(err) != "PRECONDITION_REQUIRED" {
+	if err := del("g"); davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" {
 		t.Fatalf("keep DELETE of a directory with .git: %v", err)
 	}
 	noHolds(t, e, "a DELETE refused for .git")

@@ -1,4 +1,4 @@
-package davfs
+package checkpoint
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/internal/fdio"
 )
 
@@ -210,11 +211,11 @@ func expectDelim(dec *json.Decoder, d json.Delim) error {
 // cause is shown when it is a manifestError (a fixed text); other causes
 // (validation of paths: entry indices only) are shown too, since they name
 // no path either.
-func errDamaged(id string, cause error) *Error {
+func errDamaged(id string, cause error) *davfs.Error {
 	why := "its stored manifest is invalid"
 	if cause != nil {
 		why = "its stored manifest is invalid: " + cause.Error()
 	}
-	return newErr(CodeDataLoss, ReasonCheckpointDamaged, cause,
+	return newErr(davfs.CodeDataLoss, davfs.ReasonCheckpointDamaged, cause,
 		"checkpoint %q is damaged (%s); nothing was changed; delete it", id, why)
 }
