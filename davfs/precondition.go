@@ -14,7 +14,7 @@ type Precondition struct {
 
 	// Keep, set to the request's method, lets a Required write go ahead
 	// without IfMatch once what it replaces or removes is kept as a
-	// per-file version (checkpoint_version.go; webdav.unconditionalWrites:
+	// per-file version (davfs/checkpoint/version.go; webdav.unconditionalWrites:
 	// keep). With checkpoints off such a write is still refused, saying
 	// keeping is off. A create keeps nothing.
 	Keep string

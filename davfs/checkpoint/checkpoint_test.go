@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentworkspace/files/davfs"
 )
@@ -659,5 +661,35 @@ func TestCheckpointManifestJSON(t *testing.T) {
 	json.Unmarshal(want, &c)
 	if !reflect.DeepEqual(a, c) {
 		t.Fatalf("differs from encoding/json:\n%s\n%s", b, want)
+	}
+}
+
+// Checkpoint work and its caller's deadline (issue #23): work that would
+// keep its result within a second of the deadline is abandoned, and
+// nothing of it stays: no checkpoint, no temp file, no object, no change.
+
+func TestCheckpointAbandonedAtItsDeadline(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ws := secProject("p")
+	store := filepath.Join(e.base, "store")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := e.fs.CreateCheckpoint(ctx, ws, CheckpointOptions{}); davfs.CodeOf(err) != davfs.CodeUnavailable || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a checkpoint within a second of its deadline: %v", err)
+	}
+	if cs, err := e.fs.ListCheckpoints(context.Background(), ws); err != nil || len(cs) != 0 {
+		t.Fatalf("after the abandoned checkpoint: %v %v", cs, err)
+	}
+	for _, d := range []string{"tmp", "objects", "packs"} {
+		var left []string
+		filepath.WalkDir(filepath.Join(store, d), func(p string, de os.DirEntry, err error) error {
+			if err == nil && !de.IsDir() {
+				left = append(left, p)
+			}
+			return nil
+		})
+		if len(left) > 0 {
+			t.Errorf("the abandoned checkpoint left %q", left)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentworkspace/files/davfs"
 	"golang.org/x/sys/unix"
@@ -589,5 +590,59 @@ func TestCtxReaderStops(t *testing.T) {
 	cancel()
 	if _, err := io.ReadAll(r); !errors.Is(err, context.Canceled) {
 		t.Fatalf("read after cancel: %v, want context.Canceled", err)
+	}
+}
+
+// Restores and their caller's deadline (issue #23).
+
+// A restore too close to its deadline to finish changes nothing, and its
+// undo checkpoint, which undoes nothing, goes too.
+func TestRestoreAbandonedAtItsDeadline(t *testing.T) {
+	e := ckEnv(t, nil, nil)
+	ws := secProject("p")
+	c := ckCreate(t, e, ws, CheckpointOptions{})
+	ok := filepath.Join(e.projects(), "p", "ok.txt")
+	ckWrite(t, ok, []byte("changed\n"), 0o644)
+	// The undo checkpoint is abandoned first (its capture commits within
+	// the margin), so the restore stops before anything.
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", RestoreOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a restore within a second of its deadline: %v", err)
+	}
+	if b, _ := os.ReadFile(ok); string(b) != "changed\n" {
+		t.Fatalf("an abandoned restore changed ok.txt: %q", b)
+	}
+	if cs, _ := e.fs.ListCheckpoints(context.Background(), ws); len(cs) != 1 || cs[0].ID != c.ID {
+		t.Fatalf("checkpoints after the abandoned restore: %+v", cs)
+	}
+}
+
+// A restore whose undo checkpoint was kept, but whose caller's deadline
+// then comes within commitMargin before its first change, changes nothing
+// and drops the undo checkpoint (it undoes nothing).
+func TestRestoreAbandonedBeforeItsFirstChange(t *testing.T) {
+	e := ckAutoEnv(t)
+	ws := proj("p")
+	e.write("projects/p/a.txt", "v1\n")
+	c, err := e.fs.CreateCheckpoint(bg, ws, CheckpointOptions{})
+	must(t, err)
+	e.write("projects/p/a.txt", "v2\n")
+	ctx, cancel := context.WithTimeout(bg, commitMargin+2*time.Second)
+	defer cancel()
+	setRestoreHook(t, "undo-taken", func() {
+		d, _ := ctx.Deadline()
+		time.Sleep(time.Until(d) - commitMargin/2)
+	})
+	_, err = e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", RestoreOptions{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("restore at its deadline: %v", err)
+	}
+	if got := e.read("projects/p/a.txt"); got != "v2\n" {
+		t.Fatalf("a.txt = %q after the abandoned restore", got)
+	}
+	cs, err := e.fs.ListCheckpoints(bg, ws)
+	if err != nil || len(cs) != 1 || cs[0].ID != c.ID {
+		t.Fatalf("checkpoints after the abandoned restore: %+v %v (the undo checkpoint must go)", cs, err)
 	}
 }

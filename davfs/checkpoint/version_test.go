@@ -63,12 +63,12 @@ func keepPut(e *env, rel string) (*keepUpload, error) {
 	pr, pw := io.Pipe()
 	u := &keepUpload{pw: pw, done: make(chan error, 1), version: id}
 	go func() {
-		defer release()
 		_, _, err := e.fs.WriteStream(bg, ws, rel, pr, 0, davfs.Precondition{IfMatch: st.Revision})
 		pr.CloseWithError(err)
 		if err != nil && id != "" {
 			e.fs.DropVersionIfCurrent(ws, rel, id, st.Revision, release)
 		}
+		release() // before done: the hold has ended once the upload answers
 		u.done <- err
 	}()
 	return u, nil
