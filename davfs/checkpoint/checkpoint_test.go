@@ -65,7 +65,7 @@ func ckCreate(t *testing.T, e *secEnv, ws davfs.Workspace, opts CheckpointOption
 
 func ckEqual(t *testing.T, what string, want, got map[string]secNode) {
 	t.Helper()
-	if d := secDiff(want, got, nil); len(d) > 0 {
+	if d := secDiff(want, got); len(d) > 0 {
 		t.Fatalf("%s:\n%s", what, strings.Join(d, "\n"))
 	}
 }

@@ -2,28 +2,21 @@ package checkpoint
 
 import (
 	"bytes"
-	"context"
-	"crypto/sha256"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/testtree"
 	"golang.org/x/sys/unix"
 )
 
-// Shared helpers of the adversarial suites (security_test.go, race_test.go,
-// fuzz_test.go, bench_test.go). Every identifier starts with "sec" so these
-// files can live beside the other davfs_test files.
+// The tree helpers of the checkpoint suites (the adversarial layouts of
+// davfs's own suites: canaries, traps). Every identifier starts with "sec".
 //
 // A test tree ("base", always a fresh temp dir) has three parts:
 //
@@ -53,9 +46,6 @@ const secSecretMark = "SECRET:"
 // secDenied is the denylist given to davfs in these suites. ".git" is
 // deliberately absent: davfs must force it in.
 var secDenied = []string{"node_modules", "vendor", ".hg"}
-
-// secForbiddenNames are names no listing may ever show.
-var secForbiddenNames = map[string]bool{".git": true, "node_modules": true, "vendor": true, ".hg": true}
 
 // secKnownCodes are the codes davfs may return.
 var secKnownCodes = map[davfs.Code]bool{
@@ -196,11 +186,11 @@ func secNewEnv(tb testing.TB, base string, layout []string, tweak func(*testConf
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	f, err := secOpen(cfg)
+	f, err := openTest(cfg)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
-	tb.Cleanup(func() { _ = secClose(f) })
+	tb.Cleanup(func() { _ = f.Close() })
 	return &secEnv{base: base, fs: f}
 }
 
@@ -212,67 +202,11 @@ func secConfig(base string) testConfig {
 	}}
 }
 
-// secOpen calls davfs.Open, turning a panic (a stub) into an error.
-func secOpen(cfg testConfig) (f *testFS, err error) {
-	defer secRecover(&err)
-	return openTest(cfg)
-}
-
-func secClose(f *testFS) (err error) {
-	defer secRecover(&err)
-	return f.Close()
-}
-
-// secPanic marks an error that is really a recovered panic.
-type secPanic struct{ v any }
-
-func (p secPanic) Error() string { return fmt.Sprintf("panic: %v", p.v) }
-
-func secRecover(err *error) {
-	if r := recover(); r != nil {
-		*err = secPanic{r}
-	}
-}
-
-func secIsPanic(err error) bool {
-	var p secPanic
-	return errors.As(err, &p)
-}
-
-// secTry runs fn, converting a panic into a secPanic error.
-func secTry(fn func() error) (err error) {
-	defer secRecover(&err)
-	return fn()
-}
-
-// secWithTimeout runs fn and fails tb if it does not return within d (a
-// request hanging on a FIFO, a lock leak...). unblock is called on timeout
-// so the goroutine can finish.
-func secWithTimeout(tb testing.TB, d time.Duration, unblock func(), fn func() error) error {
-	tb.Helper()
-	done := make(chan error, 1)
-	go func() { done <- secTry(fn) }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		tb.Errorf("operation did not return within %v (hang)", d)
-		if unblock != nil {
-			unblock()
-		}
-		return <-done
-	}
-}
-
 // secCheckDavErr asserts err is a *davfs.Error with a known code and a safe
 // message (no absolute host path, no secret content).
 func secCheckDavErr(tb testing.TB, what string, err error, base string) {
 	tb.Helper()
 	if err == nil {
-		return
-	}
-	if secIsPanic(err) {
-		tb.Errorf("%s: %v", what, err)
 		return
 	}
 	var de *davfs.Error
@@ -301,86 +235,18 @@ func secCheckMessage(tb testing.TB, what, msg, base string) {
 	}
 }
 
-// secNode is one snapshot record.
-type secNode struct {
-	typ  string
-	mode fs.FileMode
-	size int64
-	sum  [32]byte
-	link string
-}
-
-func (n secNode) String() string {
-	return fmt.Sprintf("%s %v size=%d sha=%x link=%q", n.typ, n.mode, n.size, n.sum[:6], n.link)
-}
+// secNode is one snapshot record (testtree's, with the mode).
+type secNode = testtree.Entry
 
 // secSnapshot records every name under root without following symlinks:
 // type, mode, size, sha256 of regular files, link target.
 func secSnapshot(tb testing.TB, root string) map[string]secNode {
 	tb.Helper()
-	out := map[string]secNode{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		n := secNode{mode: info.Mode()}
-		switch {
-		case info.Mode().IsRegular():
-			n.typ, n.size = "file", info.Size()
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			n.sum = sha256.Sum256(b)
-		case info.IsDir():
-			n.typ = "dir"
-		case info.Mode()&fs.ModeSymlink != 0:
-			n.typ = "symlink"
-			n.link, _ = os.Readlink(p)
-		default:
-			n.typ = "special"
-		}
-		out[filepath.ToSlash(rel)] = n
-		return nil
-	})
-	if err != nil {
-		tb.Fatalf("snapshot %s: %v", filepath.Base(root), err)
-	}
-	return out
+	return testtree.Snap(tb, root, testtree.Modes())
 }
 
-// secDiff lists differences between two snapshots, ignoring names for which
-// skip returns true (nil: none).
-func secDiff(before, after map[string]secNode, skip func(string) bool) []string {
-	var diffs []string
-	for k, b := range before {
-		if skip != nil && skip(k) {
-			continue
-		}
-		a, ok := after[k]
-		switch {
-		case !ok:
-			diffs = append(diffs, "removed "+k+" ("+b.String()+")")
-		case a != b:
-			diffs = append(diffs, "changed "+k+": "+b.String()+" -> "+a.String())
-		}
-	}
-	for k, a := range after {
-		if skip != nil && skip(k) {
-			continue
-		}
-		if _, ok := before[k]; !ok {
-			diffs = append(diffs, "added "+k+" ("+a.String()+")")
-		}
-	}
-	sort.Strings(diffs)
-	return diffs
-}
+// secDiff lists differences between two snapshots.
+func secDiff(before, after map[string]secNode) []string { return testtree.Diff(before, after) }
 
 // secUnder reports whether rel is p or inside p (both "/"-separated).
 func secUnder(rel, p string) bool {
@@ -402,37 +268,7 @@ func secTrunc(b []byte) string {
 	return string(b)
 }
 
-// secListAll pages through ListEntries with a small page size.
-func secListAll(ctx context.Context, f *testFS, ws davfs.Workspace, dir string) ([]davfs.Entry, error) {
-	var all []davfs.Entry
-	cursor := ""
-	for i := 0; i < 10000; i++ {
-		var page davfs.Page
-		err := secTry(func() (err error) {
-			page, err = f.ListEntries(ctx, ws, dir, 7, cursor)
-			return err
-		})
-		if err != nil {
-			return all, err
-		}
-		all = append(all, page.Entries...)
-		if page.NextCursor == "" {
-			return all, nil
-		}
-		cursor = page.NextCursor
-	}
-	return all, errors.New("ListEntries: cursor never ends")
-}
-
-// secReadAllFile reads and closes an *os.File returned by OpenRead.
-func secReadAllFile(f *os.File) ([]byte, error) {
-	defer f.Close()
-	return io.ReadAll(f)
-}
-
-// secProject and secGlobal are the two workspaces of the suites.
+// secProject is a PROJECT workspace of the suites.
 func secProject(name string) davfs.Workspace {
 	return davfs.Workspace{Scope: davfs.ScopeProject, Project: name}
 }
-
-var secGlobal = davfs.Workspace{Scope: davfs.ScopeGlobal}
