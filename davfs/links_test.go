@@ -64,7 +64,7 @@ func TestMultipleLinksPolicy(t *testing.T) {
 			_, _, err := e.fs.WriteStream(bg, ws, p, strings.NewReader("OVERWRITTEN"), 0, Precondition{IfMatch: rev})
 			return err
 		}, false},
-		{"DeleteEntryResult/Replace", func(e *env, ws Workspace, p, rev string) error {
+		{"DeleteEntryWith/Replace", func(e *env, ws Workspace, p, rev string) error {
 			return deleteWith(e.fs, bg, ws, p, rev, DeleteOptions{Replace: true})
 		}, false},
 		{"DeleteEntry", func(e *env, ws Workspace, p, rev string) error {

@@ -15,7 +15,7 @@ import (
 // checkpoint of just that path (a file, or the directory a recursive
 // DELETE or an overwriting MOVE/COPY removes), reason
 // CheckpointBeforeWebDAVWrite, label "WebDAV <method>". Versions have their
-// own bound (CheckpointConfig.MaxVersionsPerWorkspace), are pruned before
+// own bound (Config.MaxVersionsPerWorkspace), are pruned before
 // every other checkpoint and never count against MaxPerWorkspace, so they
 // cannot evict an operator's checkpoints.
 
