@@ -381,13 +381,20 @@ func (f *Store) restoreRemove(ws davfs.Workspace, p string, seen *ckEntry) error
 	return davfs.PathError(fdio.FsyncDir(pfd), p)
 }
 
-// restoreDir creates a directory of the checkpoint or sets its mode.
-func (f *Store) restoreDir(ws davfs.Workspace, e *ckEntry) error {
-	w, err := f.fs.Resolve(ws, e.Path)
+// openParentOf resolves p in ws and opens its parent directory (O_RDONLY,
+// for *at calls and the fsync), as every write does.
+func (f *Store) openParentOf(ws davfs.Workspace, p string) (davfs.Target, int, error) {
+	w, err := f.fs.Resolve(ws, p)
 	if err != nil {
-		return err
+		return w, -1, err
 	}
 	pfd, err := f.fs.OpenParentDir(w)
+	return w, pfd, err
+}
+
+// restoreDir creates a directory of the checkpoint or sets its mode.
+func (f *Store) restoreDir(ws davfs.Workspace, e *ckEntry) error {
+	w, pfd, err := f.openParentOf(ws, e.Path)
 	if err != nil {
 		return err
 	}
@@ -412,11 +419,7 @@ func (f *Store) restoreDir(ws davfs.Workspace, e *ckEntry) error {
 // over the current file if it still is the one compared (replace), or
 // onto a free name.
 func (f *Store) restoreFile(ctx context.Context, ws davfs.Workspace, e *ckEntry, replace bool, seen *ckEntry) error {
-	w, err := f.fs.Resolve(ws, e.Path)
-	if err != nil {
-		return err
-	}
-	pfd, err := f.fs.OpenParentDir(w)
+	w, pfd, err := f.openParentOf(ws, e.Path)
 	if err != nil {
 		return err
 	}
