@@ -173,26 +173,6 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 }
 
-func TestCheckpointPlanTokenStale(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	ctx := context.Background()
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
-	c := ckCreate(t, e, ws, CheckpointOptions{})
-	ckWrite(t, filepath.Join(proj, "ok.txt"), []byte("one\n"), 0o644)
-	cmp, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, "", "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ckWrite(t, filepath.Join(proj, "other.txt"), []byte("two\n"), 0o644) // after the comparison
-	before := secSnapshot(t, proj)
-	_, err = e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", RestoreOptions{PlanToken: cmp.PlanToken})
-	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
-		t.Fatalf("restore with a stale plan: %v", err)
-	}
-	ckEqual(t, "refused restore", before, secSnapshot(t, proj))
-}
-
 // The traps: nothing but single-link regular files and directories with
 // visible names is captured, and a restore never writes through or over
 // what it did not capture.
@@ -476,48 +456,6 @@ func TestCheckpointStorePlacement(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestCheckpointAutomaticBeforeDeletes(t *testing.T) {
-	e := ckEnv(t, []string{"projects/p/okdir/sub/more.txt"}, nil)
-	ctx := context.Background()
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
-	before := secSnapshot(t, proj)
-
-	st, err := e.fs.Stat(ctx, ws, "okdir")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.fs.Store.DeleteEntry(ctx, ws, "okdir", st.Revision, DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true}, Operator: "bob"}); err != nil {
-		t.Fatal(err)
-	}
-	list, _ := e.fs.ListCheckpoints(ctx, ws)
-	if len(list) != 1 || list[0].Reason != CheckpointBeforeDelete || list[0].Root != "okdir" || list[0].Operator != "bob" {
-		t.Fatalf("after a recursive delete: %+v", list)
-	}
-	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", RestoreOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ckEqual(t, "recursive delete undone", before, secSnapshot(t, proj))
-
-	if err := e.fs.DeleteProject(ctx, "p", "p"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(proj); !os.IsNotExist(err) {
-		t.Fatalf("project still there: %v", err)
-	}
-	list, _ = e.fs.ListCheckpoints(ctx, ws)
-	if len(list) < 2 || list[0].Reason != CheckpointBeforeProjectDelete {
-		t.Fatalf("after a project delete: %+v", list)
-	}
-	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", RestoreOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	got := secSnapshot(t, proj)
-	delete(before, ".") // the root's mode and times are the new directory's
-	delete(got, ".")
-	ckEqual(t, "project delete undone", before, got)
 }
 
 // A checkpoint taken while a writer replaces files holds each file whole:

@@ -1,6 +1,9 @@
 package checkpoint
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -106,4 +109,46 @@ func TestDeleteProjectAutomaticCheckpoint(t *testing.T) {
 	if len(list) != 1 || list[0].ID != auto || list[0].Reason != CheckpointBeforeProjectDelete || list[0].Operator != "bob" || e.exists("projects/p") {
 		t.Fatalf("project delete: auto %q, stored %+v", auto, list)
 	}
+}
+
+func TestCheckpointAutomaticBeforeDeletes(t *testing.T) {
+	e := ckEnv(t, []string{"projects/p/okdir/sub/more.txt"}, nil)
+	ctx := context.Background()
+	ws := secProject("p")
+	proj := filepath.Join(e.projects(), "p")
+	before := secSnapshot(t, proj)
+
+	st, err := e.fs.Stat(ctx, ws, "okdir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fs.Store.DeleteEntry(ctx, ws, "okdir", st.Revision, DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true}, Operator: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := e.fs.ListCheckpoints(ctx, ws)
+	if len(list) != 1 || list[0].Reason != CheckpointBeforeDelete || list[0].Root != "okdir" || list[0].Operator != "bob" {
+		t.Fatalf("after a recursive delete: %+v", list)
+	}
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ckEqual(t, "recursive delete undone", before, secSnapshot(t, proj))
+
+	if err := e.fs.DeleteProject(ctx, "p", "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(proj); !os.IsNotExist(err) {
+		t.Fatalf("project still there: %v", err)
+	}
+	list, _ = e.fs.ListCheckpoints(ctx, ws)
+	if len(list) < 2 || list[0].Reason != CheckpointBeforeProjectDelete {
+		t.Fatalf("after a project delete: %+v", list)
+	}
+	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := secSnapshot(t, proj)
+	delete(before, ".") // the root's mode and times are the new directory's
+	delete(got, ".")
+	ckEqual(t, "project delete undone", before, got)
 }
