@@ -19,16 +19,17 @@ import (
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
-// keepCtx is a WebDAV request's context that asks to keep (method), as the
+// keepReq is a WebDAV request's state that asks to keep (method), as the
 // sidecar builds it under the gateway's keep header.
-func keepCtx(method string) (context.Context, *dav.Unconditional) {
-	ctx, u := dav.WithUnconditional(context.Background())
-	return withPre(ctx, davfs.Precondition{Required: true, Keep: method}), u
+func keepReq(method string) (dav.RequestState, *dav.Unconditional) {
+	st := wdPre(davfs.Precondition{Required: true, Keep: method})
+	st.Kept = &dav.Unconditional{}
+	return st, st.Kept
 }
 
-func davPut(t *testing.T, e *secEnv, ctx context.Context, name, body string) error {
+func davPut(t *testing.T, e *secEnv, st dav.RequestState, name, body string) error {
 	t.Helper()
-	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.fs, st).OpenFile(context.Background(), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -68,13 +69,13 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	bg := context.Background()
 
 	// Without Keep: 428, nothing written, nothing kept.
-	refuse := withPre(bg, davfs.Precondition{Required: true})
+	refuse := wdPre(davfs.Precondition{Required: true})
 	if err := davPut(t, e, refuse, "/projects/p/f.txt", "v2\n"); davfs.ReasonOf(davErr(err)) != "PRECONDITION_REQUIRED" {
 		t.Fatalf("unconditional PUT without keep: %v", err)
 	}
 
-	ctx, u := keepCtx("PUT")
-	if err := davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"); err != nil {
+	st, u := keepReq("PUT")
+	if err := davPut(t, e, st, "/projects/p/f.txt", "v2\n"); err != nil {
 		t.Fatalf("PUT with keep: %v", err)
 	}
 	used, ids := u.Used()
@@ -90,8 +91,8 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	}
 
 	// A create keeps nothing.
-	ctx, u = keepCtx("PUT")
-	if err := davPut(t, e, ctx, "/projects/p/new.txt", "new\n"); err != nil {
+	st, u = keepReq("PUT")
+	if err := davPut(t, e, st, "/projects/p/new.txt", "new\n"); err != nil {
 		t.Fatal(err)
 	}
 	if used, ids := u.Used(); used || len(ids) != 0 {
@@ -100,8 +101,8 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 
 	// A recursive delete keeps the directory, once (the version is its
 	// automatic checkpoint too).
-	ctx, u = keepCtx("DELETE")
-	if err := dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/d"); err != nil {
+	st, u = keepReq("DELETE")
+	if err := dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/d"); err != nil {
 		t.Fatalf("DELETE with keep: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "d")); !os.IsNotExist(err) {
@@ -123,8 +124,8 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	}
 
 	// A MOVE's source loses nothing: it goes ahead, keeping nothing.
-	ctx, u = keepCtx("MOVE")
-	if err := dav.NewFileSystem(e.fs).Rename(ctx, "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
+	st, u = keepReq("MOVE")
+	if err := dav.NewFileSystem(e.fs, st).Rename(context.Background(), "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
 		t.Fatalf("MOVE with keep: %v", err)
 	}
 	if used, ids := u.Used(); !used || len(ids) != 0 {
@@ -151,8 +152,8 @@ func TestVersionBound(t *testing.T) {
 	// v3 prunes v1, which is just old enough; v2 and v3 are young.
 	for i, v := range []string{"v1\n", "v2\n", "v3\n"} {
 		later([]time.Duration{davfs.VersionMinAge, davfs.VersionMinAge, time.Second}[i])
-		ctx, u := keepCtx("PUT")
-		if err := davPut(t, e, ctx, "/projects/p/f.txt", v); err != nil {
+		st, u := keepReq("PUT")
+		if err := davPut(t, e, st, "/projects/p/f.txt", v); err != nil {
 			t.Fatal(err)
 		}
 		_, ids := u.Used()
@@ -171,8 +172,8 @@ func TestVersionBound(t *testing.T) {
 	// Within VersionMinAge of the oldest version (v2), keeping one more
 	// would prune it: the write is refused and changes nothing.
 	later(time.Second)
-	ctx, u := keepCtx("PUT")
-	err := davErr(davPut(t, e, ctx, "/projects/p/f.txt", "v4\n"))
+	st, u := keepReq("PUT")
+	err := davErr(davPut(t, e, st, "/projects/p/f.txt", "v4\n"))
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit || !strings.Contains(err.Error(), "younger than") {
 		t.Fatalf("keep PUT that would prune a young version: %v", err)
 	}
@@ -191,13 +192,13 @@ func TestVersionCannotBeKept(t *testing.T) {
 	ws := secProject("p")
 	big := strings.Repeat("b", 4<<10)
 	ckWrite(t, filepath.Join(e.projects(), "p", "big.txt"), []byte(big), 0o644)
-	ctx, u := keepCtx("PUT")
-	err := davErr(davPut(t, e, ctx, "/projects/p/big.txt", "small\n"))
+	st, u := keepReq("PUT")
+	err := davErr(davPut(t, e, st, "/projects/p/big.txt", "small\n"))
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("PUT over a file too large to keep: %v", err)
 	}
-	ctx, _ = keepCtx("DELETE")
-	if err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+	st, _ = keepReq("DELETE")
+	if err := davErr(dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("DELETE of a file too large to keep: %v", err)
 	}
 	if got := readProj(t, e, "big.txt"); got != big {
@@ -212,8 +213,8 @@ func TestVersionCannotBeKept(t *testing.T) {
 
 	off := secNewEnv(t, "", nil, nil)
 	ckWrite(t, filepath.Join(off.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
-	ctx, _ = keepCtx("PUT")
-	err = davErr(davPut(t, off, ctx, "/projects/p/f.txt", "v2\n"))
+	st, _ = keepReq("PUT")
+	err = davErr(davPut(t, off, st, "/projects/p/f.txt", "v2\n"))
 	if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "services.checkpoints.enabled") {
 		t.Fatalf("keep with checkpoints off: %v", err)
 	}
@@ -226,8 +227,8 @@ func TestVersionIsWhatIsReplaced(t *testing.T) {
 	e := ckEnv(t, nil, nil)
 	p := filepath.Join(e.projects(), "p", "f.txt")
 	ckWrite(t, p, []byte("v1\n"), 0o644)
-	ctx, _ := keepCtx("PUT")
-	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	st, _ := keepReq("PUT")
+	f, err := dav.NewFileSystem(e.fs, st).OpenFile(context.Background(), "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +271,8 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 			ckWrite(t, filepath.Join(dir, "x.txt"), []byte("x\n"), 0o644)
 			tc.setup(dir)
 			before, _ := e.fs.ListCheckpoints(context.Background(), ws)
-			ctx, u := keepCtx("DELETE")
-			err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/"+filepath.Base(dir)))
+			st, u := keepReq("DELETE")
+			err := davErr(dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/"+filepath.Base(dir)))
 			if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "a version cannot keep") {
 				t.Fatalf("keep DELETE of a directory with %s: %v", tc.name, err)
 			}
@@ -314,8 +315,8 @@ func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
 	})
 	ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("x\n"), 0o644)
 	armed = true
-	ctx, _ := keepCtx("DELETE")
-	err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/d"))
+	st, _ := keepReq("DELETE")
+	err := davErr(dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/d"))
 	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
 		t.Fatalf("keep DELETE over work done after the version: %v", err)
 	}
@@ -335,8 +336,8 @@ func TestVersionNeverEvictsManualByBytes(t *testing.T) {
 	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good", Path: "a.txt"})
 	f := strings.Repeat("f", 6<<10)
 	ckWrite(t, filepath.Join(proj, "f.txt"), []byte(f), 0o644)
-	ctx, u := keepCtx("PUT")
-	err := davErr(davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"))
+	st, u := keepReq("PUT")
+	err := davErr(davPut(t, e, st, "/projects/p/f.txt", "v2\n"))
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("keep PUT that only the manual checkpoint's bytes would fit: %v", err)
 	}
@@ -362,8 +363,8 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(proj, "empty", "inner"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, u := keepCtx("DELETE")
-	if err := davErr(dav.NewFileSystem(e.fs).RemoveAll(ctx, "/projects/p/empty")); err != nil {
+	st, u := keepReq("DELETE")
+	if err := davErr(dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/empty")); err != nil {
 		t.Fatalf("keep DELETE of empty directories: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "empty")); !os.IsNotExist(err) {
@@ -377,8 +378,8 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 	}
 
 	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
-	ctx, u = keepCtx("PUT")
-	f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	st, u = keepReq("PUT")
+	f, err := dav.NewFileSystem(e.fs, st).OpenFile(context.Background(), "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,8 +408,8 @@ func TestVersionListHoldingBounded(t *testing.T) {
 	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 5 })
 	ws := secProject("p")
 	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
-	ctx, u := keepCtx("PUT")
-	if err := davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"); err != nil {
+	st, u := keepReq("PUT")
+	if err := davPut(t, e, st, "/projects/p/f.txt", "v2\n"); err != nil {
 		t.Fatal(err)
 	}
 	_, version := u.Used()

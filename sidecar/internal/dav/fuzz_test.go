@@ -276,7 +276,7 @@ func FuzzOps(f *testing.F) {
 					return err
 				case 10:
 					what = "WebDAV.Read"
-					fh, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, pa), os.O_RDONLY, 0)
+					fh, err := dav.NewFileSystem(e.fs, dav.RequestState{}).OpenFile(ctx, secDavName(ws, pa), os.O_RDONLY, 0)
 					if err != nil {
 						return secDavToDav(err)
 					}
@@ -296,10 +296,10 @@ func FuzzOps(f *testing.F) {
 					return secDavToDav(secDavPut(ctx, e.fs, secDavName(ws, pa), body, pre))
 				case 12:
 					what = "WebDAV.Rename"
-					return secDavToDav(dav.NewFileSystem(e.fs).Rename(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa), secDavName(ws, pb)))
+					return secDavToDav(dav.NewFileSystem(e.fs, wdPre(davfs.Precondition{IfMatch: rev})).Rename(ctx, secDavName(ws, pa), secDavName(ws, pb)))
 				default:
 					what = "WebDAV.RemoveAll"
-					return secDavToDav(dav.NewFileSystem(e.fs).RemoveAll(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa)))
+					return secDavToDav(dav.NewFileSystem(e.fs, wdPre(davfs.Precondition{IfMatch: rev})).RemoveAll(ctx, secDavName(ws, pa)))
 				}
 			})
 			secCheckDavErr(t, what, err, e.base)

@@ -261,7 +261,7 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 		return "DeleteEntry", secTry(func() error { return e.fs.DeleteEntry(ctx, sc.ws, p(fmt.Sprintf("sub%d", w)), r, true) })
 	case 11:
 		return "WebDAV.Read", secTry(func() error {
-			fh, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(sc.ws, p("f.txt")), os.O_RDONLY, 0)
+			fh, err := dav.NewFileSystem(e.fs, dav.RequestState{}).OpenFile(ctx, secDavName(sc.ws, p("f.txt")), os.O_RDONLY, 0)
 			if err != nil {
 				return secDavToDav(err)
 			}
@@ -272,7 +272,7 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 		})
 	case 12:
 		return "WebDAV.Write", secTry(func() error {
-			fh, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(sc.ws, p(fmt.Sprintf("v%d.txt", w))), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fh, err := dav.NewFileSystem(e.fs, dav.RequestState{}).OpenFile(ctx, secDavName(sc.ws, p(fmt.Sprintf("v%d.txt", w))), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 			if err != nil {
 				return secDavToDav(err)
 			}
@@ -447,7 +447,7 @@ func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target st
 			io.Closer
 		}
 		err := secTry(func() (err error) {
-			fh, err = dav.NewFileSystem(e.fs).OpenFile(withPre(ctx, pre), secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			fh, err = dav.NewFileSystem(e.fs, wdPre(pre)).OpenFile(ctx, secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 			return err
 		})
 		if err != nil {

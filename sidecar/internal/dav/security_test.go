@@ -402,7 +402,7 @@ func secOps() []secOp {
 		{name: "WebDAV.Read", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
 			r.err = secTry(func() error {
-				f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
+				f, err := dav.NewFileSystem(e.fs, dav.RequestState{}).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
 				if err != nil {
 					return err
 				}
@@ -415,7 +415,7 @@ func secOps() []secOp {
 		}},
 		{name: "WebDAV.Write", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			return secOpResult{err: secTry(func() error {
-				f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, p), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+				f, err := dav.NewFileSystem(e.fs, dav.RequestState{}).OpenFile(ctx, secDavName(ws, p), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 				if err != nil {
 					return err
 				}
@@ -429,12 +429,15 @@ func secOps() []secOp {
 			})}
 		}},
 		{name: "WebDAV.Stat", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { _, err := dav.NewFileSystem(e.fs).Stat(ctx, secDavName(ws, p)); return err })}
+			return secOpResult{err: secTry(func() error {
+				_, err := dav.NewFileSystem(e.fs, dav.RequestState{}).Stat(ctx, secDavName(ws, p))
+				return err
+			})}
 		}},
 		{name: "WebDAV.Readdir", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
 			r.err = secTry(func() error {
-				f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
+				f, err := dav.NewFileSystem(e.fs, dav.RequestState{}).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
 				if err != nil {
 					return err
 				}
@@ -448,22 +451,26 @@ func secOps() []secOp {
 			return r
 		}},
 		{name: "WebDAV.Mkdir", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { return dav.NewFileSystem(e.fs).Mkdir(ctx, secDavName(ws, p), 0o755) })}
+			return secOpResult{err: secTry(func() error { return dav.NewFileSystem(e.fs, dav.RequestState{}).Mkdir(ctx, secDavName(ws, p), 0o755) })}
 		}},
 		{name: "WebDAV.Remove", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { return dav.NewFileSystem(e.fs).RemoveAll(ctx, secDavName(ws, p)) })}
+			return secOpResult{err: secTry(func() error { return dav.NewFileSystem(e.fs, dav.RequestState{}).RemoveAll(ctx, secDavName(ws, p)) })}
 		}},
 		{name: "WebDAV.RenameS", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			_, free := secValid(ws)
 			return secOpResult{
-				err:     secTry(func() error { return dav.NewFileSystem(e.fs).Rename(ctx, secDavName(ws, p), secDavName(ws, free)) }),
+				err: secTry(func() error {
+					return dav.NewFileSystem(e.fs, dav.RequestState{}).Rename(ctx, secDavName(ws, p), secDavName(ws, free))
+				}),
 				touched: []string{free},
 			}
 		}},
 		{name: "WebDAV.RenameD", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
 			src, _ := secValid(ws)
 			return secOpResult{
-				err:     secTry(func() error { return dav.NewFileSystem(e.fs).Rename(ctx, secDavName(ws, src), secDavName(ws, p)) }),
+				err: secTry(func() error {
+					return dav.NewFileSystem(e.fs, dav.RequestState{}).Rename(ctx, secDavName(ws, src), secDavName(ws, p))
+				}),
 				touched: []string{src},
 			}
 		}},
@@ -796,7 +803,7 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 	}
 
 	err = secTry(func() error {
-		f, err := dav.NewFileSystem(e.fs).OpenFile(ctx, secDavName(ws, dir), os.O_RDONLY, 0)
+		f, err := dav.NewFileSystem(e.fs, dav.RequestState{}).OpenFile(ctx, secDavName(ws, dir), os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -1387,7 +1394,7 @@ func TestSecCursorConfinement(t *testing.T) {
 
 // secDavPut writes body through the webdav.FileSystem like a PUT does.
 func secDavPut(ctx context.Context, f *davfs.FS, name string, body []byte, pre davfs.Precondition) error {
-	fh, err := dav.NewFileSystem(f).OpenFile(withPre(ctx, pre), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	fh, err := dav.NewFileSystem(f, wdPre(pre)).OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
