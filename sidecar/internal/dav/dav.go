@@ -254,12 +254,8 @@ const allowAll = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, 
 // workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
 // or the name itself for the levels above.
 func workspaceOf(name string) string {
-	if rest, ok := strings.CutPrefix(name, "/projects/"); ok {
-		p, _, _ := strings.Cut(rest, "/")
-		return "/projects/" + p
-	}
-	if name == "/global" || strings.HasPrefix(name, "/global/") {
-		return "/global"
+	if ws := davwire.Locate(strings.Split(strings.Trim(name, "/"), "/")).Workspace(); ws != "" {
+		return ws
 	}
 	return name
 }

@@ -1,8 +1,6 @@
 package dav
 
 import (
-	"github.com/agentworkspace/files/davfs"
-
 	"context"
 	"os"
 	"path"
@@ -11,6 +9,9 @@ import (
 	"time"
 
 	"golang.org/x/net/webdav"
+
+	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 // NewFileSystem returns the webdav.FileSystem of f, over its namespaces:
@@ -196,8 +197,9 @@ func cleanDavName(name string) string {
 	return "/" + strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == '/' }), "/")
 }
 
-// parse maps a WebDAV name to its level, workspace and relative path. It
-// refuses "." and ".." segments; every other check is the core's.
+// parse maps a WebDAV name to its level, workspace and relative path by
+// the one WebDAV grammar (davwire.Locate). It refuses "." and ".."
+// segments; every other check is the core's.
 func parse(name string) (target, *davfs.Error) {
 	clean := cleanDavName(name)
 	t := target{name: clean}
@@ -211,25 +213,22 @@ func parse(name string) (target, *davfs.Error) {
 			return t, newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidPath, "path must not contain . or .. segments")
 		}
 	}
-	switch segs[0] {
-	case dirProjects:
-		if len(segs) == 1 {
-			t.level = levelProjects
-			return t, nil
-		}
+	pl := davwire.Locate(segs)
+	switch {
+	case pl.Scope == davwire.ScopeProject && pl.Project == "":
+		t.level = levelProjects
+	case pl.Scope == davwire.ScopeProject:
 		t.level = levelWorkspace
-		t.ws = davfs.Workspace{Scope: davfs.ScopeProject, Project: segs[1]}
-		t.path = strings.Join(segs[2:], "/")
-	case dirGlobal:
-		if len(segs) == 1 {
-			t.level = levelGlobalRoot
-			return t, nil
-		}
+		t.ws = davfs.Workspace{Scope: davfs.ScopeProject, Project: pl.Project}
+		t.path = pl.RelPath
+	case pl.Scope == davwire.ScopeGlobal && len(segs) == 1:
+		t.level = levelGlobalRoot
+	case pl.Scope == davwire.ScopeGlobal:
 		// Every name under /global/ goes to the core, which alone decides
 		// what is reachable (skills/**, AGENTS.md) and refuses the rest.
 		t.level = levelWorkspace
 		t.ws = davfs.Workspace{Scope: davfs.ScopeGlobal}
-		t.path = strings.Join(segs[1:], "/")
+		t.path = pl.RelPath
 	default:
 		t.level = levelNone
 	}
