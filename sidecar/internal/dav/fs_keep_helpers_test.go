@@ -1,7 +1,6 @@
 package dav_test
 
-// The checkpoint fixtures of the keep tests (fs_keep_test.go), as davfs's
-// checkpoint tests have them.
+// The checkpoint fixtures of the keep tests (fs_keep_test.go).
 
 import (
 	"context"
@@ -10,11 +9,14 @@ import (
 	"testing"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 )
 
-func ckEnv(t *testing.T, layout []string, tweak func(*davfs.Config)) *secEnv {
+// keepEnv is an adversarial tree with checkpoints on (automatic too),
+// their store beside the roots; tweak may adjust the Config further.
+func keepEnv(t *testing.T, tweak func(*davfs.Config)) *sectree.Env {
 	t.Helper()
-	return secNewEnv(t, "", layout, func(c *davfs.Config) {
+	return sectree.NewEnv(t, "", nil, func(c *davfs.Config) {
 		c.Checkpoints = davfs.CheckpointConfig{Dir: filepath.Join(filepath.Dir(c.ProjectsRoot), "store"), Automatic: true}
 		if tweak != nil {
 			tweak(c)
@@ -22,22 +24,22 @@ func ckEnv(t *testing.T, layout []string, tweak func(*davfs.Config)) *secEnv {
 	})
 }
 
-func ckWrite(t *testing.T, p string, b []byte, mode os.FileMode) {
+// keepWrite puts b at the host path p, making its directories.
+func keepWrite(t *testing.T, p string, b []byte) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
+	err := os.MkdirAll(filepath.Dir(p), 0o755)
+	if err == nil {
+		err = os.WriteFile(p, b, 0o644)
 	}
-	if err := os.WriteFile(p, b, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func ckCreate(t *testing.T, e *secEnv, ws davfs.Workspace, opts davfs.CheckpointOptions) davfs.Checkpoint {
+// keepCheckpoint creates a checkpoint of ws the test needs.
+func keepCheckpoint(t *testing.T, e *sectree.Env, ws davfs.Workspace, opts davfs.CheckpointOptions) davfs.Checkpoint {
 	t.Helper()
-	c, err := e.fs.CreateCheckpoint(context.Background(), ws, opts)
+	c, err := e.FS.CreateCheckpoint(context.Background(), ws, opts)
 	if err != nil {
 		t.Fatalf("CreateCheckpoint: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
@@ -27,9 +28,9 @@ func keepReq(method string) (dav.RequestState, *dav.Unconditional) {
 	return st, st.Kept
 }
 
-func davPut(t *testing.T, e *secEnv, st dav.RequestState, name, body string) error {
+func davPut(t *testing.T, e *sectree.Env, st dav.RequestState, name, body string) error {
 	t.Helper()
-	f, err := dav.NewFileSystem(e.fs, st).OpenFile(context.Background(), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.FS, st).OpenFile(context.Background(), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -51,9 +52,9 @@ func davErr(err error) error {
 	return err
 }
 
-func readProj(t *testing.T, e *secEnv, rel string) string {
+func readProj(t *testing.T, e *sectree.Env, rel string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.projects(), "p", rel))
+	b, err := os.ReadFile(filepath.Join(e.Projects(), "p", rel))
 	if err != nil {
 		return "<" + err.Error() + ">"
 	}
@@ -61,11 +62,11 @@ func readProj(t *testing.T, e *secEnv, rel string) string {
 }
 
 func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
-	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
-	ckWrite(t, filepath.Join(proj, "d/x.txt"), []byte("x\n"), 0o644)
+	e := keepEnv(t, nil)
+	ws := sectree.Project("p")
+	proj := filepath.Join(e.Projects(), "p")
+	keepWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"))
+	keepWrite(t, filepath.Join(proj, "d/x.txt"), []byte("x\n"))
 	bg := context.Background()
 
 	// Without Keep: 428, nothing written, nothing kept.
@@ -82,11 +83,11 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	if got := readProj(t, e, "f.txt"); got != "v2\n" || !used || len(ids) != 1 {
 		t.Fatalf("after PUT: %q, used %v, versions %v", got, used, ids)
 	}
-	vs, _, err := e.fs.ListCheckpointsHolding(bg, ws, "f.txt")
+	vs, _, err := e.FS.ListCheckpointsHolding(bg, ws, "f.txt")
 	if err != nil || len(vs) != 1 || vs[0].ID != ids[0] || vs[0].Reason != davfs.CheckpointBeforeWebDAVWrite || vs[0].Label != "WebDAV PUT" || vs[0].Root != "f.txt" || vs[0].Files != 1 {
 		t.Fatalf("versions of f.txt: %+v %v", vs, err)
 	}
-	if vs, _, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 0 {
+	if vs, _, _ := e.FS.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 0 {
 		t.Fatalf("a version of f.txt holds d/x.txt: %+v", vs)
 	}
 
@@ -102,21 +103,21 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	// A recursive delete keeps the directory, once (the version is its
 	// automatic checkpoint too).
 	st, u = keepReq("DELETE")
-	if err := dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/d"); err != nil {
+	if err := dav.NewFileSystem(e.FS, st).RemoveAll(context.Background(), "/projects/p/d"); err != nil {
 		t.Fatalf("DELETE with keep: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "d")); !os.IsNotExist(err) {
 		t.Fatalf("d still there: %v", err)
 	}
 	_, ids = u.Used()
-	all, _ := e.fs.ListCheckpoints(bg, ws)
+	all, _ := e.FS.ListCheckpoints(bg, ws)
 	if len(ids) != 1 || len(all) != 2 || all[0].ID != ids[0] || all[0].Root != "d" || all[0].Files != 1 {
 		t.Fatalf("after DELETE of d: versions %v, checkpoints %+v", ids, all)
 	}
-	if vs, _, _ := e.fs.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 1 || vs[0].ID != ids[0] {
+	if vs, _, _ := e.FS.ListCheckpointsHolding(bg, ws, "d/x.txt"); len(vs) != 1 || vs[0].ID != ids[0] {
 		t.Fatalf("the directory's version does not list d/x.txt: %+v", vs)
 	}
-	if _, err := e.fs.RestoreCheckpoint(bg, ws, ids[0], "", davfs.RestoreOptions{}); err != nil {
+	if _, err := e.FS.RestoreCheckpoint(bg, ws, ids[0], "", davfs.RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readProj(t, e, "d/x.txt"); got != "x\n" {
@@ -125,7 +126,7 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 
 	// A MOVE's source loses nothing: it goes ahead, keeping nothing.
 	st, u = keepReq("MOVE")
-	if err := dav.NewFileSystem(e.fs, st).Rename(context.Background(), "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
+	if err := dav.NewFileSystem(e.FS, st).Rename(context.Background(), "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
 		t.Fatalf("MOVE with keep: %v", err)
 	}
 	if used, ids := u.Used(); !used || len(ids) != 0 {
@@ -138,16 +139,16 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 func TestVersionBound(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
-	e := ckEnv(t, nil, func(c *davfs.Config) {
+	e := keepEnv(t, func(c *davfs.Config) {
 		c.Checkpoints.MaxPerWorkspace = 1
 		c.Checkpoints.MaxVersionsPerWorkspace = 2
 		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	})
 	later := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	bg := context.Background()
-	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v0\n"), 0o644)
-	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good"})
+	keepWrite(t, filepath.Join(e.Projects(), "p", "f.txt"), []byte("v0\n"))
+	manual := keepCheckpoint(t, e, ws, davfs.CheckpointOptions{Label: "known good"})
 	var kept []string
 	// v3 prunes v1, which is just old enough; v2 and v3 are young.
 	for i, v := range []string{"v1\n", "v2\n", "v3\n"} {
@@ -159,7 +160,7 @@ func TestVersionBound(t *testing.T) {
 		_, ids := u.Used()
 		kept = append(kept, ids...)
 	}
-	list, _ := e.fs.ListCheckpoints(bg, ws)
+	list, _ := e.FS.ListCheckpoints(bg, ws)
 	var got []string
 	for _, c := range list {
 		got = append(got, c.ID)
@@ -180,7 +181,7 @@ func TestVersionBound(t *testing.T) {
 	if used, _ := u.Used(); used || readProj(t, e, "f.txt") != "v3\n" {
 		t.Fatalf("a refused keep PUT: used %v, f.txt %q", used, readProj(t, e, "f.txt"))
 	}
-	if list, _ := e.fs.ListCheckpoints(bg, ws); len(list) != 3 {
+	if list, _ := e.FS.ListCheckpoints(bg, ws); len(list) != 3 {
 		t.Fatalf("after the refused PUT: %+v", list)
 	}
 }
@@ -188,17 +189,17 @@ func TestVersionBound(t *testing.T) {
 // A version that cannot be stored refuses the write, which changes
 // nothing; with checkpoints off the write is refused saying keeping is off.
 func TestVersionCannotBeKept(t *testing.T) {
-	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 1 << 10 })
-	ws := secProject("p")
+	e := keepEnv(t, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 1 << 10 })
+	ws := sectree.Project("p")
 	big := strings.Repeat("b", 4<<10)
-	ckWrite(t, filepath.Join(e.projects(), "p", "big.txt"), []byte(big), 0o644)
+	keepWrite(t, filepath.Join(e.Projects(), "p", "big.txt"), []byte(big))
 	st, u := keepReq("PUT")
 	err := davErr(davPut(t, e, st, "/projects/p/big.txt", "small\n"))
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("PUT over a file too large to keep: %v", err)
 	}
 	st, _ = keepReq("DELETE")
-	if err := davErr(dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+	if err := davErr(dav.NewFileSystem(e.FS, st).RemoveAll(context.Background(), "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("DELETE of a file too large to keep: %v", err)
 	}
 	if got := readProj(t, e, "big.txt"); got != big {
@@ -207,12 +208,12 @@ func TestVersionCannotBeKept(t *testing.T) {
 	if used, _ := u.Used(); used {
 		t.Error("a refused write is recorded as unconditional")
 	}
-	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+	if list, _ := e.FS.ListCheckpoints(context.Background(), ws); len(list) != 0 {
 		t.Fatalf("a refused version was kept: %+v", list)
 	}
 
-	off := secNewEnv(t, "", nil, nil)
-	ckWrite(t, filepath.Join(off.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
+	off := sectree.NewEnv(t, "", nil, nil)
+	keepWrite(t, filepath.Join(off.Projects(), "p", "f.txt"), []byte("v1\n"))
 	st, _ = keepReq("PUT")
 	err = davErr(davPut(t, off, st, "/projects/p/f.txt", "v2\n"))
 	if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "services.checkpoints.enabled") {
@@ -224,15 +225,15 @@ func TestVersionCannotBeKept(t *testing.T) {
 // version and the commit makes the commit refuse (REVISION_MISMATCH), and
 // the agent's bytes stay.
 func TestVersionIsWhatIsReplaced(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	p := filepath.Join(e.projects(), "p", "f.txt")
-	ckWrite(t, p, []byte("v1\n"), 0o644)
+	e := keepEnv(t, nil)
+	p := filepath.Join(e.Projects(), "p", "f.txt")
+	keepWrite(t, p, []byte("v1\n"))
 	st, _ := keepReq("PUT")
-	f, err := dav.NewFileSystem(e.fs, st).OpenFile(context.Background(), "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.FS, st).OpenFile(context.Background(), "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckWrite(t, p, []byte("the agent's v1.5\n"), 0o644) // after the version, before the commit
+	keepWrite(t, p, []byte("the agent's v1.5\n")) // after the version, before the commit
 	// Refused when the upload starts (checked before the body streams) or
 	// at the commit.
 	_, err = io.WriteString(f, "client v2\n")
@@ -251,16 +252,16 @@ func TestVersionIsWhatIsReplaced(t *testing.T) {
 // a version cannot keep (.git, a symlink) is refused: the recursive delete
 // would unlink them for good. Nothing is deleted and no version is left.
 func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
+	e := keepEnv(t, nil)
+	ws := sectree.Project("p")
+	proj := filepath.Join(e.Projects(), "p")
 	for _, tc := range []struct {
 		name  string
 		setup func(dir string)
 	}{
-		{".git", func(dir string) { ckWrite(t, filepath.Join(dir, ".git", "config"), []byte("[core]\n"), 0o644) }},
+		{".git", func(dir string) { keepWrite(t, filepath.Join(dir, ".git", "config"), []byte("[core]\n")) }},
 		{"symlink", func(dir string) {
-			ckWrite(t, filepath.Join(dir, "canary.txt"), []byte("canary\n"), 0o644)
+			keepWrite(t, filepath.Join(dir, "canary.txt"), []byte("canary\n"))
 			if err := os.Symlink("canary.txt", filepath.Join(dir, "link")); err != nil {
 				t.Fatal(err)
 			}
@@ -268,11 +269,11 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(proj, "d-"+strings.TrimPrefix(tc.name, "."))
-			ckWrite(t, filepath.Join(dir, "x.txt"), []byte("x\n"), 0o644)
+			keepWrite(t, filepath.Join(dir, "x.txt"), []byte("x\n"))
 			tc.setup(dir)
-			before, _ := e.fs.ListCheckpoints(context.Background(), ws)
+			before, _ := e.FS.ListCheckpoints(context.Background(), ws)
 			st, u := keepReq("DELETE")
-			err := davErr(dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/"+filepath.Base(dir)))
+			err := davErr(dav.NewFileSystem(e.FS, st).RemoveAll(context.Background(), "/projects/p/"+filepath.Base(dir)))
 			if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "a version cannot keep") {
 				t.Fatalf("keep DELETE of a directory with %s: %v", tc.name, err)
 			}
@@ -282,7 +283,7 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 			if used, ids := u.Used(); used || len(ids) != 0 {
 				t.Fatalf("a refused delete recorded used %v, versions %v", used, ids)
 			}
-			if after, _ := e.fs.ListCheckpoints(context.Background(), ws); len(after) != len(before) {
+			if after, _ := e.FS.ListCheckpoints(context.Background(), ws); len(after) != len(before) {
 				t.Fatalf("the refused delete left a version: %+v", after)
 			}
 		})
@@ -296,27 +297,27 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 // captured is never deleted, even when another client reads the directory
 // again (handing its revision out later) before the delete runs.
 func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
-	var e *secEnv
+	var e *sectree.Env
 	var armed bool
-	ws := secProject("p")
-	e = ckEnv(t, nil, func(c *davfs.Config) {
+	ws := sectree.Project("p")
+	e = keepEnv(t, func(c *davfs.Config) {
 		c.CheckpointObserver = func(op string, _ time.Duration, _ int64, err error) {
 			if op != "create" || !armed || err != nil {
 				return
 			}
 			armed = false
 			time.Sleep(20 * time.Millisecond) // past the kernel's ctime tick
-			ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("the agent's x2\n"), 0o644)
+			keepWrite(t, filepath.Join(e.Projects(), "p", "d", "x.txt"), []byte("the agent's x2\n"))
 			time.Sleep(20 * time.Millisecond)
-			if _, err := e.fs.Stat(context.Background(), ws, "d"); err != nil { // another client's PROPFIND
+			if _, err := e.FS.Stat(context.Background(), ws, "d"); err != nil { // another client's PROPFIND
 				t.Error(err)
 			}
 		}
 	})
-	ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("x\n"), 0o644)
+	keepWrite(t, filepath.Join(e.Projects(), "p", "d", "x.txt"), []byte("x\n"))
 	armed = true
 	st, _ := keepReq("DELETE")
-	err := davErr(dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/d"))
+	err := davErr(dav.NewFileSystem(e.FS, st).RemoveAll(context.Background(), "/projects/p/d"))
 	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
 		t.Fatalf("keep DELETE over work done after the version: %v", err)
 	}
@@ -329,13 +330,13 @@ func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
 // when only that would make room, the write is refused (CHECKPOINT_LIMIT)
 // and nothing changes.
 func TestVersionNeverEvictsManualByBytes(t *testing.T) {
-	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 12 << 10 })
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
-	ckWrite(t, filepath.Join(proj, "a.txt"), []byte(strings.Repeat("a", 8<<10)), 0o644)
-	manual := ckCreate(t, e, ws, davfs.CheckpointOptions{Label: "known good", Path: "a.txt"})
+	e := keepEnv(t, func(c *davfs.Config) { c.Checkpoints.MaxTotalBytes = 12 << 10 })
+	ws := sectree.Project("p")
+	proj := filepath.Join(e.Projects(), "p")
+	keepWrite(t, filepath.Join(proj, "a.txt"), []byte(strings.Repeat("a", 8<<10)))
+	manual := keepCheckpoint(t, e, ws, davfs.CheckpointOptions{Label: "known good", Path: "a.txt"})
 	f := strings.Repeat("f", 6<<10)
-	ckWrite(t, filepath.Join(proj, "f.txt"), []byte(f), 0o644)
+	keepWrite(t, filepath.Join(proj, "f.txt"), []byte(f))
 	st, u := keepReq("PUT")
 	err := davErr(davPut(t, e, st, "/projects/p/f.txt", "v2\n"))
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
@@ -347,7 +348,7 @@ func TestVersionNeverEvictsManualByBytes(t *testing.T) {
 	if used, _ := u.Used(); used {
 		t.Error("a refused write is recorded as unconditional")
 	}
-	list, _ := e.fs.ListCheckpoints(context.Background(), ws)
+	list, _ := e.FS.ListCheckpoints(context.Background(), ws)
 	if len(list) != 1 || list[0].ID != manual.ID {
 		t.Fatalf("checkpoints %+v, want only the manual one", list)
 	}
@@ -357,14 +358,14 @@ func TestVersionNeverEvictsManualByBytes(t *testing.T) {
 // removes every directory it empties), nor for a PUT whose upload is
 // aborted: neither uses up the versions' bound.
 func TestVersionNotKeptForNothing(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
+	e := keepEnv(t, nil)
+	ws := sectree.Project("p")
+	proj := filepath.Join(e.Projects(), "p")
 	if err := os.MkdirAll(filepath.Join(proj, "empty", "inner"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	st, u := keepReq("DELETE")
-	if err := davErr(dav.NewFileSystem(e.fs, st).RemoveAll(context.Background(), "/projects/p/empty")); err != nil {
+	if err := davErr(dav.NewFileSystem(e.FS, st).RemoveAll(context.Background(), "/projects/p/empty")); err != nil {
 		t.Fatalf("keep DELETE of empty directories: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "empty")); !os.IsNotExist(err) {
@@ -373,13 +374,13 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 	if used, ids := u.Used(); !used || len(ids) != 0 {
 		t.Fatalf("keep DELETE of empty directories: used %v, versions %v", used, ids)
 	}
-	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+	if list, _ := e.FS.ListCheckpoints(context.Background(), ws); len(list) != 0 {
 		t.Fatalf("empty directories left checkpoints: %+v", list)
 	}
 
-	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
+	keepWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"))
 	st, u = keepReq("PUT")
-	f, err := dav.NewFileSystem(e.fs, st).OpenFile(context.Background(), "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.FS, st).OpenFile(context.Background(), "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 	if _, ids := u.Used(); len(ids) != 0 {
 		t.Fatalf("an aborted PUT reports versions %v", ids)
 	}
-	if list, _ := e.fs.ListCheckpoints(context.Background(), ws); len(list) != 0 {
+	if list, _ := e.FS.ListCheckpoints(context.Background(), ws); len(list) != 0 {
 		t.Fatalf("an aborted PUT left its version: %+v", list)
 	}
 }
@@ -405,9 +406,9 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 // newest first, and says when it left older candidates out; a version of
 // the path itself answers from its description.
 func TestVersionListHoldingBounded(t *testing.T) {
-	e := ckEnv(t, nil, func(c *davfs.Config) { c.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 5 })
-	ws := secProject("p")
-	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
+	e := keepEnv(t, func(c *davfs.Config) { c.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 5 })
+	ws := sectree.Project("p")
+	keepWrite(t, filepath.Join(e.Projects(), "p", "f.txt"), []byte("v1\n"))
 	st, u := keepReq("PUT")
 	if err := davPut(t, e, st, "/projects/p/f.txt", "v2\n"); err != nil {
 		t.Fatal(err)
@@ -420,16 +421,16 @@ func TestVersionListHoldingBounded(t *testing.T) {
 	// Exactly MaxHoldingDecodes candidates: every one is decoded, nothing
 	// is left out.
 	for i := 0; i < davfs.MaxHoldingDecodes; i++ {
-		full = append(full, ckCreate(t, e, ws, davfs.CheckpointOptions{}).ID)
+		full = append(full, keepCheckpoint(t, e, ws, davfs.CheckpointOptions{}).ID)
 	}
-	got, truncated, err := e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
+	got, truncated, err := e.FS.ListCheckpointsHolding(context.Background(), ws, "f.txt")
 	if err != nil || truncated || len(got) != davfs.MaxHoldingDecodes+1 || got[0].ID != full[len(full)-1] || got[len(got)-1].ID != version[0] {
 		t.Fatalf("holding f.txt under the bound: %d checkpoints, truncated %v, %v (want all %d and not truncated)", len(got), truncated, err, davfs.MaxHoldingDecodes+1)
 	}
 	for i := 0; i < 2; i++ {
-		full = append(full, ckCreate(t, e, ws, davfs.CheckpointOptions{}).ID)
+		full = append(full, keepCheckpoint(t, e, ws, davfs.CheckpointOptions{}).ID)
 	}
-	got, truncated, err = e.fs.ListCheckpointsHolding(context.Background(), ws, "f.txt")
+	got, truncated, err = e.FS.ListCheckpointsHolding(context.Background(), ws, "f.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +438,7 @@ func TestVersionListHoldingBounded(t *testing.T) {
 		t.Fatalf("holding f.txt over the bound: %d checkpoints, truncated %v (want the %d newest full ones and the version, truncated)", len(got), truncated, davfs.MaxHoldingDecodes)
 	}
 	// Without a path nothing is decoded and nothing left out.
-	if all, truncated, err := e.fs.ListCheckpointsHolding(context.Background(), ws, ""); err != nil || truncated || len(all) != len(full)+1 {
+	if all, truncated, err := e.FS.ListCheckpointsHolding(context.Background(), ws, ""); err != nil || truncated || len(all) != len(full)+1 {
 		t.Fatalf("unfiltered: %d checkpoints, truncated %v, %v", len(all), truncated, err)
 	}
 }
