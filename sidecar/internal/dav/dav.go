@@ -202,8 +202,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "PROPFIND":
 		st.ListingReuse = true
 	}
-	q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
-	st.Kept, st.AutoCheckpoints = q.uncond, q.autos
+	if davwire.Methods[r.Method] { // only writes keep versions or take checkpoints
+		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
+		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
+	}
 	q.fs = noMultiLinks{NewFileSystem(h.dfs, st)}
 	q.rec.before = func() { q.keptHeaders(false) }
 	q.r = r
@@ -409,9 +411,10 @@ func (q *request) prepareMethod() bool {
 	r, hdr := q.r, q.rec.Header()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodPost:
-		hdr.Set("Cache-Control", "no-store")
-		hdr.Set("Content-Type", ContentType(path.Base(q.src)))
-		hdr.Set("X-Content-Type-Options", "nosniff")
+		// Canonical keys, assigned directly: the hot path of small GETs.
+		hdr["Cache-Control"] = []string{"no-store"}
+		hdr["Content-Type"] = []string{ContentType(path.Base(q.src))}
+		hdr["X-Content-Type-Options"] = []string{"nosniff"}
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
 		switch r.Header.Get("Depth") {

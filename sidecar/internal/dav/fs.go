@@ -194,7 +194,18 @@ func (t target) isWorkspaceRoot() bool {
 // refuse them too), so a name can never climb from one namespace into
 // another by lexical cleaning.
 func cleanDavName(name string) string {
+	if isCleanName(name) {
+		return name // what the handler hands the library: no copy
+	}
 	return "/" + strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == '/' }), "/")
+}
+
+// isCleanName reports whether name already is "/" or "/a/b".
+func isCleanName(name string) bool {
+	if name == "/" {
+		return true
+	}
+	return len(name) > 1 && name[0] == '/' && name[len(name)-1] != '/' && !strings.Contains(name, "//")
 }
 
 // parse maps a WebDAV name to its level, workspace and relative path by
