@@ -17,7 +17,9 @@ func errProtected(format string, args ...any) *Error {
 // existing name of any kind is AlreadyExists and is left untouched
 // (O_CREAT|O_EXCL, mkdirat). The mode is set with fchmod so the umask does
 // not change it. At the Global root only the file AGENTS.md can be created.
-func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string, typ EntryType) (Entry, error) {
+// A directory revision it returns counts as shown to a client unless use
+// says ForMutation (seen.go).
+func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string, typ EntryType, use ...Use) (Entry, error) {
 	if typ != TypeFile && typ != TypeDirectory {
 		return Entry{}, newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "type must be FILE or DIRECTORY")
 	}
@@ -50,7 +52,7 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 	if err := fdio.FsyncDir(pfd); err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
-	f.handOut(ctx, e)
+	f.handOut(use, e)
 	return e, err
 }
 

@@ -287,12 +287,12 @@ func TestForMutationIsNotARead(t *testing.T) {
 	must(t, err)
 	time.Sleep(tick)
 	e.write("projects/p/d/sub/deep/c.txt", "new work")
-	again, err := e.fs.Stat(ForMutation(bg), proj("p"), "d")
+	again, err := e.fs.Stat(bg, proj("p"), "d", ForMutation)
 	must(t, err)
 	if again.Revision != st.Revision {
 		t.Fatal("d's revision moved")
 	}
-	wantErr(t, e.fs.DeleteEntry(ForMutation(bg), proj("p"), "d", st.Revision, true), CodeAborted, ReasonRevisionMismatch)
+	wantErr(t, e.fs.DeleteEntry(bg, proj("p"), "d", st.Revision, true), CodeAborted, ReasonRevisionMismatch)
 	if _, err := e.fs.Stat(bg, proj("p"), "d"); err != nil {
 		t.Fatal(err)
 	}

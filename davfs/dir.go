@@ -113,7 +113,7 @@ func (d *Dir) Stat(ctx context.Context, name string) (Entry, error) {
 	if name != "" {
 		rel = d.Child(name)
 	}
-	return d.f.Stat(ForMutation(ctx), d.p.ws, rel)
+	return d.f.Stat(ctx, d.p.ws, rel, ForMutation)
 }
 
 // Child is the workspace path of name in d.
@@ -126,9 +126,8 @@ const dirChunk = 1024
 // Entries calls fn with the Entries a listing of d shows (unsorted),
 // dirChunk at a time.
 func (d *Dir) Entries(ctx context.Context, fn func([]Entry)) error {
-	ctx = ForMutation(ctx)
 	if d.GlobalRoot() {
-		es, err := d.f.ReadDir(ctx, d.p.ws, d.p.rel)
+		es, err := d.f.ReadDir(ctx, d.p.ws, d.p.rel, ForMutation)
 		if err != nil {
 			return err
 		}

@@ -203,8 +203,8 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 	if err != nil {
 		return Page{}, err
 	}
-	f.handOut(ctx, entries...)
-	f.handOut(ctx, Entry{Type: TypeDirectory, Revision: rev})
+	f.handOut(nil, entries...)
+	f.handOut(nil, Entry{Type: TypeDirectory, Revision: rev})
 	p := Page{Entries: entries, DirectoryRevision: rev}
 	if more && len(page) > 0 {
 		p.NextCursor = f.nextCursor(w, dir, rev, page[len(page)-1])
@@ -273,7 +273,9 @@ func selectSmallest(a []listed, n int) {
 // ReadDir returns every visible entry of a directory (directories first, then
 // by name), without paging, for WebDAV PROPFIND. Revisions come from the
 // stat-keyed hash cache, so a warm listing re-reads no file.
-func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, error) {
+// A directory revision it returns counts as shown to a client unless use
+// says ForMutation (seen.go).
+func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string, use ...Use) ([]Entry, error) {
 	w, err := f.resolve(ws, dir)
 	if err != nil {
 		return nil, err
@@ -289,6 +291,6 @@ func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, er
 	defer unix.Close(fd)
 	slices.SortFunc(items, listedLess)
 	es, err := f.entriesOf(ctx, fd, w, items)
-	f.handOut(ctx, es...)
+	f.handOut(use, es...)
 	return es, err
 }

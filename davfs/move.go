@@ -16,7 +16,9 @@ import (
 // AGENTS.md (PermissionDenied/PROTECTED), a destination outside skills/ in
 // Global, and a directory into itself or a descendant
 // (FailedPrecondition/MOVE_INTO_SELF). No copy+delete fallback.
-func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevision string) (Entry, error) {
+// A directory revision it returns counts as shown to a client unless use
+// says ForMutation (seen.go).
+func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevision string, use ...Use) (Entry, error) {
 	if expectedRevision == "" {
 		return Entry{}, errRevisionRequired()
 	}
@@ -62,7 +64,7 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 	if err := fdio.FsyncDir(spfd); err != nil {
 		return Entry{}, fsErr(err, src)
 	}
-	f.handOut(ctx, e)
+	f.handOut(use, e)
 	return e, err
 }
 

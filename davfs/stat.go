@@ -136,9 +136,11 @@ func skip(err error) bool {
 // Global root is virtual: a directory whose revision covers its two
 // children. A symlink is refused (PermissionDenied/SYMLINK); FIFOs,
 // sockets and devices are FailedPrecondition/NOT_REGULAR.
-func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error) {
+// A directory revision it returns counts as shown to a client unless use
+// says ForMutation (seen.go).
+func (f *FS) Stat(ctx context.Context, ws Workspace, path string, use ...Use) (Entry, error) {
 	if e, ok := f.statQuick(ws, path); ok {
-		f.handOut(ctx, e)
+		f.handOut(use, e)
 		return e, nil
 	}
 	w, err := f.resolve(ws, path)
@@ -147,7 +149,7 @@ func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error)
 	}
 	e, err := f.stat(w)
 	if err == nil {
-		f.handOut(ctx, e)
+		f.handOut(use, e)
 	}
 	return e, err
 }

@@ -198,7 +198,7 @@ func (s *dirStream[T]) work(more func()) {
 		if err != nil {
 			r.err = err
 		} else if len(es) > 0 {
-			s.f.handOut(s.ctx, es...)
+			s.f.handOut(nil, es...)
 			r.v, r.ok = s.produce(es), true
 		}
 		if es != nil {

@@ -10,9 +10,8 @@
 //     "\", control characters, invalid UTF-8 → 400 INVALID_PATH). Nothing
 //     is cleaned: what is logged and audited is what is acted on;
 //   - If-Match / If-None-Match and the entity tags of If: lists handed
-//     through the adapter (WithPreconditions) to davfs, which checks them
-//     at commit under
-//     its mutation lock; a replacing or removing write with neither a
+//     through the request's FileSystem (RequestState) to davfs, which
+//     checks them at commit under its mutation lock; a replacing or removing write with neither a
 //     precondition nor a held lock gets 428 (unless
 //     Options.AllowUnconditionalWrites, or the gateway's
 //     X-Workspace-Unconditional-Writes: keep with checkpoints enabled:
@@ -113,7 +112,6 @@ const (
 type Handler struct {
 	dfs       *davfs.FS
 	ck        *checkpoint.Store
-	fs        webdav.FileSystem
 	opts      Options
 	metrics   *metrics
 	locks     *lockPins
@@ -148,7 +146,6 @@ func New(fs *davfs.FS, ck *checkpoint.Store, opts Options) *Handler {
 	return &Handler{
 		dfs:       fs,
 		ck:        ck,
-		fs:        noMultiLinks{NewFileSystem(fs, ck)},
 		opts:      opts,
 		metrics:   newMetrics(opts.Registerer),
 		locks:     newLockPins(opts.MaxLocks, opts.MaxLocksPerOperator, hex.EncodeToString(b[6:])+"-"),
@@ -163,6 +160,7 @@ type request struct {
 	r        *http.Request
 	rec      *recorder
 	ctx      context.Context
+	fs       webdav.FileSystem // the request's FileSystem (RequestState)
 	errs     *ErrorLog
 	prefix   string
 	src, dst string // WebDAV names (prefix stripped, unescaped, no trailing slash)
@@ -190,13 +188,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(davwire.RequestIDHeader, rid)
 	q := &request{h: h, rec: &recorder{w: w}}
-	q.ctx, q.errs = WithErrorLog(r.Context())
+	q.ctx, q.errs = r.Context(), &ErrorLog{}
+	st := RequestState{Preconditions: q.precondition, Errors: q.errs}
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
 		// The handler's and the library's own looks at the target before
 		// a delete are not a client's read of its revision (recursive
 		// deletes keep work newer than the revision the client read).
-		q.ctx = davfs.ForMutation(q.ctx)
+		st.ForMutation = true
 		fallthrough
 	case http.MethodPut:
 		if r.Header.Get(davwire.UnconditionalHeader) == davwire.UnconditionalKeep {
@@ -204,13 +203,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		// The file is opened to be read or seeked: open it once.
-		q.ctx = WithContentReads(q.ctx)
+		st.ContentReads = true
+	case "PROPFIND":
+		st.ListingReuse = true
 	}
-	q.ctx, q.uncond = WithUnconditional(q.ctx)
-	q.ctx, q.autos = WithAutoCheckpoints(q.ctx)
+	if davwire.Methods[r.Method] { // only writes keep versions or take checkpoints
+		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
+		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
+	}
+	q.fs = noMultiLinks{NewFileSystem(h.dfs, h.ck, st)}
 	q.rec.before = func() { q.keptHeaders(false) }
-	q.ctx = WithPreconditions(q.ctx, q.precondition)
-	q.r = r.WithContext(q.ctx)
+	q.r = r
 	q.serve()
 	q.rec.filter.flush() // ends a response the library left open
 	status := cmp.Or(q.rec.status, http.StatusOK)
@@ -258,12 +261,8 @@ const allowAll = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, 
 // workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
 // or the name itself for the levels above.
 func workspaceOf(name string) string {
-	if rest, ok := strings.CutPrefix(name, "/projects/"); ok {
-		p, _, _ := strings.Cut(rest, "/")
-		return "/projects/" + p
-	}
-	if name == "/global" || strings.HasPrefix(name, "/global/") {
-		return "/global"
+	if ws := davwire.Locate(strings.Split(strings.Trim(name, "/"), "/")).Workspace(); ws != "" {
+		return ws
 	}
 	return name
 }
@@ -417,13 +416,12 @@ func (q *request) prepareMethod() bool {
 	r, hdr := q.r, q.rec.Header()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodPost:
-		hdr.Set("Cache-Control", "no-store")
-		hdr.Set("Content-Type", ContentType(path.Base(q.src)))
-		hdr.Set("X-Content-Type-Options", "nosniff")
+		// Canonical keys, assigned directly: the hot path of small GETs.
+		hdr["Cache-Control"] = []string{"no-store"}
+		hdr["Content-Type"] = []string{ContentType(path.Base(q.src))}
+		hdr["X-Content-Type-Options"] = []string{"nosniff"}
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
-		q.r = q.r.WithContext(WithListingReuse(q.ctx))
-		r = q.r
 		switch r.Header.Get("Depth") {
 		case "0", "1":
 		case "", "infinity":
@@ -491,7 +489,7 @@ func (q *request) readXMLBody(readOnly bool) bool {
 // system and locks, then answers a held-back failure or finishes a write.
 func (q *request) runLibrary() {
 	r := q.r
-	fsys := q.h.fs
+	fsys := q.fs
 	if q.dst != "" {
 		fsys = guardFS{FileSystem: fsys, q: q}
 	}
@@ -615,7 +613,7 @@ func (q *request) headerPreconditions() bool {
 // replacement again at that delete).
 func (q *request) linkChecks() bool {
 	multi := func(name string) bool {
-		fi, err := q.h.fs.Stat(q.ctx, name)
+		fi, err := q.fs.Stat(q.ctx, name)
 		if err != nil {
 			return false
 		}
@@ -632,7 +630,7 @@ func (q *request) linkChecks() bool {
 // currentRevision is the name's revision now, its ETag without the quotes
 // ("" when it cannot be stat'ed, mismatch when its FileInfo names none).
 func (q *request) currentRevision(name string) string {
-	fi, err := q.h.fs.Stat(q.ctx, name)
+	fi, err := q.fs.Stat(q.ctx, name)
 	if err != nil {
 		return ""
 	}
@@ -656,7 +654,7 @@ func both(a, b string) string {
 }
 
 // precondition is what davfs must check when this request writes name
-// (WithPreconditions).
+// (RequestState.Preconditions).
 func (q *request) precondition(name string) davfs.Precondition {
 	p := davfs.Precondition{Required: !q.h.opts.AllowUnconditionalWrites}
 	if p.Required {
@@ -688,7 +686,7 @@ func (q *request) precondition(name string) davfs.Precondition {
 			// First write of a member of a depth-infinity lock, or of a
 			// name that did not exist when it was locked: it must not have
 			// changed since the lock was taken.
-			fi, err := q.h.fs.Stat(q.ctx, name)
+			fi, err := q.fs.Stat(q.ctx, name)
 			if err != nil {
 				break // missing: a create, checked as If-None-Match
 			}

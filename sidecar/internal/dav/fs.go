@@ -1,9 +1,6 @@
 package dav
 
 import (
-	"github.com/agentworkspace/files/davfs"
-	"github.com/agentworkspace/files/davfs/checkpoint"
-
 	"context"
 	"os"
 	"path"
@@ -12,6 +9,10 @@ import (
 	"time"
 
 	"golang.org/x/net/webdav"
+
+	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 // NewFileSystem returns the webdav.FileSystem of f, over its namespaces:
@@ -22,7 +23,7 @@ import (
 // FileInfo values implement webdav.ETager (ETag == quoted revision) and
 // webdav.ContentTyper (by extension, never sniffed). OpenFile for writing
 // streams into a temp file and commits atomically on Close, checking the
-// expectation placed in ctx by WithPreconditions. Errors are *fs.PathError
+// request's precondition (RequestState.Preconditions). Errors are *fs.PathError
 // with Err == fs.ErrNotExist, fs.ErrPermission or fs.ErrExist (so os.Is*
 // and x/net/webdav's 404/409 decisions work), or wrapping the davfs *Error
 // for every other class, reachable with errors.As, so the caller can refine
@@ -41,10 +42,10 @@ import (
 //
 // What it does not do: x/net/webdav ignores If-Match/If-None-Match and does
 // not map davfs reasons to 412/413/507; a thin wrapper handler (the
-// sidecar's) places each written name's precondition in the context
-// (WithPreconditions: If-Match, If: entity tags, lock pins, Required,
-// Replacing), puts an ErrorLog there to recover the specific reason of
-// every error, refuses unsafe names and cross-workspace MOVE/COPY before
+// sidecar's) builds one FileSystem per request with each written name's
+// precondition (RequestState.Preconditions: If-Match, If: entity tags,
+// lock pins, Required, Replacing) and an ErrorLog to recover the specific
+// reason of every error, refuses unsafe names and cross-workspace MOVE/COPY before
 // x/net/webdav acts (WebDAVWorkspace), and refines statuses. Dead
 // properties are not stored (PROPPATCH answers 403 per property, except the
 // Windows redirector's Win32 properties: 200, dropped). A file with more
@@ -57,8 +58,21 @@ import (
 // The virtual directories' ETags: "/" has a constant ETag; "/projects/" and
 // "/global/" carry a digest of their children's names and revisions, so they
 // change exactly when a child is added, removed or changes revision.
-func NewFileSystem(f *davfs.FS, ck *checkpoint.Store) webdav.FileSystem {
-	return &davFS{fs: f, ck: orDisabled(f, ck)}
+// ck is the checkpoint store beside f (versions kept, automatic checkpoints
+// of deletes); nil: checkpoints off.
+func NewFileSystem(f *davfs.FS, ck *checkpoint.Store, st RequestState) webdav.FileSystem {
+	return newFS(f, ck, st)
+}
+
+func newFS(f *davfs.FS, ck *checkpoint.Store, st RequestState) *davFS {
+	d := &davFS{fs: f, ck: orDisabled(f, ck), st: st}
+	if st.ListingReuse {
+		d.listing = &listing{m: map[string]davfs.Entry{}}
+	}
+	if st.ForMutation {
+		d.use = []davfs.Use{davfs.ForMutation}
+	}
+	return d
 }
 
 // orDisabled is ck, or, when nil, a store that has checkpoints off
@@ -70,34 +84,68 @@ func orDisabled(f *davfs.FS, ck *checkpoint.Store) *checkpoint.Store {
 	return ck
 }
 
-type preconditionKey struct{}
+// RequestState is what one WebDAV request's FileSystem holds: what the
+// handler decided before the library runs, and where the FileSystem
+// records what the handler needs to know afterwards. The zero value is a
+// request without preconditions that records nothing.
+type RequestState struct {
+	// Preconditions gives the precondition of each WebDAV name (cleaned:
+	// "/a/b") a write touches (OpenFile/Close, RemoveAll, Rename), asked
+	// right before the write starts and checked at commit time, under the
+	// mutation lock. A request that writes several names (COPY, MOVE)
+	// gets one answer per name. Nil: none.
+	Preconditions func(name string) davfs.Precondition
 
-// WithPreconditions attaches a function that gives the precondition of
-// each WebDAV name (cleaned: "/a/b") a write touches (OpenFile/Close,
-// RemoveAll, Rename), asked right before the write starts and checked at
-// commit time, under the mutation lock. A request that writes several names (COPY, MOVE) gets
-// one answer per name.
-func WithPreconditions(ctx context.Context, of func(name string) davfs.Precondition) context.Context {
-	return context.WithValue(ctx, preconditionKey{}, of)
+	// ListingReuse lets the entries a directory listing (Readdir)
+	// returned answer, for the rest of the request, the Stat and
+	// read-only OpenFile of the same names. x/net/webdav answers a
+	// PROPFIND Depth 1 by listing the directory and then stat-ing and
+	// opening every member: without this each member is looked up three
+	// times. For PROPFIND only: an entry may be as old as the listing
+	// (content reads stay safe: a file is opened only if it still has the
+	// listed revision).
+	ListingReuse bool
+
+	// ContentReads makes a read-only OpenFile of a regular file open it
+	// at once (one confined open, and a small file read whole while
+	// open), for a GET or HEAD that will read or seek it. Without it the
+	// file is stat-ed and opened lazily, on the first Read or Seek:
+	// x/net/webdav opens every member of a PROPFIND only to Stat it.
+	ContentReads bool
+
+	// ForMutation: the request changes something (DELETE, MOVE, COPY);
+	// its looks at directories are not a client's read of their
+	// revisions (davfs.ForMutation).
+	ForMutation bool
+
+	// Kept records what keeping did; AutoCheckpoints the automatic
+	// checkpoints the request's deletes took; Errors every error the
+	// FileSystem returned, with its davfs *Error. Nil: not recorded.
+	Kept            *Unconditional
+	AutoCheckpoints *AutoCheckpoints
+	Errors          *ErrorLog
 }
 
-// preconditionFor returns the precondition in ctx that applies to the
-// cleaned WebDAV name, or the zero Precondition.
-func preconditionFor(ctx context.Context, name string) davfs.Precondition {
-	if of := ctxValue[func(string) davfs.Precondition](ctx, preconditionKey{}); of != nil {
-		return of(name)
+// davFS is the webdav.FileSystem of one request: every call goes through
+// the davfs.FS's exported operations, with the request's state.
+type davFS struct {
+	fs      *davfs.FS
+	ck      *checkpoint.Store // versions kept, automatic checkpoints of deletes
+	st      RequestState
+	listing *listing    // the request's listings, when ListingReuse
+	use     []davfs.Use // [ForMutation] when the request mutates
+}
+
+var _ webdav.FileSystem = (*davFS)(nil)
+
+// pre returns the precondition that applies to the cleaned WebDAV name,
+// or the zero Precondition.
+func (d *davFS) pre(name string) davfs.Precondition {
+	if d.st.Preconditions != nil {
+		return d.st.Preconditions(name)
 	}
 	return davfs.Precondition{}
 }
-
-// ctxValue returns the T that ctx holds under key, or T's zero value.
-func ctxValue[T any](ctx context.Context, key any) T {
-	v, _ := ctx.Value(key).(T)
-	return v
-}
-
-// listingKey marks a context in which listings are reused.
-type listingKey struct{}
 
 // listing holds the entries the directory listings of one request
 // returned, by WebDAV name.
@@ -106,32 +154,9 @@ type listing struct {
 	m  map[string]davfs.Entry
 }
 
-// WithListingReuse returns ctx in which the entries a directory listing
-// (Readdir) returned answer, for the rest of that request, the Stat and
-// read-only OpenFile of the same names. x/net/webdav answers a PROPFIND
-// Depth 1 by listing the directory and then stat-ing and opening every
-// member: without this each member is looked up three times. Use it for
-// PROPFIND only: an entry may be as old as the listing (content reads stay
-// safe: a file is opened only if it still has the listed revision).
-func WithListingReuse(ctx context.Context) context.Context {
-	return context.WithValue(ctx, listingKey{}, &listing{m: map[string]davfs.Entry{}})
-}
-
-// contentKey marks a context whose read-only opens are for the content.
-type contentKey struct{}
-
-// WithContentReads returns ctx in which a read-only OpenFile of a regular
-// file opens it at once (one confined open, and a small file read whole
-// while open), for a GET or HEAD that will read or seek it. Without it the
-// file is stat-ed and opened lazily, on the first Read or Seek: x/net/webdav
-// opens every member of a PROPFIND only to Stat it.
-func WithContentReads(ctx context.Context) context.Context {
-	return context.WithValue(ctx, contentKey{}, true)
-}
-
 // entry stats a workspace name, from the request's listings when it can.
 func (d *davFS) entry(ctx context.Context, t target) (davfs.Entry, error) {
-	if l := ctxValue[*listing](ctx, listingKey{}); l != nil {
+	if l := d.listing; l != nil {
 		l.mu.Lock()
 		e, ok := l.m[t.name]
 		l.mu.Unlock()
@@ -139,17 +164,8 @@ func (d *davFS) entry(ctx context.Context, t target) (davfs.Entry, error) {
 			return e, nil
 		}
 	}
-	return d.fs.Stat(ctx, t.ws, t.path)
+	return d.fs.Stat(ctx, t.ws, t.path, d.use...)
 }
-
-// davFS is the webdav.FileSystem of an FS. It holds no state of its own:
-// every call goes through the FS's exported operations.
-type davFS struct {
-	fs *davfs.FS
-	ck *checkpoint.Store // versions kept, automatic checkpoints of deletes
-}
-
-var _ webdav.FileSystem = (*davFS)(nil)
 
 // level says where in the WebDAV tree a name lies.
 type level int
@@ -193,12 +209,24 @@ func (t target) isWorkspaceRoot() bool {
 // refuse them too), so a name can never climb from one namespace into
 // another by lexical cleaning.
 func cleanDavName(name string) string {
+	if isCleanName(name) {
+		return name // what the handler hands the library: no copy
+	}
 	return "/" + strings.Join(strings.FieldsFunc(name, func(r rune) bool { return r == '/' }), "/")
 }
 
-// parse maps a WebDAV name to its level, workspace and relative path. It
-// refuses "." and ".." segments; every other check is the core's.
-func parse(ctx context.Context, op, name string) (target, error) {
+// isCleanName reports whether name already is "/" or "/a/b".
+func isCleanName(name string) bool {
+	if name == "/" {
+		return true
+	}
+	return len(name) > 1 && name[0] == '/' && name[len(name)-1] != '/' && !strings.Contains(name, "//")
+}
+
+// parse maps a WebDAV name to its level, workspace and relative path by
+// the one WebDAV grammar (davwire.Locate). It refuses "." and ".."
+// segments; every other check is the core's.
+func parse(name string) (target, *davfs.Error) {
 	clean := cleanDavName(name)
 	t := target{name: clean}
 	if clean == "/" {
@@ -208,30 +236,37 @@ func parse(ctx context.Context, op, name string) (target, error) {
 	segs := strings.Split(clean[1:], "/")
 	for _, s := range segs {
 		if s == "." || s == ".." {
-			return t, wrapErr(ctx, op, clean, newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidPath, "path must not contain . or .. segments"))
+			return t, newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidPath, "path must not contain . or .. segments")
 		}
 	}
-	switch segs[0] {
-	case dirProjects:
-		if len(segs) == 1 {
-			t.level = levelProjects
-			return t, nil
-		}
+	pl := davwire.Locate(segs)
+	switch {
+	case pl.Scope == davwire.ScopeProject && pl.Project == "":
+		t.level = levelProjects
+	case pl.Scope == davwire.ScopeProject:
 		t.level = levelWorkspace
-		t.ws = davfs.Workspace{Scope: davfs.ScopeProject, Project: segs[1]}
-		t.path = strings.Join(segs[2:], "/")
-	case dirGlobal:
-		if len(segs) == 1 {
-			t.level = levelGlobalRoot
-			return t, nil
-		}
+		t.ws = davfs.Workspace{Scope: davfs.ScopeProject, Project: pl.Project}
+		t.path = pl.RelPath
+	case pl.Scope == davwire.ScopeGlobal && len(segs) == 1:
+		t.level = levelGlobalRoot
+	case pl.Scope == davwire.ScopeGlobal:
 		// Every name under /global/ goes to the core, which alone decides
 		// what is reachable (skills/**, AGENTS.md) and refuses the rest.
 		t.level = levelWorkspace
 		t.ws = davfs.Workspace{Scope: davfs.ScopeGlobal}
-		t.path = strings.Join(segs[1:], "/")
+		t.path = pl.RelPath
 	default:
 		t.level = levelNone
+	}
+	return t, nil
+}
+
+// parse is the package parse of a FileSystem call: its refusal is the
+// call's error.
+func (d *davFS) parse(op, name string) (target, error) {
+	t, e := parse(name)
+	if e != nil {
+		return t, d.wrapErr(op, t.name, e)
 	}
 	return t, nil
 }
@@ -251,28 +286,28 @@ func splitPath(p string) (dir, name string) {
 // fs.ErrNotExist (409), an existing name fs.ErrExist (405).
 func (d *davFS) Mkdir(ctx context.Context, name string, perm os.FileMode) error {
 	const op = "mkdir"
-	t, err := parse(ctx, op, name)
+	t, err := d.parse(op, name)
 	if err != nil {
 		return err
 	}
 	switch {
 	case t.isWorkspaceRoot():
-		if _, err := d.fs.Stat(ctx, t.ws, ""); err == nil {
-			return wrapErr(ctx, op, t.name, errAlreadyExists()) // 405, RFC 4918 §9.3.1
+		if _, err := d.fs.Stat(ctx, t.ws, "", d.use...); err == nil {
+			return d.wrapErr(op, t.name, errAlreadyExists()) // 405, RFC 4918 §9.3.1
 		}
-		return readOnlyErr(ctx, op, t.name, "projects are created only through CreateProject")
+		return d.readOnlyErr(op, t.name, "projects are created only through CreateProject")
 	case t.level == levelNone:
-		return readOnlyErr(ctx, op, t.name, "only projects/ and global/ exist at the top level")
+		return d.readOnlyErr(op, t.name, "only projects/ and global/ exist at the top level")
 	case t.level != levelWorkspace:
-		return wrapErr(ctx, op, t.name, errAlreadyExists())
+		return d.wrapErr(op, t.name, errAlreadyExists())
 	}
-	if pre := preconditionFor(ctx, t.name); pre.IfMatch != "" {
+	if pre := d.pre(t.name); pre.IfMatch != "" {
 		// There is no current representation to match (RFC 9110 §13.1.1).
-		return wrapErr(ctx, op, t.name, errRevisionMismatch())
+		return d.wrapErr(op, t.name, errRevisionMismatch())
 	}
 	parent, base := splitPath(t.path)
-	_, err = d.fs.CreateEntry(ctx, t.ws, parent, base, davfs.TypeDirectory)
-	return wrapErr(ctx, op, t.name, err)
+	_, err = d.fs.CreateEntry(ctx, t.ws, parent, base, davfs.TypeDirectory, d.use...)
+	return d.wrapErr(op, t.name, err)
 }
 
 // RemoveAll deletes a file or a directory tree inside a workspace. The
@@ -280,15 +315,15 @@ func (d *davFS) Mkdir(ctx context.Context, name string, perm os.FileMode) error 
 // current revision (an unconditional delete).
 func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	const op = "removeall"
-	t, err := parse(ctx, op, name)
+	t, err := d.parse(op, name)
 	if err != nil {
 		return err
 	}
 	if t.level != levelWorkspace || t.isWorkspaceRoot() {
 		if t.level == levelNone {
-			return wrapErr(ctx, op, t.name, errNotFound())
+			return d.wrapErr(op, t.name, errNotFound())
 		}
-		return readOnlyErr(ctx, op, t.name, "this directory cannot be deleted here")
+		return d.readOnlyErr(op, t.name, "this directory cannot be deleted here")
 	}
 	// Taken before the revision can be handed out for a keep: the version
 	// is captured after it, so the delete refuses whatever changed since.
@@ -302,15 +337,15 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	// A removal that makes room for a COPY or MOVE destination never takes
 	// a file with more than one hard link: the core's delete checks that on
 	// an fd under the mutation lock.
-	pre := preconditionFor(ctx, t.name)
+	pre := d.pre(t.name)
 	opts := checkpoint.DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true, Replace: pre.Replacing}}
 	if pre.Required && pre.Keep != "" && pre.IfMatch == "" {
 		opts.Delete.ChangedAfter = start // expectedRevision kept a version (keepBefore)
 	}
-	if id := unconditionalFrom(ctx).of(t.name); id != "" {
+	if id := d.st.Kept.of(t.name); id != "" {
 		// The version just kept is the automatic checkpoint of this delete.
 		opts.Version = id
-	} else if !opts.Delete.ChangedAfter.IsZero() && unconditionalFrom(ctx).keptEmpty(t.name) {
+	} else if !opts.Delete.ChangedAfter.IsZero() && d.st.Kept.keptEmpty(t.name) {
 		// Only empty directories, which nothing needs to keep; any
 		// other name the delete finds (one that appeared after the
 		// capture) refuses it, whatever its ctime.
@@ -318,12 +353,12 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 		opts.Delete.KeptDirsOnly = true
 	}
 	auto, err := d.ck.DeleteEntry(ctx, t.ws, t.path, expected, opts)
-	if id := auto; id != "" && id != unconditionalFrom(ctx).of(t.name) {
+	if id := auto; id != "" && id != d.st.Kept.of(t.name) {
 		// Kept with the error too: a delete that failed after its
 		// checkpoint still leaves that checkpoint in the store.
-		ctxValue[*AutoCheckpoints](ctx, autoCheckpointsKey{}).add(id)
+		d.st.AutoCheckpoints.add(id)
 	}
-	return wrapErr(ctx, op, t.name, err)
+	return d.wrapErr(op, t.name, err)
 }
 
 // AutoCheckpoints records the automatic checkpoints a WebDAV request's
@@ -334,15 +369,6 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 type AutoCheckpoints struct {
 	mu  sync.Mutex
 	ids []string
-}
-
-type autoCheckpointsKey struct{}
-
-// WithAutoCheckpoints returns ctx in which the automatic checkpoints of
-// WebDAV deletes are recorded in the returned AutoCheckpoints.
-func WithAutoCheckpoints(ctx context.Context) (context.Context, *AutoCheckpoints) {
-	a := &AutoCheckpoints{}
-	return context.WithValue(ctx, autoCheckpointsKey{}, a), a
 }
 
 func (a *AutoCheckpoints) add(id string) {
@@ -369,7 +395,7 @@ func (a *AutoCheckpoints) IDs() []string {
 // directories, are fs.ErrPermission.
 func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 	const op = "rename"
-	src, dst, err := checkMove(ctx, op, oldName, newName)
+	src, dst, err := d.checkMove(op, oldName, newName)
 	if err != nil {
 		return err
 	}
@@ -378,8 +404,8 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 		return err
 	}
 	defer release() // a Rename keeps nothing: a no-op
-	_, err = d.fs.MoveEntry(ctx, src.ws, src.path, dst.path, expected)
-	return wrapErr(ctx, op, src.name, err)
+	_, err = d.fs.MoveEntry(ctx, src.ws, src.path, dst.path, expected, d.use...)
+	return d.wrapErr(op, src.name, err)
 }
 
 // checkMove is Rename's refusal, without touching the disk, of a move
@@ -389,21 +415,21 @@ func (d *davFS) Rename(ctx context.Context, oldName, newName string) error {
 // name's workspace): with "Overwrite: T" x/net deletes an existing
 // destination (RemoveAll) before it calls Rename, so a move refused only
 // by Rename would still have lost the destination.
-func checkMove(ctx context.Context, op, oldName, newName string) (src, dst target, err error) {
-	if src, err = parse(ctx, op, oldName); err != nil {
+func (d *davFS) checkMove(op, oldName, newName string) (src, dst target, err error) {
+	if src, err = d.parse(op, oldName); err != nil {
 		return src, dst, err
 	}
-	if dst, err = parse(ctx, op, newName); err != nil {
+	if dst, err = d.parse(op, newName); err != nil {
 		return src, dst, err
 	}
 	if src.level != levelWorkspace || src.isWorkspaceRoot() {
 		if src.level == levelNone {
-			return src, dst, wrapErr(ctx, op, src.name, errNotFound())
+			return src, dst, d.wrapErr(op, src.name, errNotFound())
 		}
-		return src, dst, readOnlyErr(ctx, op, src.name, "this directory cannot be moved")
+		return src, dst, d.readOnlyErr(op, src.name, "this directory cannot be moved")
 	}
 	if dst.level != levelWorkspace || dst.isWorkspaceRoot() || dst.ws != src.ws {
-		return src, dst, readOnlyErr(ctx, op, src.name, "entries can only be moved within one workspace")
+		return src, dst, d.readOnlyErr(op, src.name, "entries can only be moved within one workspace")
 	}
 	return src, dst, nil
 }
@@ -415,23 +441,23 @@ func checkMove(ctx context.Context, op, oldName, newName string) (src, dst targe
 // release ends the hold on a version keepBefore kept: the caller defers it
 // past its delete (a no-op when nothing was kept).
 func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (rev string, release func(), err error) {
-	pre := preconditionFor(ctx, t.name)
+	pre := d.pre(t.name)
 	if pre.IfMatch != "" && !pre.Replacing {
 		return pre.IfMatch, noRelease, nil
 	}
-	e, err := d.fs.Stat(ctx, t.ws, t.path)
+	e, err := d.fs.Stat(ctx, t.ws, t.path, d.use...)
 	if err != nil {
-		return "", noRelease, wrapErr(ctx, op, t.name, err)
+		return "", noRelease, d.wrapErr(op, t.name, err)
 	}
 	switch {
 	case pre.IfNoneMatch:
-		return "", noRelease, wrapErr(ctx, op, t.name, errRevisionMismatch())
+		return "", noRelease, d.wrapErr(op, t.name, errRevisionMismatch())
 	case pre.Replacing && e.Reason == davfs.NotEditableMultipleLinks:
-		return "", noRelease, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
+		return "", noRelease, d.wrapErr(op, t.name, errMultipleLinks(t.path))
 	case pre.IfMatch != "":
 		return pre.IfMatch, noRelease, nil
 	case pre.Required && pre.Keep == "":
-		return "", noRelease, wrapErr(ctx, op, t.name, errPreconditionRequired())
+		return "", noRelease, d.wrapErr(op, t.name, errPreconditionRequired())
 	case pre.Required:
 		return d.keepBefore(ctx, op, t, e)
 	}
@@ -448,7 +474,7 @@ func (d *davFS) expectedRevision(ctx context.Context, op string, t target) (rev 
 // webdav.ContentTyper.
 func (d *davFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 	const op = "stat"
-	t, err := parse(ctx, op, name)
+	t, err := d.parse(op, name)
 	if err != nil {
 		return nil, err
 	}
@@ -472,11 +498,11 @@ func (d *davFS) stat(ctx context.Context, op string, t target) (*davInfo, error)
 	case levelWorkspace:
 		e, err := d.entry(ctx, t)
 		if err != nil {
-			return nil, wrapErr(ctx, op, t.name, err)
+			return nil, d.wrapErr(op, t.name, err)
 		}
 		return entryInfo(t.base(), e), nil
 	}
-	return nil, wrapErr(ctx, op, t.name, errNotFound())
+	return nil, d.wrapErr(op, t.name, errNotFound())
 }
 
 // children returns the FileInfos of the virtual directory t: "/projects"
@@ -496,7 +522,7 @@ func (d *davFS) listProjects(ctx context.Context, op, name string) ([]*davInfo, 
 	for {
 		page, err := d.fs.ListProjects(ctx, maxProjectsPage, cursor)
 		if err != nil {
-			return nil, wrapErr(ctx, op, name, err)
+			return nil, d.wrapErr(op, name, err)
 		}
 		for _, p := range page.Projects {
 			all = append(all, virtualInfo(p.Name, p.ModTime, p.Revision))
@@ -519,12 +545,12 @@ func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo
 	ws := davfs.Workspace{Scope: davfs.ScopeGlobal}
 	var out []*davInfo
 	for _, n := range []string{globalSkills, globalAgents} {
-		e, err := d.fs.Stat(ctx, ws, n)
+		e, err := d.fs.Stat(ctx, ws, n, d.use...)
 		if err != nil {
 			if davfs.CodeOf(err) == davfs.CodeNotFound && n == globalAgents {
 				continue
 			}
-			return nil, wrapErr(ctx, op, name, err)
+			return nil, d.wrapErr(op, name, err)
 		}
 		out = append(out, entryInfo(n, e))
 	}
@@ -536,14 +562,14 @@ func (d *davFS) globalChildren(ctx context.Context, op, name string) ([]*davInfo
 // an atomic replacing write that commits on Close. See WebDAV for the rules.
 func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.FileMode) (webdav.File, error) {
 	const op = "open"
-	t, err := parse(ctx, op, name)
+	t, err := d.parse(op, name)
 	if err != nil {
 		return nil, err
 	}
 	access := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	wantsWrite := flag&(os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 || access == os.O_WRONLY
 	if flag&os.O_APPEND != 0 {
-		return nil, readOnlyErr(ctx, op, t.name, "appending is not supported; files are replaced whole")
+		return nil, d.readOnlyErr(op, t.name, "appending is not supported; files are replaced whole")
 	}
 	if !wantsWrite {
 		// O_RDONLY, or O_RDWR without O_CREATE/O_TRUNC (x/net/webdav's
@@ -554,7 +580,7 @@ func (d *davFS) OpenFile(ctx context.Context, name string, flag int, perm os.Fil
 }
 
 func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File, error) {
-	if t.level == levelWorkspace && ctx.Value(contentKey{}) != nil && t.path != "" {
+	if t.level == levelWorkspace && d.st.ContentReads && t.path != "" {
 		// Anything but a readable regular file (a directory, a multi-link
 		// file, a missing name) takes the lazy path below, which answers
 		// it as it always did.
@@ -575,76 +601,76 @@ func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File,
 func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (webdav.File, error) {
 	if t.level != levelWorkspace || t.isWorkspaceRoot() {
 		if t.level == levelNone {
-			return nil, readOnlyErr(ctx, op, t.name, "files can only be written inside a workspace")
+			return nil, d.readOnlyErr(op, t.name, "files can only be written inside a workspace")
 		}
-		return nil, readOnlyErr(ctx, op, t.name, "this directory is read-only")
+		return nil, d.readOnlyErr(op, t.name, "this directory is read-only")
 	}
-	pre := preconditionFor(ctx, t.name)
+	pre := d.pre(t.name)
 	if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
 		pre.IfNoneMatch = true // re-checked at commit
 	}
 	// Look before streaming, so that a bad path, a directory, a missing
 	// parent or a failed If-None-Match is answered before any byte is read.
 	// The commit re-checks everything under the mutation lock.
-	e, err := d.fs.Stat(ctx, t.ws, t.path)
+	e, err := d.fs.Stat(ctx, t.ws, t.path, d.use...)
 	switch {
 	case err == nil:
 		if e.Type == davfs.TypeDirectory {
-			return nil, wrapErr(ctx, op, t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotAFile, "the target is a directory"))
+			return nil, d.wrapErr(op, t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotAFile, "the target is a directory"))
 		}
 		if e.Type != davfs.TypeFile {
-			return nil, wrapErr(ctx, op, t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotRegular, "the target is not a regular file"))
+			return nil, d.wrapErr(op, t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotRegular, "the target is not a regular file"))
 		}
 		if e.Reason == davfs.NotEditableMultipleLinks {
 			// WriteStream refuses it too; say so before reading the body.
-			return nil, wrapErr(ctx, op, t.name, errMultipleLinks(t.path))
+			return nil, d.wrapErr(op, t.name, errMultipleLinks(t.path))
 		}
 		if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
-			return nil, wrapErr(ctx, op, t.name, newErr(davfs.CodeAlreadyExists, davfs.ReasonAlreadyExists, "the target already exists"))
+			return nil, d.wrapErr(op, t.name, newErr(davfs.CodeAlreadyExists, davfs.ReasonAlreadyExists, "the target already exists"))
 		}
 		if flag&os.O_TRUNC == 0 {
-			return nil, readOnlyErr(ctx, op, t.name, "files are replaced whole; partial writes are not supported")
+			return nil, d.readOnlyErr(op, t.name, "files are replaced whole; partial writes are not supported")
 		}
 		if pre.IfNoneMatch || (pre.IfMatch != "" && pre.IfMatch != e.Revision) {
-			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
+			return nil, d.wrapErr(op, t.name, errRevisionMismatch())
 		}
 		if pre.Required && pre.IfMatch == "" {
 			if pre.Keep == "" {
-				return nil, wrapErr(ctx, op, t.name, errPreconditionRequired())
+				return nil, d.wrapErr(op, t.name, errPreconditionRequired())
 			}
 			// The upload commits only over the revision kept (If-Match).
 			// The version is held until the upload has finished
 			// (startUpload releases it).
 			id, release, err := d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep, "")
 			if err != nil {
-				return nil, wrapErr(ctx, op, t.name, err)
+				return nil, d.wrapErr(op, t.name, err)
 			}
-			unconditionalFrom(ctx).note(t.name, id)
+			d.st.Kept.note(t.name, id)
 			pre.IfMatch = e.Revision
 			return startUpload(ctx, d, t, pre, id, release), nil
 		}
 	case davfs.CodeOf(err) == davfs.CodeNotFound:
 		if flag&os.O_CREATE == 0 {
-			return nil, wrapErr(ctx, op, t.name, err)
+			return nil, d.wrapErr(op, t.name, err)
 		}
 		if pre.IfMatch != "" {
-			return nil, wrapErr(ctx, op, t.name, errRevisionMismatch())
+			return nil, d.wrapErr(op, t.name, errRevisionMismatch())
 		}
 		if pre.Required {
 			pre.IfNoneMatch = true // a create: it must stay one until commit
 		}
 		parent, _ := splitPath(t.path)
-		pe, perr := d.fs.Stat(ctx, t.ws, parent)
+		pe, perr := d.fs.Stat(ctx, t.ws, parent, d.use...)
 		if perr != nil {
-			return nil, wrapErr(ctx, op, t.name, perr)
+			return nil, d.wrapErr(op, t.name, perr)
 		}
 		if pe.Type != davfs.TypeDirectory {
 			// os.OpenFile says ENOTDIR; x/net/webdav answers 409 only
 			// for "not exist", which is what a client needs to hear.
-			return nil, wrapErr(ctx, op, t.name, newErr(davfs.CodeNotFound, davfs.ReasonNotADirectory, "the parent is not a directory"))
+			return nil, d.wrapErr(op, t.name, newErr(davfs.CodeNotFound, davfs.ReasonNotADirectory, "the parent is not a directory"))
 		}
 	default:
-		return nil, wrapErr(ctx, op, t.name, err)
+		return nil, d.wrapErr(op, t.name, err)
 	}
 	return startUpload(ctx, d, t, pre, "", noRelease), nil
 }
@@ -656,7 +682,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 // methods the caller hands ws and rel to do all validation and
 // confinement, as they do for the FileSystem itself.
 func WebDAVWorkspace(name string) (ws davfs.Workspace, rel string, ok bool) {
-	t, err := parse(context.Background(), "stat", name)
+	t, err := parse(name)
 	if err != nil || t.level != levelWorkspace {
 		return davfs.Workspace{}, "", false
 	}

@@ -22,7 +22,7 @@ const wdTick = 25 * time.Millisecond
 
 // TestWebDAVDeleteKeepsNewerWork: a recursive DELETE through x/net/webdav
 // over the FileSystem, with If-Match handed to davfs as the sidecar's
-// wrapper does (WithPreconditions) and the DELETE's context marked with
+// wrapper does (RequestState.Preconditions) and the DELETE marked
 // ForMutation, never removes work done inside the directory after its
 // revision was read. The revision is read by a PROPFIND.
 func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
@@ -30,18 +30,17 @@ func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
 	for rel, body := range map[string]string{"d/a.txt": "a", "d/sub/b.txt": "b", "d/sub/deep/c.txt": "c"} {
 		wdWrite(t, filepath.Join(e.projects, "demo", rel), body)
 	}
-	h := &webdav.Handler{FileSystem: dav.NewFileSystem(e.fs, nil), LockSystem: webdav.NewMemLS()}
+	ls := webdav.NewMemLS()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == "DELETE" {
-			// x/net/webdav Stats the target before RemoveAll: not a read
-			// by the client.
-			r = r.WithContext(davfs.ForMutation(r.Context()))
-		}
+		var st dav.RequestState
 		if im := r.Header.Get("If-Match"); im != "" {
-			r = r.WithContext(withPre(r.Context(), davfs.Precondition{IfMatch: strings.Trim(im, `"`)}))
+			st = wdPre(davfs.Precondition{IfMatch: strings.Trim(im, `"`)})
 			r.Header.Del("If-Match")
 		}
-		h.ServeHTTP(w, r)
+		// x/net/webdav Stats the target before RemoveAll: not a read by
+		// the client.
+		st.ForMutation = r.Method == "DELETE"
+		(&webdav.Handler{FileSystem: dav.NewFileSystem(e.fs, nil, st), LockSystem: ls}).ServeHTTP(w, r)
 	}))
 	defer srv.Close()
 	e.url, e.client = srv.URL, srv.Client()
@@ -54,7 +53,7 @@ func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
 		if resp.StatusCode != http.StatusMultiStatus || !strings.Contains(string(body), "/projects/demo/d/") {
 			t.Fatalf("PROPFIND: %d %s", resp.StatusCode, body)
 		}
-		st, err := e.fs.Stat(davfs.ForMutation(t.Context()), wdProject("demo"), "d")
+		st, err := e.fs.Stat(t.Context(), wdProject("demo"), "d", davfs.ForMutation)
 		if err != nil {
 			t.Fatal(err)
 		}

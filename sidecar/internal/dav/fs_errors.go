@@ -1,7 +1,6 @@
 package dav
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,9 +36,9 @@ import (
 // ALREADY_EXISTS, READ_ONLY for permission). The specific reason of those
 // three classes (PROJECT_NOT_FOUND, DENYLISTED, SYMLINK, OUTSIDE_GLOBAL,
 // PROTECTED, MULTIPLE_LINKS, ...) cannot travel through os.Is*-compatible
-// errors; a caller that needs it (a reason header, an audit record) puts an
-// ErrorLog in the request's context (WithErrorLog), where every error this
-// layer returns is recorded with its original *Error.
+// errors; a caller that needs it (a reason header, an audit record) puts
+// an ErrorLog in the request's state (RequestState.Errors), where every
+// error this layer returns is recorded with its original *Error.
 //
 // The Path is the WebDAV name (never a host path); the message is the safe
 // davfs message.
@@ -105,14 +104,6 @@ type loggedErr struct {
 
 const maxLoggedErrs = 8
 
-type errorLogKey struct{}
-
-// WithErrorLog returns ctx carrying a new ErrorLog.
-func WithErrorLog(ctx context.Context) (context.Context, *ErrorLog) {
-	l := &ErrorLog{}
-	return context.WithValue(ctx, errorLogKey{}, l), l
-}
-
 func (l *ErrorLog) add(pe *fs.PathError, e *davfs.Error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -156,9 +147,9 @@ func (l *ErrorLog) Last() (*davfs.Error, bool) {
 }
 
 // wrapErr maps a davfs error onto the webdav.FileSystem boundary (see
-// above) and records it in ctx's ErrorLog. A nil error stays nil; an
-// *fs.PathError is returned unchanged.
-func wrapErr(ctx context.Context, op, name string, err error) error {
+// above) and records it in the request's ErrorLog. A nil error stays nil;
+// an *fs.PathError is returned unchanged.
+func (d *davFS) wrapErr(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -182,7 +173,7 @@ func wrapErr(ctx context.Context, op, name string, err error) error {
 	default:
 		pe = &fs.PathError{Op: op, Path: name, Err: &webdavError{err: e}}
 	}
-	if l, ok := ctx.Value(errorLogKey{}).(*ErrorLog); ok {
+	if l := d.st.Errors; l != nil {
 		l.add(pe, e)
 	}
 	return pe
@@ -196,8 +187,8 @@ func errRevisionMismatch() *davfs.Error {
 	return newErr(davfs.CodeAborted, davfs.ReasonRevisionMismatch, "the target's revision does not match the precondition")
 }
 
-func readOnlyErr(ctx context.Context, op, name, msg string) error {
-	return wrapErr(ctx, op, name, &davfs.Error{Code: davfs.CodePermissionDenied, Reason: davfs.ReasonReadOnly, Message: msg})
+func (d *davFS) readOnlyErr(op, name, msg string) error {
+	return d.wrapErr(op, name, &davfs.Error{Code: davfs.CodePermissionDenied, Reason: davfs.ReasonReadOnly, Message: msg})
 }
 
 func errAlreadyExists() *davfs.Error {

@@ -51,11 +51,11 @@ var _ webdav.File = (*dirFile)(nil)
 func (f *dirFile) Close() error { return nil }
 
 func (f *dirFile) Read(p []byte) (int, error) {
-	return 0, wrapErr(f.ctx, "read", f.t.name, errIsDirectory())
+	return 0, f.d.wrapErr("read", f.t.name, errIsDirectory())
 }
 
 func (f *dirFile) Write(p []byte) (int, error) {
-	return 0, wrapErr(f.ctx, "write", f.t.name, errIsDirectory())
+	return 0, f.d.wrapErr("write", f.t.name, errIsDirectory())
 }
 
 // Seek only rewinds the directory listing (Seek(0, io.SeekStart)).
@@ -66,7 +66,7 @@ func (f *dirFile) Seek(offset int64, whence int) (int64, error) {
 		f.mu.Unlock()
 		return 0, nil
 	}
-	return 0, wrapErr(f.ctx, "seek", f.t.name, errIsDirectory())
+	return 0, f.d.wrapErr("seek", f.t.name, errIsDirectory())
 }
 
 func (f *dirFile) Stat() (os.FileInfo, error) { return f.info, nil }
@@ -121,12 +121,12 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 		}
 		return out, nil
 	case levelWorkspace:
-		entries, err := f.d.fs.ReadDir(f.ctx, f.t.ws, f.t.path)
+		entries, err := f.d.fs.ReadDir(f.ctx, f.t.ws, f.t.path, f.d.use...)
 		if err != nil {
-			return nil, wrapErr(f.ctx, op, f.t.name, err)
+			return nil, f.d.wrapErr(op, f.t.name, err)
 		}
 		out := make([]os.FileInfo, 0, len(entries))
-		if l := ctxValue[*listing](f.ctx, listingKey{}); l != nil {
+		if l := f.d.listing; l != nil {
 			l.mu.Lock()
 			for _, e := range entries {
 				l.m[f.t.name+"/"+e.Name] = e
@@ -138,11 +138,11 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 		}
 		return out, nil
 	}
-	return nil, wrapErr(f.ctx, op, f.t.name, errNotFound())
+	return nil, f.d.wrapErr(op, f.t.name, errNotFound())
 }
 
-// readFile is an open regular file. Unless the context asked for content
-// reads (WithContentReads, which opens at once with OpenReader), the
+// readFile is an open regular file. Unless the request asked for content
+// reads (RequestState.ContentReads: opened at once with OpenReader), the
 // descriptor is opened (OpenRead) on the first Read, ReadAt or Seek, not by
 // OpenFile: x/net/webdav opens every entry of a PROPFIND only to Stat it.
 // The content must have the revision that Stat reported; if the file
@@ -173,17 +173,17 @@ func (f *readFile) file() (davfs.Reader, error) {
 		return f.f, f.err
 	}
 	if f.info.e.Reason == davfs.NotEditableMultipleLinks {
-		f.err = wrapErr(f.ctx, "read", f.t.name, errMultipleLinks(f.t.path))
+		f.err = f.d.wrapErr("read", f.t.name, errMultipleLinks(f.t.path))
 		return nil, f.err
 	}
 	osf, e, err := f.d.fs.OpenRead(f.ctx, f.t.ws, f.t.path)
 	if err != nil {
-		f.err = wrapErr(f.ctx, "read", f.t.name, err)
+		f.err = f.d.wrapErr("read", f.t.name, err)
 		return nil, f.err
 	}
 	if e.Revision != f.info.e.Revision {
 		osf.Close()
-		f.err = wrapErr(f.ctx, "read", f.t.name, newErr(davfs.CodeAborted, davfs.ReasonRevisionMismatch, "the file changed while it was being opened; retry"))
+		f.err = f.d.wrapErr("read", f.t.name, newErr(davfs.CodeAborted, davfs.ReasonRevisionMismatch, "the file changed while it was being opened; retry"))
 		return nil, f.err
 	}
 	f.f = osf
@@ -215,11 +215,11 @@ func (f *readFile) Seek(offset int64, whence int) (int64, error) {
 }
 
 func (f *readFile) Write(p []byte) (int, error) {
-	return 0, readOnlyErr(f.ctx, "write", f.t.name, "the file is open read-only")
+	return 0, f.d.readOnlyErr("write", f.t.name, "the file is open read-only")
 }
 
 func (f *readFile) Readdir(count int) ([]os.FileInfo, error) {
-	return nil, wrapErr(f.ctx, "readdir", f.t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotADirectory, "not a directory"))
+	return nil, f.d.wrapErr("readdir", f.t.name, newErr(davfs.CodeFailedPrecondition, davfs.ReasonNotADirectory, "not a directory"))
 }
 
 func (f *readFile) Stat() (os.FileInfo, error) { return f.info, nil }
@@ -280,7 +280,7 @@ func startUpload(ctx context.Context, d *davFS, t target, pre davfs.Precondition
 		if err != nil {
 			pr.CloseWithError(err) // unblocks a Write with WriteStream's error
 			if version != "" {
-				d.dropUnusedVersion(ctx, t, version, pre.IfMatch, release)
+				d.dropUnusedVersion(t, version, pre.IfMatch, release)
 			}
 		} else {
 			pr.Close()
@@ -376,7 +376,7 @@ func (w *writeFile) finish(op string) (davfs.Entry, error) {
 
 func (w *writeFile) wrap(op string, err error) error {
 	if _, ok := err.(*fs.PathError); ok || errors.As(err, new(*davfs.Error)) {
-		return wrapErr(w.ctx, op, w.t.name, err)
+		return w.d.wrapErr(op, w.t.name, err)
 	}
 	return &fs.PathError{Op: op, Path: w.t.name, Err: err}
 }

@@ -24,20 +24,6 @@ type Unconditional struct {
 	empty    map[string]bool   // WebDAV names of directories holding no file, kept as nothing
 }
 
-type unconditionalKey struct{}
-
-// WithUnconditional returns ctx in which what keeping does is recorded in
-// the returned Unconditional.
-func WithUnconditional(ctx context.Context) (context.Context, *Unconditional) {
-	u := &Unconditional{byName: map[string]string{}, empty: map[string]bool{}}
-	return context.WithValue(ctx, unconditionalKey{}, u), u
-}
-
-func unconditionalFrom(ctx context.Context) *Unconditional {
-	u, _ := ctx.Value(unconditionalKey{}).(*Unconditional)
-	return u
-}
-
 // Used reports whether a write of the request went ahead without a
 // precondition because keeping was on, and the IDs of the versions it kept
 // (none when it replaced nothing, e.g. a MOVE of its source to a new name).
@@ -61,6 +47,9 @@ func (u *Unconditional) note(name, id string) {
 		u.used = true
 		if id != "" {
 			u.versions = append(u.versions, id)
+			if u.byName == nil {
+				u.byName = map[string]string{}
+			}
 			u.byName[name] = id
 		}
 	})
@@ -79,6 +68,9 @@ func (u *Unconditional) forget(name, id string) {
 
 func (u *Unconditional) noteEmpty(name string) {
 	u.locked(func() {
+		if u.empty == nil {
+			u.empty = map[string]bool{}
+		}
 		u.empty[name] = true
 	})
 }
@@ -98,9 +90,9 @@ func (u *Unconditional) keptEmpty(name string) (empty bool) {
 // have come after its commit), or another holds the version (a restore
 // reading it), the version stays. Either way the PUT's hold on it ends
 // (release).
-func (d *davFS) dropUnusedVersion(ctx context.Context, t target, id, rev string, release func()) {
+func (d *davFS) dropUnusedVersion(t target, id, rev string, release func()) {
 	if d.ck.DropVersionIfCurrent(t.ws, t.path, id, rev, release) {
-		unconditionalFrom(ctx).forget(t.name, id)
+		d.st.Kept.forget(t.name, id)
 	}
 }
 
@@ -124,16 +116,16 @@ func (d *davFS) keepBefore(ctx context.Context, op string, t target, e davfs.Ent
 	id := ""
 	release = noRelease
 	if op == "removeall" {
-		if id, release, err = d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, preconditionFor(ctx, t.name).Keep, ""); err != nil {
-			return "", noRelease, wrapErr(ctx, op, t.name, err)
+		if id, release, err = d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, d.pre(t.name).Keep, ""); err != nil {
+			return "", noRelease, d.wrapErr(op, t.name, err)
 		}
 		if id == "" && e.Type == davfs.TypeDirectory {
-			unconditionalFrom(ctx).noteEmpty(t.name)
+			d.st.Kept.noteEmpty(t.name)
 		}
 	} else if !d.ck.CheckpointsEnabled() {
-		return "", noRelease, wrapErr(ctx, op, t.name, davfs.PreconditionRequired(checkpoint.KeepingOff))
+		return "", noRelease, d.wrapErr(op, t.name, davfs.PreconditionRequired(checkpoint.KeepingOff))
 	}
-	unconditionalFrom(ctx).note(t.name, id)
+	d.st.Kept.note(t.name, id)
 	return e.Revision, release, nil
 }
 

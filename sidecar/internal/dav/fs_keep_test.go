@@ -17,19 +17,21 @@ import (
 
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/checkpoint"
+	"github.com/agentworkspace/files/internal/sectree"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
-// keepCtx is a WebDAV request's context that asks to keep (method), as the
+// keepReq is a WebDAV request's state that asks to keep (method), as the
 // sidecar builds it under the gateway's keep header.
-func keepCtx(method string) (context.Context, *dav.Unconditional) {
-	ctx, u := dav.WithUnconditional(context.Background())
-	return withPre(ctx, davfs.Precondition{Required: true, Keep: method}), u
+func keepReq(method string) (dav.RequestState, *dav.Unconditional) {
+	st := wdPre(davfs.Precondition{Required: true, Keep: method})
+	st.Kept = &dav.Unconditional{}
+	return st, st.Kept
 }
 
-func davPut(t *testing.T, e *secEnv, ctx context.Context, name, body string) error {
+func davPut(t *testing.T, e *keepTree, st dav.RequestState, name, body string) error {
 	t.Helper()
-	f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := dav.NewFileSystem(e.FS, e.ck, st).OpenFile(context.Background(), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -51,9 +53,9 @@ func davErr(err error) error {
 	return err
 }
 
-func readProj(t *testing.T, e *secEnv, rel string) string {
+func readProj(t *testing.T, e *keepTree, rel string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.projects(), "p", rel))
+	b, err := os.ReadFile(filepath.Join(e.Projects(), "p", rel))
 	if err != nil {
 		return "<" + err.Error() + ">"
 	}
@@ -61,21 +63,21 @@ func readProj(t *testing.T, e *secEnv, rel string) string {
 }
 
 func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
-	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
-	ckWrite(t, filepath.Join(proj, "d/x.txt"), []byte("x\n"), 0o644)
+	e := keepEnv(t, nil)
+	ws := sectree.Project("p")
+	proj := filepath.Join(e.Projects(), "p")
+	keepWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"))
+	keepWrite(t, filepath.Join(proj, "d/x.txt"), []byte("x\n"))
 	bg := context.Background()
 
 	// Without Keep: 428, nothing written, nothing kept.
-	refuse := withPre(bg, davfs.Precondition{Required: true})
+	refuse := wdPre(davfs.Precondition{Required: true})
 	if err := davPut(t, e, refuse, "/projects/p/f.txt", "v2\n"); davfs.ReasonOf(davErr(err)) != "PRECONDITION_REQUIRED" {
 		t.Fatalf("unconditional PUT without keep: %v", err)
 	}
 
-	ctx, u := keepCtx("PUT")
-	if err := davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"); err != nil {
+	st, u := keepReq("PUT")
+	if err := davPut(t, e, st, "/projects/p/f.txt", "v2\n"); err != nil {
 		t.Fatalf("PUT with keep: %v", err)
 	}
 	used, ids := u.Used()
@@ -91,8 +93,8 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	}
 
 	// A create keeps nothing.
-	ctx, u = keepCtx("PUT")
-	if err := davPut(t, e, ctx, "/projects/p/new.txt", "new\n"); err != nil {
+	st, u = keepReq("PUT")
+	if err := davPut(t, e, st, "/projects/p/new.txt", "new\n"); err != nil {
 		t.Fatal(err)
 	}
 	if used, ids := u.Used(); used || len(ids) != 0 {
@@ -101,8 +103,8 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 
 	// A recursive delete keeps the directory, once (the version is its
 	// automatic checkpoint too).
-	ctx, u = keepCtx("DELETE")
-	if err := dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/d"); err != nil {
+	st, u = keepReq("DELETE")
+	if err := dav.NewFileSystem(e.FS, e.ck, st).RemoveAll(context.Background(), "/projects/p/d"); err != nil {
 		t.Fatalf("DELETE with keep: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "d")); !os.IsNotExist(err) {
@@ -124,8 +126,8 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 	}
 
 	// A MOVE's source loses nothing: it goes ahead, keeping nothing.
-	ctx, u = keepCtx("MOVE")
-	if err := dav.NewFileSystem(e.fs, e.ck).Rename(ctx, "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
+	st, u = keepReq("MOVE")
+	if err := dav.NewFileSystem(e.FS, e.ck, st).Rename(context.Background(), "/projects/p/new.txt", "/projects/p/moved.txt"); err != nil {
 		t.Fatalf("MOVE with keep: %v", err)
 	}
 	if used, ids := u.Used(); !used || len(ids) != 0 {
@@ -138,22 +140,22 @@ func TestVersionKeptBeforeWebDAVWrites(t *testing.T) {
 func TestVersionBound(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
-	e := ckEnv(t, nil, func(c ckConfig) {
+	e := keepEnv(t, func(c keepConfig) {
 		c.Checkpoints.MaxPerWorkspace = 1
 		c.Checkpoints.MaxVersionsPerWorkspace = 2
 		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	})
 	later := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	bg := context.Background()
-	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v0\n"), 0o644)
-	manual := ckCreate(t, e, ws, checkpoint.CheckpointOptions{Label: "known good"})
+	keepWrite(t, filepath.Join(e.Projects(), "p", "f.txt"), []byte("v0\n"))
+	manual := keepCheckpoint(t, e, ws, checkpoint.CheckpointOptions{Label: "known good"})
 	var kept []string
 	// v3 prunes v1, which is just old enough; v2 and v3 are young.
 	for i, v := range []string{"v1\n", "v2\n", "v3\n"} {
 		later([]time.Duration{checkpoint.VersionMinAge, checkpoint.VersionMinAge, time.Second}[i])
-		ctx, u := keepCtx("PUT")
-		if err := davPut(t, e, ctx, "/projects/p/f.txt", v); err != nil {
+		st, u := keepReq("PUT")
+		if err := davPut(t, e, st, "/projects/p/f.txt", v); err != nil {
 			t.Fatal(err)
 		}
 		_, ids := u.Used()
@@ -172,8 +174,8 @@ func TestVersionBound(t *testing.T) {
 	// Within VersionMinAge of the oldest version (v2), keeping one more
 	// would prune it: the write is refused and changes nothing.
 	later(time.Second)
-	ctx, u := keepCtx("PUT")
-	err := davErr(davPut(t, e, ctx, "/projects/p/f.txt", "v4\n"))
+	st, u := keepReq("PUT")
+	err := davErr(davPut(t, e, st, "/projects/p/f.txt", "v4\n"))
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit || !strings.Contains(err.Error(), "younger than") {
 		t.Fatalf("keep PUT that would prune a young version: %v", err)
 	}
@@ -188,17 +190,17 @@ func TestVersionBound(t *testing.T) {
 // A version that cannot be stored refuses the write, which changes
 // nothing; with checkpoints off the write is refused saying keeping is off.
 func TestVersionCannotBeKept(t *testing.T) {
-	e := ckEnv(t, nil, func(c ckConfig) { c.Checkpoints.MaxTotalBytes = 1 << 10 })
-	ws := secProject("p")
+	e := keepEnv(t, func(c keepConfig) { c.Checkpoints.MaxTotalBytes = 1 << 10 })
+	ws := sectree.Project("p")
 	big := strings.Repeat("b", 4<<10)
-	ckWrite(t, filepath.Join(e.projects(), "p", "big.txt"), []byte(big), 0o644)
-	ctx, u := keepCtx("PUT")
-	err := davErr(davPut(t, e, ctx, "/projects/p/big.txt", "small\n"))
+	keepWrite(t, filepath.Join(e.Projects(), "p", "big.txt"), []byte(big))
+	st, u := keepReq("PUT")
+	err := davErr(davPut(t, e, st, "/projects/p/big.txt", "small\n"))
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("PUT over a file too large to keep: %v", err)
 	}
-	ctx, _ = keepCtx("DELETE")
-	if err := davErr(dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
+	st, _ = keepReq("DELETE")
+	if err := davErr(dav.NewFileSystem(e.FS, e.ck, st).RemoveAll(context.Background(), "/projects/p/big.txt")); davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("DELETE of a file too large to keep: %v", err)
 	}
 	if got := readProj(t, e, "big.txt"); got != big {
@@ -211,10 +213,10 @@ func TestVersionCannotBeKept(t *testing.T) {
 		t.Fatalf("a refused version was kept: %+v", list)
 	}
 
-	off := secNewEnv(t, "", nil, nil)
-	ckWrite(t, filepath.Join(off.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
-	ctx, _ = keepCtx("PUT")
-	err = davErr(davPut(t, off, ctx, "/projects/p/f.txt", "v2\n"))
+	off := &keepTree{Env: sectree.NewEnv(t, "", nil, nil)} // no store: checkpoints off
+	keepWrite(t, filepath.Join(off.Projects(), "p", "f.txt"), []byte("v1\n"))
+	st, _ = keepReq("PUT")
+	err = davErr(davPut(t, off, st, "/projects/p/f.txt", "v2\n"))
 	if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "services.checkpoints.enabled") {
 		t.Fatalf("keep with checkpoints off: %v", err)
 	}
@@ -224,15 +226,15 @@ func TestVersionCannotBeKept(t *testing.T) {
 // version and the commit makes the commit refuse (REVISION_MISMATCH), and
 // the agent's bytes stay.
 func TestVersionIsWhatIsReplaced(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	p := filepath.Join(e.projects(), "p", "f.txt")
-	ckWrite(t, p, []byte("v1\n"), 0o644)
-	ctx, _ := keepCtx("PUT")
-	f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	e := keepEnv(t, nil)
+	p := filepath.Join(e.Projects(), "p", "f.txt")
+	keepWrite(t, p, []byte("v1\n"))
+	st, _ := keepReq("PUT")
+	f, err := dav.NewFileSystem(e.FS, e.ck, st).OpenFile(context.Background(), "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckWrite(t, p, []byte("the agent's v1.5\n"), 0o644) // after the version, before the commit
+	keepWrite(t, p, []byte("the agent's v1.5\n")) // after the version, before the commit
 	// Refused when the upload starts (checked before the body streams) or
 	// at the commit.
 	_, err = io.WriteString(f, "client v2\n")
@@ -251,16 +253,16 @@ func TestVersionIsWhatIsReplaced(t *testing.T) {
 // a version cannot keep (.git, a symlink) is refused: the recursive delete
 // would unlink them for good. Nothing is deleted and no version is left.
 func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
+	e := keepEnv(t, nil)
+	ws := sectree.Project("p")
+	proj := filepath.Join(e.Projects(), "p")
 	for _, tc := range []struct {
 		name  string
 		setup func(dir string)
 	}{
-		{".git", func(dir string) { ckWrite(t, filepath.Join(dir, ".git", "config"), []byte("[core]\n"), 0o644) }},
+		{".git", func(dir string) { keepWrite(t, filepath.Join(dir, ".git", "config"), []byte("[core]\n")) }},
 		{"symlink", func(dir string) {
-			ckWrite(t, filepath.Join(dir, "canary.txt"), []byte("canary\n"), 0o644)
+			keepWrite(t, filepath.Join(dir, "canary.txt"), []byte("canary\n"))
 			if err := os.Symlink("canary.txt", filepath.Join(dir, "link")); err != nil {
 				t.Fatal(err)
 			}
@@ -268,11 +270,11 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(proj, "d-"+strings.TrimPrefix(tc.name, "."))
-			ckWrite(t, filepath.Join(dir, "x.txt"), []byte("x\n"), 0o644)
+			keepWrite(t, filepath.Join(dir, "x.txt"), []byte("x\n"))
 			tc.setup(dir)
 			before, _ := e.ck.ListCheckpoints(context.Background(), ws)
-			ctx, u := keepCtx("DELETE")
-			err := davErr(dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/"+filepath.Base(dir)))
+			st, u := keepReq("DELETE")
+			err := davErr(dav.NewFileSystem(e.FS, e.ck, st).RemoveAll(context.Background(), "/projects/p/"+filepath.Base(dir)))
 			if davfs.ReasonOf(err) != "PRECONDITION_REQUIRED" || !strings.Contains(err.Error(), "a version cannot keep") {
 				t.Fatalf("keep DELETE of a directory with %s: %v", tc.name, err)
 			}
@@ -296,27 +298,27 @@ func TestVersionOfDirectoryWithSkippedNames(t *testing.T) {
 // captured is never deleted, even when another client reads the directory
 // again (handing its revision out later) before the delete runs.
 func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
-	var e *secEnv
+	var e *keepTree
 	var armed bool
-	ws := secProject("p")
-	e = ckEnv(t, nil, func(c ckConfig) {
+	ws := sectree.Project("p")
+	e = keepEnv(t, func(c keepConfig) {
 		c.Options.Observer = func(op string, _ time.Duration, _ int64, err error) {
 			if op != "create" || !armed || err != nil {
 				return
 			}
 			armed = false
 			time.Sleep(20 * time.Millisecond) // past the kernel's ctime tick
-			ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("the agent's x2\n"), 0o644)
+			keepWrite(t, filepath.Join(e.Projects(), "p", "d", "x.txt"), []byte("the agent's x2\n"))
 			time.Sleep(20 * time.Millisecond)
-			if _, err := e.fs.Stat(context.Background(), ws, "d"); err != nil { // another client's PROPFIND
+			if _, err := e.FS.Stat(context.Background(), ws, "d"); err != nil { // another client's PROPFIND
 				t.Error(err)
 			}
 		}
 	})
-	ckWrite(t, filepath.Join(e.projects(), "p", "d", "x.txt"), []byte("x\n"), 0o644)
+	keepWrite(t, filepath.Join(e.Projects(), "p", "d", "x.txt"), []byte("x\n"))
 	armed = true
-	ctx, _ := keepCtx("DELETE")
-	err := davErr(dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/d"))
+	st, _ := keepReq("DELETE")
+	err := davErr(dav.NewFileSystem(e.FS, e.ck, st).RemoveAll(context.Background(), "/projects/p/d"))
 	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
 		t.Fatalf("keep DELETE over work done after the version: %v", err)
 	}
@@ -329,15 +331,15 @@ func TestVersionOfDirectoryRefusesLaterWork(t *testing.T) {
 // when only that would make room, the write is refused (CHECKPOINT_LIMIT)
 // and nothing changes.
 func TestVersionNeverEvictsManualByBytes(t *testing.T) {
-	e := ckEnv(t, nil, func(c ckConfig) { c.Checkpoints.MaxTotalBytes = 12 << 10 })
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
-	ckWrite(t, filepath.Join(proj, "a.txt"), []byte(strings.Repeat("a", 8<<10)), 0o644)
-	manual := ckCreate(t, e, ws, checkpoint.CheckpointOptions{Label: "known good", Path: "a.txt"})
+	e := keepEnv(t, func(c keepConfig) { c.Checkpoints.MaxTotalBytes = 12 << 10 })
+	ws := sectree.Project("p")
+	proj := filepath.Join(e.Projects(), "p")
+	keepWrite(t, filepath.Join(proj, "a.txt"), []byte(strings.Repeat("a", 8<<10)))
+	manual := keepCheckpoint(t, e, ws, checkpoint.CheckpointOptions{Label: "known good", Path: "a.txt"})
 	f := strings.Repeat("f", 6<<10)
-	ckWrite(t, filepath.Join(proj, "f.txt"), []byte(f), 0o644)
-	ctx, u := keepCtx("PUT")
-	err := davErr(davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"))
+	keepWrite(t, filepath.Join(proj, "f.txt"), []byte(f))
+	st, u := keepReq("PUT")
+	err := davErr(davPut(t, e, st, "/projects/p/f.txt", "v2\n"))
 	if davfs.ReasonOf(err) != davfs.ReasonCheckpointLimit {
 		t.Fatalf("keep PUT that only the manual checkpoint's bytes would fit: %v", err)
 	}
@@ -357,14 +359,14 @@ func TestVersionNeverEvictsManualByBytes(t *testing.T) {
 // removes every directory it empties), nor for a PUT whose upload is
 // aborted: neither uses up the versions' bound.
 func TestVersionNotKeptForNothing(t *testing.T) {
-	e := ckEnv(t, nil, nil)
-	ws := secProject("p")
-	proj := filepath.Join(e.projects(), "p")
+	e := keepEnv(t, nil)
+	ws := sectree.Project("p")
+	proj := filepath.Join(e.Projects(), "p")
 	if err := os.MkdirAll(filepath.Join(proj, "empty", "inner"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, u := keepCtx("DELETE")
-	if err := davErr(dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, "/projects/p/empty")); err != nil {
+	st, u := keepReq("DELETE")
+	if err := davErr(dav.NewFileSystem(e.FS, e.ck, st).RemoveAll(context.Background(), "/projects/p/empty")); err != nil {
 		t.Fatalf("keep DELETE of empty directories: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(proj, "empty")); !os.IsNotExist(err) {
@@ -377,9 +379,9 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 		t.Fatalf("empty directories left checkpoints: %+v", list)
 	}
 
-	ckWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"), 0o644)
-	ctx, u = keepCtx("PUT")
-	f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	keepWrite(t, filepath.Join(proj, "f.txt"), []byte("v1\n"))
+	st, u = keepReq("PUT")
+	f, err := dav.NewFileSystem(e.FS, e.ck, st).OpenFile(context.Background(), "/projects/p/f.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,11 +407,11 @@ func TestVersionNotKeptForNothing(t *testing.T) {
 // newest first, and says when it left older candidates out; a version of
 // the path itself answers from its description.
 func TestVersionListHoldingBounded(t *testing.T) {
-	e := ckEnv(t, nil, func(c ckConfig) { c.Checkpoints.MaxPerWorkspace = checkpoint.MaxHoldingDecodes + 5 })
-	ws := secProject("p")
-	ckWrite(t, filepath.Join(e.projects(), "p", "f.txt"), []byte("v1\n"), 0o644)
-	ctx, u := keepCtx("PUT")
-	if err := davPut(t, e, ctx, "/projects/p/f.txt", "v2\n"); err != nil {
+	e := keepEnv(t, func(c keepConfig) { c.Checkpoints.MaxPerWorkspace = checkpoint.MaxHoldingDecodes + 5 })
+	ws := sectree.Project("p")
+	keepWrite(t, filepath.Join(e.Projects(), "p", "f.txt"), []byte("v1\n"))
+	st, u := keepReq("PUT")
+	if err := davPut(t, e, st, "/projects/p/f.txt", "v2\n"); err != nil {
 		t.Fatal(err)
 	}
 	_, version := u.Used()
@@ -420,14 +422,14 @@ func TestVersionListHoldingBounded(t *testing.T) {
 	// Exactly MaxHoldingDecodes candidates: every one is decoded, nothing
 	// is left out.
 	for i := 0; i < checkpoint.MaxHoldingDecodes; i++ {
-		full = append(full, ckCreate(t, e, ws, checkpoint.CheckpointOptions{}).ID)
+		full = append(full, keepCheckpoint(t, e, ws, checkpoint.CheckpointOptions{}).ID)
 	}
 	got, truncated, err := e.ck.ListCheckpointsHolding(context.Background(), ws, "f.txt")
 	if err != nil || truncated || len(got) != checkpoint.MaxHoldingDecodes+1 || got[0].ID != full[len(full)-1] || got[len(got)-1].ID != version[0] {
 		t.Fatalf("holding f.txt under the bound: %d checkpoints, truncated %v, %v (want all %d and not truncated)", len(got), truncated, err, checkpoint.MaxHoldingDecodes+1)
 	}
 	for i := 0; i < 2; i++ {
-		full = append(full, ckCreate(t, e, ws, checkpoint.CheckpointOptions{}).ID)
+		full = append(full, keepCheckpoint(t, e, ws, checkpoint.CheckpointOptions{}).ID)
 	}
 	got, truncated, err = e.ck.ListCheckpointsHolding(context.Background(), ws, "f.txt")
 	if err != nil {

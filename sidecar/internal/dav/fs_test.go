@@ -132,16 +132,18 @@ func wdSetup(t *testing.T) *wdEnv {
 	}
 	t.Cleanup(func() { fsys.Close() })
 	e.fs = fsys
-	e.dav = dav.NewFileSystem(fsys, nil)
-
-	h := &webdav.Handler{
-		FileSystem: e.dav,
-		LockSystem: webdav.NewMemLS(),
-		Logger: func(r *http.Request, err error) {
-			e.mu.Lock()
-			e.logged[r.Method+" "+r.URL.Path] = err
-			e.mu.Unlock()
-		},
+	e.dav = dav.NewFileSystem(fsys, nil, dav.RequestState{})
+	ls := webdav.NewMemLS()
+	h := func(st dav.RequestState) http.Handler {
+		return &webdav.Handler{
+			FileSystem: dav.NewFileSystem(fsys, nil, st),
+			LockSystem: ls,
+			Logger: func(r *http.Request, err error) {
+				e.mu.Lock()
+				e.logged[r.Method+" "+r.URL.Path] = err
+				e.mu.Unlock()
+			},
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -159,9 +161,10 @@ func wdSetup(t *testing.T) *wdEnv {
 }
 
 // wdPreconditions is the thin wrapper a sidecar puts in front of
-// x/net/webdav: If-Match / If-None-Match: * go into the context for davfs
-// to check at commit time, aimed at the request's own resource.
-func wdPreconditions(next http.Handler) http.Handler {
+// x/net/webdav: one FileSystem per request, with If-Match /
+// If-None-Match: * as the precondition davfs checks at commit time, aimed
+// at the request's own resource.
+func wdPreconditions(next func(dav.RequestState) http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p davfs.Precondition
 		set := false
@@ -171,8 +174,9 @@ func wdPreconditions(next http.Handler) http.Handler {
 		if r.Header.Get("If-None-Match") == "*" {
 			p.IfNoneMatch, set = true, true
 		}
+		var st dav.RequestState
 		if set {
-			r = r.WithContext(withPreFor(r.Context(), r.URL.Path, p))
+			st = wdPreFor(r.URL.Path, p)
 		}
 		if r.Method == "MOVE" {
 			// Refuse, before x/net/webdav deletes an Overwrite: T
@@ -186,25 +190,26 @@ func wdPreconditions(next http.Handler) http.Handler {
 				}
 			}
 		}
-		next.ServeHTTP(w, r)
+		next(st).ServeHTTP(w, r)
 	})
 }
 
-// withPre puts p in ctx as the precondition of every name a write touches.
-func withPre(ctx context.Context, p davfs.Precondition) context.Context {
-	return dav.WithPreconditions(ctx, func(string) davfs.Precondition { return p })
+// wdPre is a request whose every written name has the precondition p.
+func wdPre(p davfs.Precondition) dav.RequestState {
+	return dav.RequestState{Preconditions: func(string) davfs.Precondition { return p }}
 }
 
-// withPreFor puts p in ctx as the precondition of the WebDAV name target
-// only (cleaned as davfs cleans it: no empty segment, no trailing slash).
-func withPreFor(ctx context.Context, target string, p davfs.Precondition) context.Context {
+// wdPreFor is a request in which only the WebDAV name target (cleaned as
+// the adapter cleans it: no empty segment, no trailing slash) has the
+// precondition p.
+func wdPreFor(target string, p davfs.Precondition) dav.RequestState {
 	target = "/" + strings.Join(strings.FieldsFunc(target, func(r rune) bool { return r == '/' }), "/")
-	return dav.WithPreconditions(ctx, func(name string) davfs.Precondition {
+	return dav.RequestState{Preconditions: func(name string) davfs.Precondition {
 		if name != target {
 			return davfs.Precondition{}
 		}
 		return p
-	})
+	}}
 }
 
 func wdDo(t *testing.T, e *wdEnv, method, p string, body []byte, hdr map[string]string) (*http.Response, []byte) {
@@ -1079,9 +1084,9 @@ func TestWebDAVWriteStreamsThroughClose(t *testing.T) {
 		t.Errorf("write handle Stat ETag = %s; want %s", tag, want)
 	}
 
-	// A precondition in ctx with another Target does not apply here.
-	other := withPreFor(ctx, "/projects/demo/elsewhere", davfs.Precondition{IfMatch: "stale"})
-	f, err = e.dav.OpenFile(other, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0)
+	// A precondition of the request with another Target does not apply here.
+	other := dav.NewFileSystem(e.fs, nil, wdPreFor("/projects/demo/elsewhere", davfs.Precondition{IfMatch: "stale"}))
+	f, err = other.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1090,8 +1095,8 @@ func TestWebDAVWriteStreamsThroughClose(t *testing.T) {
 		t.Errorf("Close with a precondition for another name: %v", err)
 	}
 	// One aimed at it is checked.
-	mine := withPre(ctx, davfs.Precondition{IfMatch: "stale"})
-	if _, err := e.dav.OpenFile(mine, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0); err == nil {
+	mine := dav.NewFileSystem(e.fs, nil, wdPre(davfs.Precondition{IfMatch: "stale"}))
+	if _, err := mine.OpenFile(ctx, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0); err == nil {
 		t.Errorf("stale If-Match accepted")
 	} else if de, ok := dav.ErrorFromWebDAV(err); !ok || de.Reason != davfs.ReasonRevisionMismatch {
 		t.Errorf("stale If-Match: %v; want REVISION_MISMATCH", err)
@@ -1120,11 +1125,11 @@ func TestWebDAVContentType(t *testing.T) {
 func TestWebDAVConcurrentIfMatch(t *testing.T) {
 	e := wdSetup(t)
 	rev := wdRev(t, e, wdProject("demo"), "README.md")
-	ctx := withPre(context.Background(), davfs.Precondition{IfMatch: rev})
+	ctx, d := context.Background(), dav.NewFileSystem(e.fs, nil, wdPre(davfs.Precondition{IfMatch: rev}))
 	const n = 8
 	files := make([]webdav.File, n)
 	for i := range files {
-		f, err := e.dav.OpenFile(ctx, "/projects/demo/README.md", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := d.OpenFile(ctx, "/projects/demo/README.md", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}
@@ -1246,7 +1251,7 @@ func BenchmarkWebDAVPropfind(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fsys.Close()
-	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys, nil), LockSystem: webdav.NewMemLS()})
+	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys, nil, dav.RequestState{}), LockSystem: webdav.NewMemLS()})
 	defer srv.Close()
 	propfind := func() {
 		req, _ := http.NewRequest("PROPFIND", srv.URL+"/projects/bench/", nil)
@@ -1289,7 +1294,7 @@ func BenchmarkWebDAVGet(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fsys.Close()
-	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys, nil), LockSystem: webdav.NewMemLS()})
+	srv := httptest.NewServer(&webdav.Handler{FileSystem: dav.NewFileSystem(fsys, nil, dav.RequestState{}), LockSystem: webdav.NewMemLS()})
 	defer srv.Close()
 	buf := make([]byte, 64<<10)
 	b.SetBytes(size)
@@ -1311,20 +1316,21 @@ func BenchmarkWebDAVGet(b *testing.B) {
 // PROPPATCH answers of the FileSystem, called directly (issue #13).
 func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 	e := wdSetup(t)
-	d := e.dav
-	base, log := dav.WithErrorLog(context.Background())
-	required := dav.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Required: true} })
+	log := &dav.ErrorLog{}
+	base := context.Background()
+	d := dav.NewFileSystem(e.fs, nil, dav.RequestState{Errors: log})
+	required := dav.NewFileSystem(e.fs, nil, dav.RequestState{Errors: log, Preconditions: func(string) davfs.Precondition { return davfs.Precondition{Required: true} }})
 
 	// Required: replacing or removing needs IfMatch; creating does not.
-	if _, err := d.OpenFile(required, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0o644); err == nil {
+	if _, err := required.OpenFile(base, "/projects/demo/README.md", os.O_WRONLY|os.O_TRUNC, 0o644); err == nil {
 		t.Fatal("Required: an unconditional replace was opened")
 	} else if de, ok := log.Lookup(err); !ok || de.Reason != "PRECONDITION_REQUIRED" {
 		t.Fatalf("Required replace: %v (%v)", err, de)
 	}
-	if err := d.RemoveAll(required, "/projects/demo/README.md"); err == nil {
+	if err := required.RemoveAll(base, "/projects/demo/README.md"); err == nil {
 		t.Fatal("Required: an unconditional delete went through")
 	}
-	f, err := d.OpenFile(required, "/projects/demo/created.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := required.OpenFile(base, "/projects/demo/created.txt", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		t.Fatalf("Required create: %v", err)
 	}
@@ -1395,8 +1401,8 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 	// Content reads (GET, HEAD) open at once: the multi-link file still
 	// cannot be read, a directory is still a directory, and a regular
 	// file has the same ETag as its Stat and exactly its bytes.
-	content := dav.WithContentReads(base)
-	if rf, err := d.OpenFile(content, "/projects/demo/canary.txt", os.O_RDONLY, 0); err != nil {
+	content := dav.NewFileSystem(e.fs, nil, dav.RequestState{Errors: log, ContentReads: true})
+	if rf, err := content.OpenFile(base, "/projects/demo/canary.txt", os.O_RDONLY, 0); err != nil {
 		t.Fatal(err)
 	} else {
 		if _, err := rf.Read(make([]byte, 8)); err == nil {
@@ -1406,7 +1412,7 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 		}
 		rf.Close()
 	}
-	if df, err := d.OpenFile(content, "/projects/demo/src", os.O_RDONLY, 0); err != nil {
+	if df, err := content.OpenFile(base, "/projects/demo/src", os.O_RDONLY, 0); err != nil {
 		t.Fatal(err)
 	} else if fi, _ := df.Stat(); !fi.IsDir() {
 		t.Error("a content open of a directory is not a directory")
@@ -1417,7 +1423,7 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf, err := d.OpenFile(content, "/projects/demo/README.md", os.O_RDONLY, 0)
+	cf, err := content.OpenFile(base, "/projects/demo/README.md", os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1439,8 +1445,8 @@ func TestWebDAVPreconditionsErrorLogLinks(t *testing.T) {
 		t.Errorf("Seek(0) = %d, %v", n, err)
 	}
 	cf.Close()
-	replacing := dav.WithPreconditions(base, func(string) davfs.Precondition { return davfs.Precondition{Replacing: true} })
-	if err := d.RemoveAll(replacing, "/projects/demo/canary.txt"); err == nil {
+	replacing := dav.NewFileSystem(e.fs, nil, dav.RequestState{Errors: log, Preconditions: func(string) davfs.Precondition { return davfs.Precondition{Replacing: true} }})
+	if err := replacing.RemoveAll(base, "/projects/demo/canary.txt"); err == nil {
 		t.Error("an Overwrite removed a multi-link file")
 	} else if de, ok := log.Lookup(err); !ok || de.Reason != davfs.ReasonMultipleLinks {
 		t.Errorf("Replacing removal: %v", err)

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 )
 
@@ -52,7 +53,7 @@ func secSyntaxOK(p string) bool {
 		return false
 	}
 	for _, s := range segs {
-		if s == "" || s == "." || s == ".." || secForbiddenNames[s] {
+		if s == "" || s == "." || s == ".." || sectree.ForbiddenNames[s] {
 			return false
 		}
 	}
@@ -87,18 +88,18 @@ func FuzzPath(f *testing.F) {
 	for _, s := range []string{"", "a/x.txt", "link/canary.txt", "../q/secret.txt", "skills/leak"} {
 		f.Add(s)
 	}
-	e := secNewEnv(f, "", secFuzzLayout, nil)
-	e2 := secNewEnv(f, "", secFuzzLayout, func(c *davfs.Config) { c.DisableOpenat2 = true })
+	e := sectree.NewEnv(f, "", secFuzzLayout, nil)
+	e2 := sectree.NewEnv(f, "", secFuzzLayout, func(c *davfs.Config) { c.DisableOpenat2 = true })
 	f.Fuzz(func(t *testing.T, p string) {
 		ctx := context.Background()
-		for _, env := range []*secEnv{e, e2} {
-			for _, ws := range []davfs.Workspace{secProject("p"), secGlobal} {
-				unblock := func() { secUnblockFIFOs(env.base, secFuzzLayout) }
+		for _, env := range []*sectree.Env{e, e2} {
+			for _, ws := range []davfs.Workspace{sectree.Project("p"), sectree.Global} {
+				unblock := func() { secUnblockFIFOs(env.Base, secFuzzLayout) }
 				var en davfs.Entry
-				err := secWithTimeout(t, 5*time.Second, unblock, func() (err error) { en, err = env.fs.Stat(ctx, ws, p); return err })
-				secCheckDavErr(t, "Stat", err, env.base)
+				err := sectree.WithTimeout(t, 5*time.Second, unblock, func() (err error) { en, err = env.FS.Stat(ctx, ws, p); return err })
+				sectree.CheckDavErr(t, "Stat", err, env.Base)
 				if err == nil {
-					if !secMayResolve(env.base, ws, p) {
+					if !secMayResolve(env.Base, ws, p) {
 						t.Errorf("Stat(%v, %q) succeeded; the path is invalid, outside the allowlist or through a symlink", ws.Scope, p)
 					}
 					if en.Path != p {
@@ -106,35 +107,35 @@ func FuzzPath(f *testing.F) {
 					}
 				}
 				var file davfs.File
-				err = secWithTimeout(t, 5*time.Second, unblock, func() (err error) { file, err = env.fs.ReadFile(ctx, ws, p); return err })
-				secCheckDavErr(t, "ReadFile", err, env.base)
-				secNoSecret(t, "ReadFile", file.Content)
-				if err == nil && !secMayResolve(env.base, ws, p) {
+				err = sectree.WithTimeout(t, 5*time.Second, unblock, func() (err error) { file, err = env.FS.ReadFile(ctx, ws, p); return err })
+				sectree.CheckDavErr(t, "ReadFile", err, env.Base)
+				sectree.NoSecret(t, "ReadFile", file.Content)
+				if err == nil && !secMayResolve(env.Base, ws, p) {
 					t.Errorf("ReadFile(%v, %q) succeeded; the path is invalid, outside the allowlist or through a symlink", ws.Scope, p)
 				}
-				err = secWithTimeout(t, 5*time.Second, unblock, func() error {
-					fh, _, err := env.fs.OpenRead(ctx, ws, p)
+				err = sectree.WithTimeout(t, 5*time.Second, unblock, func() error {
+					fh, _, err := env.FS.OpenRead(ctx, ws, p)
 					if err == nil {
 						b, _ := io.ReadAll(io.LimitReader(fh, 1<<20))
 						_ = fh.Close()
-						secNoSecret(t, "OpenRead", b)
+						sectree.NoSecret(t, "OpenRead", b)
 					}
 					return err
 				})
-				secCheckDavErr(t, "OpenRead", err, env.base)
-				err = secWithTimeout(t, 5*time.Second, unblock, func() error {
-					fh, _, err := env.fs.OpenReader(ctx, ws, p)
+				sectree.CheckDavErr(t, "OpenRead", err, env.Base)
+				err = sectree.WithTimeout(t, 5*time.Second, unblock, func() error {
+					fh, _, err := env.FS.OpenReader(ctx, ws, p)
 					if err == nil {
 						b, _ := io.ReadAll(io.LimitReader(fh, 1<<20))
 						_ = fh.Close()
-						secNoSecret(t, "OpenReader", b)
+						sectree.NoSecret(t, "OpenReader", b)
 					}
 					return err
 				})
-				secCheckDavErr(t, "OpenReader", err, env.base)
+				sectree.CheckDavErr(t, "OpenReader", err, env.Base)
 				var pg davfs.Page
-				err = secWithTimeout(t, 5*time.Second, unblock, func() (err error) { pg, err = env.fs.ListEntries(ctx, ws, p, 0, ""); return err })
-				secCheckDavErr(t, "ListEntries", err, env.base)
+				err = sectree.WithTimeout(t, 5*time.Second, unblock, func() (err error) { pg, err = env.FS.ListEntries(ctx, ws, p, 0, ""); return err })
+				sectree.CheckDavErr(t, "ListEntries", err, env.Base)
 				for _, en := range pg.Entries {
 					secCheckListed(t, env, ws, en)
 				}
@@ -145,12 +146,12 @@ func FuzzPath(f *testing.F) {
 
 // secCheckListed fails when a listed entry is a symlink or forbidden name
 // on disk, or an unknown name (a temp file).
-func secCheckListed(t *testing.T, e *secEnv, ws davfs.Workspace, en davfs.Entry) {
+func secCheckListed(t *testing.T, e *sectree.Env, ws davfs.Workspace, en davfs.Entry) {
 	t.Helper()
-	if secForbiddenNames[en.Name] {
+	if sectree.ForbiddenNames[en.Name] {
 		t.Errorf("listing shows denylisted %q", en.Path)
 	}
-	fi, err := os.Lstat(filepath.Join(e.base, secHostRel(ws, en.Path)))
+	fi, err := os.Lstat(filepath.Join(e.Base, secHostRel(ws, en.Path)))
 	if err != nil {
 		t.Errorf("listing shows %q which does not exist on disk: %v", en.Path, err)
 		return
@@ -176,7 +177,7 @@ var secOpsPool = []string{
 // secOpsNames are all names that may legitimately appear in a listing.
 func secOpsNames() map[string]bool {
 	m := map[string]bool{}
-	for _, p := range append(append([]string(nil), secOpsPool...), secBaseLayout...) {
+	for _, p := range append(append([]string(nil), secOpsPool...), sectree.BaseLayout...) {
 		for _, s := range strings.Split(p, "/") {
 			m[s] = true
 		}
@@ -202,28 +203,28 @@ func FuzzOps(f *testing.F) {
 		if len(data) > 3*64 {
 			data = data[:3*64]
 		}
-		e := secNewEnv(t, "", secFuzzLayout, func(c *davfs.Config) { c.DisableOpenat2 = len(data)%2 == 1 })
+		e := sectree.NewEnv(t, "", secFuzzLayout, func(c *davfs.Config) { c.DisableOpenat2 = len(data)%2 == 1 })
 		names := secOpsNames()
-		before := secSnapshot(t, e.base)
+		before := sectree.Snapshot(t, e.Base)
 		ctx := context.Background()
-		unblock := func() { secUnblockFIFOs(e.base, secFuzzLayout) }
+		unblock := func() { secUnblockFIFOs(e.Base, secFuzzLayout) }
 		for i := 0; i+2 < len(data); i += 3 {
 			op, a, b := data[i]%14, data[i+1], data[i+2]
-			ws := secProject("p")
+			ws := sectree.Project("p")
 			if a&0x80 != 0 {
-				ws = secGlobal
+				ws = sectree.Global
 			}
 			pa := secOpsPool[int(a&0x7f)%len(secOpsPool)]
 			pb := secOpsPool[int(b&0x7f)%len(secOpsPool)]
 			body := []byte(strings.Repeat("v", int(b)) + "\n")
-			rev := secRev(ctx, e, ws, pa)
+			rev := sectree.Rev(ctx, e, ws, pa)
 			if b&1 == 1 && op == 2 {
 				rev = "stale"
 			}
 			var what string
 			var contents [][]byte
 			var listed []davfs.Entry
-			err := secWithTimeout(t, 5*time.Second, unblock, func() error {
+			err := sectree.WithTimeout(t, 5*time.Second, unblock, func() error {
 				switch op {
 				case 0, 1:
 					what = "CreateEntry"
@@ -232,37 +233,37 @@ func FuzzOps(f *testing.F) {
 						typ = davfs.TypeDirectory
 					}
 					dir, name := secSplit(pa)
-					_, err := e.fs.CreateEntry(ctx, ws, dir, name, typ)
+					_, err := e.FS.CreateEntry(ctx, ws, dir, name, typ)
 					return err
 				case 2:
 					what = "UpdateFile"
-					_, err := e.fs.UpdateFile(ctx, ws, pa, body, rev)
+					_, err := e.FS.UpdateFile(ctx, ws, pa, body, rev)
 					return err
 				case 3:
 					what = "MoveEntry"
-					_, err := e.fs.MoveEntry(ctx, ws, pa, pb, rev)
+					_, err := e.FS.MoveEntry(ctx, ws, pa, pb, rev)
 					return err
 				case 4:
 					what = "DeleteEntry"
-					return e.fs.DeleteEntry(ctx, ws, pa, rev, b&1 == 1)
+					return e.FS.DeleteEntry(ctx, ws, pa, rev, b&1 == 1)
 				case 5:
 					what = "ListEntries"
-					pg, err := e.fs.ListEntries(ctx, ws, pa, 0, "")
+					pg, err := e.FS.ListEntries(ctx, ws, pa, 0, "")
 					listed = pg.Entries
 					return err
 				case 6:
 					what = "ReadFile"
-					fl, err := e.fs.ReadFile(ctx, ws, pa)
+					fl, err := e.FS.ReadFile(ctx, ws, pa)
 					contents = append(contents, fl.Content)
 					return err
 				case 7:
 					what = "WriteStream"
-					_, _, err := e.fs.WriteStream(ctx, ws, pa, strings.NewReader(string(body)), 1<<20,
+					_, _, err := e.FS.WriteStream(ctx, ws, pa, strings.NewReader(string(body)), 1<<20,
 						davfs.Precondition{IfMatch: map[bool]string{true: rev}[b&2 == 2], IfNoneMatch: b&4 == 4})
 					return err
 				case 8:
 					what = "OpenRead"
-					fh, _, err := e.fs.OpenRead(ctx, ws, pa)
+					fh, _, err := e.FS.OpenRead(ctx, ws, pa)
 					if err == nil {
 						bs, _ := io.ReadAll(fh)
 						_ = fh.Close()
@@ -271,12 +272,12 @@ func FuzzOps(f *testing.F) {
 					return err
 				case 9:
 					what = "ReadDir"
-					es, err := e.fs.ReadDir(ctx, ws, pa)
+					es, err := e.FS.ReadDir(ctx, ws, pa)
 					listed = es
 					return err
 				case 10:
 					what = "WebDAV.Read"
-					fh, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, secDavName(ws, pa), os.O_RDONLY, 0)
+					fh, err := dav.NewFileSystem(e.FS, nil, dav.RequestState{}).OpenFile(ctx, secDavName(ws, pa), os.O_RDONLY, 0)
 					if err != nil {
 						return secDavToDav(err)
 					}
@@ -293,18 +294,18 @@ func FuzzOps(f *testing.F) {
 				case 11:
 					what = "WebDAV.Write"
 					pre := davfs.Precondition{IfMatch: map[bool]string{true: rev}[b&2 == 2], IfNoneMatch: b&4 == 4}
-					return secDavToDav(secDavPut(ctx, e.fs, secDavName(ws, pa), body, pre))
+					return secDavToDav(secDavPut(ctx, e.FS, secDavName(ws, pa), body, pre))
 				case 12:
 					what = "WebDAV.Rename"
-					return secDavToDav(dav.NewFileSystem(e.fs, e.ck).Rename(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa), secDavName(ws, pb)))
+					return secDavToDav(dav.NewFileSystem(e.FS, nil, wdPre(davfs.Precondition{IfMatch: rev})).Rename(ctx, secDavName(ws, pa), secDavName(ws, pb)))
 				default:
 					what = "WebDAV.RemoveAll"
-					return secDavToDav(dav.NewFileSystem(e.fs, e.ck).RemoveAll(withPre(ctx, davfs.Precondition{IfMatch: rev}), secDavName(ws, pa)))
+					return secDavToDav(dav.NewFileSystem(e.FS, nil, wdPre(davfs.Precondition{IfMatch: rev})).RemoveAll(ctx, secDavName(ws, pa)))
 				}
 			})
-			secCheckDavErr(t, what, err, e.base)
+			sectree.CheckDavErr(t, what, err, e.Base)
 			for _, c := range contents {
-				secNoSecret(t, what, c)
+				sectree.NoSecret(t, what, c)
 			}
 			for _, en := range listed {
 				secCheckListed(t, e, ws, en)
@@ -317,7 +318,7 @@ func FuzzOps(f *testing.F) {
 			}
 		}
 
-		after := secSnapshot(t, e.base)
+		after := sectree.Snapshot(t, e.Base)
 		mutable := func(rel string) bool {
 			// The project and the Global allowlist may change, except the traps.
 			switch rel {
@@ -325,9 +326,9 @@ func FuzzOps(f *testing.F) {
 				"projects/p/.git", "projects/p/.git/config", "projects/p/node_modules", "projects/p/node_modules/m.js":
 				return false
 			}
-			return secUnder(rel, "projects/p") || secUnder(rel, "codex/skills") || rel == "codex/AGENTS.md"
+			return sectree.Under(rel, "projects/p") || sectree.Under(rel, "codex/skills") || rel == "codex/AGENTS.md"
 		}
-		for _, d := range secDiff(before, after, mutable) {
+		for _, d := range sectree.Diff(before, after, mutable) {
 			t.Errorf("operations changed something outside their reach: %s", d)
 		}
 		for rel := range after {
@@ -341,7 +342,7 @@ func FuzzOps(f *testing.F) {
 // FuzzCursor: forged cursors never panic, are refused as a *davfs.Error,
 // and never make a listing show entries of another directory or workspace.
 func FuzzCursor(f *testing.F) {
-	e := secNewEnv(f, "", []string{
+	e := sectree.NewEnv(f, "", []string{
 		"projects/p/a/1.txt", "projects/p/a/2.txt", "projects/p/a/3.txt",
 		"projects/p/b/4.txt", "projects/p/b/5.txt", "projects/p/b/6.txt",
 		"projects/q/7.txt", "projects/q/8.txt", "projects/q/9.txt",
@@ -353,26 +354,26 @@ func FuzzCursor(f *testing.F) {
 	for _, src := range []struct {
 		ws  davfs.Workspace
 		dir string
-	}{{secProject("p"), "a"}, {secProject("p"), "b"}, {secProject("q"), ""}, {secGlobal, "skills"}} {
-		if pg, err := e.fs.ListEntries(ctx, src.ws, src.dir, 1, ""); err == nil && pg.NextCursor != "" {
+	}{{sectree.Project("p"), "a"}, {sectree.Project("p"), "b"}, {sectree.Project("q"), ""}, {sectree.Global, "skills"}} {
+		if pg, err := e.FS.ListEntries(ctx, src.ws, src.dir, 1, ""); err == nil && pg.NextCursor != "" {
 			f.Add(pg.NextCursor)
 			f.Add(pg.NextCursor[:len(pg.NextCursor)/2])
 			f.Add(pg.NextCursor + "A")
 		}
 	}
-	if pp, err := e.fs.ListProjects(ctx, 1, ""); err == nil && pp.NextCursor != "" {
+	if pp, err := e.FS.ListProjects(ctx, 1, ""); err == nil && pp.NextCursor != "" {
 		f.Add(pp.NextCursor)
 	}
 	f.Fuzz(func(t *testing.T, cursor string) {
-		pg, err := e.fs.ListEntries(ctx, secProject("p"), "a", 2, cursor)
-		secCheckDavErr(t, "ListEntries", err, e.base)
+		pg, err := e.FS.ListEntries(ctx, sectree.Project("p"), "a", 2, cursor)
+		sectree.CheckDavErr(t, "ListEntries", err, e.Base)
 		for _, en := range pg.Entries {
 			if !strings.HasPrefix(en.Path, "a/") {
 				t.Errorf("cursor %q made ListEntries(p, a) return %q", cursor, en.Path)
 			}
 		}
-		pp, err := e.fs.ListProjects(ctx, 2, cursor)
-		secCheckDavErr(t, "ListProjects", err, e.base)
+		pp, err := e.FS.ListProjects(ctx, 2, cursor)
+		sectree.CheckDavErr(t, "ListProjects", err, e.Base)
 		for _, p := range pp.Projects {
 			if p.Name != "p" && p.Name != "q" {
 				t.Errorf("cursor %q made ListProjects return %q", cursor, p.Name)

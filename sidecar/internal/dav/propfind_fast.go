@@ -325,7 +325,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 	if !ok {
 		return false
 	}
-	fi, err := q.h.fs.Stat(q.ctx, q.src)
+	fi, err := q.fs.Stat(q.ctx, q.src)
 	if err != nil || !fi.IsDir() {
 		return false
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 	"golang.org/x/sys/unix"
 )
@@ -54,7 +55,7 @@ func secRaceScenarios() []secRaceScenario {
 				"outside/d/f.txt", "outside/d/x.txt", "outside/d/g.txt", "outside/d/only-outside.txt",
 				"outside/d/sub0/", "outside/d/w0.txt",
 			},
-			ws: secProject("p"), prefix: "d/",
+			ws: sectree.Project("p"), prefix: "d/",
 			swapA: "projects/p/d", swapB: "projects/p/swap", outside: "outside/d",
 		},
 		{
@@ -64,7 +65,7 @@ func secRaceScenarios() []secRaceScenario {
 				"projects/rswap => ../outside/r",
 				"outside/r/f.txt", "outside/r/x.txt", "outside/r/g.txt", "outside/r/only-outside.txt",
 			},
-			ws: secProject("r"), prefix: "",
+			ws: sectree.Project("r"), prefix: "",
 			swapA: "projects/r", swapB: "projects/rswap", outside: "outside/r",
 		},
 		{
@@ -75,7 +76,7 @@ func secRaceScenarios() []secRaceScenario {
 				"projects/p/d/f.txt", "projects/p/d/x.txt",
 				"projects/p/d/hl == codex/auth.json",
 			},
-			ws: secProject("p"), prefix: "d/",
+			ws: sectree.Project("p"), prefix: "d/",
 			swapA: "projects/p/d/f.txt", swapB: "projects/p/d/hl", outside: "codex",
 		},
 		{
@@ -85,7 +86,7 @@ func secRaceScenarios() []secRaceScenario {
 				"codex/skills/swap => ..",
 				"codex/f.txt", "codex/x.txt", "codex/g.txt", "codex/only-outside.txt",
 			},
-			ws: secGlobal, prefix: "skills/d/",
+			ws: sectree.Global, prefix: "skills/d/",
 			swapA: "codex/skills/d", swapB: "codex/skills/swap", outside: "codex",
 		},
 	}
@@ -100,10 +101,10 @@ func TestSecRaceSymlinkSwap(t *testing.T) {
 }
 
 func secRunRace(t *testing.T, sc secRaceScenario, tweak func(*davfs.Config)) {
-	e := secNewEnv(t, "", sc.layout, tweak)
-	outsideBefore := secSnapshot(t, filepath.Join(e.base, "outside"))
-	codexBefore := secSnapshot(t, e.codex())
-	qBefore := secSnapshot(t, filepath.Join(e.projects(), "q"))
+	e := sectree.NewEnv(t, "", sc.layout, tweak)
+	outsideBefore := sectree.Snapshot(t, filepath.Join(e.Base, "outside"))
+	codexBefore := sectree.Snapshot(t, e.Codex())
+	qBefore := sectree.Snapshot(t, filepath.Join(e.Projects(), "q"))
 
 	ctx := context.Background()
 	stop := make(chan struct{})
@@ -113,7 +114,7 @@ func secRunRace(t *testing.T, sc secRaceScenario, tweak func(*davfs.Config)) {
 	swapWG.Add(1)
 	go func() {
 		defer swapWG.Done()
-		a, b := filepath.Join(e.base, sc.swapA), filepath.Join(e.base, sc.swapB)
+		a, b := filepath.Join(e.Base, sc.swapA), filepath.Join(e.Base, sc.swapB)
 		for {
 			select {
 			case <-stop:
@@ -144,7 +145,7 @@ func secRunRace(t *testing.T, sc secRaceScenario, tweak func(*davfs.Config)) {
 			for i := 0; i < secRaceIterations && time.Now().Before(deadline); i++ {
 				op, err := secRaceOp(ctx, t, e, sc, w, i)
 				if err != nil {
-					secCheckDavErr(t, op, err, e.base)
+					sectree.CheckDavErr(t, op, err, e.Base)
 					count(op + " " + string(davfs.ReasonOf(err)))
 				} else {
 					count(op + " ok")
@@ -179,45 +180,45 @@ func secRunRace(t *testing.T, sc secRaceScenario, tweak func(*davfs.Config)) {
 		t.Errorf("no write ever succeeded: the test exercised nothing (stats %v)", keys)
 	}
 
-	for _, d := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+	for _, d := range sectree.Diff(outsideBefore, sectree.Snapshot(t, filepath.Join(e.Base, "outside")), nil) {
 		t.Errorf("outside the roots changed: %s", d)
 	}
-	skipGlobal := func(rel string) bool { return secUnder(rel, "skills") || rel == "AGENTS.md" }
-	for _, d := range secDiff(codexBefore, secSnapshot(t, e.codex()), skipGlobal) {
+	skipGlobal := func(rel string) bool { return sectree.Under(rel, "skills") || rel == "AGENTS.md" }
+	for _, d := range sectree.Diff(codexBefore, sectree.Snapshot(t, e.Codex()), skipGlobal) {
 		t.Errorf("CODEX_HOME outside the Global allowlist changed: %s", d)
 	}
-	for _, d := range secDiff(qBefore, secSnapshot(t, filepath.Join(e.projects(), "q")), nil) {
+	for _, d := range sectree.Diff(qBefore, sectree.Snapshot(t, filepath.Join(e.Projects(), "q")), nil) {
 		t.Errorf("sibling project changed: %s", d)
 	}
 }
 
 // secRaceOp runs operation number i of worker w and checks what it returned.
-func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario, w, i int) (string, error) {
+func secRaceOp(ctx context.Context, t *testing.T, e *sectree.Env, sc secRaceScenario, w, i int) (string, error) {
 	p := func(name string) string { return sc.prefix + name }
 	dir := strings.TrimSuffix(sc.prefix, "/")
-	rev := func(name string) string { return secRev(ctx, e, sc.ws, p(name)) }
+	rev := func(name string) string { return sectree.Rev(ctx, e, sc.ws, p(name)) }
 	body := []byte(fmt.Sprintf("worker %d iteration %d\n", w, i))
 	switch i % 13 {
 	case 0:
 		var f davfs.File
-		err := secTry(func() (err error) { f, err = e.fs.ReadFile(ctx, sc.ws, p("f.txt")); return err })
-		secNoSecret(t, "ReadFile", f.Content)
+		err := sectree.Try(func() (err error) { f, err = e.FS.ReadFile(ctx, sc.ws, p("f.txt")); return err })
+		sectree.NoSecret(t, "ReadFile", f.Content)
 		return "ReadFile", err
 	case 1:
-		err := secTry(func() error {
-			f, _, err := e.fs.OpenRead(ctx, sc.ws, p("x.txt"))
+		err := sectree.Try(func() error {
+			f, _, err := e.FS.OpenRead(ctx, sc.ws, p("x.txt"))
 			if err != nil {
 				return err
 			}
 			b, _ := io.ReadAll(f)
 			_ = f.Close()
-			secNoSecret(t, "OpenRead", b)
+			sectree.NoSecret(t, "OpenRead", b)
 			return nil
 		})
 		return "OpenRead", err
 	case 2:
 		var pg davfs.Page
-		err := secTry(func() (err error) { pg, err = e.fs.ListEntries(ctx, sc.ws, dir, 0, ""); return err })
+		err := sectree.Try(func() (err error) { pg, err = e.FS.ListEntries(ctx, sc.ws, dir, 0, ""); return err })
 		for _, en := range pg.Entries {
 			if en.Name == "only-outside.txt" {
 				t.Errorf("ListEntries showed a name that exists only outside the root")
@@ -226,7 +227,7 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 		return "ListEntries", err
 	case 3:
 		var es []davfs.Entry
-		err := secTry(func() (err error) { es, err = e.fs.ReadDir(ctx, sc.ws, dir); return err })
+		err := sectree.Try(func() (err error) { es, err = e.FS.ReadDir(ctx, sc.ws, dir); return err })
 		for _, en := range es {
 			if en.Name == "only-outside.txt" {
 				t.Errorf("ReadDir showed a name that exists only outside the root")
@@ -235,10 +236,10 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 		return "ReadDir", err
 	case 4:
 		r := rev("f.txt")
-		return "UpdateFile", secTry(func() error { _, err := e.fs.UpdateFile(ctx, sc.ws, p("f.txt"), body, r); return err })
+		return "UpdateFile", sectree.Try(func() error { _, err := e.FS.UpdateFile(ctx, sc.ws, p("f.txt"), body, r); return err })
 	case 5:
-		return "WriteStream", secTry(func() error {
-			_, _, err := e.fs.WriteStream(ctx, sc.ws, p(fmt.Sprintf("w%d.txt", w)), strings.NewReader(string(body)), 1<<20, davfs.Precondition{})
+		return "WriteStream", sectree.Try(func() error {
+			_, _, err := e.FS.WriteStream(ctx, sc.ws, p(fmt.Sprintf("w%d.txt", w)), strings.NewReader(string(body)), 1<<20, davfs.Precondition{})
 			return err
 		})
 	case 6:
@@ -247,32 +248,32 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 			src, dst = dst, src
 		}
 		r := rev(src)
-		return "MoveEntry", secTry(func() error { _, err := e.fs.MoveEntry(ctx, sc.ws, p(src), p(dst), r); return err })
+		return "MoveEntry", sectree.Try(func() error { _, err := e.FS.MoveEntry(ctx, sc.ws, p(src), p(dst), r); return err })
 	case 7:
 		r := rev("g.txt")
-		return "DeleteEntry", secTry(func() error { return e.fs.DeleteEntry(ctx, sc.ws, p("g.txt"), r, false) })
+		return "DeleteEntry", sectree.Try(func() error { return e.FS.DeleteEntry(ctx, sc.ws, p("g.txt"), r, false) })
 	case 8:
-		return "CreateEntry", secTry(func() error {
-			_, err := e.fs.CreateEntry(ctx, sc.ws, dir, fmt.Sprintf("sub%d", w), davfs.TypeDirectory)
+		return "CreateEntry", sectree.Try(func() error {
+			_, err := e.FS.CreateEntry(ctx, sc.ws, dir, fmt.Sprintf("sub%d", w), davfs.TypeDirectory)
 			return err
 		})
 	case 9:
 		r := rev(fmt.Sprintf("sub%d", w))
-		return "DeleteEntry", secTry(func() error { return e.fs.DeleteEntry(ctx, sc.ws, p(fmt.Sprintf("sub%d", w)), r, true) })
+		return "DeleteEntry", sectree.Try(func() error { return e.FS.DeleteEntry(ctx, sc.ws, p(fmt.Sprintf("sub%d", w)), r, true) })
 	case 11:
-		return "WebDAV.Read", secTry(func() error {
-			fh, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, secDavName(sc.ws, p("f.txt")), os.O_RDONLY, 0)
+		return "WebDAV.Read", sectree.Try(func() error {
+			fh, err := dav.NewFileSystem(e.FS, nil, dav.RequestState{}).OpenFile(ctx, secDavName(sc.ws, p("f.txt")), os.O_RDONLY, 0)
 			if err != nil {
 				return secDavToDav(err)
 			}
 			defer fh.Close()
 			b, err := io.ReadAll(fh)
-			secNoSecret(t, "WebDAV read", b)
+			sectree.NoSecret(t, "WebDAV read", b)
 			return secDavToDav(err)
 		})
 	case 12:
-		return "WebDAV.Write", secTry(func() error {
-			fh, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, secDavName(sc.ws, p(fmt.Sprintf("v%d.txt", w))), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		return "WebDAV.Write", sectree.Try(func() error {
+			fh, err := dav.NewFileSystem(e.FS, nil, dav.RequestState{}).OpenFile(ctx, secDavName(sc.ws, p(fmt.Sprintf("v%d.txt", w))), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 			if err != nil {
 				return secDavToDav(err)
 			}
@@ -284,7 +285,7 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 		})
 	default:
 		var en davfs.Entry
-		err := secTry(func() (err error) { en, err = e.fs.Stat(ctx, sc.ws, p("only-outside.txt")); return err })
+		err := sectree.Try(func() (err error) { en, err = e.FS.Stat(ctx, sc.ws, p("only-outside.txt")); return err })
 		if err == nil {
 			t.Errorf("Stat found %q, which exists only outside the root", en.Path)
 		}
@@ -299,17 +300,17 @@ func secRaceOp(ctx context.Context, t *testing.T, e *secEnv, sc secRaceScenario,
 func TestSecRaceRecursiveDelete(t *testing.T) {
 	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
 		layout := []string{"outside/t/keep1.txt", "outside/t/deep/keep2.txt", "outside/t/s/keep3.txt"}
-		e := secNewEnv(t, "", layout, tweak)
-		outsideBefore := secSnapshot(t, filepath.Join(e.base, "outside"))
-		tdir := filepath.Join(e.projects(), "p", "t")
+		e := sectree.NewEnv(t, "", layout, tweak)
+		outsideBefore := sectree.Snapshot(t, filepath.Join(e.Base, "outside"))
+		tdir := filepath.Join(e.Projects(), "p", "t")
 		rebuild := func() {
-			secBuild(t, e.base, []string{"projects/p/t/s/f1.txt", "projects/p/t/s/sub/f2.txt", "projects/p/t/top.txt"})
+			sectree.Build(t, e.Base, []string{"projects/p/t/s/f1.txt", "projects/p/t/s/sub/f2.txt", "projects/p/t/top.txt"})
 			_ = unix.Symlink("../../../outside/t", filepath.Join(tdir, "link"))
 		}
 		rebuild()
 
 		ctx := context.Background()
-		P := secProject("p")
+		P := sectree.Project("p")
 		stop := make(chan struct{})
 		var swaps, rebuilds atomic.Int64
 		var swapWG sync.WaitGroup
@@ -332,7 +333,7 @@ func TestSecRaceRecursiveDelete(t *testing.T) {
 				if fi, err := os.Lstat(filepath.Join(tdir, "s")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 					_ = os.Remove(filepath.Join(tdir, "s"))
 				}
-				secBuildQuiet(e.base, []string{"projects/p/t/s/f1.txt", "projects/p/t/s/sub/f2.txt", "projects/p/t/top.txt"})
+				secBuildQuiet(e.Base, []string{"projects/p/t/s/f1.txt", "projects/p/t/s/sub/f2.txt", "projects/p/t/top.txt"})
 				_ = unix.Symlink("../../../outside/t", filepath.Join(tdir, "link"))
 				rebuilds.Add(1)
 			}
@@ -348,19 +349,19 @@ func TestSecRaceRecursiveDelete(t *testing.T) {
 				for i := 0; i < secRaceIterations && time.Now().Before(deadline); i++ {
 					var err error
 					if (i+w)%2 == 0 {
-						rev := secRev(ctx, e, P, "t")
-						err = secTry(func() error { return e.fs.DeleteEntry(ctx, P, "t", rev, true) })
+						rev := sectree.Rev(ctx, e, P, "t")
+						err = sectree.Try(func() error { return e.FS.DeleteEntry(ctx, P, "t", rev, true) })
 					} else {
 						dst := fmt.Sprintf("moved%d", w)
-						rev := secRev(ctx, e, P, "t")
-						err = secTry(func() error { _, err := e.fs.MoveEntry(ctx, P, "t", dst, rev); return err })
+						rev := sectree.Rev(ctx, e, P, "t")
+						err = sectree.Try(func() error { _, err := e.FS.MoveEntry(ctx, P, "t", dst, rev); return err })
 						if err == nil {
-							rev2 := secRev(ctx, e, P, dst)
-							err = secTry(func() error { return e.fs.DeleteEntry(ctx, P, dst, rev2, true) })
+							rev2 := sectree.Rev(ctx, e, P, dst)
+							err = sectree.Try(func() error { return e.FS.DeleteEntry(ctx, P, dst, rev2, true) })
 						}
 					}
 					if err != nil {
-						secCheckDavErr(t, "DeleteEntry/MoveEntry", err, e.base)
+						sectree.CheckDavErr(t, "DeleteEntry/MoveEntry", err, e.Base)
 						failed.Add(1)
 					} else {
 						ok.Add(1)
@@ -375,18 +376,18 @@ func TestSecRaceRecursiveDelete(t *testing.T) {
 		if ok.Load() == 0 {
 			t.Errorf("no recursive delete ever succeeded: the race was not exercised")
 		}
-		for _, d := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+		for _, d := range sectree.Diff(outsideBefore, sectree.Snapshot(t, filepath.Join(e.Base, "outside")), nil) {
 			t.Errorf("outside the root changed: %s", d)
 		}
 	})
 }
 
-// secBuildQuiet is secBuild without failing (for background goroutines).
+// secBuildQuiet is sectree.Build without failing (for background goroutines).
 func secBuildQuiet(base string, files []string) {
 	for _, f := range files {
 		p := filepath.Join(base, f)
 		_ = os.MkdirAll(filepath.Dir(p), 0o755)
-		_ = os.WriteFile(p, secContent(f), 0o644)
+		_ = os.WriteFile(p, sectree.Content(f), 0o644)
 	}
 }
 
@@ -407,13 +408,13 @@ func TestSecSwapDuringUpload(t *testing.T) {
 }
 
 func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target string) {
-	e := secNewEnv(t, "", []string{"projects/p/d/f.txt", "outside/d/f.txt", "outside/d/keep.txt"}, tweak)
-	outsideBefore := secSnapshot(t, filepath.Join(e.base, "outside"))
+	e := sectree.NewEnv(t, "", []string{"projects/p/d/f.txt", "outside/d/f.txt", "outside/d/keep.txt"}, tweak)
+	outsideBefore := sectree.Snapshot(t, filepath.Join(e.Base, "outside"))
 	ctx := context.Background()
-	P := secProject("p")
+	P := sectree.Project("p")
 	pre := davfs.Precondition{}
 	if target == "d/f.txt" {
-		pre.IfMatch = secRev(ctx, e, P, target)
+		pre.IfMatch = sectree.Rev(ctx, e, P, target)
 	} else {
 		pre.IfNoneMatch = true
 	}
@@ -425,8 +426,8 @@ func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target st
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
 		go func() {
-			done <- secTry(func() error {
-				_, _, err := e.fs.WriteStream(ctx, P, target, pr, 1<<20, pre)
+			done <- sectree.Try(func() error {
+				_, _, err := e.FS.WriteStream(ctx, P, target, pr, 1<<20, pre)
 				return err
 			})
 		}()
@@ -446,21 +447,21 @@ func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target st
 			io.Writer
 			io.Closer
 		}
-		err := secTry(func() (err error) {
-			fh, err = dav.NewFileSystem(e.fs, e.ck).OpenFile(withPre(ctx, pre), secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		err := sectree.Try(func() (err error) {
+			fh, err = dav.NewFileSystem(e.FS, nil, wdPre(pre)).OpenFile(ctx, secDavName(P, target), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 			return err
 		})
 		if err != nil {
 			t.Fatalf("WebDAV OpenFile: %v", err)
 		}
 		write = func(b []byte) error { _, err := fh.Write(b); return err }
-		finish = func() error { return secTry(fh.Close) }
+		finish = func() error { return sectree.Try(fh.Close) }
 	}
 
 	if err := write([]byte("first half ")); err != nil {
 		t.Fatalf("upload ended early: %v", err)
 	}
-	d := filepath.Join(e.projects(), "p", "d")
+	d := filepath.Join(e.Projects(), "p", "d")
 	if err := os.Rename(d, d+"-moved"); err != nil {
 		t.Fatal(err)
 	}
@@ -475,9 +476,9 @@ func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target st
 	if via == "WebDAV" {
 		err = secDavToDav(err)
 	}
-	secCheckDavErr(t, via, err, e.base)
+	sectree.CheckDavErr(t, via, err, e.Base)
 	t.Logf("%s after the swap: %v", via, err)
-	for _, df := range secDiff(outsideBefore, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+	for _, df := range sectree.Diff(outsideBefore, sectree.Snapshot(t, filepath.Join(e.Base, "outside")), nil) {
 		t.Errorf("upload wrote outside the root: %s", df)
 	}
 	for _, n := range secDirNames(t, d+"-moved") {
@@ -500,7 +501,7 @@ func secDavToDav(err error) error {
 	}
 	var pe *fs.PathError
 	if !errors.As(err, &pe) {
-		return err // not a PathError: secCheckDavErr reports it
+		return err // not a PathError: sectree.CheckDavErr reports it
 	}
 	code, reason := davfs.CodeInternal, davfs.Reason("WEBDAV_"+strings.ToUpper(strings.ReplaceAll(pe.Err.Error(), " ", "_")))
 	switch {

@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
 	"golang.org/x/net/webdav"
 	"golang.org/x/sys/unix"
@@ -117,8 +118,8 @@ func secFileOver(content secWant, extra map[string]secWant) map[string]secWant {
 }
 
 func secRows() []secRow {
-	P := secProject("p")
-	G := secGlobal
+	P := sectree.Project("p")
+	G := sectree.Global
 	hard := secFileOver(secWantMultiple, map[string]secWant{
 		// Stat, list, delete and move only touch the project's own name.
 		"Stat":           secWantAny,
@@ -155,8 +156,8 @@ func secRows() []secRow {
 		{name: "symlink deep in the path", layout: []string{"projects/p/a/b/", "projects/p/a/b/c => ../../../../outside/dir"}, ws: P, path: "a/b/c/canary.txt", want: secWantSymlink},
 		{name: "symlink inside the root to a file", layout: []string{"projects/p/ok-link => ok.txt"}, ws: P, path: "ok-link", want: secWantSymlink, finalExists: true},
 		{name: "dangling symlink", layout: []string{"projects/p/dangle => ../../outside/nothing-here"}, ws: P, path: "dangle", want: secWantSymlink, finalExists: true},
-		{name: "project that is a symlink", layout: []string{"projects/evil => ../outside/dir"}, ws: secProject("evil"), path: "canary.txt", want: secWantNoProj.or(secWantSymlink)},
-		{name: "project that is a symlink, root", layout: []string{"projects/evil => ../outside/dir"}, ws: secProject("evil"), path: "", want: secWantNoProj.or(secWantSymlink).or(secWantInvalid)},
+		{name: "project that is a symlink", layout: []string{"projects/evil => ../outside/dir"}, ws: sectree.Project("evil"), path: "canary.txt", want: secWantNoProj.or(secWantSymlink)},
+		{name: "project that is a symlink, root", layout: []string{"projects/evil => ../outside/dir"}, ws: sectree.Project("evil"), path: "", want: secWantNoProj.or(secWantSymlink).or(secWantInvalid)},
 
 		// Denylisted names at any depth (PRD 8.2); .git is forced in.
 		{name: "denylisted .git file", layout: []string{"projects/p/.git/", "projects/p/.git/config"}, ws: P, path: ".git/config", want: secWantDenied},
@@ -276,7 +277,7 @@ type secOpResult struct {
 type secOp struct {
 	name   string
 	webdav bool
-	run    func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult
+	run    func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult
 }
 
 func secSplit(p string) (dir, name string) {
@@ -305,10 +306,10 @@ func secDavName(ws davfs.Workspace, p string) string {
 
 func secOps() []secOp {
 	return []secOp{
-		{name: "ListEntries", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "ListEntries", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
-			r.err = secTry(func() error {
-				pg, err := e.fs.ListEntries(ctx, ws, p, 0, "")
+			r.err = sectree.Try(func() error {
+				pg, err := e.FS.ListEntries(ctx, ws, p, 0, "")
 				for _, en := range pg.Entries {
 					r.names = append(r.names, en.Name)
 				}
@@ -316,10 +317,10 @@ func secOps() []secOp {
 			})
 			return r
 		}},
-		{name: "ReadDir", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "ReadDir", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
-			r.err = secTry(func() error {
-				es, err := e.fs.ReadDir(ctx, ws, p)
+			r.err = sectree.Try(func() error {
+				es, err := e.FS.ReadDir(ctx, ws, p)
 				for _, en := range es {
 					r.names = append(r.names, en.Name)
 				}
@@ -327,82 +328,82 @@ func secOps() []secOp {
 			})
 			return r
 		}},
-		{name: "Stat", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { _, err := e.fs.Stat(ctx, ws, p); return err })}
+		{name: "Stat", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: sectree.Try(func() error { _, err := e.FS.Stat(ctx, ws, p); return err })}
 		}},
-		{name: "ReadFile", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "ReadFile", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
-			r.err = secTry(func() error {
-				f, err := e.fs.ReadFile(ctx, ws, p)
+			r.err = sectree.Try(func() error {
+				f, err := e.FS.ReadFile(ctx, ws, p)
 				r.contents = append(r.contents, f.Content)
 				return err
 			})
 			return r
 		}},
-		{name: "OpenRead", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "OpenRead", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
-			r.err = secTry(func() error {
-				f, _, err := e.fs.OpenRead(ctx, ws, p)
+			r.err = sectree.Try(func() error {
+				f, _, err := e.FS.OpenRead(ctx, ws, p)
 				if err != nil {
 					return err
 				}
-				b, rerr := secReadAllFile(f)
+				b, rerr := sectree.ReadAllFile(f)
 				r.contents = append(r.contents, b)
 				return rerr
 			})
 			return r
 		}},
-		{name: "CreateAt", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "CreateAt", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			dir, name := secSplit(p)
-			return secOpResult{err: secTry(func() error { _, err := e.fs.CreateEntry(ctx, ws, dir, name, davfs.TypeFile); return err })}
+			return secOpResult{err: sectree.Try(func() error { _, err := e.FS.CreateEntry(ctx, ws, dir, name, davfs.TypeFile); return err })}
 		}},
-		{name: "CreateDirAt", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "CreateDirAt", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			dir, name := secSplit(p)
-			return secOpResult{err: secTry(func() error { _, err := e.fs.CreateEntry(ctx, ws, dir, name, davfs.TypeDirectory); return err })}
+			return secOpResult{err: sectree.Try(func() error { _, err := e.FS.CreateEntry(ctx, ws, dir, name, davfs.TypeDirectory); return err })}
 		}},
-		{name: "CreateIn", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "CreateIn", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			return secOpResult{
-				err:     secTry(func() error { _, err := e.fs.CreateEntry(ctx, ws, p, "new.txt", davfs.TypeFile); return err }),
+				err:     sectree.Try(func() error { _, err := e.FS.CreateEntry(ctx, ws, p, "new.txt", davfs.TypeFile); return err }),
 				touched: []string{path.Join(p, "new.txt")},
 			}
 		}},
-		{name: "UpdateFile", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			rev := secRev(ctx, e, ws, p)
-			return secOpResult{err: secTry(func() error { _, err := e.fs.UpdateFile(ctx, ws, p, []byte("pwned\n"), rev); return err })}
+		{name: "UpdateFile", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
+			rev := sectree.Rev(ctx, e, ws, p)
+			return secOpResult{err: sectree.Try(func() error { _, err := e.FS.UpdateFile(ctx, ws, p, []byte("pwned\n"), rev); return err })}
 		}},
-		{name: "WriteStream", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error {
-				_, _, err := e.fs.WriteStream(ctx, ws, p, strings.NewReader("pwned\n"), 1<<20, davfs.Precondition{})
+		{name: "WriteStream", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: sectree.Try(func() error {
+				_, _, err := e.FS.WriteStream(ctx, ws, p, strings.NewReader("pwned\n"), 1<<20, davfs.Precondition{})
 				return err
 			})}
 		}},
-		{name: "MoveSrc", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "MoveSrc", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			_, free := secValid(ws)
-			rev := secRev(ctx, e, ws, p)
+			rev := sectree.Rev(ctx, e, ws, p)
 			return secOpResult{
-				err:     secTry(func() error { _, err := e.fs.MoveEntry(ctx, ws, p, free, rev); return err }),
+				err:     sectree.Try(func() error { _, err := e.FS.MoveEntry(ctx, ws, p, free, rev); return err }),
 				touched: []string{free},
 			}
 		}},
-		{name: "MoveDst", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "MoveDst", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			src, _ := secValid(ws)
-			rev := secRev(ctx, e, ws, src)
+			rev := sectree.Rev(ctx, e, ws, src)
 			return secOpResult{
-				err:     secTry(func() error { _, err := e.fs.MoveEntry(ctx, ws, src, p, rev); return err }),
+				err:     sectree.Try(func() error { _, err := e.FS.MoveEntry(ctx, ws, src, p, rev); return err }),
 				touched: []string{src},
 			}
 		}},
-		{name: "DeleteEntry", run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			rev := secRev(ctx, e, ws, p)
-			return secOpResult{err: secTry(func() error { return e.fs.DeleteEntry(ctx, ws, p, rev, true) })}
+		{name: "DeleteEntry", run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
+			rev := sectree.Rev(ctx, e, ws, p)
+			return secOpResult{err: sectree.Try(func() error { return e.FS.DeleteEntry(ctx, ws, p, rev, true) })}
 		}},
 
-		// webdav.FileSystem methods. secDavFS is obtained inside secTry so an
+		// webdav.FileSystem methods. secDavFS is obtained inside sectree.Try so an
 		// unimplemented adapter fails these subtests only.
-		{name: "WebDAV.Read", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "WebDAV.Read", webdav: true, run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
-			r.err = secTry(func() error {
-				f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
+			r.err = sectree.Try(func() error {
+				f, err := dav.NewFileSystem(e.FS, nil, dav.RequestState{}).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
 				if err != nil {
 					return err
 				}
@@ -413,9 +414,9 @@ func secOps() []secOp {
 			})
 			return r
 		}},
-		{name: "WebDAV.Write", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error {
-				f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, secDavName(ws, p), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		{name: "WebDAV.Write", webdav: true, run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: sectree.Try(func() error {
+				f, err := dav.NewFileSystem(e.FS, nil, dav.RequestState{}).OpenFile(ctx, secDavName(ws, p), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 				if err != nil {
 					return err
 				}
@@ -428,13 +429,16 @@ func secOps() []secOp {
 				return werr
 			})}
 		}},
-		{name: "WebDAV.Stat", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { _, err := dav.NewFileSystem(e.fs, e.ck).Stat(ctx, secDavName(ws, p)); return err })}
+		{name: "WebDAV.Stat", webdav: true, run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: sectree.Try(func() error {
+				_, err := dav.NewFileSystem(e.FS, nil, dav.RequestState{}).Stat(ctx, secDavName(ws, p))
+				return err
+			})}
 		}},
-		{name: "WebDAV.Readdir", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "WebDAV.Readdir", webdav: true, run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			var r secOpResult
-			r.err = secTry(func() error {
-				f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
+			r.err = sectree.Try(func() error {
+				f, err := dav.NewFileSystem(e.FS, nil, dav.RequestState{}).OpenFile(ctx, secDavName(ws, p), os.O_RDONLY, 0)
 				if err != nil {
 					return err
 				}
@@ -447,25 +451,31 @@ func secOps() []secOp {
 			})
 			return r
 		}},
-		{name: "WebDAV.Mkdir", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { return dav.NewFileSystem(e.fs, e.ck).Mkdir(ctx, secDavName(ws, p), 0o755) })}
+		{name: "WebDAV.Mkdir", webdav: true, run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: sectree.Try(func() error {
+				return dav.NewFileSystem(e.FS, nil, dav.RequestState{}).Mkdir(ctx, secDavName(ws, p), 0o755)
+			})}
 		}},
-		{name: "WebDAV.Remove", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
-			return secOpResult{err: secTry(func() error { return dav.NewFileSystem(e.fs, e.ck).RemoveAll(ctx, secDavName(ws, p)) })}
+		{name: "WebDAV.Remove", webdav: true, run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
+			return secOpResult{err: sectree.Try(func() error {
+				return dav.NewFileSystem(e.FS, nil, dav.RequestState{}).RemoveAll(ctx, secDavName(ws, p))
+			})}
 		}},
-		{name: "WebDAV.RenameS", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "WebDAV.RenameS", webdav: true, run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			_, free := secValid(ws)
 			return secOpResult{
-				err: secTry(func() error {
-					return dav.NewFileSystem(e.fs, e.ck).Rename(ctx, secDavName(ws, p), secDavName(ws, free))
+				err: sectree.Try(func() error {
+					return dav.NewFileSystem(e.FS, nil, dav.RequestState{}).Rename(ctx, secDavName(ws, p), secDavName(ws, free))
 				}),
 				touched: []string{free},
 			}
 		}},
-		{name: "WebDAV.RenameD", webdav: true, run: func(ctx context.Context, e *secEnv, ws davfs.Workspace, p string) secOpResult {
+		{name: "WebDAV.RenameD", webdav: true, run: func(ctx context.Context, e *sectree.Env, ws davfs.Workspace, p string) secOpResult {
 			src, _ := secValid(ws)
 			return secOpResult{
-				err:     secTry(func() error { return dav.NewFileSystem(e.fs, e.ck).Rename(ctx, secDavName(ws, src), secDavName(ws, p)) }),
+				err: sectree.Try(func() error {
+					return dav.NewFileSystem(e.FS, nil, dav.RequestState{}).Rename(ctx, secDavName(ws, src), secDavName(ws, p))
+				}),
 				touched: []string{src},
 			}
 		}},
@@ -519,10 +529,10 @@ func secIsSentinel(err, sentinel error) bool {
 func secCheckOutcome(t *testing.T, op secOp, w secWant, r secOpResult, base string) {
 	t.Helper()
 	for _, c := range r.contents {
-		secNoSecret(t, op.name, c)
+		sectree.NoSecret(t, op.name, c)
 	}
 	for _, n := range r.names {
-		if secForbiddenNames[n] || strings.Contains(n, "secret") || n == "canary.txt" {
+		if sectree.ForbiddenNames[n] || strings.Contains(n, "secret") || n == "canary.txt" {
 			t.Errorf("%s listed forbidden name %q", op.name, n)
 		}
 	}
@@ -532,11 +542,11 @@ func secCheckOutcome(t *testing.T, op secOp, w secWant, r secOpResult, base stri
 		}
 		return
 	}
-	if secIsPanic(r.err) {
+	if sectree.IsPanic(r.err) {
 		t.Errorf("%s: %v", op.name, r.err)
 		return
 	}
-	secCheckMessage(t, op.name, r.err.Error(), base)
+	sectree.CheckMessage(t, op.name, r.err.Error(), base)
 	if w.ok && len(w.codes) == 0 {
 		return
 	}
@@ -596,8 +606,8 @@ func TestSecLayoutsEveryOperation(t *testing.T) {
 }
 
 func secRunRowOp(t *testing.T, row secRow, op secOp, disableOpenat2 bool) {
-	e := secNewEnv(t, "", row.layout, func(c *davfs.Config) { c.DisableOpenat2 = disableOpenat2 })
-	before := secSnapshot(t, e.base)
+	e := sectree.NewEnv(t, "", row.layout, func(c *davfs.Config) { c.DisableOpenat2 = disableOpenat2 })
+	before := sectree.Snapshot(t, e.Base)
 
 	w := row.want
 	if op.webdav && row.davWant != nil {
@@ -615,16 +625,16 @@ func secRunRowOp(t *testing.T, row secRow, op secOp, disableOpenat2 bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var r secOpResult
-	unblock := func() { secUnblockFIFOs(e.base, row.layout) }
-	_ = secWithTimeout(t, 10*time.Second, unblock, func() error {
+	unblock := func() { secUnblockFIFOs(e.Base, row.layout) }
+	_ = sectree.WithTimeout(t, 10*time.Second, unblock, func() error {
 		r = op.run(ctx, e, row.ws, row.path)
 		return nil
 	})
-	secCheckOutcome(t, op, w, r, e.base)
+	secCheckOutcome(t, op, w, r, e.Base)
 
 	// Nothing outside the target may change; on error, nothing at all (no
 	// temp file left behind either).
-	after := secSnapshot(t, e.base)
+	after := sectree.Snapshot(t, e.Base)
 	var skip func(string) bool
 	if r.err == nil {
 		target := secHostRel(row.ws, row.path)
@@ -633,23 +643,23 @@ func secRunRowOp(t *testing.T, row secRow, op secOp, disableOpenat2 bool) {
 			touched = append(touched, secHostRel(row.ws, p))
 		}
 		skip = func(rel string) bool {
-			if secUnder(rel, target) {
+			if sectree.Under(rel, target) {
 				return true
 			}
 			for _, p := range touched {
-				if secUnder(rel, p) {
+				if sectree.Under(rel, p) {
 					return true
 				}
 			}
 			return false
 		}
 	}
-	for _, d := range secDiff(before, after, skip) {
+	for _, d := range sectree.Diff(before, after, skip) {
 		t.Errorf("%s (err=%v) changed the tree: %s", op.name, r.err, d)
 	}
 	// Canaries: never changed even when the op legitimately touched the target.
 	for rel, n := range before {
-		if secIsSecret(rel) && n.typ == "file" && after[rel] != n {
+		if sectree.IsSecret(rel) && n.Type == "file" && after[rel] != n {
 			t.Errorf("%s changed canary %s", op.name, rel)
 		}
 	}
@@ -679,13 +689,13 @@ func TestSecLayoutsListings(t *testing.T) {
 		disable bool
 	}{{"openat2", false}, {"fallback", true}} {
 		t.Run(mode.name, func(t *testing.T) {
-			e := secNewEnv(t, "", all, func(c *davfs.Config) { c.DisableOpenat2 = mode.disable })
+			e := sectree.NewEnv(t, "", all, func(c *davfs.Config) { c.DisableOpenat2 = mode.disable })
 			ctx := context.Background()
-			before := secSnapshot(t, e.base)
+			before := sectree.Snapshot(t, e.Base)
 
 			var projs []string
-			err := secTry(func() error {
-				pp, err := e.fs.ListProjects(ctx, 0, "")
+			err := sectree.Try(func() error {
+				pp, err := e.FS.ListProjects(ctx, 0, "")
 				for _, p := range pp.Projects {
 					projs = append(projs, p.Name)
 				}
@@ -698,9 +708,9 @@ func TestSecLayoutsListings(t *testing.T) {
 				t.Errorf("ListProjects = %s; want %s (no symlinked project)", got, want)
 			}
 
-			secWalkVisible(t, e, secProject("p"), "")
-			secWalkVisible(t, e, secGlobal, "")
-			if diffs := secDiff(before, secSnapshot(t, e.base), nil); len(diffs) > 0 {
+			secWalkVisible(t, e, sectree.Project("p"), "")
+			secWalkVisible(t, e, sectree.Global, "")
+			if diffs := sectree.Diff(before, sectree.Snapshot(t, e.Base), nil); len(diffs) > 0 {
 				t.Errorf("listing changed the tree: %v", diffs)
 			}
 		})
@@ -708,15 +718,15 @@ func TestSecLayoutsListings(t *testing.T) {
 }
 
 // secExpectedNames computes what a listing of ws/dir must show from disk.
-func secExpectedNames(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) []string {
+func secExpectedNames(t *testing.T, e *sectree.Env, ws davfs.Workspace, dir string) []string {
 	if ws.Scope == davfs.ScopeGlobal && dir == "" {
 		want := []string{"skills"}
-		if fi, err := os.Lstat(filepath.Join(e.codex(), "AGENTS.md")); err == nil && fi.Mode().IsRegular() {
+		if fi, err := os.Lstat(filepath.Join(e.Codex(), "AGENTS.md")); err == nil && fi.Mode().IsRegular() {
 			want = append(want, "AGENTS.md")
 		}
 		return want
 	}
-	host := filepath.Join(e.base, secHostRel(ws, dir))
+	host := filepath.Join(e.Base, secHostRel(ws, dir))
 	des, err := os.ReadDir(host)
 	if err != nil {
 		t.Fatal(err)
@@ -727,7 +737,7 @@ func secExpectedNames(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) [
 		t.Fatal(err)
 	}
 	for _, de := range des {
-		if secForbiddenNames[de.Name()] || !utf8.ValidString(de.Name()) {
+		if sectree.ForbiddenNames[de.Name()] || !utf8.ValidString(de.Name()) {
 			continue
 		}
 		var st unix.Stat_t
@@ -747,12 +757,12 @@ func secExpectedNames(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) [
 	return append(dirs, files...)
 }
 
-func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
+func secWalkVisible(t *testing.T, e *sectree.Env, ws davfs.Workspace, dir string) {
 	ctx := context.Background()
 	want := secExpectedNames(t, e, ws, dir)
 	where := secHostRel(ws, dir)
 
-	ents, err := secListAll(ctx, e.fs, ws, dir)
+	ents, err := sectree.ListAll(ctx, e.FS, ws, dir)
 	if err != nil {
 		t.Errorf("ListEntries(%s): %v", where, err)
 		return
@@ -763,7 +773,7 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 		if en.Type == davfs.TypeUnspecified {
 			continue // a FIFO may be shown as neither file nor directory
 		}
-		if secIsMountRoot(filepath.Join(e.base, secHostRel(ws, en.Path))) {
+		if secIsMountRoot(filepath.Join(e.Base, secHostRel(ws, en.Path))) {
 			// A same-file-system bind mount has the parent's st_dev: only a
 			// mount-id check (statx STATX_MNT_ID) tells it from a directory.
 			t.Errorf("ListEntries(%s) shows mount point %q, which can never be entered", where, en.Name)
@@ -783,12 +793,12 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 	}
 
 	var rd []davfs.Entry
-	if err := secTry(func() (err error) { rd, err = e.fs.ReadDir(ctx, ws, dir); return err }); err != nil {
+	if err := sectree.Try(func() (err error) { rd, err = e.FS.ReadDir(ctx, ws, dir); return err }); err != nil {
 		t.Errorf("ReadDir(%s): %v", where, err)
 	} else {
 		var names []string
 		for _, en := range rd {
-			if en.Type != davfs.TypeUnspecified && !secIsMountRoot(filepath.Join(e.base, secHostRel(ws, en.Path))) {
+			if en.Type != davfs.TypeUnspecified && !secIsMountRoot(filepath.Join(e.Base, secHostRel(ws, en.Path))) {
 				names = append(names, en.Name)
 			}
 		}
@@ -797,8 +807,8 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 		}
 	}
 
-	err = secTry(func() error {
-		f, err := dav.NewFileSystem(e.fs, e.ck).OpenFile(ctx, secDavName(ws, dir), os.O_RDONLY, 0)
+	err = sectree.Try(func() error {
+		f, err := dav.NewFileSystem(e.FS, nil, dav.RequestState{}).OpenFile(ctx, secDavName(ws, dir), os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -809,14 +819,14 @@ func secWalkVisible(t *testing.T, e *secEnv, ws davfs.Workspace, dir string) {
 		}
 		var names []string
 		for _, fi := range fis {
-			if (fi.IsDir() || fi.Mode().IsRegular()) && !secIsMountRoot(filepath.Join(e.base, secHostRel(ws, path.Join(dir, fi.Name())))) {
+			if (fi.IsDir() || fi.Mode().IsRegular()) && !secIsMountRoot(filepath.Join(e.Base, secHostRel(ws, path.Join(dir, fi.Name())))) {
 				names = append(names, fi.Name())
 			}
 			if et, ok := fi.(webdav.ETager); !ok {
 				t.Errorf("WebDAV Readdir(%s): FileInfo %q does not implement webdav.ETager", where, fi.Name())
 			} else if tag, err := et.ETag(ctx); err != nil {
 				t.Errorf("WebDAV Readdir(%s): ETag of %q: %v", where, fi.Name(), err)
-			} else if en, err := e.fs.Stat(ctx, ws, path.Join(dir, fi.Name())); err == nil && tag != `"`+en.Revision+`"` {
+			} else if en, err := e.FS.Stat(ctx, ws, path.Join(dir, fi.Name())); err == nil && tag != `"`+en.Revision+`"` {
 				t.Errorf("WebDAV Readdir(%s): ETag of %q is %s; Stat revision is %q", where, fi.Name(), tag, en.Revision)
 			}
 		}
@@ -858,32 +868,32 @@ func TestSecOpenChangesNothing(t *testing.T) {
 	all := secAllLayouts()
 	t.Run("skills present", func(t *testing.T) {
 		base := t.TempDir()
-		secBuild(t, base, secBaseLayout)
-		secBuild(t, base, all)
-		before := secSnapshot(t, base)
-		f, err := secOpen(secConfig(base))
+		sectree.Build(t, base, sectree.BaseLayout)
+		sectree.Build(t, base, all)
+		before := sectree.Snapshot(t, base)
+		f, err := sectree.Open(sectree.Config(base))
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
-		if err := secClose(f); err != nil {
+		if err := sectree.Close(f); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		for _, d := range secDiff(before, secSnapshot(t, base), nil) {
+		for _, d := range sectree.Diff(before, sectree.Snapshot(t, base), nil) {
 			t.Errorf("Open changed the tree: %s", d)
 		}
 	})
 	t.Run("skills missing", func(t *testing.T) {
 		base := t.TempDir()
-		secBuild(t, base, []string{"projects/p/ok.txt", "codex/auth.json", "outside/canary.txt"})
-		before := secSnapshot(t, base)
-		f, err := secOpen(secConfig(base))
+		sectree.Build(t, base, []string{"projects/p/ok.txt", "codex/auth.json", "outside/canary.txt"})
+		before := sectree.Snapshot(t, base)
+		f, err := sectree.Open(sectree.Config(base))
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
-		_ = secClose(f)
-		after := secSnapshot(t, base)
-		diffs := secDiff(before, after, nil)
-		if len(diffs) != 1 || after["codex/skills"].typ != "dir" || after["codex/skills"].mode.Perm() != 0o755 {
+		_ = sectree.Close(f)
+		after := sectree.Snapshot(t, base)
+		diffs := sectree.Diff(before, after, nil)
+		if len(diffs) != 1 || after["codex/skills"].Type != "dir" || after["codex/skills"].Mode.Perm() != 0o755 {
 			t.Errorf("Open with skills/ missing: got changes %v; want exactly codex/skills added as a 0755 directory", diffs)
 		}
 	})
@@ -894,32 +904,32 @@ func TestSecOpenChangesNothing(t *testing.T) {
 // canary stay untouched either way.
 func TestSecSkillsIsSymlinkAtOpen(t *testing.T) {
 	base := t.TempDir()
-	secBuild(t, base, []string{"codex/skills => ../outside/dir", "codex/AGENTS.md", "outside/dir/canary.txt", "projects/p/ok.txt"})
-	before := secSnapshot(t, base)
-	f, err := secOpen(secConfig(base))
+	sectree.Build(t, base, []string{"codex/skills => ../outside/dir", "codex/AGENTS.md", "outside/dir/canary.txt", "projects/p/ok.txt"})
+	before := sectree.Snapshot(t, base)
+	f, err := sectree.Open(sectree.Config(base))
 	if err != nil {
 		// An Open error is for the operator's log, not a client: it need
 		// not be a *davfs.Error.
-		if secIsPanic(err) {
+		if sectree.IsPanic(err) {
 			t.Fatalf("Open: %v", err)
 		}
 		t.Logf("Open refused: %v", err)
 	} else {
-		defer secClose(f)
+		defer sectree.Close(f)
 		ctx := context.Background()
-		e := &secEnv{base: base, fs: f}
+		e := &sectree.Env{Base: base, FS: f}
 		for _, op := range secOps() {
-			r := op.run(ctx, e, secGlobal, "skills/canary.txt")
+			r := op.run(ctx, e, sectree.Global, "skills/canary.txt")
 			secCheckOutcome(t, op, secWantSymlink.or(secWant{codes: []davfs.Code{davfs.CodeNotFound, davfs.CodeFailedPrecondition}}), r, base)
 		}
-		ents, _ := secListAll(ctx, f, secGlobal, "")
+		ents, _ := sectree.ListAll(ctx, f, sectree.Global, "")
 		for _, en := range ents {
 			if en.Name == "skills" {
 				t.Errorf("Global root lists skills although it is a symlink")
 			}
 		}
 	}
-	for _, d := range secDiff(before, secSnapshot(t, base), nil) {
+	for _, d := range sectree.Diff(before, sectree.Snapshot(t, base), nil) {
 		t.Errorf("tree changed: %s", d)
 	}
 }
@@ -942,32 +952,32 @@ func TestSecWriteStreamFailingReader(t *testing.T) {
 			max   int64
 			codes []davfs.Code
 		}{
-			{"existing file, reader fails after 64KiB", secProject("p"), "ok.txt", func() io.Reader { return secErrReaderAfter(64 << 10) }, 1 << 20, nil},
-			{"existing file, reader fails at once", secProject("p"), "okdir/inner.txt", func() io.Reader { return secErrReaderAfter(0) }, 1 << 20, nil},
-			{"new file, reader fails", secProject("p"), "okdir/new.txt", func() io.Reader { return secErrReaderAfter(300 << 10) }, 1 << 20, nil},
-			{"global file, reader fails", secGlobal, "skills/ok.md", func() io.Reader { return secErrReaderAfter(4096) }, 1 << 20, nil},
-			{"over maxSize", secProject("p"), "ok.txt", func() io.Reader { return strings.NewReader(strings.Repeat("y", 8192)) }, 4096, []davfs.Code{davfs.CodeResourceExhausted}},
+			{"existing file, reader fails after 64KiB", sectree.Project("p"), "ok.txt", func() io.Reader { return secErrReaderAfter(64 << 10) }, 1 << 20, nil},
+			{"existing file, reader fails at once", sectree.Project("p"), "okdir/inner.txt", func() io.Reader { return secErrReaderAfter(0) }, 1 << 20, nil},
+			{"new file, reader fails", sectree.Project("p"), "okdir/new.txt", func() io.Reader { return secErrReaderAfter(300 << 10) }, 1 << 20, nil},
+			{"global file, reader fails", sectree.Global, "skills/ok.md", func() io.Reader { return secErrReaderAfter(4096) }, 1 << 20, nil},
+			{"over maxSize", sectree.Project("p"), "ok.txt", func() io.Reader { return strings.NewReader(strings.Repeat("y", 8192)) }, 4096, []davfs.Code{davfs.CodeResourceExhausted}},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				e := secNewEnv(t, "", nil, tweak)
+				e := sectree.NewEnv(t, "", nil, tweak)
 				ctx := context.Background()
-				before := secSnapshot(t, e.base)
-				err := secTry(func() error {
-					_, _, err := e.fs.WriteStream(ctx, tc.ws, tc.path, tc.r(), tc.max, davfs.Precondition{})
+				before := sectree.Snapshot(t, e.Base)
+				err := sectree.Try(func() error {
+					_, _, err := e.FS.WriteStream(ctx, tc.ws, tc.path, tc.r(), tc.max, davfs.Precondition{})
 					return err
 				})
 				if err == nil {
 					t.Fatalf("WriteStream succeeded; want an error")
 				}
-				secCheckDavErr(t, "WriteStream", err, e.base)
+				sectree.CheckDavErr(t, "WriteStream", err, e.Base)
 				if tc.codes != nil && davfs.CodeOf(err) != tc.codes[0] {
 					t.Errorf("WriteStream: code %v (%s); want %v", davfs.CodeOf(err), davfs.ReasonOf(err), tc.codes[0])
 				}
 				if tc.codes != nil && davfs.ReasonOf(err) != davfs.ReasonTooLarge {
 					t.Errorf("WriteStream: reason %s; want TOO_LARGE", davfs.ReasonOf(err))
 				}
-				for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+				for _, d := range sectree.Diff(before, sectree.Snapshot(t, e.Base), nil) {
 					t.Errorf("failed upload changed the tree: %s", d)
 				}
 			})
@@ -980,17 +990,17 @@ func TestSecWriteStreamFailingReader(t *testing.T) {
 // file is gone.
 func TestSecTempFileNeverListed(t *testing.T) {
 	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
-		e := secNewEnv(t, "", nil, tweak)
+		e := sectree.NewEnv(t, "", nil, tweak)
 		ctx := context.Background()
-		host := filepath.Join(e.projects(), "p", "okdir")
-		before := secSnapshot(t, e.base)
+		host := filepath.Join(e.Projects(), "p", "okdir")
+		before := sectree.Snapshot(t, e.Base)
 		namesBefore := secDirNames(t, host)
 
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
 		go func() {
-			done <- secTry(func() error {
-				_, _, err := e.fs.WriteStream(ctx, secProject("p"), "okdir/stream.txt", pr, 1<<20, davfs.Precondition{})
+			done <- sectree.Try(func() error {
+				_, _, err := e.FS.WriteStream(ctx, sectree.Project("p"), "okdir/stream.txt", pr, 1<<20, davfs.Precondition{})
 				return err
 			})
 		}()
@@ -1012,12 +1022,12 @@ func TestSecTempFileNeverListed(t *testing.T) {
 		}
 		t.Logf("temp file(s) while streaming: %q", temp)
 
-		ents, err := secListAll(ctx, e.fs, secProject("p"), "okdir")
+		ents, err := sectree.ListAll(ctx, e.FS, sectree.Project("p"), "okdir")
 		if err != nil {
 			t.Errorf("ListEntries: %v", err)
 		}
 		var rd []davfs.Entry
-		if err := secTry(func() (err error) { rd, err = e.fs.ReadDir(ctx, secProject("p"), "okdir"); return err }); err != nil {
+		if err := sectree.Try(func() (err error) { rd, err = e.FS.ReadDir(ctx, sectree.Project("p"), "okdir"); return err }); err != nil {
 			t.Errorf("ReadDir: %v", err)
 		}
 		for _, en := range append(ents, rd...) {
@@ -1035,7 +1045,7 @@ func TestSecTempFileNeverListed(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("WriteStream did not return after the reader failed")
 		}
-		for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+		for _, d := range sectree.Diff(before, sectree.Snapshot(t, e.Base), nil) {
 			t.Errorf("aborted upload left a change: %s", d)
 		}
 	})
@@ -1082,15 +1092,15 @@ func TestSecFullDisk(t *testing.T) {
 				_ = unix.Unmount(projects, unix.MNT_DETACH)
 			}
 		})
-		e := secNewEnv(t, base, []string{"projects/p/big.txt"}, tweak)
+		e := sectree.NewEnv(t, base, []string{"projects/p/big.txt"}, tweak)
 		if err := os.WriteFile(filepath.Join(projects, "p", "big.txt"), []byte(strings.Repeat("original\n", 4000)), 0o640); err != nil {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		P := secProject("p")
+		P := sectree.Project("p")
 		// Take the revisions first: hashing must not need disk space anyway.
-		rev := secRev(ctx, e, P, "big.txt")
-		revOK := secRev(ctx, e, P, "ok.txt")
+		rev := sectree.Rev(ctx, e, P, "big.txt")
+		revOK := sectree.Rev(ctx, e, P, "ok.txt")
 
 		filler, err := os.Create(filepath.Join(projects, "filler"))
 		if err != nil {
@@ -1106,37 +1116,37 @@ func TestSecFullDisk(t *testing.T) {
 			}
 		}
 		_ = filler.Close()
-		before := secSnapshot(t, base)
+		before := sectree.Snapshot(t, base)
 
 		content := []byte(strings.Repeat("new text\n", 10000))
-		err = secTry(func() error { _, err := e.fs.UpdateFile(ctx, P, "big.txt", content, rev); return err })
-		secExpectNoSpace(t, "UpdateFile big.txt", err, e.base)
-		err = secTry(func() error { _, err := e.fs.UpdateFile(ctx, P, "ok.txt", content, revOK); return err })
-		secExpectNoSpace(t, "UpdateFile ok.txt", err, e.base)
-		err = secTry(func() error {
-			_, _, err := e.fs.WriteStream(ctx, P, "big.txt", strings.NewReader(string(content)), 1<<20, davfs.Precondition{IfMatch: rev})
+		err = sectree.Try(func() error { _, err := e.FS.UpdateFile(ctx, P, "big.txt", content, rev); return err })
+		secExpectNoSpace(t, "UpdateFile big.txt", err, e.Base)
+		err = sectree.Try(func() error { _, err := e.FS.UpdateFile(ctx, P, "ok.txt", content, revOK); return err })
+		secExpectNoSpace(t, "UpdateFile ok.txt", err, e.Base)
+		err = sectree.Try(func() error {
+			_, _, err := e.FS.WriteStream(ctx, P, "big.txt", strings.NewReader(string(content)), 1<<20, davfs.Precondition{IfMatch: rev})
 			return err
 		})
-		secExpectNoSpace(t, "WriteStream big.txt", err, e.base)
-		err = secTry(func() error {
-			_, _, err := e.fs.WriteStream(ctx, P, "okdir/new.bin", strings.NewReader(string(content)), 1<<20, davfs.Precondition{IfNoneMatch: true})
+		secExpectNoSpace(t, "WriteStream big.txt", err, e.Base)
+		err = sectree.Try(func() error {
+			_, _, err := e.FS.WriteStream(ctx, P, "okdir/new.bin", strings.NewReader(string(content)), 1<<20, davfs.Precondition{IfNoneMatch: true})
 			return err
 		})
-		secExpectNoSpace(t, "WriteStream new file", err, e.base)
+		secExpectNoSpace(t, "WriteStream new file", err, e.Base)
 		// WebDAV PUT: the sidecar answers 507 from the davfs error inside.
-		err = secTry(func() error {
-			return secDavPut(ctx, e.fs, secDavName(P, "big.txt"), content, davfs.Precondition{IfMatch: rev})
+		err = sectree.Try(func() error {
+			return secDavPut(ctx, e.FS, secDavName(P, "big.txt"), content, davfs.Precondition{IfMatch: rev})
 		})
 		secExpectNoSpace(t, "WebDAV PUT", err, "")
 
-		for _, d := range secDiff(before, secSnapshot(t, base), nil) {
+		for _, d := range sectree.Diff(before, sectree.Snapshot(t, base), nil) {
 			t.Errorf("failed write on a full disk changed the tree: %s", d)
 		}
 		// The FS still works once space is back.
 		if err := os.Remove(filepath.Join(projects, "filler")); err != nil {
 			t.Fatal(err)
 		}
-		err = secTry(func() error { _, err := e.fs.UpdateFile(ctx, P, "big.txt", content, rev); return err })
+		err = sectree.Try(func() error { _, err := e.FS.UpdateFile(ctx, P, "big.txt", content, rev); return err })
 		if err != nil {
 			t.Errorf("UpdateFile after freeing space: %v", err)
 		}
@@ -1149,7 +1159,7 @@ func secExpectNoSpace(t *testing.T, what string, err error, base string) {
 		t.Errorf("%s on a full disk succeeded", what)
 		return
 	}
-	secCheckDavErr(t, what, err, base)
+	sectree.CheckDavErr(t, what, err, base)
 	if c, r := davfs.CodeOf(err), davfs.ReasonOf(err); c != davfs.CodeResourceExhausted || r != davfs.ReasonNoSpace {
 		t.Errorf("%s on a full disk: got %v/%s; want ResourceExhausted/NO_SPACE", what, c, r)
 	}
@@ -1175,10 +1185,10 @@ func TestSecConcurrentUpdateOneWinner(t *testing.T) {
 			for _, target := range []struct {
 				ws   davfs.Workspace
 				path string
-			}{{secProject("p"), "ok.txt"}, {secGlobal, "AGENTS.md"}} {
-				e := secNewEnv(t, "", nil, nil)
+			}{{sectree.Project("p"), "ok.txt"}, {sectree.Global, "AGENTS.md"}} {
+				e := sectree.NewEnv(t, "", nil, nil)
 				ctx := context.Background()
-				rev := secRev(ctx, e, target.ws, target.path)
+				rev := sectree.Rev(ctx, e, target.ws, target.path)
 				if rev == "bogus-revision" {
 					t.Fatalf("Stat %s failed", target.path)
 				}
@@ -1192,7 +1202,7 @@ func TestSecConcurrentUpdateOneWinner(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						<-start
-						errs[i] = secTry(func() error { return write(ctx, e.fs, target.ws, target.path, bodies[i], rev) })
+						errs[i] = sectree.Try(func() error { return write(ctx, e.FS, target.ws, target.path, bodies[i], rev) })
 					}()
 				}
 				close(start)
@@ -1206,7 +1216,7 @@ func TestSecConcurrentUpdateOneWinner(t *testing.T) {
 						winner = i
 						continue
 					}
-					secCheckDavErr(t, name, err, e.base)
+					sectree.CheckDavErr(t, name, err, e.Base)
 					if c, r := davfs.CodeOf(err), davfs.ReasonOf(err); c != davfs.CodeAborted || r != davfs.ReasonRevisionMismatch {
 						t.Errorf("%s writer %d: got %v/%s; want Aborted/REVISION_MISMATCH", target.path, i, c, r)
 					}
@@ -1214,12 +1224,12 @@ func TestSecConcurrentUpdateOneWinner(t *testing.T) {
 				if winner < 0 {
 					t.Fatalf("%s: no writer succeeded", target.path)
 				}
-				got, err := os.ReadFile(filepath.Join(e.base, secHostRel(target.ws, target.path)))
+				got, err := os.ReadFile(filepath.Join(e.Base, secHostRel(target.ws, target.path)))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if string(got) != string(bodies[winner]) {
-					t.Errorf("%s holds %q; want the winner's (%d) bytes", target.path, secTrunc(got), winner)
+					t.Errorf("%s holds %q; want the winner's (%d) bytes", target.path, sectree.Trunc(got), winner)
 				}
 			}
 		})
@@ -1281,12 +1291,12 @@ func TestSecProjectsRoot(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				e := secNewEnv(t, "", layout, tweak)
-				before := secSnapshot(t, e.base)
-				err := secWithTimeout(t, 10*time.Second, func() { secUnblockFIFOs(e.base, layout) }, func() error {
-					return e.fs.DeleteProject(context.Background(), tc.project, tc.confirm)
+				e := sectree.NewEnv(t, "", layout, tweak)
+				before := sectree.Snapshot(t, e.Base)
+				err := sectree.WithTimeout(t, 10*time.Second, func() { secUnblockFIFOs(e.Base, layout) }, func() error {
+					return e.FS.DeleteProject(context.Background(), tc.project, tc.confirm)
 				})
-				secCheckDavErr(t, "DeleteProject", err, e.base)
+				sectree.CheckDavErr(t, "DeleteProject", err, e.Base)
 				c := davfs.CodeOf(err)
 				if davfs.ReasonOf(err) == davfs.ReasonSymlink && slices.Contains(tc.wantReasons, davfs.ReasonSymlink) {
 					c = tc.wantCode // PermissionDenied/SYMLINK is as good as NotFound for a symlink
@@ -1296,9 +1306,9 @@ func TestSecProjectsRoot(t *testing.T) {
 				} else if err != nil && len(tc.wantReasons) > 0 && !slices.Contains(tc.wantReasons, davfs.ReasonOf(err)) {
 					t.Errorf("DeleteProject(%q): reason %s; want one of %v", tc.project, davfs.ReasonOf(err), tc.wantReasons)
 				}
-				after := secSnapshot(t, e.base)
-				skip := func(rel string) bool { return tc.gone != "" && secUnder(rel, tc.gone) }
-				for _, d := range secDiff(before, after, skip) {
+				after := sectree.Snapshot(t, e.Base)
+				skip := func(rel string) bool { return tc.gone != "" && sectree.Under(rel, tc.gone) }
+				for _, d := range sectree.Diff(before, after, skip) {
 					t.Errorf("DeleteProject(%q) changed something else: %s", tc.project, d)
 				}
 				if tc.gone != "" {
@@ -1312,14 +1322,14 @@ func TestSecProjectsRoot(t *testing.T) {
 		// CreateProject never touches an existing name of any kind.
 		for _, name := range []string{"evil", "file.txt", "victim", "node_modules", ".git", "..", "a/b", "", "-x", strings.Repeat("n", 129)} {
 			t.Run("create "+name, func(t *testing.T) {
-				e := secNewEnv(t, "", layout, tweak)
-				before := secSnapshot(t, e.base)
-				err := secTry(func() error { _, err := e.fs.CreateProject(context.Background(), name); return err })
+				e := sectree.NewEnv(t, "", layout, tweak)
+				before := sectree.Snapshot(t, e.Base)
+				err := sectree.Try(func() error { _, err := e.FS.CreateProject(context.Background(), name); return err })
 				if err == nil {
 					t.Fatalf("CreateProject(%q) succeeded", name)
 				}
-				secCheckDavErr(t, "CreateProject", err, e.base)
-				for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+				sectree.CheckDavErr(t, "CreateProject", err, e.Base)
+				for _, d := range sectree.Diff(before, sectree.Snapshot(t, e.Base), nil) {
 					t.Errorf("CreateProject(%q) changed the tree: %s", name, d)
 				}
 			})
@@ -1339,10 +1349,10 @@ func secIsMountRoot(p string) bool {
 
 // secCheckSameRevision: a listed entry is addressable by its Path and Stat
 // gives the same revision (one revision on every surface).
-func secCheckSameRevision(t *testing.T, e *secEnv, ws davfs.Workspace, en davfs.Entry) {
+func secCheckSameRevision(t *testing.T, e *sectree.Env, ws davfs.Workspace, en davfs.Entry) {
 	t.Helper()
 	var st davfs.Entry
-	err := secTry(func() (err error) { st, err = e.fs.Stat(context.Background(), ws, en.Path); return err })
+	err := sectree.Try(func() (err error) { st, err = e.FS.Stat(context.Background(), ws, en.Path); return err })
 	switch {
 	case err != nil:
 		t.Errorf("listed %q, but Stat of its Path fails: %v", en.Path, err)
@@ -1356,14 +1366,14 @@ func secCheckSameRevision(t *testing.T, e *secEnv, ws davfs.Workspace, en davfs.
 // TestSecCursorConfinement: a cursor is valid only for the workspace and
 // directory (and directory revision) it came from (PRD 7.5).
 func TestSecCursorConfinement(t *testing.T) {
-	e := secNewEnv(t, "", []string{
+	e := sectree.NewEnv(t, "", []string{
 		"projects/p/a/1.txt", "projects/p/a/2.txt", "projects/p/a/3.txt",
 		"projects/p/b/1.txt", "projects/p/b/2.txt", "projects/p/b/3.txt",
 		"projects/q/a/1.txt", "projects/q/a/2.txt", "projects/q/a/3.txt",
 		"codex/skills/a/1.txt", "codex/skills/a/2.txt", "codex/skills/a/3.txt",
 	}, nil)
 	ctx := context.Background()
-	pg, err := e.fs.ListEntries(ctx, secProject("p"), "a", 1, "")
+	pg, err := e.FS.ListEntries(ctx, sectree.Project("p"), "a", 1, "")
 	if err != nil || pg.NextCursor == "" {
 		t.Fatalf("first page: %v (cursor %q)", err, pg.NextCursor)
 	}
@@ -1372,24 +1382,24 @@ func TestSecCursorConfinement(t *testing.T) {
 	for _, other := range []struct {
 		ws  davfs.Workspace
 		dir string
-	}{{secProject("p"), "b"}, {secProject("q"), "a"}, {secGlobal, "skills/a"}, {secProject("p"), ""}} {
-		_, err := e.fs.ListEntries(ctx, other.ws, other.dir, 1, cursor)
-		secCheckOutcome(t, secOp{name: fmt.Sprintf("ListEntries(%v %q, cursor of p/a)", other.ws, other.dir)}, refused, secOpResult{err: err}, e.base)
+	}{{sectree.Project("p"), "b"}, {sectree.Project("q"), "a"}, {sectree.Global, "skills/a"}, {sectree.Project("p"), ""}} {
+		_, err := e.FS.ListEntries(ctx, other.ws, other.dir, 1, cursor)
+		secCheckOutcome(t, secOp{name: fmt.Sprintf("ListEntries(%v %q, cursor of p/a)", other.ws, other.dir)}, refused, secOpResult{err: err}, e.Base)
 	}
-	if _, err := e.fs.ListEntries(ctx, secProject("p"), "a", 1, cursor); err != nil {
+	if _, err := e.FS.ListEntries(ctx, sectree.Project("p"), "a", 1, cursor); err != nil {
 		t.Errorf("the cursor no longer works where it came from: %v", err)
 	}
 	// A change of the directory invalidates it: Aborted/CURSOR_STALE.
-	if _, err := e.fs.CreateEntry(ctx, secProject("p"), "a", "4.txt", davfs.TypeFile); err != nil {
+	if _, err := e.FS.CreateEntry(ctx, sectree.Project("p"), "a", "4.txt", davfs.TypeFile); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.fs.ListEntries(ctx, secProject("p"), "a", 1, cursor)
-	secCheckOutcome(t, secOp{name: "ListEntries after a change"}, secWant{codes: []davfs.Code{davfs.CodeAborted}, reasons: []davfs.Reason{davfs.ReasonCursorStale}}, secOpResult{err: err}, e.base)
+	_, err = e.FS.ListEntries(ctx, sectree.Project("p"), "a", 1, cursor)
+	secCheckOutcome(t, secOp{name: "ListEntries after a change"}, secWant{codes: []davfs.Code{davfs.CodeAborted}, reasons: []davfs.Reason{davfs.ReasonCursorStale}}, secOpResult{err: err}, e.Base)
 }
 
 // secDavPut writes body through the webdav.FileSystem like a PUT does.
 func secDavPut(ctx context.Context, f *davfs.FS, name string, body []byte, pre davfs.Precondition) error {
-	fh, err := dav.NewFileSystem(f, nil).OpenFile(withPre(ctx, pre), name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	fh, err := dav.NewFileSystem(f, nil, wdPre(pre)).OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -1403,12 +1413,12 @@ func secDavPut(ctx context.Context, f *davfs.FS, name string, body []byte, pre d
 // TestSecWebDAVUploadTooLarge: a WebDAV upload over MaxUploadSize commits
 // nothing, leaves no temp file, and carries TOO_LARGE for the 413.
 func TestSecWebDAVUploadTooLarge(t *testing.T) {
-	e := secNewEnv(t, "", nil, func(c *davfs.Config) { c.MaxUploadSize = 4096 })
+	e := sectree.NewEnv(t, "", nil, func(c *davfs.Config) { c.MaxUploadSize = 4096 })
 	ctx := context.Background()
-	before := secSnapshot(t, e.base)
+	before := sectree.Snapshot(t, e.Base)
 	for _, name := range []string{"ok.txt", "okdir/new.bin"} {
-		err := secTry(func() error {
-			return secDavPut(ctx, e.fs, secDavName(secProject("p"), name), []byte(strings.Repeat("x", 8192)), davfs.Precondition{})
+		err := sectree.Try(func() error {
+			return secDavPut(ctx, e.FS, secDavName(sectree.Project("p"), name), []byte(strings.Repeat("x", 8192)), davfs.Precondition{})
 		})
 		if err == nil {
 			t.Errorf("WebDAV PUT of 8 KiB over a 4 KiB limit succeeded (%s)", name)
@@ -1418,7 +1428,7 @@ func TestSecWebDAVUploadTooLarge(t *testing.T) {
 			t.Errorf("WebDAV PUT too large (%s): got %v/%s (%v); want ResourceExhausted/TOO_LARGE reachable with errors.As", name, c, r, err)
 		}
 	}
-	for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+	for _, d := range sectree.Diff(before, sectree.Snapshot(t, e.Base), nil) {
 		t.Errorf("a refused upload changed the tree: %s", d)
 	}
 }
@@ -1429,39 +1439,39 @@ func TestSecWebDAVUploadTooLarge(t *testing.T) {
 // with a *davfs.Error, returns no canary content, changes nothing.
 func TestSecUseAfterClose(t *testing.T) {
 	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
-		e := secNewEnv(t, "", []string{"outside/dir/ok.txt", "outside/dir/skills/ok.md", "outside/dir/okdir/"}, tweak)
-		if err := secClose(e.fs); err != nil {
+		e := sectree.NewEnv(t, "", []string{"outside/dir/ok.txt", "outside/dir/skills/ok.md", "outside/dir/okdir/"}, tweak)
+		if err := sectree.Close(e.FS); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
 		// Grab the freed descriptor numbers with outside directories.
 		for range 32 {
-			d, err := os.Open(filepath.Join(e.base, "outside", "dir"))
+			d, err := os.Open(filepath.Join(e.Base, "outside", "dir"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer d.Close()
 		}
-		before := secSnapshot(t, e.base)
+		before := sectree.Snapshot(t, e.Base)
 		ctx := context.Background()
-		for _, ws := range []davfs.Workspace{secProject("p"), secGlobal} {
+		for _, ws := range []davfs.Workspace{sectree.Project("p"), sectree.Global} {
 			for _, p := range []string{"canary.txt", "ok.txt", "skills/ok.md", "okdir"} {
 				for _, op := range secOps() {
 					r := op.run(ctx, e, ws, p)
 					for _, c := range r.contents {
-						secNoSecret(t, op.name+" after Close", c)
+						sectree.NoSecret(t, op.name+" after Close", c)
 					}
 					if r.err == nil {
 						t.Errorf("%s(%v, %q) succeeded after Close", op.name, ws.Scope, p)
-					} else if secIsPanic(r.err) {
+					} else if sectree.IsPanic(r.err) {
 						t.Errorf("%s(%v, %q) after Close: %v", op.name, ws.Scope, p, r.err)
 					}
 				}
 			}
 		}
-		if err := secTry(func() error { _, err := e.fs.ListProjects(ctx, 0, ""); return err }); err == nil || secIsPanic(err) {
+		if err := sectree.Try(func() error { _, err := e.FS.ListProjects(ctx, 0, ""); return err }); err == nil || sectree.IsPanic(err) {
 			t.Errorf("ListProjects after Close: %v; want an error", err)
 		}
-		for _, d := range secDiff(before, secSnapshot(t, e.base), nil) {
+		for _, d := range sectree.Diff(before, sectree.Snapshot(t, e.Base), nil) {
 			t.Errorf("an operation after Close changed the tree: %s", d)
 		}
 	})
@@ -1496,7 +1506,7 @@ func TestSecInitializerRollback(t *testing.T) {
 			secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
 				base := t.TempDir()
 				initErr := errors.New("git init failed")
-				e := secNewEnv(t, base, nil, func(c *davfs.Config) {
+				e := sectree.NewEnv(t, base, nil, func(c *davfs.Config) {
 					tweak(c)
 					c.Initializer = func(ctx context.Context, dir string) error {
 						if err := plant(dir); err != nil {
@@ -1505,23 +1515,23 @@ func TestSecInitializerRollback(t *testing.T) {
 						return initErr
 					}
 				})
-				outside := secSnapshot(t, filepath.Join(e.base, "outside"))
-				codex := secSnapshot(t, e.codex())
-				_, err := e.fs.CreateProject(context.Background(), "newproj")
+				outside := sectree.Snapshot(t, filepath.Join(e.Base, "outside"))
+				codex := sectree.Snapshot(t, e.Codex())
+				_, err := e.FS.CreateProject(context.Background(), "newproj")
 				if err == nil {
 					t.Fatal("CreateProject succeeded with a failing initializer")
 				}
-				secCheckDavErr(t, "CreateProject", err, e.base)
+				sectree.CheckDavErr(t, "CreateProject", err, e.Base)
 				if r := davfs.ReasonOf(err); r != davfs.ReasonGitInitFailed {
 					t.Errorf("CreateProject: reason %s; want GIT_INIT_FAILED", r)
 				}
-				for _, d := range secDiff(outside, secSnapshot(t, filepath.Join(e.base, "outside")), nil) {
+				for _, d := range sectree.Diff(outside, sectree.Snapshot(t, filepath.Join(e.Base, "outside")), nil) {
 					t.Errorf("rollback changed outside the root: %s", d)
 				}
-				for _, d := range secDiff(codex, secSnapshot(t, e.codex()), nil) {
+				for _, d := range sectree.Diff(codex, sectree.Snapshot(t, e.Codex()), nil) {
 					t.Errorf("rollback changed CODEX_HOME: %s", d)
 				}
-				if fi, err := os.Lstat(filepath.Join(e.projects(), "newproj")); err == nil && fi.IsDir() {
+				if fi, err := os.Lstat(filepath.Join(e.Projects(), "newproj")); err == nil && fi.IsDir() {
 					t.Errorf("the new project directory survived the rollback")
 				}
 			})

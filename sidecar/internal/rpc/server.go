@@ -23,9 +23,9 @@ type FS interface {
 	CreateProject(ctx context.Context, name string) (davfs.Project, error)
 	ListEntries(ctx context.Context, ws davfs.Workspace, dir string, pageSize int, cursor string) (davfs.Page, error)
 	ReadFile(ctx context.Context, ws davfs.Workspace, path string) (davfs.File, error)
-	CreateEntry(ctx context.Context, ws davfs.Workspace, parent, name string, typ davfs.EntryType) (davfs.Entry, error)
+	CreateEntry(ctx context.Context, ws davfs.Workspace, parent, name string, typ davfs.EntryType, use ...davfs.Use) (davfs.Entry, error)
 	UpdateFile(ctx context.Context, ws davfs.Workspace, path string, content []byte, expectedRevision string) (davfs.Entry, error)
-	MoveEntry(ctx context.Context, ws davfs.Workspace, src, dst, expectedRevision string) (davfs.Entry, error)
+	MoveEntry(ctx context.Context, ws davfs.Workspace, src, dst, expectedRevision string, use ...davfs.Use) (davfs.Entry, error)
 }
 
 var _ FS = (*davfs.FS)(nil)
