@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 )
 
 // Checkpoints (issue #15): create, list, compare, restore, delete; the
@@ -63,9 +64,9 @@ func ckCreate(t *testing.T, e *secEnv, ws davfs.Workspace, opts CheckpointOption
 	return c
 }
 
-func ckEqual(t *testing.T, what string, want, got map[string]secNode) {
+func ckEqual(t *testing.T, what string, want, got map[string]sectree.Node) {
 	t.Helper()
-	if d := secDiff(want, got); len(d) > 0 {
+	if d := sectree.Diff(want, got, nil); len(d) > 0 {
 		t.Fatalf("%s:\n%s", what, strings.Join(d, "\n"))
 	}
 }
@@ -73,11 +74,11 @@ func ckEqual(t *testing.T, what string, want, got map[string]secNode) {
 func TestCheckpointRoundTrip(t *testing.T) {
 	e := ckEnv(t, []string{"projects/p/okdir/deep/x.bin"}, nil)
 	ctx := context.Background()
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	proj := filepath.Join(e.projects(), "p")
 	ckWrite(t, filepath.Join(proj, "run.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755)
-	before := secSnapshot(t, proj)
-	outside := secSnapshot(t, filepath.Join(e.base, "outside"))
+	before := sectree.Snapshot(t, proj)
+	outside := sectree.Snapshot(t, filepath.Join(e.base, "outside"))
 
 	c := ckCreate(t, e, ws, CheckpointOptions{Label: "known good", Operator: "alice"})
 	if c.Files != 4 || c.Dirs != 2 || c.Label != "known good" || c.Operator != "alice" || c.Reason != CheckpointManual {
@@ -93,7 +94,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err := os.Chmod(filepath.Join(proj, "run.sh"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	edited := secSnapshot(t, proj)
+	edited := sectree.Snapshot(t, proj)
 
 	cmp, err := e.fs.CompareCheckpoint(ctx, ws, c.ID, "", "", true)
 	if err != nil {
@@ -126,8 +127,8 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if len(res.Changes) != len(cmp.Changes) || res.AutoCheckpoint == "" {
 		t.Fatalf("restore result = %+v", res)
 	}
-	ckEqual(t, "after restore", before, secSnapshot(t, proj))
-	ckEqual(t, "outside", outside, secSnapshot(t, filepath.Join(e.base, "outside")))
+	ckEqual(t, "after restore", before, sectree.Snapshot(t, proj))
+	ckEqual(t, "outside", outside, sectree.Snapshot(t, filepath.Join(e.base, "outside")))
 
 	// The restore is undone by its automatic checkpoint.
 	list, err := e.fs.ListCheckpoints(ctx, ws)
@@ -137,7 +138,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if _, err := e.fs.RestoreCheckpoint(ctx, ws, res.AutoCheckpoint, "", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ckEqual(t, "after undo", edited, secSnapshot(t, proj))
+	ckEqual(t, "after undo", edited, sectree.Snapshot(t, proj))
 
 	// One file, then one directory.
 	if _, err := e.fs.RestoreCheckpoint(ctx, ws, c.ID, "ok.txt", RestoreOptions{}); err != nil {
@@ -193,10 +194,10 @@ func TestCheckpointTraps(t *testing.T) {
 		t.Run(fmt.Sprintf("openat2=%v", openat2), func(t *testing.T) {
 			e := ckEnv(t, layout, func(c *testConfig) { c.DisableOpenat2 = !openat2 })
 			ctx := context.Background()
-			all := secSnapshot(t, e.base)
-			notStore := func(k string) bool { return secUnder(k, "store") }
+			all := sectree.Snapshot(t, e.base)
+			notStore := func(k string) bool { return sectree.Under(k, "store") }
 
-			c := ckCreate(t, e, secProject("p"), CheckpointOptions{})
+			c := ckCreate(t, e, sectree.Project("p"), CheckpointOptions{})
 			// ok.txt, okdir/, okdir/inner.txt, sub/
 			if c.Files != 2 || c.Dirs != 2 || c.Skipped != 6 {
 				t.Fatalf("project checkpoint = %+v", c)
@@ -210,14 +211,14 @@ func TestCheckpointTraps(t *testing.T) {
 			filepath.Walk(filepath.Join(e.base, "store"), func(p string, info os.FileInfo, err error) error {
 				if err == nil && info.Mode().IsRegular() {
 					b, _ := os.ReadFile(p)
-					secNoSecret(t, "store file", b)
+					sectree.NoSecret(t, "store file", b)
 				}
 				return nil
 			})
 			ckEqual(t, "checkpoints changed the volumes", all, secSnapshotSkip(t, e.base, notStore))
 
 			// A compare of the untouched tree shows nothing.
-			cmp, err := e.fs.CompareCheckpoint(ctx, secProject("p"), c.ID, "", "", true)
+			cmp, err := e.fs.CompareCheckpoint(ctx, sectree.Project("p"), c.ID, "", "", true)
 			if err != nil || len(cmp.Changes) != 0 {
 				t.Fatalf("compare = %+v, %v", cmp.Changes, err)
 			}
@@ -234,11 +235,11 @@ func TestCheckpointTraps(t *testing.T) {
 			}
 			before := secSnapshotSkip(t, e.base, notStore)
 			for _, p := range []string{"", "okdir", "ok.txt"} {
-				_, err := e.fs.RestoreCheckpoint(ctx, secProject("p"), c.ID, p, RestoreOptions{})
+				_, err := e.fs.RestoreCheckpoint(ctx, sectree.Project("p"), c.ID, p, RestoreOptions{})
 				if davfs.ReasonOf(err) != davfs.ReasonCheckpointConflict {
 					t.Fatalf("restore %q over a trap: %v", p, err)
 				}
-				secCheckDavErr(t, "restore", err, e.base)
+				sectree.CheckDavErr(t, "restore", err, e.base)
 			}
 			ckEqual(t, "a refused restore changed something", before, secSnapshotSkip(t, e.base, notStore))
 
@@ -247,10 +248,10 @@ func TestCheckpointTraps(t *testing.T) {
 			if _, err := e.fs.RestoreCheckpoint(ctx, davfs.Workspace{Scope: davfs.ScopeGlobal}, g.ID, "", RestoreOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if b, _ := os.ReadFile(filepath.Join(e.codex(), "AGENTS.md")); !bytes.Equal(b, secContent("codex/AGENTS.md")) {
+			if b, _ := os.ReadFile(filepath.Join(e.codex(), "AGENTS.md")); !bytes.Equal(b, sectree.Content("codex/AGENTS.md")) {
 				t.Fatalf("AGENTS.md = %q", b)
 			}
-			after := secSnapshot(t, e.base)
+			after := sectree.Snapshot(t, e.base)
 			for _, k := range []string{"codex/skills/auth", "codex/skills/hard", "codex/auth.json", "outside/canary.txt"} {
 				if after[k] != before[k] {
 					t.Errorf("%s changed: %v -> %v", k, before[k], after[k])
@@ -260,8 +261,8 @@ func TestCheckpointTraps(t *testing.T) {
 	}
 }
 
-func secSnapshotSkip(t *testing.T, root string, skip func(string) bool) map[string]secNode {
-	s := secSnapshot(t, root)
+func secSnapshotSkip(t *testing.T, root string, skip func(string) bool) map[string]sectree.Node {
+	s := sectree.Snapshot(t, root)
 	for k := range s {
 		if skip(k) {
 			delete(s, k)
@@ -273,9 +274,9 @@ func secSnapshotSkip(t *testing.T, root string, skip func(string) bool) map[stri
 func TestCheckpointBadInput(t *testing.T) {
 	e := ckEnv(t, nil, nil)
 	ctx := context.Background()
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	c := ckCreate(t, e, ws, CheckpointOptions{})
-	before := secSnapshot(t, e.base)
+	before := sectree.Snapshot(t, e.base)
 	cases := []struct {
 		name   string
 		err    error
@@ -303,7 +304,7 @@ func TestCheckpointBadInput(t *testing.T) {
 			return err
 		}(), davfs.ReasonCheckpointNotFound},
 		{"other workspace", func() error {
-			_, err := e.fs.RestoreCheckpoint(ctx, secProject("q"), c.ID, "", RestoreOptions{})
+			_, err := e.fs.RestoreCheckpoint(ctx, sectree.Project("q"), c.ID, "", RestoreOptions{})
 			return err
 		}(), davfs.ReasonCheckpointNotFound},
 		{"outside global", func() error {
@@ -319,9 +320,9 @@ func TestCheckpointBadInput(t *testing.T) {
 		if davfs.ReasonOf(tc.err) != tc.reason {
 			t.Errorf("%s: %v (reason %s), want %s", tc.name, tc.err, davfs.ReasonOf(tc.err), tc.reason)
 		}
-		secCheckDavErr(t, tc.name, tc.err, e.base)
+		sectree.CheckDavErr(t, tc.name, tc.err, e.base)
 	}
-	ckEqual(t, "bad input changed something", before, secSnapshot(t, e.base))
+	ckEqual(t, "bad input changed something", before, sectree.Snapshot(t, e.base))
 
 	// Without a store every call says so.
 	d := secNewEnv(t, "", nil, nil)
@@ -336,7 +337,7 @@ func TestCheckpointDedupAndLimits(t *testing.T) {
 		c.Checkpoints.MaxTotalBytes = 64 << 10
 	})
 	ctx := context.Background()
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	proj := filepath.Join(e.projects(), "p")
 	ckWrite(t, filepath.Join(proj, "big.bin"), bytes.Repeat([]byte("a"), 40<<10), 0o644)
 	first := ckCreate(t, e, ws, CheckpointOptions{})
@@ -382,7 +383,7 @@ func TestCheckpointDedupAndLimits(t *testing.T) {
 
 func TestCheckpointRestartKeepsThem(t *testing.T) {
 	base := t.TempDir()
-	secBuild(t, base, secBaseLayout)
+	sectree.Build(t, base, sectree.BaseLayout)
 	cfg := secConfig(base)
 	cfg.Checkpoints = Config{Dir: filepath.Join(base, "projects", ".checkpoints")}
 	ctx := context.Background()
@@ -390,7 +391,7 @@ func TestCheckpointRestartKeepsThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := f.CreateCheckpoint(ctx, secProject("p"), CheckpointOptions{Label: "l"})
+	c, err := f.CreateCheckpoint(ctx, sectree.Project("p"), CheckpointOptions{Label: "l"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,14 +416,14 @@ func TestCheckpointRestartKeepsThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	list, err := f.ListCheckpoints(ctx, secProject("p"))
+	list, err := f.ListCheckpoints(ctx, sectree.Project("p"))
 	if err != nil || len(list) != 1 || list[0].ID != c.ID || list[0].Label != "l" || !list[0].Created.Equal(c.Created) {
 		t.Fatalf("after restart: %+v, %v", list, err)
 	}
-	if _, err := f.RestoreCheckpoint(ctx, secProject("p"), c.ID, "ok.txt", RestoreOptions{}); err != nil {
+	if _, err := f.RestoreCheckpoint(ctx, sectree.Project("p"), c.ID, "ok.txt", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(base, "projects/p/ok.txt")); !bytes.Equal(b, secContent("projects/p/ok.txt")) {
+	if b, _ := os.ReadFile(filepath.Join(base, "projects/p/ok.txt")); !bytes.Equal(b, sectree.Content("projects/p/ok.txt")) {
 		t.Fatalf("ok.txt = %q", b)
 	}
 }
@@ -431,7 +432,7 @@ func TestCheckpointStorePlacement(t *testing.T) {
 	for _, dir := range []string{"projects/p/ckpt", "codex/ckpt", "codex/skills/ckpt", "projects", "."} {
 		t.Run(dir, func(t *testing.T) {
 			base := t.TempDir()
-			secBuild(t, base, secBaseLayout)
+			sectree.Build(t, base, sectree.BaseLayout)
 			cfg := secConfig(base)
 			cfg.Checkpoints = Config{Dir: filepath.Join(base, dir)}
 			os.MkdirAll(cfg.Checkpoints.Dir, 0o755)
@@ -446,13 +447,13 @@ func TestCheckpointStorePlacement(t *testing.T) {
 				t.Fatalf("files with a misplaced store: %v", err)
 			}
 			for _, err := range []error{f.CheckpointsErr(), f.OpenCheckpoints(), func() error {
-				_, err := f.ListCheckpoints(context.Background(), secProject("p"))
+				_, err := f.ListCheckpoints(context.Background(), sectree.Project("p"))
 				return err
 			}()} {
 				if davfs.ReasonOf(err) != davfs.ReasonCheckpointsUnavailable || davfs.CodeOf(err) != davfs.CodeUnavailable {
 					t.Fatalf("a store at %s was accepted: %v", dir, err)
 				}
-				secCheckDavErr(t, dir, err, base)
+				sectree.CheckDavErr(t, dir, err, base)
 			}
 		})
 	}
@@ -463,7 +464,7 @@ func TestCheckpointStorePlacement(t *testing.T) {
 func TestCheckpointWriterRunning(t *testing.T) {
 	e := ckEnv(t, nil, nil)
 	ctx := context.Background()
-	ws := secProject("w")
+	ws := sectree.Project("w")
 	proj := filepath.Join(e.projects(), "w")
 	if err := os.MkdirAll(proj, 0o755); err != nil {
 		t.Fatal(err)
@@ -520,7 +521,7 @@ func TestCheckpointWriterRunning(t *testing.T) {
 			b, _ := os.ReadFile(filepath.Join(proj, de.Name()))
 			m := whole.FindSubmatch(b)
 			if m == nil {
-				t.Fatalf("checkpoint %s: %s is not one whole version: %q", id, de.Name(), secTrunc(b))
+				t.Fatalf("checkpoint %s: %s is not one whole version: %q", id, de.Name(), sectree.Trunc(b))
 			}
 			var n int
 			fmt.Sscan(string(m[1]), &n)
@@ -556,8 +557,8 @@ func TestCheckpointTrapsInLargeDirectory(t *testing.T) {
 		layout = append(layout, fmt.Sprintf("projects/large/f%03d.txt", i))
 	}
 	e := ckEnv(t, layout, nil)
-	small := ckCreate(t, e, secProject("small"), CheckpointOptions{})
-	large := ckCreate(t, e, secProject("large"), CheckpointOptions{})
+	small := ckCreate(t, e, sectree.Project("small"), CheckpointOptions{})
+	large := ckCreate(t, e, sectree.Project("large"), CheckpointOptions{})
 	if small.Files != 1 || small.Dirs != 1 || small.Skipped != 6 {
 		t.Fatalf("small directory checkpoint = %+v", small)
 	}
@@ -567,7 +568,7 @@ func TestCheckpointTrapsInLargeDirectory(t *testing.T) {
 	filepath.Walk(filepath.Join(e.base, "store"), func(p string, info os.FileInfo, err error) error {
 		if err == nil && info.Mode().IsRegular() {
 			b, _ := os.ReadFile(p)
-			secNoSecret(t, "store file", b)
+			sectree.NoSecret(t, "store file", b)
 		}
 		return nil
 	})
@@ -608,7 +609,7 @@ func TestCheckpointManifestJSON(t *testing.T) {
 
 func TestCheckpointAbandonedAtItsDeadline(t *testing.T) {
 	e := ckEnv(t, nil, nil)
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	store := filepath.Join(e.base, "store")
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 )
 
 // A restore with the plan token of a comparison that no longer holds
@@ -14,7 +15,7 @@ import (
 func TestCheckpointPlanTokenStale(t *testing.T) {
 	e := ckEnv(t, nil, nil)
 	ctx := context.Background()
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	proj := filepath.Join(e.projects(), "p")
 	c := ckCreate(t, e, ws, CheckpointOptions{})
 	ckWrite(t, filepath.Join(proj, "ok.txt"), []byte("one\n"), 0o644)
@@ -23,12 +24,12 @@ func TestCheckpointPlanTokenStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	ckWrite(t, filepath.Join(proj, "other.txt"), []byte("two\n"), 0o644) // after the comparison
-	before := secSnapshot(t, proj)
+	before := sectree.Snapshot(t, proj)
 	_, err = e.fs.RestoreCheckpoint(ctx, ws, c.ID, "", RestoreOptions{PlanToken: cmp.PlanToken})
 	if davfs.ReasonOf(err) != davfs.ReasonRevisionMismatch {
 		t.Fatalf("restore with a stale plan: %v", err)
 	}
-	ckEqual(t, "refused restore", before, secSnapshot(t, proj))
+	ckEqual(t, "refused restore", before, sectree.Snapshot(t, proj))
 }
 
 // A file rewritten whole has a diff about twice its size: a diff is

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 )
 
 // The store's delete composes the automatic checkpoint above the core's:
@@ -114,9 +115,9 @@ func TestDeleteProjectAutomaticCheckpoint(t *testing.T) {
 func TestCheckpointAutomaticBeforeDeletes(t *testing.T) {
 	e := ckEnv(t, []string{"projects/p/okdir/sub/more.txt"}, nil)
 	ctx := context.Background()
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	proj := filepath.Join(e.projects(), "p")
-	before := secSnapshot(t, proj)
+	before := sectree.Snapshot(t, proj)
 
 	st, err := e.fs.Stat(ctx, ws, "okdir")
 	if err != nil {
@@ -132,7 +133,7 @@ func TestCheckpointAutomaticBeforeDeletes(t *testing.T) {
 	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ckEqual(t, "recursive delete undone", before, secSnapshot(t, proj))
+	ckEqual(t, "recursive delete undone", before, sectree.Snapshot(t, proj))
 
 	if err := e.fs.DeleteProject(ctx, "p", "p"); err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestCheckpointAutomaticBeforeDeletes(t *testing.T) {
 	if _, err := e.fs.RestoreCheckpoint(ctx, ws, list[0].ID, "", RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got := secSnapshot(t, proj)
+	got := sectree.Snapshot(t, proj)
 	delete(before, ".") // the root's mode and times are the new directory's
 	delete(got, ".")
 	ckEqual(t, "project delete undone", before, got)

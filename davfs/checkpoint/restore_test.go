@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/internal/sectree"
 	"golang.org/x/sys/unix"
 )
 
@@ -502,7 +503,7 @@ func TestCtxReaderStops(t *testing.T) {
 // undo checkpoint, which undoes nothing, goes too.
 func TestRestoreAbandonedAtItsDeadline(t *testing.T) {
 	e := ckEnv(t, nil, nil)
-	ws := secProject("p")
+	ws := sectree.Project("p")
 	c := ckCreate(t, e, ws, CheckpointOptions{})
 	ok := filepath.Join(e.projects(), "p", "ok.txt")
 	ckWrite(t, ok, []byte("changed\n"), 0o644)
