@@ -29,12 +29,6 @@ type Config struct {
 	Now func() time.Time
 	// DisableOpenat2 forces the per-segment O_NOFOLLOW fallback walk (tests).
 	DisableOpenat2 bool
-
-	// Checkpoints configures the checkpoint store (checkpoint.go); a zero
-	// value disables checkpoints.
-	Checkpoints CheckpointConfig
-	// CheckpointObserver, if set, is told of every checkpoint operation.
-	CheckpointObserver CheckpointObserver
 }
 
 // ProjectInitializer initialises a freshly created, empty project directory.

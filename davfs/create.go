@@ -3,6 +3,7 @@ package davfs
 import (
 	"context"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,7 +17,9 @@ func errProtected(format string, args ...any) *Error {
 // existing name of any kind is AlreadyExists and is left untouched
 // (O_CREAT|O_EXCL, mkdirat). The mode is set with fchmod so the umask does
 // not change it. At the Global root only the file AGENTS.md can be created.
-func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string, typ EntryType) (Entry, error) {
+// A directory revision it returns counts as shown to a client unless use
+// says ForMutation (seen.go).
+func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string, typ EntryType, use ...Use) (Entry, error) {
 	if typ != TypeFile && typ != TypeDirectory {
 		return Entry{}, newErr(CodeInvalidArgument, ReasonInvalidArgument, nil, "type must be FILE or DIRECTORY")
 	}
@@ -33,7 +36,7 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 	}
 	if w.isGlobal() && len(w.segs) == 1 {
 		switch {
-		case name == globalSkills:
+		case name == GlobalSkills:
 			return Entry{}, newErr(CodeAlreadyExists, ReasonAlreadyExists, nil, "%q already exists", name)
 		case typ != TypeFile:
 			return Entry{}, errProtected("%q at the Global root can only be a file", name)
@@ -46,10 +49,10 @@ func (f *FS) CreateEntry(ctx context.Context, ws Workspace, parent, name string,
 	defer unix.Close(pfd)
 	// The directory fsync runs after the unlock (other mutations need not
 	// queue behind it); success is only returned once it is done.
-	if err := fsyncDir(pfd); err != nil {
+	if err := fdio.FsyncDir(pfd); err != nil {
 		return Entry{}, fsErr(err, w.rel)
 	}
-	f.handOut(ctx, e)
+	f.handOut(use, e)
 	return e, err
 }
 
@@ -78,9 +81,9 @@ func createIn(pfd int, w wsPath, name string, typ EntryType) error {
 		if err := unix.Mkdirat(pfd, name, 0o755); err != nil {
 			return fsErr(err, w.rel)
 		}
-		flags, mode = oDirRead, 0o755
+		flags, mode = fdio.DirRead, 0o755
 	}
-	fd, err := unix.Openat(pfd, name, flags|oCommon, mode)
+	fd, err := unix.Openat(pfd, name, flags|fdio.Common, mode)
 	if err != nil {
 		return fsErr(err, w.rel)
 	}

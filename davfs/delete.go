@@ -3,21 +3,20 @@ package davfs
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
 // DeleteEntry permanently deletes a file or directory (non-empty only with
 // recursive, else FailedPrecondition/DIRECTORY_NOT_EMPTY). It is
-// DeleteEntryResult with DeleteOptions{Recursive: recursive}.
+// DeleteEntryWith with DeleteOptions{Recursive: recursive}.
 func (f *FS) DeleteEntry(ctx context.Context, ws Workspace, path, expectedRevision string, recursive bool) error {
-	_, err := f.DeleteEntryResult(ctx, ws, path, expectedRevision, DeleteOptions{Recursive: recursive})
-	return err
+	return f.DeleteEntryWith(ctx, ws, path, expectedRevision, DeleteOptions{Recursive: recursive})
 }
 
-// DeleteOptions are the choices of DeleteEntryResult.
+// DeleteOptions are the choices of DeleteEntryWith.
 type DeleteOptions struct {
 	// Recursive allows deleting a non-empty directory.
 	Recursive bool
@@ -28,38 +27,48 @@ type DeleteOptions struct {
 	// the delete with PermissionDenied/MULTIPLE_LINKS before anything is
 	// removed. A plain delete removes such names.
 	Replace bool
-	// SkipCheckpoint deletes without the automatic checkpoint a recursive
-	// delete otherwise takes first: the caller's explicit override for a
-	// full store (ResourceExhausted/CHECKPOINT_LIMIT). The delete then
-	// cannot be undone.
-	SkipCheckpoint bool
 	// ChangedAfter, when set, is the moment from which a recursive delete
 	// refuses every change, whatever later reads of the revision say (the
 	// start of a keep write's version: work the version may not hold is
 	// never deleted, even when another client reads the directory again
 	// before the delete). Unset: the last time the revision was handed out.
 	ChangedAfter time.Time
-
-	// kept: the entries of the version a keep delete took of the tree
-	// (tree.kept); set by DeleteEntryResult, never by callers.
-	kept map[string]*ckEntry
-	// keptDirsOnly: a keep delete whose capture found only empty
+	// Kept, when set, is a keep delete's version of the directory it
+	// deletes (workspace path below it → what the version holds there):
+	// nothing the version does not hold is deleted, and each regular file
+	// only with the stat it was captured with (tree.kept). The checkpoint
+	// store's delete sets it (davfs/checkpoint), with ChangedAfter.
+	Kept map[string]*Kept
+	// KeptDirsOnly: a keep delete whose capture found only empty
 	// directories (so no version): any other name found by the delete's
 	// walk refuses it, whatever its ctime says (file ctimes come from a
-	// coarse clock that can lag the moment ChangedAfter was taken). Set by
-	// RemoveAll.
-	keptDirsOnly bool
+	// coarse clock that can lag the moment ChangedAfter was taken).
+	KeptDirsOnly bool
 }
 
-// DeleteResult is what a delete did besides deleting.
-type DeleteResult struct {
-	// AutoCheckpoint is the ID of the automatic checkpoint taken before
-	// the delete ("" when none was: automatic checkpoints off, skipped,
-	// not a directory, or nothing a checkpoint could hold).
-	AutoCheckpoint string
+// Kept is what a version holds of one name (DeleteOptions.Kept).
+type Kept struct {
+	Dir bool
+	// A regular file: the stat it was captured with (Unix ns times) and
+	// the hex SHA-256 of its bytes.
+	Dev, Ino     uint64
+	Size         int64
+	Mtime, Ctime int64
+	Hash         string
+	// Key: the stat was taken long enough after the file's last change to
+	// stand for its content; otherwise the bytes are read again and
+	// hashed before the file is deleted.
+	Key bool
 }
 
-// DeleteEntryResult permanently deletes a file or directory. The expected
+// matches reports whether st is still the regular file k was captured
+// from: the same inode, size and time stamps.
+func (k *Kept) matches(st *unix.Stat_t) bool {
+	return fdio.IsType(st, unix.S_IFREG) && st.Dev == k.Dev && st.Ino == k.Ino && st.Size == k.Size &&
+		st.Mtim.Nano() == k.Mtime && st.Ctim.Nano() == k.Ctime
+}
+
+// DeleteEntryWith permanently deletes a file or directory. The expected
 // revision is required and checked under the mutation lock right before
 // the unlink (Aborted/REVISION_MISMATCH). The workspace roots and the
 // Global skills root are protected; Global AGENTS.md can be deleted.
@@ -87,70 +96,55 @@ type DeleteResult struct {
 // the entries already removed are ones unchanged since the read, and the
 // directory itself remains. Denylisted names inside are deleted like any
 // other (the denylist applies to requests, not to a deleted tree's content).
-// A keep delete (a WebDAV DELETE under webdav.unconditionalWrites: keep,
-// its version recorded in ctx) refuses changes after opts.ChangedAfter and
-// deletes only names the version holds, each regular file with the stat
-// it was captured with (tree.kept).
+// A keep delete (a WebDAV DELETE under webdav.unconditionalWrites: keep)
+// refuses changes after opts.ChangedAfter and deletes only names its
+// version holds (opts.Kept), each regular file with the stat it was
+// captured with (tree.kept).
 //
-// With automatic checkpoints on (CheckpointConfig.Automatic), a recursive
-// delete of a directory whose revision matches first checkpoints that
-// directory (checkpoint.go); if that fails, nothing is deleted and its
-// error is returned (a full store: ResourceExhausted/CHECKPOINT_LIMIT,
-// which opts.SkipCheckpoint overrides).
-//
-// It also says which automatic checkpoint it took (for the caller's
-// audit). When the delete fails after the checkpoint was taken, the
-// checkpoint is kept and its ID is still returned with the error.
-func (f *FS) DeleteEntryResult(ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) (DeleteResult, error) {
-	var res DeleteResult
-	if expectedRevision == "" {
-		return res, errRevisionRequired()
-	}
-	w, err := f.resolve(ws, path)
+// The automatic checkpoint before a recursive delete is not the core's:
+// the checkpoint store takes it, then calls this (davfs/checkpoint).
+func (f *FS) DeleteEntryWith(ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) error {
+	t, err := f.CheckDelete(ws, path, expectedRevision)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if w.isRoot() {
-		return res, f.rootErr(w, errProtected("the workspace root cannot be deleted"))
-	}
-	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills {
-		return res, errProtected("the skills root cannot be deleted")
-	}
-	if opts.Recursive && !opts.SkipCheckpoint && f.ck != nil && f.ck.cfg.Automatic {
-		// A directory's delete keeps an automatic checkpoint of it first
-		// (checkpoint.go), when the delete can succeed. f.stat, unlike
-		// Stat, does not hand the revision out (seen.go).
-		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory && e.Revision == expectedRevision {
-			if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete); err != nil {
-				return res, err
-			}
-		}
-	}
-	opts.kept = nil
-	if id := keptVersion(ctx, ws, path); id != "" && !opts.ChangedAfter.IsZero() {
-		// A keep delete of a directory: nothing the version does not hold
-		// is deleted (a file's own revision check already binds it).
-		if e, err := f.stat(w); err == nil && e.Type == TypeDirectory {
-			if opts.kept, err = f.keptEntries(ws, id, w.rel); err != nil {
-				return res, err
-			}
-		}
-	}
+	w := t.w
 	pfd, old, err := f.lockedDelete(ctx, w, expectedRevision, opts)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer unix.Close(pfd)
 	defer closeRef(old) // frees a deleted file, outside the lock (commit)
 	// The directory fsync runs after the unlock; success is only returned
 	// once it is done.
-	if err := fsyncDir(pfd); err != nil {
-		return res, fsErr(err, w.rel)
+	if err := fdio.FsyncDir(pfd); err != nil {
+		return fsErr(err, w.rel)
 	}
-	return res, nil
+	return nil
 }
 
-// lockedDelete is DeleteEntryResult's part under the mutation lock: the
+// CheckDelete is what DeleteEntryWith refuses before anything else: no
+// expected revision, an invalid path, a workspace root or Global's
+// skills/. It returns the resolved target (for the checkpoint store's
+// automatic checkpoint, taken between this check and the delete).
+func (f *FS) CheckDelete(ws Workspace, path, expectedRevision string) (Target, error) {
+	if expectedRevision == "" {
+		return Target{}, errRevisionRequired()
+	}
+	w, err := f.resolve(ws, path)
+	if err != nil {
+		return Target{}, err
+	}
+	if w.isRoot() {
+		return Target{}, f.rootErr(w, errProtected("the workspace root cannot be deleted"))
+	}
+	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalSkills {
+		return Target{}, errProtected("the skills root cannot be deleted")
+	}
+	return Target{w}, nil
+}
+
+// lockedDelete is DeleteEntryWith's part under the mutation lock: the
 // revision check and the unlink. It returns the parent directory
 // (O_RDONLY, for the fsync) and, for a file, a reference to it (as
 // commit's old), which the caller closes.
@@ -208,7 +202,7 @@ func (f *FS) deleteIn(ctx context.Context, pfd int, w wsPath, expectedRevision s
 			return -1, newErr(CodeFailedPrecondition, ReasonDirectoryNotEmpty, err, "directory %q is not empty (recursive not set)", w.rel)
 		}
 		t := &tree{r: w.r, changedAfter: max(seenAt, st.Ctim.Nano()), replace: opts.Replace, afterCheck: f.hooks.afterCheck, beforeUnlink: f.hooks.beforeUnlink,
-			kept: opts.kept, dirsOnly: opts.keptDirsOnly, rel: w.rel}
+			kept: opts.Kept, dirsOnly: opts.KeptDirsOnly, rel: w.rel}
 		err = t.remove(ctx, pfd, w.name(), st.Ino)
 	}
 	if err != nil {
@@ -231,23 +225,4 @@ func removeErr(err error, rel string) error {
 		return newErr(CodeResourceExhausted, ReasonPathTooDeep, err, "%q is nested too deeply to delete", rel)
 	}
 	return fsErr(err, rel)
-}
-
-// keptEntries reads the version id of ws back as the entries below rel (a
-// keep delete's tree.kept). A version that cannot be read refuses the
-// delete: what it holds is unknown.
-func (f *FS) keptEntries(ws Workspace, id, rel string) (map[string]*ckEntry, error) {
-	f.ck.gc.RLock()
-	m, err := f.ck.readManifest(ws, id)
-	f.ck.gc.RUnlock()
-	if err != nil {
-		return nil, newErr(CodeAborted, ReasonRevisionMismatch, err, "the version kept of %q cannot be read back", rel)
-	}
-	out := make(map[string]*ckEntry, len(m.Entries))
-	for i := range m.Entries {
-		if e := &m.Entries[i]; strings.HasPrefix(e.Path, rel+"/") {
-			out[e.Path] = e
-		}
-	}
-	return out, nil
 }

@@ -1,6 +1,9 @@
 package davfs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A keep delete deletes only what its version holds, each regular file
+// A keep delete (DeleteOptions.Kept, what a version of the checkpoint
+// store holds; keptOf plays the version here) deletes only what it holds, each regular file
 // with the stat it was captured with: a change the ctime floor cannot see
 // (within the kernel's ctime tick, played here by a floor in the future)
 // still refuses the delete, and the agent's bytes stay.
@@ -19,15 +23,14 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 		"added":     func(e *env) { e.write("projects/p/d/sub/new.txt", "the agent's new file") },
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := ckAutoEnv(t)
+			e := newEnv(t, nil)
 			e.write("projects/p/d/a.txt", "a")
 			e.write("projects/p/d/sub/b.txt", "b")
-			id, _ := keepD(t, e)
+			kept, _ := keepD(t, e)
 			change(e)
 			st2, err := e.fs.Stat(bg, proj("p"), "d")
 			must(t, err)
-			ctx := withKept(bg, proj("p"), "d", id)
-			err = deleteWith(e.fs, ctx, proj("p"), "d", st2.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+			err = deleteWith(e.fs, bg, proj("p"), "d", st2.Revision, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), Kept: kept})
 			wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 			if name == "rewritten" && e.read("projects/p/d/a.txt") != "the agent's a2" {
 				t.Fatal("the rewritten file was deleted")
@@ -38,27 +41,23 @@ func TestKeepDeleteComparesWithVersion(t *testing.T) {
 		})
 	}
 	// Unchanged, the same delete goes ahead.
-	e := ckAutoEnv(t)
+	e := newEnv(t, nil)
 	e.write("projects/p/d/a.txt", "a")
-	id, rev := keepD(t, e)
-	must(t, deleteWith(e.fs, withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)}))
+	kept, rev := keepD(t, e)
+	must(t, deleteWith(e.fs, bg, proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), Kept: kept}))
 }
 
-// A keep delete whose capture found only empty directories keeps no
-// version; a file that appears afterwards refuses the delete whatever its
+// A keep delete whose capture found only empty directories
+// (KeptDirsOnly): a file that appears afterwards refuses the delete whatever its
 // ctime says (file ctimes come from a coarse clock that can lag the
 // moment ChangedAfter was taken: played here by a floor in the future).
 func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
-	e := ckAutoEnv(t)
+	e := newEnv(t, nil)
 	e.mkdir("projects/p/d/e/f")
-	id, _ := keepD(t, e)
-	if id != "" {
-		t.Fatalf("a version %q was kept of empty directories", id)
-	}
 	e.write("projects/p/d/e/new.txt", "the agent's new file")
 	st2, err := e.fs.Stat(bg, proj("p"), "d")
 	must(t, err)
-	opts := DeleteOptions{Recursive: true, SkipCheckpoint: true, ChangedAfter: time.Now().Add(time.Hour), keptDirsOnly: true}
+	opts := DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), KeptDirsOnly: true}
 	err = deleteWith(e.fs, bg, proj("p"), "d", st2.Revision, opts)
 	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 	if e.read("projects/p/d/e/new.txt") != "the agent's new file" {
@@ -75,20 +74,18 @@ func TestKeepDeleteOfEmptyDirsRefusesAnyFile(t *testing.T) {
 }
 
 // A kept file whose captured stat was too fresh to stand for its content
-// (ckEntry.Key unset) is re-read before it is deleted: a same-size rewrite
+// (Kept.Key unset) is re-read before it is deleted: a same-size rewrite
 // that leaves the stat unmoved (a coarse timestamp tick, played here by
 // giving the kept entry the new stat and the old hash) refuses the delete,
 // and with Key set the same comparison lets it go ahead, so it is the hash
 // that refuses.
 func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
-	e := ckAutoEnv(t)
+	e := newEnv(t, nil)
 	e.write("projects/p/d/a.txt", "the kept a")
-	id, _ := keepD(t, e)
+	kept, _ := keepD(t, e)
 	w, err := e.fs.resolve(proj("p"), "d")
 	must(t, err)
-	kept, err := e.fs.keptEntries(proj("p"), id, w.rel)
-	must(t, err)
-	var ke *ckEntry
+	var ke *Kept
 	for _, k := range kept {
 		if !k.Dir {
 			ke = k
@@ -108,7 +105,7 @@ func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
 	del := func() error {
 		st, err := e.fs.Stat(bg, proj("p"), "d")
 		must(t, err)
-		opts := DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), kept: kept}
+		opts := DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), Kept: kept}
 		pfd, old, err := e.fs.lockedDelete(bg, w, st.Revision, opts)
 		if err == nil {
 			unix.Close(pfd)
@@ -133,10 +130,10 @@ func TestKeepDeleteRehashesUntrustedStat(t *testing.T) {
 // renamed file is back under its name, the delete refused, and no temp
 // name is left behind.
 func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
-	e := ckAutoEnv(t)
+	e := newEnv(t, nil)
 	e.write("projects/p/d/a.txt", "a")
 	e.write("projects/p/other.txt", "the agent's renamed file")
-	id, rev := keepD(t, e)
+	kept, rev := keepD(t, e)
 	renamed := false
 	e.fs.hooks.beforeUnlink = func() {
 		if !renamed {
@@ -144,7 +141,7 @@ func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
 			must(t, os.Rename(filepath.Join(e.dir, "projects/p/other.txt"), filepath.Join(e.dir, "projects/p/d/a.txt")))
 		}
 	}
-	err := deleteWith(e.fs, withKept(bg, proj("p"), "d", id), proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour)})
+	err := deleteWith(e.fs, bg, proj("p"), "d", rev, DeleteOptions{Recursive: true, ChangedAfter: time.Now().Add(time.Hour), Kept: kept})
 	wantErr(t, err, CodeAborted, ReasonRevisionMismatch)
 	if !renamed {
 		t.Fatal("the hook never ran")
@@ -159,14 +156,46 @@ func TestKeepDeleteRenameOntoCheckedName(t *testing.T) {
 	}
 }
 
-// keepD keeps p/d of e as a keep DELETE would, for the rest of the test:
-// the version's ID ("" none) and the revision it holds.
-func keepD(t *testing.T, e *env) (id, rev string) {
+// keepD records p/d of e as a version would hold it, for a keep delete:
+// every directory and regular file below it (keptOf) and the revision.
+func keepD(t *testing.T, e *env) (map[string]*Kept, string) {
 	t.Helper()
 	st, err := e.fs.Stat(bg, proj("p"), "d")
 	must(t, err)
-	id, release, err := e.fs.keepVersion(bg, proj("p"), "d", st.Revision, "DELETE")
+	return keptOf(t, filepath.Join(e.dir, "projects/p"), "d"), st.Revision
+}
+
+// keptOf is what a version of rel (under the workspace directory root)
+// holds: the entries below it by workspace path, each file with its stat
+// and hash, its stat trusted (Key) only once older than two seconds.
+func keptOf(t *testing.T, root, rel string) map[string]*Kept {
+	t.Helper()
+	out := map[string]*Kept{}
+	err := filepath.WalkDir(filepath.Join(root, rel), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(root, p)
+		if r == rel {
+			return nil
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			out[r] = &Kept{Dir: true}
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		h := sha256.Sum256(b)
+		out[r] = &Kept{Dev: st.Dev, Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(),
+			Hash: hex.EncodeToString(h[:]), Key: st.Ctim.Nano() < time.Now().Add(-2*time.Second).UnixNano()}
+		return nil
+	})
 	must(t, err)
-	t.Cleanup(release)
-	return id, st.Revision
+	return out
 }

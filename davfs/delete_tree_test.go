@@ -2,19 +2,14 @@ package davfs
 
 import (
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentworkspace/files/internal/testtree"
-	"golang.org/x/net/webdav"
 	"golang.org/x/sys/unix"
 )
 
@@ -257,74 +252,6 @@ func TestRecursiveDeleteConcurrentWriter(t *testing.T) {
 	}
 }
 
-// TestWebDAVDeleteKeepsNewerWork: the same guarantee through
-// x/net/webdav over FS.WebDAV(), with If-Match handed to davfs as the
-// sidecar's wrapper does (WithPreconditions) and the DELETE's context
-// marked with ForMutation. The revision is read by a PROPFIND.
-func TestWebDAVDeleteKeepsNewerWork(t *testing.T) {
-	e := newEnv(t, nil)
-	treeLayout(e)
-	h := &webdav.Handler{FileSystem: e.fs.WebDAV(), LockSystem: webdav.NewMemLS()}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == "DELETE" {
-			// x/net/webdav Stats the target before RemoveAll: not a read
-			// by the client.
-			r = r.WithContext(ForMutation(r.Context()))
-		}
-		if im := r.Header.Get("If-Match"); im != "" {
-			pre := Precondition{IfMatch: strings.Trim(im, `"`)}
-			r = r.WithContext(WithPreconditions(r.Context(), func(string) Precondition { return pre }))
-			r.Header.Del("If-Match")
-		}
-		h.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	del := func(rev string) int {
-		req, err := http.NewRequest("DELETE", srv.URL+"/projects/p/d", nil)
-		must(t, err)
-		req.Header.Set("If-Match", `"`+rev+`"`)
-		resp, err := srv.Client().Do(req)
-		must(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	// propfind lists p as a client does and returns d's revision. x/net
-	// does not report a collection's getetag, so the revision is taken
-	// from a Stat that does not count as a read (ForMutation): the read is
-	// the PROPFIND's.
-	propfind := func() string {
-		req, err := http.NewRequest("PROPFIND", srv.URL+"/projects/p/", nil)
-		must(t, err)
-		req.Header.Set("Depth", "1")
-		resp, err := srv.Client().Do(req)
-		must(t, err)
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		must(t, err)
-		if resp.StatusCode != http.StatusMultiStatus || !strings.Contains(string(body), "/projects/p/d/") {
-			t.Fatalf("PROPFIND: %d %s", resp.StatusCode, body)
-		}
-		st, err := e.fs.Stat(ForMutation(bg), proj("p"), "d")
-		must(t, err)
-		return st.Revision
-	}
-	time.Sleep(tick)
-	rev := propfind()
-	time.Sleep(tick)
-	e.write("projects/p/d/sub/deep/c.txt", "new work")
-	before := testtree.Snap(t, filepath.Join(e.dir, "projects/p/d"))
-	if code := del(rev); code < 300 {
-		t.Fatalf("DELETE with a revision older than the work inside: %d", code)
-	}
-	if !maps.Equal(before, testtree.Snap(t, filepath.Join(e.dir, "projects/p/d"))) {
-		t.Fatal("a refused DELETE changed the tree")
-	}
-	if code := del(propfind()); code >= 300 {
-		t.Fatalf("DELETE after reading again: %d", code)
-	}
-	e.checkCanaries()
-}
-
 // TestDirSeenBounded: the record of handed-out revisions keeps at most its
 // bound, keeps the latest time of a revision, and forgets the oldest.
 func TestDirSeenBounded(t *testing.T) {
@@ -360,12 +287,12 @@ func TestForMutationIsNotARead(t *testing.T) {
 	must(t, err)
 	time.Sleep(tick)
 	e.write("projects/p/d/sub/deep/c.txt", "new work")
-	again, err := e.fs.Stat(ForMutation(bg), proj("p"), "d")
+	again, err := e.fs.Stat(bg, proj("p"), "d", ForMutation)
 	must(t, err)
 	if again.Revision != st.Revision {
 		t.Fatal("d's revision moved")
 	}
-	wantErr(t, e.fs.DeleteEntry(ForMutation(bg), proj("p"), "d", st.Revision, true), CodeAborted, ReasonRevisionMismatch)
+	wantErr(t, e.fs.DeleteEntry(bg, proj("p"), "d", st.Revision, true), CodeAborted, ReasonRevisionMismatch)
 	if _, err := e.fs.Stat(bg, proj("p"), "d"); err != nil {
 		t.Fatal(err)
 	}

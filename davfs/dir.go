@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,15 +41,15 @@ func (f *FS) OpenDir(ws Workspace, dir string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.isGlobal() && len(p.segs) == 1 && p.segs[0] == globalAgents {
+	if p.isGlobal() && len(p.segs) == 1 && p.segs[0] == GlobalAgents {
 		return nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", p.rel)
 	}
-	fd, err := f.open(p, oDirPath)
+	fd, err := f.open(p, fdio.DirPath)
 	if err != nil {
 		return nil, err
 	}
 	var st unix.Stat_t
-	if err := fstatOn(p.r, fd, &st); err != nil || !isType(&st, unix.S_IFDIR) {
+	if err := fstatOn(p.r, fd, &st); err != nil || !fdio.IsType(&st, unix.S_IFDIR) {
 		unix.Close(fd)
 		return nil, newErr(CodeFailedPrecondition, ReasonNotADirectory, err, "%q is not a directory", p.rel)
 	}
@@ -79,7 +80,7 @@ func (d *Dir) GlobalRoot() bool { return d.p.isGlobal() && d.p.isRoot() }
 // whether it still leads to the held directory (not moved, replaced by a
 // symlink swap, or deleted).
 func (d *Dir) Same() bool {
-	fd, err := d.f.open(d.p, oDirPath)
+	fd, err := d.f.open(d.p, fdio.DirPath)
 	if err != nil {
 		return false
 	}
@@ -92,13 +93,13 @@ func (d *Dir) Same() bool {
 // denylisted, not a davfs temp file and, in the Global root, skills or
 // AGENTS.md. It stats nothing.
 func (d *Dir) Visible(name string) bool {
-	return d.f.visibleName(name) && (!d.GlobalRoot() || name == globalSkills || name == globalAgents)
+	return d.f.visibleName(name) && (!d.GlobalRoot() || name == GlobalSkills || name == GlobalAgents)
 }
 
 // Ino is the inode of name in d, 0 when it cannot be read.
 func (d *Dir) Ino(name string) uint64 {
 	var st unix.Stat_t
-	if fstatat(d.fd, name, &st) != nil {
+	if fdio.Fstatat(d.fd, name, &st) != nil {
 		return 0
 	}
 	return st.Ino
@@ -112,7 +113,7 @@ func (d *Dir) Stat(ctx context.Context, name string) (Entry, error) {
 	if name != "" {
 		rel = d.Child(name)
 	}
-	return d.f.Stat(ForMutation(ctx), d.p.ws, rel)
+	return d.f.Stat(ctx, d.p.ws, rel, ForMutation)
 }
 
 // Child is the workspace path of name in d.
@@ -125,9 +126,8 @@ const dirChunk = 1024
 // Entries calls fn with the Entries a listing of d shows (unsorted),
 // dirChunk at a time.
 func (d *Dir) Entries(ctx context.Context, fn func([]Entry)) error {
-	ctx = ForMutation(ctx)
 	if d.GlobalRoot() {
-		es, err := d.f.ReadDir(ctx, d.p.ws, d.p.rel)
+		es, err := d.f.ReadDir(ctx, d.p.ws, d.p.rel, ForMutation)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,10 @@
 package davfs
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/agentworkspace/files/davfs/internal/fdio"
+)
 
 // Group directory fsync. A write commits by renaming its fsynced temp file
 // over the target, then fsyncs the directory so the rename is durable
@@ -87,5 +91,5 @@ func (f *FS) fsyncDirFD(fd int) error {
 	if f.hooks.fsyncDir != nil {
 		return f.hooks.fsyncDir(fd)
 	}
-	return fsyncDir(fd)
+	return fdio.FsyncDir(fd)
 }

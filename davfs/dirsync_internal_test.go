@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,7 +41,7 @@ func TestSyncDirGroups(t *testing.T) {
 		snaps = append(snaps, s)
 		mu.Unlock()
 		time.Sleep(20 * time.Millisecond) // a slow disk
-		err = fsyncDir(fd)
+		err = fdio.FsyncDir(fd)
 		mu.Lock()
 		s.done = true
 		mu.Unlock()

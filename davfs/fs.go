@@ -22,7 +22,7 @@
 // or renamed: one policy for every surface, links.go. Recursive deletes
 // walk by fds, unlink symlinks instead of following them, and refuse,
 // before deleting anything, a tree with work newer than the revision they
-// carry (DeleteEntryResult, seen.go).
+// carry (DeleteEntryWith, seen.go).
 //
 // Choices: a page size above Config.MaxPageSize is refused
 // (ResourceExhausted/PAGE_SIZE_TOO_LARGE), not clamped. Temp files are named
@@ -78,9 +78,6 @@ type FS struct {
 	dirSyncs dirSyncs // group directory fsync (syncDir)
 	closed   atomic.Bool
 
-	// ck is the checkpoint store, nil when checkpoints are disabled.
-	ck *ckStore
-
 	// hooks inject failures in tests; zero in production.
 	hooks hooks
 }
@@ -103,10 +100,6 @@ type root struct {
 //
 // The roots themselves must be directories, not symlinks. The temp sweep is
 // bounded (see sweepAtOpen); listings remove stale temp files they meet.
-// The checkpoint store never fails Open: one that cannot be used turns
-// checkpoints off with a reason until OpenCheckpoints succeeds
-// (checkpoint_open.go); only a malformed Checkpoints.Dir (not absolute)
-// is an error here.
 func Open(cfg Config) (*FS, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -119,9 +112,6 @@ func Open(cfg Config) (*FS, error) {
 	for _, n := range cfg.DeniedNames {
 		f.deny[n] = struct{}{}
 	}
-	if n := checkpointDirName(cfg); n != "" {
-		f.deny[n] = struct{}{} // the store is never a Project
-	}
 	f.cache = newHashCache(defaultCacheEntries)
 	f.seen = newDirSeen(defaultSeenEntries)
 	if f.projects, err = openRoot(cfg.ProjectsRoot, "projectsRootDir"); err != nil {
@@ -132,10 +122,6 @@ func Open(cfg Config) (*FS, error) {
 		return nil, err
 	}
 	f.useOpenat2 = !cfg.DisableOpenat2 && probeOpenat2(f.projects.fd)
-	if f.ck, err = newCkStore(f, cfg); err != nil {
-		f.Close()
-		return nil, err
-	}
 	if err := f.ensureSkills(); err != nil {
 		f.Close()
 		return nil, err
@@ -177,10 +163,10 @@ func isLocalFS(fd int) bool {
 // ensureSkills makes $CODEX_HOME/skills a real directory (0755) if it is
 // missing and refuses to start if it is anything else (a symlink, a file).
 func (f *FS) ensureSkills() error {
-	err := unix.Mkdirat(f.codex.fd, globalSkills, 0o755)
+	err := unix.Mkdirat(f.codex.fd, GlobalSkills, 0o755)
 	switch {
 	case err == nil:
-		fd, err := unix.Openat(f.codex.fd, globalSkills, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(f.codex.fd, GlobalSkills, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("davfs: codexHomeDir/skills: %w", err)
 		}
@@ -191,7 +177,7 @@ func (f *FS) ensureSkills() error {
 		return nil
 	case errors.Is(err, unix.EEXIST):
 		var st unix.Stat_t
-		if err := unix.Fstatat(f.codex.fd, globalSkills, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(f.codex.fd, GlobalSkills, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("davfs: codexHomeDir/skills: %w", err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -207,9 +193,6 @@ func (f *FS) ensureSkills() error {
 func (f *FS) Close() error {
 	if f.closed.Swap(true) {
 		return nil
-	}
-	if f.ck != nil {
-		f.ck.close()
 	}
 	var errs []error
 	for _, r := range []root{f.projects, f.codex} {

@@ -105,8 +105,7 @@ func wantErr(t *testing.T, err error, code Code, reason Reason) {
 	}
 }
 
-// deleteWith is DeleteEntryResult without its result.
+// deleteWith is DeleteEntryWith.
 func deleteWith(f *FS, ctx context.Context, ws Workspace, path, expectedRevision string, opts DeleteOptions) error {
-	_, err := f.DeleteEntryResult(ctx, ws, path, expectedRevision, opts)
-	return err
+	return f.DeleteEntryWith(ctx, ws, path, expectedRevision, opts)
 }

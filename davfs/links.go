@@ -1,6 +1,9 @@
 package davfs
 
-import "golang.org/x/sys/unix"
+import (
+	"github.com/agentworkspace/files/davfs/internal/fdio"
+	"golang.org/x/sys/unix"
+)
 
 // Hard links: one policy, the same on every surface (REST and gRPC call the
 // FS methods directly, WebDAV goes through them too).
@@ -57,7 +60,7 @@ func linkAllowed(op linkOp) bool {
 // checkLinks refuses op on st (the fstat of an fd of the file, where the
 // policy above says so) when st is a regular file with several links.
 func checkLinks(st *unix.Stat_t, rel string, op linkOp) error {
-	if isType(st, unix.S_IFREG) && st.Nlink > 1 && !linkAllowed(op) {
+	if fdio.IsType(st, unix.S_IFREG) && st.Nlink > 1 && !linkAllowed(op) {
 		return errMultipleLinks(rel)
 	}
 	return nil

@@ -1,15 +1,11 @@
 package davfs
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"golang.org/x/net/webdav"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +64,7 @@ func TestMultipleLinksPolicy(t *testing.T) {
 			_, _, err := e.fs.WriteStream(bg, ws, p, strings.NewReader("OVERWRITTEN"), 0, Precondition{IfMatch: rev})
 			return err
 		}, false},
-		{"DeleteEntryResult/Replace", func(e *env, ws Workspace, p, rev string) error {
+		{"DeleteEntryWith/Replace", func(e *env, ws Workspace, p, rev string) error {
 			return deleteWith(e.fs, bg, ws, p, rev, DeleteOptions{Replace: true})
 		}, false},
 		{"DeleteEntry", func(e *env, ws Workspace, p, rev string) error {
@@ -232,48 +228,4 @@ func TestReplaceDeleteRefusesLinkedTree(t *testing.T) {
 		}
 		e.checkCanaries()
 	})
-}
-
-// TestWebDAVMultipleLinks drives x/net/webdav over FS.WebDAV(): GET and
-// COPY of a multi-link file are refused and copy nothing; PUT onto it is
-// refused and replaces nothing.
-func TestWebDAVMultipleLinks(t *testing.T) {
-	e := linkedEnv(t, false)
-	h := &webdav.Handler{FileSystem: e.fs.WebDAV(), LockSystem: webdav.NewMemLS()}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	do := func(method, p string, body string, hdr map[string]string) int {
-		t.Helper()
-		req, err := http.NewRequestWithContext(context.Background(), method, srv.URL+p, strings.NewReader(body))
-		must(t, err)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := srv.Client().Do(req)
-		must(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	for _, c := range []struct {
-		method, path string
-		hdr          map[string]string
-		gone         string // must not exist afterwards
-	}{
-		{"GET", "/global/skills/x", nil, ""},
-		{"COPY", "/global/skills/x", map[string]string{"Destination": srv.URL + "/global/skills/copy"}, "codex/skills/copy"},
-		{"COPY", "/projects/p/h", map[string]string{"Destination": srv.URL + "/projects/p/copy"}, "projects/p/copy"},
-		{"PUT", "/projects/p/h", nil, ""},
-	} {
-		code := do(c.method, c.path, "OVERWRITTEN", c.hdr)
-		if code < 300 {
-			t.Errorf("%s %s: %d", c.method, c.path, code)
-		}
-		if c.gone != "" && e.exists(c.gone) {
-			t.Errorf("%s %s made %s: %q", c.method, c.path, c.gone, e.read(c.gone))
-		}
-	}
-	if e.read("projects/p/h") != "CANARY" || e.read("codex/skills/x") != "SECRET-AUTH" {
-		t.Fatal("a linked name was replaced")
-	}
-	e.checkCanaries()
 }

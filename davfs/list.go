@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,7 +41,7 @@ func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed,
 	if err != nil {
 		return -1, st, nil, err
 	}
-	ents, err := readDirents(fd)
+	ents, err := fdio.ReadDirents(fd)
 	if err != nil {
 		unix.Close(fd)
 		return -1, st, nil, fsErr(err, w.rel)
@@ -62,11 +63,11 @@ func (f *FS) listDir(ctx context.Context, w wsPath) (int, unix.Stat_t, []listed,
 // fstats it.
 func (f *FS) openDir(w wsPath) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
-	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalAgents {
+	if w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalAgents {
 		// Global's AGENTS.md only counts as a file.
 		return -1, st, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.rel)
 	}
-	fd, err := f.open(w, oDirRead)
+	fd, err := f.open(w, fdio.DirRead)
 	if err != nil {
 		if ReasonOf(err) == ReasonNotFound {
 			if _, serr := f.stat(w); serr == nil || ReasonOf(serr) == ReasonNotRegular {
@@ -87,17 +88,17 @@ func (f *FS) openDir(w wsPath) (int, unix.Stat_t, error) {
 // could not use) or neither a directory nor a regular file. Stale davfs
 // temp files met on the way are removed. Types come from d_type; only
 // DT_UNKNOWN names are stat'ed.
-func (f *FS) keepDirent(fd int, d dirent) (listed, bool) {
-	if !f.visibleName(d.name) {
-		if strings.HasPrefix(d.name, tempPrefix) {
-			f.sweepTemp(fd, d.name, staleTempAge)
+func (f *FS) keepDirent(fd int, d fdio.Dirent) (listed, bool) {
+	if !f.visibleName(d.Name) {
+		if strings.HasPrefix(d.Name, tempPrefix) {
+			f.sweepTemp(fd, d.Name, staleTempAge)
 		}
 		return listed{}, false
 	}
-	typ := d.typ
+	typ := d.Type
 	if typ == unix.DT_UNKNOWN {
 		var cst unix.Stat_t
-		if fstatat(fd, d.name, &cst) != nil {
+		if fdio.Fstatat(fd, d.Name, &cst) != nil {
 			return listed{}, false
 		}
 		switch cst.Mode & unix.S_IFMT {
@@ -109,9 +110,9 @@ func (f *FS) keepDirent(fd int, d dirent) (listed, bool) {
 	}
 	switch typ {
 	case unix.DT_DIR:
-		return listed{name: d.name, dir: true}, true
+		return listed{name: d.Name, dir: true}, true
 	case unix.DT_REG:
-		return listed{name: d.name}, true
+		return listed{name: d.Name}, true
 	}
 	return listed{}, false
 }
@@ -120,7 +121,7 @@ func (f *FS) keepDirent(fd int, d dirent) (listed, bool) {
 // older than age. It never follows a symlink (unlinkat removes the link).
 func (f *FS) sweepTemp(dirfd int, name string, age time.Duration) {
 	var st unix.Stat_t
-	if fstatat(dirfd, name, &st) != nil || !isType(&st, unix.S_IFREG) {
+	if fdio.Fstatat(dirfd, name, &st) != nil || !fdio.IsType(&st, unix.S_IFREG) {
 		return
 	}
 	if time.Since(modTime(&st)) < age {
@@ -202,8 +203,8 @@ func (f *FS) ListEntries(ctx context.Context, ws Workspace, dir string, pageSize
 	if err != nil {
 		return Page{}, err
 	}
-	f.handOut(ctx, entries...)
-	f.handOut(ctx, Entry{Type: TypeDirectory, Revision: rev})
+	f.handOut(nil, entries...)
+	f.handOut(nil, Entry{Type: TypeDirectory, Revision: rev})
 	p := Page{Entries: entries, DirectoryRevision: rev}
 	if more && len(page) > 0 {
 		p.NextCursor = f.nextCursor(w, dir, rev, page[len(page)-1])
@@ -272,7 +273,9 @@ func selectSmallest(a []listed, n int) {
 // ReadDir returns every visible entry of a directory (directories first, then
 // by name), without paging, for WebDAV PROPFIND. Revisions come from the
 // stat-keyed hash cache, so a warm listing re-reads no file.
-func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, error) {
+// A directory revision it returns counts as shown to a client unless use
+// says ForMutation (seen.go).
+func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string, use ...Use) ([]Entry, error) {
 	w, err := f.resolve(ws, dir)
 	if err != nil {
 		return nil, err
@@ -288,6 +291,6 @@ func (f *FS) ReadDir(ctx context.Context, ws Workspace, dir string) ([]Entry, er
 	defer unix.Close(fd)
 	slices.SortFunc(items, listedLess)
 	es, err := f.entriesOf(ctx, fd, w, items)
-	f.handOut(ctx, es...)
+	f.handOut(use, es...)
 	return es, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,7 +16,9 @@ import (
 // AGENTS.md (PermissionDenied/PROTECTED), a destination outside skills/ in
 // Global, and a directory into itself or a descendant
 // (FailedPrecondition/MOVE_INTO_SELF). No copy+delete fallback.
-func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevision string) (Entry, error) {
+// A directory revision it returns counts as shown to a client unless use
+// says ForMutation (seen.go).
+func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevision string, use ...Use) (Entry, error) {
 	if expectedRevision == "" {
 		return Entry{}, errRevisionRequired()
 	}
@@ -37,7 +40,7 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 		if len(sw.segs) == 1 {
 			return Entry{}, errProtected("%q cannot be moved or renamed", src)
 		}
-		if len(dw.segs) < 2 || dw.segs[0] != globalSkills {
+		if len(dw.segs) < 2 || dw.segs[0] != GlobalSkills {
 			return Entry{}, errProtected("in Global, entries can only move within skills/")
 		}
 	}
@@ -55,13 +58,13 @@ func (f *FS) MoveEntry(ctx context.Context, ws Workspace, src, dst, expectedRevi
 	defer unix.Close(dpfd)
 	// The directory fsyncs run after the unlock; success is only returned
 	// once they are done.
-	if err := fsyncDir(dpfd); err != nil {
+	if err := fdio.FsyncDir(dpfd); err != nil {
 		return Entry{}, fsErr(err, dst)
 	}
-	if err := fsyncDir(spfd); err != nil {
+	if err := fdio.FsyncDir(spfd); err != nil {
 		return Entry{}, fsErr(err, src)
 	}
-	f.handOut(ctx, e)
+	f.handOut(use, e)
 	return e, err
 }
 

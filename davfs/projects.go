@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
 // projectAt builds the Project named name in the projects root dirfd;
 // errors for anything that is not a real directory on the root's device.
 func (f *FS) projectAt(dirfd int, name string) (Project, error) {
-	fd, err := f.openName(f.projects, dirfd, name, oDirPath)
+	fd, err := f.openName(f.projects, dirfd, name, fdio.DirPath)
 	if err != nil {
 		return Project{}, fsErr(classifyAt(dirfd, name, err), name)
 	}
@@ -21,12 +22,12 @@ func (f *FS) projectAt(dirfd int, name string) (Project, error) {
 	if err := fstatOn(f.projects, fd, &st); err != nil {
 		return Project{}, fsErr(err, name)
 	}
-	if !isType(&st, unix.S_IFDIR) {
+	if !fdio.IsType(&st, unix.S_IFDIR) {
 		return Project{}, errSymlink(name)
 	}
 	p := Project{Name: name, ModTime: modTime(&st), Revision: dirRevision(&st)}
 	var g unix.Stat_t
-	p.GitInitialized = fstatat(fd, ".git", &g) == nil && isType(&g, unix.S_IFDIR)
+	p.GitInitialized = fdio.Fstatat(fd, ".git", &g) == nil && fdio.IsType(&g, unix.S_IFDIR)
 	return p, nil
 }
 
@@ -55,24 +56,24 @@ func (f *FS) ListProjects(ctx context.Context, pageSize int, cursor string) (Pro
 		}
 		after = c.Name
 	}
-	fd, err := unix.Openat(f.projects.fd, ".", oDirRead|oCommon, 0)
+	fd, err := unix.Openat(f.projects.fd, ".", fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return ProjectPage{}, fsErr(err, "")
 	}
 	defer unix.Close(fd)
-	ents, err := readDirents(fd)
+	ents, err := fdio.ReadDirents(fd)
 	if err != nil {
 		return ProjectPage{}, fsErr(err, "")
 	}
 	names := make([]string, 0, len(ents))
 	for _, d := range ents {
-		if !f.visibleName(d.name) || (d.typ != unix.DT_DIR && d.typ != unix.DT_UNKNOWN) {
+		if !f.visibleName(d.Name) || (d.Type != unix.DT_DIR && d.Type != unix.DT_UNKNOWN) {
 			continue
 		}
-		if after != "" && d.name <= after {
+		if after != "" && d.Name <= after {
 			continue
 		}
-		names = append(names, d.name)
+		names = append(names, d.Name)
 	}
 	slices.Sort(names)
 	var page ProjectPage
@@ -110,7 +111,7 @@ func (f *FS) CreateProject(ctx context.Context, name string) (Project, error) {
 	if err := unix.Mkdirat(f.projects.fd, name, 0o755); err != nil {
 		return Project{}, fsErr(err, name)
 	}
-	fd, err := unix.Openat(f.projects.fd, name, oDirRead|oCommon, 0)
+	fd, err := unix.Openat(f.projects.fd, name, fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return Project{}, fsErr(err, name)
 	}
@@ -160,12 +161,12 @@ func (f *FS) rollbackProject(ctx context.Context, name string, st unix.Stat_t) {
 }
 
 func (f *FS) syncRoot() error {
-	fd, err := unix.Openat(f.projects.fd, ".", oDirRead|oCommon, 0)
+	fd, err := unix.Openat(f.projects.fd, ".", fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	return fsyncDir(fd)
+	return fdio.FsyncDir(fd)
 }
 
 // DeleteProject permanently and recursively deletes a project. confirmName
@@ -174,41 +175,32 @@ func (f *FS) syncRoot() error {
 // still a real directory directly under the projects root (not a symlink:
 // PermissionDenied/SYMLINK; missing: NotFound/PROJECT_NOT_FOUND) and
 // deletes exactly that inode: everything in it, .git and denylisted
-// directories included, never following a symlink. With automatic
-// checkpoints on, the project is checkpointed first (without .git and
-// denylisted directories, which checkpoints never hold); if that fails,
-// nothing is deleted. It is DeleteProjectWith without options.
+// directories included, never following a symlink. The automatic
+// checkpoint before it is the checkpoint store's (davfs/checkpoint), which
+// calls CheckProjectDelete, checkpoints, then calls this.
 func (f *FS) DeleteProject(ctx context.Context, name, confirmName string) error {
-	_, err := f.DeleteProjectWith(ctx, name, confirmName, DeleteOptions{})
-	return err
+	if err := f.CheckProjectDelete(name, confirmName); err != nil {
+		return err
+	}
+	return f.deleteProject(ctx, name)
 }
 
-// DeleteProjectWith is DeleteProject with options (only SkipCheckpoint
-// applies: delete without the automatic checkpoint, the override for a
-// full store) that also says which automatic checkpoint it took; when the
-// delete fails after it was taken, it is kept and its ID still returned.
-func (f *FS) DeleteProjectWith(ctx context.Context, name, confirmName string, opts DeleteOptions) (DeleteResult, error) {
-	var res DeleteResult
+// CheckProjectDelete is what DeleteProject refuses before anything else:
+// a closed FS, a confirmation that differs, a denied or invalid name.
+func (f *FS) CheckProjectDelete(name, confirmName string) error {
 	if err := f.alive(); err != nil {
-		return res, err
+		return err
 	}
 	if name != confirmName {
-		return res, newErr(CodeInvalidArgument, ReasonConfirmationMismatch, nil, "confirm_name must equal the project name")
+		return newErr(CodeInvalidArgument, ReasonConfirmationMismatch, nil, "confirm_name must equal the project name")
 	}
 	if f.denied(name) {
-		return res, newErr(CodePermissionDenied, ReasonDenylisted, nil, "project %q is denied", name)
+		return newErr(CodePermissionDenied, ReasonDenylisted, nil, "project %q is denied", name)
 	}
 	if !f.visibleName(name) { // a single segment: no "/"
-		return res, newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
+		return newErr(CodeInvalidArgument, ReasonInvalidName, nil, "invalid project name %q", name)
 	}
-	if !opts.SkipCheckpoint && f.projectErr(name) == nil {
-		// The automatic checkpoint that can bring it back (checkpoint.go).
-		var err error
-		if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, Workspace{Scope: ScopeProject, Project: name}, "", CheckpointBeforeProjectDelete); err != nil {
-			return res, err
-		}
-	}
-	return res, f.deleteProject(ctx, name)
+	return nil
 }
 
 func (f *FS) deleteProject(ctx context.Context, name string) error {

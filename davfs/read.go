@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,7 +54,7 @@ func (f *FS) notAFile(w wsPath) error {
 // closes the fd.
 func (f *FS) openFile(w wsPath) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
-	pfd, err := f.openParent(w, oDirPath)
+	pfd, err := f.openParent(w, fdio.DirPath)
 	if err != nil {
 		return -1, st, err
 	}
@@ -64,7 +65,7 @@ func (f *FS) openFile(w wsPath) (int, unix.Stat_t, error) {
 	if err := checkRegular(&st, w, linkRead); err != nil {
 		return -1, st, err
 	}
-	fd, err := f.openName(w.r, pfd, w.name(), oFile)
+	fd, err := f.openName(w.r, pfd, w.name(), fdio.File)
 	if err != nil {
 		return -1, st, fsErr(classifyAt(pfd, w.name(), err), w.rel)
 	}
@@ -119,10 +120,10 @@ func (f *FS) openFileFast(w wsPath) (int, unix.Stat_t, bool) {
 	rel := w.fullRel()
 	var pre unix.Stat_t
 	if _, err := statxInto(w.r.fd, rel, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, &pre); err != nil ||
-		!isType(&pre, unix.S_IFREG) || pre.Nlink != 1 || pre.Dev != w.r.dev {
+		!fdio.IsType(&pre, unix.S_IFREG) || pre.Nlink != 1 || pre.Dev != w.r.dev {
 		return -1, st, false
 	}
-	fd, err := openat2Retry(w.r.fd, rel, oFile)
+	fd, err := openat2Retry(w.r.fd, rel, fdio.File)
 	if err != nil {
 		return -1, st, false
 	}

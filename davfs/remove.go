@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +23,7 @@ var (
 	errLinkedInside  = errors.New("davfs: a file to be replaced has more than one hard link")
 )
 
-// tree is one recursive delete (DeleteEntryResult): what each entry is
+// tree is one recursive delete (DeleteEntryWith): what each entry is
 // checked against, in both passes.
 type tree struct {
 	r root
@@ -35,16 +36,16 @@ type tree struct {
 	afterCheck func()
 	// kept, when set, is the version a keep delete took of the tree
 	// (workspace-relative path → entry): every name deleted must be in it,
-	// a regular file with the very stat it was captured with (statIsEntry)
+	// a regular file with the very stat it was captured with (Kept.matches)
 	// and, when that stat was too fresh to stand for the content (!Key),
 	// the very bytes (sameContent), so nothing the version does not hold
 	// is deleted, a change within the ctime tick included; a file is only
 	// unlinked once moved out of the agent's reach (unlinkKept). rel is
 	// the tree's own path.
-	kept map[string]*ckEntry
+	kept map[string]*Kept
 	rel  string
 	// dirsOnly: a keep delete whose capture held only empty directories
-	// (DeleteOptions.keptDirsOnly): every name that is not a directory
+	// (DeleteOptions.KeptDirsOnly): every name that is not a directory
 	// refuses it, independent of the ctime clock.
 	dirsOnly bool
 	// beforeUnlink runs between a kept file's check and its unlink
@@ -55,7 +56,7 @@ type tree struct {
 // checkKept is the rule of kept (and dirsOnly) for the entry name in the
 // directory fd, at rel, whose lstat is st.
 func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
-	if t.dirsOnly && !isType(st, unix.S_IFDIR) {
+	if t.dirsOnly && !fdio.IsType(st, unix.S_IFDIR) {
 		return errChangedInside
 	}
 	if t.kept == nil {
@@ -65,11 +66,11 @@ func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
 	switch {
 	case !ok:
 		return errChangedInside
-	case isType(st, unix.S_IFDIR):
+	case fdio.IsType(st, unix.S_IFDIR):
 		if !e.Dir {
 			return errChangedInside
 		}
-	case e.Dir || !statIsEntry(st, e):
+	case e.Dir || !e.matches(st):
 		return errChangedInside
 	case !e.Key:
 		// The capture's stat was too fresh to stand for the content (a
@@ -84,17 +85,17 @@ func (t *tree) checkKept(fd int, rel, name string, st *unix.Stat_t) error {
 // sameContent reports (nil) whether the regular file name in the
 // directory fd still is e: opened without following a link, its fstat is
 // e's before and after it is read whole, and the bytes hash to e.Hash.
-func sameContent(r root, fd int, name string, e *ckEntry) error {
-	if !validHash(e.Hash) {
+func sameContent(r root, fd int, name string, e *Kept) error {
+	if len(e.Hash) != sha256.Size*2 {
 		return errChangedInside
 	}
-	ffd, err := unix.Openat(fd, name, oFile|oCommon, 0)
+	ffd, err := unix.Openat(fd, name, fdio.File|fdio.Common, 0)
 	if err != nil {
 		return errChangedInside
 	}
 	defer unix.Close(ffd)
 	var before, after unix.Stat_t
-	if err := fstatOn(r, ffd, &before); err != nil || !statIsEntry(&before, e) {
+	if err := fstatOn(r, ffd, &before); err != nil || !e.matches(&before) {
 		return errChangedInside
 	}
 	d := sha256.New()
@@ -112,7 +113,7 @@ func sameContent(r root, fd int, name string, e *ckEntry) error {
 		}
 		d.Write(buf[:n])
 	}
-	if err := fstatOn(r, ffd, &after); err != nil || !statIsEntry(&after, e) {
+	if err := fstatOn(r, ffd, &after); err != nil || !e.matches(&after) {
 		return errChangedInside
 	}
 	if hex.EncodeToString(d.Sum(nil)) != e.Hash {
@@ -196,7 +197,7 @@ func removeDir(ctx context.Context, pfd int, name string, r root, ino uint64) er
 // and only then deletes it (walk with del set). Nothing outside name is
 // touched.
 func (t *tree) remove(ctx context.Context, pfd int, name string, ino uint64) error {
-	fd, err := unix.Openat(pfd, name, oDirRead|oCommon, 0)
+	fd, err := unix.Openat(pfd, name, fdio.DirRead|fdio.Common, 0)
 	if err != nil {
 		return err
 	}
@@ -249,7 +250,7 @@ func (t *tree) walk(ctx context.Context, fd int, rel string, depth int, del bool
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return err
 	}
-	ents, err := readDirents(fd)
+	ents, err := fdio.ReadDirents(fd)
 	if err != nil {
 		return err
 	}
@@ -258,13 +259,13 @@ func (t *tree) walk(ctx context.Context, fd int, rel string, depth int, del bool
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := t.entry(ctx, fd, t.child(rel, d.name), d.name, depth, del)
+		err := t.entry(ctx, fd, t.child(rel, d.Name), d.Name, depth, del)
 		if del && (err == unix.EACCES || err == unix.EPERM) && !fixedPerm {
 			// A read-only directory (e.g. a Go module cache): make it
 			// writable through its fd, then retry.
 			fixedPerm = true
 			if unix.Fchmod(fd, 0o700) == nil {
-				err = t.entry(ctx, fd, t.child(rel, d.name), d.name, depth, del)
+				err = t.entry(ctx, fd, t.child(rel, d.Name), d.Name, depth, del)
 			}
 		}
 		if err != nil && err != unix.ENOENT {
@@ -284,7 +285,7 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 		}
 		return err
 	}
-	if !isType(&st, unix.S_IFDIR) {
+	if !fdio.IsType(&st, unix.S_IFDIR) {
 		if err := t.check(&st); err != nil {
 			return err
 		}
@@ -303,7 +304,7 @@ func (t *tree) entry(ctx context.Context, fd int, rel, name string, depth int, d
 		}
 		// Replaced by a directory since the stat: open it as one.
 	}
-	cfd, err := unix.Openat(fd, name, oDirRead|oCommon, 0)
+	cfd, err := unix.Openat(fd, name, fdio.DirRead|fdio.Common, 0)
 	if err == unix.ENOTDIR || err == unix.ELOOP {
 		return unix.ESTALE // no longer a directory: changed during the delete
 	}

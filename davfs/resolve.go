@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,19 +18,14 @@ import (
 const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS |
 	unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
-// Flags of the fds davfs opens. Every open adds O_NOFOLLOW|O_CLOEXEC.
-const (
-	oDirPath = unix.O_PATH | unix.O_DIRECTORY   // a directory to act in (*at calls)
-	oDirRead = unix.O_RDONLY | unix.O_DIRECTORY // a directory to list or fsync
-	oFile    = unix.O_RDONLY | unix.O_NONBLOCK  // a file to read; O_NONBLOCK: never hang on a FIFO
-	oAny     = unix.O_PATH                      // anything, to fstat
-	oCommon  = unix.O_NOFOLLOW | unix.O_CLOEXEC
-)
+// oAny opens anything, to fstat; the other flags are fdio's (every open
+// adds fdio.Common).
+const oAny = unix.O_PATH
 
 // probeOpenat2 reports whether openat2 works here (ENOSYS on old kernels,
 // EPERM under some seccomp profiles).
 func probeOpenat2(dirfd int) bool {
-	fd, err := unix.Openat2(dirfd, ".", &unix.OpenHow{Flags: oDirPath | oCommon, Resolve: resolveFlags})
+	fd, err := unix.Openat2(dirfd, ".", &unix.OpenHow{Flags: fdio.DirPath | fdio.Common, Resolve: resolveFlags})
 	if err != nil {
 		return false
 	}
@@ -45,7 +41,7 @@ func (f *FS) openBeneath(r root, segs []string, flags int) (int, error) {
 	var err error
 	switch {
 	case len(segs) == 0:
-		fd, err = unix.Openat(r.fd, ".", flags|oCommon, 0)
+		fd, err = unix.Openat(r.fd, ".", flags|fdio.Common, 0)
 	case f.useOpenat2:
 		fd, err = openat2Retry(r.fd, strings.Join(segs, "/"), flags)
 	default:
@@ -54,7 +50,7 @@ func (f *FS) openBeneath(r root, segs []string, flags int) (int, error) {
 	if err == unix.ENOTDIR && len(segs) > 0 {
 		// O_DIRECTORY|O_NOFOLLOW on a trailing symlink says ENOTDIR: tell
 		// a symlink apart from a plain file.
-		pfd, perr := f.openBeneath(r, segs[:len(segs)-1], oDirPath)
+		pfd, perr := f.openBeneath(r, segs[:len(segs)-1], fdio.DirPath)
 		if perr == nil {
 			err = classifyAt(pfd, segs[len(segs)-1], err)
 			unix.Close(pfd)
@@ -83,7 +79,7 @@ func (f *FS) openBeneath(r root, segs []string, flags int) (int, error) {
 }
 
 func openat2Retry(dirfd int, path string, flags int) (int, error) {
-	how := unix.OpenHow{Flags: uint64(flags | oCommon), Resolve: resolveFlags}
+	how := unix.OpenHow{Flags: uint64(flags | fdio.Common), Resolve: resolveFlags}
 	for i := 0; ; i++ {
 		fd, err := unix.Openat2(dirfd, path, &how)
 		// EAGAIN: a concurrent rename raced the kernel's RESOLVE_BENEATH
@@ -105,7 +101,7 @@ func walkBeneath(r root, segs []string, flags int) (int, error) {
 		}
 	}
 	for i, s := range segs {
-		fl := oDirPath
+		fl := fdio.DirPath
 		if i == len(segs)-1 {
 			fl = flags
 		}
@@ -247,7 +243,7 @@ func (f *FS) openParent(w wsPath, flags int) (int, error) {
 // resolveErr maps a resolution error for the path rel of w, telling a
 // missing project from a missing path.
 func (f *FS) resolveErr(w wsPath, rel string, err error) error {
-	switch errnoOf(err) {
+	switch fdio.Errno(err) {
 	case unix.ENOENT, unix.ENOTDIR:
 		return f.rootErr(w, fsErr(err, rel))
 	case unix.ELOOP, unix.EXDEV:
@@ -308,7 +304,7 @@ func (f *FS) openName(r root, dirfd int, name string, flags int) (int, error) {
 // openOnRoot opens the single name in dirfd with openat(O_NOFOLLOW) and
 // refuses (EXDEV) a result on another mount than r.
 func openOnRoot(r root, dirfd int, name string, flags int) (int, error) {
-	fd, err := unix.Openat(dirfd, name, flags|oCommon, 0)
+	fd, err := unix.Openat(dirfd, name, flags|fdio.Common, 0)
 	if err != nil {
 		return -1, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -187,11 +188,11 @@ func TestReadDirentsMatchesOSReadDir(t *testing.T) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	must(t, err)
 	defer unix.Close(fd)
-	ents, err := readDirents(fd)
+	ents, err := fdio.ReadDirents(fd)
 	must(t, err)
 	got := map[string]uint8{}
 	for _, d := range ents {
-		got[d.name] = d.typ
+		got[d.Name] = d.Type
 	}
 	want, err := os.ReadDir(dir)
 	must(t, err)
@@ -208,7 +209,7 @@ func TestReadDirentsMatchesOSReadDir(t *testing.T) {
 	ffd, err := unix.Open(filepath.Join(dir, "name-0000-"), unix.O_RDONLY, 0)
 	must(t, err)
 	defer unix.Close(ffd)
-	if _, err := readDirents(ffd); err != unix.ENOTDIR {
+	if _, err := fdio.ReadDirents(ffd); err != unix.ENOTDIR {
 		t.Fatalf("readDirents of a file: %v, want ENOTDIR", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 )
@@ -215,35 +216,6 @@ func cacheable(st *unix.Stat_t) bool {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
-// readAllAt reads exactly size bytes at offset 0 (plus one probe byte to
-// notice growth) into dst. It reports ok=false if the file is not size
-// bytes long any more.
-func readAllAt(fd int, size int64, dst []byte) ([]byte, bool, error) {
-	need := int(size) + 1
-	if cap(dst) < need {
-		dst = make([]byte, need)
-	}
-	dst = dst[:need]
-	n := 0
-	for n < need {
-		m, err := unix.Pread(fd, dst[n:], int64(n))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		n += m
-		if m == 0 || n < need {
-			// A regular file reads short only at its end; anything else
-			// (a spurious short read) leaves n != size, which the caller
-			// treats as "changed" and reads again.
-			break
-		}
-	}
-	return dst[:n], int64(n) == size, nil
-}
-
 // fileContent returns the content facts of the open regular file fd whose
 // fstat is st, using the cache. If keep is true the bytes are returned too
 // (ReadFile). st is refreshed when the file changed while being read.
@@ -266,7 +238,7 @@ func (f *FS) fileContentInto(fd int, st *unix.Stat_t, keep bool, dst []byte) (co
 			pooled = bufPool.Get().(*[]byte)
 			buf = *pooled
 		}
-		data, ok, err := readAllAt(fd, st.Size, buf)
+		data, ok, err := fdio.ReadAllAt(fd, st.Size, buf)
 		if err != nil {
 			if pooled != nil {
 				bufPool.Put(pooled)

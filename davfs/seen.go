@@ -1,7 +1,7 @@
 package davfs
 
 import (
-	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -11,7 +11,7 @@ import (
 // directory revision must still not destroy work done after that revision
 // was read, so davfs remembers when it last handed each directory revision
 // out (Stat, the listings, CreateEntry and MoveEntry: what every surface
-// shows a client; see handOut and ForMutation; and a directory revision
+// shows a client; see handOut and Use; and a directory revision
 // the watcher (davfs/watch) publishes, through HandOut as read when its
 // batch was, while its own reads through a Dir count for nothing), and the delete's own walk
 // refuses as soon as it meets an entry whose ctime is later (remove.go).
@@ -92,24 +92,29 @@ func (s *dirSeen) len() int {
 	return len(s.cur) + len(s.old)
 }
 
-type forMutationKey struct{}
+// Use says what a read's answer is for: a directory revision a Stat,
+// ReadDir, CreateEntry or MoveEntry returns is recorded as handed out to a
+// client (see above) unless the call passes ForMutation.
+type Use uint8
 
-// ForMutation marks ctx as serving a request that changes something (a
-// WebDAV DELETE, MOVE or COPY, with the precondition checks before it).
-// Directory revisions handed out under it, such as by the handler's own
-// Stat right before it deletes, are not recorded as a client's read: the
-// record would otherwise say the revision the client sent was read just
-// now, and a recursive delete would accept work the client never saw.
-// Reads made to show a client something (PROPFIND, GET, the REST reads)
-// must not carry it.
-func ForMutation(ctx context.Context) context.Context {
-	return context.WithValue(ctx, forMutationKey{}, true)
-}
+const (
+	// ShownToClient is the default: the answer is shown to a client
+	// (PROPFIND, GET, the REST reads).
+	ShownToClient Use = iota
+	// ForMutation marks a call made while serving a request that changes
+	// something (a WebDAV DELETE, MOVE or COPY, with the precondition
+	// checks before it), such as the handler's own Stat right before it
+	// deletes: the revisions it returns are not recorded as a client's
+	// read. The record would otherwise say the revision the client sent
+	// was read just now, and a recursive delete would accept work the
+	// client never saw.
+	ForMutation
+)
 
 // handOut records the directory revisions among es as read now, unless
-// ctx is ForMutation's.
-func (f *FS) handOut(ctx context.Context, es ...Entry) {
-	if ctx != nil && ctx.Value(forMutationKey{}) != nil {
+// use says ForMutation.
+func (f *FS) handOut(use []Use, es ...Entry) {
+	if slices.Contains(use, ForMutation) {
 		return
 	}
 	for i := range es {

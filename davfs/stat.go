@@ -6,24 +6,14 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 )
 
-func fstatat(dirfd int, name string, st *unix.Stat_t) error {
-	for {
-		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
-
 func modTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Mtim.Nano()) }
 
 func changeTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Ctim.Nano()) }
-
-func isType(st *unix.Stat_t, t uint32) bool { return st.Mode&unix.S_IFMT == t }
 
 // fileEntry is the Entry of the regular file name (workspace path rel)
 // whose stat is st, with the revision and editability of its content c.
@@ -66,9 +56,9 @@ func (f *FS) statEntry(dirfd int, w wsPath, name string) (Entry, error) {
 // is cached. ok is false for anything else (entryFromStat then decides).
 func (f *FS) quickEntry(r root, name, rel string, st *unix.Stat_t) (Entry, bool) {
 	switch {
-	case isType(st, unix.S_IFDIR) && st.Dev == r.dev:
+	case fdio.IsType(st, unix.S_IFDIR) && st.Dev == r.dev:
 		return dirEntry(name, rel, st), true
-	case !isType(st, unix.S_IFREG):
+	case !fdio.IsType(st, unix.S_IFREG):
 		return Entry{}, false
 	case st.Nlink > 1:
 		return statOnlyEntry(name, rel, st, NotEditableMultipleLinks), true
@@ -100,7 +90,7 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 	}
 	c, ok := f.cache.get(keyOf(st))
 	if !ok {
-		fd, err := f.openName(w.r, dirfd, name, oFile)
+		fd, err := f.openName(w.r, dirfd, name, fdio.File)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 				return Entry{}, fsErr(classifyAt(dirfd, name, err), w.rel)
@@ -109,7 +99,7 @@ func (f *FS) entryFromStat(dirfd int, w wsPath, name string, st *unix.Stat_t, at
 		}
 		var now unix.Stat_t
 		err = fstatOn(w.r, fd, &now)
-		if err == nil && (now.Ino != st.Ino || now.Dev != st.Dev || !isType(&now, unix.S_IFREG) || now.Nlink != 1) {
+		if err == nil && (now.Ino != st.Ino || now.Dev != st.Dev || !fdio.IsType(&now, unix.S_IFREG) || now.Nlink != 1) {
 			// Replaced between fstatat and open: start again from the new state.
 			unix.Close(fd)
 			if attempt >= 3 {
@@ -146,9 +136,11 @@ func skip(err error) bool {
 // Global root is virtual: a directory whose revision covers its two
 // children. A symlink is refused (PermissionDenied/SYMLINK); FIFOs,
 // sockets and devices are FailedPrecondition/NOT_REGULAR.
-func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error) {
+// A directory revision it returns counts as shown to a client unless use
+// says ForMutation (seen.go).
+func (f *FS) Stat(ctx context.Context, ws Workspace, path string, use ...Use) (Entry, error) {
 	if e, ok := f.statQuick(ws, path); ok {
-		f.handOut(ctx, e)
+		f.handOut(use, e)
 		return e, nil
 	}
 	w, err := f.resolve(ws, path)
@@ -157,7 +149,7 @@ func (f *FS) Stat(ctx context.Context, ws Workspace, path string) (Entry, error)
 	}
 	e, err := f.stat(w)
 	if err == nil {
-		f.handOut(ctx, e)
+		f.handOut(use, e)
 	}
 	return e, err
 }
@@ -200,7 +192,7 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		return e, err
 	}
 	if w.isRoot() {
-		fd, err := f.open(w, oDirPath)
+		fd, err := f.open(w, fdio.DirPath)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -210,7 +202,7 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		if err != nil {
 			return Entry{}, fsErr(err, w.rel)
 		}
-		if !isType(&st, unix.S_IFDIR) {
+		if !fdio.IsType(&st, unix.S_IFDIR) {
 			return Entry{}, newErr(CodeNotFound, ReasonProjectNotFound, nil, "project %q not found", w.ws.Project)
 		}
 		return dirEntry(w.name(), "", &st), nil
@@ -223,14 +215,14 @@ func (f *FS) stat(w wsPath) (Entry, error) {
 		// project directory, resolved from the projects root on every call.
 		e, err = f.statEntry(w.r.fd, w, w.name())
 	} else {
-		pfd, perr := f.openParent(w, oDirPath)
+		pfd, perr := f.openParent(w, fdio.DirPath)
 		if perr != nil {
 			return Entry{}, perr
 		}
 		e, err = f.statEntry(pfd, w, w.name())
 		unix.Close(pfd)
 	}
-	if err == nil && w.isGlobal() && len(w.segs) == 1 && (e.Type == TypeDirectory) != (w.segs[0] == globalSkills) {
+	if err == nil && w.isGlobal() && len(w.segs) == 1 && (e.Type == TypeDirectory) != (w.segs[0] == GlobalSkills) {
 		// Global's two names only count with their proper types.
 		return Entry{}, newErr(CodeFailedPrecondition, ReasonNotRegular, nil, "%q has an unexpected type", w.rel)
 	}
@@ -244,16 +236,16 @@ func (f *FS) globalRoot() (Entry, []Entry, error) {
 	root := Entry{Type: TypeDirectory}
 	h := xxhash.New()
 	var b [8]byte
-	if err := lstatOn(f.codex, f.codex.fd, globalSkills, &st); err == nil && isType(&st, unix.S_IFDIR) {
-		kids = append(kids, dirEntry(globalSkills, globalSkills, &st))
+	if err := lstatOn(f.codex, f.codex.fd, GlobalSkills, &st); err == nil && fdio.IsType(&st, unix.S_IFDIR) {
+		kids = append(kids, dirEntry(GlobalSkills, GlobalSkills, &st))
 		binary.LittleEndian.PutUint64(b[:], statSum(&st))
 		h.Write(b[:])
 		root.ModTime = modTime(&st)
 		root.ChangeTime = changeTime(&st)
 	}
 	h.Write([]byte{0})
-	w := wsPath{ws: Workspace{Scope: ScopeGlobal}, rel: globalAgents, segs: []string{globalAgents}, r: f.codex}
-	e, err := f.statEntry(f.codex.fd, w, globalAgents)
+	w := wsPath{ws: Workspace{Scope: ScopeGlobal}, rel: GlobalAgents, segs: []string{GlobalAgents}, r: f.codex}
+	e, err := f.statEntry(f.codex.fd, w, GlobalAgents)
 	switch {
 	case err == nil && e.Type == TypeFile:
 		kids = append(kids, e)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,7 +61,7 @@ func ReadDirChunks[T any](ctx context.Context, f *FS, ws Workspace, dir string, 
 	s := &dirStream[T]{f: f, ctx: ctx, fd: fd, w: w, dir: strings.Join(w.segs, "/"),
 		produce: produce, consume: consume, done: map[int]chunkResult[T]{}}
 	s.turn.L = &s.mu
-	bp := direntBufPool.Get().(*[]byte)
+	bp := fdio.DirentBufs.Get().(*[]byte)
 	s.buf = (*bp)[:streamDirBuf]
 	var wg sync.WaitGroup
 	finished := false
@@ -73,7 +74,7 @@ func ReadDirChunks[T any](ctx context.Context, f *FS, ws Workspace, dir string, 
 		// Every worker uses fd: wait for all of them before closing it, so
 		// none can ever stat through a recycled descriptor number.
 		wg.Wait()
-		direntBufPool.Put(bp)
+		fdio.DirentBufs.Put(bp)
 		unix.Close(fd)
 	}()
 	s.work(func() {
@@ -144,7 +145,7 @@ type dirStream[T any] struct {
 	mu sync.Mutex
 	// Reading (under mu): names read from fd not yet taken into a chunk.
 	buf   []byte
-	names []dirent // parsed from the last getdents; names[ni:] not taken yet
+	names []fdio.Dirent // parsed from the last getdents; names[ni:] not taken yet
 	ni    int
 	eof   bool
 	taken int // chunks handed to workers
@@ -197,7 +198,7 @@ func (s *dirStream[T]) work(more func()) {
 		if err != nil {
 			r.err = err
 		} else if len(es) > 0 {
-			s.f.handOut(s.ctx, es...)
+			s.f.handOut(nil, es...)
 			r.v, r.ok = s.produce(es), true
 		}
 		if es != nil {
@@ -278,7 +279,7 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 			}
 			// parseDirents copies the names out, so they stay valid
 			// after buf is read into again.
-			s.names, s.ni = parseDirents(s.buf[:n], s.names[:0]), 0
+			s.names, s.ni = fdio.ParseDirents(s.buf[:n], s.names[:0]), 0
 			continue // the buffer may have held only "." and ".."
 		}
 		d := s.names[s.ni]

@@ -3,6 +3,7 @@ package davfs
 import (
 	"strings"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,32 +26,32 @@ func (f *FS) sweepAtOpen() {
 		walk bool
 	}
 	// The queue holds paths, not fds: one directory is open at a time.
-	queue := []dir{{r: f.codex}, {r: f.codex, segs: []string{globalSkills}, walk: true}, {r: f.projects, walk: true}}
+	queue := []dir{{r: f.codex}, {r: f.codex, segs: []string{GlobalSkills}, walk: true}, {r: f.projects, walk: true}}
 	removed, visited := 0, 0
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
 		visited++
-		fd, err := f.openBeneath(d.r, d.segs, oDirRead)
+		fd, err := f.openBeneath(d.r, d.segs, fdio.DirRead)
 		if err != nil {
 			continue
 		}
-		ents, err := readDirents(fd)
+		ents, err := fdio.ReadDirents(fd)
 		if err != nil {
 			unix.Close(fd)
 			continue
 		}
 		for _, e := range ents {
 			switch {
-			case strings.HasPrefix(e.name, tempPrefix):
+			case strings.HasPrefix(e.Name, tempPrefix):
 				var st unix.Stat_t
-				if fstatat(fd, e.name, &st) == nil && isType(&st, unix.S_IFREG) &&
-					unix.Unlinkat(fd, e.name, 0) == nil {
+				if fdio.Fstatat(fd, e.Name, &st) == nil && fdio.IsType(&st, unix.S_IFREG) &&
+					unix.Unlinkat(fd, e.Name, 0) == nil {
 					removed++
 				}
-			case d.walk && e.typ == unix.DT_DIR && f.visibleName(e.name) &&
+			case d.walk && e.Type == unix.DT_DIR && f.visibleName(e.Name) &&
 				len(d.segs) < f.cfg.MaxPathDepth && visited+len(queue) < sweepBudget:
-				segs := append(append(make([]string, 0, len(d.segs)+1), d.segs...), e.name)
+				segs := append(append(make([]string, 0, len(d.segs)+1), d.segs...), e.Name)
 				queue = append(queue, dir{r: d.r, segs: segs, walk: true})
 			}
 		}

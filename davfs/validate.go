@@ -4,19 +4,21 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 )
 
 // tempPrefix starts the name of every temp file davfs writes. Names with it
 // are hidden from listings, refused in requests and swept when stale.
-const tempPrefix = ".davfs-tmp-"
+const tempPrefix = fdio.TempPrefix
 
 // nameMax is the longest single segment Linux file systems accept (NAME_MAX).
 const nameMax = 255
 
 // Global namespace names: the only two children of the Global virtual root.
 const (
-	globalSkills = "skills"
-	globalAgents = "AGENTS.md"
+	GlobalSkills = "skills"
+	GlobalAgents = "AGENTS.md"
 )
 
 var projectNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -159,7 +161,7 @@ func checkGlobal(p string, segs []string) error {
 	if len(segs) == 0 {
 		return nil
 	}
-	if segs[0] == globalSkills || (segs[0] == globalAgents && len(segs) == 1) {
+	if segs[0] == GlobalSkills || (segs[0] == GlobalAgents && len(segs) == 1) {
 		return nil
 	}
 	return newErr(CodePermissionDenied, ReasonOutsideGlobal, nil,

@@ -5,10 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
-	"strconv"
 	"sync"
 
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,36 +37,6 @@ func (f *FS) fsyncFD(fd int) error {
 	return unix.Fsync(fd)
 }
 
-// tempFile is a complete, fsynced temp file waiting to be renamed.
-type tempFile struct {
-	fd   int // O_RDWR
-	name string
-}
-
-// createTemp makes a new, empty temp file (0600) in dirfd.
-func createTemp(dirfd int) (tempFile, error) {
-	for range 16 {
-		name := tempPrefix + strconv.FormatUint(rand.Uint64(), 36)
-		fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|oCommon, 0o600)
-		if err == unix.EEXIST {
-			continue
-		}
-		if err != nil {
-			return tempFile{}, err
-		}
-		return tempFile{fd: fd, name: name}, nil
-	}
-	return tempFile{}, unix.EEXIST
-}
-
-// discard closes and removes an uncommitted temp file.
-func (t tempFile) discard(dirfd int) {
-	if t.fd >= 0 {
-		unix.Close(t.fd)
-	}
-	unix.Unlinkat(dirfd, t.name, 0)
-}
-
 var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // errUpload wraps a read error of the caller's reader (an aborted upload).
@@ -83,14 +52,14 @@ func errTooLarge(rel string, max int64) *Error {
 // file in dirfd, sets mode, fsyncs it. On any error the temp file is gone.
 // If scan is set, the bytes also go through it while the total stays within
 // the editable limit (beyond it revisions are stat-only and scan is unused).
-func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, max int64, mode uint32, scan *textScan) (tempFile, error) {
-	t, err := createTemp(dirfd)
+func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, max int64, mode uint32, scan *textScan) (fdio.TempFile, error) {
+	t, err := fdio.CreateTemp(dirfd)
 	if err != nil {
-		return tempFile{}, fsErr(err, rel)
+		return fdio.TempFile{}, fsErr(err, rel)
 	}
-	fail := func(err error) (tempFile, error) {
-		t.discard(dirfd)
-		return tempFile{}, err
+	fail := func(err error) (fdio.TempFile, error) {
+		t.Discard(dirfd)
+		return fdio.TempFile{}, err
 	}
 	bp := copyBufPool.Get().(*[]byte)
 	defer copyBufPool.Put(bp)
@@ -110,7 +79,7 @@ func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, 
 				scan.write(buf[:n])
 			}
 			for b := buf[:n]; len(b) > 0; {
-				m, err := f.writeFD(t.fd, b)
+				m, err := f.writeFD(t.FD, b)
 				if err == unix.EINTR {
 					continue
 				}
@@ -130,22 +99,13 @@ func (f *FS) writeTemp(ctx context.Context, dirfd int, rel string, r io.Reader, 
 			return fail(errUpload(rel, rerr))
 		}
 	}
-	if err := unix.Fchmod(t.fd, mode); err != nil {
+	if err := unix.Fchmod(t.FD, mode); err != nil {
 		return fail(fsErr(err, rel))
 	}
-	if err := f.fsyncFD(t.fd); err != nil {
+	if err := f.fsyncFD(t.FD); err != nil {
 		return fail(fsErr(err, rel))
 	}
 	return t, nil
-}
-
-// fsyncDir makes a rename or unlink in dirfd durable. dirfd is O_RDONLY.
-func fsyncDir(dirfd int) error {
-	err := unix.Fsync(dirfd)
-	if err == unix.EINVAL || err == unix.EROFS {
-		return nil // file systems without directory fsync
-	}
-	return err
 }
 
 // fdIdentity is a file's device and inode; of an open fd, it is fixed for
@@ -164,7 +124,7 @@ func identityOf(fd int, rel string) (fdIdentity, error) {
 // fd (whose identity is pid) still is what w's parent path resolves to (not
 // moved or swapped for a symlink since it was opened).
 func (f *FS) recheckParent(w wsPath, pid fdIdentity) error {
-	fd, err := f.openParent(w, oDirPath)
+	fd, err := f.openParent(w, fdio.DirPath)
 	if err != nil {
 		return err
 	}
@@ -182,7 +142,7 @@ func (f *FS) recheckParent(w wsPath, pid fdIdentity) error {
 // openParentDir opens w's parent (O_RDONLY, for fsync) and tells a parent
 // that is a file apart from a missing one.
 func (f *FS) openParentDir(w wsPath) (int, error) {
-	fd, err := f.openParent(w, oDirRead)
+	fd, err := f.openParent(w, fdio.DirRead)
 	if err != nil && ReasonOf(err) == ReasonNotFound && len(w.segs) > 1 {
 		if e, serr := f.stat(w.parent()); (serr == nil && e.Type != TypeDirectory) || ReasonOf(serr) == ReasonNotRegular {
 			return -1, newErr(CodeFailedPrecondition, ReasonNotADirectory, nil, "%q is not a directory", w.parent().rel)
@@ -310,7 +270,7 @@ func (f *FS) UpdateFile(ctx context.Context, ws Workspace, path string, content 
 // fsync runs after the unlock (other commits need not queue behind it) and
 // is shared with concurrent writes into the same directory (syncDir);
 // success is only returned once it is done. On failure t is discarded.
-func (f *FS) commitWrite(pfd int, pid fdIdentity, w wsPath, t tempFile, check func() (*unix.Stat_t, error)) (unix.Stat_t, error) {
+func (f *FS) commitWrite(pfd int, pid fdIdentity, w wsPath, t fdio.TempFile, check func() (*unix.Stat_t, error)) (unix.Stat_t, error) {
 	if f.hooks.beforeLock != nil {
 		f.hooks.beforeLock()
 	}
@@ -320,7 +280,7 @@ func (f *FS) commitWrite(pfd int, pid fdIdentity, w wsPath, t tempFile, check fu
 	}
 	defer closeRef(old) // frees the replaced file, outside the lock
 	err = f.syncDir(pfd, pid)
-	unix.Close(t.fd)
+	unix.Close(t.FD)
 	if err != nil {
 		return st, fsErr(err, w.rel)
 	}
@@ -329,7 +289,7 @@ func (f *FS) commitWrite(pfd int, pid fdIdentity, w wsPath, t tempFile, check fu
 
 // lockedCommit is commitWrite's part under the mutation lock. It returns
 // the reference to a replaced file (commit's old).
-func (f *FS) lockedCommit(pfd int, pid fdIdentity, w wsPath, t tempFile, check func() (*unix.Stat_t, error)) (unix.Stat_t, int, error) {
+func (f *FS) lockedCommit(pfd int, pid fdIdentity, w wsPath, t fdio.TempFile, check func() (*unix.Stat_t, error)) (unix.Stat_t, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	err := f.recheckParent(w, pid)
@@ -338,7 +298,7 @@ func (f *FS) lockedCommit(pfd int, pid fdIdentity, w wsPath, t tempFile, check f
 		target, err = check()
 	}
 	if err != nil {
-		t.discard(pfd)
+		t.Discard(pfd)
 		return unix.Stat_t{}, -1, err
 	}
 	st, old, err := f.commit(pfd, w, t, target)
@@ -366,31 +326,31 @@ func (f *FS) lockedCommit(pfd int, pid fdIdentity, w wsPath, t tempFile, check f
 // otherwise run under the mutation lock, in front of every other commit.
 // Elsewhere old is -1 (network and FUSE file systems may rename a busy
 // file to a visible placeholder, NFS's .nfsXXXX).
-func (f *FS) commit(pfd int, w wsPath, t tempFile, target *unix.Stat_t) (st unix.Stat_t, old int, err error) {
+func (f *FS) commit(pfd int, w wsPath, t fdio.TempFile, target *unix.Stat_t) (st unix.Stat_t, old int, err error) {
 	old = -1
 	if f.hooks.beforeRename != nil {
 		if err := f.hooks.beforeRename(); err != nil {
-			t.discard(pfd)
+			t.Discard(pfd)
 			return st, -1, fsErr(err, w.rel)
 		}
 	}
 	if target == nil {
-		err = unix.Renameat2(pfd, t.name, pfd, w.name(), unix.RENAME_NOREPLACE)
+		err = unix.Renameat2(pfd, t.Name, pfd, w.name(), unix.RENAME_NOREPLACE)
 	} else {
 		if old, err = replaceRef(pfd, w, target, linkWrite); err != nil {
-			t.discard(pfd)
+			t.Discard(pfd)
 			return st, -1, err
 		}
-		err = unix.Renameat(pfd, t.name, pfd, w.name())
+		err = unix.Renameat(pfd, t.Name, pfd, w.name())
 	}
 	if err != nil {
 		closeRef(old)
-		t.discard(pfd)
+		t.Discard(pfd)
 		return st, -1, fsErr(err, w.rel)
 	}
-	if err := unix.Fstat(t.fd, &st); err != nil {
+	if err := unix.Fstat(t.FD, &st); err != nil {
 		closeRef(old)
-		unix.Close(t.fd)
+		unix.Close(t.FD)
 		return st, -1, fsErr(err, w.rel)
 	}
 	return st, old, nil
@@ -403,7 +363,7 @@ func (f *FS) commit(pfd int, w wsPath, t tempFile, target *unix.Stat_t) (st unix
 // reference for the caller to close after unlocking on a local file system
 // (see commit), else -1 (the reference is closed before it returns).
 func replaceRef(pfd int, w wsPath, target *unix.Stat_t, op linkOp) (int, error) {
-	fd, err := unix.Openat(pfd, w.name(), unix.O_PATH|oCommon, 0)
+	fd, err := unix.Openat(pfd, w.name(), unix.O_PATH|fdio.Common, 0)
 	if err != nil {
 		return -1, fsErr(err, w.rel)
 	}
@@ -487,7 +447,7 @@ func (f *FS) WriteStream(ctx context.Context, ws Workspace, path string, r io.Re
 	if err != nil {
 		return Entry{}, false, err
 	}
-	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == globalSkills) {
+	if w.isRoot() || (w.isGlobal() && len(w.segs) == 1 && w.segs[0] == GlobalSkills) {
 		return Entry{}, false, f.rootErr(w, newErr(CodeFailedPrecondition, ReasonNotAFile, nil, "%q is a directory", path))
 	}
 	if maxSize <= 0 {

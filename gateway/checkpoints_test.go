@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
@@ -205,7 +205,7 @@ func TestCheckpointsRESTPathTruncated(t *testing.T) {
 	ckFile(t, projects, "demo/notes.txt", "one\n")
 	// The default bound of the store is MaxHoldingDecodes: room for one more.
 	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, Configure: func(c *sidecar.Config) {
-		c.Services.Checkpoints.MaxPerWorkspace = davfs.MaxHoldingDecodes + 1
+		c.Services.Checkpoints.MaxPerWorkspace = checkpoint.MaxHoldingDecodes + 1
 	}})
 	g := gatewaytest.Start(t, gatewaytest.Options{Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
 	base := api + "/agents/codex-a/checkpoints"
@@ -229,13 +229,13 @@ func TestCheckpointsRESTPathTruncated(t *testing.T) {
 	if len(l.Checkpoints) != 1 || l.Truncated != nil && *l.Truncated {
 		t.Fatalf("one checkpoint: %+v", l)
 	}
-	for len(ids) < davfs.MaxHoldingDecodes+1 {
+	for len(ids) < checkpoint.MaxHoldingDecodes+1 {
 		create()
 	}
 	l = listing{}
 	r := admin(t, g, http.MethodGet, base+"?"+q, "")
 	ckJSON(t, r, 200, &l)
-	if l.Truncated == nil || !*l.Truncated || len(l.Checkpoints) != davfs.MaxHoldingDecodes || l.Checkpoints[0].ID != ids[len(ids)-1] {
-		t.Fatalf("%d checkpoints, newest %s: want the %d newest, truncated: %s", len(ids), ids[len(ids)-1], davfs.MaxHoldingDecodes, r.Body)
+	if l.Truncated == nil || !*l.Truncated || len(l.Checkpoints) != checkpoint.MaxHoldingDecodes || l.Checkpoints[0].ID != ids[len(ids)-1] {
+		t.Fatalf("%d checkpoints, newest %s: want the %d newest, truncated: %s", len(ids), ids[len(ids)-1], checkpoint.MaxHoldingDecodes, r.Body)
 	}
 }

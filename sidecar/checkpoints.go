@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/agentworkspace/files/davfs"
 )
 
 // CheckpointsConfig is services.checkpoints (issue #15, docs/checkpoints.md).
@@ -56,9 +55,9 @@ const DefaultCheckpointDirName = ".agent-checkpoints"
 // DefaultCheckpointsConfig: on, automatic, 20 per workspace (and 200
 // per-file versions), 10 GiB, 30 days, 200,000 entries per checkpoint.
 func DefaultCheckpointsConfig() CheckpointsConfig {
-	return CheckpointsConfig{Enabled: true, Dir: DefaultCheckpointDir, Automatic: true, MaxPerWorkspace: davfs.DefaultCheckpointsPerWorkspace,
-		MaxTotalBytes: davfs.DefaultCheckpointBytes, MaxAge: "720h", MaxEntries: davfs.DefaultCheckpointEntries,
-		MaxVersionsPerWorkspace: davfs.DefaultVersionsPerWorkspace}
+	return CheckpointsConfig{Enabled: true, Dir: DefaultCheckpointDir, Automatic: true, MaxPerWorkspace: checkpoint.DefaultCheckpointsPerWorkspace,
+		MaxTotalBytes: checkpoint.DefaultCheckpointBytes, MaxAge: "720h", MaxEntries: checkpoint.DefaultCheckpointEntries,
+		MaxVersionsPerWorkspace: checkpoint.DefaultVersionsPerWorkspace}
 }
 
 func (c CheckpointsConfig) validate(p ProjectConfig, bad badFunc) {
@@ -127,16 +126,16 @@ func (c CheckpointsConfig) warnPlacement(log hclog.Logger, p ProjectConfig) {
 	}
 }
 
-// davfsCheckpoints turns the section into davfs's config.
-func (c CheckpointsConfig) davfs(p ProjectConfig) davfs.CheckpointConfig {
+// store turns the section into the checkpoint store's config.
+func (c CheckpointsConfig) store(p ProjectConfig) checkpoint.Config {
 	if !c.Enabled {
-		return davfs.CheckpointConfig{}
+		return checkpoint.Config{}
 	}
 	dir := c.Dir
 	if dir == "" && c.OnAgentVolume {
 		dir = filepath.Join(p.ProjectsRootDir, DefaultCheckpointDirName)
 	}
 	age, _ := time.ParseDuration(c.MaxAge)
-	return davfs.CheckpointConfig{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, MaxEntries: c.MaxEntries, Automatic: c.Automatic,
+	return checkpoint.Config{Dir: dir, MaxPerWorkspace: c.MaxPerWorkspace, MaxTotalBytes: c.MaxTotalBytes, MaxAge: age, MaxEntries: c.MaxEntries, Automatic: c.Automatic,
 		MaxVersionsPerWorkspace: c.MaxVersionsPerWorkspace}
 }

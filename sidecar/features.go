@@ -38,8 +38,8 @@ func (s *Sidecar) newFeatures(m *metrics.Metrics) {
 			MinBackoff: s.deps.RetryMinBackoff, MaxBackoff: s.deps.RetryMaxBackoff, Now: s.deps.Now, After: s.deps.After,
 			OnChange: func(ok bool) { m.FeatureAvailable(name, ok) }}
 	}
-	if s.fs.CheckpointsEnabled() {
-		s.checkpoints = feature.New(opts(FeatureCheckpoints, "services.checkpoints.dir", s.fs.OpenCheckpoints))
+	if s.ck.CheckpointsEnabled() {
+		s.checkpoints = feature.New(opts(FeatureCheckpoints, "services.checkpoints.dir", s.ck.OpenCheckpoints))
 	}
 	s.watch = feature.New(opts(FeatureWatch, "services.watch", s.startWatcher))
 	for _, f := range s.features() {

@@ -39,6 +39,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/davfs/watch"
 	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
@@ -78,6 +79,7 @@ type Sidecar struct {
 	deps     Deps
 	log      hclog.Logger
 	fs       *davfs.FS
+	ck       *checkpoint.Store // beside fs: always set, CHECKPOINTS_DISABLED without a store
 	registry *prometheus.Registry
 	grpc     *grpc.Server
 	health   *health.Server
@@ -137,6 +139,11 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 
 	initializer := s.countedInitializer(deps.Initializer, m)
 	p := cfg.Services.Project
+	ckCfg := cfg.Services.Checkpoints.store(p)
+	denied := append([]string(nil), p.DeniedDirectories...)
+	if n := checkpoint.DeniedName(ckCfg.Dir, p.ProjectsRootDir); n != "" {
+		denied = append(denied, n) // the store is never a Project
+	}
 	fs, err := davfs.Open(davfs.Config{
 		ProjectsRoot:        p.ProjectsRootDir,
 		CodexHome:           p.CodexHomeDir,
@@ -145,26 +152,30 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		MaxPageSize:         p.MaxPageSize,
 		MaxPathLength:       p.MaxPathLength,
 		MaxPathDepth:        p.MaxPathDepth,
-		DeniedNames:         append([]string(nil), p.DeniedDirectories...),
+		DeniedNames:         denied,
 		Initializer:         initializer,
 		Logger:              s.log.Named("davfs"),
-		Checkpoints:         cfg.Services.Checkpoints.davfs(p),
-		CheckpointObserver:  m.Checkpoints.Observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open volumes: %w", err)
 	}
 	s.fs = fs
-	if err := m.Checkpoints.RegisterStore(deps.Registry, fs.CheckpointStats); err != nil {
+	ck, err := checkpoint.New(fs, ckCfg, checkpoint.Options{Logger: s.log.Named("davfs"), Observer: m.Checkpoints.Observe})
+	if err != nil {
 		fs.Close()
+		return nil, fmt.Errorf("open volumes: %w", err)
+	}
+	s.ck = ck
+	if err := m.Checkpoints.RegisterStore(deps.Registry, ck.CheckpointStats); err != nil {
+		s.close()
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 
 	s.grpc = s.newGRPCServer(m, p.MaxEditableFileSize)
-	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs))
-	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(fs))
+	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs, ck))
+	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(ck))
 	if err := s.registerWatchMetrics(); err != nil {
-		fs.Close()
+		s.close()
 		return nil, err
 	}
 	// Neither the store nor the watcher can fail the start (features.go).
@@ -172,7 +183,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	workspacev1.RegisterWatchServiceServer(s.grpc, rpc.NewWatchService(s.currentWatcher))
 	s.registerHealth()
 
-	s.dav = dav.New(fs, dav.Options{
+	s.dav = dav.New(fs, ck, dav.Options{
 		Logger:                   s.log.Named("dav"),
 		Registerer:               deps.Registry,
 		MaxUploadSize:            p.MaxUploadSize,
@@ -181,6 +192,12 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		MaxLockTimeout:           cfg.DavServer.lockTimeout(),
 	})
 	return s, nil
+}
+
+// close releases the checkpoint store's fds, then the volumes'.
+func (s *Sidecar) close() {
+	s.ck.Close()
+	s.fs.Close()
 }
 
 // countedInitializer is the project initializer (inner, or git init when
@@ -250,7 +267,7 @@ func (s *Sidecar) newGRPCServer(m *metrics.Metrics, maxEditable int64) *grpc.Ser
 // for at most the shutdown timeout before cutting them off, and closes the
 // volumes. An interrupted write commits nothing (davfs writes atomically).
 func (s *Sidecar) Run(ctx context.Context) error {
-	defer s.fs.Close()
+	defer s.close()
 	davSrv := s.httpServer("dav", s.dav, 30*time.Second, 5*time.Minute)
 	metricsSrv := s.httpServer("metrics", s.metricsMux(), 10*time.Second, 0)
 	servers := []struct {

@@ -58,22 +58,57 @@ func ParseRoute(escaped string) (Route, Fault) {
 		return rt, 0
 	}
 	rt.Rest = "/" + strings.Join(segs, "/")
-	switch segs[0] {
-	case "projects":
-		rt.Kind, rt.Scope = Workspace, ScopeProject
-		if len(segs) > 1 {
-			rt.Project = segs[1]
-		}
-		if len(segs) > 2 {
-			rt.RelPath = strings.Join(segs[2:], "/")
-		}
-	case "global":
-		rt.Kind, rt.Scope = Workspace, ScopeGlobal
-		rt.RelPath = strings.Join(segs[1:], "/")
-	default:
+	pl := Locate(segs)
+	rt.Kind, rt.Scope, rt.Project, rt.RelPath = Workspace, pl.Scope, pl.Project, pl.RelPath
+	if pl.Scope == "" {
 		rt.Kind = Unknown
 	}
 	return rt, 0
+}
+
+// Place is where a name below an agent points: the scope and project of
+// its workspace and the path inside it. Scope is "" for "/" and for names
+// outside both namespaces.
+type Place struct {
+	Scope   string // ScopeProject or ScopeGlobal
+	Project string // first segment under /projects, "" for /projects itself
+	RelPath string // path inside the workspace root, no leading slash
+}
+
+// Locate maps the decoded segments of a name below an agent ("projects",
+// "p", "a") to its Place: the one grammar of /projects/{project}/{path}
+// and /global/{path}. It checks nothing; callers refuse faults first.
+func Locate(segs []string) Place {
+	if len(segs) == 0 {
+		return Place{}
+	}
+	switch segs[0] {
+	case "projects":
+		pl := Place{Scope: ScopeProject}
+		if len(segs) > 1 {
+			pl.Project = segs[1]
+		}
+		if len(segs) > 2 {
+			pl.RelPath = strings.Join(segs[2:], "/")
+		}
+		return pl
+	case "global":
+		return Place{Scope: ScopeGlobal, RelPath: strings.Join(segs[1:], "/")}
+	}
+	return Place{}
+}
+
+// Workspace is the name of pl's workspace below the agent:
+// "/projects/{project}" or "/global"; "" for the levels above and names
+// outside both namespaces ("/projects" itself included).
+func (pl Place) Workspace() string {
+	switch {
+	case pl.Scope == ScopeGlobal:
+		return "/global"
+	case pl.Scope == ScopeProject && pl.Project != "":
+		return "/projects/" + pl.Project
+	}
+	return ""
 }
 
 // SameWorkspace reports whether two Workspace routes are in one agent's one

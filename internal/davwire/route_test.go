@@ -66,3 +66,30 @@ func TestSameWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// Locate is the one grammar of a name below an agent; Workspace names
+// the workspace a Place is in.
+func TestLocate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want Place
+		ws   string
+	}{
+		{"", Place{}, ""},
+		{"projects", Place{Scope: ScopeProject}, ""},
+		{"projects/p", Place{Scope: ScopeProject, Project: "p"}, "/projects/p"},
+		{"projects/p/a/b", Place{Scope: ScopeProject, Project: "p", RelPath: "a/b"}, "/projects/p"},
+		{"global", Place{Scope: ScopeGlobal}, "/global"},
+		{"global/skills/s", Place{Scope: ScopeGlobal, RelPath: "skills/s"}, "/global"},
+		{"other/x", Place{}, ""},
+	} {
+		var segs []string
+		if c.name != "" {
+			segs = strings.Split(c.name, "/")
+		}
+		got := Locate(segs)
+		if got != c.want || got.Workspace() != c.ws {
+			t.Errorf("Locate(%q) = %+v (workspace %q); want %+v (%q)", c.name, got, got.Workspace(), c.want, c.ws)
+		}
+	}
+}

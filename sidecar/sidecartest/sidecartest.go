@@ -45,6 +45,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/internal/pki/pkitest"
 	"github.com/agentworkspace/files/internal/proctest"
@@ -473,5 +474,9 @@ func InProcess(t testing.TB) (workspacev1.WorkspaceServiceServer, grpc.UnaryServ
 		t.Fatalf("sidecartest: %v", err)
 	}
 	t.Cleanup(func() { fs.Close() })
-	return rpc.NewService(fs), rpc.Interceptor(hclog.NewNullLogger(), nil), cfg.ProjectsRoot
+	ck, err := checkpoint.New(fs, checkpoint.Config{}, checkpoint.Options{}) // off: deletes take no checkpoint
+	if err != nil {
+		t.Fatalf("sidecartest: %v", err)
+	}
+	return rpc.NewService(fs, ck), rpc.Interceptor(hclog.NewNullLogger(), nil), cfg.ProjectsRoot
 }

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"golang.org/x/net/webdav"
-
-	"github.com/agentworkspace/files/davfs"
 )
 
 // errRefused is what guardFS returns when it refused a request itself
@@ -71,8 +70,8 @@ func (q *request) checkSource() *refusal {
 		return &refusal{http.StatusPreconditionFailed, "REVISION_MISMATCH", "the source has changed since it was read (revision mismatch)"}
 	case p.IfMatch == "" && p.Required && p.Keep == "":
 		return &refusal{http.StatusPreconditionRequired, "PRECONDITION_REQUIRED", "send If-Match with the current ETag (or hold a lock) to replace or remove an existing resource"}
-	case p.IfMatch == "" && p.Required && !q.h.dfs.CheckpointsEnabled():
-		return &refusal{http.StatusPreconditionRequired, "PRECONDITION_REQUIRED", davfs.KeepingOff}
+	case p.IfMatch == "" && p.Required && !q.h.ck.CheckpointsEnabled():
+		return &refusal{http.StatusPreconditionRequired, "PRECONDITION_REQUIRED", checkpoint.KeepingOff}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Package dav is the sidecar's WebDAV server: golang.org/x/net/webdav's
-// Handler over davfs.WebDAV(), inside one thin handler that does only what
-// the library cannot:
+// Handler over the adapter's FileSystem (NewFileSystem, fs.go: WebDAV names
+// onto davfs calls), inside one thin handler that does only what the
+// library cannot:
 //
 //   - request IDs (X-Request-ID in and out), one log line per request (no
 //     content, no host paths) and the sidecar_webdav_* metrics;
@@ -8,9 +9,9 @@
 //     before the library sees them (dot or empty segments, encoded "/" or
 //     "\", control characters, invalid UTF-8 → 400 INVALID_PATH). Nothing
 //     is cleaned: what is logged and audited is what is acted on;
-//   - If-Match / If-None-Match and the entity tags of If: lists handed to
-//     davfs (davfs.WithPreconditions), which checks them at commit under
-//     its mutation lock; a replacing or removing write with neither a
+//   - If-Match / If-None-Match and the entity tags of If: lists handed
+//     through the request's FileSystem (RequestState) to davfs, which
+//     checks them at commit under its mutation lock; a replacing or removing write with neither a
 //     precondition nor a held lock gets 428 (unless
 //     Options.AllowUnconditionalWrites, or the gateway's
 //     X-Workspace-Unconditional-Writes: keep with checkpoints enabled:
@@ -38,7 +39,7 @@
 //     x/net's answer (TestPropfindFastPathMatchesXNet proves it equal);
 //     everything else falls through to the library.
 //
-// Dead properties are not stored; see davfs (PROPPATCH) and
+// Dead properties are not stored; see fs_file.go (PROPPATCH) and
 // docs/webdav-conformance.md.
 package dav
 
@@ -61,6 +62,7 @@ import (
 	"golang.org/x/net/webdav"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
@@ -109,7 +111,7 @@ const (
 // Handler is the WebDAV server of one sidecar.
 type Handler struct {
 	dfs       *davfs.FS
-	fs        webdav.FileSystem
+	ck        *checkpoint.Store
 	opts      Options
 	metrics   *metrics
 	locks     *lockPins
@@ -119,8 +121,10 @@ type Handler struct {
 	fastPath  atomic.Uint64 // PROPFINDs propfind_fast.go answered (tests look)
 }
 
-// New returns the WebDAV handler over fs.
-func New(fs *davfs.FS, opts Options) *Handler {
+// New returns the WebDAV handler over fs and its checkpoint store ck (nil:
+// checkpoints off).
+func New(fs *davfs.FS, ck *checkpoint.Store, opts Options) *Handler {
+	ck = orDisabled(fs, ck)
 	opts.Logger = cmp.Or(opts.Logger, hclog.NewNullLogger())
 	if opts.MaxUploadSize <= 0 {
 		opts.MaxUploadSize = 100 << 20
@@ -141,7 +145,7 @@ func New(fs *davfs.FS, opts Options) *Handler {
 	_, _ = rand.Read(b[:])
 	return &Handler{
 		dfs:       fs,
-		fs:        noMultiLinks{fs.WebDAV()},
+		ck:        ck,
 		opts:      opts,
 		metrics:   newMetrics(opts.Registerer),
 		locks:     newLockPins(opts.MaxLocks, opts.MaxLocksPerOperator, hex.EncodeToString(b[6:])+"-"),
@@ -156,7 +160,8 @@ type request struct {
 	r        *http.Request
 	rec      *recorder
 	ctx      context.Context
-	errs     *davfs.ErrorLog
+	fs       webdav.FileSystem // the request's FileSystem (RequestState)
+	errs     *ErrorLog
 	prefix   string
 	src, dst string // WebDAV names (prefix stripped, unescaped, no trailing slash)
 	hdr      davfs.Precondition
@@ -167,9 +172,9 @@ type request struct {
 	reason   string            // errtable reason of an error response
 	aborted  bool              // a streamed answer broke off: end the connection
 
-	keep   string                 // the method, when the gateway says unconditionalWrites: keep
-	uncond *davfs.Unconditional   // what keeping did
-	autos  *davfs.AutoCheckpoints // automatic checkpoints its deletes took
+	keep   string           // the method, when the gateway says unconditionalWrites: keep
+	uncond *Unconditional   // what keeping did
+	autos  *AutoCheckpoints // automatic checkpoints its deletes took
 
 	dstRemoved bool     // COPY/MOVE: this request removed the destination (guardFS)
 	refused    *refusal // a FileSystem call refused the request itself
@@ -183,13 +188,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(davwire.RequestIDHeader, rid)
 	q := &request{h: h, rec: &recorder{w: w}}
-	q.ctx, q.errs = davfs.WithErrorLog(r.Context())
+	q.ctx, q.errs = r.Context(), &ErrorLog{}
+	st := RequestState{Preconditions: q.precondition, Errors: q.errs}
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
 		// The handler's and the library's own looks at the target before
 		// a delete are not a client's read of its revision (recursive
 		// deletes keep work newer than the revision the client read).
-		q.ctx = davfs.ForMutation(q.ctx)
+		st.ForMutation = true
 		fallthrough
 	case http.MethodPut:
 		if r.Header.Get(davwire.UnconditionalHeader) == davwire.UnconditionalKeep {
@@ -197,13 +203,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		// The file is opened to be read or seeked: open it once.
-		q.ctx = davfs.WithContentReads(q.ctx)
+		st.ContentReads = true
+	case "PROPFIND":
+		st.ListingReuse = true
 	}
-	q.ctx, q.uncond = davfs.WithUnconditional(q.ctx)
-	q.ctx, q.autos = davfs.WithAutoCheckpoints(q.ctx)
+	if davwire.Methods[r.Method] { // only writes keep versions or take checkpoints
+		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
+		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
+	}
+	q.fs = noMultiLinks{NewFileSystem(h.dfs, h.ck, st)}
 	q.rec.before = func() { q.keptHeaders(false) }
-	q.ctx = davfs.WithPreconditions(q.ctx, q.precondition)
-	q.r = r.WithContext(q.ctx)
+	q.r = r
 	q.serve()
 	q.rec.filter.flush() // ends a response the library left open
 	status := cmp.Or(q.rec.status, http.StatusOK)
@@ -251,12 +261,8 @@ const allowAll = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, 
 // workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
 // or the name itself for the levels above.
 func workspaceOf(name string) string {
-	if rest, ok := strings.CutPrefix(name, "/projects/"); ok {
-		p, _, _ := strings.Cut(rest, "/")
-		return "/projects/" + p
-	}
-	if name == "/global" || strings.HasPrefix(name, "/global/") {
-		return "/global"
+	if ws := davwire.Locate(strings.Split(strings.Trim(name, "/"), "/")).Workspace(); ws != "" {
+		return ws
 	}
 	return name
 }
@@ -410,13 +416,12 @@ func (q *request) prepareMethod() bool {
 	r, hdr := q.r, q.rec.Header()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodPost:
-		hdr.Set("Cache-Control", "no-store")
-		hdr.Set("Content-Type", davfs.ContentType(path.Base(q.src)))
-		hdr.Set("X-Content-Type-Options", "nosniff")
+		// Canonical keys, assigned directly: the hot path of small GETs.
+		hdr["Cache-Control"] = []string{"no-store"}
+		hdr["Content-Type"] = []string{ContentType(path.Base(q.src))}
+		hdr["X-Content-Type-Options"] = []string{"nosniff"}
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
-		q.r = q.r.WithContext(davfs.WithListingReuse(q.ctx))
-		r = q.r
 		switch r.Header.Get("Depth") {
 		case "0", "1":
 		case "", "infinity":
@@ -484,7 +489,7 @@ func (q *request) readXMLBody(readOnly bool) bool {
 // system and locks, then answers a held-back failure or finishes a write.
 func (q *request) runLibrary() {
 	r := q.r
-	fsys := q.h.fs
+	fsys := q.fs
 	if q.dst != "" {
 		fsys = guardFS{FileSystem: fsys, q: q}
 	}
@@ -608,7 +613,7 @@ func (q *request) headerPreconditions() bool {
 // replacement again at that delete).
 func (q *request) linkChecks() bool {
 	multi := func(name string) bool {
-		fi, err := q.h.fs.Stat(q.ctx, name)
+		fi, err := q.fs.Stat(q.ctx, name)
 		if err != nil {
 			return false
 		}
@@ -625,11 +630,11 @@ func (q *request) linkChecks() bool {
 // currentRevision is the name's revision now, its ETag without the quotes
 // ("" when it cannot be stat'ed, mismatch when its FileInfo names none).
 func (q *request) currentRevision(name string) string {
-	fi, err := q.h.fs.Stat(q.ctx, name)
+	fi, err := q.fs.Stat(q.ctx, name)
 	if err != nil {
 		return ""
 	}
-	if r, ok := fi.(davfs.Revisioner); ok {
+	if r, ok := fi.(Revisioner); ok {
 		return r.Revision()
 	}
 	return mismatch
@@ -649,7 +654,7 @@ func both(a, b string) string {
 }
 
 // precondition is what davfs must check when this request writes name
-// (davfs.WithPreconditions).
+// (RequestState.Preconditions).
 func (q *request) precondition(name string) davfs.Precondition {
 	p := davfs.Precondition{Required: !q.h.opts.AllowUnconditionalWrites}
 	if p.Required {
@@ -681,7 +686,7 @@ func (q *request) precondition(name string) davfs.Precondition {
 			// First write of a member of a depth-infinity lock, or of a
 			// name that did not exist when it was locked: it must not have
 			// changed since the lock was taken.
-			fi, err := q.h.fs.Stat(q.ctx, name)
+			fi, err := q.fs.Stat(q.ctx, name)
 			if err != nil {
 				break // missing: a create, checked as If-None-Match
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/proctest"
 )
 
@@ -37,8 +38,9 @@ type env struct {
 	t        *testing.T
 	url      string
 	fs       *davfs.FS
-	projects string // host path of the projects root
-	codex    string // host path of CODEX_HOME
+	ck       *checkpoint.Store // beside fs (off unless newEnvCk)
+	projects string            // host path of the projects root
+	codex    string            // host path of CODEX_HOME
 	logs     *proctest.Log
 	reg      *prometheus.Registry
 	clock    *fakeClock
@@ -63,6 +65,11 @@ func newEnvTB(tb testing.TB, t *testing.T, mod func(*Options)) *env {
 
 // newEnvFS is newEnvTB that also adjusts davfs's configuration (fsMod).
 func newEnvFS(tb testing.TB, t *testing.T, fsMod func(*davfs.Config), mod func(*Options)) *env {
+	return newEnvCk(tb, t, fsMod, checkpoint.Config{}, mod)
+}
+
+// newEnvCk is newEnvFS with the checkpoint store configured by ck.
+func newEnvCk(tb testing.TB, t *testing.T, fsMod func(*davfs.Config), ck checkpoint.Config, mod func(*Options)) *env {
 	tb.Helper()
 	root := tb.TempDir()
 	e := &env{t: t, projects: filepath.Join(root, "projects"), codex: filepath.Join(root, "codex"),
@@ -83,6 +90,10 @@ func newEnvFS(tb testing.TB, t *testing.T, fsMod func(*davfs.Config), mod func(*
 	}
 	tb.Cleanup(func() { fs.Close() })
 	e.fs = fs
+	if e.ck, err = checkpoint.New(fs, ck, checkpoint.Options{Logger: cfg.Logger, Now: cfg.Now}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(e.ck.Close)
 	opts := Options{
 		Logger:                   hclog.New(&hclog.LoggerOptions{Output: e.logs, JSONFormat: true, Level: hclog.Debug}),
 		Registerer:               e.reg,
@@ -92,7 +103,7 @@ func newEnvFS(tb testing.TB, t *testing.T, fsMod func(*davfs.Config), mod func(*
 	if mod != nil {
 		mod(&opts)
 	}
-	srv := httptest.NewUnstartedServer(New(fs, opts))
+	srv := httptest.NewUnstartedServer(New(fs, e.ck, opts))
 	srv.Start() // httptest listens on 127.0.0.1:0
 	tb.Cleanup(srv.Close)
 	e.url = srv.URL

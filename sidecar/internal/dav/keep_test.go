@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
@@ -57,9 +58,7 @@ func TestKeepWithCheckpointsOff(t *testing.T) {
 // version stays, as the file no longer holds it).
 func TestKeepNamesVersionOnError(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
-	e := newEnvFS(t, t, func(c *davfs.Config) {
-		c.Checkpoints = davfs.CheckpointConfig{Dir: store, Automatic: true}
-	}, func(o *Options) { o.AllowUnconditionalWrites = false })
+	e := newEnvCk(t, t, nil, checkpoint.Config{Dir: store, Automatic: true}, func(o *Options) { o.AllowUnconditionalWrites = false })
 	e.put("/projects/demo/a.txt", "A")
 	ws := davfs.Workspace{Scope: davfs.ScopeProject, Project: "demo"}
 	pr, pw := io.Pipe()
@@ -75,9 +74,9 @@ func TestKeepNamesVersionOnError(t *testing.T) {
 	if _, err := pw.Write([]byte("client ")); err != nil {
 		t.Fatal(err)
 	}
-	var kept []davfs.Checkpoint
+	var kept []checkpoint.Checkpoint
 	for deadline := time.Now().Add(10 * time.Second); len(kept) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		kept, _ = e.fs.ListCheckpoints(context.Background(), ws)
+		kept, _ = e.ck.ListCheckpoints(context.Background(), ws)
 	}
 	if len(kept) != 1 {
 		t.Fatalf("no version kept while the PUT streams: %+v", kept)

@@ -22,7 +22,7 @@ func TestFilteredDirRewind(t *testing.T) {
 	if err := os.Link(filepath.Join(demo, "a.txt"), filepath.Join(demo, "c.txt")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := noMultiLinks{e.fs.WebDAV()}.OpenFile(context.Background(), "/projects/demo", os.O_RDONLY, 0)
+	f, err := noMultiLinks{NewFileSystem(e.fs, e.ck, RequestState{})}.OpenFile(context.Background(), "/projects/demo", os.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

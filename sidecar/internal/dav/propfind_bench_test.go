@@ -34,7 +34,7 @@ func BenchmarkPropfindDepth1(b *testing.B) {
 		disable bool
 	}{{"fast", false}, {"xnet", true}} {
 		b.Run(c.name, func(b *testing.B) {
-			srv := httptest.NewServer(New(e.fs, Options{Logger: hclog.NewNullLogger(), DisablePropfindFastPath: c.disable}))
+			srv := httptest.NewServer(New(e.fs, e.ck, Options{Logger: hclog.NewNullLogger(), DisablePropfindFastPath: c.disable}))
 			defer srv.Close()
 			for b.Loop() {
 				req, _ := http.NewRequest("PROPFIND", srv.URL+"/projects/demo/many/", strings.NewReader(body))

@@ -296,7 +296,7 @@ func (fr *fastRenderer) members(base string, es []davfs.Entry) *[]byte {
 		ctype := ""
 		if !dir {
 			if ext := path.Ext(e.Name); ext != lastExt || lastType == "" {
-				lastExt, lastType = ext, string(appendXMLText(nil, davfs.ContentType(e.Name)))
+				lastExt, lastType = ext, string(appendXMLText(nil, ContentType(e.Name)))
 			}
 			ctype = lastType
 		}
@@ -317,7 +317,7 @@ func (fr *fastRenderer) members(base string, es []davfs.Entry) *[]byte {
 // body is bufferXMLBody's (nil when the read failed: x/net meets that too).
 func (q *request) propfindFast(body []byte, readOnly bool) bool {
 	depth := q.r.Header.Get("Depth") // serve lets only 0 and 1 through
-	ws, rel, ok := davfs.WebDAVWorkspace(q.src)
+	ws, rel, ok := WebDAVWorkspace(q.src)
 	if body == nil || !ok || (depth != "0" && depth != "1") {
 		return false
 	}
@@ -325,7 +325,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 	if !ok {
 		return false
 	}
-	fi, err := q.h.fs.Stat(q.ctx, q.src)
+	fi, err := q.fs.Stat(q.ctx, q.src)
 	if err != nil || !fi.IsDir() {
 		return false
 	}

@@ -62,7 +62,7 @@ func TestPropfindFastPathMatchesXNet(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(e.codex, "auth.json"), []byte("{}"), 0o600))
 
 	newHandler := func(disable bool) (*Handler, string) {
-		h := New(e.fs, Options{Logger: hclog.NewNullLogger(), AllowUnconditionalWrites: true, DisablePropfindFastPath: disable})
+		h := New(e.fs, e.ck, Options{Logger: hclog.NewNullLogger(), AllowUnconditionalWrites: true, DisablePropfindFastPath: disable})
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
 		return h, srv.URL
@@ -312,7 +312,7 @@ func must(t *testing.T, err error) {
 // refuses them first) is x/net's, with nothing written.
 func TestPropfindFastOnlyDepth01(t *testing.T) {
 	e := newEnv(t, nil)
-	h := New(e.fs, Options{Logger: hclog.NewNullLogger()})
+	h := New(e.fs, e.ck, Options{Logger: hclog.NewNullLogger()})
 	body := []byte(`<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`)
 	for _, depth := range []string{"", "infinity", "2", "1 "} {
 		r := httptest.NewRequest("PROPFIND", "/projects/demo/", nil)

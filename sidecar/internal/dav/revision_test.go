@@ -36,10 +36,9 @@ func TestConfirmWithoutRevisionFailsClosed(t *testing.T) {
 	for _, c := range []struct {
 		fs   webdav.FileSystem
 		want bool
-	}{{noMultiLinks{e.fs.WebDAV()}, true}, {noRevisions{e.fs.WebDAV()}, false}} {
-		h := New(e.fs, Options{})
-		h.fs = c.fs
-		q := &request{h: h, ctx: context.Background(), src: name}
+	}{{noMultiLinks{NewFileSystem(e.fs, e.ck, RequestState{})}, true}, {noRevisions{NewFileSystem(e.fs, e.ck, RequestState{})}, false}} {
+		h := New(e.fs, e.ck, Options{})
+		q := &request{h: h, ctx: context.Background(), fs: c.fs, src: name}
 		release, err := (&requestLocks{p: h.locks, q: q}).Confirm(time.Now(), name, "", not)
 		if (err == nil) != c.want {
 			t.Errorf("Confirm((Not [etag])) over %T: %v; want passed=%v", c.fs, err, c.want)

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 )
 
 // Checkpoints are the checkpoint store's figures: operations by result,
@@ -38,7 +39,7 @@ func newCheckpoints() *Checkpoints {
 	return m
 }
 
-// Observe is the davfs.CheckpointObserver.
+// Observe is the checkpoint.Observer.
 func (m *Checkpoints) Observe(op string, d time.Duration, bytes int64, err error) {
 	if err != nil {
 		m.ops.WithLabelValues(op, "error").Inc()
@@ -53,7 +54,7 @@ func (m *Checkpoints) Observe(op string, d time.Duration, bytes int64, err error
 }
 
 // RegisterStore adds the gauges read from the store at scrape time.
-func (m *Checkpoints) RegisterStore(reg prometheus.Registerer, stats func() (davfs.CheckpointStats, error)) error {
+func (m *Checkpoints) RegisterStore(reg prometheus.Registerer, stats func() (checkpoint.CheckpointStats, error)) error {
 	count := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_checkpoints",
 		Help: "Checkpoints stored (all workspaces).",

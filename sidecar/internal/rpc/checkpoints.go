@@ -10,19 +10,20 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
-// CheckpointFS is the part of *davfs.FS the CheckpointService uses.
+// CheckpointFS is the part of *checkpoint.Store the CheckpointService uses.
 type CheckpointFS interface {
-	CreateCheckpoint(ctx context.Context, ws davfs.Workspace, opts davfs.CheckpointOptions) (davfs.Checkpoint, error)
-	ListCheckpointsHolding(ctx context.Context, ws davfs.Workspace, path string) ([]davfs.Checkpoint, bool, error)
-	CompareCheckpoint(ctx context.Context, ws davfs.Workspace, id, against, path string, withDiffs bool) (davfs.Comparison, error)
-	RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts davfs.RestoreOptions) (davfs.RestoreResult, error)
+	CreateCheckpoint(ctx context.Context, ws davfs.Workspace, opts checkpoint.CheckpointOptions) (checkpoint.Checkpoint, error)
+	ListCheckpointsHolding(ctx context.Context, ws davfs.Workspace, path string) ([]checkpoint.Checkpoint, bool, error)
+	CompareCheckpoint(ctx context.Context, ws davfs.Workspace, id, against, path string, withDiffs bool) (checkpoint.Comparison, error)
+	RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error)
 	DeleteCheckpoint(ctx context.Context, ws davfs.Workspace, id string) error
 }
 
-var _ CheckpointFS = (*davfs.FS)(nil)
+var _ CheckpointFS = (*checkpoint.Store)(nil)
 
 // maxChanges bounds the changes of one response (the rest is counted), and
 // maxChangePathBytes the bytes of their paths: 5,000 paths of up to the
@@ -49,7 +50,7 @@ func (s *CheckpointService) CreateCheckpoint(ctx context.Context, req *workspace
 	if err != nil {
 		return nil, err
 	}
-	return then(toCheckpoint)(s.fs.CreateCheckpoint(ctx, ws, davfs.CheckpointOptions{Label: req.GetLabel(), Path: req.GetPath(), Operator: operatorOf(ctx)}))
+	return then(toCheckpoint)(s.fs.CreateCheckpoint(ctx, ws, checkpoint.CheckpointOptions{Label: req.GetLabel(), Path: req.GetPath(), Operator: operatorOf(ctx)}))
 }
 
 func (s *CheckpointService) ListCheckpoints(ctx context.Context, req *workspacev1.ListCheckpointsRequest) (*workspacev1.ListCheckpointsResponse, error) {
@@ -91,7 +92,7 @@ func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspac
 	if req.GetPlanToken() == "" {
 		return nil, invalid(davfs.ReasonInvalidArgument, "plan_token is required: compare the checkpoint with the current state at this path first and pass its plan_token")
 	}
-	r, err := s.fs.RestoreCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetPath(), davfs.RestoreOptions{PlanToken: req.GetPlanToken()})
+	r, err := s.fs.RestoreCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetPath(), checkpoint.RestoreOptions{PlanToken: req.GetPlanToken(), Operator: operatorOf(ctx)})
 	if err != nil {
 		// A restore that failed after taking its undo checkpoint (kept)
 		// names it, as a failed delete does, so that the gateway audits it.
@@ -116,7 +117,7 @@ func (s *CheckpointService) DeleteCheckpoint(ctx context.Context, req *workspace
 	return &workspacev1.DeleteCheckpointResponse{}, nil
 }
 
-func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
+func toCheckpoint(c checkpoint.Checkpoint) *workspacev1.Checkpoint {
 	// davfs's manual reason, or one the table does not name, is MANUAL.
 	reason := cmp.Or(checkpointReasons[c.Reason], workspacev1.CheckpointReason_CHECKPOINT_REASON_MANUAL)
 	return &workspacev1.Checkpoint{
@@ -126,7 +127,7 @@ func toCheckpoint(c davfs.Checkpoint) *workspacev1.Checkpoint {
 	}
 }
 
-func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bool) {
+func toChanges(cs []checkpoint.CheckpointChange) ([]*workspacev1.CheckpointChange, bool) {
 	n := min(len(cs), maxChanges)
 	pathBytes := 0
 	for i, c := range cs[:n] {
@@ -135,7 +136,7 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 			break
 		}
 	}
-	return convert(cs[:n], func(c davfs.CheckpointChange) *workspacev1.CheckpointChange {
+	return convert(cs[:n], func(c checkpoint.CheckpointChange) *workspacev1.CheckpointChange {
 		// Anything but a directory is a file.
 		return &workspacev1.CheckpointChange{Path: c.Path, Kind: changeKinds[c.Kind], OldSize: c.OldSize, NewSize: c.NewSize,
 			OldMode: c.OldMode & 0o7777, NewMode: c.NewMode & 0o7777, Diff: c.Diff, DiffState: diffStates[c.DiffState],
@@ -148,22 +149,22 @@ func toChanges(cs []davfs.CheckpointChange) ([]*workspacev1.CheckpointChange, bo
 // toCheckpoint makes it MANUAL).
 var (
 	checkpointReasons = map[string]workspacev1.CheckpointReason{
-		davfs.CheckpointBeforeRestore:       workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE,
-		davfs.CheckpointBeforeProjectDelete: workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE,
-		davfs.CheckpointBeforeDelete:        workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE,
-		davfs.CheckpointBeforeWebDAVWrite:   workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE,
+		checkpoint.CheckpointBeforeRestore:       workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_RESTORE,
+		checkpoint.CheckpointBeforeProjectDelete: workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_PROJECT_DELETE,
+		checkpoint.CheckpointBeforeDelete:        workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_DELETE,
+		checkpoint.CheckpointBeforeWebDAVWrite:   workspacev1.CheckpointReason_CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE,
 	}
-	changeKinds = map[davfs.CheckpointChangeKind]workspacev1.ChangeKind{
-		davfs.CheckpointAdded:    workspacev1.ChangeKind_CHANGE_KIND_ADDED,
-		davfs.CheckpointRemoved:  workspacev1.ChangeKind_CHANGE_KIND_REMOVED,
-		davfs.CheckpointModified: workspacev1.ChangeKind_CHANGE_KIND_MODIFIED,
+	changeKinds = map[checkpoint.CheckpointChangeKind]workspacev1.ChangeKind{
+		checkpoint.CheckpointAdded:    workspacev1.ChangeKind_CHANGE_KIND_ADDED,
+		checkpoint.CheckpointRemoved:  workspacev1.ChangeKind_CHANGE_KIND_REMOVED,
+		checkpoint.CheckpointModified: workspacev1.ChangeKind_CHANGE_KIND_MODIFIED,
 	}
-	diffStates = map[davfs.DiffState]workspacev1.DiffState{
-		davfs.DiffIncluded:    workspacev1.DiffState_DIFF_STATE_INCLUDED,
-		davfs.DiffNotText:     workspacev1.DiffState_DIFF_STATE_NOT_TEXT,
-		davfs.DiffTooLarge:    workspacev1.DiffState_DIFF_STATE_TOO_LARGE,
-		davfs.DiffOverBudget:  workspacev1.DiffState_DIFF_STATE_OVER_BUDGET,
-		davfs.DiffUnavailable: workspacev1.DiffState_DIFF_STATE_UNAVAILABLE,
+	diffStates = map[checkpoint.DiffState]workspacev1.DiffState{
+		checkpoint.DiffIncluded:    workspacev1.DiffState_DIFF_STATE_INCLUDED,
+		checkpoint.DiffNotText:     workspacev1.DiffState_DIFF_STATE_NOT_TEXT,
+		checkpoint.DiffTooLarge:    workspacev1.DiffState_DIFF_STATE_TOO_LARGE,
+		checkpoint.DiffOverBudget:  workspacev1.DiffState_DIFF_STATE_OVER_BUDGET,
+		checkpoint.DiffUnavailable: workspacev1.DiffState_DIFF_STATE_UNAVAILABLE,
 	}
 )
 

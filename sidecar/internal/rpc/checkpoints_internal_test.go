@@ -5,16 +5,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 )
 
 // The changes of one response are bounded by count and by the bytes of
 // their paths (long paths would not fit in a gRPC message otherwise).
 func TestCheckpointChangesBounded(t *testing.T) {
 	long := strings.Repeat("d/", 500) // 1,000 bytes
-	var cs []davfs.CheckpointChange
+	var cs []checkpoint.CheckpointChange
 	for i := range 3000 {
-		cs = append(cs, davfs.CheckpointChange{Path: fmt.Sprintf("%s%05d", long, i), Kind: davfs.CheckpointAdded})
+		cs = append(cs, checkpoint.CheckpointChange{Path: fmt.Sprintf("%s%05d", long, i), Kind: checkpoint.CheckpointAdded})
 	}
 	out, truncated := toChanges(cs)
 	n := 0
@@ -30,7 +30,7 @@ func TestCheckpointChangesBounded(t *testing.T) {
 	// Short paths: the count bounds them.
 	cs = cs[:0]
 	for i := range maxChanges + 10 {
-		cs = append(cs, davfs.CheckpointChange{Path: fmt.Sprintf("f%05d", i)})
+		cs = append(cs, checkpoint.CheckpointChange{Path: fmt.Sprintf("f%05d", i)})
 	}
 	if out, truncated := toChanges(cs); len(out) != maxChanges || !truncated {
 		t.Fatalf("%d changes, truncated %v", len(out), truncated)

@@ -12,22 +12,23 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
 // deleteFS answers both deletes with res and err, and records the options.
 type deleteFS struct {
 	fakeFS
-	res  davfs.DeleteResult
-	opts davfs.DeleteOptions
+	res  string // the automatic checkpoint
+	opts checkpoint.DeleteOptions
 }
 
-func (f *deleteFS) DeleteEntryResult(ctx context.Context, ws davfs.Workspace, p, rev string, opts davfs.DeleteOptions) (davfs.DeleteResult, error) {
+func (f *deleteFS) DeleteEntry(ctx context.Context, ws davfs.Workspace, p, rev string, opts checkpoint.DeleteOptions) (string, error) {
 	f.opts = opts
 	return f.res, f.record("DeleteEntry "+p, ws)
 }
 
-func (f *deleteFS) DeleteProjectWith(ctx context.Context, name, confirm string, opts davfs.DeleteOptions) (davfs.DeleteResult, error) {
+func (f *deleteFS) DeleteProject(ctx context.Context, name, confirm string, opts checkpoint.DeleteOptions) (string, error) {
 	f.opts = opts
 	return f.res, f.record("DeleteProject "+name, davfs.Workspace{})
 }
@@ -51,7 +52,7 @@ func TestDeleteCheckpointOptions(t *testing.T) {
 	}
 	for name, call := range map[string]func(bool) (string, metadata.MD, error){"entry": del, "project": delProject} {
 		t.Run(name, func(t *testing.T) {
-			fs.res, fs.err = davfs.DeleteResult{AutoCheckpoint: "0123456789abcdef01234567"}, nil
+			fs.res, fs.err = "0123456789abcdef01234567", nil
 			id, _, err := call(true)
 			if err != nil || id != "0123456789abcdef01234567" || !fs.opts.SkipCheckpoint {
 				t.Fatalf("ok: %q %v, opts %+v", id, err, fs.opts)
@@ -64,7 +65,7 @@ func TestDeleteCheckpointOptions(t *testing.T) {
 			if strings.Contains(status.Convert(err).Message(), "skip_checkpoint") {
 				t.Errorf("hint on a non-limit error: %v", err)
 			}
-			fs.res = davfs.DeleteResult{}
+			fs.res = ""
 			fs.err = &davfs.Error{Code: davfs.CodeResourceExhausted, Reason: davfs.ReasonCheckpointLimit, Message: "the checkpoint does not fit"}
 			_, tr, err = call(false)
 			if status.Code(err) != codes.ResourceExhausted || reasonOf(err) != "CHECKPOINT_LIMIT" || len(tr.Get(rpcmeta.AutoCheckpoint)) != 0 ||
@@ -75,7 +76,7 @@ func TestDeleteCheckpointOptions(t *testing.T) {
 	}
 	// The sidecar's own request log says which delete went without its
 	// checkpoint.
-	fs.res, fs.err = davfs.DeleteResult{}, nil
+	fs.res, fs.err = "", nil
 	for id, skip := range map[string]bool{"req-skip": true, "req-keep": false} {
 		rctx := metadata.AppendToOutgoingContext(ctx, rpcmeta.RequestID, id)
 		if _, err := c.DeleteEntry(rctx, &workspacev1.DeleteEntryRequest{Workspace: project, Path: "d", ExpectedRevision: "r", Recursive: true, SkipCheckpoint: skip}); err != nil {

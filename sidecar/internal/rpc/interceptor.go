@@ -47,7 +47,6 @@ func Interceptor(log hclog.Logger, obs Observer) grpc.UnaryServerInterceptor {
 		start := time.Now()
 		ci := incomingCall(ctx)
 		ctx = context.WithValue(ctx, callInfoKey{}, ci)
-		ctx = davfs.WithOperator(ctx, ci.Operator) // names automatic checkpoints
 		_ = grpc.SetHeader(ctx, metadata.Pairs(rpcmeta.RequestID, ci.RequestID))
 		action := path.Base(info.FullMethod)
 		if !strings.HasPrefix(info.FullMethod, "/workspace.v1.WorkspaceService/") && !strings.HasPrefix(info.FullMethod, "/workspace.v1.CheckpointService/") {

@@ -13,6 +13,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/proctest"
 	"github.com/agentworkspace/files/internal/rpcmeta"
 )
@@ -20,11 +21,11 @@ import (
 // restoreFS answers RestoreCheckpoint with res and err.
 type restoreFS struct {
 	CheckpointFS // nil: the other methods are not used
-	res          davfs.RestoreResult
+	res          checkpoint.RestoreResult
 	err          error
 }
 
-func (f *restoreFS) RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts davfs.RestoreOptions) (davfs.RestoreResult, error) {
+func (f *restoreFS) RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error) {
 	return f.res, f.err
 }
 
@@ -46,7 +47,7 @@ func TestRestoreCheckpointFailedUndoTrailer(t *testing.T) {
 	}
 	const undo = "0123456789abcdef01234567"
 
-	fs.res = davfs.RestoreResult{AutoCheckpoint: undo}
+	fs.res = checkpoint.RestoreResult{AutoCheckpoint: undo}
 	id, tr, err := restore()
 	if err != nil || id != undo || len(tr.Get(rpcmeta.AutoCheckpoint)) != 0 {
 		t.Fatalf("ok: %q %v, trailer %v", id, err, tr)
@@ -56,7 +57,7 @@ func TestRestoreCheckpointFailedUndoTrailer(t *testing.T) {
 	if status.Code(err) != codes.Aborted || strings.Join(tr.Get(rpcmeta.AutoCheckpoint), ",") != undo {
 		t.Fatalf("failed after the undo checkpoint: %v, trailer %v", err, tr)
 	}
-	fs.res = davfs.RestoreResult{}
+	fs.res = checkpoint.RestoreResult{}
 	_, tr, err = restore()
 	if status.Code(err) != codes.Aborted || len(tr.Get(rpcmeta.AutoCheckpoint)) != 0 {
 		t.Fatalf("failed before any undo checkpoint: %v, trailer %v", err, tr)

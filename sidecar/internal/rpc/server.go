@@ -13,6 +13,7 @@ import (
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
+	"github.com/agentworkspace/files/davfs/checkpoint"
 	"github.com/agentworkspace/files/internal/rpcmeta"
 )
 
@@ -20,26 +21,35 @@ import (
 type FS interface {
 	ListProjects(ctx context.Context, pageSize int, cursor string) (davfs.ProjectPage, error)
 	CreateProject(ctx context.Context, name string) (davfs.Project, error)
-	DeleteProjectWith(ctx context.Context, name, confirmName string, opts davfs.DeleteOptions) (davfs.DeleteResult, error)
 	ListEntries(ctx context.Context, ws davfs.Workspace, dir string, pageSize int, cursor string) (davfs.Page, error)
 	ReadFile(ctx context.Context, ws davfs.Workspace, path string) (davfs.File, error)
-	CreateEntry(ctx context.Context, ws davfs.Workspace, parent, name string, typ davfs.EntryType) (davfs.Entry, error)
+	CreateEntry(ctx context.Context, ws davfs.Workspace, parent, name string, typ davfs.EntryType, use ...davfs.Use) (davfs.Entry, error)
 	UpdateFile(ctx context.Context, ws davfs.Workspace, path string, content []byte, expectedRevision string) (davfs.Entry, error)
-	MoveEntry(ctx context.Context, ws davfs.Workspace, src, dst, expectedRevision string) (davfs.Entry, error)
-	DeleteEntryResult(ctx context.Context, ws davfs.Workspace, path, expectedRevision string, opts davfs.DeleteOptions) (davfs.DeleteResult, error)
+	MoveEntry(ctx context.Context, ws davfs.Workspace, src, dst, expectedRevision string, use ...davfs.Use) (davfs.Entry, error)
 }
 
 var _ FS = (*davfs.FS)(nil)
+
+// Deleter deletes with the automatic checkpoint before (the checkpoint
+// store's composition over the core's deletes; a seam for tests). It
+// returns the automatic checkpoint's ID, also with an error.
+type Deleter interface {
+	DeleteProject(ctx context.Context, name, confirmName string, opts checkpoint.DeleteOptions) (string, error)
+	DeleteEntry(ctx context.Context, ws davfs.Workspace, path, expectedRevision string, opts checkpoint.DeleteOptions) (string, error)
+}
+
+var _ Deleter = (*checkpoint.Store)(nil)
 
 // Service is the WorkspaceService. Errors it returns are davfs errors; the
 // interceptor from Interceptor turns them into statuses.
 type Service struct {
 	workspacev1.UnimplementedWorkspaceServiceServer
-	fs FS
+	fs  FS
+	del Deleter
 }
 
-// NewService returns the service over fs.
-func NewService(fs FS) *Service { return &Service{fs: fs} }
+// NewService returns the service over fs, deleting through del.
+func NewService(fs FS, del Deleter) *Service { return &Service{fs: fs, del: del} }
 
 func (s *Service) ListProjects(ctx context.Context, req *workspacev1.ListProjectsRequest) (*workspacev1.ListProjectsResponse, error) {
 	n, err := pageSize(req.GetPageSize())
@@ -58,11 +68,12 @@ func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateProj
 }
 
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
-	r, err := s.fs.DeleteProjectWith(ctx, req.GetName(), req.GetConfirmName(), davfs.DeleteOptions{SkipCheckpoint: req.GetSkipCheckpoint()})
+	auto, err := s.del.DeleteProject(ctx, req.GetName(), req.GetConfirmName(),
+		checkpoint.DeleteOptions{SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx)})
 	if err != nil {
-		return nil, failedDelete(ctx, r, err)
+		return nil, failedDelete(ctx, auto, err)
 	}
-	return &workspacev1.DeleteProjectResponse{AutoCheckpointId: r.AutoCheckpoint}, nil
+	return &workspacev1.DeleteProjectResponse{AutoCheckpointId: auto}, nil
 }
 
 func (s *Service) ListEntries(ctx context.Context, req *workspacev1.ListEntriesRequest) (*workspacev1.ListEntriesResponse, error) {
@@ -131,21 +142,21 @@ func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryR
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.fs.DeleteEntryResult(ctx, ws, req.GetPath(), req.GetExpectedRevision(),
-		davfs.DeleteOptions{Recursive: req.GetRecursive(), SkipCheckpoint: req.GetSkipCheckpoint()})
+	auto, err := s.del.DeleteEntry(ctx, ws, req.GetPath(), req.GetExpectedRevision(), checkpoint.DeleteOptions{
+		Delete: davfs.DeleteOptions{Recursive: req.GetRecursive()}, SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx)})
 	if err != nil {
-		return nil, failedDelete(ctx, r, err)
+		return nil, failedDelete(ctx, auto, err)
 	}
-	return &workspacev1.DeleteEntryResponse{AutoCheckpointId: r.AutoCheckpoint}, nil
+	return &workspacev1.DeleteEntryResponse{AutoCheckpointId: auto}, nil
 }
 
 // failedDelete is a failed delete's error: the automatic checkpoint it took
 // first (kept) is named in a trailer, and a CHECKPOINT_LIMIT (that
 // checkpoint did not fit) says the request's skip_checkpoint overrides it.
 // The hint belongs to this API: a WebDAV DELETE has no such override.
-func failedDelete(ctx context.Context, r davfs.DeleteResult, err error) error {
-	if r.AutoCheckpoint != "" {
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(rpcmeta.AutoCheckpoint, r.AutoCheckpoint))
+func failedDelete(ctx context.Context, auto string, err error) error {
+	if auto != "" {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(rpcmeta.AutoCheckpoint, auto))
 	}
 	var de *davfs.Error
 	if !errors.As(err, &de) || de.Reason != davfs.ReasonCheckpointLimit {

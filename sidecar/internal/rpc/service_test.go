@@ -85,7 +85,8 @@ func startService(t *testing.T, fs FS) (workspacev1.WorkspaceServiceClient, *pro
 	var buf proctest.Log
 	log := hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: &buf, Level: hclog.Debug})
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(Interceptor(log, nil)))
-	workspacev1.RegisterWorkspaceServiceServer(srv, NewService(fs))
+	del, _ := fs.(Deleter) // nil: a delete panics (the interceptor recovers)
+	workspacev1.RegisterWorkspaceServiceServer(srv, NewService(fs, del))
 	conn := serve(t, srv)
 	return workspacev1.NewWorkspaceServiceClient(conn), &buf
 }
