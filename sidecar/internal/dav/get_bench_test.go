@@ -14,35 +14,32 @@ import (
 )
 
 // BenchmarkGet1KiB is a plain GET of a small file through the wrapper and
-// x/net, in process (profile with -cpuprofile: davfs opens the file twice
-// per GET, once for OpenFile's stat and once lazily on ServeContent's Seek).
+// x/net, in process (profile with -cpuprofile; docs/BENCHMARKS.md).
 func BenchmarkGet1KiB(b *testing.B) {
-	e := newBenchEnv(b)
-	if err := os.WriteFile(filepath.Join(e.projects, "demo", "f.txt"), make([]byte, 1024), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	h := New(e.fs, Options{Logger: hclog.NewNullLogger()})
-	for b.Loop() {
-		r := httptest.NewRequest("GET", "/projects/demo/f.txt", nil)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != 200 {
-			b.Fatal(w.Code)
-		}
-		io.Copy(io.Discard, w.Body)
-	}
+	e := newGetBenchEnv(b)
+	benchGet(b, New(e.fs, Options{Logger: hclog.NewNullLogger()}), "/projects/demo/f.txt")
 }
 
 // BenchmarkGet1KiBXNet is the same GET from plain x/net/webdav over
-// webdav.Dir, the baseline of BenchmarkGet1KiB (docs/BENCHMARKS.md).
+// webdav.Dir, the baseline of BenchmarkGet1KiB.
 func BenchmarkGet1KiBXNet(b *testing.B) {
+	e := newGetBenchEnv(b)
+	benchGet(b, &webdav.Handler{FileSystem: webdav.Dir(e.projects), LockSystem: webdav.NewMemLS()}, "/demo/f.txt")
+}
+
+// newGetBenchEnv is a bench env with the 1 KiB file demo/f.txt.
+func newGetBenchEnv(b *testing.B) *env {
 	e := newBenchEnv(b)
 	if err := os.WriteFile(filepath.Join(e.projects, "demo", "f.txt"), make([]byte, 1024), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	h := &webdav.Handler{FileSystem: webdav.Dir(e.projects), LockSystem: webdav.NewMemLS()}
+	return e
+}
+
+// benchGet GETs name from h in process until the benchmark ends.
+func benchGet(b *testing.B, h http.Handler, name string) {
 	for b.Loop() {
-		r := httptest.NewRequest("GET", "/demo/f.txt", nil)
+		r := httptest.NewRequest("GET", name, nil)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		if w.Code != 200 {
@@ -58,10 +55,7 @@ func BenchmarkGet1KiBXNet(b *testing.B) {
 // x/net peer does not pay) is told apart from the handler's own
 // (docs/BENCHMARKS.md, session 12).
 func BenchmarkGet1KiBLoopback(b *testing.B) {
-	e := newBenchEnv(b)
-	if err := os.WriteFile(filepath.Join(e.projects, "demo", "f.txt"), make([]byte, 1024), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	e := newGetBenchEnv(b)
 	sidecar := New(e.fs, Options{Logger: hclog.NewNullLogger()})
 	xnet := http.StripPrefix("/projects", &webdav.Handler{FileSystem: webdav.Dir(e.projects), LockSystem: webdav.NewMemLS()})
 	for _, c := range []struct {
