@@ -398,3 +398,59 @@ func Rev(ctx context.Context, e *Env, ws davfs.Workspace, p string) string {
 	}
 	return "bogus-revision"
 }
+
+// HostRel maps a workspace path to its name relative to base.
+func HostRel(ws davfs.Workspace, p string) string {
+	if ws.Scope == davfs.ScopeGlobal {
+		return path.Join("codex", p)
+	}
+	return path.Join("projects", ws.Project, p)
+}
+
+// UnblockFIFOs opens every FIFO of the layout read-write (never blocks on
+// Linux), which releases a request stuck opening it.
+func UnblockFIFOs(base string, layout []string) {
+	for _, l := range layout {
+		if name, ok := strings.CutSuffix(l, " |"); ok {
+			if f, err := os.OpenFile(filepath.Join(base, name), os.O_RDWR, 0); err == nil {
+				_ = f.Close()
+			}
+		}
+	}
+}
+
+// Modes runs fn with openat2 and with the O_NOFOLLOW fallback walk.
+func Modes(t *testing.T, fn func(t *testing.T, tweak func(*davfs.Config))) {
+	for _, m := range []struct {
+		name    string
+		disable bool
+	}{{"openat2", false}, {"fallback", true}} {
+		t.Run(m.name, func(t *testing.T) {
+			fn(t, func(c *davfs.Config) { c.DisableOpenat2 = m.disable })
+		})
+	}
+}
+
+// Poll returns what done holds, or nil when it holds nothing yet.
+func Poll(done chan error) error {
+	select {
+	case err := <-done:
+		return err
+	default:
+		return nil
+	}
+}
+
+// DirNames lists the names in the host directory dir.
+func DirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range des {
+		out = append(out, d.Name())
+	}
+	return out
+}

@@ -119,14 +119,18 @@ func StartChild(env []string, args ...string) (*Proc, error) {
 	})
 }
 
-// ServeChild is a StartChild child's server: h on 127.0.0.1:0, its address
-// printed on stdout first. It returns only on an error.
-func ServeChild(h http.Handler) error {
+// ServeChild is a StartChild child's server: h on 127.0.0.1:0 (over TLS
+// when cfg is set), its address printed on stdout first. It returns only
+// on an error.
+func ServeChild(h http.Handler, cfg *tls.Config) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	fmt.Println(ln.Addr().String())
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
+	}
 	return http.Serve(ln, h)
 }
 

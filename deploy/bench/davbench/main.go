@@ -39,10 +39,13 @@ import (
 	"golang.org/x/net/webdav"
 
 	"github.com/agentworkspace/files/deploy/bench/benchproc"
+	"github.com/agentworkspace/files/internal/pki"
 )
 
 func main() {
 	serveXNet := flag.String("serve-xnet", "", "internal: serve plain x/net/webdav over this directory")
+	xnetPKI := flag.String("xnet-pki", "", "internal: with -serve-xnet, serve it over the sidecar's mutual TLS from this pki directory")
+	flag.BoolVar(&tlsXNet, "tls-xnet", false, "serve the x/net/webdav peer over the sidecar's mutual TLS too (its certificate), for a like-for-like ratio")
 	quick := flag.Bool("quick", false, "smaller counts and shorter phases")
 	flag.IntVar(&files, "files", files, "files in the PROPFIND directory")
 	keep := flag.Bool("keep", false, "keep the prepared directory")
@@ -56,15 +59,26 @@ func main() {
 		rateDur, p99Dur = time.Second, time.Second
 	}
 	if *serveXNet != "" {
-		serveXNetChild(*serveXNet)
+		serveXNetChild(*serveXNet, *xnetPKI)
 		return
 	}
 	benchproc.Exit("davbench", run(*keep, *only))
 }
 
-// serveXNetChild is the x/net/webdav peer: exactly the plain handler.
-func serveXNetChild(dir string) {
-	err := benchproc.ServeChild(&webdav.Handler{FileSystem: webdav.Dir(dir), LockSystem: webdav.NewMemLS()})
+// serveXNetChild is the x/net/webdav peer: exactly the plain handler,
+// over the sidecar's mutual TLS (its certificate, the gateway as the only
+// client) when pkiDir is set.
+func serveXNetChild(dir, pkiDir string) {
+	var cfg *tls.Config
+	if pkiDir != "" {
+		src, err := pki.NewSource(pki.SidecarFiles(pkiDir, benchproc.BenchAgent), nil, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		cfg = src.ServerConfig(pki.GatewayURI, pki.ProtoHTTP)
+	}
+	err := benchproc.ServeChild(&webdav.Handler{FileSystem: webdav.Dir(dir), LockSystem: webdav.NewMemLS()}, cfg)
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(1)
 }
@@ -78,6 +92,8 @@ var (
 	putRounds     = 3
 	rateDur       = 2 * time.Second // of each round of a rate phase
 	p99Dur        = 3 * time.Second // of each p99 sample
+	// tlsXNet: the x/net/webdav peer serves the sidecar's mutual TLS too.
+	tlsXNet bool
 	// abMode: $AGENT_SIDECAR_BIN_B names a second sidecar build, which
 	// takes x/net/webdav's place (column and ratio), so two builds run
 	// side by side, interleaved, in one run; x/net's targets are not
@@ -265,11 +281,24 @@ func startSidecar(work, bin, root string) (*server, error) {
 }
 
 func startXNet(root string) (*server, error) {
-	p, err := benchproc.StartChild(nil, "-serve-xnet", root)
+	if !tlsXNet {
+		p, err := benchproc.StartChild(nil, "-serve-xnet", root)
+		if err != nil {
+			return nil, err
+		}
+		return &server{"x/net/webdav", "http://" + p.Addr, p}, nil
+	}
+	// The sidecar's pki directory (made when it started) and its client config.
+	c := benchproc.SidecarConfig(root)
+	p, err := benchproc.StartChild(nil, "-serve-xnet", root, "-xnet-pki", filepath.Dir(c.TLS.ClientCAFile))
 	if err != nil {
 		return nil, err
 	}
-	return &server{"x/net/webdav", "http://" + p.Addr, p}, nil
+	if p.TLS, err = benchproc.ClientTLS(c, pki.ProtoHTTP); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return &server{"x/net/webdav+TLS", "https://" + p.Addr, p}, nil
 }
 
 func nginxVersion() string {

@@ -451,6 +451,6 @@ func floorForwarder(rpcAddr, tlsDir string) int {
 		}
 		reply(w, buf.String(), err)
 	})
-	fmt.Fprintln(os.Stderr, "transport floor:", benchproc.ServeChild(mux))
+	fmt.Fprintln(os.Stderr, "transport floor:", benchproc.ServeChild(mux, nil))
 	return 1
 }

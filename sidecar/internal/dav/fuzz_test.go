@@ -70,7 +70,7 @@ func secMayResolve(base string, ws davfs.Workspace, p string) bool {
 	if ws.Scope == davfs.ScopeGlobal && p != "" && p != "AGENTS.md" && p != "skills" && !strings.HasPrefix(p, "skills/") {
 		return false
 	}
-	host := filepath.Join(base, secHostRel(ws, ""))
+	host := filepath.Join(base, sectree.HostRel(ws, ""))
 	if p == "" {
 		return true
 	}
@@ -94,7 +94,7 @@ func FuzzPath(f *testing.F) {
 		ctx := context.Background()
 		for _, env := range []*sectree.Env{e, e2} {
 			for _, ws := range []davfs.Workspace{sectree.Project("p"), sectree.Global} {
-				unblock := func() { secUnblockFIFOs(env.Base, secFuzzLayout) }
+				unblock := func() { sectree.UnblockFIFOs(env.Base, secFuzzLayout) }
 				var en davfs.Entry
 				err := sectree.WithTimeout(t, 5*time.Second, unblock, func() (err error) { en, err = env.FS.Stat(ctx, ws, p); return err })
 				sectree.CheckDavErr(t, "Stat", err, env.Base)
@@ -151,7 +151,7 @@ func secCheckListed(t *testing.T, e *sectree.Env, ws davfs.Workspace, en davfs.E
 	if sectree.ForbiddenNames[en.Name] {
 		t.Errorf("listing shows denylisted %q", en.Path)
 	}
-	fi, err := os.Lstat(filepath.Join(e.Base, secHostRel(ws, en.Path)))
+	fi, err := os.Lstat(filepath.Join(e.Base, sectree.HostRel(ws, en.Path)))
 	if err != nil {
 		t.Errorf("listing shows %q which does not exist on disk: %v", en.Path, err)
 		return
@@ -207,7 +207,7 @@ func FuzzOps(f *testing.F) {
 		names := secOpsNames()
 		before := sectree.Snapshot(t, e.Base)
 		ctx := context.Background()
-		unblock := func() { secUnblockFIFOs(e.Base, secFuzzLayout) }
+		unblock := func() { sectree.UnblockFIFOs(e.Base, secFuzzLayout) }
 		for i := 0; i+2 < len(data); i += 3 {
 			op, a, b := data[i]%14, data[i+1], data[i+2]
 			ws := sectree.Project("p")

@@ -93,7 +93,7 @@ func secRaceScenarios() []secRaceScenario {
 }
 
 func TestSecRaceSymlinkSwap(t *testing.T) {
-	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+	sectree.Modes(t, func(t *testing.T, tweak func(*davfs.Config)) {
 		for _, sc := range secRaceScenarios() {
 			t.Run(sc.name, func(t *testing.T) { secRunRace(t, sc, tweak) })
 		}
@@ -298,7 +298,7 @@ func secRaceOp(ctx context.Context, t *testing.T, e *sectree.Env, sc secRaceScen
 // workers recursively delete (and move then delete) t through davfs. The
 // recursive walk must never follow the link: the canary dir survives.
 func TestSecRaceRecursiveDelete(t *testing.T) {
-	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+	sectree.Modes(t, func(t *testing.T, tweak func(*davfs.Config)) {
 		layout := []string{"outside/t/keep1.txt", "outside/t/deep/keep2.txt", "outside/t/s/keep3.txt"}
 		e := sectree.NewEnv(t, "", layout, tweak)
 		outsideBefore := sectree.Snapshot(t, filepath.Join(e.Base, "outside"))
@@ -398,7 +398,7 @@ func secBuildQuiet(base string, files []string) {
 // fail; it must never create or replace anything outside, and no temp file
 // may stay behind.
 func TestSecSwapDuringUpload(t *testing.T) {
-	secModes(t, func(t *testing.T, tweak func(*davfs.Config)) {
+	sectree.Modes(t, func(t *testing.T, tweak func(*davfs.Config)) {
 		for _, via := range []string{"WriteStream", "WebDAV"} {
 			for _, target := range []string{"d/new.txt", "d/f.txt"} {
 				t.Run(via+" "+target, func(t *testing.T) { secSwapDuringUpload(t, tweak, via, target) })
@@ -481,7 +481,7 @@ func secSwapDuringUpload(t *testing.T, tweak func(*davfs.Config), via, target st
 	for _, df := range sectree.Diff(outsideBefore, sectree.Snapshot(t, filepath.Join(e.Base, "outside")), nil) {
 		t.Errorf("upload wrote outside the root: %s", df)
 	}
-	for _, n := range secDirNames(t, d+"-moved") {
+	for _, n := range sectree.DirNames(t, d+"-moved") {
 		if n != "f.txt" && !(err == nil && n == "new.txt") {
 			t.Errorf("the original directory holds %q after the upload (a temp file left behind?)", n)
 		}
