@@ -137,39 +137,11 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	}
 	initMethods(m)
 
-	initializer := s.countedInitializer(deps.Initializer, m)
 	p := cfg.Services.Project
-	ckCfg := cfg.Services.Checkpoints.store(p)
-	denied := append([]string(nil), p.DeniedDirectories...)
-	if n := checkpoint.DeniedName(ckCfg.Dir, p.ProjectsRootDir); n != "" {
-		denied = append(denied, n) // the store is never a Project
+	if err := s.openVolumes(cfg, deps, m); err != nil {
+		return nil, err
 	}
-	fs, err := davfs.Open(davfs.Config{
-		ProjectsRoot:        p.ProjectsRootDir,
-		CodexHome:           p.CodexHomeDir,
-		MaxEditableFileSize: p.MaxEditableFileSize,
-		MaxUploadSize:       p.MaxUploadSize,
-		MaxPageSize:         p.MaxPageSize,
-		MaxPathLength:       p.MaxPathLength,
-		MaxPathDepth:        p.MaxPathDepth,
-		DeniedNames:         denied,
-		Initializer:         initializer,
-		Logger:              s.log.Named("davfs"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open volumes: %w", err)
-	}
-	s.fs = fs
-	ck, err := checkpoint.New(fs, ckCfg, checkpoint.Options{Logger: s.log.Named("davfs"), Observer: m.Checkpoints.Observe})
-	if err != nil {
-		fs.Close()
-		return nil, fmt.Errorf("open volumes: %w", err)
-	}
-	s.ck = ck
-	if err := m.Checkpoints.RegisterStore(deps.Registry, ck.CheckpointStats); err != nil {
-		s.close()
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
+	fs, ck := s.fs, s.ck
 
 	s.grpc = s.newGRPCServer(m, p.MaxEditableFileSize)
 	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs, ck))
@@ -192,6 +164,47 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		MaxLockTimeout:           cfg.DavServer.lockTimeout(),
 	})
 	return s, nil
+}
+
+// openVolumes opens the volumes through davfs and the checkpoint store
+// beside them (its name denied as a Project when it sits under the projects
+// root), and registers the store's figures.
+func (s *Sidecar) openVolumes(cfg Config, deps Deps, m *metrics.Metrics) error {
+	initializer := s.countedInitializer(deps.Initializer, m)
+	p := cfg.Services.Project
+	ckCfg := cfg.Services.Checkpoints.store(p)
+	denied := append([]string(nil), p.DeniedDirectories...)
+	if n := checkpoint.DeniedName(ckCfg.Dir, p.ProjectsRootDir); n != "" {
+		denied = append(denied, n) // the store is never a Project
+	}
+	fs, err := davfs.Open(davfs.Config{
+		ProjectsRoot:        p.ProjectsRootDir,
+		CodexHome:           p.CodexHomeDir,
+		MaxEditableFileSize: p.MaxEditableFileSize,
+		MaxUploadSize:       p.MaxUploadSize,
+		MaxPageSize:         p.MaxPageSize,
+		MaxPathLength:       p.MaxPathLength,
+		MaxPathDepth:        p.MaxPathDepth,
+		DeniedNames:         denied,
+		Initializer:         initializer,
+		Logger:              s.log.Named("davfs"),
+	})
+	if err != nil {
+		return fmt.Errorf("open volumes: %w", err)
+	}
+	s.fs = fs
+	ck, err := checkpoint.New(fs, ckCfg, checkpoint.Options{Logger: s.log.Named("davfs"), Observer: m.Checkpoints.Observe})
+	if err != nil {
+		fs.Close()
+		return fmt.Errorf("open volumes: %w", err)
+	}
+	s.ck = ck
+	if err := m.Checkpoints.RegisterStore(deps.Registry, ck.CheckpointStats); err != nil {
+		s.close()
+		return fmt.Errorf("metrics: %w", err)
+	}
+
+	return nil
 }
 
 // close releases the checkpoint store's fds, then the volumes'.
