@@ -48,7 +48,7 @@ export class Session implements SessionPort {
     if (ss.kind === 'no-access') {
       s.session = null;
       s.scopes.clear();
-      s.screen = { kind: 'no-access', operator: ss.operator };
+      s.screen = { kind: 'no-access', operator: ss.operator, signOutUrl: ss.signOutUrl };
       this.#c.update();
       return;
     }
