@@ -64,7 +64,8 @@ build() {
 if [ "${1:-}" = oauth2-proxy ]; then
   bin=$root/oauth2-proxy-$(modhash oauth2-proxy)
   mkdir -p "$bin"
-  build oauth2-proxy oauth2-proxy github.com/oauth2-proxy/oauth2-proxy/v7 "-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=v7.15.6"
+  v=$(cd oauth2-proxy && "$GO" list -m -f '{{.Version}}' github.com/oauth2-proxy/oauth2-proxy/v7) # the version go.mod pins
+  build oauth2-proxy oauth2-proxy github.com/oauth2-proxy/oauth2-proxy/v7 "-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$v"
   echo "$bin/oauth2-proxy"
   exit 0
 fi

@@ -63,6 +63,7 @@ func ProxyArgs(cfg *mockoidc.Config, url, upstream string) []string {
 		"--email-domain=*",
 		"--scope=openid email profile groups",
 		"--oidc-groups-claim=groups",
+		"--code-challenge-method=S256",
 		"--pass-user-headers=true",
 		"--skip-auth-strip-headers=true",
 		"--reverse-proxy=false",
