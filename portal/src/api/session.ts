@@ -42,7 +42,7 @@ function toState(r: Response, b: unknown): SessionState {
   if (r.ok) {
     const s = (b ?? {}) as Partial<SessionInfo>;
     const session: SessionInfo = { operator: s.operator ?? '', role: s.role ?? '', csrf_token: s.csrf_token ?? '' };
-    if (s.sso) Object.assign(session, { sso: true, sign_out_url: s.sign_out_url ?? '' });
+    if (s.sso) Object.assign(session, { sso: true, sign_out_url: sameOrigin(s.sign_out_url) ? s.sign_out_url : '' });
     if (session.role && session.role !== 'admin') return { kind: 'no-access', operator: session.operator, ...proxySignOut(session) };
     return { kind: 'signed-in', session };
   }
@@ -59,8 +59,13 @@ export function signOutUrl(signOut: string, back = '/'): string {
   return `${signOut}?rd=${encodeURIComponent(back)}`;
 }
 
+/** Only a path on the portal's own origin is followed. */
+function sameOrigin(p: unknown): p is string {
+  return typeof p === 'string' && p.startsWith('/') && !p.startsWith('//') && !p.includes('\\');
+}
+
 function proxySignOut(s: Partial<SessionInfo>): { signOutUrl?: string } {
-  return s.sso && typeof s.sign_out_url === 'string' && s.sign_out_url.startsWith('/') ? { signOutUrl: signOutUrl(s.sign_out_url) } : {};
+  return s.sso && sameOrigin(s.sign_out_url) ? { signOutUrl: signOutUrl(s.sign_out_url) } : {};
 }
 
 export async function currentSession(): Promise<SessionState> {
