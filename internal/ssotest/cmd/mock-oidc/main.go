@@ -1,6 +1,7 @@
 // Command mock-oidc runs oauth2-proxy's mockoidc, a real OpenID Connect
 // provider for tests (the portal's browser tests, docs/sso.md), on
-// 127.0.0.1:0. It prints one JSON line on stderr with its address, issuer
+// 127.0.0.1:0 (--listen ADDR: another address, such as a node's bridge
+// address its pods reach). It prints one JSON line on stderr with its address, issuer
 // and client credentials ({"@message":"listening","server":"oidc",...}),
 // then reads users as JSON lines on stdin ({"name","email","groups"}),
 // queues each for the next login and answers {"@message":"queued"}. A line
@@ -13,7 +14,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -23,7 +26,14 @@ import (
 )
 
 func main() {
-	m, err := ssotest.NewOIDC(nil)
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	flag.Parse()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mock-oidc:", err)
+		os.Exit(1)
+	}
+	m, err := ssotest.NewOIDC(ln)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mock-oidc:", err)
 		os.Exit(1)
