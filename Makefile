@@ -55,6 +55,11 @@ test-portal: build ## Portal unit tests (Vitest) and browser end-to-end tests (P
 k8s-tools: ## Build kube-apiserver, kubectl, kubelet, ..., etcd, CoreDNS, kube-router (cached outside the repo; see deploy/k8s/tools)
 	deploy/scripts/k8s-tools.sh >/dev/null
 	deploy/scripts/k8s-tools.sh kube-router >/dev/null
+	deploy/scripts/k8s-tools.sh oauth2-proxy >/dev/null
+
+.PHONY: oauth2-proxy
+oauth2-proxy: ## Build the pinned oauth2-proxy (SSO tests, gateway image; cached outside the repo, about 2 min cold; see docs/sso.md)
+	deploy/scripts/k8s-tools.sh oauth2-proxy >/dev/null
 
 # The Kubernetes tiers (deploy/k8s/tier, README "Kubernetes tiers"): root,
 # each bounded by its own timeout; they fail, never skip, when something is missing.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes commands the Kubernetes test tiers run (kube-apiserver,
 # kubectl, kubelet, kube-scheduler, kube-controller-manager, kube-proxy, etcd,
-# CoreDNS; with the argument kube-router, kube-router instead) from the Go
+# CoreDNS; with the argument kube-router, kube-router instead; with the
+# argument oauth2-proxy, oauth2-proxy instead: the SSO tests and the gateway
+# image need it, see docs/sso.md) from the Go
 # module proxy, using the wrapper modules under
 # deploy/k8s/tools, into a cache outside the repository:
 #
@@ -55,6 +57,18 @@ build() {
   fi
   ln -f "$modcache/$name" "$bin/$name" 2>/dev/null || cp "$modcache/$name" "$bin/$name"
 }
+
+# oauth2-proxy only on request (the SSO tests, the gateway image): it prints
+# its path. Cached by its own module's hash only, so it neither needs nor
+# changes the Kubernetes set.
+if [ "${1:-}" = oauth2-proxy ]; then
+  bin=$root/oauth2-proxy-$(modhash oauth2-proxy)
+  mkdir -p "$bin"
+  v=$(cd oauth2-proxy && "$GO" list -m -f '{{.Version}}' github.com/oauth2-proxy/oauth2-proxy/v7) # the version go.mod pins
+  build oauth2-proxy oauth2-proxy github.com/oauth2-proxy/oauth2-proxy/v7 "-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$v"
+  echo "$bin/oauth2-proxy"
+  exit 0
+fi
 
 # kube-router only on request (make test-k8s-netpol): it prints its path.
 if [ "${1:-}" = kube-router ]; then

@@ -52,14 +52,16 @@ test('logout signs out; a non-admin sees the no-access page', async () => {
   await $('[data-testid="agent-select"]').waitFor();
 });
 
-test('trusted proxy: an admin group member just works (no login, no sign-out), others get no access', async () => {
+test('trusted proxy: an admin group member just works (no login; shown as SSO, with the proxy\'s sign-out), others get no access', async () => {
   const proxied = await context.newPage();
   try {
     await proxied.setExtraHTTPHeaders({ 'X-Forwarded-User': 'carol', 'X-Forwarded-Groups': 'staff, workspace-admins' });
     await proxied.goto(gw.url + '/');
     await proxied.locator('[data-testid="agent-select"]').waitFor();
     expect((await proxied.locator('[data-testid="operator"]').textContent()) === 'carol', 'operator from the proxy');
-    expect((await proxied.locator('[data-testid="logout"]').count()) === 0, 'no sign-out under a proxy');
+    expect((await proxied.locator('[data-testid="sso"]').textContent()) === 'via SSO', 'signed in via SSO shown');
+    expect((await proxied.locator('[data-testid="logout"]').count()) === 1, 'the proxy\'s sign-out offered');
+    expect((await proxied.locator('[data-testid="login-form"]').count()) === 0, 'no token login under a proxy');
     await proxied.locator('.project-row[data-project="alpha-only"]').waitFor();
     await proxied.setExtraHTTPHeaders({ 'X-Forwarded-User': 'dave', 'X-Forwarded-Groups': 'staff' });
     await proxied.goto(gw.url + '/');

@@ -354,3 +354,120 @@ export function tempBase() {
   fs.chmodSync(base, 0o755);
   return base;
 }
+
+/**
+ * The single sign-on chain's binaries (docs/sso.md): oauth2-proxy, the
+ * pinned release deploy/scripts/k8s-tools.sh builds from the Go module proxy
+ * (about 2 min cold, then cached outside the repo), and mock-oidc, mockoidc
+ * as a command (internal/ssotest/cmd/mock-oidc). $OAUTH2_PROXY_BIN and
+ * $MOCK_OIDC_BIN override them.
+ */
+export function ssoBinaries(tmp, log) {
+  let proxy = process.env.OAUTH2_PROXY_BIN;
+  if (!proxy) {
+    log('oauth2-proxy: deploy/scripts/k8s-tools.sh oauth2-proxy (cached; a cold build takes minutes)');
+    proxy = execFileSync(path.join(REPO, 'deploy/scripts/k8s-tools.sh'), ['oauth2-proxy'], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] })
+      .toString()
+      .trim();
+  }
+  let oidc = process.env.MOCK_OIDC_BIN;
+  if (!oidc) {
+    oidc = path.join(tmp, 'mock-oidc');
+    execFileSync('go', ['build', '-o', oidc, './internal/ssotest/cmd/mock-oidc'], { cwd: REPO, stdio: 'inherit' });
+  }
+  return { proxy, oidc };
+}
+
+/** mockoidc (the mock-oidc command): users are queued for the next login. */
+export class Oidc {
+  constructor(bin) {
+    this.bin = bin;
+    this.logs = [];
+    this.waiting = [];
+  }
+
+  async start() {
+    this.child = spawn(this.bin, [], { stdio: ['pipe', 'ignore', 'pipe'] });
+    children.add(this.child);
+    this.child.once('exit', () => children.delete(this.child));
+    const ready = new Promise((resolve, reject) => {
+      this.child.once('exit', (code) => reject(new Error(`mock-oidc exited (${code})\n${this.logs.join('\n')}`)));
+      readline.createInterface({ input: this.child.stderr }).on('line', (line) => {
+        this.logs.push(line);
+        let m;
+        try {
+          m = JSON.parse(line);
+        } catch {
+          return;
+        }
+        if (m['@message'] === 'listening') resolve(m);
+        else this.waiting.shift()?.(m);
+      });
+    });
+    const m = await ready;
+    this.issuer = m.issuer;
+  }
+
+  #ask(obj) {
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.child.stdin.write(JSON.stringify(obj) + '\n');
+    });
+  }
+
+  /** Queues {name, email, groups} as the user of the next login. */
+  async queue(user) {
+    const m = await this.#ask(user);
+    if (m['@message'] !== 'queued') throw new Error(`mock-oidc: ${JSON.stringify(m)}`);
+  }
+
+  /** oauth2-proxy's flags for a proxy at url in front of upstream (ssotest.ProxyArgs). */
+  async proxyArgs(url, upstream) {
+    return (await this.#ask({ proxyArgs: { url, upstream } })).args;
+  }
+
+  stop() {
+    this.child?.stdin.end();
+  }
+}
+
+/**
+ * The built oauth2-proxy in front of upstream against oidc, on 127.0.0.1:0:
+ * the listener is opened here and handed over as fd 3 (socket activation,
+ * --http-address=fd:3), since the proxy prints no address it bound.
+ */
+export class OAuth2Proxy {
+  constructor(bin) {
+    this.bin = bin;
+    this.logs = [];
+  }
+
+  async start(oidc, upstream) {
+    const net = await import('node:net');
+    const server = net.createServer();
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${server.address().port}`;
+    const args = await oidc.proxyArgs(this.url, upstream);
+    this.child = spawn('/bin/sh', ['-c', 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"', this.bin, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe', server._handle.fd],
+    });
+    children.add(this.child);
+    this.child.once('exit', () => children.delete(this.child));
+    for (const s of [this.child.stdout, this.child.stderr]) readline.createInterface({ input: s }).on('line', (l) => this.logs.push(l));
+    server.close();
+    for (let i = 0; ; i++) {
+      if (this.child.exitCode !== null) throw new Error(`oauth2-proxy exited during start-up\n${this.logs.join('\n')}`);
+      try {
+        if ((await fetch(this.url + '/ping')).ok) return;
+      } catch {
+        // not yet listening
+      }
+      if (i > 300) throw new Error(`oauth2-proxy: no /ping answer\n${this.logs.join('\n')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  stop() {
+    this.child?.kill('SIGTERM');
+  }
+}

@@ -149,7 +149,7 @@ export class App implements AppContext {
       case 'login':
         return loginView(s, (token) => void this.session.login(token));
       case 'no-access':
-        return noAccessView(s.operator, () => void this.session.logout());
+        return noAccessView(s.operator, () => (s.signOutUrl ? location.assign(s.signOutUrl) : void this.session.logout()), !!s.signOutUrl);
       case 'app':
         return agentsPageView(this);
     }

@@ -43,6 +43,10 @@ func (n *node) deploy() {
 	writeFile(t, sessionKeys, base64.StdEncoding.EncodeToString(key)+"\n", 0o600)
 	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "agent-gateway-session", "--from-file=keys="+sessionKeys)
 	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "openai-api-key", "--from-literal=OPENAI_API_KEY=sk-tier-not-a-key")
+	// The oauth2-proxy container's client and cookie secret (docs/sso.md):
+	// it starts without reaching the provider (skip_oidc_discovery).
+	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "oauth2-proxy-oidc", "--from-literal=client-id=tier",
+		"--from-literal=client-secret=tier-not-a-secret", "--from-literal=cookie-secret="+randomHex(16))
 	// Mutual TLS between the gateway and the sidecars, as the README tells
 	// an operator: agent-gateway certs, then one Secret per sidecar and one
 	// for the gateway.

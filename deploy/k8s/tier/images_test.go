@@ -120,6 +120,16 @@ func TestImages(t *testing.T) {
 		dk.must("load", "-q", "-i", filepath.Join(images, img+".tar"))
 	}
 
+	// The dev overlay's single sign-on container runs /oauth2-proxy from the
+	// gateway image (docs/sso.md): the pinned release, read-only, as 65532.
+	t.Run("gateway image carries the pinned oauth2-proxy", func(t *testing.T) {
+		out := dk.must("run", "--rm", "--read-only", "--network", "none", "--cap-drop", "ALL", "--user", "65532:65532",
+			"--entrypoint", "/oauth2-proxy", "agent-gateway:dev", "--version")
+		if !strings.Contains(out, "oauth2-proxy v7.15.6") {
+			t.Errorf("/oauth2-proxy --version = %q, want v7.15.6 (deploy/k8s/tools/oauth2-proxy/go.mod)", out)
+		}
+	})
+
 	t.Run("sidecar image is small", func(t *testing.T) {
 		size, _ := strconv.ParseInt(dk.must("image", "inspect", "-f", "{{.Size}}", "agent-sidecar:dev"), 10, 64)
 		t.Logf("agent-sidecar:dev is %d MB", size/1e6)

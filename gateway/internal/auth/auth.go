@@ -109,6 +109,7 @@ type Authenticator struct {
 	tokens   []token
 	proxy    *config.TrustedProxy
 	prefixes []netip.Prefix
+	admins   []string // the trusted proxy's admin groups
 	sessions *session.Store
 }
 
@@ -123,6 +124,7 @@ func New(cfg config.Auth, sessions *session.Store) *Authenticator {
 	}
 	if cfg.TrustedProxy != nil {
 		a.prefixes = cfg.TrustedProxy.Prefixes()
+		a.admins = cfg.TrustedProxy.Admins()
 	}
 	return a
 }
@@ -216,14 +218,8 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 		id.Method = method
 		return id, nil
 	}
-	if a.proxy != nil && a.TrustedPeer(r) {
-		if user := strings.TrimSpace(r.Header.Get(a.proxy.UserHeader)); user != "" {
-			role := "user"
-			if slices.Contains(splitGroups(r.Header.Values(a.proxy.GroupsHeader)), a.proxy.AdminGroup) {
-				role = config.RoleAdmin
-			}
-			return Identity{Operator: user, Role: role, Method: MethodProxy}, nil
-		}
+	if id, ok := a.fromProxy(r); ok {
+		return id, nil
 	}
 	if c, err := r.Cookie(session.CookieName); err == nil && c.Value != "" && a.sessions != nil {
 		s, ok := a.sessions.Get(c.Value)
@@ -238,10 +234,47 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	return Identity{}, ErrNoCredentials
 }
 
+// fromProxy returns the trusted proxy's identity: only from a trusted peer
+// with a user header; the admin role only for a member of one of the
+// configured admin groups (none configured: nobody is an admin).
+func (a *Authenticator) fromProxy(r *http.Request) (Identity, bool) {
+	if a.proxy == nil || !a.TrustedPeer(r) {
+		return Identity{}, false
+	}
+	user := strings.TrimSpace(r.Header.Get(a.proxy.UserHeader))
+	if user == "" {
+		return Identity{}, false
+	}
+	role := "user"
+	groups := splitGroups(r.Header.Values(a.proxy.GroupsHeader))
+	if slices.ContainsFunc(a.admins, func(g string) bool { return slices.Contains(groups, g) }) {
+		role = config.RoleAdmin
+	}
+	return Identity{Operator: user, Role: role, Method: MethodProxy}, true
+}
+
+// StripIdentity removes the trusted proxy's identity headers once the
+// request is authenticated: nothing behind the auth layer (the WebDAV
+// proxy to a sidecar, the REST handlers, the audit) sees them.
+func (a *Authenticator) StripIdentity(r *http.Request) {
+	if a.proxy != nil {
+		r.Header.Del(a.proxy.UserHeader)
+		r.Header.Del(a.proxy.GroupsHeader)
+	}
+}
+
+// SignOutPath is the trusted proxy's sign-out path, "" without a proxy.
+func (a *Authenticator) SignOutPath() string {
+	if a.proxy == nil {
+		return ""
+	}
+	return a.proxy.SignOut()
+}
+
 func splitGroups(values []string) []string {
 	var out []string
 	for _, v := range values {
-		out = append(out, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == ';' })...)
+		out = append(out, strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(config.GroupSeparators, r) })...)
 	}
 	return out
 }

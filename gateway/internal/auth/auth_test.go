@@ -273,3 +273,45 @@ func TestPublicIsExact(t *testing.T) {
 		t.Error("a POST is never public")
 	}
 }
+
+// auth.trustedProxy.adminGroups maps groups to the admin role beside
+// adminGroup; a user in none of them (or in no group at all) is not an
+// admin, and without any admin group configured nobody is.
+func TestProxyAdminGroups(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		adminGroup string
+		groups     []string
+		header     string
+		admin      bool
+	}{
+		{"adminGroups member", "", []string{"ops", "files-admins"}, "devs, files-admins", true},
+		{"adminGroup still counts beside adminGroups", "admins", []string{"ops"}, "admins", true},
+		{"in no admin group", "admins", []string{"ops"}, "devs", false},
+		{"no groups header", "admins", []string{"ops"}, "", false},
+		{"tab separated", "", []string{"ops"}, "devs\tops", true},
+		{"no admin group configured", "", nil, "admins", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := New(config.Auth{TrustedProxy: &config.TrustedProxy{CIDRs: []string{"127.0.0.1/32"},
+				UserHeader: "X-Forwarded-User", GroupsHeader: "X-Forwarded-Groups", AdminGroup: c.adminGroup, AdminGroups: c.groups}}, nil)
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = "127.0.0.1:1"
+			r.Header.Set("X-Forwarded-User", "carol")
+			if c.header != "" {
+				r.Header.Set("X-Forwarded-Groups", c.header)
+			}
+			id, err := a.Authenticate(r)
+			if err != nil || id.Method != MethodProxy || id.Operator != "carol" {
+				t.Fatalf("identity %+v, %v", id, err)
+			}
+			if id.Admin() != c.admin {
+				t.Errorf("admin = %v, want %v", id.Admin(), c.admin)
+			}
+			a.StripIdentity(r)
+			if r.Header.Get("X-Forwarded-User") != "" || r.Header.Get("X-Forwarded-Groups") != "" {
+				t.Error("StripIdentity left the identity headers")
+			}
+		})
+	}
+}

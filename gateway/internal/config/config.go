@@ -234,13 +234,44 @@ type Token struct {
 	SHA256   string `yaml:"sha256"`
 }
 
-// TrustedProxy names an authenticating reverse proxy whose identity headers
-// are believed only when the TCP peer is inside CIDRs.
+// TrustedProxy names an authenticating reverse proxy (oauth2-proxy, see
+// docs/sso.md) whose identity headers are believed only when the TCP peer
+// is inside CIDRs (127.0.0.1/32 for a proxy in the gateway's pod).
 type TrustedProxy struct {
 	CIDRs        []string `yaml:"cidrs"`
 	UserHeader   string   `yaml:"userHeader"`
 	GroupsHeader string   `yaml:"groupsHeader"`
-	AdminGroup   string   `yaml:"adminGroup"`
+	// AdminGroup and AdminGroups map groups to the admin role: a member
+	// of any of them is an admin, everyone else is refused (403).
+	AdminGroup  string   `yaml:"adminGroup"`
+	AdminGroups []string `yaml:"adminGroups"`
+	// SignOutPath is where the portal sends the browser to sign out of
+	// the proxy, with the proxy's rd parameter back to the portal;
+	// default DefaultSignOutPath.
+	SignOutPath string `yaml:"signOutPath"`
+}
+
+// DefaultSignOutPath is oauth2-proxy's sign-out endpoint.
+const DefaultSignOutPath = "/oauth2/sign_out"
+
+// Admins returns the groups whose members get the admin role (adminGroup
+// and adminGroups together); call only after Validate succeeded.
+func (p *TrustedProxy) Admins() []string {
+	var out []string
+	for _, g := range append([]string{p.AdminGroup}, p.AdminGroups...) {
+		if g = strings.TrimSpace(g); g != "" && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// SignOut returns SignOutPath or its default.
+func (p *TrustedProxy) SignOut() string {
+	if p.SignOutPath == "" {
+		return DefaultSignOutPath
+	}
+	return p.SignOutPath
 }
 
 // Prefixes parses CIDRs; call only after Validate succeeded.
@@ -465,10 +496,24 @@ func (p *TrustedProxy) validate(bad func(key, format string, args ...any)) {
 	if !headerRe.MatchString(p.GroupsHeader) {
 		bad("auth.trustedProxy.groupsHeader", "required header name (for example X-Forwarded-Groups)")
 	}
-	if strings.TrimSpace(p.AdminGroup) == "" {
-		bad("auth.trustedProxy.adminGroup", "required")
+	if strings.ContainsAny(p.AdminGroup, GroupSeparators) {
+		bad("auth.trustedProxy.adminGroup", "%q: a group name cannot hold commas, semicolons or spaces (the groups header is split on them)", p.AdminGroup)
+	}
+	for i, g := range p.AdminGroups {
+		if g == "" || strings.ContainsAny(g, GroupSeparators) {
+			bad(fmt.Sprintf("auth.trustedProxy.adminGroups[%d]", i), "%q: a group name cannot be empty or hold commas, semicolons or spaces (the groups header is split on them)", g)
+		}
+	}
+	if len(p.Admins()) == 0 {
+		bad("auth.trustedProxy.adminGroups", "name at least one group whose members are admins (adminGroup or adminGroups): with none, every user of the proxy is refused")
+	}
+	if sp := p.SignOutPath; sp != "" && (!strings.HasPrefix(sp, "/") || strings.HasPrefix(sp, "//") || strings.ContainsAny(sp, "?#\\ ")) {
+		bad("auth.trustedProxy.signOutPath", "%q must be a path on the portal's origin without a query (for example %s)", sp, DefaultSignOutPath)
 	}
 }
+
+// GroupSeparators split the trusted proxy's groups header into groups.
+const GroupSeparators = ", ;\t"
 
 // validate checks webdav.unconditionalWrites.
 func (w WebDAV) validate(bad func(key, format string, args ...any)) {

@@ -84,7 +84,11 @@ func TestValidate(t *testing.T) {
 		{"no operator", r(`operator: alice`, `operator: ""`), []string{"auth.tokens[0].operator"}},
 		{"no role", r(`role: admin`, `role: ""`), []string{"auth.tokens[0].role"}},
 		{"bad cidr", r(`["10.0.0.0/8"]`, `["10.0.0.0/8", "nope"]`), []string{"auth.trustedProxy.cidrs[1]"}},
-		{"no admin group", r(`adminGroup: workspace-admins`, `adminGroup: ""`), []string{"auth.trustedProxy.adminGroup"}},
+		{"no admin group", r(`adminGroup: workspace-admins`, `adminGroup: ""`), []string{"auth.trustedProxy.adminGroups: name at least one group"}},
+		{"empty adminGroups", r(`adminGroup: workspace-admins`, `adminGroups: []`), []string{"auth.trustedProxy.adminGroups: name at least one group"}},
+		{"bad adminGroups entry", r(`adminGroup: workspace-admins`, `adminGroups: [ops, "a,b", ""]`), []string{"auth.trustedProxy.adminGroups[1]", "auth.trustedProxy.adminGroups[2]"}},
+		{"adminGroup with a space", r(`adminGroup: workspace-admins`, `adminGroup: "workspace admins"`), []string{"auth.trustedProxy.adminGroup: \"workspace admins\""}},
+		{"signOutPath not a path", r(`adminGroup: workspace-admins`, "adminGroup: workspace-admins\n    signOutPath: https://evil.example/"), []string{"auth.trustedProxy.signOutPath"}},
 		{"keep without writable", r(`webdav: { writable: false }`, `webdav: { writable: false, unconditionalWrites: keep }`), []string{"webdav.unconditionalWrites"}},
 		{"bad unconditionalWrites", r(`webdav: { writable: false }`, `webdav: { writable: true, unconditionalWrites: allow }`), []string{"webdav.unconditionalWrites"}},
 		{"several at once", func(s string) string {

@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"github.com/agentworkspace/files/contracts/errtable"
 	"io"
 	"net/http"
 	"strings"
@@ -149,7 +150,7 @@ func New(opts Options) (*Server, error) {
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})), admin)
 
 	e.POST(APIPrefix+"/session", s.login)
-	e.GET(APIPrefix+"/session", s.whoami, admin)
+	e.GET(APIPrefix+"/session", s.whoami)
 	e.DELETE(APIPrefix+"/session", s.logout)
 	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
 	e.GET(APIPrefix+"/agents/:agent_id/watch", s.watch, admin)
@@ -330,6 +331,7 @@ func (s *Server) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		if !auth.CheckCSRF(id, r) {
 			return s.deny(c, codes.PermissionDenied, "missing or invalid "+auth.CSRFHeader+" header")
 		}
+		s.opts.Auth.StripIdentity(r)
 		authenticatedBody(r, s.opts.BodyIdleTimeout)
 		c.SetRequest(r.WithContext(auth.WithIdentity(r.Context(), id)))
 		return next(c)
@@ -374,6 +376,22 @@ type sessionResponse struct {
 	Operator  string `json:"operator"`
 	Role      string `json:"role"`
 	CSRFToken string `json:"csrf_token,omitempty"`
+	// SSO is set when the identity comes from the trusted proxy (the
+	// portal then has no token login and signs out at SignOutURL).
+	SSO        bool   `json:"sso,omitempty"`
+	SignOutURL string `json:"sign_out_url,omitempty"`
+}
+
+// sessionOf describes id to the portal.
+func (s *Server) sessionOf(id auth.Identity) sessionResponse {
+	out := sessionResponse{Operator: id.Operator, Role: id.Role}
+	if id.Session != nil {
+		out.CSRFToken = id.Session.CSRFToken
+	}
+	if id.Method == auth.MethodProxy {
+		out.SSO, out.SignOutURL = true, s.opts.Auth.SignOutPath()
+	}
+	return out
 }
 
 func (s *Server) login(c echo.Context) error {
@@ -407,13 +425,31 @@ func (s *Server) login(c echo.Context) error {
 	return c.JSON(http.StatusOK, sessionResponse{Operator: sess.Operator, Role: sess.Role, CSRFToken: sess.CSRFToken})
 }
 
+// whoami is GET /session: who is signed in (admins only, like every
+// route). A non-admin gets the usual 403 error, which also names them and,
+// signed in by the trusted proxy, where to sign out (the portal's "no
+// access" page offers that).
 func (s *Server) whoami(c echo.Context) error {
-	id, _ := auth.FromContext(c.Request().Context())
-	out := sessionResponse{Operator: id.Operator, Role: id.Role}
-	if id.Session != nil {
-		out.CSRFToken = id.Session.CSRFToken
+	r := c.Request()
+	id, err := s.opts.Auth.Authenticate(r)
+	if err != nil {
+		return s.deny(c, codes.Unauthenticated, "authentication required")
 	}
-	return c.JSON(http.StatusOK, out)
+	if id.Admin() {
+		return c.JSON(http.StatusOK, s.sessionOf(id))
+	}
+	s.authFailure("403")
+	buf, err := marshalError(s.marshaler, withReason(errtable.Status(codes.PermissionDenied, workspacev1.ErrorReason_FORBIDDEN.String(), "admin role required")))
+	var body map[string]any
+	if err != nil || json.Unmarshal(buf, &body) != nil {
+		return s.deny(c, codes.PermissionDenied, "admin role required")
+	}
+	who := s.sessionOf(id)
+	body["operator"], body["role"] = who.Operator, who.Role
+	if who.SSO {
+		body["sso"], body["sign_out_url"] = true, who.SignOutURL
+	}
+	return c.JSON(http.StatusForbidden, body)
 }
 
 // logout ends the cookie session (CSRF header required when the session is

@@ -3,7 +3,7 @@
 // place (nothing on the page is dropped); without unsaved text the page goes
 // back to the login form. The screens are in views/login.ts.
 import { describeError, isUnauthenticated } from '../api/errors';
-import { currentSession, login, logout, type SessionState } from '../api/session';
+import { currentSession, login, logout, signOutUrl, type SessionState } from '../api/session';
 import type { AgentsPort, FilesPort, SessionPort, Shell } from './ports';
 import * as ed from '../state/editorState';
 import { isStale } from '../state/scope';
@@ -48,7 +48,7 @@ export class Session implements SessionPort {
     if (ss.kind === 'no-access') {
       s.session = null;
       s.scopes.clear();
-      s.screen = { kind: 'no-access', operator: ss.operator };
+      s.screen = { kind: 'no-access', operator: ss.operator, signOutUrl: ss.signOutUrl };
       this.#c.update();
       return;
     }
@@ -74,6 +74,12 @@ export class Session implements SessionPort {
   async logout(): Promise<void> {
     if (!(await this.#c.files.confirmDiscard('Signing out'))) return;
     const s = this.#c.state;
+    if (s.session?.sso && s.session.sign_out_url) {
+      // Signed in by the single sign-on proxy: it signs out (its cookie)
+      // and sends the browser back to the portal, where it signs in again.
+      location.assign(signOutUrl(s.session.sign_out_url));
+      return;
+    }
     const csrf = s.session?.csrf_token ?? '';
     try {
       await logout(csrf);
@@ -93,6 +99,13 @@ export class Session implements SessionPort {
   fail(err: unknown, prefix = ''): void {
     if (isStale(err)) return;
     if (isUnauthenticated(err)) {
+      if (this.#c.state.session?.sso) {
+        // The proxy passed no identity: its session ended. A reload goes
+        // through its sign-in (no token login here); drafts stay stored.
+        this.#c.files.flushDraft();
+        location.reload();
+        return;
+      }
       if (ed.isDirty(this.#c.state.scopes.current?.state.file)) void this.reauthenticate();
       else this.#sessionEnded();
       return;

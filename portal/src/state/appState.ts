@@ -33,7 +33,7 @@ export interface AgentState {
 export type Screen =
   | { kind: 'loading' }
   | { kind: 'login'; message: string; busy: boolean }
-  | { kind: 'no-access'; operator: string }
+  | { kind: 'no-access'; operator: string; signOutUrl?: string }
   | { kind: 'error'; message: string }
   | { kind: 'app' };
 

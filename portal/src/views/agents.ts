@@ -54,9 +54,10 @@ export function agentsPageView(c: AppContext): TemplateResult {
       </button>
       <span class="spacer"></span>
       <span class="operator" data-testid="operator">${s.session?.operator}</span>
-      ${s.session?.csrf_token
+      ${s.session?.sso ? html`<span class="sso-badge" data-testid="sso" title="Signed in through your organisation's single sign-on">via SSO</span>` : nothing}
+      ${s.session?.csrf_token || s.session?.sign_out_url
         ? html`<button class="btn btn-small" data-testid="logout" @click=${() => void c.session.logout()}>Sign out</button>`
-        : nothing /* signed in by the trusted proxy: nothing to sign out of here */}
+        : nothing /* a trusted proxy with no sign-out of its own: nothing to sign out of here */}
     </header>
     ${noticeView(s.notice, () => {
       s.notice = null;

@@ -13,14 +13,18 @@ export function startErrorView(message: string, onRetry: () => void): TemplateRe
   </div>`;
 }
 
-export function noAccessView(operator: string, onSignOut: () => void): TemplateResult {
+export function noAccessView(operator: string, onSignOut: () => void, sso = false): TemplateResult {
   return html`<div class="center-page" data-testid="no-access">
     <h1>No access</h1>
     <p>
-      ${operator ? html`You are signed in as <strong>${operator}</strong>, but the` : 'The'}
+      ${operator ? html`You are signed in as <strong>${operator}</strong>${sso ? ' (single sign-on)' : ''}, but the` : 'The'}
       ${'Agents page is only for workspace admins.'}
     </p>
-    <p>Ask an administrator to give your account the admin role, or sign in with an admin token.</p>
+    <p>
+      ${sso
+        ? 'Ask an administrator to add your account to a workspace admin group, or sign out and sign in with another account.'
+        : 'Ask an administrator to give your account the admin role, or sign in with an admin token.'}
+    </p>
     <button class="btn" @click=${onSignOut}>Sign out</button>
   </div>`;
 }
