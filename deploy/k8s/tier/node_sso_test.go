@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentworkspace/files/internal/restwalk"
 )
 
 // sso runs the dev overlay's single sign-on on the real kubelet
@@ -43,12 +45,12 @@ func (n *node) sso() {
 		if r.status != 200 || r.json["operator"] != "ada" || r.json["sso"] != true {
 			t.Fatalf("sign-in through the proxy: %d %s", r.status, r.body)
 		}
-		f := ssoGet(t, admin, ssoURL+q("codex-a", "files", "PROJECT", "sso-demo", "notes.md"))
+		f := ssoGet(t, admin, ssoURL+restwalk.Q("codex-a", "files", "PROJECT", "sso-demo", "notes.md"))
 		if f.status != 200 {
 			t.Fatalf("read through the proxy: %d %s", f.status, f.body)
 		}
 		entry, _ := f.json["entry"].(map[string]any)
-		body, _ := json.Marshal(map[string]any{"workspace": ws("PROJECT", "sso-demo"), "path": "notes.md", "content": "edited by ada via SSO\n", "expected_revision": entry["revision"]})
+		body, _ := json.Marshal(map[string]any{"workspace": restwalk.WS("PROJECT", "sso-demo"), "path": "notes.md", "content": "edited by ada via SSO\n", "expected_revision": entry["revision"]})
 		if u := ssoDo(t, admin, "PUT", ssoURL+api+"/codex-a/projects/files", body, nil); u.status != 200 {
 			t.Fatalf("edit through the proxy: %d %s", u.status, u.body)
 		}
@@ -215,4 +217,13 @@ func ssoDo(t *testing.T, c *http.Client, method, url string, body []byte, hdr ma
 	r := reply{status: resp.StatusCode, body: b}
 	_ = json.Unmarshal(b, &r.json)
 	return r
+}
+
+// writeAs1000 writes p owned by UID 1000, the agent's user.
+func writeAs1000(t *testing.T, p, content string) {
+	t.Helper()
+	writeFile(t, p, content, 0o600)
+	if err := os.Lchown(p, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
 }
