@@ -45,6 +45,7 @@ type Config struct {
 	WebDAV        WebDAV       `yaml:"webdav"`
 	Audit         Audit        `yaml:"audit"`
 	Limits        Limits       `yaml:"limits"`
+	Kubernetes    Kubernetes   `yaml:"kubernetes"`
 }
 
 // Server is one listener. An empty metricsServer.address disables it.
@@ -369,6 +370,7 @@ func (c *Config) Validate() error {
 	}
 	c.WebDAV.validate(bad)
 	c.Limits.validate(bad)
+	c.Kubernetes.validate(bad)
 	errs = append(errs, c.Auth.Session.validate(c.MetricsServer.Address)...)
 	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
 		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")

@@ -91,6 +91,8 @@ func TestValidate(t *testing.T) {
 		{"signOutPath not a path", r(`adminGroup: workspace-admins`, "adminGroup: workspace-admins\n    signOutPath: https://evil.example/"), []string{"auth.trustedProxy.signOutPath"}},
 		{"keep without writable", r(`webdav: { writable: false }`, `webdav: { writable: false, unconditionalWrites: keep }`), []string{"webdav.unconditionalWrites"}},
 		{"bad unconditionalWrites", r(`webdav: { writable: false }`, `webdav: { writable: true, unconditionalWrites: allow }`), []string{"webdav.unconditionalWrites"}},
+		{"bad kubernetes namespace", r(`audit:  { file: "" }`, "audit:  { file: \"\" }\nkubernetes: { namespace: Agent_NS }"), []string{"kubernetes.namespace: \"Agent_NS\" is not a namespace name"}},
+		{"kubeconfig with spaces", r(`audit:  { file: "" }`, "audit:  { file: \"\" }\nkubernetes: { kubeconfig: \" /k \" }"), []string{"kubernetes.kubeconfig"}},
 		{"several at once", func(s string) string {
 			s = r(`timeout: 10s`, `timeout: 0s`)(s)
 			s = r(`defaultAgent: codex-a`, `defaultAgent: x`)(s)
@@ -284,5 +286,18 @@ func TestHTTPServerTimeouts(t *testing.T) {
 	}
 	if _, err := Parse(strings.NewReader(strings.Replace(good, `address: "127.0.0.1:0"`, `address: "127.0.0.1:0", bodyReadTimeout: soon`, 1))); err == nil {
 		t.Error("a timeout that is not a duration parsed")
+	}
+}
+
+func TestKubernetesBlock(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(good + "kubernetes: { kubeconfig: /k/config, namespace: agent-workspace }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil || cfg.Kubernetes.Namespace != "agent-workspace" || cfg.Kubernetes.Kubeconfig != "/k/config" {
+		t.Fatalf("%v %+v", err, cfg.Kubernetes)
+	}
+	if _, err := Parse(strings.NewReader(good + "kubernetes: { context: x }\n")); err == nil {
+		t.Fatal("unknown key under kubernetes accepted")
 	}
 }
