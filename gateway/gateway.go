@@ -22,7 +22,9 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
 	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/gateway/internal/discovery"
 	"github.com/agentworkspace/files/gateway/internal/httpapi"
+	"github.com/agentworkspace/files/gateway/internal/kube"
 	"github.com/agentworkspace/files/gateway/internal/metrics"
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 	"github.com/agentworkspace/files/gateway/internal/portal"
@@ -44,6 +46,9 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
+	// Kube is the Kubernetes client for agentRuntime.discovery; nil builds
+	// one from the kubernetes: block (tests hand in their own).
+	Kube *kube.Client
 }
 
 // Gateway is a configured, not yet listening gateway.
@@ -56,6 +61,7 @@ type Gateway struct {
 	peers   *session.Peers // nil without auth.session.peers
 	handler http.Handler
 	stop    chan struct{} // closed at shutdown: ends live-change streams
+	disc    *discovery.Discoverer // nil without agentRuntime.discovery
 }
 
 // New builds the gateway from a validated config.
@@ -102,11 +108,11 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	slots, err := uploads.New(cfg.Limits.Uploads(), func(id string) bool { _, ok := cfg.AgentRuntime.Agents[id]; return ok }, reg)
+	slots, err := uploads.New(cfg.Limits.Uploads(), svc.Known, reg)
 	if err != nil {
 		return nil, err
 	}
-	dav, err := newDAV(cfg, log, reg, al, now, slots, tlsSrc)
+	dav, err := newDAV(cfg, svc, log, reg, al, now, slots, tlsSrc)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +132,30 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil
+	disc, err := startDiscovery(cfg, d.Kube, svc, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop, disc: disc}, nil
+}
+
+// startDiscovery starts watching the agents' EndpointSlices when
+// agentRuntime.discovery is enabled (nil otherwise), with kc or a client
+// built from the kubernetes: block.
+func startDiscovery(cfg *Config, kc *kube.Client, svc *mgmt.Service, log hclog.Logger) (*discovery.Discoverer, error) {
+	if !cfg.AgentRuntime.Discovery.Enabled {
+		return nil, nil
+	}
+	if kc == nil {
+		var err error
+		if kc, err = kube.New(cfg.Kubernetes); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("discovering agents", "namespace", kc.Namespace, "label", cfg.AgentRuntime.Discovery.Label())
+	return discovery.Start(context.Background(), discovery.Options{
+		Client: kc, Config: cfg.AgentRuntime.Discovery, Sink: svc, Logger: log.Named("discovery"),
+	})
 }
 
 // sessionPeers starts the session peers of auth.session.peers and returns
@@ -169,6 +198,9 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 // logs one "listening" line per listener, and serves until ctx is done.
 func (g *Gateway) Run(ctx context.Context) error {
 	defer g.svc.Close()
+	if g.disc != nil {
+		defer g.disc.Stop()
+	}
 	defer g.audit.Close()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", g.cfg.HTTPServer.Address)

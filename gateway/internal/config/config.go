@@ -120,6 +120,8 @@ type AgentRuntime struct {
 	// sidecar (required when an agent has a sidecar): the sidecars accept
 	// only this client certificate.
 	SidecarTLS *SidecarTLS `yaml:"sidecarTLS"`
+	// Discovery finds more agents through the Kubernetes API.
+	Discovery Discovery `yaml:"discovery"`
 }
 
 // SidecarTLS names the gateway's client certificate and key and the CA
@@ -361,7 +363,8 @@ func (c *Config) Validate() error {
 	c.validateListeners(bad)
 	c.AgentRuntime.validateAgents(bad)
 	c.AgentRuntime.validateTLS(bad)
-	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" {
+	c.AgentRuntime.Discovery.validate(bad)
+	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" && !c.AgentRuntime.Discovery.Enabled {
 		bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", c.AgentRuntime.DefaultAgent)
 	}
 	c.Auth.validateTokens(bad)
@@ -407,8 +410,8 @@ func (c *Config) validateListeners(bad func(key, format string, args ...any)) {
 
 // validateAgents checks agentRuntime.agents, in the order of their ids.
 func (r AgentRuntime) validateAgents(bad func(key, format string, args ...any)) {
-	if len(r.Agents) == 0 {
-		bad("agentRuntime.agents", "at least one agent is required")
+	if len(r.Agents) == 0 && !r.Discovery.Enabled {
+		bad("agentRuntime.agents", "at least one agent is required (or agentRuntime.discovery.enabled: true)")
 	}
 	for _, id := range slices.Sorted(maps.Keys(r.Agents)) {
 		a := r.Agents[id]
@@ -533,7 +536,7 @@ func (w WebDAV) validate(bad func(key, format string, args ...any)) {
 // validateTLS requires agentRuntime.sidecarTLS's three files when an agent
 // has a sidecar.
 func (r AgentRuntime) validateTLS(bad func(key, format string, args ...any)) {
-	needed := slices.ContainsFunc(slices.Collect(maps.Values(r.Agents)), func(a Agent) bool { return a.Sidecar != nil })
+	needed := r.Discovery.Enabled || slices.ContainsFunc(slices.Collect(maps.Values(r.Agents)), func(a Agent) bool { return a.Sidecar != nil })
 	if !needed && r.SidecarTLS == nil {
 		return
 	}
