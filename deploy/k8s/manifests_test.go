@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -26,6 +27,9 @@ type rendered struct {
 	pvcs        map[string]*corev1.PersistentVolumeClaim
 	policies    map[string]*networkingv1.NetworkPolicy
 	namespaces  map[string]*corev1.Namespace
+	accounts    map[string]*corev1.ServiceAccount
+	roles       map[string]*rbacv1.Role
+	bindings    map[string]*rbacv1.RoleBinding
 	raw         string
 }
 
@@ -48,6 +52,9 @@ func render(t *testing.T) *rendered {
 		pvcs:        map[string]*corev1.PersistentVolumeClaim{},
 		policies:    map[string]*networkingv1.NetworkPolicy{},
 		namespaces:  map[string]*corev1.Namespace{},
+		accounts:    map[string]*corev1.ServiceAccount{},
+		roles:       map[string]*rbacv1.Role{},
+		bindings:    map[string]*rbacv1.RoleBinding{},
 		raw:         string(out),
 	}
 	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(out), -1) {
@@ -76,6 +83,12 @@ func render(t *testing.T) *rendered {
 			name = strictInto(t, js, r.policies)
 		case "v1/Namespace":
 			name = strictInto(t, js, r.namespaces)
+		case "v1/ServiceAccount":
+			name = strictInto(t, js, r.accounts)
+		case "rbac.authorization.k8s.io/v1/Role":
+			name = strictInto(t, js, r.roles)
+		case "rbac.authorization.k8s.io/v1/RoleBinding":
+			name = strictInto(t, js, r.bindings)
 		default:
 			t.Fatalf("object %d: unexpected %s %s", i, meta.APIVersion, meta.Kind)
 		}
@@ -416,17 +429,23 @@ func TestGateway(t *testing.T) {
 			t.Errorf("gateway.yaml lacks agentRuntime.sidecarTLS %s", key)
 		}
 	}
+	// The agents are discovered (TestGatewayDiscoveryRBAC), not listed:
+	// each one's sidecar Service exists with the ports discovery looks for.
+	if len(gc.AgentRuntime.Agents) != 0 {
+		t.Errorf("the dev gateway config lists static agents: %v", gc.AgentRuntime.Agents)
+	}
 	for _, a := range agents {
-		ag, ok := gc.AgentRuntime.Agents[a]
-		if !ok {
-			t.Errorf("gateway config lacks agent %s", a)
+		svc := r.services[a+"-sidecar"]
+		if svc == nil {
+			t.Errorf("agent %s has no sidecar Service", a)
 			continue
 		}
-		if ag.Sidecar.Endpoint != a+"-sidecar:9091" || ag.Sidecar.DavEndpoint != "https://"+a+"-sidecar:9092" {
-			t.Errorf("agent %s endpoints %q %q do not name its sidecar Service", a, ag.Sidecar.Endpoint, ag.Sidecar.DavEndpoint)
+		names := map[string]int32{}
+		for _, p := range svc.Spec.Ports {
+			names[p.Name] = p.Port
 		}
-		if r.services[a+"-sidecar"] == nil {
-			t.Errorf("agent %s's endpoint names a Service that does not exist", a)
+		if names["grpc"] != 9091 || names["webdav"] != 9092 {
+			t.Errorf("agent %s's sidecar Service ports %v: discovery needs grpc (9091) and webdav (9092)", a, names)
 		}
 	}
 	if _, ok := gc.Auth["tokens"]; ok {
@@ -655,5 +674,66 @@ func TestDockerfiles(t *testing.T) {
 			}
 			fmt.Fprintf(os.Stderr, "%s: bases %v, user %s\n", file, froms, user)
 		})
+	}
+}
+
+// Discovery (docs/discovery.md): the gateway's service account may only
+// get, list and watch EndpointSlices in its namespace (a Role, never a
+// ClusterRole); only its pod mounts a token; each sidecar Service carries
+// the agent label its EndpointSlices inherit, and the app-server Services
+// do not; the overlay's gateway config discovers instead of listing.
+func TestGatewayDiscoveryRBAC(t *testing.T) {
+	r := render(t)
+	if strings.Contains(r.raw, "kind: ClusterRole") {
+		t.Error("the overlay holds a ClusterRole or ClusterRoleBinding: discovery is namespaced")
+	}
+	role := r.roles["agent-gateway-discovery"]
+	if role == nil || len(r.roles) != 1 {
+		t.Fatalf("want exactly the Role agent-gateway-discovery, got %d roles", len(r.roles))
+	}
+	if len(role.Rules) != 1 {
+		t.Fatalf("the Role has %d rules, want one", len(role.Rules))
+	}
+	rule := role.Rules[0]
+	if !slices.Equal(rule.APIGroups, []string{"discovery.k8s.io"}) || !slices.Equal(rule.Resources, []string{"endpointslices"}) ||
+		!slices.Equal(rule.Verbs, []string{"get", "list", "watch"}) || len(rule.ResourceNames) != 0 || len(rule.NonResourceURLs) != 0 {
+		t.Errorf("the Role must allow only get, list, watch on discovery.k8s.io endpointslices: %+v", rule)
+	}
+	b := r.bindings["agent-gateway-discovery"]
+	if b == nil || b.RoleRef.Kind != "Role" || b.RoleRef.Name != role.Name || len(b.Subjects) != 1 ||
+		b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != "agent-gateway" || b.Subjects[0].Namespace != role.Namespace {
+		t.Fatalf("the RoleBinding must bind the Role to the gateway's service account only: %+v", b)
+	}
+	if sa := r.accounts["agent-gateway"]; sa == nil || sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+		t.Error("the agent-gateway ServiceAccount must exist and not mount its token by default")
+	}
+	for name, d := range r.deployments {
+		spec := d.Spec.Template.Spec
+		mounts := spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken
+		if name == "agent-gateway" {
+			if spec.ServiceAccountName != "agent-gateway" || !mounts {
+				t.Errorf("the gateway must run as agent-gateway with its token mounted (serviceAccountName %q)", spec.ServiceAccountName)
+			}
+		} else if mounts || spec.ServiceAccountName != "" {
+			t.Errorf("%s mounts a service account token or names an account", name)
+		}
+	}
+	for _, a := range agents {
+		if got := r.services[a+"-sidecar"].Labels["agentworkspace.io/agent-id"]; got != a {
+			t.Errorf("%s-sidecar: agent label %q, want %q", a, got, a)
+		}
+		if _, ok := r.services[a+"-app-server"].Labels["agentworkspace.io/agent-id"]; ok {
+			t.Errorf("%s-app-server carries the discovery label: its slices would be taken for a sidecar", a)
+		}
+	}
+	cm := r.configMaps
+	var gw string
+	for name, c := range cm {
+		if strings.HasPrefix(name, "gateway-config") {
+			gw = c.Data["gateway.yaml"]
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  discovery:\n    enabled: true$`).MatchString(gw) || regexp.MustCompile(`(?m)^  agents:`).MatchString(gw) {
+		t.Errorf("the dev gateway config must enable discovery and list no static agents:\n%s", gw)
 	}
 }
