@@ -60,7 +60,7 @@ type Gateway struct {
 	audit   *audit.Logger
 	peers   *session.Peers // nil without auth.session.peers
 	handler http.Handler
-	stop    chan struct{} // closed at shutdown: ends live-change streams
+	stop    chan struct{}         // closed at shutdown: ends live-change streams
 	disc    *discovery.Discoverer // nil without agentRuntime.discovery
 }
 
