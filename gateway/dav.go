@@ -33,7 +33,8 @@ func newDAV(cfg *Config, svc *mgmt.Service, log hclog.Logger, reg prometheus.Reg
 	return davproxy.New(davproxy.Options{
 		// The registry's current endpoints: static ones, and discovered
 		// ones while they have a ready address (registry.go in mgmt).
-		Agents: svc.DavEndpoint,
+		Agents:      svc.DavEndpoint,
+		Unreachable: svc.Unreachable,
 		Timeout: func(id string) time.Duration {
 			if t, ok := timeouts[id]; ok {
 				return t

@@ -29,4 +29,6 @@ if [ -d deploy/bench/watchbench ]; then
   echo "== live changes: write -> event at a subscriber vs raw fsnotify; 100 subscribers' memory; a watched 200,000-entry folder with a writer vs raw fsnotify =="
   go run ./deploy/bench/watchbench | tee "$out/watch.txt"
 fi
+echo "== agent discovery: 10,000 EndpointSlices in a real kube-apiserver vs the static registry of the same size =="
+flock /tmp/awf-k8s.lock make bench-discovery
 echo "bench: results in $out/"

@@ -4,8 +4,10 @@ package tier
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +27,84 @@ const discoveryNS = "agent-workspace-dev"
 // follow is how soon ListAgents must follow an EndpointSlice change.
 const follow = 2 * time.Second
 
+// discoveryInner marks the inner run (inside the network namespace).
+const discoveryInner = "AWF_DISCOVERY_TIER_INNER"
+
+// sidecarIP is the address the EndpointSlices give the sidecar: the API
+// server refuses loopback endpoint addresses, so the test runs in a network
+// namespace of its own (unshare --net) whose loopback interface also
+// holds this address, forwarded to the sidecar's loopback listeners; nothing leaves
+// the namespace.
+const sidecarIP = "10.250.0.1"
+
+// TestAPIServerDiscovery re-runs itself in a new network namespace, where
+// it starts etcd and kube-apiserver, applies the dev overlay (its Role and
+// service account) and runs testDiscovery.
+func TestAPIServerDiscovery(t *testing.T) {
+	if os.Getenv(discoveryInner) != "" {
+		discoveryInNamespace(t)
+		return
+	}
+	binDir(t)
+	need(t, "unshare", "util-linux")
+	need(t, "ip", "iproute2")
+	if os.Getuid() != 0 {
+		t.Fatal("the discovery tier needs root (a network namespace of its own)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "--net", "--fork", "--kill-child", self, "-test.run", "^TestAPIServerDiscovery$", "-test.v", "-test.timeout", "8m")
+	cmd.Env = append(os.Environ(), discoveryInner+"=1")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("discovery tier (inside its network namespace): %v", err)
+	}
+}
+
+func discoveryInNamespace(t *testing.T) {
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"addr", "add", sidecarIP + "/32", "dev", "lo"},
+	} {
+		mustRun(t, 30*time.Second, "ip", args...)
+	}
+	cp := startControlPlane(t, t.TempDir(), binDir(t), false)
+	cp.mustKubectl("apply", "--server-side", "--field-manager=agent-workspace", "-k", overlayDir)
+	testDiscovery(t, cp)
+}
+
+// forward accepts on sidecarIP:0 and copies each connection to and from
+// target (TLS passes through untouched); it returns the port.
+func forward(t *testing.T, target string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(sidecarIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() { _, _ = io.Copy(u, c); u.(*net.TCPConn).CloseWrite() }()
+				_, _ = io.Copy(c, u)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 // testDiscovery (issue 26, API-server tier): a real gateway, signed in as
 // the overlay's agent-gateway service account (its Role: get, list, watch
 // EndpointSlices), discovers real sidecars from EndpointSlices created,
@@ -37,6 +117,7 @@ func testDiscovery(t *testing.T, cp *controlPlane) {
 	if out, _ := cp.kubectl(time.Minute, "--kubeconfig="+kc, "auth", "can-i", "list", "pods", "-n", discoveryNS); strings.TrimSpace(string(out)) != "no" {
 		t.Fatalf("the gateway's service account may list pods: %s", out)
 	}
+	rootBinaries(t)
 	projects := filepath.Join(t.TempDir(), "projects")
 	writeFile(t, filepath.Join(projects, "demo", "hello.txt"), "hello\n", 0o644)
 	a := sidecartest.Start(t, sidecartest.Options{AgentID: "disc-a", ProjectsDir: projects})
@@ -49,7 +130,7 @@ func testDiscovery(t *testing.T, cp *controlPlane) {
 		},
 	})
 	rc := restwalk.Client{URL: g.URL, Token: g.AdminToken}
-	grpcPort, davPort := port(t, a.RPCAddr), port(t, a.DavURL)
+	grpcPort, davPort := forward(t, a.RPCAddr), forward(t, strings.TrimPrefix(a.DavURL, "https://"))
 
 	cp.applyYAML(endpointSlice("disc-a-1", discoveryNS, "disc-a", false, grpcPort, davPort))
 	waitState(t, rc, "disc-a", "AGENT_STATE_UNREACHABLE")
@@ -115,7 +196,24 @@ func neverRouted(t *testing.T, cp *controlPlane, rc restwalk.Client, grpcPort, d
 	cp.mustKubectl("delete", "endpointslice", "-n", discoveryNS, "disc-x-1", "disc-z-1", "disc-b-1")
 }
 
-// endpointSlice is the slice of agent id's sidecar Service on 127.0.0.1.
+// rootBinaries builds agent-gateway and agent-sidecar from the root module
+// (gatewaytest and sidecartest would build in this module, which lacks
+// them) and points AGENT_GATEWAY_BIN and AGENT_SIDECAR_BIN at them.
+func rootBinaries(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	for env, pkg := range map[string]string{"AGENT_GATEWAY_BIN": "./gateway/cmd/agent-gateway", "AGENT_SIDECAR_BIN": "./sidecar/cmd/agent-sidecar"} {
+		out := filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = "../../.."
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+		t.Setenv(env, out)
+	}
+}
+
+// endpointSlice is the slice of agent id's sidecar Service on sidecarIP.
 func endpointSlice(name, ns, id string, ready bool, grpcPort, davPort int) string {
 	return fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -128,9 +226,9 @@ ports:
   - {name: grpc, port: %d, protocol: TCP}
   - {name: webdav, port: %d, protocol: TCP}
 endpoints:
-  - addresses: ["127.0.0.1"]
+  - addresses: [%q]
     conditions: {ready: %v}
-`, name, ns, id, grpcPort, davPort, ready)
+`, name, ns, id, grpcPort, davPort, sidecarIP, ready)
 }
 
 // listedIDs walks every page of ListAgents (pages of 50).
@@ -187,18 +285,6 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
-}
-
-func port(t *testing.T, addr string) int {
-	t.Helper()
-	addr = strings.TrimPrefix(addr, "https://")
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	fmt.Sscan(p, &n)
-	return n
 }
 
 // serviceAccountKubeconfig is a kubeconfig signed in as namespace/name's

@@ -46,6 +46,13 @@ func (s *Service) DavEndpoint(id string) (*url.URL, bool) {
 	return ag.dav, true
 }
 
+// Unreachable reports whether id is a discovered agent with no ready
+// address now.
+func (s *Service) Unreachable(id string) bool {
+	ag := s.lookup(id)
+	return ag != nil && ag.unreachable
+}
+
 // AgentIDs lists every agent's id, sorted.
 func (s *Service) AgentIDs() []string {
 	s.mu.RLock()
