@@ -198,9 +198,7 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 // logs one "listening" line per listener, and serves until ctx is done.
 func (g *Gateway) Run(ctx context.Context) error {
 	defer g.svc.Close()
-	if g.disc != nil {
-		defer g.disc.Stop()
-	}
+	defer g.disc.Stop() // nil-safe
 	defer g.audit.Close()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", g.cfg.HTTPServer.Address)

@@ -101,8 +101,12 @@ func Start(ctx context.Context, o Options) (*Discoverer, error) {
 // HasSynced reports whether the first list has been handled.
 func (d *Discoverer) HasSynced() bool { return d.informer.HasSynced() }
 
-// Stop ends the watch and waits for it.
+// Stop ends the watch and waits for it; a nil Discoverer (discovery off)
+// has nothing to stop.
 func (d *Discoverer) Stop() {
+	if d == nil {
+		return
+	}
 	d.stop()
 	<-d.done
 }
