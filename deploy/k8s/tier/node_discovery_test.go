@@ -95,7 +95,7 @@ func (n *node) agentState(id string) string {
 }
 
 // thirdAgentOverlay writes the third agent's kustomization: the dev
-// overlay's codex-a one with codex-c's name, base/agent by its absolute
+// overlay's codex-a one with codex-c's name, base/agent by a relative
 // path, and the overlay's namespace and images.
 func (n *node) thirdAgentOverlay() string {
 	t := n.t
@@ -113,9 +113,15 @@ func (n *node) thirdAgentOverlay() string {
 	}
 	images := string(top[strings.Index(string(top), "\nimages:\n")+1:])
 	k := strings.ReplaceAll(string(agent), "codex-a", thirdAgent)
-	k = strings.Replace(k, "../../../base/agent", base, 1)
-	k = strings.Replace(k, "kind: Kustomization\n", "kind: Kustomization\nnamespace: "+nodeNS+"\n", 1) + images
 	dir := filepath.Join(n.dir, "overlay-"+thirdAgent)
+	// kustomize takes a base outside the kustomization's root only by a
+	// relative path.
+	rel, err := filepath.Rel(dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k = strings.Replace(k, "../../../base/agent", rel, 1)
+	k = strings.Replace(k, "kind: Kustomization\n", "kind: Kustomization\nnamespace: "+nodeNS+"\n", 1) + images
 	writeFile(t, filepath.Join(dir, "kustomization.yaml"), k, 0o644)
 	return dir
 }
