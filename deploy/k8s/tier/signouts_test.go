@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +29,17 @@ const signOutNS, signOutCM = "agent-workspace-dev", "agent-gateway-signouts"
 // within 2 s, still after either restarts; concurrent sign-outs on both
 // all land (resourceVersion conflicts retried).
 func sharedSignOuts(t *testing.T, cp *controlPlane, dir string) {
+	if os.Getenv("AGENT_GATEWAY_BIN") == "" {
+		// gatewaytest builds from the working directory, which here is
+		// deploy/k8s/tier: build this checkout's gateway from the root.
+		bin := filepath.Join(dir, "agent-gateway")
+		build := exec.Command("go", "build", "-o", bin, "./gateway/cmd/agent-gateway")
+		build.Dir = filepath.Join("..", "..", "..")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building the gateway: %v\n%s", err, out)
+		}
+		t.Setenv("AGENT_GATEWAY_BIN", bin)
+	}
 	kc := filepath.Join(dir, "gateway-kubeconfig")
 	writeFile(t, kc, fmt.Sprintf(`apiVersion: v1
 kind: Config
