@@ -2,8 +2,9 @@
 // WorkspaceManagementService with one gRPC client per agent sidecar, the
 // REST API, the WebDAV view, audit, metrics and the portal, served by one
 // echo HTTP server, plus an optional cluster-internal metrics listener
-// (/metrics unauthenticated; with auth.session.peers also the replicas'
-// HMAC-authenticated session peer endpoint, see internal/session).
+// (/metrics, /healthz, /readyz, unauthenticated). Replicas share sign-outs
+// through the Kubernetes API (auth.session.signOutConfigMap, see
+// internal/signouts); a lone gateway keeps them in process.
 package gateway
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 	"github.com/agentworkspace/files/gateway/internal/portal"
 	"github.com/agentworkspace/files/gateway/internal/session"
+	"github.com/agentworkspace/files/gateway/internal/signouts"
 	"github.com/agentworkspace/files/gateway/internal/uploads"
 	"github.com/agentworkspace/files/internal/pki"
 )
@@ -58,7 +60,7 @@ type Gateway struct {
 	reg     *prometheus.Registry
 	svc     *mgmt.Service
 	audit   *audit.Logger
-	peers   *session.Peers // nil without auth.session.peers
+	signOut *signouts.Shared // nil without auth.session.signOutConfigMap
 	handler http.Handler
 	stop    chan struct{}         // closed at shutdown: ends live-change streams
 	disc    *discovery.Discoverer // nil without agentRuntime.discovery
@@ -104,7 +106,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
-	peers, signOut, ready, err := sessionPeers(cfg, store, log, reg, now)
+	shared, signOut, ready, err := sharedSignOuts(cfg, store, log, reg, now)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +138,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop, disc: disc}, nil
+	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, signOut: shared, handler: srv, stop: stop, disc: disc}, nil
 }
 
 // startDiscovery starts watching the agents' EndpointSlices when
@@ -158,23 +160,27 @@ func startDiscovery(cfg *Config, kc *kube.Client, svc *mgmt.Service, log hclog.L
 	})
 }
 
-// sessionPeers starts the session peers of auth.session.peers and returns
-// them with the sign-out and readiness hooks. Without peers, all three are
-// nil (a nil *Peers must not become a non-nil SignOuter).
-func sessionPeers(cfg *Config, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*session.Peers, httpapi.SignOuter, func() bool, error) {
-	if len(cfg.Auth.Session.Peers) == 0 {
+// sharedSignOuts builds the sign-out list shared through the ConfigMap of
+// auth.session.signOutConfigMap and returns it with the sign-out and
+// readiness hooks. Without one, all three are nil (a nil *Shared must not
+// become a non-nil SignOuter): sign-outs stay in this process.
+func sharedSignOuts(cfg *Config, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*signouts.Shared, httpapi.SignOuter, func() bool, error) {
+	name := cfg.Auth.Session.SignOutConfigMap
+	if name == "" {
 		return nil, nil, nil, nil
 	}
-	peers, err := session.NewPeers(session.PeerOptions{
-		Store: store, Addrs: cfg.Auth.Session.Peers, Keys: cfg.Auth.Session.SealKeys(),
-		Logger: log.Named("session"), Registerer: reg, Now: now,
+	kc, err := kube.New(cfg.Kubernetes)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("auth.session.signOutConfigMap: %w", err)
+	}
+	shared, err := signouts.New(signouts.Options{
+		Client: kc, Name: name, Store: store, Logger: log.Named("signouts"), Registerer: reg, Now: now,
 	})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// Readiness waits for the peers' sign-outs to be pulled (or
-	// session.SyncTimeout).
-	return peers, peers, peers.Ready, nil
+	// Readiness waits for the first listing of the ConfigMap.
+	return shared, shared, shared.Ready, nil
 }
 
 // sidecarTLS loads agentRuntime.sidecarTLS (nil when it is not set: no
@@ -228,7 +234,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		mux.HandleFunc("GET /healthz", ok)
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-			if g.peers != nil && !g.peers.Ready() {
+			if g.signOut != nil && !g.signOut.Ready() {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusServiceUnavailable)
 				_, _ = w.Write([]byte(`{"status":"starting"}`))
@@ -236,11 +242,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 			}
 			ok(w, r)
 		})
-		if g.peers != nil {
-			// Cluster-internal like /metrics, and authenticated on its
-			// own (see gateway/internal/session).
-			mux.Handle(session.PeerPath, g.peers)
-		}
 		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: errLog})
 		listeners = append(listeners, mln)
 		names = append(names, "metrics")
@@ -252,11 +253,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 			errc <- srv.Serve(ln)
 		}(srv, listeners[i])
 	}
-	if g.peers != nil {
-		// Listening first: peers starting at the same time can pull from
-		// this replica while it pulls from them.
-		g.peers.Start(listeners[len(listeners)-1].Addr().String())
-		defer g.peers.Close()
+	if g.signOut != nil {
+		g.signOut.Start()
+		defer g.signOut.Close()
 	}
 	var runErr error
 	select {

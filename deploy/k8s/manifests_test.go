@@ -466,44 +466,45 @@ func selects(sel, labels map[string]string) bool {
 	return true
 }
 
-// TestGatewayPeers (issue 14): the replicas find each other through a
-// headless Service on the metrics port, their config names it, their
-// session key comes from a Secret, and the NetworkPolicy lets gateway pods
-// (and only them, besides monitoring) reach that port.
-func TestGatewayPeers(t *testing.T) {
+// TestGatewaySignOuts (issues 14 and 26): the replicas share sign-outs
+// through the ConfigMap agent-gateway-signouts, which the overlay creates;
+// their config names it; the gateway's Role may get, list, watch and
+// update that one ConfigMap and nothing else (no create); their session
+// key comes from a Secret; the peer Service is gone and the NetworkPolicy
+// no longer lets gateway pods reach each other.
+func TestGatewaySignOuts(t *testing.T) {
 	r := render(t)
 	d := r.deployments["agent-gateway"]
 	if d == nil {
 		t.Fatal("no Deployment agent-gateway")
 	}
 	pod := d.Spec.Template
-	svc := r.services["agent-gateway-peers"]
-	if svc == nil {
-		t.Fatal("no Service agent-gateway-peers")
+	if _, ok := r.services["agent-gateway-peers"]; ok {
+		t.Error("the peer Service agent-gateway-peers is still rendered")
 	}
-	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		t.Errorf("agent-gateway-peers must be headless (clusterIP None), got %q", svc.Spec.ClusterIP)
+	if r.configMaps["agent-gateway-signouts"] == nil {
+		t.Fatal("no ConfigMap agent-gateway-signouts: the gateway cannot create it")
 	}
-	if !svc.Spec.PublishNotReadyAddresses {
-		t.Errorf("agent-gateway-peers must publish not-ready addresses: a replica syncs before it is ready")
+	role := r.roles["agent-gateway-signouts"]
+	if role == nil || len(role.Rules) != 1 {
+		t.Fatalf("want the Role agent-gateway-signouts with one rule, got %+v", role)
 	}
-	if !selects(svc.Spec.Selector, pod.Labels) {
-		t.Errorf("agent-gateway-peers selector %v does not select the gateway pods %v", svc.Spec.Selector, pod.Labels)
+	rule := role.Rules[0]
+	if !slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.Resources, []string{"configmaps"}) ||
+		!slices.Equal(rule.ResourceNames, []string{"agent-gateway-signouts"}) ||
+		!slices.Equal(rule.Verbs, []string{"get", "list", "watch", "update"}) {
+		t.Errorf("the Role must allow only get, list, watch, update on the ConfigMap agent-gateway-signouts: %+v", rule)
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9090 {
-		t.Fatalf("agent-gateway-peers ports = %+v, want 9090", svc.Spec.Ports)
+	b := r.bindings["agent-gateway-signouts"]
+	sa := pod.Spec.ServiceAccountName
+	if b == nil || b.RoleRef.Kind != "Role" || b.RoleRef.Name != role.Name || len(b.Subjects) != 1 ||
+		b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != sa || sa == "" || r.accounts[sa] == nil {
+		t.Fatalf("the RoleBinding must bind the Role to the gateway pod's service account only: %+v (pod runs as %q)", b, sa)
+	}
+	if pod.Spec.AutomountServiceAccountToken == nil || !*pod.Spec.AutomountServiceAccountToken {
+		t.Error("the gateway pod does not mount its service-account token: its in-cluster client needs it")
 	}
 	c := container(t, d, "agent-gateway")
-	target := svc.Spec.Ports[0].TargetPort
-	found := false
-	for _, p := range c.Ports {
-		if (target.StrVal != "" && p.Name == target.StrVal || target.IntVal == p.ContainerPort) && p.ContainerPort == 9090 {
-			found = true
-		}
-	}
-	if !found {
-		t.Errorf("agent-gateway-peers targets %v, not the container's metrics port 9090", target.String())
-	}
 
 	var cfgMap string
 	mounts := map[string]string{} // volume -> mount path
@@ -525,9 +526,10 @@ func TestGatewayPeers(t *testing.T) {
 		} `json:"metricsServer"`
 		Auth struct {
 			Session struct {
-				Keys     []string `json:"keys"`
-				KeysFile string   `json:"keysFile"`
-				Peers    []string `json:"peers"`
+				Keys             []string `json:"keys"`
+				KeysFile         string   `json:"keysFile"`
+				Peers            []string `json:"peers"`
+				SignOutConfigMap string   `json:"signOutConfigMap"`
 			} `json:"session"`
 		} `json:"auth"`
 	}
@@ -538,11 +540,11 @@ func TestGatewayPeers(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(cm.Data["gateway.yaml"]), &gc); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(gc.Auth.Session.Peers, []string{"agent-gateway-peers:9090"}) {
-		t.Errorf("auth.session.peers = %v, want [agent-gateway-peers:9090]", gc.Auth.Session.Peers)
+	if gc.Auth.Session.Peers != nil {
+		t.Errorf("auth.session.peers (removed) is set: %v", gc.Auth.Session.Peers)
 	}
-	if !strings.HasSuffix(gc.MetricsServer.Address, ":9090") {
-		t.Errorf("metricsServer.address = %q: the peers' port must be the metrics listener", gc.MetricsServer.Address)
+	if gc.Auth.Session.SignOutConfigMap != "agent-gateway-signouts" {
+		t.Errorf("auth.session.signOutConfigMap = %q, want agent-gateway-signouts", gc.Auth.Session.SignOutConfigMap)
 	}
 	if len(gc.Auth.Session.Keys) != 0 {
 		t.Errorf("session keys must not sit in a ConfigMap; use auth.session.keysFile from a Secret")
@@ -563,7 +565,6 @@ func TestGatewayPeers(t *testing.T) {
 		t.Fatalf("NetworkPolicy agent-gateway must restrict Ingress of the gateway pods")
 	}
 	open := map[int32]bool{}
-	gatewayPeers := false
 	for _, rule := range np.Spec.Ingress {
 		if len(rule.Ports) == 0 {
 			t.Errorf("an ingress rule without ports opens every port")
@@ -577,13 +578,9 @@ func TestGatewayPeers(t *testing.T) {
 			if port != 9090 {
 				continue
 			}
-			for _, peer := range rule.From {
-				switch {
-				case peer.PodSelector != nil && peer.NamespaceSelector == nil && peer.IPBlock == nil && selects(peer.PodSelector.MatchLabels, pod.Labels):
-					gatewayPeers = true
-				case peer.NamespaceSelector != nil && peer.PodSelector == nil && peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "monitoring":
-				default:
-					t.Errorf("port 9090 admits more than the gateway pods and monitoring: %+v", peer)
+			for _, from := range rule.From {
+				if from.NamespaceSelector == nil || from.PodSelector != nil || from.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+					t.Errorf("port 9090 admits more than the monitoring namespace: %+v", from)
 				}
 			}
 		}
@@ -592,10 +589,7 @@ func TestGatewayPeers(t *testing.T) {
 		t.Errorf("the gateway's port 8080 must stay open (it is the door for people)")
 	}
 	if open[9090] {
-		t.Errorf("port 9090 (metrics and session peers) open to everyone")
-	}
-	if !gatewayPeers {
-		t.Errorf("gateway pods must be admitted to each other's port 9090")
+		t.Errorf("port 9090 (metrics) open to everyone")
 	}
 }
 
@@ -688,8 +682,8 @@ func TestGatewayDiscoveryRBAC(t *testing.T) {
 		t.Error("the overlay holds a ClusterRole or ClusterRoleBinding: discovery is namespaced")
 	}
 	role := r.roles["agent-gateway-discovery"]
-	if role == nil || len(r.roles) != 1 {
-		t.Fatalf("want exactly the Role agent-gateway-discovery, got %d roles", len(r.roles))
+	if role == nil || len(r.roles) != 2 || r.roles["agent-gateway-signouts"] == nil {
+		t.Fatalf("want exactly the Roles agent-gateway-discovery and agent-gateway-signouts, got %d roles", len(r.roles))
 	}
 	if len(role.Rules) != 1 {
 		t.Fatalf("the Role has %d rules, want one", len(role.Rules))

@@ -46,7 +46,9 @@ func (n *node) discoverThirdAgent() {
 
 	dir := n.thirdAgentOverlay()
 	n.cp.mustKubectl("apply", "--server-side", "--field-manager=agent-workspace", "--warnings-as-errors", "-k", dir)
-	n.waitAvailable(thirdAgent+" Available", 300*time.Second)
+	// Only the new agent's rollout: codex-b is scaled to nothing by then
+	// (waitAvailable wants every Deployment ready).
+	n.cp.mustKubectl("-n", nodeNS, "rollout", "status", "deployment/"+thirdAgent+"-agent", "--timeout=300s")
 	start := time.Now()
 	entries := restwalk.Q(thirdAgent, "entries", "PROJECT", "demo3", "")
 	waitFor(t, thirdAgent+" listed and its files reachable", 90*time.Second, func() error {

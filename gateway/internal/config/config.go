@@ -374,7 +374,7 @@ func (c *Config) Validate() error {
 	c.WebDAV.validate(bad)
 	c.Limits.validate(bad)
 	c.Kubernetes.validate(bad)
-	errs = append(errs, c.Auth.Session.validate(c.MetricsServer.Address)...)
+	errs = append(errs, c.Auth.Session.validate()...)
 	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
 		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")
 	}
