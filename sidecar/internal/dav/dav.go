@@ -253,11 +253,6 @@ func safeID(s string) bool {
 	return s != "" && len(s) <= 128 && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' })
 }
 
-// allowAll answers a method the sidecar does not serve: the methods of
-// davwire.AllowWrite in the order this answer has always had (the gateway
-// refuses such a method itself, with davwire's header).
-const allowAll = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
-
 // workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
 // or the name itself for the levels above.
 func workspaceOf(name string) string {
@@ -363,7 +358,7 @@ func (q *request) parseNames() bool {
 func (q *request) checkMethod() bool {
 	r, hdr := q.r, q.rec.Header()
 	if _, ok := davwire.Methods[r.Method]; !ok { // not served
-		hdr.Set("Allow", allowAll)
+		hdr.Set("Allow", davwire.Allow(true)) // the gateway's header for the same refusal
 		q.fail(http.StatusMethodNotAllowed, "NOT_SUPPORTED", "method not supported")
 		return false
 	}
