@@ -178,18 +178,51 @@ type request struct {
 
 	dstRemoved bool     // COPY/MOVE: this request removed the destination (guardFS)
 	refused    *refusal // a FileSystem call refused the request itself
+
+	rid string // the request ID
+
+	// The request's parts, held in it (one allocation, or none from
+	// requestPool, instead of one each): rec, errs and fs point here.
+	recv   recorder
+	errLog ErrorLog
+	dfs    davFS
+	nml    noMultiLinks
+	lib    webdav.Handler
+	locks  requestLocks
+	wire   requestWire
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := h.opts.Now()
+	q := h.begin(w, r)
+	q.serve()
+	q.rec.filter.flush() // ends a response the library left open
+	status := cmp.Or(q.rec.status, http.StatusOK)
+	d := h.opts.Now().Sub(start)
+	h.metrics.observe(r.Method, status, q.reason, d)
+	aborted := q.aborted
+	h.logRequest(q, status, d)
+	q.done()
+	if aborted {
+		// After the log line: the client must not take what was sent
+		// for a complete answer.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// begin sets the request ID and makes the request's state and FileSystem.
+func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *request {
 	rid := r.Header.Get(davwire.RequestIDHeader)
 	if !safeID(rid) {
-		rid = h.ridPrefix + strconv.FormatUint(h.ridSeq.Add(1), 36)
+		var b [48]byte
+		rid = string(strconv.AppendUint(append(b[:0], h.ridPrefix...), h.ridSeq.Add(1), 36))
 	}
-	w.Header().Set(davwire.RequestIDHeader, rid)
-	q := &request{h: h, rec: &recorder{w: w}}
-	q.ctx, q.errs = r.Context(), &ErrorLog{}
-	st := RequestState{Preconditions: q.precondition, Errors: q.errs}
+	// Set's key, assigned directly: canonicalising the constant on every
+	// request costs an allocation.
+	w.Header()[requestIDKey] = []string{rid}
+	q := newRequest(h, w, r)
+	q.rid = rid
+	st := RequestState{Preconditions: q.wire.precondition, Errors: q.errs}
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
 		// The handler's and the library's own looks at the target before
@@ -211,14 +244,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
 		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
 	}
-	q.fs = noMultiLinks{NewFileSystem(h.dfs, h.ck, st)}
-	q.rec.before = func() { q.keptHeaders(false) }
-	q.r = r
-	q.serve()
-	q.rec.filter.flush() // ends a response the library left open
-	status := cmp.Or(q.rec.status, http.StatusOK)
-	d := h.opts.Now().Sub(start)
-	h.metrics.observe(r.Method, status, q.reason, d)
+	q.dfs.init(h.dfs, h.ck, st)
+	q.nml = noMultiLinks{&q.dfs}
+	q.fs = &q.nml
+	return q
+}
+
+// The constant values of a read's headers, shared by every response
+// (nothing appends to or edits a header's values in place; Set replaces
+// them).
+var (
+	noStore = []string{"no-store"}
+	noSniff = []string{"nosniff"}
+)
+
+// requestIDKey is davwire.RequestIDHeader's canonical form.
+var requestIDKey = http.CanonicalHeaderKey(davwire.RequestIDHeader)
+
+// logRequest writes the request's log line, at debug for a successful
+// read, at error for a 5xx or an aborted answer.
+func (h *Handler) logRequest(q *request, status int, d time.Duration) {
+	r := q.r
 	level := hclog.Debug
 	switch {
 	case status >= 500 || q.aborted:
@@ -226,18 +272,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != "PROPFIND" && r.Method != http.MethodOptions:
 		level = hclog.Info
 	}
-	if q.aborted {
-		// After the log line: the client must not take what was sent
-		// for a complete answer.
-		defer panic(http.ErrAbortHandler)
-	}
 	if level < h.opts.Logger.GetLevel() {
 		return
 	}
 	args := []any{
 		"method", r.Method, "path", r.URL.Path, "status", status,
 		"duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64),
-		"request_id", rid, "operator", r.Header.Get(davwire.OperatorHeader),
+		"request_id", q.rid, "operator", r.Header.Get(davwire.OperatorHeader),
 	}
 	if q.reason != "" {
 		args = append(args, "reason", q.reason)
@@ -412,9 +453,9 @@ func (q *request) prepareMethod() bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		// Canonical keys, assigned directly: the hot path of small GETs.
-		hdr["Cache-Control"] = []string{"no-store"}
+		hdr["Cache-Control"] = noStore
 		hdr["Content-Type"] = []string{ContentType(path.Base(q.src))}
-		hdr["X-Content-Type-Options"] = []string{"nosniff"}
+		hdr["X-Content-Type-Options"] = noSniff
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
 		switch r.Header.Get("Depth") {
@@ -488,13 +529,9 @@ func (q *request) runLibrary() {
 	if q.dst != "" {
 		fsys = guardFS{FileSystem: fsys, q: q}
 	}
-	lib := &webdav.Handler{
-		Prefix:     q.prefix,
-		FileSystem: fsys,
-		LockSystem: &requestLocks{p: q.h.locks, q: q},
-		Logger:     func(_ *http.Request, err error) { q.libErr = err },
-	}
-	lib.ServeHTTP(q.rec, r)
+	q.locks = requestLocks{p: q.h.locks, q: q}
+	q.lib = webdav.Handler{Prefix: q.prefix, FileSystem: fsys, LockSystem: &q.locks, Logger: q.wire.libLog}
+	q.lib.ServeHTTP(q.rec, r)
 	if q.rec.status >= 400 { // held back
 		q.fail(q.refine(q.rec.status, q.libErr))
 		return

@@ -65,14 +65,21 @@ func NewFileSystem(f *davfs.FS, ck *checkpoint.Store, st RequestState) webdav.Fi
 }
 
 func newFS(f *davfs.FS, ck *checkpoint.Store, st RequestState) *davFS {
-	d := &davFS{fs: f, ck: orDisabled(f, ck), st: st}
+	d := &davFS{}
+	d.init(f, ck, st)
+	return d
+}
+
+// init makes d the FileSystem of f and the request state st (the handler's
+// requests hold theirs in place).
+func (d *davFS) init(f *davfs.FS, ck *checkpoint.Store, st RequestState) {
+	*d = davFS{fs: f, ck: orDisabled(f, ck), st: st}
 	if st.ListingReuse {
 		d.listing = &listing{m: map[string]davfs.Entry{}}
 	}
 	if st.ForMutation {
 		d.use = []davfs.Use{davfs.ForMutation}
 	}
-	return d
 }
 
 // orDisabled is ck, or, when nil, a store that has checkpoints off
@@ -233,7 +240,8 @@ func parse(name string) (target, *davfs.Error) {
 		t.level = levelRoot
 		return t, nil
 	}
-	segs := strings.Split(clean[1:], "/")
+	var buf [32]string // on the stack: Locate keeps none of them
+	segs := appendSegments(buf[:0], clean[1:])
 	for _, s := range segs {
 		if s == "." || s == ".." {
 			return t, newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidPath, "path must not contain . or .. segments")
@@ -259,6 +267,19 @@ func parse(name string) (target, *davfs.Error) {
 		t.level = levelNone
 	}
 	return t, nil
+}
+
+// appendSegments appends the "/"-separated segments of p to segs
+// (strings.Split without its allocation when segs has room).
+func appendSegments(segs []string, p string) []string {
+	for {
+		s, rest, more := strings.Cut(p, "/")
+		segs = append(segs, s)
+		if !more {
+			return segs
+		}
+		p = rest
+	}
 }
 
 // parse is the package parse of a FileSystem call: its refusal is the

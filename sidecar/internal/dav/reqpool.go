@@ -1,0 +1,70 @@
+package dav
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/agentworkspace/files/davfs"
+)
+
+// requestWire is what a pooled request keeps from one use to the next:
+// the closures over the request itself that its parts are handed (the
+// FileSystem's Preconditions, the recorder's before, the library's
+// Logger). They read only the request's current fields.
+type requestWire struct {
+	precondition func(name string) davfs.Precondition
+	before       func()
+	libLog       func(*http.Request, error)
+}
+
+// requestPool holds the requests of reads (GET, HEAD, OPTIONS, PROPFIND)
+// that ended: a small GET then allocates neither the request nor its
+// parts. Writes are never returned to it: an upload's goroutine may still
+// hold the request's FileSystem when the handler returns (fs_file.go,
+// startUpload).
+var requestPool = sync.Pool{New: func() any { return wiredRequest() }}
+
+func wiredRequest() *request {
+	q := &request{}
+	q.wire = requestWire{
+		precondition: q.precondition,
+		before:       func() { q.keptHeaders(false) },
+		libLog:       func(_ *http.Request, err error) { q.libErr = err },
+	}
+	return q
+}
+
+// newRequest is a request for r, every field zero but its wiring: nothing
+// of an earlier request survives into it.
+func newRequest(h *Handler, w http.ResponseWriter, r *http.Request) *request {
+	var q *request
+	if pooled(r.Method) {
+		q = requestPool.Get().(*request)
+	} else {
+		q = wiredRequest()
+	}
+	*q = request{h: h, r: r, ctx: r.Context(), wire: q.wire}
+	q.recv = recorder{w: w, before: q.wire.before}
+	q.rec, q.errs = &q.recv, &q.errLog
+	return q
+}
+
+// pooled reports whether a request of method returns to requestPool.
+func pooled(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, "PROPFIND":
+		return true
+	}
+	return false
+}
+
+// done ends the request: a read's goes back to requestPool, emptied (it
+// keeps no reference to the request, its response or its files), unless
+// its answer broke off (the handler then panics; nothing is reused).
+func (q *request) done() {
+	if !pooled(q.r.Method) || q.aborted {
+		return
+	}
+	*q = request{wire: q.wire}
+	requestPool.Put(q)
+}
