@@ -212,7 +212,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // begin sets the request ID and makes the request's state and FileSystem.
 func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *request {
-	rid := r.Header.Get(davwire.RequestIDHeader)
+	var rid string
+	if v := r.Header[requestIDKey]; len(v) > 0 {
+		rid = v[0] // Header.Get, without canonicalising the key again
+	}
 	if !safeID(rid) {
 		var b [48]byte
 		rid = string(strconv.AppendUint(append(b[:0], h.ridPrefix...), h.ridSeq.Add(1), 36))
@@ -336,13 +339,25 @@ func (q *request) checkHeaders() bool {
 		}
 		q.prefix = vals[0]
 	}
-	for _, k := range []string{"Destination", "If", "Lock-Token", "If-Match", "If-None-Match", "Timeout", "Overwrite", "Depth"} {
-		if !utf8.ValidString(strings.Join(r.Header.Values(k), "")) {
+	for _, k := range utf8Headers {
+		if vals := r.Header[k]; len(vals) > 0 && !utf8.ValidString(joined(vals)) {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "the "+k+" header must be valid UTF-8")
 			return false
 		}
 	}
 	return true
+}
+
+// utf8Headers are the request headers that must be valid UTF-8, in
+// canonical form (looked up without canonicalising them again).
+var utf8Headers = [...]string{"Destination", "If", "Lock-Token", "If-Match", "If-None-Match", "Timeout", "Overwrite", "Depth"}
+
+// joined is a header's values as one string (the one value itself).
+func joined(vals []string) string {
+	if len(vals) == 1 {
+		return vals[0]
+	}
+	return strings.Join(vals, "")
 }
 
 // parseNames takes the request's WebDAV names (the path and, for COPY and

@@ -606,7 +606,9 @@ func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File,
 		// file, a missing name) takes the lazy path below, which answers
 		// it as it always did.
 		if r, e, err := d.fs.OpenReader(ctx, t.ws, t.path); err == nil {
-			return &readFile{ctx: ctx, d: d, t: t, info: entryInfo(t.base(), e), f: r}, nil
+			rf := &readFile{ctx: ctx, d: d, t: t, f: r, infoVal: davInfo{name: t.base(), e: e}}
+			rf.info = &rf.infoVal // one allocation for the file and its FileInfo
+			return rf, nil
 		}
 	}
 	fi, err := d.stat(ctx, op, t) // the virtual levels are directories

@@ -150,10 +150,11 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 // than serve bytes under a stale ETag. The Reader gives Seek, ReadAt and
 // constant memory for any size.
 type readFile struct {
-	ctx  context.Context
-	d    *davFS
-	t    target
-	info *davInfo
+	ctx     context.Context
+	d       *davFS
+	t       target
+	info    *davInfo
+	infoVal davInfo // what info points to when the file was opened at once
 
 	mu     sync.Mutex
 	f      davfs.Reader
