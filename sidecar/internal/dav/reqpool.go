@@ -43,7 +43,8 @@ func newRequest(h *Handler, w http.ResponseWriter, r *http.Request) *request {
 	} else {
 		q = wiredRequest()
 	}
-	*q = request{h: h, r: r, ctx: r.Context(), wire: q.wire}
+	q.clear()
+	q.h, q.r, q.ctx = h, r, r.Context()
 	q.recv = recorder{w: w, before: q.wire.before}
 	q.rec, q.errs = &q.recv, &q.errLog
 	return q
@@ -65,6 +66,9 @@ func (q *request) done() {
 	if !pooled(q.r.Method) || q.aborted {
 		return
 	}
-	*q = request{wire: q.wire}
+	q.clear()
 	requestPool.Put(q)
 }
+
+// clear zeroes every field of q but its wiring.
+func (q *request) clear() { *q = request{wire: q.wire} }
