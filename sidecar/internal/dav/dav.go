@@ -53,6 +53,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -119,6 +120,13 @@ type Handler struct {
 	ridPrefix string
 	ridSeq    atomic.Uint64
 	fastPath  atomic.Uint64 // PROPFINDs propfind_fast.go answered (tests look)
+
+	// requests holds the requests of reads (GET, HEAD, OPTIONS, PROPFIND)
+	// that ended (reqpool.go): a small GET then allocates neither the
+	// request nor its parts. Writes are never returned to it: an upload's
+	// goroutine may still hold the request's FileSystem when the handler
+	// returns (fs_file.go, startUpload).
+	requests sync.Pool
 }
 
 // New returns the WebDAV handler over fs and its checkpoint store ck (nil:
@@ -182,7 +190,7 @@ type request struct {
 	rid string // the request ID
 
 	// The request's parts, held in it (one allocation, or none from
-	// requestPool, instead of one each): rec, errs and fs point here.
+	// the handler's pool, instead of one each): rec, errs and fs point here.
 	recv   recorder
 	errLog ErrorLog
 	dfs    davFS

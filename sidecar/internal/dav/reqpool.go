@@ -2,7 +2,6 @@ package dav
 
 import (
 	"net/http"
-	"sync"
 
 	"github.com/agentworkspace/files/davfs"
 )
@@ -16,13 +15,6 @@ type requestWire struct {
 	before       func()
 	libLog       func(*http.Request, error)
 }
-
-// requestPool holds the requests of reads (GET, HEAD, OPTIONS, PROPFIND)
-// that ended: a small GET then allocates neither the request nor its
-// parts. Writes are never returned to it: an upload's goroutine may still
-// hold the request's FileSystem when the handler returns (fs_file.go,
-// startUpload).
-var requestPool = sync.Pool{New: func() any { return wiredRequest() }}
 
 func wiredRequest() *request {
 	q := &request{}
@@ -39,7 +31,11 @@ func wiredRequest() *request {
 func newRequest(h *Handler, w http.ResponseWriter, r *http.Request) *request {
 	var q *request
 	if pooled(r.Method) {
-		q = requestPool.Get().(*request)
+		if v := h.requests.Get(); v != nil {
+			q = v.(*request)
+		} else {
+			q = wiredRequest()
+		}
 	} else {
 		q = wiredRequest()
 	}
@@ -50,7 +46,7 @@ func newRequest(h *Handler, w http.ResponseWriter, r *http.Request) *request {
 	return q
 }
 
-// pooled reports whether a request of method returns to requestPool.
+// pooled reports whether a request of method returns to the handler's pool.
 func pooled(method string) bool {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, "PROPFIND":
@@ -59,15 +55,16 @@ func pooled(method string) bool {
 	return false
 }
 
-// done ends the request: a read's goes back to requestPool, emptied (it
+// done ends the request: a read's goes back to the handler's pool, emptied (it
 // keeps no reference to the request, its response or its files), unless
 // its answer broke off (the handler then panics; nothing is reused).
 func (q *request) done() {
 	if !pooled(q.r.Method) || q.aborted {
 		return
 	}
+	h := q.h
 	q.clear()
-	requestPool.Put(q)
+	h.requests.Put(q)
 }
 
 // clear zeroes every field of q but its wiring.
