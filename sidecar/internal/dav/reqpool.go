@@ -16,6 +16,7 @@ type requestWire struct {
 	libLog       func(*http.Request, error)
 }
 
+// wiredRequest is a new request with its wiring.
 func wiredRequest() *request {
 	q := &request{}
 	q.wire = requestWire{
@@ -31,12 +32,9 @@ func wiredRequest() *request {
 func newRequest(h *Handler, w http.ResponseWriter, r *http.Request) *request {
 	var q *request
 	if pooled(r.Method) {
-		if v := h.requests.Get(); v != nil {
-			q = v.(*request)
-		} else {
-			q = wiredRequest()
-		}
-	} else {
+		q, _ = h.requests.Get().(*request) // nil: the pool is empty
+	}
+	if q == nil {
 		q = wiredRequest()
 	}
 	q.clear()
@@ -55,9 +53,10 @@ func pooled(method string) bool {
 	return false
 }
 
-// done ends the request: a read's goes back to the handler's pool, emptied (it
-// keeps no reference to the request, its response or its files), unless
-// its answer broke off (the handler then panics; nothing is reused).
+// done ends the request: a read's goes back to the handler's pool,
+// emptied (it keeps no reference to the request, its response or its
+// files), unless its answer broke off (the handler then panics; nothing
+// is reused).
 func (q *request) done() {
 	if !pooled(q.r.Method) || q.aborted {
 		return
