@@ -46,6 +46,8 @@ type Service struct {
 	workspacev1.UnimplementedWorkspaceServiceServer
 	fs  FS
 	del Deleter
+	// search is the volume Search walks (WithSearch); nil: Unimplemented.
+	search *davfs.FS
 }
 
 // NewService returns the service over fs, deleting through del.
