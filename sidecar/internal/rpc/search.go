@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -41,7 +43,7 @@ func (s *Service) Search(req *workspacev1.SearchRequest, stream workspacev1.Work
 		}}})
 	})
 	if err != nil {
-		return streamErr(err)
+		return searchErr(err)
 	}
 	return stream.Send(&workspacev1.SearchResult{Kind: &workspacev1.SearchResult_Summary{Summary: &workspacev1.SearchSummary{
 		FilesSearched: int32(sum.FilesSearched), Results: int32(sum.Results), BytesRead: sum.BytesRead,
@@ -60,4 +62,12 @@ func searchOptions(req *workspacev1.SearchRequest) search.Options {
 		MaxResults: int(req.GetMaxResults()), MaxBytes: req.GetMaxBytes(), MaxFileBytes: req.GetMaxFileBytes(),
 		Timeout: time.Duration(req.GetTimeoutMs()) * time.Millisecond,
 	}
+}
+
+// searchErr is streamErr with the search's own word for a client gone.
+func searchErr(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return status.Error(codes.Canceled, "search canceled")
+	}
+	return streamErr(err)
 }
