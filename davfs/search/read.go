@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentworkspace/files/davfs/internal/fdio"
 )
 
 // reader reads the files the walk opened and matches their lines, until
@@ -12,18 +14,34 @@ func (r *run) reader() {
 	var buf []byte
 	for j := range r.jobs {
 		if r.ctx.Err() == nil {
-			buf = r.file(j, buf)
+			buf = r.openFile(j, buf)
 		}
-		unix.Close(j.fd)
+		j.dir.release()
 	}
+}
+
+// openFile opens j's name in its directory by the confined OpenAt (never
+// following a symlink, never another mount) and searches it if the fd is
+// a regular file with one link.
+func (r *run) openFile(j job, buf []byte) []byte {
+	fd, err := r.fs.OpenAt(r.t, j.dir.fd, j.name, fdio.File)
+	if err != nil {
+		return buf
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || !fdio.IsType(&st, unix.S_IFREG) || st.Nlink != 1 {
+		return buf
+	}
+	return r.file(fd, j.rel, st.Size, buf)
 }
 
 // file searches one file: at most MaxFileBytes of it, within what is left
 // of MaxBytes, skipped when its first block holds a NUL byte. buf is the
 // reader's buffer, returned for reuse.
-func (r *run) file(j job, buf []byte) []byte {
-	want := min(j.size, r.o.MaxFileBytes)
-	if j.size > r.o.MaxFileBytes {
+func (r *run) file(fd int, rel string, size int64, buf []byte) []byte {
+	want := min(size, r.o.MaxFileBytes)
+	if size > r.o.MaxFileBytes {
 		r.partial.Add(1)
 	}
 	if r.bytes.Add(want) > r.o.MaxBytes {
@@ -34,7 +52,7 @@ func (r *run) file(j job, buf []byte) []byte {
 	if int64(cap(buf)) < want {
 		buf = make([]byte, want)
 	}
-	b, err := readAt(j.fd, buf[:want])
+	b, err := readAt(fd, buf[:want])
 	if err != nil {
 		return buf
 	}
@@ -43,7 +61,7 @@ func (r *run) file(j job, buf []byte) []byte {
 		r.binary.Add(1)
 		return buf
 	}
-	r.lines(j.rel, b)
+	r.lines(rel, b)
 	return buf
 }
 
@@ -107,9 +125,11 @@ func (r *run) send(res Result) bool {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
 	if r.emitErr != nil || r.ctx.Err() != nil {
+		r.results.Add(-1)
 		return false
 	}
 	if err := r.emit(res); err != nil {
+		r.results.Add(-1)
 		r.emitErr = err
 		r.stopFn()
 		return false

@@ -42,11 +42,24 @@ type run struct {
 	namesCut bool     // name mode: candidates were dropped
 }
 
-// job is one file the walk opened for a reader (which closes fd).
+// job is one file for a reader to open in dir, a directory fd the walk
+// opened and shares with the readers (the last one out closes it).
 type job struct {
-	fd   int
+	dir  *sharedDir
+	name string
 	rel  string
-	size int64
+}
+
+// sharedDir is a directory fd held by the walk and by each job in it.
+type sharedDir struct {
+	fd   int
+	refs atomic.Int64
+}
+
+func (d *sharedDir) release() {
+	if d.refs.Add(-1) == 0 {
+		unix.Close(d.fd)
+	}
 }
 
 func newRun(ctx context.Context, fs *davfs.FS, t davfs.Target, o Options, m *matcher, g globs, emit Emit) *run {
@@ -90,10 +103,10 @@ func (r *run) search() error {
 	err := r.walk()
 	close(r.jobs)
 	wg.Wait()
-	if err == nil {
-		r.emitMu.Lock()
-		err = r.emitErr
-		r.emitMu.Unlock()
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if r.emitErr != nil { // the walk then saw the stop it caused
+		return r.emitErr
 	}
 	return err
 }
@@ -164,15 +177,64 @@ func (r *run) dir(fd int, rel string, depth int) error {
 	if err != nil {
 		return davfs.PathError(err, rel)
 	}
+	var shared *sharedDir // the readers' reference to fd, once a file is queued
+	defer func() {
+		if shared != nil {
+			shared.release()
+		}
+	}()
 	for _, d := range ents {
 		if r.ctx.Err() != nil {
 			return r.ctx.Err()
 		}
-		if err := r.entry(fd, d.Name, childRel(rel, d.Name), depth+1); err != nil {
+		child := childRel(rel, d.Name)
+		if r.o.Mode == ModeContent && d.Type == unix.DT_REG {
+			// The d_type fast path: the reader opens the name (never
+			// following a link) and checks the fd by fstat; no lstat first.
+			if !r.fileVisible(d.Name, child, depth+1) {
+				continue
+			}
+			if shared == nil {
+				dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+				if err != nil {
+					return davfs.PathError(err, rel)
+				}
+				shared = &sharedDir{fd: dup}
+				shared.refs.Store(1)
+			}
+			if err := r.queue(job{dir: shared, name: d.Name, rel: child}); err != nil {
+				return err
+			}
+			continue
+		}
+		if d.Type == unix.DT_LNK || d.Type == unix.DT_FIFO || d.Type == unix.DT_SOCK || d.Type == unix.DT_CHR || d.Type == unix.DT_BLK {
+			continue
+		}
+		if err := r.entry(fd, d.Name, child, depth+1); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fileVisible reports whether the file name (rel, depth segments) may be
+// searched: shown by a listing, within the path bounds, kept by the globs.
+func (r *run) fileVisible(name, rel string, depth int) bool {
+	cfg := r.fs.Config()
+	return r.fs.Visible(name) && depth <= cfg.MaxPathDepth && len(rel) <= cfg.MaxPathLength &&
+		!(r.t.IsGlobal() && rel == davfs.GlobalSkills) && r.g.keep(rel)
+}
+
+// queue hands j to the readers, holding a reference to its directory.
+func (r *run) queue(j job) error {
+	j.dir.refs.Add(1)
+	select {
+	case r.jobs <- j:
+		return nil
+	case <-r.ctx.Done():
+		j.dir.release()
+		return r.ctx.Err()
+	}
 }
 
 // entry handles the name in pfd: a directory is descended into, a regular
@@ -210,31 +272,16 @@ func (r *run) entry(pfd int, name, rel string, depth int) error {
 			r.name(rel)
 			return nil
 		}
-		return r.open(pfd, name, rel, &st)
+		dup, err := unix.FcntlInt(uintptr(pfd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return davfs.PathError(err, rel)
+		}
+		d := &sharedDir{fd: dup}
+		d.refs.Store(1)
+		defer d.release()
+		return r.queue(job{dir: d, name: name, rel: rel})
 	}
 	return nil
-}
-
-// open opens a candidate file for the readers, checking by fstat that the
-// fd is the regular single-link file the lstat saw.
-func (r *run) open(pfd int, name, rel string, st *unix.Stat_t) error {
-	fd, err := r.fs.OpenAt(r.t, pfd, name, fdio.File)
-	if err != nil {
-		return nil
-	}
-	var cur unix.Stat_t
-	if unix.Fstat(fd, &cur) != nil || !fdio.IsType(&cur, unix.S_IFREG) || cur.Nlink != 1 ||
-		cur.Ino != st.Ino || cur.Dev != st.Dev {
-		unix.Close(fd)
-		return nil
-	}
-	select {
-	case r.jobs <- job{fd: fd, rel: rel, size: cur.Size}:
-		return nil
-	case <-r.ctx.Done():
-		unix.Close(fd)
-		return r.ctx.Err()
-	}
 }
 
 func childRel(dir, name string) string {
