@@ -14,7 +14,10 @@ import (
 // else by Go's RE2 regexp in multi-line mode (^ and $ at line ends).
 type matcher struct {
 	lit []byte
-	re  *regexp.Regexp
+	// rare is the index in lit of its least common byte (by commonRank):
+	// the byte memchr looks for, as ripgrep's literal search does.
+	rare int
+	re   *regexp.Regexp
 	// name is the folded query of a name search.
 	name string
 }
@@ -33,7 +36,7 @@ func newMatcher(o Options) (*matcher, error) {
 		return &matcher{name: strings.ToLower(q)}, nil
 	}
 	if !o.Regex && o.CaseSensitive {
-		return &matcher{lit: []byte(q)}, nil
+		return &matcher{lit: []byte(q), rare: rarest([]byte(q))}, nil
 	}
 	expr := q
 	if !o.Regex {
@@ -63,7 +66,7 @@ func reError(err error) string {
 // find is the first match's [start, end) in b, (-1, -1) if none.
 func (m *matcher) find(b []byte) (int, int) {
 	if m.lit != nil {
-		i := bytes.Index(b, m.lit)
+		i := m.index(b)
 		if i < 0 {
 			return -1, -1
 		}
@@ -74,6 +77,47 @@ func (m *matcher) find(b []byte) (int, int) {
 		return -1, -1
 	}
 	return loc[0], loc[1]
+}
+
+// index is bytes.Index(b, m.lit), looking for the literal's rarest byte
+// first: in text, a common first byte (a letter) stops memchr on nearly
+// every line, a rare one almost never.
+func (m *matcher) index(b []byte) int {
+	if m.rare == 0 {
+		return bytes.Index(b, m.lit)
+	}
+	c, off, n := m.lit[m.rare], m.rare, len(m.lit)
+	for pos := off; pos < len(b); {
+		i := bytes.IndexByte(b[pos:], c)
+		if i < 0 {
+			return -1
+		}
+		start := pos + i - off
+		if start+n <= len(b) && bytes.Equal(b[start:start+n], m.lit) {
+			return start
+		}
+		pos += i + 1
+	}
+	return -1
+}
+
+// commonBytes are the bytes of source code and prose, most common first
+// (a rough ranking; any byte not listed counts as rare).
+const commonBytes = " etaoinsrhldcum\nfpgwybv,.k_()=;:/-\"'{}\tEATSIORNLCDMPxjqz0123456789"
+
+// rarest is the index of lit's least common byte (the first among equals).
+func rarest(lit []byte) int {
+	best, rank := 0, -1
+	for i, c := range lit {
+		r := strings.IndexByte(commonBytes, c)
+		if r < 0 {
+			r = len(commonBytes)
+		}
+		if r > rank {
+			best, rank = i, r
+		}
+	}
+	return best
 }
 
 // preview cuts line (without its newline) to at most max bytes around the
