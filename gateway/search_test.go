@@ -48,7 +48,17 @@ func searchStack(t *testing.T) (*sidecartest.Sidecar, *gatewaytest.Gateway, stri
 	if err := os.Symlink(canary, filepath.Join(demo, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
+	for name, body := range map[string]string{"skills/s/SKILL.md": "TODO skill\n", "AGENTS.md": "TODO agents\n", "auth.json": "TODO secret\n", "sessions/x.txt": "TODO session\n"} {
+		p := filepath.Join(sc.CodexHome, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sidecartest.Chown(t, sc.ProjectsDir)
+	sidecartest.Chown(t, sc.CodexHome)
 	g := gatewaytest.Start(t, gatewaytest.Options{Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
 	return sc, g, filepath.Dir(canary)
 }
@@ -133,6 +143,23 @@ func TestSearchREST(t *testing.T) {
 			t.Fatalf("last line %+v, want the summary", lines[len(lines)-1])
 		}
 	})
+	t.Run("global: skills and AGENTS.md only", func(t *testing.T) {
+		q := url.Values{"workspace.scope": {"GLOBAL"}, "query": {"TODO"}}
+		st, lines, reason := searchREST(t, g, "", q)
+		if st != 200 {
+			t.Fatalf("status %d %s", st, reason)
+		}
+		var got []string
+		for _, l := range lines {
+			if m := l.Result.Match; m != nil {
+				got = append(got, m.Path)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"AGENTS.md", "skills/s/SKILL.md"}) {
+			t.Fatalf("paths %v", got)
+		}
+	})
 	t.Run("names", func(t *testing.T) {
 		_, lines, _ := searchREST(t, g, "", query("query", "util", "mode", "SEARCH_MODE_NAME"))
 		if len(lines) != 2 || lines[0].Result.Match.Path != "src/util.go" {
@@ -158,6 +185,8 @@ func TestSearchREST(t *testing.T) {
 		{"empty segment", "", query("query", "x", "path", "src//x"), 400, "INVALID_PATH"},
 		{"denied path", "", query("query", "x", "path", "node_modules"), 403, "DENYLISTED"},
 		{"symlink path", "", query("query", "x", "path", "link.txt"), 403, "SYMLINK"},
+		{"outside global", "", url.Values{"workspace.scope": {"GLOBAL"}, "query": {"x"}, "path": {"auth.json"}}, 403, "OUTSIDE_GLOBAL"},
+		{"no scope", "", url.Values{"query": {"x"}}, 400, "INVALID_WORKSPACE"},
 		{"not admin", "Bearer " + g.UserToken, query("query", "x"), 403, "FORBIDDEN"},
 		{"no credentials", "Bearer nope", query("query", "x"), 401, "UNAUTHENTICATED"},
 		{"bad parameter", "", query("query", "x", "max_results", "many"), 400, "INVALID_ARGUMENT"},
@@ -169,6 +198,9 @@ func TestSearchREST(t *testing.T) {
 				t.Fatalf("status %d %s, want %d %s", st, reason, c.status, c.reason)
 			}
 		})
+	}
+	if r := admin(t, g, http.MethodGet, api+"/agents/nope/search?"+query("query", "x").Encode(), ""); r.Status != 404 || r.reason(t) != "AGENT_NOT_FOUND" {
+		t.Fatalf("unknown agent: %d %s", r.Status, r.reason(t))
 	}
 	testtree.MustSame(t, "the volume after searching", before, testtree.Snap(t, sc.ProjectsDir))
 	testtree.MustSame(t, "the canary after searching", beforeCanary, testtree.Snap(t, canaryDir))
