@@ -9,6 +9,7 @@ import { describeError } from '../api/errors';
 import { search, type SearchParams } from '../api/search';
 import type { SearchMatch, WorkspaceRef } from '../api/types';
 import { GLOBAL, project, type AgentState } from '../state/appState';
+import { workspaceKey } from '../state/tree';
 import { modal, type ModalContext } from '../ui/dialogs';
 import type { FilesPort, Shell } from './ports';
 
@@ -79,7 +80,9 @@ export class Search {
     if (p.timer) clearTimeout(p.timer);
     if (!chosen?.path) return;
     await this.#c.files.openFile(t.ws, chosen.path);
-    if (mode === 'content' && chosen.line) this.#c.editor.gotoLine(chosen.line);
+    // Only when that file is open now (not when unsaved text kept another one).
+    const f = this.#c.state.scopes.current?.state.file;
+    if (mode === 'content' && chosen.line && f?.path === chosen.path && f.workspaceKey === workspaceKey(t.ws)) this.#c.editor.gotoLine(chosen.line);
   }
 
   /** Starts the search of the panel's query, aborting the one before. */
