@@ -199,6 +199,9 @@ func TestSearchREST(t *testing.T) {
 			}
 		})
 	}
+	if r := admin(t, g, http.MethodGet, api+"/agents/codex-a/search?"+query("query", "(open", "regex", "true").Encode(), ""); !strings.Contains(r.JSON(t)["message"].(string), "not a valid RE2 regular expression: missing closing )") {
+		t.Fatalf("bad regex: %s", r.Body)
+	}
 	if r := admin(t, g, http.MethodGet, api+"/agents/nope/search?"+query("query", "x").Encode(), ""); r.Status != 404 || r.reason(t) != "AGENT_NOT_FOUND" {
 		t.Fatalf("unknown agent: %d %s", r.Status, r.reason(t))
 	}

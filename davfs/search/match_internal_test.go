@@ -90,3 +90,19 @@ func TestGlobs(t *testing.T) {
 		}
 	}
 }
+
+// A preview is valid UTF-8, at most max bytes of the line plus what
+// U+FFFD adds for invalid bytes, with the match inside it.
+func FuzzPreview(f *testing.F) {
+	f.Add([]byte("a TODO b"), 2, 6, 200)
+	f.Add([]byte("\xff\xfeé\r"), 0, 3, 2)
+	f.Fuzz(func(t *testing.T, line []byte, s, e, max int) {
+		if s < 0 || e < s || e > len(line) || max < 1 || max > 4096 {
+			return
+		}
+		got, ps, pe := preview(line, s, e, max)
+		if !utf8.ValidString(got) || ps < 0 || pe < ps || pe > len(got) || len(got) > 3*max+3*(e-s) {
+			t.Fatalf("preview(%q, %d, %d, %d) = %q [%d,%d)", line, s, e, max, got, ps, pe)
+		}
+	})
+}

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/search"
 	"github.com/agentworkspace/files/internal/testtree"
@@ -55,6 +57,10 @@ func newTree(t *testing.T, openat2 bool) *tree {
 		}
 	}
 	if err := os.Link(filepath.Join(d, "canary.txt"), filepath.Join(demo, "hard.txt")); err != nil {
+		t.Fatal(err)
+	}
+	// A FIFO named like a text file: opening it to read would hang.
+	if err := unix.Mkfifo(filepath.Join(demo, "pipe.txt"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(tr.codex, "skills", "a", "SKILL.md"), "TODO skill\n")
