@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentworkspace/files/contracts/errtable"
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/search"
@@ -17,8 +18,14 @@ import (
 // the core's exported API); without it Search is Unimplemented.
 func (s *Service) WithSearch(fs *davfs.FS) *Service {
 	s.search = fs
+	s.searchSlots = make(chan struct{}, MaxSearches)
 	return s
 }
+
+// MaxSearches is how many searches one sidecar runs at once: each holds
+// up to GOMAXPROCS file buffers of max_file_bytes (docs/limits.md). One
+// more is ResourceExhausted/TOO_MANY_STREAMS (429).
+const MaxSearches = 4
 
 // Search streams the matches of a name or content search, then its
 // summary. A bad request (query, glob, path) is an error before the first
@@ -27,6 +34,13 @@ func (s *Service) WithSearch(fs *davfs.FS) *Service {
 func (s *Service) Search(req *workspacev1.SearchRequest, stream workspacev1.WorkspaceService_SearchServer) error {
 	if s.search == nil {
 		return status.Error(codes.Unimplemented, "search is not available")
+	}
+	select {
+	case s.searchSlots <- struct{}{}:
+		defer func() { <-s.searchSlots }()
+	default:
+		return errtable.Status(codes.ResourceExhausted, workspacev1.ErrorReason_TOO_MANY_STREAMS.String(),
+			"too many searches are running in this workspace service; retry later").Err()
 	}
 	ws, err := workspace(req.GetWorkspace())
 	if err != nil {

@@ -47,7 +47,8 @@ type Service struct {
 	fs  FS
 	del Deleter
 	// search is the volume Search walks (WithSearch); nil: Unimplemented.
-	search *davfs.FS
+	search      *davfs.FS
+	searchSlots chan struct{} // one per running search (MaxSearches)
 }
 
 // NewService returns the service over fs, deleting through del.
