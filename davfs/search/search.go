@@ -50,7 +50,7 @@ const (
 	DefaultMaxBytes     = 512 << 20
 	MaxMaxBytes         = 4 << 30
 	DefaultMaxFileBytes = 8 << 20
-	MaxMaxFileBytes     = 16 << 20
+	MaxMaxFileBytes     = 64 << 20
 	DefaultTimeout      = 10 * time.Second
 	MaxTimeout          = 60 * time.Second
 	DefaultMaxPreview   = 200

@@ -318,3 +318,43 @@ func TestPreviewBounded(t *testing.T) {
 		t.Fatalf("preview %q [%d,%d)", r.Preview, r.MatchStart, r.MatchEnd)
 	}
 }
+
+// Files are read in chunks: every matching line is found with its number,
+// whether it straddles a chunk boundary or sits in a line longer than the
+// buffer; the same as a plain split into lines.
+func TestChunkBoundaries(t *testing.T) {
+	tr := newTree(t, true)
+	var b strings.Builder
+	var want []string
+	for i := 1; b.Len() < 3<<20; i++ {
+		l := strings.Repeat("x", i%300)
+		switch {
+		case i == 5000:
+			l = "NEEDLE" + strings.Repeat("y", 1500<<10) // longer than the buffer's carry
+		case i%997 == 0 || i%1013 == 0:
+			l = strings.Repeat("z", i%250) + "NEEDLE" + l
+		}
+		if strings.Contains(l, "NEEDLE") {
+			want = append(want, "chunks.txt:"+strconv.Itoa(i))
+		}
+		b.WriteString(l + "\n")
+	}
+	write(t, filepath.Join(tr.projects, "demo", "chunks.txt"), b.String())
+	rs, _, err := run(t, tr.fs, context.Background(), demo, "chunks.txt", search.Options{Query: "NEEDLE", CaseSensitive: true, MaxResults: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	if got := hits(rs); !slices.Equal(got, want) {
+		t.Fatalf("%d hits, want %d; first differences: %v", len(got), len(want), firstDiff(got, want))
+	}
+}
+
+func firstDiff(a, b []string) []string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return []string{a[i], b[i]}
+		}
+	}
+	return nil
+}

@@ -927,7 +927,7 @@ type SearchRequest struct {
 	Include []string `protobuf:"bytes,7,rep,name=include,proto3" json:"include,omitempty"`
 	Exclude []string `protobuf:"bytes,8,rep,name=exclude,proto3" json:"exclude,omitempty"`
 	// Bounds; 0 the default: 1000 results (at most 10000), 512 MiB read in
-	// all (at most 4 GiB), 8 MiB per file (at most 16 MiB), 10 s (at most 60 s).
+	// all (at most 4 GiB), 8 MiB per file (at most 64 MiB), 10 s (at most 60 s).
 	MaxResults    int32 `protobuf:"varint,9,opt,name=max_results,json=maxResults,proto3" json:"max_results,omitempty"`
 	MaxBytes      int64 `protobuf:"varint,10,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	MaxFileBytes  int64 `protobuf:"varint,11,opt,name=max_file_bytes,json=maxFileBytes,proto3" json:"max_file_bytes,omitempty"`
