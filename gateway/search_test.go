@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,7 +215,7 @@ func TestSearchREST(t *testing.T) {
 func TestSearchRESTClientGone(t *testing.T) {
 	sc, g, _ := searchStack(t)
 	for i := range 2000 {
-		p := filepath.Join(sc.ProjectsDir, "demo", "many", strings.Repeat("d", 1+i%7), "f"+string(rune('a'+i%26))+time.Duration(i).String()+".txt")
+		p := filepath.Join(sc.ProjectsDir, "demo", "many", strings.Repeat("d", 1+i%7), "f"+strconv.Itoa(i)+".txt")
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
