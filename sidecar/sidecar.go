@@ -144,7 +144,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 	fs, ck := s.fs, s.ck
 
 	s.grpc = s.newGRPCServer(m, p.MaxEditableFileSize)
-	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs, ck))
+	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs, ck).WithSearch(fs))
 	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(ck))
 	if err := s.registerWatchMetrics(); err != nil {
 		s.close()

@@ -16,6 +16,7 @@ import type { LiveController } from './features/live';
 import { createLive } from './features/liveHooks';
 import { Projects } from './features/projects';
 import { Routing } from './features/routing';
+import { Search } from './features/search';
 import { Session } from './features/session';
 import { Tree } from './features/tree';
 import { TreeActions } from './features/treeActions';
@@ -47,6 +48,8 @@ export class App implements AppContext {
   readonly checkpoints: CheckpointHooks = new CheckpointHooks(this);
   /** Live changes: the watch stream of what is on screen (features/live.ts). */
   readonly live: LiveController = createLive(this);
+  /** Quick open and the content search (features/search.ts). */
+  readonly search: Search = new Search(this);
   #scheduled = false;
 
   constructor(root: HTMLElement) {
@@ -80,7 +83,22 @@ export class App implements AppContext {
         e.preventDefault();
         void this.files.save();
       }
+      this.#searchKeys(e);
     });
+  }
+
+  /** Ctrl+P: quick open; Ctrl+Shift+F: search in files (while an agent's workspace is shown, no dialog open). */
+  #searchKeys(e: KeyboardEvent): void {
+    if (!(e.ctrlKey || e.metaKey) || e.altKey || this.state.screen.kind !== 'app' || !this.state.scopes.current) return;
+    if (document.querySelector('dialog[open]')) return;
+    const k = e.key.toLowerCase();
+    if (k === 'p' && !e.shiftKey) {
+      e.preventDefault();
+      void this.search.quickOpen();
+    } else if (k === 'f' && e.shiftKey) {
+      e.preventDefault();
+      void this.search.contentSearch();
+    }
   }
 
   start(): Promise<void> {

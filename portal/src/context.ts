@@ -12,6 +12,7 @@ import type { LiveController } from './features/live';
 import type { Shell } from './features/ports';
 import type { Projects } from './features/projects';
 import type { Routing } from './features/routing';
+import type { Search } from './features/search';
 import type { Session } from './features/session';
 import type { Tree } from './features/tree';
 import type { TreeActions } from './features/treeActions';
@@ -27,4 +28,5 @@ export interface AppContext extends Shell {
   readonly files: Editor;
   readonly checkpoints: CheckpointHooks;
   readonly live: LiveController;
+  readonly search: Search;
 }

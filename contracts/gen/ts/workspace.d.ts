@@ -179,6 +179,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agent-gateway/agents/{agent_id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search a workspace by file name (fuzzy) or content (literal or RE2), streamed */
+        get: operations["WorkspaceManagementService_SearchProject"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -471,6 +488,65 @@ export interface components {
             truncated?: boolean;
             /** Format: int32 */
             total_changes?: number;
+        };
+        v1SearchMatch: {
+            /** @description Relative to the workspace root. */
+            path?: string;
+            /**
+             * Format: int32
+             * @description 1-based line of a content match; 0 for a name match.
+             */
+            line?: number;
+            /**
+             * @description The line (at most about 200 bytes around the match), valid UTF-8; the
+             *     path for a name match.
+             */
+            preview?: string;
+            /**
+             * Format: int32
+             * @description The match's byte offsets in preview.
+             */
+            match_start?: number;
+            /** Format: int32 */
+            match_end?: number;
+            /**
+             * Format: int32
+             * @description Rank of a name match (higher first).
+             */
+            score?: number;
+        };
+        /**
+         * @description - SEARCH_MODE_UNSPECIFIED: Content.
+         *      - SEARCH_MODE_CONTENT: Lines of text files (binary files, with a NUL in their first 8 KiB, are skipped).
+         *      - SEARCH_MODE_NAME: Paths of files, ranked by a fuzzy match of the query (quick open).
+         * @default SEARCH_MODE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1SearchMode: "SEARCH_MODE_UNSPECIFIED" | "SEARCH_MODE_CONTENT" | "SEARCH_MODE_NAME";
+        /** @description One message of a Search stream: matches, then the summary last. */
+        v1SearchResult: {
+            match?: components["schemas"]["v1SearchMatch"];
+            summary?: components["schemas"]["v1SearchSummary"];
+        };
+        v1SearchSummary: {
+            /** Format: int32 */
+            files_searched?: number;
+            /** Format: int32 */
+            results?: number;
+            /** Format: int64 */
+            bytes_read?: string;
+            /**
+             * @description The bound that ended the search early: "", "max_results", "max_bytes"
+             *     or "timeout".
+             */
+            truncated?: string;
+            /** Format: int32 */
+            binary_skipped?: number;
+            /**
+             * Format: int32
+             * @description Files read only up to max_file_bytes.
+             */
+            file_truncated?: number;
         };
         v1WorkspaceManagementServiceCreateProjectBody: {
             name: string;
@@ -1071,6 +1147,63 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1DeleteProjectResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WorkspaceManagementService_SearchProject: {
+        parameters: {
+            query: {
+                /**
+                 * @description - PROJECT: One Project: a first-level directory under the projects root.
+                 *      - GLOBAL: The Global virtual root: skills/ and AGENTS.md of CODEX_HOME, nothing else.
+                 */
+                "workspace.scope"?: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+                "workspace.project_name"?: string;
+                path?: string;
+                query: string;
+                /**
+                 * @description - SEARCH_MODE_UNSPECIFIED: Content.
+                 *      - SEARCH_MODE_CONTENT: Lines of text files (binary files, with a NUL in their first 8 KiB, are skipped).
+                 *      - SEARCH_MODE_NAME: Paths of files, ranked by a fuzzy match of the query (quick open).
+                 */
+                mode?: "SEARCH_MODE_UNSPECIFIED" | "SEARCH_MODE_CONTENT" | "SEARCH_MODE_NAME";
+                regex?: boolean;
+                case_sensitive?: boolean;
+                include?: string[];
+                exclude?: string[];
+                max_results?: number;
+                max_bytes?: string;
+                max_file_bytes?: string;
+                timeout_ms?: number;
+            };
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response.(streaming responses) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result?: components["schemas"]["v1SearchResult"];
+                        error?: components["schemas"]["rpcStatus"];
+                    };
                 };
             };
             /** @description An unexpected error response. */

@@ -102,6 +102,9 @@ type Options struct {
 	// SignOut ends a session on every replica (session.Peers); nil ends
 	// it only in Auth's store, in this process.
 	SignOut SignOuter
+	// Search serves the search route (search.go); nil answers 409
+	// NOT_SUPPORTED.
+	Search Searcher
 	// Ready gates /readyz (503 until it reports true); nil is always ready.
 	Ready func() bool
 }
@@ -154,6 +157,7 @@ func New(opts Options) (*Server, error) {
 	e.DELETE(APIPrefix+"/session", s.logout)
 	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
 	e.GET(APIPrefix+"/agents/:agent_id/watch", s.watch, admin)
+	e.GET(APIPrefix+"/agents/:agent_id/search", s.search, admin)
 	api := echo.WrapHandler(restAPI)
 	e.Any(APIPrefix+"/*", api, admin, s.auditRefused)
 	e.Any(APIPrefix, api, admin)

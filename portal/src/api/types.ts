@@ -16,3 +16,6 @@ export type ListEntriesResponse = S['v1ListEntriesResponse'];
 export type ListProjectsResponse = S['v1ListProjectsResponse'];
 export type GetFileResponse = S['v1GetFileResponse'];
 export type RpcStatus = S['rpcStatus'];
+export type SearchMatch = S['v1SearchMatch'];
+export type SearchSummary = S['v1SearchSummary'];
+export type SearchResult = S['v1SearchResult'];

@@ -18,13 +18,13 @@ function freeId(): string {
   return `dlg-${n}`;
 }
 
-interface ModalContext<T> {
+export interface ModalContext<T> {
   close: (v: T) => void;
   update: () => void;
   id: string;
 }
 
-function modal<T>(
+export function modal<T>(
   build: (ctx: ModalContext<T>) => () => TemplateResult,
   opts: { cancelValue: T; role?: 'dialog' | 'alertdialog'; testid: string; focus?: string },
 ): Promise<T> {

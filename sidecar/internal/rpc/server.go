@@ -46,6 +46,9 @@ type Service struct {
 	workspacev1.UnimplementedWorkspaceServiceServer
 	fs  FS
 	del Deleter
+	// search is the volume Search walks (WithSearch); nil: Unimplemented.
+	search      *davfs.FS
+	searchSlots chan struct{} // one per running search (MaxSearches)
 }
 
 // NewService returns the service over fs, deleting through del.
