@@ -88,6 +88,7 @@ type ckListed struct {
 	Reason   string `json:"reason"`
 	Label    string `json:"label"`
 	RootPath string `json:"root_path"`
+	Operator string `json:"operator"`
 }
 
 // versions lists the per-file versions that hold rel (the path filter).
@@ -204,16 +205,17 @@ func writeLocal(t *testing.T, dir string, files map[string]string) {
 }
 
 // TestKeepRcloneSync: rclone sync of a local tree, then changes and deletes
-// synced again. With keep the second sync succeeds, the live tree is the
+// synced again. With keep (the default of a writable view: the key left
+// out) the second sync succeeds, every version records the operator, the live tree is the
 // local one and every overwritten or deleted file's previous bytes come
 // back from its version; with refuse it fails with 428 and changes nothing.
 func TestKeepRcloneSync(t *testing.T) {
 	first := map[string]string{
 		"a.txt": "A one\n", "b.txt": "B one\n", "sub/c.txt": "C one\n", "gone/e.txt": "E one\n", "same.txt": "unchanged\n",
 	}
-	for _, mode := range []string{"keep", "refuse"} {
+	for _, mode := range []string{"default", "refuse"} {
 		t.Run(mode, func(t *testing.T) {
-			k := startKeep(t, mode, true, nil)
+			k := startKeep(t, strings.TrimPrefix(mode, "default"), true, nil)
 			local := t.TempDir()
 			writeLocal(t, local, first)
 			dst := "gw:codex-a/projects/demo"
@@ -266,8 +268,8 @@ func TestKeepRcloneSync(t *testing.T) {
 			}
 			for _, rel := range []string{"a.txt", "b.txt", "sub/c.txt", "gone/e.txt"} {
 				vs := k.versions(t, rel)
-				if len(vs) != 1 || !strings.HasPrefix(vs[0].Label, "WebDAV ") {
-					t.Errorf("versions of %s: %+v", rel, vs)
+				if len(vs) != 1 || !strings.HasPrefix(vs[0].Label, "WebDAV ") || vs[0].Operator != gatewaytest.AdminOperator {
+					t.Errorf("versions of %s: %+v (want one, by %s)", rel, vs, gatewaytest.AdminOperator)
 				}
 				if got := k.restoreVersion(t, rel); got != first[rel] {
 					t.Errorf("%s restored from its version = %q, want %q", rel, got, first[rel])

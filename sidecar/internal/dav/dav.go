@@ -189,7 +189,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(davwire.RequestIDHeader, rid)
 	q := &request{h: h, rec: &recorder{w: w}}
 	q.ctx, q.errs = r.Context(), &ErrorLog{}
-	st := RequestState{Preconditions: q.precondition, Errors: q.errs}
+	st := RequestState{Preconditions: q.precondition, Errors: q.errs, Operator: r.Header.Get(davwire.OperatorHeader)}
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
 		// The handler's and the library's own looks at the target before
