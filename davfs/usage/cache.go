@@ -216,3 +216,6 @@ func (c *Cache) evictLocked() {
 		delete(c.entries, oldest)
 	}
 }
+
+// Volume is VolumeOf the cache's FS.
+func (c *Cache) Volume(scope davfs.Scope) (Volume, error) { return VolumeOf(c.f, scope) }

@@ -32,7 +32,9 @@ func newEnv(t *testing.T) *env {
 	return &env{tree: tr, fs: f}
 }
 
-func proj(name string) davfs.Workspace { return davfs.Workspace{Scope: davfs.ScopeProject, Project: name} }
+func proj(name string) davfs.Workspace {
+	return davfs.Workspace{Scope: davfs.ScopeProject, Project: name}
+}
 
 var global = davfs.Workspace{Scope: davfs.ScopeGlobal}
 

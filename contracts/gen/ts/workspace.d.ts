@@ -179,6 +179,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agent-gateway/agents/{agent_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Bytes and files of projects and Global, and the volume's size and free space */
+        get: operations["WorkspaceManagementService_GetUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -404,6 +421,12 @@ export interface components {
             /** @description The text, only when entry.editable; never partial, never Base64. */
             content?: string;
         };
+        v1GetUsageResponse: {
+            /** @description In the order asked: the projects, then Global. */
+            workspaces?: components["schemas"]["v1WorkspaceUsage"][];
+            projects_volume?: components["schemas"]["v1VolumeUsage"];
+            global_volume?: components["schemas"]["v1VolumeUsage"];
+        };
         v1ListAgentsResponse: {
             /** @description Sorted by agent_id. */
             agents?: components["schemas"]["v1Agent"][];
@@ -472,6 +495,15 @@ export interface components {
             /** Format: int32 */
             total_changes?: number;
         };
+        /** @description A volume's size and free space (statfs f_blocks and f_bavail, bytes). */
+        v1VolumeUsage: {
+            /** @description False when statfs failed: the sizes are unknown, not 0. */
+            known?: boolean;
+            /** Format: int64 */
+            size_bytes?: string;
+            /** Format: int64 */
+            free_bytes?: string;
+        };
         v1WorkspaceManagementServiceCreateProjectBody: {
             name: string;
         };
@@ -492,6 +524,25 @@ export interface components {
          * @enum {string}
          */
         v1WorkspaceScope: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+        /**
+         * @description What one workspace holds: the apparent size of its regular files (a file
+         *     with several hard links once) and its files and folders, as a listing
+         *     shows them (denylisted names, symlinks and mounts not counted).
+         */
+        v1WorkspaceUsage: {
+            workspace?: components["schemas"]["v1WorkspaceRef"];
+            /** Format: int64 */
+            bytes?: string;
+            /** Format: int64 */
+            files?: string;
+            /** Format: int64 */
+            directories?: string;
+            /**
+             * @description Set when the workspace could not be counted (PROJECT_NOT_FOUND,
+             *     INVALID_WORKSPACE, ...): the figures are then unknown, not 0.
+             */
+            error_reason?: string;
+        };
         /** @description google.rpc.ErrorInfo: why a request failed, as a stable machine-readable reason (REVISION_MISMATCH, DENYLISTED, ...). */
         ErrorInfo: {
             /** @enum {string} */
@@ -1071,6 +1122,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1DeleteProjectResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WorkspaceManagementService_GetUsage: {
+        parameters: {
+            query?: {
+                /** @description Projects to count (query project_names=a&project_names=b; at most 100). */
+                project_names?: string[];
+                /** @description Count Global too (query global=true). */
+                global?: boolean;
+            };
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1GetUsageResponse"];
                 };
             };
             /** @description An unexpected error response. */

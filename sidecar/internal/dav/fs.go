@@ -123,6 +123,10 @@ type RequestState struct {
 	// checkpoints the request takes record it. "": nobody named.
 	Operator string
 
+	// Quota answers the RFC 4331 quota properties of a PROPFIND that
+	// asks for them (quota.go). Nil: never answered.
+	Quota *Quota
+
 	// Kept records what keeping did; AutoCheckpoints the automatic
 	// checkpoints the request's deletes took; Errors every error the
 	// FileSystem returned, with its davfs *Error. Nil: not recorded.

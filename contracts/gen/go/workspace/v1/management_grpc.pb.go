@@ -34,6 +34,7 @@ const (
 	WorkspaceManagementService_UpdateProjectFile_FullMethodName  = "/workspace.v1.WorkspaceManagementService/UpdateProjectFile"
 	WorkspaceManagementService_MoveProjectEntry_FullMethodName   = "/workspace.v1.WorkspaceManagementService/MoveProjectEntry"
 	WorkspaceManagementService_DeleteProjectEntry_FullMethodName = "/workspace.v1.WorkspaceManagementService/DeleteProjectEntry"
+	WorkspaceManagementService_GetUsage_FullMethodName           = "/workspace.v1.WorkspaceManagementService/GetUsage"
 )
 
 // WorkspaceManagementServiceClient is the client API for WorkspaceManagementService service.
@@ -53,6 +54,7 @@ type WorkspaceManagementServiceClient interface {
 	UpdateProjectFile(ctx context.Context, in *UpdateProjectFileRequest, opts ...grpc.CallOption) (*Entry, error)
 	MoveProjectEntry(ctx context.Context, in *MoveProjectEntryRequest, opts ...grpc.CallOption) (*Entry, error)
 	DeleteProjectEntry(ctx context.Context, in *DeleteProjectEntryRequest, opts ...grpc.CallOption) (*DeleteEntryResponse, error)
+	GetUsage(ctx context.Context, in *GetAgentUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
 }
 
 type workspaceManagementServiceClient struct {
@@ -163,6 +165,16 @@ func (c *workspaceManagementServiceClient) DeleteProjectEntry(ctx context.Contex
 	return out, nil
 }
 
+func (c *workspaceManagementServiceClient) GetUsage(ctx context.Context, in *GetAgentUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageResponse)
+	err := c.cc.Invoke(ctx, WorkspaceManagementService_GetUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkspaceManagementServiceServer is the server API for WorkspaceManagementService service.
 // All implementations must embed UnimplementedWorkspaceManagementServiceServer
 // for forward compatibility.
@@ -180,6 +192,7 @@ type WorkspaceManagementServiceServer interface {
 	UpdateProjectFile(context.Context, *UpdateProjectFileRequest) (*Entry, error)
 	MoveProjectEntry(context.Context, *MoveProjectEntryRequest) (*Entry, error)
 	DeleteProjectEntry(context.Context, *DeleteProjectEntryRequest) (*DeleteEntryResponse, error)
+	GetUsage(context.Context, *GetAgentUsageRequest) (*GetUsageResponse, error)
 	mustEmbedUnimplementedWorkspaceManagementServiceServer()
 }
 
@@ -219,6 +232,9 @@ func (UnimplementedWorkspaceManagementServiceServer) MoveProjectEntry(context.Co
 }
 func (UnimplementedWorkspaceManagementServiceServer) DeleteProjectEntry(context.Context, *DeleteProjectEntryRequest) (*DeleteEntryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteProjectEntry not implemented")
+}
+func (UnimplementedWorkspaceManagementServiceServer) GetUsage(context.Context, *GetAgentUsageRequest) (*GetUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUsage not implemented")
 }
 func (UnimplementedWorkspaceManagementServiceServer) mustEmbedUnimplementedWorkspaceManagementServiceServer() {
 }
@@ -422,6 +438,24 @@ func _WorkspaceManagementService_DeleteProjectEntry_Handler(srv interface{}, ctx
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkspaceManagementService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAgentUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkspaceManagementServiceServer).GetUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkspaceManagementService_GetUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkspaceManagementServiceServer).GetUsage(ctx, req.(*GetAgentUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkspaceManagementService_ServiceDesc is the grpc.ServiceDesc for WorkspaceManagementService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -468,6 +502,10 @@ var WorkspaceManagementService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteProjectEntry",
 			Handler:    _WorkspaceManagementService_DeleteProjectEntry_Handler,
+		},
+		{
+			MethodName: "GetUsage",
+			Handler:    _WorkspaceManagementService_GetUsage_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -859,6 +859,265 @@ func (x *DeleteEntryResponse) GetAutoCheckpointId() string {
 	return ""
 }
 
+type GetUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Projects to count (at most 100); none: no project.
+	ProjectNames []string `protobuf:"bytes,1,rep,name=project_names,json=projectNames,proto3" json:"project_names,omitempty"`
+	// Count Global (skills/ and AGENTS.md) too.
+	Global        bool `protobuf:"varint,2,opt,name=global,proto3" json:"global,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetUsageRequest) GetProjectNames() []string {
+	if x != nil {
+		return x.ProjectNames
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetGlobal() bool {
+	if x != nil {
+		return x.Global
+	}
+	return false
+}
+
+// What one workspace holds: the apparent size of its regular files (a file
+// with several hard links once) and its files and folders, as a listing
+// shows them (denylisted names, symlinks and mounts not counted).
+type WorkspaceUsage struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Workspace   *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	Bytes       int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Files       int64                  `protobuf:"varint,3,opt,name=files,proto3" json:"files,omitempty"`
+	Directories int64                  `protobuf:"varint,4,opt,name=directories,proto3" json:"directories,omitempty"`
+	// Set when the workspace could not be counted (PROJECT_NOT_FOUND,
+	// INVALID_WORKSPACE, ...): the figures are then unknown, not 0.
+	ErrorReason   string `protobuf:"bytes,5,opt,name=error_reason,json=errorReason,proto3" json:"error_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkspaceUsage) Reset() {
+	*x = WorkspaceUsage{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkspaceUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkspaceUsage) ProtoMessage() {}
+
+func (x *WorkspaceUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkspaceUsage.ProtoReflect.Descriptor instead.
+func (*WorkspaceUsage) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *WorkspaceUsage) GetWorkspace() *WorkspaceRef {
+	if x != nil {
+		return x.Workspace
+	}
+	return nil
+}
+
+func (x *WorkspaceUsage) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetDirectories() int64 {
+	if x != nil {
+		return x.Directories
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetErrorReason() string {
+	if x != nil {
+		return x.ErrorReason
+	}
+	return ""
+}
+
+// A volume's size and free space (statfs f_blocks and f_bavail, bytes).
+type VolumeUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when statfs failed: the sizes are unknown, not 0.
+	Known         bool  `protobuf:"varint,1,opt,name=known,proto3" json:"known,omitempty"`
+	SizeBytes     int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	FreeBytes     int64 `protobuf:"varint,3,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeUsage) Reset() {
+	*x = VolumeUsage{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeUsage) ProtoMessage() {}
+
+func (x *VolumeUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeUsage.ProtoReflect.Descriptor instead.
+func (*VolumeUsage) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *VolumeUsage) GetKnown() bool {
+	if x != nil {
+		return x.Known
+	}
+	return false
+}
+
+func (x *VolumeUsage) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *VolumeUsage) GetFreeBytes() int64 {
+	if x != nil {
+		return x.FreeBytes
+	}
+	return 0
+}
+
+type GetUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In the order asked: the projects, then Global.
+	Workspaces []*WorkspaceUsage `protobuf:"bytes,1,rep,name=workspaces,proto3" json:"workspaces,omitempty"`
+	// The volume of the projects root, and of CODEX_HOME (often the same).
+	ProjectsVolume *VolumeUsage `protobuf:"bytes,2,opt,name=projects_volume,json=projectsVolume,proto3" json:"projects_volume,omitempty"`
+	GlobalVolume   *VolumeUsage `protobuf:"bytes,3,opt,name=global_volume,json=globalVolume,proto3" json:"global_volume,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageResponse) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetUsageResponse) GetWorkspaces() []*WorkspaceUsage {
+	if x != nil {
+		return x.Workspaces
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetProjectsVolume() *VolumeUsage {
+	if x != nil {
+		return x.ProjectsVolume
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetGlobalVolume() *VolumeUsage {
+	if x != nil {
+		return x.GlobalVolume
+	}
+	return nil
+}
+
 var File_workspace_v1_workspace_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_workspace_proto_rawDesc = "" +
@@ -919,7 +1178,28 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\trecursive\x18\x04 \x01(\bR\trecursive\x12'\n" +
 	"\x0fskip_checkpoint\x18\x05 \x01(\bR\x0eskipCheckpoint\"C\n" +
 	"\x13DeleteEntryResponse\x12,\n" +
-	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId2\xcb\x05\n" +
+	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId\"N\n" +
+	"\x0fGetUsageRequest\x12#\n" +
+	"\rproject_names\x18\x01 \x03(\tR\fprojectNames\x12\x16\n" +
+	"\x06global\x18\x02 \x01(\bR\x06global\"\xbb\x01\n" +
+	"\x0eWorkspaceUsage\x128\n" +
+	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x14\n" +
+	"\x05files\x18\x03 \x01(\x03R\x05files\x12 \n" +
+	"\vdirectories\x18\x04 \x01(\x03R\vdirectories\x12!\n" +
+	"\ferror_reason\x18\x05 \x01(\tR\verrorReason\"a\n" +
+	"\vVolumeUsage\x12\x14\n" +
+	"\x05known\x18\x01 \x01(\bR\x05known\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12\x1d\n" +
+	"\n" +
+	"free_bytes\x18\x03 \x01(\x03R\tfreeBytes\"\xd4\x01\n" +
+	"\x10GetUsageResponse\x12<\n" +
+	"\n" +
+	"workspaces\x18\x01 \x03(\v2\x1c.workspace.v1.WorkspaceUsageR\n" +
+	"workspaces\x12B\n" +
+	"\x0fprojects_volume\x18\x02 \x01(\v2\x19.workspace.v1.VolumeUsageR\x0eprojectsVolume\x12>\n" +
+	"\rglobal_volume\x18\x03 \x01(\v2\x19.workspace.v1.VolumeUsageR\fglobalVolume2\x96\x06\n" +
 	"\x10WorkspaceService\x12U\n" +
 	"\fListProjects\x12!.workspace.v1.ListProjectsRequest\x1a\".workspace.v1.ListProjectsResponse\x12J\n" +
 	"\rCreateProject\x12\".workspace.v1.CreateProjectRequest\x1a\x15.workspace.v1.Project\x12X\n" +
@@ -930,7 +1210,8 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\n" +
 	"UpdateFile\x12\x1f.workspace.v1.UpdateFileRequest\x1a\x13.workspace.v1.Entry\x12@\n" +
 	"\tMoveEntry\x12\x1e.workspace.v1.MoveEntryRequest\x1a\x13.workspace.v1.Entry\x12R\n" +
-	"\vDeleteEntry\x12 .workspace.v1.DeleteEntryRequest\x1a!.workspace.v1.DeleteEntryResponseBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
+	"\vDeleteEntry\x12 .workspace.v1.DeleteEntryRequest\x1a!.workspace.v1.DeleteEntryResponse\x12I\n" +
+	"\bGetUsage\x12\x1d.workspace.v1.GetUsageRequest\x1a\x1e.workspace.v1.GetUsageResponseBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
 
 var (
 	file_workspace_v1_workspace_proto_rawDescOnce sync.Once
@@ -944,7 +1225,7 @@ func file_workspace_v1_workspace_proto_rawDescGZIP() []byte {
 	return file_workspace_v1_workspace_proto_rawDescData
 }
 
-var file_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_workspace_v1_workspace_proto_goTypes = []any{
 	(*ListProjectsRequest)(nil),   // 0: workspace.v1.ListProjectsRequest
 	(*ListProjectsResponse)(nil),  // 1: workspace.v1.ListProjectsResponse
@@ -960,45 +1241,55 @@ var file_workspace_v1_workspace_proto_goTypes = []any{
 	(*MoveEntryRequest)(nil),      // 11: workspace.v1.MoveEntryRequest
 	(*DeleteEntryRequest)(nil),    // 12: workspace.v1.DeleteEntryRequest
 	(*DeleteEntryResponse)(nil),   // 13: workspace.v1.DeleteEntryResponse
-	(*Project)(nil),               // 14: workspace.v1.Project
-	(*WorkspaceRef)(nil),          // 15: workspace.v1.WorkspaceRef
-	(*Entry)(nil),                 // 16: workspace.v1.Entry
-	(EntryType)(0),                // 17: workspace.v1.EntryType
+	(*GetUsageRequest)(nil),       // 14: workspace.v1.GetUsageRequest
+	(*WorkspaceUsage)(nil),        // 15: workspace.v1.WorkspaceUsage
+	(*VolumeUsage)(nil),           // 16: workspace.v1.VolumeUsage
+	(*GetUsageResponse)(nil),      // 17: workspace.v1.GetUsageResponse
+	(*Project)(nil),               // 18: workspace.v1.Project
+	(*WorkspaceRef)(nil),          // 19: workspace.v1.WorkspaceRef
+	(*Entry)(nil),                 // 20: workspace.v1.Entry
+	(EntryType)(0),                // 21: workspace.v1.EntryType
 }
 var file_workspace_v1_workspace_proto_depIdxs = []int32{
-	14, // 0: workspace.v1.ListProjectsResponse.projects:type_name -> workspace.v1.Project
-	15, // 1: workspace.v1.ListEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	16, // 2: workspace.v1.ListEntriesResponse.entries:type_name -> workspace.v1.Entry
-	15, // 3: workspace.v1.GetFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	16, // 4: workspace.v1.GetFileResponse.entry:type_name -> workspace.v1.Entry
-	15, // 5: workspace.v1.CreateEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	17, // 6: workspace.v1.CreateEntryRequest.type:type_name -> workspace.v1.EntryType
-	15, // 7: workspace.v1.UpdateFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	15, // 8: workspace.v1.MoveEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	15, // 9: workspace.v1.DeleteEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	0,  // 10: workspace.v1.WorkspaceService.ListProjects:input_type -> workspace.v1.ListProjectsRequest
-	2,  // 11: workspace.v1.WorkspaceService.CreateProject:input_type -> workspace.v1.CreateProjectRequest
-	3,  // 12: workspace.v1.WorkspaceService.DeleteProject:input_type -> workspace.v1.DeleteProjectRequest
-	5,  // 13: workspace.v1.WorkspaceService.ListEntries:input_type -> workspace.v1.ListEntriesRequest
-	7,  // 14: workspace.v1.WorkspaceService.GetFile:input_type -> workspace.v1.GetFileRequest
-	9,  // 15: workspace.v1.WorkspaceService.CreateEntry:input_type -> workspace.v1.CreateEntryRequest
-	10, // 16: workspace.v1.WorkspaceService.UpdateFile:input_type -> workspace.v1.UpdateFileRequest
-	11, // 17: workspace.v1.WorkspaceService.MoveEntry:input_type -> workspace.v1.MoveEntryRequest
-	12, // 18: workspace.v1.WorkspaceService.DeleteEntry:input_type -> workspace.v1.DeleteEntryRequest
-	1,  // 19: workspace.v1.WorkspaceService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
-	14, // 20: workspace.v1.WorkspaceService.CreateProject:output_type -> workspace.v1.Project
-	4,  // 21: workspace.v1.WorkspaceService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
-	6,  // 22: workspace.v1.WorkspaceService.ListEntries:output_type -> workspace.v1.ListEntriesResponse
-	8,  // 23: workspace.v1.WorkspaceService.GetFile:output_type -> workspace.v1.GetFileResponse
-	16, // 24: workspace.v1.WorkspaceService.CreateEntry:output_type -> workspace.v1.Entry
-	16, // 25: workspace.v1.WorkspaceService.UpdateFile:output_type -> workspace.v1.Entry
-	16, // 26: workspace.v1.WorkspaceService.MoveEntry:output_type -> workspace.v1.Entry
-	13, // 27: workspace.v1.WorkspaceService.DeleteEntry:output_type -> workspace.v1.DeleteEntryResponse
-	19, // [19:28] is the sub-list for method output_type
-	10, // [10:19] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	18, // 0: workspace.v1.ListProjectsResponse.projects:type_name -> workspace.v1.Project
+	19, // 1: workspace.v1.ListEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	20, // 2: workspace.v1.ListEntriesResponse.entries:type_name -> workspace.v1.Entry
+	19, // 3: workspace.v1.GetFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	20, // 4: workspace.v1.GetFileResponse.entry:type_name -> workspace.v1.Entry
+	19, // 5: workspace.v1.CreateEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	21, // 6: workspace.v1.CreateEntryRequest.type:type_name -> workspace.v1.EntryType
+	19, // 7: workspace.v1.UpdateFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	19, // 8: workspace.v1.MoveEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	19, // 9: workspace.v1.DeleteEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	19, // 10: workspace.v1.WorkspaceUsage.workspace:type_name -> workspace.v1.WorkspaceRef
+	15, // 11: workspace.v1.GetUsageResponse.workspaces:type_name -> workspace.v1.WorkspaceUsage
+	16, // 12: workspace.v1.GetUsageResponse.projects_volume:type_name -> workspace.v1.VolumeUsage
+	16, // 13: workspace.v1.GetUsageResponse.global_volume:type_name -> workspace.v1.VolumeUsage
+	0,  // 14: workspace.v1.WorkspaceService.ListProjects:input_type -> workspace.v1.ListProjectsRequest
+	2,  // 15: workspace.v1.WorkspaceService.CreateProject:input_type -> workspace.v1.CreateProjectRequest
+	3,  // 16: workspace.v1.WorkspaceService.DeleteProject:input_type -> workspace.v1.DeleteProjectRequest
+	5,  // 17: workspace.v1.WorkspaceService.ListEntries:input_type -> workspace.v1.ListEntriesRequest
+	7,  // 18: workspace.v1.WorkspaceService.GetFile:input_type -> workspace.v1.GetFileRequest
+	9,  // 19: workspace.v1.WorkspaceService.CreateEntry:input_type -> workspace.v1.CreateEntryRequest
+	10, // 20: workspace.v1.WorkspaceService.UpdateFile:input_type -> workspace.v1.UpdateFileRequest
+	11, // 21: workspace.v1.WorkspaceService.MoveEntry:input_type -> workspace.v1.MoveEntryRequest
+	12, // 22: workspace.v1.WorkspaceService.DeleteEntry:input_type -> workspace.v1.DeleteEntryRequest
+	14, // 23: workspace.v1.WorkspaceService.GetUsage:input_type -> workspace.v1.GetUsageRequest
+	1,  // 24: workspace.v1.WorkspaceService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
+	18, // 25: workspace.v1.WorkspaceService.CreateProject:output_type -> workspace.v1.Project
+	4,  // 26: workspace.v1.WorkspaceService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
+	6,  // 27: workspace.v1.WorkspaceService.ListEntries:output_type -> workspace.v1.ListEntriesResponse
+	8,  // 28: workspace.v1.WorkspaceService.GetFile:output_type -> workspace.v1.GetFileResponse
+	20, // 29: workspace.v1.WorkspaceService.CreateEntry:output_type -> workspace.v1.Entry
+	20, // 30: workspace.v1.WorkspaceService.UpdateFile:output_type -> workspace.v1.Entry
+	20, // 31: workspace.v1.WorkspaceService.MoveEntry:output_type -> workspace.v1.Entry
+	13, // 32: workspace.v1.WorkspaceService.DeleteEntry:output_type -> workspace.v1.DeleteEntryResponse
+	17, // 33: workspace.v1.WorkspaceService.GetUsage:output_type -> workspace.v1.GetUsageResponse
+	24, // [24:34] is the sub-list for method output_type
+	14, // [14:24] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_workspace_v1_workspace_proto_init() }
@@ -1013,7 +1304,7 @@ func file_workspace_v1_workspace_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_workspace_v1_workspace_proto_rawDesc), len(file_workspace_v1_workspace_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

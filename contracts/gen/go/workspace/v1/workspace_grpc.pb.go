@@ -33,6 +33,7 @@ const (
 	WorkspaceService_UpdateFile_FullMethodName    = "/workspace.v1.WorkspaceService/UpdateFile"
 	WorkspaceService_MoveEntry_FullMethodName     = "/workspace.v1.WorkspaceService/MoveEntry"
 	WorkspaceService_DeleteEntry_FullMethodName   = "/workspace.v1.WorkspaceService/DeleteEntry"
+	WorkspaceService_GetUsage_FullMethodName      = "/workspace.v1.WorkspaceService/GetUsage"
 )
 
 // WorkspaceServiceClient is the client API for WorkspaceService service.
@@ -48,6 +49,10 @@ type WorkspaceServiceClient interface {
 	UpdateFile(ctx context.Context, in *UpdateFileRequest, opts ...grpc.CallOption) (*Entry, error)
 	MoveEntry(ctx context.Context, in *MoveEntryRequest, opts ...grpc.CallOption) (*Entry, error)
 	DeleteEntry(ctx context.Context, in *DeleteEntryRequest, opts ...grpc.CallOption) (*DeleteEntryResponse, error)
+	// Usage (issue #25): bytes and files of projects and Global, from the
+	// sidecar's cache kept fresh by the change feed, and the volumes' size
+	// and free space (statfs).
+	GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
 }
 
 type workspaceServiceClient struct {
@@ -148,6 +153,16 @@ func (c *workspaceServiceClient) DeleteEntry(ctx context.Context, in *DeleteEntr
 	return out, nil
 }
 
+func (c *workspaceServiceClient) GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageResponse)
+	err := c.cc.Invoke(ctx, WorkspaceService_GetUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkspaceServiceServer is the server API for WorkspaceService service.
 // All implementations must embed UnimplementedWorkspaceServiceServer
 // for forward compatibility.
@@ -161,6 +176,10 @@ type WorkspaceServiceServer interface {
 	UpdateFile(context.Context, *UpdateFileRequest) (*Entry, error)
 	MoveEntry(context.Context, *MoveEntryRequest) (*Entry, error)
 	DeleteEntry(context.Context, *DeleteEntryRequest) (*DeleteEntryResponse, error)
+	// Usage (issue #25): bytes and files of projects and Global, from the
+	// sidecar's cache kept fresh by the change feed, and the volumes' size
+	// and free space (statfs).
+	GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error)
 	mustEmbedUnimplementedWorkspaceServiceServer()
 }
 
@@ -197,6 +216,9 @@ func (UnimplementedWorkspaceServiceServer) MoveEntry(context.Context, *MoveEntry
 }
 func (UnimplementedWorkspaceServiceServer) DeleteEntry(context.Context, *DeleteEntryRequest) (*DeleteEntryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteEntry not implemented")
+}
+func (UnimplementedWorkspaceServiceServer) GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUsage not implemented")
 }
 func (UnimplementedWorkspaceServiceServer) mustEmbedUnimplementedWorkspaceServiceServer() {}
 func (UnimplementedWorkspaceServiceServer) testEmbeddedByValue()                          {}
@@ -381,6 +403,24 @@ func _WorkspaceService_DeleteEntry_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkspaceService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkspaceServiceServer).GetUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkspaceService_GetUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkspaceServiceServer).GetUsage(ctx, req.(*GetUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkspaceService_ServiceDesc is the grpc.ServiceDesc for WorkspaceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -423,6 +463,10 @@ var WorkspaceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteEntry",
 			Handler:    _WorkspaceService_DeleteEntry_Handler,
+		},
+		{
+			MethodName: "GetUsage",
+			Handler:    _WorkspaceService_GetUsage_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
