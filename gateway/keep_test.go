@@ -162,6 +162,14 @@ func (k *keepStack) refused428(t *testing.T, action, path string) bool {
 
 func (k *keepStack) rclone(t *testing.T, args ...string) error {
 	t.Helper()
+	_, err := k.rcloneAt(t, k.g.URL+"/dav/", args...)
+	return err
+}
+
+// rcloneAt runs rclone with remote gw: at the WebDAV URL u and returns
+// its standard output.
+func (k *keepStack) rcloneAt(t *testing.T, u string, args ...string) (string, error) {
+	t.Helper()
 	bin, err := exec.LookPath("rclone")
 	if err != nil {
 		t.Fatal("rclone is not installed: run `make setup` (deploy/scripts/setup.sh installs it)")
@@ -179,16 +187,16 @@ func (k *keepStack) rclone(t *testing.T, args ...string) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--config", conf, "--low-level-retries", "1", "--retries", "1"}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+dir,
-		"RCLONE_CONFIG_GW_TYPE=webdav", "RCLONE_CONFIG_GW_URL="+k.g.URL+"/dav/",
+		"RCLONE_CONFIG_GW_TYPE=webdav", "RCLONE_CONFIG_GW_URL="+u,
 		"RCLONE_CONFIG_GW_VENDOR=other", "RCLONE_CONFIG_GW_USER=rclone",
 		"RCLONE_CONFIG_GW_PASS="+strings.TrimSpace(string(obscured)))
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	var errb, outb bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &errb, &outb
 	err = cmd.Run()
 	if err != nil {
 		t.Logf("rclone %v: %v\n%s", args, err, errb.String())
 	}
-	return err
+	return outb.String(), err
 }
 
 func writeLocal(t *testing.T, dir string, files map[string]string) {

@@ -497,7 +497,7 @@ export interface components {
         };
         /** @description A volume's size and free space (statfs f_blocks and f_bavail, bytes). */
         v1VolumeUsage: {
-            /** @description False when statfs failed: the sizes are unknown, not 0. */
+            /** @description False when statfs failed: the sizes are then absent (unknown, never 0). */
             known?: boolean;
             /** Format: int64 */
             size_bytes?: string;
@@ -531,7 +531,11 @@ export interface components {
          */
         v1WorkspaceUsage: {
             workspace?: components["schemas"]["v1WorkspaceRef"];
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Absent when the workspace could not be counted (error_reason says
+             *     why): unknown, never 0.
+             */
             bytes?: string;
             /** Format: int64 */
             files?: string;
@@ -539,7 +543,7 @@ export interface components {
             directories?: string;
             /**
              * @description Set when the workspace could not be counted (PROJECT_NOT_FOUND,
-             *     INVALID_WORKSPACE, ...): the figures are then unknown, not 0.
+             *     INVALID_WORKSPACE, ...).
              */
             error_reason?: string;
         };

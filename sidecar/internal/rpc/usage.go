@@ -56,7 +56,7 @@ func (s *Service) GetUsage(ctx context.Context, req *workspacev1.GetUsageRequest
 			}
 			u.ErrorReason = string(davfs.ReasonOf(err))
 		} else {
-			u.Bytes, u.Files, u.Directories = tot.Bytes, tot.Files, tot.Dirs
+			u.Bytes, u.Files, u.Directories = &tot.Bytes, &tot.Files, &tot.Dirs
 		}
 		out.Workspaces = append(out.Workspaces, u)
 	}
@@ -68,5 +68,5 @@ func (s *Service) volume(scope davfs.Scope) *workspacev1.VolumeUsage {
 	if err != nil {
 		return &workspacev1.VolumeUsage{}
 	}
-	return &workspacev1.VolumeUsage{Known: true, SizeBytes: v.Size, FreeBytes: v.Free}
+	return &workspacev1.VolumeUsage{Known: true, SizeBytes: &v.Size, FreeBytes: &v.Free}
 }

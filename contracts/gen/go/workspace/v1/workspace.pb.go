@@ -917,13 +917,15 @@ func (x *GetUsageRequest) GetGlobal() bool {
 // with several hard links once) and its files and folders, as a listing
 // shows them (denylisted names, symlinks and mounts not counted).
 type WorkspaceUsage struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	Workspace   *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
-	Bytes       int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Files       int64                  `protobuf:"varint,3,opt,name=files,proto3" json:"files,omitempty"`
-	Directories int64                  `protobuf:"varint,4,opt,name=directories,proto3" json:"directories,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Workspace *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// Absent when the workspace could not be counted (error_reason says
+	// why): unknown, never 0.
+	Bytes       *int64 `protobuf:"varint,2,opt,name=bytes,proto3,oneof" json:"bytes,omitempty"`
+	Files       *int64 `protobuf:"varint,3,opt,name=files,proto3,oneof" json:"files,omitempty"`
+	Directories *int64 `protobuf:"varint,4,opt,name=directories,proto3,oneof" json:"directories,omitempty"`
 	// Set when the workspace could not be counted (PROJECT_NOT_FOUND,
-	// INVALID_WORKSPACE, ...): the figures are then unknown, not 0.
+	// INVALID_WORKSPACE, ...).
 	ErrorReason   string `protobuf:"bytes,5,opt,name=error_reason,json=errorReason,proto3" json:"error_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -967,22 +969,22 @@ func (x *WorkspaceUsage) GetWorkspace() *WorkspaceRef {
 }
 
 func (x *WorkspaceUsage) GetBytes() int64 {
-	if x != nil {
-		return x.Bytes
+	if x != nil && x.Bytes != nil {
+		return *x.Bytes
 	}
 	return 0
 }
 
 func (x *WorkspaceUsage) GetFiles() int64 {
-	if x != nil {
-		return x.Files
+	if x != nil && x.Files != nil {
+		return *x.Files
 	}
 	return 0
 }
 
 func (x *WorkspaceUsage) GetDirectories() int64 {
-	if x != nil {
-		return x.Directories
+	if x != nil && x.Directories != nil {
+		return *x.Directories
 	}
 	return 0
 }
@@ -997,10 +999,10 @@ func (x *WorkspaceUsage) GetErrorReason() string {
 // A volume's size and free space (statfs f_blocks and f_bavail, bytes).
 type VolumeUsage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// False when statfs failed: the sizes are unknown, not 0.
-	Known         bool  `protobuf:"varint,1,opt,name=known,proto3" json:"known,omitempty"`
-	SizeBytes     int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	FreeBytes     int64 `protobuf:"varint,3,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
+	// False when statfs failed: the sizes are then absent (unknown, never 0).
+	Known         bool   `protobuf:"varint,1,opt,name=known,proto3" json:"known,omitempty"`
+	SizeBytes     *int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3,oneof" json:"size_bytes,omitempty"`
+	FreeBytes     *int64 `protobuf:"varint,3,opt,name=free_bytes,json=freeBytes,proto3,oneof" json:"free_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1043,15 +1045,15 @@ func (x *VolumeUsage) GetKnown() bool {
 }
 
 func (x *VolumeUsage) GetSizeBytes() int64 {
-	if x != nil {
-		return x.SizeBytes
+	if x != nil && x.SizeBytes != nil {
+		return *x.SizeBytes
 	}
 	return 0
 }
 
 func (x *VolumeUsage) GetFreeBytes() int64 {
-	if x != nil {
-		return x.FreeBytes
+	if x != nil && x.FreeBytes != nil {
+		return *x.FreeBytes
 	}
 	return 0
 }
@@ -1181,19 +1183,24 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId\"N\n" +
 	"\x0fGetUsageRequest\x12#\n" +
 	"\rproject_names\x18\x01 \x03(\tR\fprojectNames\x12\x16\n" +
-	"\x06global\x18\x02 \x01(\bR\x06global\"\xbb\x01\n" +
+	"\x06global\x18\x02 \x01(\bR\x06global\"\xee\x01\n" +
 	"\x0eWorkspaceUsage\x128\n" +
-	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x14\n" +
-	"\x05files\x18\x03 \x01(\x03R\x05files\x12 \n" +
-	"\vdirectories\x18\x04 \x01(\x03R\vdirectories\x12!\n" +
-	"\ferror_reason\x18\x05 \x01(\tR\verrorReason\"a\n" +
+	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x19\n" +
+	"\x05bytes\x18\x02 \x01(\x03H\x00R\x05bytes\x88\x01\x01\x12\x19\n" +
+	"\x05files\x18\x03 \x01(\x03H\x01R\x05files\x88\x01\x01\x12%\n" +
+	"\vdirectories\x18\x04 \x01(\x03H\x02R\vdirectories\x88\x01\x01\x12!\n" +
+	"\ferror_reason\x18\x05 \x01(\tR\verrorReasonB\b\n" +
+	"\x06_bytesB\b\n" +
+	"\x06_filesB\x0e\n" +
+	"\f_directories\"\x89\x01\n" +
 	"\vVolumeUsage\x12\x14\n" +
-	"\x05known\x18\x01 \x01(\bR\x05known\x12\x1d\n" +
+	"\x05known\x18\x01 \x01(\bR\x05known\x12\"\n" +
 	"\n" +
-	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12\x1d\n" +
+	"size_bytes\x18\x02 \x01(\x03H\x00R\tsizeBytes\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"free_bytes\x18\x03 \x01(\x03R\tfreeBytes\"\xd4\x01\n" +
+	"free_bytes\x18\x03 \x01(\x03H\x01R\tfreeBytes\x88\x01\x01B\r\n" +
+	"\v_size_bytesB\r\n" +
+	"\v_free_bytes\"\xd4\x01\n" +
 	"\x10GetUsageResponse\x12<\n" +
 	"\n" +
 	"workspaces\x18\x01 \x03(\v2\x1c.workspace.v1.WorkspaceUsageR\n" +
@@ -1298,6 +1305,8 @@ func file_workspace_v1_workspace_proto_init() {
 		return
 	}
 	file_workspace_v1_types_proto_init()
+	file_workspace_v1_workspace_proto_msgTypes[15].OneofWrappers = []any{}
+	file_workspace_v1_workspace_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
