@@ -14,5 +14,7 @@ export type WorkspaceRef = S['v1WorkspaceRef'];
 export type WorkspaceScope = S['v1WorkspaceScope'];
 export type ListEntriesResponse = S['v1ListEntriesResponse'];
 export type ListProjectsResponse = S['v1ListProjectsResponse'];
+export type GetUsageResponse = S['v1GetUsageResponse'];
+export type WorkspaceUsage = S['v1WorkspaceUsage'];
 export type GetFileResponse = S['v1GetFileResponse'];
 export type RpcStatus = S['rpcStatus'];

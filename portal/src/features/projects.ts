@@ -13,6 +13,7 @@ import { isStale, type AgentScope } from '../state/scope';
 import { newTree, workspaceKey } from '../state/tree';
 import { confirmDialog, promptDialog } from '../ui/dialogs';
 import { deleteWithOverride } from '../views/deleteOverride';
+import { loadUsage } from './usage';
 
 /** What the project list needs of the page (a narrow part of context.ts, ports.ts). */
 export interface ProjectsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'api'> {
@@ -62,6 +63,7 @@ export class Projects implements ProjectsPort {
         this.#c.update();
       }
     }
+    if (scope.alive && !st.projectsError) void loadUsage(this.#c.api, scope, () => this.#c.update());
   }
 
   async select(name: string): Promise<void> {
