@@ -29,4 +29,8 @@ if [ -d deploy/bench/watchbench ]; then
   echo "== live changes: write -> event at a subscriber vs raw fsnotify; 100 subscribers' memory; a watched 200,000-entry folder with a writer vs raw fsnotify =="
   go run ./deploy/bench/watchbench | tee "$out/watch.txt"
 fi
+if [ -d deploy/bench/usagebench ]; then
+  echo "== usage: GetUsage of a fresh 10,000-file 100 MiB project vs du -s; then from the cache =="
+  go run ./deploy/bench/usagebench | tee "$out/usage.txt"
+fi
 echo "bench: results in $out/"
