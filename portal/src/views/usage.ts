@@ -1,7 +1,8 @@
-// The usage bar of the projects volume and a project's size (features/usage.ts).
+// The usage bar of the projects volume and a project's size (loaded by
+// features/projects.ts from GetUsage). Best effort: unknown sizes are left
+// out, never shown as 0.
 import { html, nothing, type TemplateResult } from 'lit-html';
 import type { AgentState } from '../state/appState';
-import { formatBytes } from '../features/usage';
 
 export function usageBarView(st: AgentState): TemplateResult | typeof nothing {
   const v = st.usage?.volume;
@@ -21,4 +22,16 @@ export function projectSizeView(st: AgentState, name: string): TemplateResult | 
   const u = st.usage?.projects.get(name);
   if (!u) return nothing;
   return html`<span class="size muted" data-testid="project-size" title="${u.files} files, ${u.bytes} bytes">${formatBytes(u.bytes)}</span>`;
+}
+
+/** 1234567 → "1.2 MB" (decimal units, as du -h --si and Finder count). */
+export function formatBytes(n: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let i = 0;
+  let v = n;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
 }
