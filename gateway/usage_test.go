@@ -8,6 +8,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -99,6 +100,22 @@ func TestUsageRESTAndQuota(t *testing.T) {
 	pf.Header.Set("Depth", "0")
 	if r := do(t, pf); r.Status != 207 || strings.Contains(string(r.Body), "quota") {
 		t.Errorf("allprop: %d %s", r.Status, r.Body)
+	}
+	// The sidecar's gauges: bounded labels (scope, volume), the figures above.
+	resp, err := http.Get(k.sc.MetricsURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`sidecar_usage_bytes{scope="project"} 18`, `sidecar_usage_files{scope="project"} 4`,
+		`sidecar_volume_size_bytes{volume="projects"}`, `sidecar_volume_free_bytes{volume="global"}`, "sidecar_usage_scans_total"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(string(body), `project="demo"`) {
+		t.Error("a metric is labelled by project")
 	}
 	testtree.Same(t, "outside the project", outside, k.outsideState(t))
 }

@@ -1,7 +1,7 @@
 // Usage (issue #25): the project list shows each project's size (from
 // GetUsage, the sidecar's cache) and a bar of the projects volume's used
 // and free space; a write through the portal's REST makes the size move.
-import { test, expect, eventually, $, projectRow, ensureSignedIn, selectAgent, sa, gw } from './fixtures.mjs';
+import { test, expect, eventually, $, projectRow, ensureSignedIn, selectAgent, shot, checkNoLeaks, sa, gw } from './fixtures.mjs';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -31,6 +31,8 @@ test('usage: project sizes in the list and the volume usage bar', async () => {
   expect(/used of .+ · .+ free/.test(barText), `the bar says used, size and free (${barText})`);
   const now = Number(await bar.locator('[role="meter"]').getAttribute('aria-valuenow'));
   expect(now >= 0 && now <= 100, `the meter is a percentage (${now})`);
+  await checkNoLeaks('the usage bar');
+  await shot('usage.png');
 
   // The same figures over REST, and a REST write makes them move (the cache is stale, not re-walked per request).
   const ask = async () =>
