@@ -425,9 +425,10 @@ func TestKeepGio(t *testing.T) {
 		}
 	}
 	files := map[string]string{"notes.txt": "notes v1\n", "old.txt": "old, to be removed\n"}
-	for _, mode := range []string{"keep", "refuse"} {
+	// "default": the key left out, a writable view keeps.
+	for _, mode := range []string{"default", "refuse"} {
 		t.Run(mode, func(t *testing.T) {
-			k := startKeep(t, mode, true, files)
+			k := startKeep(t, strings.TrimPrefix(mode, "default"), true, files)
 			outside, before := k.outsideState(t), k.demo(t)
 			src := filepath.Join(t.TempDir(), "notes.txt")
 			if err := os.WriteFile(src, []byte("notes v2 from gio\n"), 0o644); err != nil {
