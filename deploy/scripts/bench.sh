@@ -33,4 +33,8 @@ if [ -d deploy/bench/searchbench ]; then
   echo "== content search: the sidecar's Search stream and davfs/search vs ripgrep (rg -F --no-ignore --hidden -c), 10,000 files, 100 MiB, warm cache =="
   go run ./deploy/bench/searchbench | tee "$out/search.txt"
 fi
+if [ -d deploy/bench/usagebench ]; then
+  echo "== usage: GetUsage of a fresh 10,000-file 100 MiB project vs du -s; then from the cache =="
+  go run ./deploy/bench/usagebench | tee "$out/usage.txt"
+fi
 echo "bench: results in $out/"

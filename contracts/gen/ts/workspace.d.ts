@@ -179,15 +179,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+<<<<<<< HEAD
     "/api/v1/agent-gateway/agents/{agent_id}/search": {
+=======
+    "/api/v1/agent-gateway/agents/{agent_id}/usage": {
+>>>>>>> s13-usage
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
+<<<<<<< HEAD
         /** Search a workspace by file name (fuzzy) or content (literal or RE2), streamed */
         get: operations["WorkspaceManagementService_SearchProject"];
+=======
+        /** Bytes and files of projects and Global, and the volume's size and free space */
+        get: operations["WorkspaceManagementService_GetUsage"];
+>>>>>>> s13-usage
         put?: never;
         post?: never;
         delete?: never;
@@ -421,6 +430,12 @@ export interface components {
             /** @description The text, only when entry.editable; never partial, never Base64. */
             content?: string;
         };
+        v1GetUsageResponse: {
+            /** @description In the order asked: the projects, then Global. */
+            workspaces?: components["schemas"]["v1WorkspaceUsage"][];
+            projects_volume?: components["schemas"]["v1VolumeUsage"];
+            global_volume?: components["schemas"]["v1VolumeUsage"];
+        };
         v1ListAgentsResponse: {
             /** @description Sorted by agent_id. */
             agents?: components["schemas"]["v1Agent"][];
@@ -489,6 +504,7 @@ export interface components {
             /** Format: int32 */
             total_changes?: number;
         };
+<<<<<<< HEAD
         v1SearchMatch: {
             /** @description Relative to the workspace root. */
             path?: string;
@@ -547,6 +563,16 @@ export interface components {
              * @description Files read only up to max_file_bytes.
              */
             file_truncated?: number;
+=======
+        /** @description A volume's size and free space (statfs f_blocks and f_bavail, bytes). */
+        v1VolumeUsage: {
+            /** @description False when statfs failed: the sizes are then absent (unknown, never 0). */
+            known?: boolean;
+            /** Format: int64 */
+            size_bytes?: string;
+            /** Format: int64 */
+            free_bytes?: string;
+>>>>>>> s13-usage
         };
         v1WorkspaceManagementServiceCreateProjectBody: {
             name: string;
@@ -568,6 +594,29 @@ export interface components {
          * @enum {string}
          */
         v1WorkspaceScope: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+        /**
+         * @description What one workspace holds: the apparent size of its regular files (a file
+         *     with several hard links once) and its files and folders, as a listing
+         *     shows them (denylisted names, symlinks and mounts not counted).
+         */
+        v1WorkspaceUsage: {
+            workspace?: components["schemas"]["v1WorkspaceRef"];
+            /**
+             * Format: int64
+             * @description Absent when the workspace could not be counted (error_reason says
+             *     why): unknown, never 0.
+             */
+            bytes?: string;
+            /** Format: int64 */
+            files?: string;
+            /** Format: int64 */
+            directories?: string;
+            /**
+             * @description Set when the workspace could not be counted (PROJECT_NOT_FOUND,
+             *     INVALID_WORKSPACE, ...).
+             */
+            error_reason?: string;
+        };
         /** @description google.rpc.ErrorInfo: why a request failed, as a stable machine-readable reason (REVISION_MISMATCH, DENYLISTED, ...). */
         ErrorInfo: {
             /** @enum {string} */
@@ -1160,6 +1209,7 @@ export interface operations {
             };
         };
     };
+<<<<<<< HEAD
     WorkspaceManagementService_SearchProject: {
         parameters: {
             query: {
@@ -1185,6 +1235,15 @@ export interface operations {
                 max_bytes?: string;
                 max_file_bytes?: string;
                 timeout_ms?: number;
+=======
+    WorkspaceManagementService_GetUsage: {
+        parameters: {
+            query?: {
+                /** @description Projects to count (query project_names=a&project_names=b; at most 100). */
+                project_names?: string[];
+                /** @description Count Global too (query global=true). */
+                global?: boolean;
+>>>>>>> s13-usage
             };
             header?: never;
             path: {
@@ -1194,16 +1253,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+<<<<<<< HEAD
             /** @description A successful response.(streaming responses) */
+=======
+            /** @description A successful response. */
+>>>>>>> s13-usage
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+<<<<<<< HEAD
                     "application/json": {
                         result?: components["schemas"]["v1SearchResult"];
                         error?: components["schemas"]["rpcStatus"];
                     };
+=======
+                    "application/json": components["schemas"]["v1GetUsageResponse"];
+>>>>>>> s13-usage
                 };
             };
             /** @description An unexpected error response. */

@@ -9,6 +9,7 @@ import { hasMore } from '../state/paging';
 import type { AgentScope } from '../state/scope';
 import { treeHeadButtons } from './tree';
 import { unavailableView } from './unavailable';
+import { projectSizeView, usageBarView } from './usage';
 
 export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>): TemplateResult {
   const st = scope.state;
@@ -39,6 +40,7 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
             ${describeError(st.projectsError)} <button class="btn btn-small" @click=${() => void projects.load(scope)}>Retry</button>
           </div>`
         : nothing}
+      ${usageBarView(st)}
       <ul class="project-list" data-testid="project-list" aria-label="Projects">
         ${repeat(st.projects.items, (p) => p.name ?? '', (p) => {
           const name = p.name ?? '';
@@ -46,6 +48,7 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
           return html`<li class="project-row ${selected ? 'selected' : ''}" data-project=${name}>
             <button class="project-name" data-key="p:${name}" aria-current=${selected ? 'true' : 'false'} @click=${() => void projects.select(name)}>
               <span class="name">${name}</span>
+              ${projectSizeView(st, name)}
               <span class="badge ${p.git_initialized ? 'git' : 'nogit'}" title=${p.git_initialized ? 'Git repository' : 'Not a Git repository'}
                 >${p.git_initialized ? 'Git' : 'No Git'}</span
               >

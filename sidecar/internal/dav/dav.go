@@ -64,6 +64,7 @@ import (
 
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/checkpoint"
+	"github.com/agentworkspace/files/davfs/usage"
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
@@ -95,6 +96,8 @@ type Options struct {
 	// (propfind_fast.go answers Depth 0/1 PROPFINDs of live properties on
 	// a workspace collection itself otherwise). For tests and benchmarks.
 	DisablePropfindFastPath bool
+	// Usage answers the quota properties (quota.go). Nil: left out.
+	Usage *usage.Cache
 	// Now is the clock of durations in logs and metrics. Nil: time.Now.
 	// (Locks use x/net/webdav's clock, time.Now.)
 	Now func() time.Time
@@ -181,6 +184,7 @@ type request struct {
 	aborted  bool              // a streamed answer broke off: end the connection
 
 	keep   string           // the method, when the gateway says unconditionalWrites: keep
+	quota  *Quota           // a PROPFIND's quota properties (quota.go)
 	uncond *Unconditional   // what keeping did
 	autos  *AutoCheckpoints // automatic checkpoints its deletes took
 
@@ -216,6 +220,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// for a complete answer.
 		panic(http.ErrAbortHandler)
 	}
+<<<<<<< HEAD
 }
 
 // begin sets the request ID and makes the request's state and FileSystem.
@@ -234,6 +239,16 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *request {
 	q := newRequest(h, w, r)
 	q.rid = rid
 	st := RequestState{Preconditions: q.wire.precondition, Errors: q.errs}
+=======
+	w.Header().Set(davwire.RequestIDHeader, rid)
+	q := &request{h: h, rec: &recorder{w: w}}
+	q.ctx, q.errs = r.Context(), &ErrorLog{}
+	st := RequestState{Preconditions: q.precondition, Errors: q.errs, Operator: r.Header.Get(davwire.OperatorHeader)}
+	if r.Method == "PROPFIND" && h.opts.Usage != nil {
+		q.quota = &Quota{Usage: h.opts.Usage, FS: h.dfs}
+		st.Quota = q.quota
+	}
+>>>>>>> s13-usage
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
 		// The handler's and the library's own looks at the target before
@@ -255,6 +270,7 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *request {
 		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
 		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
 	}
+<<<<<<< HEAD
 	q.dfs.init(h.dfs, h.ck, st)
 	q.nml = noMultiLinks{&q.dfs}
 	q.fs = &q.nml
@@ -276,6 +292,17 @@ var requestIDKey = http.CanonicalHeaderKey(davwire.RequestIDHeader)
 // read, at error for a 5xx or an aborted answer.
 func (h *Handler) logRequest(q *request, status int, d time.Duration) {
 	r := q.r
+=======
+	q.fs = noMultiLinks{NewFileSystem(h.dfs, h.ck, st)}
+	q.rec.before = func() { q.keptHeaders(false) }
+	q.r = r
+	q.serve()
+	q.usageChanged()
+	q.rec.filter.flush() // ends a response the library left open
+	status := cmp.Or(q.rec.status, http.StatusOK)
+	d := h.opts.Now().Sub(start)
+	h.metrics.observe(r.Method, status, q.reason, d)
+>>>>>>> s13-usage
 	level := hclog.Debug
 	switch {
 	case status >= 500 || q.aborted:
@@ -537,7 +564,9 @@ func (q *request) readXMLBody(readOnly bool) bool {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", malformed)
 			return false
 		}
-		if r.Method == "PROPFIND" && !q.h.opts.DisablePropfindFastPath && q.propfindFast(body, readOnly) {
+		if r.Method == "PROPFIND" && q.quota != nil && askedFor(body) {
+			q.quota.asked.Store(true) // never on the fast path: not a live property there
+		} else if r.Method == "PROPFIND" && !q.h.opts.DisablePropfindFastPath && q.propfindFast(body, readOnly) {
 			return false
 		}
 	}

@@ -125,6 +125,15 @@ type RequestState struct {
 	// revisions (davfs.ForMutation).
 	ForMutation bool
 
+	// Operator is who asked (the gateway's X-Operator, believed because
+	// of its client certificate): the versions kept and the automatic
+	// checkpoints the request takes record it. "": nobody named.
+	Operator string
+
+	// Quota answers the RFC 4331 quota properties of a PROPFIND that
+	// asks for them (quota.go). Nil: never answered.
+	Quota *Quota
+
 	// Kept records what keeping did; AutoCheckpoints the automatic
 	// checkpoints the request's deletes took; Errors every error the
 	// FileSystem returned, with its davfs *Error. Nil: not recorded.
@@ -359,7 +368,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	// a file with more than one hard link: the core's delete checks that on
 	// an fd under the mutation lock.
 	pre := d.pre(t.name)
-	opts := checkpoint.DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true, Replace: pre.Replacing}}
+	opts := checkpoint.DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true, Replace: pre.Replacing}, Operator: d.st.Operator}
 	if pre.Required && pre.Keep != "" && pre.IfMatch == "" {
 		opts.Delete.ChangedAfter = start // expectedRevision kept a version (keepBefore)
 	}
@@ -664,7 +673,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			// The upload commits only over the revision kept (If-Match).
 			// The version is held until the upload has finished
 			// (startUpload releases it).
-			id, release, err := d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep, "")
+			id, release, err := d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep, d.st.Operator)
 			if err != nil {
 				return nil, d.wrapErr(op, t.name, err)
 			}

@@ -44,8 +44,9 @@ var _ Deleter = (*checkpoint.Store)(nil)
 // interceptor from Interceptor turns them into statuses.
 type Service struct {
 	workspacev1.UnimplementedWorkspaceServiceServer
-	fs  FS
-	del Deleter
+	fs    FS
+	del   Deleter
+	usage Usage // GetUsage (usage.go); nil: not served
 	// search is the volume Search walks (WithSearch); nil: Unimplemented.
 	search      *davfs.FS
 	searchSlots chan struct{} // one per running search (MaxSearches)
