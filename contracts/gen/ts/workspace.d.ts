@@ -179,24 +179,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-<<<<<<< HEAD
     "/api/v1/agent-gateway/agents/{agent_id}/search": {
-=======
-    "/api/v1/agent-gateway/agents/{agent_id}/usage": {
->>>>>>> s13-usage
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-<<<<<<< HEAD
         /** Search a workspace by file name (fuzzy) or content (literal or RE2), streamed */
         get: operations["WorkspaceManagementService_SearchProject"];
-=======
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent-gateway/agents/{agent_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
         /** Bytes and files of projects and Global, and the volume's size and free space */
         get: operations["WorkspaceManagementService_GetUsage"];
->>>>>>> s13-usage
         put?: never;
         post?: never;
         delete?: never;
@@ -504,7 +512,6 @@ export interface components {
             /** Format: int32 */
             total_changes?: number;
         };
-<<<<<<< HEAD
         v1SearchMatch: {
             /** @description Relative to the workspace root. */
             path?: string;
@@ -563,7 +570,7 @@ export interface components {
              * @description Files read only up to max_file_bytes.
              */
             file_truncated?: number;
-=======
+        };
         /** @description A volume's size and free space (statfs f_blocks and f_bavail, bytes). */
         v1VolumeUsage: {
             /** @description False when statfs failed: the sizes are then absent (unknown, never 0). */
@@ -572,7 +579,6 @@ export interface components {
             size_bytes?: string;
             /** Format: int64 */
             free_bytes?: string;
->>>>>>> s13-usage
         };
         v1WorkspaceManagementServiceCreateProjectBody: {
             name: string;
@@ -1209,7 +1215,6 @@ export interface operations {
             };
         };
     };
-<<<<<<< HEAD
     WorkspaceManagementService_SearchProject: {
         parameters: {
             query: {
@@ -1235,15 +1240,6 @@ export interface operations {
                 max_bytes?: string;
                 max_file_bytes?: string;
                 timeout_ms?: number;
-=======
-    WorkspaceManagementService_GetUsage: {
-        parameters: {
-            query?: {
-                /** @description Projects to count (query project_names=a&project_names=b; at most 100). */
-                project_names?: string[];
-                /** @description Count Global too (query global=true). */
-                global?: boolean;
->>>>>>> s13-usage
             };
             header?: never;
             path: {
@@ -1253,24 +1249,52 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-<<<<<<< HEAD
             /** @description A successful response.(streaming responses) */
-=======
-            /** @description A successful response. */
->>>>>>> s13-usage
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-<<<<<<< HEAD
                     "application/json": {
                         result?: components["schemas"]["v1SearchResult"];
                         error?: components["schemas"]["rpcStatus"];
                     };
-=======
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WorkspaceManagementService_GetUsage: {
+        parameters: {
+            query?: {
+                /** @description Projects to count (query project_names=a&project_names=b; at most 100). */
+                project_names?: string[];
+                /** @description Count Global too (query global=true). */
+                global?: boolean;
+            };
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["v1GetUsageResponse"];
->>>>>>> s13-usage
                 };
             };
             /** @description An unexpected error response. */

@@ -208,6 +208,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := h.opts.Now()
 	q := h.begin(w, r)
 	q.serve()
+	q.usageChanged()
 	q.rec.filter.flush() // ends a response the library left open
 	status := cmp.Or(q.rec.status, http.StatusOK)
 	d := h.opts.Now().Sub(start)
@@ -220,7 +221,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// for a complete answer.
 		panic(http.ErrAbortHandler)
 	}
-<<<<<<< HEAD
 }
 
 // begin sets the request ID and makes the request's state and FileSystem.
@@ -238,17 +238,12 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *request {
 	w.Header()[requestIDKey] = []string{rid}
 	q := newRequest(h, w, r)
 	q.rid = rid
-	st := RequestState{Preconditions: q.wire.precondition, Errors: q.errs}
-=======
-	w.Header().Set(davwire.RequestIDHeader, rid)
-	q := &request{h: h, rec: &recorder{w: w}}
-	q.ctx, q.errs = r.Context(), &ErrorLog{}
-	st := RequestState{Preconditions: q.precondition, Errors: q.errs, Operator: r.Header.Get(davwire.OperatorHeader)}
+	st := RequestState{Preconditions: q.wire.precondition, Errors: q.errs, Operator: r.Header.Get(davwire.OperatorHeader)}
 	if r.Method == "PROPFIND" && h.opts.Usage != nil {
 		q.quota = &Quota{Usage: h.opts.Usage, FS: h.dfs}
 		st.Quota = q.quota
 	}
->>>>>>> s13-usage
+
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
 		// The handler's and the library's own looks at the target before
@@ -270,7 +265,6 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *request {
 		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
 		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
 	}
-<<<<<<< HEAD
 	q.dfs.init(h.dfs, h.ck, st)
 	q.nml = noMultiLinks{&q.dfs}
 	q.fs = &q.nml
@@ -292,17 +286,6 @@ var requestIDKey = http.CanonicalHeaderKey(davwire.RequestIDHeader)
 // read, at error for a 5xx or an aborted answer.
 func (h *Handler) logRequest(q *request, status int, d time.Duration) {
 	r := q.r
-=======
-	q.fs = noMultiLinks{NewFileSystem(h.dfs, h.ck, st)}
-	q.rec.before = func() { q.keptHeaders(false) }
-	q.r = r
-	q.serve()
-	q.usageChanged()
-	q.rec.filter.flush() // ends a response the library left open
-	status := cmp.Or(q.rec.status, http.StatusOK)
-	d := h.opts.Now().Sub(start)
-	h.metrics.observe(r.Method, status, q.reason, d)
->>>>>>> s13-usage
 	level := hclog.Debug
 	switch {
 	case status >= 500 || q.aborted:

@@ -34,11 +34,8 @@ const (
 	WorkspaceManagementService_UpdateProjectFile_FullMethodName  = "/workspace.v1.WorkspaceManagementService/UpdateProjectFile"
 	WorkspaceManagementService_MoveProjectEntry_FullMethodName   = "/workspace.v1.WorkspaceManagementService/MoveProjectEntry"
 	WorkspaceManagementService_DeleteProjectEntry_FullMethodName = "/workspace.v1.WorkspaceManagementService/DeleteProjectEntry"
-<<<<<<< HEAD
 	WorkspaceManagementService_SearchProject_FullMethodName      = "/workspace.v1.WorkspaceManagementService/SearchProject"
-=======
 	WorkspaceManagementService_GetUsage_FullMethodName           = "/workspace.v1.WorkspaceManagementService/GetUsage"
->>>>>>> s13-usage
 )
 
 // WorkspaceManagementServiceClient is the client API for WorkspaceManagementService service.
@@ -58,13 +55,10 @@ type WorkspaceManagementServiceClient interface {
 	UpdateProjectFile(ctx context.Context, in *UpdateProjectFileRequest, opts ...grpc.CallOption) (*Entry, error)
 	MoveProjectEntry(ctx context.Context, in *MoveProjectEntryRequest, opts ...grpc.CallOption) (*Entry, error)
 	DeleteProjectEntry(ctx context.Context, in *DeleteProjectEntryRequest, opts ...grpc.CallOption) (*DeleteEntryResponse, error)
-<<<<<<< HEAD
 	// Served as newline-delimited JSON, one {"result": SearchResult} per
 	// line ({"error": Status} if the stream fails after its first line).
 	SearchProject(ctx context.Context, in *SearchProjectRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchResult], error)
-=======
 	GetUsage(ctx context.Context, in *GetAgentUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
->>>>>>> s13-usage
 }
 
 type workspaceManagementServiceClient struct {
@@ -175,7 +169,6 @@ func (c *workspaceManagementServiceClient) DeleteProjectEntry(ctx context.Contex
 	return out, nil
 }
 
-<<<<<<< HEAD
 func (c *workspaceManagementServiceClient) SearchProject(ctx context.Context, in *SearchProjectRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchResult], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &WorkspaceManagementService_ServiceDesc.Streams[0], WorkspaceManagementService_SearchProject_FullMethodName, cOpts...)
@@ -195,7 +188,6 @@ func (c *workspaceManagementServiceClient) SearchProject(ctx context.Context, in
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkspaceManagementService_SearchProjectClient = grpc.ServerStreamingClient[SearchResult]
 
-=======
 func (c *workspaceManagementServiceClient) GetUsage(ctx context.Context, in *GetAgentUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetUsageResponse)
@@ -206,7 +198,6 @@ func (c *workspaceManagementServiceClient) GetUsage(ctx context.Context, in *Get
 	return out, nil
 }
 
->>>>>>> s13-usage
 // WorkspaceManagementServiceServer is the server API for WorkspaceManagementService service.
 // All implementations must embed UnimplementedWorkspaceManagementServiceServer
 // for forward compatibility.
@@ -224,13 +215,10 @@ type WorkspaceManagementServiceServer interface {
 	UpdateProjectFile(context.Context, *UpdateProjectFileRequest) (*Entry, error)
 	MoveProjectEntry(context.Context, *MoveProjectEntryRequest) (*Entry, error)
 	DeleteProjectEntry(context.Context, *DeleteProjectEntryRequest) (*DeleteEntryResponse, error)
-<<<<<<< HEAD
 	// Served as newline-delimited JSON, one {"result": SearchResult} per
 	// line ({"error": Status} if the stream fails after its first line).
 	SearchProject(*SearchProjectRequest, grpc.ServerStreamingServer[SearchResult]) error
-=======
 	GetUsage(context.Context, *GetAgentUsageRequest) (*GetUsageResponse, error)
->>>>>>> s13-usage
 	mustEmbedUnimplementedWorkspaceManagementServiceServer()
 }
 
@@ -271,13 +259,11 @@ func (UnimplementedWorkspaceManagementServiceServer) MoveProjectEntry(context.Co
 func (UnimplementedWorkspaceManagementServiceServer) DeleteProjectEntry(context.Context, *DeleteProjectEntryRequest) (*DeleteEntryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteProjectEntry not implemented")
 }
-<<<<<<< HEAD
 func (UnimplementedWorkspaceManagementServiceServer) SearchProject(*SearchProjectRequest, grpc.ServerStreamingServer[SearchResult]) error {
 	return status.Error(codes.Unimplemented, "method SearchProject not implemented")
-=======
+}
 func (UnimplementedWorkspaceManagementServiceServer) GetUsage(context.Context, *GetAgentUsageRequest) (*GetUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetUsage not implemented")
->>>>>>> s13-usage
 }
 func (UnimplementedWorkspaceManagementServiceServer) mustEmbedUnimplementedWorkspaceManagementServiceServer() {
 }
@@ -481,7 +467,6 @@ func _WorkspaceManagementService_DeleteProjectEntry_Handler(srv interface{}, ctx
 	return interceptor(ctx, in, info, handler)
 }
 
-<<<<<<< HEAD
 func _WorkspaceManagementService_SearchProject_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(SearchProjectRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -493,7 +478,6 @@ func _WorkspaceManagementService_SearchProject_Handler(srv interface{}, stream g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkspaceManagementService_SearchProjectServer = grpc.ServerStreamingServer[SearchResult]
 
-=======
 func _WorkspaceManagementService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetAgentUsageRequest)
 	if err := dec(in); err != nil {
@@ -512,7 +496,6 @@ func _WorkspaceManagementService_GetUsage_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
->>>>>>> s13-usage
 // WorkspaceManagementService_ServiceDesc is the grpc.ServiceDesc for WorkspaceManagementService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)

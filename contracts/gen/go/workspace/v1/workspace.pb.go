@@ -911,7 +911,6 @@ func (x *DeleteEntryResponse) GetAutoCheckpointId() string {
 	return ""
 }
 
-<<<<<<< HEAD
 type SearchRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Workspace *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
@@ -933,31 +932,17 @@ type SearchRequest struct {
 	MaxBytes      int64 `protobuf:"varint,10,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	MaxFileBytes  int64 `protobuf:"varint,11,opt,name=max_file_bytes,json=maxFileBytes,proto3" json:"max_file_bytes,omitempty"`
 	TimeoutMs     int32 `protobuf:"varint,12,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-=======
-type GetUsageRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Projects to count (at most 100); none: no project.
-	ProjectNames []string `protobuf:"bytes,1,rep,name=project_names,json=projectNames,proto3" json:"project_names,omitempty"`
-	// Count Global (skills/ and AGENTS.md) too.
-	Global        bool `protobuf:"varint,2,opt,name=global,proto3" json:"global,omitempty"`
->>>>>>> s13-usage
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-<<<<<<< HEAD
 func (x *SearchRequest) Reset() {
 	*x = SearchRequest{}
-=======
-func (x *GetUsageRequest) Reset() {
-	*x = GetUsageRequest{}
->>>>>>> s13-usage
 	mi := &file_workspace_v1_workspace_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-<<<<<<< HEAD
 func (x *SearchRequest) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
@@ -965,15 +950,6 @@ func (x *SearchRequest) String() string {
 func (*SearchRequest) ProtoMessage() {}
 
 func (x *SearchRequest) ProtoReflect() protoreflect.Message {
-=======
-func (x *GetUsageRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GetUsageRequest) ProtoMessage() {}
-
-func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
->>>>>>> s13-usage
 	mi := &file_workspace_v1_workspace_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -985,124 +961,25 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-<<<<<<< HEAD
 // Deprecated: Use SearchRequest.ProtoReflect.Descriptor instead.
 func (*SearchRequest) Descriptor() ([]byte, []int) {
 	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SearchRequest) GetWorkspace() *WorkspaceRef {
-=======
-// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
-func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{14}
-}
-
-func (x *GetUsageRequest) GetProjectNames() []string {
-	if x != nil {
-		return x.ProjectNames
-	}
-	return nil
-}
-
-func (x *GetUsageRequest) GetGlobal() bool {
-	if x != nil {
-		return x.Global
-	}
-	return false
-}
-
-// What one workspace holds: the apparent size of its regular files (a file
-// with several hard links once) and its files and folders, as a listing
-// shows them (denylisted names, symlinks and mounts not counted).
-type WorkspaceUsage struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Workspace *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
-	// Absent when the workspace could not be counted (error_reason says
-	// why): unknown, never 0.
-	Bytes       *int64 `protobuf:"varint,2,opt,name=bytes,proto3,oneof" json:"bytes,omitempty"`
-	Files       *int64 `protobuf:"varint,3,opt,name=files,proto3,oneof" json:"files,omitempty"`
-	Directories *int64 `protobuf:"varint,4,opt,name=directories,proto3,oneof" json:"directories,omitempty"`
-	// Set when the workspace could not be counted (PROJECT_NOT_FOUND,
-	// INVALID_WORKSPACE, ...).
-	ErrorReason   string `protobuf:"bytes,5,opt,name=error_reason,json=errorReason,proto3" json:"error_reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *WorkspaceUsage) Reset() {
-	*x = WorkspaceUsage{}
-	mi := &file_workspace_v1_workspace_proto_msgTypes[15]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *WorkspaceUsage) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*WorkspaceUsage) ProtoMessage() {}
-
-func (x *WorkspaceUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_workspace_v1_workspace_proto_msgTypes[15]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use WorkspaceUsage.ProtoReflect.Descriptor instead.
-func (*WorkspaceUsage) Descriptor() ([]byte, []int) {
-	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{15}
-}
-
-func (x *WorkspaceUsage) GetWorkspace() *WorkspaceRef {
->>>>>>> s13-usage
 	if x != nil {
 		return x.Workspace
 	}
 	return nil
 }
 
-<<<<<<< HEAD
 func (x *SearchRequest) GetPath() string {
 	if x != nil {
 		return x.Path
-=======
-func (x *WorkspaceUsage) GetBytes() int64 {
-	if x != nil && x.Bytes != nil {
-		return *x.Bytes
-	}
-	return 0
-}
-
-func (x *WorkspaceUsage) GetFiles() int64 {
-	if x != nil && x.Files != nil {
-		return *x.Files
-	}
-	return 0
-}
-
-func (x *WorkspaceUsage) GetDirectories() int64 {
-	if x != nil && x.Directories != nil {
-		return *x.Directories
-	}
-	return 0
-}
-
-func (x *WorkspaceUsage) GetErrorReason() string {
-	if x != nil {
-		return x.ErrorReason
->>>>>>> s13-usage
 	}
 	return ""
 }
 
-<<<<<<< HEAD
 func (x *SearchRequest) GetQuery() string {
 	if x != nil {
 		return x.Query
@@ -1181,20 +1058,10 @@ type SearchResult struct {
 	//	*SearchResult_Match
 	//	*SearchResult_Summary
 	Kind          isSearchResult_Kind `protobuf_oneof:"kind"`
-=======
-// A volume's size and free space (statfs f_blocks and f_bavail, bytes).
-type VolumeUsage struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// False when statfs failed: the sizes are then absent (unknown, never 0).
-	Known         bool   `protobuf:"varint,1,opt,name=known,proto3" json:"known,omitempty"`
-	SizeBytes     *int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3,oneof" json:"size_bytes,omitempty"`
-	FreeBytes     *int64 `protobuf:"varint,3,opt,name=free_bytes,json=freeBytes,proto3,oneof" json:"free_bytes,omitempty"`
->>>>>>> s13-usage
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-<<<<<<< HEAD
 func (x *SearchResult) Reset() {
 	*x = SearchResult{}
 	mi := &file_workspace_v1_workspace_proto_msgTypes[15]
@@ -1286,16 +1153,11 @@ type SearchMatch struct {
 
 func (x *SearchMatch) Reset() {
 	*x = SearchMatch{}
-=======
-func (x *VolumeUsage) Reset() {
-	*x = VolumeUsage{}
->>>>>>> s13-usage
 	mi := &file_workspace_v1_workspace_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-<<<<<<< HEAD
 func (x *SearchMatch) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
@@ -1303,15 +1165,6 @@ func (x *SearchMatch) String() string {
 func (*SearchMatch) ProtoMessage() {}
 
 func (x *SearchMatch) ProtoReflect() protoreflect.Message {
-=======
-func (x *VolumeUsage) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*VolumeUsage) ProtoMessage() {}
-
-func (x *VolumeUsage) ProtoReflect() protoreflect.Message {
->>>>>>> s13-usage
 	mi := &file_workspace_v1_workspace_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1323,7 +1176,6 @@ func (x *VolumeUsage) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-<<<<<<< HEAD
 // Deprecated: Use SearchMatch.ProtoReflect.Descriptor instead.
 func (*SearchMatch) Descriptor() ([]byte, []int) {
 	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{16}
@@ -1339,28 +1191,10 @@ func (x *SearchMatch) GetPath() string {
 func (x *SearchMatch) GetLine() int32 {
 	if x != nil {
 		return x.Line
-=======
-// Deprecated: Use VolumeUsage.ProtoReflect.Descriptor instead.
-func (*VolumeUsage) Descriptor() ([]byte, []int) {
-	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{16}
-}
-
-func (x *VolumeUsage) GetKnown() bool {
-	if x != nil {
-		return x.Known
-	}
-	return false
-}
-
-func (x *VolumeUsage) GetSizeBytes() int64 {
-	if x != nil && x.SizeBytes != nil {
-		return *x.SizeBytes
->>>>>>> s13-usage
 	}
 	return 0
 }
 
-<<<<<<< HEAD
 func (x *SearchMatch) GetPreview() string {
 	if x != nil {
 		return x.Preview
@@ -1371,16 +1205,10 @@ func (x *SearchMatch) GetPreview() string {
 func (x *SearchMatch) GetMatchStart() int32 {
 	if x != nil {
 		return x.MatchStart
-=======
-func (x *VolumeUsage) GetFreeBytes() int64 {
-	if x != nil && x.FreeBytes != nil {
-		return *x.FreeBytes
->>>>>>> s13-usage
 	}
 	return 0
 }
 
-<<<<<<< HEAD
 func (x *SearchMatch) GetMatchEnd() int32 {
 	if x != nil {
 		return x.MatchEnd
@@ -1412,27 +1240,11 @@ type SearchSummary struct {
 
 func (x *SearchSummary) Reset() {
 	*x = SearchSummary{}
-=======
-type GetUsageResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// In the order asked: the projects, then Global.
-	Workspaces []*WorkspaceUsage `protobuf:"bytes,1,rep,name=workspaces,proto3" json:"workspaces,omitempty"`
-	// The volume of the projects root, and of CODEX_HOME (often the same).
-	ProjectsVolume *VolumeUsage `protobuf:"bytes,2,opt,name=projects_volume,json=projectsVolume,proto3" json:"projects_volume,omitempty"`
-	GlobalVolume   *VolumeUsage `protobuf:"bytes,3,opt,name=global_volume,json=globalVolume,proto3" json:"global_volume,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *GetUsageResponse) Reset() {
-	*x = GetUsageResponse{}
->>>>>>> s13-usage
 	mi := &file_workspace_v1_workspace_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-<<<<<<< HEAD
 func (x *SearchSummary) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
@@ -1440,15 +1252,6 @@ func (x *SearchSummary) String() string {
 func (*SearchSummary) ProtoMessage() {}
 
 func (x *SearchSummary) ProtoReflect() protoreflect.Message {
-=======
-func (x *GetUsageResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GetUsageResponse) ProtoMessage() {}
-
-func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
->>>>>>> s13-usage
 	mi := &file_workspace_v1_workspace_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1460,7 +1263,6 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-<<<<<<< HEAD
 // Deprecated: Use SearchSummary.ProtoReflect.Descriptor instead.
 func (*SearchSummary) Descriptor() ([]byte, []int) {
 	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{17}
@@ -1506,10 +1308,246 @@ func (x *SearchSummary) GetFileTruncated() int32 {
 		return x.FileTruncated
 	}
 	return 0
-=======
+}
+
+type GetUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Projects to count (at most 100); none: no project.
+	ProjectNames []string `protobuf:"bytes,1,rep,name=project_names,json=projectNames,proto3" json:"project_names,omitempty"`
+	// Count Global (skills/ and AGENTS.md) too.
+	Global        bool `protobuf:"varint,2,opt,name=global,proto3" json:"global,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetUsageRequest) GetProjectNames() []string {
+	if x != nil {
+		return x.ProjectNames
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetGlobal() bool {
+	if x != nil {
+		return x.Global
+	}
+	return false
+}
+
+// What one workspace holds: the apparent size of its regular files (a file
+// with several hard links once) and its files and folders, as a listing
+// shows them (denylisted names, symlinks and mounts not counted).
+type WorkspaceUsage struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Workspace *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// Absent when the workspace could not be counted (error_reason says
+	// why): unknown, never 0.
+	Bytes       *int64 `protobuf:"varint,2,opt,name=bytes,proto3,oneof" json:"bytes,omitempty"`
+	Files       *int64 `protobuf:"varint,3,opt,name=files,proto3,oneof" json:"files,omitempty"`
+	Directories *int64 `protobuf:"varint,4,opt,name=directories,proto3,oneof" json:"directories,omitempty"`
+	// Set when the workspace could not be counted (PROJECT_NOT_FOUND,
+	// INVALID_WORKSPACE, ...).
+	ErrorReason   string `protobuf:"bytes,5,opt,name=error_reason,json=errorReason,proto3" json:"error_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkspaceUsage) Reset() {
+	*x = WorkspaceUsage{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkspaceUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkspaceUsage) ProtoMessage() {}
+
+func (x *WorkspaceUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkspaceUsage.ProtoReflect.Descriptor instead.
+func (*WorkspaceUsage) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *WorkspaceUsage) GetWorkspace() *WorkspaceRef {
+	if x != nil {
+		return x.Workspace
+	}
+	return nil
+}
+
+func (x *WorkspaceUsage) GetBytes() int64 {
+	if x != nil && x.Bytes != nil {
+		return *x.Bytes
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetFiles() int64 {
+	if x != nil && x.Files != nil {
+		return *x.Files
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetDirectories() int64 {
+	if x != nil && x.Directories != nil {
+		return *x.Directories
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetErrorReason() string {
+	if x != nil {
+		return x.ErrorReason
+	}
+	return ""
+}
+
+// A volume's size and free space (statfs f_blocks and f_bavail, bytes).
+type VolumeUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when statfs failed: the sizes are then absent (unknown, never 0).
+	Known         bool   `protobuf:"varint,1,opt,name=known,proto3" json:"known,omitempty"`
+	SizeBytes     *int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3,oneof" json:"size_bytes,omitempty"`
+	FreeBytes     *int64 `protobuf:"varint,3,opt,name=free_bytes,json=freeBytes,proto3,oneof" json:"free_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeUsage) Reset() {
+	*x = VolumeUsage{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeUsage) ProtoMessage() {}
+
+func (x *VolumeUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeUsage.ProtoReflect.Descriptor instead.
+func (*VolumeUsage) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *VolumeUsage) GetKnown() bool {
+	if x != nil {
+		return x.Known
+	}
+	return false
+}
+
+func (x *VolumeUsage) GetSizeBytes() int64 {
+	if x != nil && x.SizeBytes != nil {
+		return *x.SizeBytes
+	}
+	return 0
+}
+
+func (x *VolumeUsage) GetFreeBytes() int64 {
+	if x != nil && x.FreeBytes != nil {
+		return *x.FreeBytes
+	}
+	return 0
+}
+
+type GetUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In the order asked: the projects, then Global.
+	Workspaces []*WorkspaceUsage `protobuf:"bytes,1,rep,name=workspaces,proto3" json:"workspaces,omitempty"`
+	// The volume of the projects root, and of CODEX_HOME (often the same).
+	ProjectsVolume *VolumeUsage `protobuf:"bytes,2,opt,name=projects_volume,json=projectsVolume,proto3" json:"projects_volume,omitempty"`
+	GlobalVolume   *VolumeUsage `protobuf:"bytes,3,opt,name=global_volume,json=globalVolume,proto3" json:"global_volume,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{17}
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetUsageResponse) GetWorkspaces() []*WorkspaceUsage {
@@ -1531,7 +1569,6 @@ func (x *GetUsageResponse) GetGlobalVolume() *VolumeUsage {
 		return x.GlobalVolume
 	}
 	return nil
->>>>>>> s13-usage
 }
 
 var File_workspace_v1_workspace_proto protoreflect.FileDescriptor
@@ -1594,7 +1631,6 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\trecursive\x18\x04 \x01(\bR\trecursive\x12'\n" +
 	"\x0fskip_checkpoint\x18\x05 \x01(\bR\x0eskipCheckpoint\"C\n" +
 	"\x13DeleteEntryResponse\x12,\n" +
-<<<<<<< HEAD
 	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId\"\x95\x03\n" +
 	"\rSearchRequest\x128\n" +
 	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
@@ -1631,14 +1667,7 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"bytes_read\x18\x03 \x01(\x03R\tbytesRead\x12\x1c\n" +
 	"\ttruncated\x18\x04 \x01(\tR\ttruncated\x12%\n" +
 	"\x0ebinary_skipped\x18\x05 \x01(\x05R\rbinarySkipped\x12%\n" +
-	"\x0efile_truncated\x18\x06 \x01(\x05R\rfileTruncated*X\n" +
-	"\n" +
-	"SearchMode\x12\x1b\n" +
-	"\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
-	"\x13SEARCH_MODE_CONTENT\x10\x01\x12\x14\n" +
-	"\x10SEARCH_MODE_NAME\x10\x022\x90\x06\n" +
-=======
-	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId\"N\n" +
+	"\x0efile_truncated\x18\x06 \x01(\x05R\rfileTruncated\"N\n" +
 	"\x0fGetUsageRequest\x12#\n" +
 	"\rproject_names\x18\x01 \x03(\tR\fprojectNames\x12\x16\n" +
 	"\x06global\x18\x02 \x01(\bR\x06global\"\xee\x01\n" +
@@ -1664,8 +1693,12 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"workspaces\x18\x01 \x03(\v2\x1c.workspace.v1.WorkspaceUsageR\n" +
 	"workspaces\x12B\n" +
 	"\x0fprojects_volume\x18\x02 \x01(\v2\x19.workspace.v1.VolumeUsageR\x0eprojectsVolume\x12>\n" +
-	"\rglobal_volume\x18\x03 \x01(\v2\x19.workspace.v1.VolumeUsageR\fglobalVolume2\x96\x06\n" +
->>>>>>> s13-usage
+	"\rglobal_volume\x18\x03 \x01(\v2\x19.workspace.v1.VolumeUsageR\fglobalVolume*X\n" +
+	"\n" +
+	"SearchMode\x12\x1b\n" +
+	"\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13SEARCH_MODE_CONTENT\x10\x01\x12\x14\n" +
+	"\x10SEARCH_MODE_NAME\x10\x022\xdb\x06\n" +
 	"\x10WorkspaceService\x12U\n" +
 	"\fListProjects\x12!.workspace.v1.ListProjectsRequest\x1a\".workspace.v1.ListProjectsResponse\x12J\n" +
 	"\rCreateProject\x12\".workspace.v1.CreateProjectRequest\x1a\x15.workspace.v1.Project\x12X\n" +
@@ -1676,13 +1709,9 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\n" +
 	"UpdateFile\x12\x1f.workspace.v1.UpdateFileRequest\x1a\x13.workspace.v1.Entry\x12@\n" +
 	"\tMoveEntry\x12\x1e.workspace.v1.MoveEntryRequest\x1a\x13.workspace.v1.Entry\x12R\n" +
-<<<<<<< HEAD
 	"\vDeleteEntry\x12 .workspace.v1.DeleteEntryRequest\x1a!.workspace.v1.DeleteEntryResponse\x12C\n" +
-	"\x06Search\x12\x1b.workspace.v1.SearchRequest\x1a\x1a.workspace.v1.SearchResult0\x01BKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
-=======
-	"\vDeleteEntry\x12 .workspace.v1.DeleteEntryRequest\x1a!.workspace.v1.DeleteEntryResponse\x12I\n" +
+	"\x06Search\x12\x1b.workspace.v1.SearchRequest\x1a\x1a.workspace.v1.SearchResult0\x01\x12I\n" +
 	"\bGetUsage\x12\x1d.workspace.v1.GetUsageRequest\x1a\x1e.workspace.v1.GetUsageResponseBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
->>>>>>> s13-usage
 
 var (
 	file_workspace_v1_workspace_proto_rawDescOnce sync.Once
@@ -1696,9 +1725,8 @@ func file_workspace_v1_workspace_proto_rawDescGZIP() []byte {
 	return file_workspace_v1_workspace_proto_rawDescData
 }
 
-<<<<<<< HEAD
 var file_workspace_v1_workspace_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_workspace_v1_workspace_proto_goTypes = []any{
 	(SearchMode)(0),               // 0: workspace.v1.SearchMode
 	(*ListProjectsRequest)(nil),   // 1: workspace.v1.ListProjectsRequest
@@ -1719,113 +1747,61 @@ var file_workspace_v1_workspace_proto_goTypes = []any{
 	(*SearchResult)(nil),          // 16: workspace.v1.SearchResult
 	(*SearchMatch)(nil),           // 17: workspace.v1.SearchMatch
 	(*SearchSummary)(nil),         // 18: workspace.v1.SearchSummary
-	(*Project)(nil),               // 19: workspace.v1.Project
-	(*WorkspaceRef)(nil),          // 20: workspace.v1.WorkspaceRef
-	(*Entry)(nil),                 // 21: workspace.v1.Entry
-	(EntryType)(0),                // 22: workspace.v1.EntryType
+	(*GetUsageRequest)(nil),       // 19: workspace.v1.GetUsageRequest
+	(*WorkspaceUsage)(nil),        // 20: workspace.v1.WorkspaceUsage
+	(*VolumeUsage)(nil),           // 21: workspace.v1.VolumeUsage
+	(*GetUsageResponse)(nil),      // 22: workspace.v1.GetUsageResponse
+	(*Project)(nil),               // 23: workspace.v1.Project
+	(*WorkspaceRef)(nil),          // 24: workspace.v1.WorkspaceRef
+	(*Entry)(nil),                 // 25: workspace.v1.Entry
+	(EntryType)(0),                // 26: workspace.v1.EntryType
 }
 var file_workspace_v1_workspace_proto_depIdxs = []int32{
-	19, // 0: workspace.v1.ListProjectsResponse.projects:type_name -> workspace.v1.Project
-	20, // 1: workspace.v1.ListEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	21, // 2: workspace.v1.ListEntriesResponse.entries:type_name -> workspace.v1.Entry
-	20, // 3: workspace.v1.GetFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	21, // 4: workspace.v1.GetFileResponse.entry:type_name -> workspace.v1.Entry
-	20, // 5: workspace.v1.CreateEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	22, // 6: workspace.v1.CreateEntryRequest.type:type_name -> workspace.v1.EntryType
-	20, // 7: workspace.v1.UpdateFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	20, // 8: workspace.v1.MoveEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	20, // 9: workspace.v1.DeleteEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	20, // 10: workspace.v1.SearchRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	23, // 0: workspace.v1.ListProjectsResponse.projects:type_name -> workspace.v1.Project
+	24, // 1: workspace.v1.ListEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 2: workspace.v1.ListEntriesResponse.entries:type_name -> workspace.v1.Entry
+	24, // 3: workspace.v1.GetFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 4: workspace.v1.GetFileResponse.entry:type_name -> workspace.v1.Entry
+	24, // 5: workspace.v1.CreateEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	26, // 6: workspace.v1.CreateEntryRequest.type:type_name -> workspace.v1.EntryType
+	24, // 7: workspace.v1.UpdateFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	24, // 8: workspace.v1.MoveEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	24, // 9: workspace.v1.DeleteEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	24, // 10: workspace.v1.SearchRequest.workspace:type_name -> workspace.v1.WorkspaceRef
 	0,  // 11: workspace.v1.SearchRequest.mode:type_name -> workspace.v1.SearchMode
 	17, // 12: workspace.v1.SearchResult.match:type_name -> workspace.v1.SearchMatch
 	18, // 13: workspace.v1.SearchResult.summary:type_name -> workspace.v1.SearchSummary
-	1,  // 14: workspace.v1.WorkspaceService.ListProjects:input_type -> workspace.v1.ListProjectsRequest
-	3,  // 15: workspace.v1.WorkspaceService.CreateProject:input_type -> workspace.v1.CreateProjectRequest
-	4,  // 16: workspace.v1.WorkspaceService.DeleteProject:input_type -> workspace.v1.DeleteProjectRequest
-	6,  // 17: workspace.v1.WorkspaceService.ListEntries:input_type -> workspace.v1.ListEntriesRequest
-	8,  // 18: workspace.v1.WorkspaceService.GetFile:input_type -> workspace.v1.GetFileRequest
-	10, // 19: workspace.v1.WorkspaceService.CreateEntry:input_type -> workspace.v1.CreateEntryRequest
-	11, // 20: workspace.v1.WorkspaceService.UpdateFile:input_type -> workspace.v1.UpdateFileRequest
-	12, // 21: workspace.v1.WorkspaceService.MoveEntry:input_type -> workspace.v1.MoveEntryRequest
-	13, // 22: workspace.v1.WorkspaceService.DeleteEntry:input_type -> workspace.v1.DeleteEntryRequest
-	15, // 23: workspace.v1.WorkspaceService.Search:input_type -> workspace.v1.SearchRequest
-	2,  // 24: workspace.v1.WorkspaceService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
-	19, // 25: workspace.v1.WorkspaceService.CreateProject:output_type -> workspace.v1.Project
-	5,  // 26: workspace.v1.WorkspaceService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
-	7,  // 27: workspace.v1.WorkspaceService.ListEntries:output_type -> workspace.v1.ListEntriesResponse
-	9,  // 28: workspace.v1.WorkspaceService.GetFile:output_type -> workspace.v1.GetFileResponse
-	21, // 29: workspace.v1.WorkspaceService.CreateEntry:output_type -> workspace.v1.Entry
-	21, // 30: workspace.v1.WorkspaceService.UpdateFile:output_type -> workspace.v1.Entry
-	21, // 31: workspace.v1.WorkspaceService.MoveEntry:output_type -> workspace.v1.Entry
-	14, // 32: workspace.v1.WorkspaceService.DeleteEntry:output_type -> workspace.v1.DeleteEntryResponse
-	16, // 33: workspace.v1.WorkspaceService.Search:output_type -> workspace.v1.SearchResult
-=======
-var file_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
-var file_workspace_v1_workspace_proto_goTypes = []any{
-	(*ListProjectsRequest)(nil),   // 0: workspace.v1.ListProjectsRequest
-	(*ListProjectsResponse)(nil),  // 1: workspace.v1.ListProjectsResponse
-	(*CreateProjectRequest)(nil),  // 2: workspace.v1.CreateProjectRequest
-	(*DeleteProjectRequest)(nil),  // 3: workspace.v1.DeleteProjectRequest
-	(*DeleteProjectResponse)(nil), // 4: workspace.v1.DeleteProjectResponse
-	(*ListEntriesRequest)(nil),    // 5: workspace.v1.ListEntriesRequest
-	(*ListEntriesResponse)(nil),   // 6: workspace.v1.ListEntriesResponse
-	(*GetFileRequest)(nil),        // 7: workspace.v1.GetFileRequest
-	(*GetFileResponse)(nil),       // 8: workspace.v1.GetFileResponse
-	(*CreateEntryRequest)(nil),    // 9: workspace.v1.CreateEntryRequest
-	(*UpdateFileRequest)(nil),     // 10: workspace.v1.UpdateFileRequest
-	(*MoveEntryRequest)(nil),      // 11: workspace.v1.MoveEntryRequest
-	(*DeleteEntryRequest)(nil),    // 12: workspace.v1.DeleteEntryRequest
-	(*DeleteEntryResponse)(nil),   // 13: workspace.v1.DeleteEntryResponse
-	(*GetUsageRequest)(nil),       // 14: workspace.v1.GetUsageRequest
-	(*WorkspaceUsage)(nil),        // 15: workspace.v1.WorkspaceUsage
-	(*VolumeUsage)(nil),           // 16: workspace.v1.VolumeUsage
-	(*GetUsageResponse)(nil),      // 17: workspace.v1.GetUsageResponse
-	(*Project)(nil),               // 18: workspace.v1.Project
-	(*WorkspaceRef)(nil),          // 19: workspace.v1.WorkspaceRef
-	(*Entry)(nil),                 // 20: workspace.v1.Entry
-	(EntryType)(0),                // 21: workspace.v1.EntryType
-}
-var file_workspace_v1_workspace_proto_depIdxs = []int32{
-	18, // 0: workspace.v1.ListProjectsResponse.projects:type_name -> workspace.v1.Project
-	19, // 1: workspace.v1.ListEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	20, // 2: workspace.v1.ListEntriesResponse.entries:type_name -> workspace.v1.Entry
-	19, // 3: workspace.v1.GetFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	20, // 4: workspace.v1.GetFileResponse.entry:type_name -> workspace.v1.Entry
-	19, // 5: workspace.v1.CreateEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	21, // 6: workspace.v1.CreateEntryRequest.type:type_name -> workspace.v1.EntryType
-	19, // 7: workspace.v1.UpdateFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 8: workspace.v1.MoveEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 9: workspace.v1.DeleteEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 10: workspace.v1.WorkspaceUsage.workspace:type_name -> workspace.v1.WorkspaceRef
-	15, // 11: workspace.v1.GetUsageResponse.workspaces:type_name -> workspace.v1.WorkspaceUsage
-	16, // 12: workspace.v1.GetUsageResponse.projects_volume:type_name -> workspace.v1.VolumeUsage
-	16, // 13: workspace.v1.GetUsageResponse.global_volume:type_name -> workspace.v1.VolumeUsage
-	0,  // 14: workspace.v1.WorkspaceService.ListProjects:input_type -> workspace.v1.ListProjectsRequest
-	2,  // 15: workspace.v1.WorkspaceService.CreateProject:input_type -> workspace.v1.CreateProjectRequest
-	3,  // 16: workspace.v1.WorkspaceService.DeleteProject:input_type -> workspace.v1.DeleteProjectRequest
-	5,  // 17: workspace.v1.WorkspaceService.ListEntries:input_type -> workspace.v1.ListEntriesRequest
-	7,  // 18: workspace.v1.WorkspaceService.GetFile:input_type -> workspace.v1.GetFileRequest
-	9,  // 19: workspace.v1.WorkspaceService.CreateEntry:input_type -> workspace.v1.CreateEntryRequest
-	10, // 20: workspace.v1.WorkspaceService.UpdateFile:input_type -> workspace.v1.UpdateFileRequest
-	11, // 21: workspace.v1.WorkspaceService.MoveEntry:input_type -> workspace.v1.MoveEntryRequest
-	12, // 22: workspace.v1.WorkspaceService.DeleteEntry:input_type -> workspace.v1.DeleteEntryRequest
-	14, // 23: workspace.v1.WorkspaceService.GetUsage:input_type -> workspace.v1.GetUsageRequest
-	1,  // 24: workspace.v1.WorkspaceService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
-	18, // 25: workspace.v1.WorkspaceService.CreateProject:output_type -> workspace.v1.Project
-	4,  // 26: workspace.v1.WorkspaceService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
-	6,  // 27: workspace.v1.WorkspaceService.ListEntries:output_type -> workspace.v1.ListEntriesResponse
-	8,  // 28: workspace.v1.WorkspaceService.GetFile:output_type -> workspace.v1.GetFileResponse
-	20, // 29: workspace.v1.WorkspaceService.CreateEntry:output_type -> workspace.v1.Entry
-	20, // 30: workspace.v1.WorkspaceService.UpdateFile:output_type -> workspace.v1.Entry
-	20, // 31: workspace.v1.WorkspaceService.MoveEntry:output_type -> workspace.v1.Entry
-	13, // 32: workspace.v1.WorkspaceService.DeleteEntry:output_type -> workspace.v1.DeleteEntryResponse
-	17, // 33: workspace.v1.WorkspaceService.GetUsage:output_type -> workspace.v1.GetUsageResponse
->>>>>>> s13-usage
-	24, // [24:34] is the sub-list for method output_type
-	14, // [14:24] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	24, // 14: workspace.v1.WorkspaceUsage.workspace:type_name -> workspace.v1.WorkspaceRef
+	20, // 15: workspace.v1.GetUsageResponse.workspaces:type_name -> workspace.v1.WorkspaceUsage
+	21, // 16: workspace.v1.GetUsageResponse.projects_volume:type_name -> workspace.v1.VolumeUsage
+	21, // 17: workspace.v1.GetUsageResponse.global_volume:type_name -> workspace.v1.VolumeUsage
+	1,  // 18: workspace.v1.WorkspaceService.ListProjects:input_type -> workspace.v1.ListProjectsRequest
+	3,  // 19: workspace.v1.WorkspaceService.CreateProject:input_type -> workspace.v1.CreateProjectRequest
+	4,  // 20: workspace.v1.WorkspaceService.DeleteProject:input_type -> workspace.v1.DeleteProjectRequest
+	6,  // 21: workspace.v1.WorkspaceService.ListEntries:input_type -> workspace.v1.ListEntriesRequest
+	8,  // 22: workspace.v1.WorkspaceService.GetFile:input_type -> workspace.v1.GetFileRequest
+	10, // 23: workspace.v1.WorkspaceService.CreateEntry:input_type -> workspace.v1.CreateEntryRequest
+	11, // 24: workspace.v1.WorkspaceService.UpdateFile:input_type -> workspace.v1.UpdateFileRequest
+	12, // 25: workspace.v1.WorkspaceService.MoveEntry:input_type -> workspace.v1.MoveEntryRequest
+	13, // 26: workspace.v1.WorkspaceService.DeleteEntry:input_type -> workspace.v1.DeleteEntryRequest
+	15, // 27: workspace.v1.WorkspaceService.Search:input_type -> workspace.v1.SearchRequest
+	19, // 28: workspace.v1.WorkspaceService.GetUsage:input_type -> workspace.v1.GetUsageRequest
+	2,  // 29: workspace.v1.WorkspaceService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
+	23, // 30: workspace.v1.WorkspaceService.CreateProject:output_type -> workspace.v1.Project
+	5,  // 31: workspace.v1.WorkspaceService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
+	7,  // 32: workspace.v1.WorkspaceService.ListEntries:output_type -> workspace.v1.ListEntriesResponse
+	9,  // 33: workspace.v1.WorkspaceService.GetFile:output_type -> workspace.v1.GetFileResponse
+	25, // 34: workspace.v1.WorkspaceService.CreateEntry:output_type -> workspace.v1.Entry
+	25, // 35: workspace.v1.WorkspaceService.UpdateFile:output_type -> workspace.v1.Entry
+	25, // 36: workspace.v1.WorkspaceService.MoveEntry:output_type -> workspace.v1.Entry
+	14, // 37: workspace.v1.WorkspaceService.DeleteEntry:output_type -> workspace.v1.DeleteEntryResponse
+	16, // 38: workspace.v1.WorkspaceService.Search:output_type -> workspace.v1.SearchResult
+	22, // 39: workspace.v1.WorkspaceService.GetUsage:output_type -> workspace.v1.GetUsageResponse
+	29, // [29:40] is the sub-list for method output_type
+	18, // [18:29] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_workspace_v1_workspace_proto_init() }
@@ -1834,26 +1810,19 @@ func file_workspace_v1_workspace_proto_init() {
 		return
 	}
 	file_workspace_v1_types_proto_init()
-<<<<<<< HEAD
 	file_workspace_v1_workspace_proto_msgTypes[15].OneofWrappers = []any{
 		(*SearchResult_Match)(nil),
 		(*SearchResult_Summary)(nil),
 	}
-=======
-	file_workspace_v1_workspace_proto_msgTypes[15].OneofWrappers = []any{}
-	file_workspace_v1_workspace_proto_msgTypes[16].OneofWrappers = []any{}
->>>>>>> s13-usage
+	file_workspace_v1_workspace_proto_msgTypes[19].OneofWrappers = []any{}
+	file_workspace_v1_workspace_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_workspace_v1_workspace_proto_rawDesc), len(file_workspace_v1_workspace_proto_rawDesc)),
-<<<<<<< HEAD
 			NumEnums:      1,
-=======
-			NumEnums:      0,
->>>>>>> s13-usage
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

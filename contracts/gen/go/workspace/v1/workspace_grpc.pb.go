@@ -33,11 +33,8 @@ const (
 	WorkspaceService_UpdateFile_FullMethodName    = "/workspace.v1.WorkspaceService/UpdateFile"
 	WorkspaceService_MoveEntry_FullMethodName     = "/workspace.v1.WorkspaceService/MoveEntry"
 	WorkspaceService_DeleteEntry_FullMethodName   = "/workspace.v1.WorkspaceService/DeleteEntry"
-<<<<<<< HEAD
 	WorkspaceService_Search_FullMethodName        = "/workspace.v1.WorkspaceService/Search"
-=======
 	WorkspaceService_GetUsage_FullMethodName      = "/workspace.v1.WorkspaceService/GetUsage"
->>>>>>> s13-usage
 )
 
 // WorkspaceServiceClient is the client API for WorkspaceService service.
@@ -53,19 +50,16 @@ type WorkspaceServiceClient interface {
 	UpdateFile(ctx context.Context, in *UpdateFileRequest, opts ...grpc.CallOption) (*Entry, error)
 	MoveEntry(ctx context.Context, in *MoveEntryRequest, opts ...grpc.CallOption) (*Entry, error)
 	DeleteEntry(ctx context.Context, in *DeleteEntryRequest, opts ...grpc.CallOption) (*DeleteEntryResponse, error)
-<<<<<<< HEAD
 	// Search streams the files of a workspace whose name (SEARCH_MODE_NAME,
 	// fuzzy, best first, once the walk is done) or content
 	// (SEARCH_MODE_CONTENT, one result per matching line, as found) matches,
 	// then one summary. Bounded (results, bytes, time); a bound ends the
 	// stream with a truncated summary, not an error.
 	Search(ctx context.Context, in *SearchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchResult], error)
-=======
 	// Usage (issue #25): bytes and files of projects and Global, from the
 	// sidecar's cache kept fresh by the change feed, and the volumes' size
 	// and free space (statfs).
 	GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
->>>>>>> s13-usage
 }
 
 type workspaceServiceClient struct {
@@ -166,7 +160,6 @@ func (c *workspaceServiceClient) DeleteEntry(ctx context.Context, in *DeleteEntr
 	return out, nil
 }
 
-<<<<<<< HEAD
 func (c *workspaceServiceClient) Search(ctx context.Context, in *SearchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchResult], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &WorkspaceService_ServiceDesc.Streams[0], WorkspaceService_Search_FullMethodName, cOpts...)
@@ -186,7 +179,6 @@ func (c *workspaceServiceClient) Search(ctx context.Context, in *SearchRequest, 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkspaceService_SearchClient = grpc.ServerStreamingClient[SearchResult]
 
-=======
 func (c *workspaceServiceClient) GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetUsageResponse)
@@ -197,7 +189,6 @@ func (c *workspaceServiceClient) GetUsage(ctx context.Context, in *GetUsageReque
 	return out, nil
 }
 
->>>>>>> s13-usage
 // WorkspaceServiceServer is the server API for WorkspaceService service.
 // All implementations must embed UnimplementedWorkspaceServiceServer
 // for forward compatibility.
@@ -211,19 +202,16 @@ type WorkspaceServiceServer interface {
 	UpdateFile(context.Context, *UpdateFileRequest) (*Entry, error)
 	MoveEntry(context.Context, *MoveEntryRequest) (*Entry, error)
 	DeleteEntry(context.Context, *DeleteEntryRequest) (*DeleteEntryResponse, error)
-<<<<<<< HEAD
 	// Search streams the files of a workspace whose name (SEARCH_MODE_NAME,
 	// fuzzy, best first, once the walk is done) or content
 	// (SEARCH_MODE_CONTENT, one result per matching line, as found) matches,
 	// then one summary. Bounded (results, bytes, time); a bound ends the
 	// stream with a truncated summary, not an error.
 	Search(*SearchRequest, grpc.ServerStreamingServer[SearchResult]) error
-=======
 	// Usage (issue #25): bytes and files of projects and Global, from the
 	// sidecar's cache kept fresh by the change feed, and the volumes' size
 	// and free space (statfs).
 	GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error)
->>>>>>> s13-usage
 	mustEmbedUnimplementedWorkspaceServiceServer()
 }
 
@@ -261,13 +249,11 @@ func (UnimplementedWorkspaceServiceServer) MoveEntry(context.Context, *MoveEntry
 func (UnimplementedWorkspaceServiceServer) DeleteEntry(context.Context, *DeleteEntryRequest) (*DeleteEntryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteEntry not implemented")
 }
-<<<<<<< HEAD
 func (UnimplementedWorkspaceServiceServer) Search(*SearchRequest, grpc.ServerStreamingServer[SearchResult]) error {
 	return status.Error(codes.Unimplemented, "method Search not implemented")
-=======
+}
 func (UnimplementedWorkspaceServiceServer) GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetUsage not implemented")
->>>>>>> s13-usage
 }
 func (UnimplementedWorkspaceServiceServer) mustEmbedUnimplementedWorkspaceServiceServer() {}
 func (UnimplementedWorkspaceServiceServer) testEmbeddedByValue()                          {}
@@ -452,7 +438,6 @@ func _WorkspaceService_DeleteEntry_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
-<<<<<<< HEAD
 func _WorkspaceService_Search_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(SearchRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -464,7 +449,6 @@ func _WorkspaceService_Search_Handler(srv interface{}, stream grpc.ServerStream)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type WorkspaceService_SearchServer = grpc.ServerStreamingServer[SearchResult]
 
-=======
 func _WorkspaceService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetUsageRequest)
 	if err := dec(in); err != nil {
@@ -483,7 +467,6 @@ func _WorkspaceService_GetUsage_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
->>>>>>> s13-usage
 // WorkspaceService_ServiceDesc is the grpc.ServiceDesc for WorkspaceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
