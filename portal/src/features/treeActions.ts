@@ -10,6 +10,7 @@ import type { Entry, EntryType } from '../api/types';
 import type { CheckpointsPort, FilesPort, Shell, TreeActionsPort, TreePort } from './ports';
 import { GLOBAL, type AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
+import { skillNameProblem } from '../state/skills';
 import { allowedActions, fileAfterMove, holdsOpenFile, moveCandidates, moveProblem, skillTemplate } from '../state/entryActions';
 import { entryNameProblem, joinPath, normaliseFolderPath, parentOf } from '../state/names';
 import type { AgentScope } from '../state/scope';
@@ -99,9 +100,9 @@ export class TreeActions implements TreeActionsPort {
     const name = await promptDialog({
       title: 'New skill',
       label: 'Skill name (the folder in skills/)',
-      help: 'Creates skills/<name>/SKILL.md from a short template for you to fill in.',
+      help: 'Lowercase letters, digits and single "-", at most 64 (e.g. review-prs): Codex skips other names. Creates skills/<name>/SKILL.md from a short template.',
       confirmLabel: 'Create skill',
-      validate: entryNameProblem,
+      validate: skillNameProblem,
       testid: 'new-skill-dialog',
     });
     if (name === null || !scope.alive) return;

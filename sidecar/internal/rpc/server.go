@@ -69,7 +69,8 @@ func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateProj
 
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
 	auto, err := s.del.DeleteProject(ctx, req.GetName(), req.GetConfirmName(),
-		checkpoint.DeleteOptions{SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx)})
+		checkpoint.DeleteOptions{SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx),
+		Files: true}) // REST and gRPC: a file delete is undoable too
 	if err != nil {
 		return nil, failedDelete(ctx, auto, err)
 	}

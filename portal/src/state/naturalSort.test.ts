@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { naturalCompare, naturalSorted } from './naturalSort';
+
+describe('naturalCompare', () => {
+  it('orders numbers by value', () => {
+    expect(['burst-100', 'burst-10', 'burst-2', 'burst-1'].sort(naturalCompare)).toEqual(['burst-1', 'burst-2', 'burst-10', 'burst-100']);
+  });
+  it('ignores case first, then stays total', () => {
+    expect(['b', 'B', 'a', 'A'].sort(naturalCompare)).toEqual(['A', 'a', 'B', 'b']);
+    expect(naturalCompare('x', 'x')).toBe(0);
+  });
+  it('sorts by a key without changing the input', () => {
+    const xs = [{ n: 'f10' }, { n: 'f9' }];
+    expect(naturalSorted(xs, (x) => x.n).map((x) => x.n)).toEqual(['f9', 'f10']);
+    expect(xs[0].n).toBe('f10');
+  });
+});
