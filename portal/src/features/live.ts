@@ -264,7 +264,8 @@ export class LiveController {
     if (!cur || cur.path !== f.path) return;
     const take = await confirmDialog({
       title: `Compare ${f.path}`,
-      body: [html`Lines marked − are only in your text, + only in the version on disk.`, diffView(lineDiff(cur.text, disk.content ?? ''))],
+      // The same signs as a checkpoint's Compare: − the stored version, + the text in front of you.
+      body: [html`Lines marked − are only in the version on disk, + only in your text.`, diffView(lineDiff(disk.content ?? '', cur.text))],
       confirmLabel: 'Load the version on disk',
       cancelLabel: 'Keep mine',
       testid: 'disk-compare-dialog',

@@ -12,6 +12,15 @@ describe('naturalCompare', () => {
   it('sorts by a key without changing the input', () => {
     const xs = [{ n: 'f10' }, { n: 'f9' }];
     expect(naturalSorted(xs, (x) => x.n).map((x) => x.n)).toEqual(['f9', 'f10']);
-    expect(xs[0].n).toBe('f10');
+    expect(xs[0]?.n).toBe('f10');
+  });
+});
+
+describe('tree order', async () => {
+  const { sortedEntries } = await import('./tree');
+  it('lists folders first, then names naturally', () => {
+    const e = (name: string, dir = false) => ({ name, path: name, type: dir ? ('ENTRY_TYPE_DIRECTORY' as const) : ('ENTRY_TYPE_FILE' as const) });
+    const got = sortedEntries([e('burst-100'), e('burst-10'), e('z', true), e('burst-1'), e('a', true)]).map((x) => x.name);
+    expect(got).toEqual(['a', 'z', 'burst-1', 'burst-10', 'burst-100']);
   });
 });

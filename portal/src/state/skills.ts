@@ -26,10 +26,10 @@ export function parseFrontMatter(text: string): SkillFrontMatter | null {
   const m = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(\r?\n|$)/.exec(text);
   if (!m) return null;
   const out: SkillFrontMatter = {};
-  for (const line of m[1].split(/\r?\n/)) {
+  for (const line of (m[1] ?? '').split(/\r?\n/)) {
     const kv = /^(name|description):[ \t]*(.*)$/.exec(line);
     if (!kv) continue;
-    out[kv[1] as keyof SkillFrontMatter] = unquote(kv[2].trim());
+    out[kv[1] as keyof SkillFrontMatter] = unquote((kv[2] ?? '').trim());
   }
   return out;
 }
@@ -42,7 +42,7 @@ function unquote(v: string): string {
 /** True when path is a skill's SKILL.md in Global: skills/<folder>/SKILL.md. */
 export function skillFolderOf(path: string): string | null {
   const m = /^skills\/([^/]+)\/SKILL\.md$/.exec(path);
-  return m ? m[1] : null;
+  return m?.[1] ?? null;
 }
 
 /** What Codex would object to in the SKILL.md text of folder: [] when it loads it. */
