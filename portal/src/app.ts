@@ -15,6 +15,7 @@ import { Editor } from './features/editor';
 import type { LiveController } from './features/live';
 import { createLive } from './features/liveHooks';
 import { Projects } from './features/projects';
+import { RecentlyDeleted } from './features/recentlyDeleted';
 import { Routing } from './features/routing';
 import { Session } from './features/session';
 import { Tree } from './features/tree';
@@ -41,6 +42,7 @@ export class App implements AppContext {
   readonly agentsPage: AgentsPage = new AgentsPage(this);
   readonly routing: Routing = new Routing(this);
   readonly projects: Projects = new Projects(this);
+  readonly recentlyDeleted: RecentlyDeleted = new RecentlyDeleted(this);
   readonly tree: Tree = new Tree(this);
   readonly treeActions: TreeActions = new TreeActions(this);
   readonly files: Editor = new Editor(this);

@@ -11,6 +11,7 @@ import type { Editor } from './features/editor';
 import type { LiveController } from './features/live';
 import type { Shell } from './features/ports';
 import type { Projects } from './features/projects';
+import type { RecentlyDeleted } from './features/recentlyDeleted';
 import type { Routing } from './features/routing';
 import type { Session } from './features/session';
 import type { Tree } from './features/tree';
@@ -22,6 +23,7 @@ export interface AppContext extends Shell {
   readonly agentsPage: AgentsPage;
   readonly routing: Routing;
   readonly projects: Projects;
+  readonly recentlyDeleted: RecentlyDeleted;
   readonly tree: Tree;
   readonly treeActions: TreeActions;
   readonly files: Editor;

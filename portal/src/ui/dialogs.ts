@@ -206,6 +206,40 @@ export function promptDialog(o: PromptOptions): Promise<string | null> {
   return p;
 }
 
+export interface Choice<T> {
+  value: T;
+  /** What the row shows. */
+  body: TemplateResult;
+  /** The row's button. */
+  label: string;
+  testid?: string;
+}
+
+/** A list to pick one row of (each row has its button); null when cancelled. */
+export function choiceDialog<T>(o: { title: string; body: (string | TemplateResult)[]; choices: Choice<T>[]; empty: string; testid: string }): Promise<T | null> {
+  return modal<T | null>(
+    ({ close, id }) =>
+      () => html`
+        <h2 id="${id}-title">${o.title}</h2>
+        <div id="${id}-body" class="dialog-body">${o.body.map((p) => html`<p>${p}</p>`)}</div>
+        ${o.choices.length === 0
+          ? html`<p class="muted" data-testid="choice-empty">${o.empty}</p>`
+          : html`<ul class="choice-list">
+              ${o.choices.map(
+                (c) => html`<li class="choice-row" data-testid=${c.testid ?? nothing}>
+                  <span class="choice-body">${c.body}</span>
+                  <button type="button" class="btn btn-small" data-action="choose" @click=${() => close(c.value)}>${c.label}</button>
+                </li>`,
+              )}
+            </ul>`}
+        <div class="dialog-actions">
+          <button type="button" class="btn" data-action="cancel" @click=${() => close(null)}>Close</button>
+        </div>
+      `,
+    { cancelValue: null, testid: o.testid },
+  );
+}
+
 export type ConflictChoice = 'reload' | 'keep';
 
 /** The save conflict dialog: no force save; reload the server version or copy the local text. */

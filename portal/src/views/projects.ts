@@ -33,6 +33,14 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
           >
             Refresh
           </button>
+          <button
+            class="btn btn-small"
+            data-testid="recently-deleted"
+            title="Deleted projects that their automatic checkpoints can bring back"
+            @click=${() => void c.recentlyDeleted.open()}
+          >
+            Recently deleted
+          </button>
         </span>
       </div>
       ${st.projectsError
