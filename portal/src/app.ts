@@ -11,6 +11,7 @@ import type { AppContext } from './context';
 import { Agents } from './features/agents';
 import { AgentsPage } from './features/agentsPage';
 import { CheckpointHooks } from './features/checkpoints';
+import { Conflicts } from './features/conflict';
 import { Editor } from './features/editor';
 import type { LiveController } from './features/live';
 import { createLive } from './features/liveHooks';
@@ -46,6 +47,7 @@ export class App implements AppContext {
   readonly tree: Tree = new Tree(this);
   readonly treeActions: TreeActions = new TreeActions(this);
   readonly files: Editor = new Editor(this);
+  readonly conflicts: Conflicts = new Conflicts(this);
   readonly checkpoints: CheckpointHooks = new CheckpointHooks(this);
   /** Live changes: the watch stream of what is on screen (features/live.ts). */
   readonly live: LiveController = createLive(this);

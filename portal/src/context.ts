@@ -7,6 +7,7 @@
 import type { Agents } from './features/agents';
 import type { AgentsPage } from './features/agentsPage';
 import type { CheckpointHooks } from './features/checkpoints';
+import type { Conflicts } from './features/conflict';
 import type { Editor } from './features/editor';
 import type { LiveController } from './features/live';
 import type { Shell } from './features/ports';
@@ -27,6 +28,7 @@ export interface AppContext extends Shell {
   readonly tree: Tree;
   readonly treeActions: TreeActions;
   readonly files: Editor;
+  readonly conflicts: Conflicts;
   readonly checkpoints: CheckpointHooks;
   readonly live: LiveController;
 }

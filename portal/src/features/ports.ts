@@ -132,3 +132,9 @@ export interface RecentlyDeletedPort {
   /** A link named a project that is not there: say so, and offer Restore when it was deleted. */
   missingProject(name: string): Promise<void>;
 }
+
+/** A refused save's merge, and saving a deleted file again (conflict.ts). */
+export interface ConflictsPort {
+  resolve(): Promise<void>;
+  saveAsNew(): Promise<void>;
+}

@@ -24,7 +24,7 @@ interface ModalContext<T> {
   id: string;
 }
 
-function modal<T>(
+export function modal<T>(
   build: (ctx: ModalContext<T>) => () => TemplateResult,
   opts: { cancelValue: T; role?: 'dialog' | 'alertdialog'; testid: string; focus?: string },
 ): Promise<T> {
@@ -237,43 +237,6 @@ export function choiceDialog<T>(o: { title: string; body: (string | TemplateResu
         </div>
       `,
     { cancelValue: null, testid: o.testid },
-  );
-}
-
-export type ConflictChoice = 'reload' | 'keep';
-
-/** The save conflict dialog: no force save; reload the server version or copy the local text. */
-export function conflictDialog(o: { path: string; copy: () => Promise<boolean> }): Promise<ConflictChoice> {
-  return modal<ConflictChoice>(
-    ({ close, update, id }) => {
-      let copied: boolean | null = null;
-      return () => html`
-        <h2 id="${id}-title">The file was changed elsewhere</h2>
-        <div id="${id}-body" class="dialog-body">
-          <p><code>${o.path}</code> was changed by someone or something else after you opened it, so your edit was <strong>not saved</strong>.</p>
-          <p>Your text is still in the editor. Copy it if you want to keep it, then reload the server version and apply your changes again.</p>
-        </div>
-        <p class="field-problem ok" role="status" aria-live="polite">
-          ${copied === true ? 'Your version is on the clipboard.' : copied === false ? 'Copying failed: select the text in the editor and copy it by hand.' : ''}
-        </p>
-        <div class="dialog-actions">
-          <button type="button" class="btn" data-action="keep" @click=${() => close('keep')}>Keep editing</button>
-          <button
-            type="button"
-            class="btn"
-            data-action="copy"
-            @click=${async () => {
-              copied = await o.copy();
-              update();
-            }}
-          >
-            Copy my version
-          </button>
-          <button type="button" class="btn btn-primary" data-action="reload" @click=${() => close('reload')}>Reload server version</button>
-        </div>
-      `;
-    },
-    { cancelValue: 'keep', role: 'alertdialog', testid: 'conflict-dialog', focus: '[data-action="copy"]' },
   );
 }
 
