@@ -123,3 +123,37 @@ func TestDeletedProjectsREST(t *testing.T) {
 		t.Errorf("audit of restore_deleted_project: %v", acts)
 	}
 }
+
+// A file deleted over REST keeps an automatic checkpoint of the file, which
+// brings it back (the portal's Undo): compare, then restore with its plan.
+func TestFileDeleteKeepsCheckpointREST(t *testing.T) {
+	projects := t.TempDir()
+	ckFile(t, projects, "demo/gone.txt", "bring me back\n")
+	ckFile(t, projects, "demo/stays.txt", "stays\n")
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects})
+	g := gatewaytest.Start(t, gatewaytest.Options{Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
+	rev := entryRevision(t, g, "demo", "", "gone.txt")
+	var del struct {
+		AutoCheckpointID string `json:"auto_checkpoint_id"`
+	}
+	ckJSON(t, admin(t, g, http.MethodDelete, strings.Replace(deleteEntryURL("demo", "gone.txt", rev, ""), "&recursive=true", "", 1), ""), 200, &del)
+	if del.AutoCheckpointID == "" {
+		t.Fatal("a file delete took no automatic checkpoint")
+	}
+	if _, err := os.Stat(filepath.Join(projects, "demo/gone.txt")); !os.IsNotExist(err) {
+		t.Fatalf("not deleted: %v", err)
+	}
+	base := api + "/agents/codex-a/checkpoints/" + del.AutoCheckpointID
+	q := "workspace.scope=PROJECT&workspace.project_name=demo&path=gone.txt"
+	var cmp struct {
+		PlanToken string `json:"plan_token"`
+	}
+	ckJSON(t, admin(t, g, http.MethodGet, base+"/compare?"+q, ""), 200, &cmp)
+	ckJSON(t, admin(t, g, http.MethodPost, base+":restore", `{"workspace":{"scope":"PROJECT","project_name":"demo"},"path":"gone.txt","plan_token":"`+cmp.PlanToken+`"}`), 200, nil)
+	if b, _ := os.ReadFile(filepath.Join(projects, "demo/gone.txt")); string(b) != "bring me back\n" {
+		t.Fatalf("gone.txt after the undo: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(projects, "demo/stays.txt")); string(b) != "stays\n" {
+		t.Fatalf("stays.txt changed: %q", b)
+	}
+}

@@ -209,7 +209,7 @@ export class TreeActions implements TreeActionsPort {
           ? html`<strong>The deletion is permanent.</strong> With automatic checkpoints on (the default), a checkpoint of the folder is
               taken first: while it is kept, Checkpoints can bring it back.`
           : html`With automatic checkpoints on (the default), a checkpoint of the file is taken first: Undo, or Checkpoints while it is
-              kept, brings it back.`,
+              kept, brings it back. Without them the delete cannot be undone.`,
         ...(losesEdits ? [html`Your unsaved changes in the open file will be lost.`] : []),
       ],
       confirmLabel: dir ? 'Delete folder permanently' : 'Delete file permanently',

@@ -69,8 +69,7 @@ func (s *Service) CreateProject(ctx context.Context, req *workspacev1.CreateProj
 
 func (s *Service) DeleteProject(ctx context.Context, req *workspacev1.DeleteProjectRequest) (*workspacev1.DeleteProjectResponse, error) {
 	auto, err := s.del.DeleteProject(ctx, req.GetName(), req.GetConfirmName(),
-		checkpoint.DeleteOptions{SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx),
-		Files: true}) // REST and gRPC: a file delete is undoable too
+		checkpoint.DeleteOptions{SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx)})
 	if err != nil {
 		return nil, failedDelete(ctx, auto, err)
 	}
@@ -144,7 +143,8 @@ func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryR
 		return nil, err
 	}
 	auto, err := s.del.DeleteEntry(ctx, ws, req.GetPath(), req.GetExpectedRevision(), checkpoint.DeleteOptions{
-		Delete: davfs.DeleteOptions{Recursive: req.GetRecursive()}, SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx)})
+		Delete: davfs.DeleteOptions{Recursive: req.GetRecursive()}, SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx),
+		Files: true}) // REST and gRPC: a file delete is undoable too (WebDAV leaves it off)
 	if err != nil {
 		return nil, failedDelete(ctx, auto, err)
 	}
