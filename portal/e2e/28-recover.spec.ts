@@ -112,6 +112,27 @@ test('New skill refuses a name Codex would skip', async () => {
   await $('[data-testid="tab-projects"]').click();
 });
 
+test('saving a SKILL.md says first what Codex would skip', async () => {
+  sa.write('skills/bad/SKILL.md', '---\nname: bad\ndescription: fine\n---\n', 'global');
+  await onAgentA();
+  await page.goto(gw.url + '/agents/codex-a/global/files/skills/bad/SKILL.md');
+  await eventually(async () => (await $('[data-testid="file-path"]').textContent()) === 'skills/bad/SKILL.md', 'SKILL.md opened');
+  await eventually(async () => (await $('.cm-content').count()) === 1, 'editor shown');
+  await setEditorText('---\nname: Bad Name\ndescription: fine\n---\n');
+  await page.keyboard.press('Control+s');
+  const d = dialog('skill-check-dialog');
+  await d.waitFor();
+  const t = await d.textContent();
+  expect(t.includes('Bad Name') && t.includes('Codex would skip'), `says what Codex would skip (${t})`);
+  await d.locator('[data-action="cancel"]').click();
+  expect(sa.read('skills/bad/SKILL.md', 'global').includes('name: bad\n'), 'not saved');
+  await setEditorText('---\nname: bad\ndescription: better\n---\n');
+  await page.keyboard.press('Control+s');
+  await $('[data-testid="clean"]').waitFor();
+  expect(sa.read('skills/bad/SKILL.md', 'global').includes('better'), 'a valid one saves without asking');
+  await $('[data-testid="tab-projects"]').click();
+});
+
 test('a file delete is undone from its message', async () => {
   sa.write('rd-undo/gone.txt', 'bring me back\n');
   await onAgentA();

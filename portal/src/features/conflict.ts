@@ -21,6 +21,8 @@ export interface ConflictContext extends Pick<Shell, 'state' | 'api' | 'notify' 
 
 export class Conflicts implements ConflictsPort {
   readonly #c: ConflictContext;
+  /** A merge or save-as-new question is open (Ctrl+S reaches both the page and the editor's keymap). */
+  #busy = false;
 
   constructor(c: ConflictContext) {
     this.#c = c;
@@ -28,36 +30,61 @@ export class Conflicts implements ConflictsPort {
 
   /** The merge view of the open file's refused save; saving the merged text against the disk's revision. */
   async resolve(): Promise<void> {
+    if (this.#busy) return;
+    this.#busy = true;
+    let save = false;
+    try {
+      save = await this.#resolve();
+    } finally {
+      this.#busy = false;
+    }
+    // After the question closed: a save refused again opens the merge again.
+    if (save) await this.#c.files.save();
+  }
+
+  /** True when the merged text is to be saved. */
+  async #resolve(): Promise<boolean> {
     const scope = this.#c.state.scopes.current;
     const f = scope?.state.file;
-    if (!scope || !f) return;
+    if (!scope || !f) return false;
     let disk: GetFileResponse;
     try {
       disk = await scope.guard(this.#c.api.getFile(scope.agentId, workspaceOf(f.workspaceKey), f.path));
     } catch (err) {
-      if (asApiError(err).status === 404) return this.saveAsNew();
-      return this.#c.fail(err, 'The version on disk could not be loaded for the merge.');
+      if (asApiError(err).status === 404) await this.#saveAsNew();
+      else this.#c.fail(err, 'The version on disk could not be loaded for the merge.');
+      return false;
     }
     if (disk.entry?.editable !== true) {
       this.#c.notify('error', `${f.path} on disk can no longer be edited here (binary or too large): copy your text to keep it.`);
-      return;
+      return false;
     }
     const { mergeDialog } = await import('../ui/mergeDialog');
     const merged = await mergeDialog({ path: f.path, mine: f.text, disk: disk.content ?? '' });
     const cur = scope.state.file;
-    if (merged === null || !scope.alive || !stillOpen(cur, f)) return;
+    if (merged === null || !scope.alive || !stillOpen(cur, f)) return false;
     scope.state.file = ed.mergedOnto(cur, disk, merged);
     this.#c.files.loadEditor(merged, languageForPath(f.path));
     this.#c.succeeded();
     if (!ed.isDirty(scope.state.file)) {
       this.#c.notify('info', `Your text now is the version on disk of ${f.path}: nothing to save.`);
-      return;
+      return false;
     }
-    await this.#c.files.save();
+    return true;
   }
 
   /** The open file was deleted on disk: save its text again as a new file (refused if one of that name appeared). */
   async saveAsNew(): Promise<void> {
+    if (this.#busy) return;
+    this.#busy = true;
+    try {
+      await this.#saveAsNew();
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  async #saveAsNew(): Promise<void> {
     const scope = this.#c.state.scopes.current;
     const f = scope?.state.file;
     if (!scope || !f) return;

@@ -31,6 +31,8 @@ export class Editor implements FilesPort {
   #draftTimer: ReturnType<typeof setTimeout> | null = null;
   /** The text the editor was last loaded with: the separators restored on every edit come from it. */
   #editorBase = '';
+  /** A question before a save (the SKILL.md check) is open. */
+  #asking = false;
 
   constructor(c: EditorContext) {
     this.#c = c;
@@ -175,7 +177,11 @@ export class Editor implements FilesPort {
       return;
     }
     if (!ed.canSave(f)) return;
-    if (!(await this.#skillCheck(f))) return;
+    // One question at a time: Ctrl+S reaches both the page and the editor's keymap.
+    if (this.#asking) return;
+    this.#asking = true;
+    const go = await this.#skillCheck(f).finally(() => (this.#asking = false));
+    if (!go || !ed.canSave(scope.state.file) || !stillOpen(scope.state.file, f)) return;
     const text = f.text;
     this.flushDraft(); // stored before the request: a session that ends now loses nothing
     scope.state.file = ed.saveStarted(f);
