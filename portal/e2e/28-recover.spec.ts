@@ -65,6 +65,13 @@ test('a refused save opens the merge view; hunks from both sides are saved again
   await onAgentA();
   await refreshProjects();
   await openProject('rd-merge');
+  // At 1280 px "Files in rd-merge" is whole, not cut.
+  const cut = await page.evaluate(() => {
+    const h = document.querySelector('.sidebar-section.files h2');
+    return h ? h.scrollWidth > h.clientWidth : true;
+  });
+  expect(!cut, '"Files in rd-merge" is not cut');
+  expect((await $('header h1').textContent()) === 'Agent Workspace Files', 'the header names the product');
   await openFile('m.txt');
   await setEditorText('ONE\ntwo\nthree\n');
   // Someone else changes another line on disk meanwhile.
