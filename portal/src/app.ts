@@ -11,10 +11,12 @@ import type { AppContext } from './context';
 import { Agents } from './features/agents';
 import { AgentsPage } from './features/agentsPage';
 import { CheckpointHooks } from './features/checkpoints';
+import { Conflicts } from './features/conflict';
 import { Editor } from './features/editor';
 import type { LiveController } from './features/live';
 import { createLive } from './features/liveHooks';
 import { Projects } from './features/projects';
+import { RecentlyDeleted } from './features/recentlyDeleted';
 import { Routing } from './features/routing';
 import { Search } from './features/search';
 import { Session } from './features/session';
@@ -42,9 +44,11 @@ export class App implements AppContext {
   readonly agentsPage: AgentsPage = new AgentsPage(this);
   readonly routing: Routing = new Routing(this);
   readonly projects: Projects = new Projects(this);
+  readonly recentlyDeleted: RecentlyDeleted = new RecentlyDeleted(this);
   readonly tree: Tree = new Tree(this);
   readonly treeActions: TreeActions = new TreeActions(this);
   readonly files: Editor = new Editor(this);
+  readonly conflicts: Conflicts = new Conflicts(this);
   readonly checkpoints: CheckpointHooks = new CheckpointHooks(this);
   /** Live changes: the watch stream of what is on screen (features/live.ts). */
   readonly live: LiveController = createLive(this);

@@ -90,6 +90,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agent-gateway/agents/{agent_id}/deleted-projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the agent's deleted projects that their automatic checkpoints can bring back, newest first */
+        get: operations["CheckpointManagementService_ListDeletedProjects"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent-gateway/agents/{agent_id}/deleted-projects/{project_name}:restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Bring a deleted project back from its automatic checkpoint, under its name or another (409 if a project of that name exists) */
+        post: operations["CheckpointManagementService_RestoreDeletedProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agent-gateway/agents/{agent_id}/projects": {
         parameters: {
             query?: never;
@@ -345,6 +379,10 @@ export interface components {
             /** @description Required: the plan_token of a comparison of this path (400 without). */
             plan_token?: string;
         };
+        v1CheckpointManagementServiceRestoreDeletedProjectBody: {
+            checkpoint_id?: string;
+            restore_as?: string;
+        };
         /**
          * @description Why a checkpoint was taken.
          *
@@ -390,6 +428,27 @@ export interface components {
              *     the project back); empty when none was taken.
              */
             auto_checkpoint_id?: string;
+        };
+        /**
+         * @description A project that was deleted while automatic checkpoints were on and that
+         *     no project of its name has replaced: its newest automatic checkpoint
+         *     (CHECKPOINT_REASON_BEFORE_PROJECT_DELETE) brings it back.
+         */
+        v1DeletedProject: {
+            project_name?: string;
+            /** Format: date-time */
+            deleted_at?: string;
+            /** @description Who deleted it (the checkpoint's operator); empty when not recorded. */
+            deleted_by?: string;
+            /**
+             * Format: int64
+             * @description Bytes of the files the checkpoint holds.
+             */
+            size?: string;
+            /** Format: int32 */
+            file_count?: number;
+            /** @description The checkpoint RestoreDeletedProject restores by default. */
+            checkpoint_id?: string;
         };
         /**
          * @description - DIFF_STATE_UNSPECIFIED: No diff was asked for.
@@ -463,6 +522,10 @@ export interface components {
              *     checkpoints may hold the path too.
              */
             truncated?: boolean;
+        };
+        v1ListDeletedProjectsResponse: {
+            /** @description Newest deletion first. */
+            projects?: components["schemas"]["v1DeletedProject"][];
         };
         v1ListEntriesResponse: {
             /** @description Directories first, then files; each group by name. */
@@ -851,6 +914,73 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["v1CheckpointManagementServiceRestoreCheckpointBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1RestoreCheckpointResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_ListDeletedProjects: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListDeletedProjectsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_RestoreDeletedProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+                project_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["v1CheckpointManagementServiceRestoreDeletedProjectBody"];
             };
         };
         responses: {

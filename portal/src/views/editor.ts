@@ -15,6 +15,7 @@ export interface EditorHandlers {
   retryOpen: (ws: WorkspaceRef, path: string) => void;
   copyMine: () => void;
   reloadServer: () => void;
+  merge: () => void;
   reload: () => void;
   revert: () => void;
   save: () => void;
@@ -55,7 +56,7 @@ export function editorView(st: AgentState, h: EditorHandlers): TemplateResult {
     </div>
     ${f.conflict
       ? html`<div class="conflict-banner" role="alert" data-testid="conflict-banner">
-          <strong>The file was changed elsewhere.</strong> Your text below was not saved.
+          <strong>The file was changed elsewhere.</strong> Your text below was not saved: merge it with the version on disk.
           <span class="banner-actions">
             <button
               class="btn btn-small"
@@ -63,7 +64,8 @@ export function editorView(st: AgentState, h: EditorHandlers): TemplateResult {
             >
               Copy my version
             </button>
-            <button class="btn btn-small btn-primary" @click=${h.reloadServer}>Reload server version</button>
+            <button class="btn btn-small" @click=${h.reloadServer}>Reload server version</button>
+            <button class="btn btn-small btn-primary" data-testid="conflict-merge" @click=${h.merge}>Merge…</button>
           </span>
         </div>`
       : nothing}

@@ -1,5 +1,6 @@
 // The Projects tab's sidebar: the project list (New project, Refresh, Load
 // more, Delete) and the selected project's file tree with its actions.
+import { naturalSorted } from '../state/naturalSort';
 import { html, nothing, type TemplateResult } from 'lit-html';
 import { repeat } from 'lit-html/directives/repeat.js';
 import { describeError, isUnavailable } from '../api/errors';
@@ -33,6 +34,14 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
           >
             Refresh
           </button>
+          <button
+            class="btn btn-small"
+            data-testid="recently-deleted"
+            title="Deleted projects that their automatic checkpoints can bring back"
+            @click=${() => void c.recentlyDeleted.open()}
+          >
+            Recently deleted
+          </button>
         </span>
       </div>
       ${st.projectsError
@@ -42,7 +51,7 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
         : nothing}
       ${usageBarView(st)}
       <ul class="project-list" data-testid="project-list" aria-label="Projects">
-        ${repeat(st.projects.items, (p) => p.name ?? '', (p) => {
+        ${repeat(naturalSorted(st.projects.items, (p) => p.name ?? ''), (p) => p.name ?? '', (p) => {
           const name = p.name ?? '';
           const selected = st.selectedProject === name;
           return html`<li class="project-row ${selected ? 'selected' : ''}" data-project=${name}>

@@ -147,7 +147,8 @@ func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryR
 		return nil, err
 	}
 	auto, err := s.del.DeleteEntry(ctx, ws, req.GetPath(), req.GetExpectedRevision(), checkpoint.DeleteOptions{
-		Delete: davfs.DeleteOptions{Recursive: req.GetRecursive()}, SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx)})
+		Delete: davfs.DeleteOptions{Recursive: req.GetRecursive()}, SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx),
+		Files: true}) // REST and gRPC: a file delete is undoable too (WebDAV leaves it off)
 	if err != nil {
 		return nil, failedDelete(ctx, auto, err)
 	}
