@@ -275,6 +275,9 @@ func (q *request) serve() {
 	if !ok || !q.prepareMethod() || !q.readXMLBody(readOnly) {
 		return
 	}
+	if q.r.Method == http.MethodGet && q.r.URL.Query().Has(DownloadQuery) && q.download() {
+		return
+	}
 	if davwire.Methods[q.r.Method] { // a write
 		release, ok := q.queueWrite()
 		if !ok {

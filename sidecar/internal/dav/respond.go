@@ -179,6 +179,7 @@ var libraryReasons = map[int]string{
 func (q *request) fail(status int, reason, msg string) {
 	h := q.rec.w.Header()
 	h.Del("Content-Encoding")
+	h.Del("Content-Disposition")
 	h.Del("Last-Modified")
 	h.Set("X-Content-Type-Options", "nosniff")
 	body := msg + "\n"
