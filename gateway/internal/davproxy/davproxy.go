@@ -50,6 +50,7 @@ package davproxy
 
 import (
 	"cmp"
+	"context"
 	"crypto/tls"
 	"errors"
 	"log"
@@ -220,3 +221,13 @@ type bufferPool sync.Pool
 
 func (p *bufferPool) Get() []byte  { return *((*sync.Pool)(p).Get().(*[]byte)) }
 func (p *bufferPool) Put(b []byte) { (*sync.Pool)(p).Put(&b) }
+
+type reasonKey struct{}
+
+// WithReason marks a request the gateway hands the view itself (the REST
+// download): its error answer keeps the sidecar's errtable reason in
+// davwire.ReasonHeader, which the caller turns into a REST error and
+// removes.
+func WithReason(ctx context.Context) context.Context {
+	return context.WithValue(ctx, reasonKey{}, true)
+}

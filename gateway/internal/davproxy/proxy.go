@@ -87,7 +87,11 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	if v := hdr.Get(davwire.AutoCheckpointHeader); v != "" {
 		st.rec.autos = checkpointIDs(v)
 	}
+	reason := hdr.Get(davwire.ReasonHeader)
 	maps.DeleteFunc(hdr, func(k string, _ []string) bool { return strings.HasPrefix(k, "X-Workspace-") })
+	if keep, _ := resp.Request.Context().Value(reasonKey{}).(bool); keep && reason != "" {
+		hdr.Set(davwire.ReasonHeader, reason) // for the caller of WithReason, which removes it
+	}
 	for _, k := range []string{"Server", "X-Powered-By", davwire.RequestIDHeader, "Set-Cookie"} {
 		hdr.Del(k)
 	}

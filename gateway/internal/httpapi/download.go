@@ -14,6 +14,7 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
+	"github.com/agentworkspace/files/gateway/internal/davproxy"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 	"github.com/agentworkspace/files/internal/davwire"
 )
@@ -45,15 +46,15 @@ func (s *Server) download(c echo.Context) error {
 	if s.opts.DAV == nil {
 		return s.writeError(c, codes.FailedPrecondition, workspacev1.ErrorReason_NOT_SUPPORTED, "downloads are not available in this build")
 	}
-	in := r.Clone(r.Context())
+	in := r.Clone(davproxy.WithReason(r.Context()))
 	in.Method = http.MethodGet
 	in.URL = &url.URL{Path: davPath, RawPath: escapedDavPath(agentID, scope, project, p), RawQuery: "download=1"}
 	in.RequestURI = in.URL.RequestURI()
 	in.Body = http.NoBody
-	w := &restErrors{ResponseWriter: c.Response().Writer}
+	w := &restErrors{ResponseWriter: c.Response()}
 	s.opts.DAV.ServeHTTP(w, in)
 	if w.status >= 400 {
-		reason := cmp.Or(w.Header().Get(errtable.ReasonHeader), "INTERNAL")
+		reason := cmp.Or(w.Header().Get(errtable.ReasonHeader), viewReasons[w.status], "INTERNAL")
 		row := errtable.For(reason)
 		msg := strings.TrimSpace(w.body.String())
 		if w.status >= 500 || msg == "" {
@@ -62,12 +63,17 @@ func (s *Server) download(c echo.Context) error {
 		s.auditDownload(c, m, row.Code, reason, w.status)
 		w.Header().Del("Content-Length")
 		w.Header().Del(errtable.ReasonHeader)
-		writeStatus(c.Response().Writer, s.marshaler, errtable.Status(row.Code, reason, msg), 0)
+		writeStatus(c.Response(), s.marshaler, errtable.Status(row.Code, reason, msg), 0)
 		return nil
 	}
 	s.auditDownload(c, m, codes.OK, "", w.status)
 	return nil
 }
+
+// viewReasons are the reasons of the WebDAV view's own refusals, which
+// carry no reason header.
+var viewReasons = map[int]string{http.StatusNotFound: "NOT_FOUND", http.StatusServiceUnavailable: "SIDECAR_UNAVAILABLE",
+	http.StatusBadGateway: "SIDECAR_UNAVAILABLE", http.StatusTooManyRequests: "TOO_MANY_UPLOADS", http.StatusBadRequest: "INVALID_PATH"}
 
 func (s *Server) auditDownload(c echo.Context, m audit.Mutation, code codes.Code, reason string, status int) {
 	if s.opts.Audit == nil {

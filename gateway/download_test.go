@@ -1,0 +1,258 @@
+package gateway_test
+
+// Downloads (issue #25) through the real gateway and agent-sidecar binaries
+// on 127.0.0.1 with t.TempDir() volumes: a folder as a .zip read back with
+// archive/zip byte for byte (denied folders, a symlink and a hard link to
+// canaries outside the volume absent), a file with Range, ETag and an
+// RFC 6266 Content-Disposition, GLOBAL's allowlist, bad paths refused with
+// clear errors, each download audited, and nothing anywhere changed.
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/rand"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agentworkspace/files/gateway/gatewaytest"
+	"github.com/agentworkspace/files/internal/testtree"
+	"github.com/agentworkspace/files/sidecar/sidecartest"
+)
+
+type dlStack struct {
+	g                    *gatewaytest.Gateway
+	projects, codex, out string
+	blob                 []byte
+	before               testtree.Snapshot
+}
+
+func startDownload(t *testing.T) *dlStack {
+	t.Helper()
+	base := t.TempDir()
+	d := &dlStack{projects: filepath.Join(base, "projects"), codex: filepath.Join(base, "codex"), out: filepath.Join(base, "outside")}
+	d.blob = make([]byte, 3<<20+17)
+	_, _ = rand.Read(d.blob)
+	files := map[string][]byte{
+		"demo/src/main.go":            []byte("package main\n"),
+		"demo/src/deep/er/x.txt":      []byte("deep\n"),
+		"demo/bin/blob.bin":           d.blob,
+		"demo/empty.txt":              nil,
+		"demo/ünï cødé \"q\".txt":     []byte("names\n"),
+		"demo/.git/config":            []byte("[core]\n"),
+		"demo/node_modules/m/i.js":    []byte("denied\n"),
+		"demo/src/vendor/v.go":        []byte("denied too\n"),
+		"other/untouched.txt":         []byte("another project\n"),
+		"../codex/AGENTS.md":          []byte("# agents\n"),
+		"../codex/skills/s1/SKILL.md": []byte("skill\n"),
+		"../codex/auth.json":          []byte(`{"secret":"never"}`),
+		"../outside/canary.txt":       []byte("outside the volume\n"),
+	}
+	for rel, b := range files {
+		p := filepath.Join(d.projects, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, os.Symlink(filepath.Join(d.out, "canary.txt"), filepath.Join(d.projects, "demo/src/link.txt")))
+	must(t, os.Symlink(d.out, filepath.Join(d.projects, "demo/dirlink")))
+	must(t, os.Link(filepath.Join(d.out, "canary.txt"), filepath.Join(d.projects, "demo/hard.txt")))
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: d.projects, CodexHome: d.codex})
+	d.g = gatewaytest.Start(t, gatewaytest.Options{
+		Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}},
+	})
+	d.before = d.snap(t)
+	t.Cleanup(func() { testtree.Same(t, "the volumes and beside them after downloads", d.before, d.snap(t)) })
+	return d
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *dlStack) snap(t *testing.T) testtree.Snapshot {
+	return testtree.Snap(t, filepath.Dir(d.projects), testtree.Modes(), testtree.MTimes())
+}
+
+func (d *dlStack) get(t *testing.T, query string, hdr ...string) response {
+	t.Helper()
+	req := d.g.NewRequest(t, http.MethodGet, api+"/agents/codex-a/download?"+query, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return do(t, req)
+}
+
+// unzip reads an archive back: entry name → content ("" and a trailing
+// "/" for a directory).
+func unzip(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("not a zip: %v", err)
+	}
+	out := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		c, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatalf("%s: %v (a bad CRC or size)", f.Name, err)
+		}
+		if _, dup := out[f.Name]; dup {
+			t.Fatalf("%s twice in the archive", f.Name)
+		}
+		out[f.Name] = c
+	}
+	return out
+}
+
+func names(m map[string][]byte) []string {
+	var out []string
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestDownloadFolderZip(t *testing.T) {
+	d := startDownload(t)
+	r := d.get(t, demoQuery+"&path=")
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/zip" {
+		t.Fatalf("project root: %d %q: %.300s", r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	if cd := r.Header.Get("Content-Disposition"); cd != `attachment; filename="demo.zip"; filename*=UTF-8''demo.zip` {
+		t.Errorf("Content-Disposition %q", cd)
+	}
+	got := unzip(t, r.Body)
+	want := map[string][]byte{
+		"demo/": nil, "demo/src/": nil, "demo/src/deep/": nil, "demo/src/deep/er/": nil, "demo/bin/": nil,
+		"demo/src/main.go": []byte("package main\n"), "demo/src/deep/er/x.txt": []byte("deep\n"),
+		"demo/bin/blob.bin": d.blob, "demo/empty.txt": nil, "demo/ünï cødé \"q\".txt": []byte("names\n"),
+	}
+	if strings.Join(names(got), "\n") != strings.Join(names(want), "\n") {
+		t.Fatalf("entries:\n%s\nwant (no .git, node_modules, vendor, link, dirlink, hard link):\n%s",
+			strings.Join(names(got), "\n"), strings.Join(names(want), "\n"))
+	}
+	for n, w := range want {
+		if !bytes.Equal(got[n], w) {
+			t.Errorf("%s: %d bytes, want %d, not the same bytes", n, len(got[n]), len(w))
+		}
+	}
+	if bytes.Contains(r.Body, []byte("outside the volume")) {
+		t.Error("a canary's content is in the archive")
+	}
+
+	sub := d.get(t, demoQuery+"&path=src")
+	if sub.Status != 200 {
+		t.Fatalf("subfolder: %d %s", sub.Status, sub.Body)
+	}
+	if n := strings.Join(names(unzip(t, sub.Body)), ","); n != "src/,src/deep/,src/deep/er/,src/deep/er/x.txt,src/main.go" {
+		t.Errorf("subfolder entries %s", n)
+	}
+
+	var downloads int
+	for _, rec := range d.g.AuditRecords(t) {
+		if rec["action"] == "download" {
+			downloads++
+		}
+	}
+	if downloads != 2 {
+		t.Errorf("%d download audit records, want 2", downloads)
+	}
+}
+
+func TestDownloadGlobalAllowlist(t *testing.T) {
+	d := startDownload(t)
+	r := d.get(t, "workspace.scope=GLOBAL&path=")
+	if r.Status != 200 {
+		t.Fatalf("GLOBAL root: %d %s", r.Status, r.Body)
+	}
+	got := unzip(t, r.Body)
+	if n := strings.Join(names(got), ","); n != "global/,global/AGENTS.md,global/skills/,global/skills/s1/,global/skills/s1/SKILL.md" {
+		t.Errorf("GLOBAL entries %s (auth.json must never be in it)", n)
+	}
+	if bytes.Contains(r.Body, []byte("secret")) {
+		t.Error("a CODEX_HOME secret is in the archive")
+	}
+	if r := d.get(t, "workspace.scope=GLOBAL&path=auth.json"); r.Status != 403 || r.reason(t) != "OUTSIDE_GLOBAL" {
+		t.Errorf("auth.json: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestDownloadFile(t *testing.T) {
+	d := startDownload(t)
+	r := d.get(t, demoQuery+"&path=bin/blob.bin")
+	if r.Status != 200 || !bytes.Equal(r.Body, d.blob) {
+		t.Fatalf("blob: %d, %d bytes (want %d, byte for byte)", r.Status, len(r.Body), len(d.blob))
+	}
+	if cd := r.Header.Get("Content-Disposition"); cd != `attachment; filename="blob.bin"; filename*=UTF-8''blob.bin` {
+		t.Errorf("Content-Disposition %q", cd)
+	}
+	etag := r.Header.Get("ETag")
+	if etag == "" || r.Header.Get("Accept-Ranges") != "bytes" {
+		t.Fatalf("ETag %q, Accept-Ranges %q", etag, r.Header.Get("Accept-Ranges"))
+	}
+	rg := d.get(t, demoQuery+"&path=bin/blob.bin", "Range", "bytes=1000-1999")
+	if rg.Status != 206 || !bytes.Equal(rg.Body, d.blob[1000:2000]) {
+		t.Errorf("Range: %d, %d bytes", rg.Status, len(rg.Body))
+	}
+	if nm := d.get(t, demoQuery+"&path=bin/blob.bin", "If-None-Match", etag); nm.Status != 304 {
+		t.Errorf("If-None-Match: %d", nm.Status)
+	}
+	u := d.get(t, demoQuery+"&path="+url.QueryEscape("ünï cødé \"q\".txt"))
+	want := `attachment; filename="_n_ c_d_ _q_.txt"; filename*=UTF-8''%C3%BCn%C3%AF%20c%C3%B8d%C3%A9%20%22q%22.txt`
+	if u.Status != 200 || string(u.Body) != "names\n" {
+		t.Errorf("unicode name: %d %q", u.Status, u.Body)
+	}
+	if cd := u.Header.Get("Content-Disposition"); cd != want {
+		t.Errorf("Content-Disposition %q\nwant %q", cd, want)
+	}
+}
+
+func TestDownloadRefusals(t *testing.T) {
+	d := startDownload(t)
+	for _, c := range []struct {
+		query, reason string
+		status        int
+	}{
+		{demoQuery + "&path=../other", "INVALID_PATH", 400},
+		{demoQuery + "&path=src/../bin", "INVALID_PATH", 400},
+		{demoQuery + "&path=src//main.go", "INVALID_PATH", 400},
+		{demoQuery + "&path=/src", "INVALID_PATH", 400},
+		{demoQuery + "&path=src/", "INVALID_PATH", 400},
+		{demoQuery + "&path=.git", "DENYLISTED", 403},
+		{demoQuery + "&path=node_modules/m/i.js", "DENYLISTED", 403},
+		{demoQuery + "&path=src/link.txt", "SYMLINK", 403},
+		{demoQuery + "&path=dirlink", "SYMLINK", 403},
+		{demoQuery + "&path=dirlink/canary.txt", "SYMLINK", 403},
+		{demoQuery + "&path=hard.txt", "MULTIPLE_LINKS", 403},
+		{demoQuery + "&path=missing", "NOT_FOUND", 404},
+		{"workspace.scope=PROJECT&workspace.project_name=nope&path=", "PROJECT_NOT_FOUND", 404},
+		{"workspace.scope=NOPE&path=", "INVALID_PATH", 400},
+		{"workspace.scope=PROJECT&workspace.project_name=..&path=", "INVALID_PATH", 400},
+	} {
+		r := d.get(t, c.query)
+		if r.Status != c.status || r.reason(t) != c.reason {
+			t.Errorf("%s: %d %s, want %d %s", c.query, r.Status, r.Body, c.status, c.reason)
+		}
+		if msg, _ := r.JSON(t)["message"].(string); msg == "" || strings.Contains(msg, d.projects) {
+			t.Errorf("%s: message %q (clear, no host path)", c.query, msg)
+		}
+	}
+}
