@@ -28,6 +28,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"path"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -68,9 +69,7 @@ func Write(ctx context.Context, fs *davfs.FS, t davfs.Target, w io.Writer, opts 
 	}
 	defer unix.Close(top.fd)
 	a.zw = zip.NewWriter(w)
-	a.zw.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(out, flate.BestSpeed)
-	})
+	a.zw.RegisterCompressor(zip.Deflate, pooledDeflate)
 	a.buf = make([]byte, copyBuf)
 	if err := a.walk(top); err != nil {
 		return a.st, err
@@ -90,6 +89,34 @@ func TopName(t davfs.Target) string {
 		return t.Workspace().Project
 	}
 	return t.Name()
+}
+
+// deflaters are reused flate writers: each holds about 1 MiB of state,
+// which allocating per file of a 10,000-file tree cost more than the
+// compression itself.
+var deflaters sync.Pool
+
+// pooledDeflate is zip's Deflate compressor at BestSpeed over deflaters.
+func pooledDeflate(out io.Writer) (io.WriteCloser, error) {
+	if fw, ok := deflaters.Get().(*flate.Writer); ok {
+		fw.Reset(out)
+		return &pooled{fw}, nil
+	}
+	fw, err := flate.NewWriter(out, flate.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	return &pooled{fw}, nil
+}
+
+type pooled struct{ *flate.Writer }
+
+// Close ends the entry's stream and gives the writer back.
+func (p *pooled) Close() error {
+	err := p.Writer.Close()
+	deflaters.Put(p.Writer)
+	p.Writer = nil
+	return err
 }
 
 type archiver struct {

@@ -29,4 +29,8 @@ if [ -d deploy/bench/watchbench ]; then
   echo "== live changes: write -> event at a subscriber vs raw fsnotify; 100 subscribers' memory; a watched 200,000-entry folder with a writer vs raw fsnotify =="
   go run ./deploy/bench/watchbench | tee "$out/watch.txt"
 fi
+if [ -d deploy/bench/zipbench ]; then
+  echo "== folder download (streamed zip) vs zip -qr -1 to /dev/null; the sidecar's peak memory growth =="
+  go run ./deploy/bench/zipbench | tee "$out/zip.txt"
+fi
 echo "bench: results in $out/"
