@@ -17,7 +17,7 @@ import { dirState, forget, isDir, listingsToReload, type TreeState } from '../st
 import { confirmDialog, promptDialog } from '../ui/dialogs';
 import { deleteWithOverride } from '../views/deleteOverride';
 import { openMenu, type MenuItem } from '../ui/menu';
-import { downloadUrl, startDownload } from './download';
+import { downloadUrl, startDownload } from '../api/download';
 
 /** What the entry actions needs of the page (a narrow part of context.ts, ports.ts). */
 export interface TreeActionsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'succeeded' | 'drafts' | 'api'> {
