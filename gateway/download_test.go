@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/internal/testtree"
+	"github.com/agentworkspace/files/sidecar"
 	"github.com/agentworkspace/files/sidecar/sidecartest"
 )
 
@@ -254,5 +255,46 @@ func TestDownloadRefusals(t *testing.T) {
 		if msg, _ := r.JSON(t)["message"].(string); msg == "" || strings.Contains(msg, d.projects) {
 			t.Errorf("%s: message %q (clear, no host path)", c.query, msg)
 		}
+	}
+}
+
+// TestUploadBinaryAndLimit: uploads are WebDAV PUTs through the gateway
+// (any bytes); the sidecar's maxUploadSize is published on OPTIONS (what
+// the portal reads before sending) and a larger body is refused up front
+// with the number, changing nothing.
+func TestUploadBinaryAndLimit(t *testing.T) {
+	projects := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(projects, "demo"), 0o755))
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, Configure: func(c *sidecar.Config) {
+		c.Services.Project.MaxUploadSize = 1000
+	}})
+	g := gatewaytest.Start(t, gatewaytest.Options{
+		Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}, Writable: true,
+	})
+	before := testtree.Snap(t, projects, testtree.Modes())
+	opt := do(t, g.NewRequest(t, http.MethodOptions, "/dav/codex-a/projects/demo/", nil))
+	if opt.Header.Get("X-Max-Upload-Size") != "1000" {
+		t.Fatalf("OPTIONS: %d, X-Max-Upload-Size %q", opt.Status, opt.Header.Get("X-Max-Upload-Size"))
+	}
+	big := g.NewRequest(t, http.MethodPut, "/dav/codex-a/projects/demo/big.bin", bytes.NewReader(make([]byte, 1001)))
+	big.Header.Set("If-None-Match", "*")
+	if r := do(t, big); r.Status != 413 || !strings.Contains(string(r.Body), "1000 bytes") {
+		t.Errorf("too large: %d %s", r.Status, r.Body)
+	}
+	testtree.Same(t, "after a refused upload", before, testtree.Snap(t, projects, testtree.Modes()))
+	blob := make([]byte, 1000)
+	_, _ = rand.Read(blob)
+	put := g.NewRequest(t, http.MethodPut, "/dav/codex-a/projects/demo/"+url.PathEscape("ünï (1).bin"), bytes.NewReader(blob))
+	put.Header.Set("If-None-Match", "*")
+	if r := do(t, put); r.Status != 201 {
+		t.Fatalf("upload: %d %s", r.Status, r.Body)
+	}
+	got, err := os.ReadFile(filepath.Join(projects, "demo", "ünï (1).bin"))
+	if err != nil || !bytes.Equal(got, blob) {
+		t.Fatalf("uploaded bytes differ: %v", err)
+	}
+	after := testtree.Snap(t, projects, testtree.Modes())
+	if d := testtree.Diff(before, after); len(d) != 1 {
+		t.Errorf("changes beside the upload: %v", d)
 	}
 }

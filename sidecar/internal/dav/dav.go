@@ -211,6 +211,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
 		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
 	}
+	if r.Method == http.MethodOptions || r.Method == http.MethodPut {
+		w.Header().Set(davwire.MaxUploadHeader, strconv.FormatInt(h.opts.MaxUploadSize, 10))
+	}
 	q.fs = noMultiLinks{NewFileSystem(h.dfs, h.ck, st)}
 	q.rec.before = func() { q.keptHeaders(false) }
 	q.r = r
@@ -246,6 +249,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		args = append(args, "error", q.libErr.Error())
 	}
 	h.opts.Logger.Log(level, "webdav request", args...)
+}
+
+// tooLarge is the message of a refused upload, with the limit.
+func (h *Handler) tooLarge() string {
+	return "the upload is larger than the upload limit (services.project.maxUploadSize: " +
+		strconv.FormatInt(h.opts.MaxUploadSize, 10) + " bytes)"
 }
 
 // safeID accepts a client's request ID of up to 128 printable ASCII bytes.
@@ -451,7 +460,7 @@ func (q *request) prepareMethod() bool {
 			return false
 		}
 		if r.ContentLength > q.h.opts.MaxUploadSize {
-			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit")
+			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", q.h.tooLarge())
 			return false
 		}
 		// A body without Content-Length is cut off while it streams; the

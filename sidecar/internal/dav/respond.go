@@ -146,7 +146,7 @@ func (q *request) refine(status int, err error) (int, string, string) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit"
+		return http.StatusRequestEntityTooLarge, "TOO_LARGE", q.h.tooLarge()
 	case errors.Is(err, errTooManyLocks):
 		return http.StatusInsufficientStorage, "LOCK_LIMIT", "too many locks are held on this agent; unlock some first or wait for them to expire"
 	case errors.Is(err, errOperatorLocks):
