@@ -163,6 +163,9 @@ func (a *archiver) openTop() (top, error) {
 	if err := fs.LstatAt(t, pfd, t.Name(), &st); err != nil {
 		return top{}, fs.OpenErr(t, t.Path(), err)
 	}
+	if fdio.IsType(&st, unix.S_IFLNK) {
+		return top{}, fs.OpenErr(t, t.Path(), unix.ELOOP)
+	}
 	if !fdio.IsType(&st, unix.S_IFDIR) || (t.IsGlobal() && t.Path() == davfs.GlobalAgents) {
 		return top{}, &davfs.Error{Code: davfs.CodeFailedPrecondition, Reason: davfs.ReasonNotADirectory,
 			Message: fmt.Sprintf("%q is not a folder: download a file directly", t.Path())}
