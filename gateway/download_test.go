@@ -307,3 +307,70 @@ func TestUploadBinaryAndLimit(t *testing.T) {
 		t.Errorf("changes beside the upload: %v", d)
 	}
 }
+
+// TestRESTUpload: the REST upload writes any bytes through the sidecar's
+// PUT on a gateway whose WebDAV view is read-only (which still refuses a
+// client's PUT): create only, a stale revision refused, replace by
+// revision, replace keeping a version (checkpoints on), the limit.
+func TestRESTUpload(t *testing.T) {
+	projects := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(projects, "demo", "bin"), 0o755)) // before the start chowns it
+	sc := sidecartest.Start(t, sidecartest.Options{ProjectsDir: projects, Configure: func(c *sidecar.Config) {
+		c.Services.Project.MaxUploadSize = 4096
+		c.Services.Checkpoints.Enabled = true
+	}})
+	g := gatewaytest.Start(t, gatewaytest.Options{Agents: []gatewaytest.Agent{{ID: "codex-a", RPCAddr: sc.RPCAddr, DavURL: sc.DavURL}}})
+	up := func(query string, body []byte) response {
+		return do(t, g.NewRequest(t, http.MethodPut, api+"/agents/codex-a/upload?"+demoQuery+"&"+query, bytes.NewReader(body)))
+	}
+	onDisk := func() []byte {
+		b, err := os.ReadFile(filepath.Join(projects, "demo", "bin", "x.bin"))
+		must(t, err)
+		return b
+	}
+	v1, v2, v3 := make([]byte, 3000), make([]byte, 2000), make([]byte, 1000)
+	for _, b := range [][]byte{v1, v2, v3} {
+		_, _ = rand.Read(b)
+	}
+	if r := up("path=bin/x.bin", v1); r.Status != 201 || !bytes.Equal(onDisk(), v1) {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	if r := up("path=bin/x.bin&if_exists=fail", v2); r.Status != 409 || r.reason(t) != "REVISION_MISMATCH" || !bytes.Equal(onDisk(), v1) {
+		t.Errorf("create over an existing name: %d %s", r.Status, r.Body)
+	}
+	if r := up("path=bin/x.bin&if_exists=replace&expected_revision=stale", v2); r.Status != 412 && r.Status != 409 || !bytes.Equal(onDisk(), v1) {
+		t.Errorf("a stale revision: %d %s", r.Status, r.Body)
+	}
+	etag := do(t, g.NewRequest(t, http.MethodGet, api+"/agents/codex-a/download?"+demoQuery+"&path=bin/x.bin", nil)).Header.Get("ETag")
+	rev := strings.Trim(etag, `"`)
+	if r := up("path=bin/x.bin&if_exists=replace&expected_revision="+url.QueryEscape(rev), v2); r.Status >= 300 || !bytes.Equal(onDisk(), v2) {
+		t.Fatalf("replace by revision %q: %d %s", rev, r.Status, r.Body)
+	}
+	if r := up("path=bin/x.bin&if_exists=replace", v3); r.Status >= 300 || !bytes.Equal(onDisk(), v3) {
+		t.Fatalf("replace keeping a version: %d %s", r.Status, r.Body)
+	}
+	var kept bool
+	for deadline := time.Now().Add(5 * time.Second); !kept && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, rec := range g.AuditRecords(t) {
+			if id, _ := rec["checkpoint_id"].(string); rec["action"] == "webdav.PUT" && id != "" {
+				kept = true
+			}
+		}
+	}
+	if !kept {
+		t.Error("no audited PUT names the version it kept")
+	}
+	if r := up("path=bin/big.bin", make([]byte, 5000)); r.Status != 413 || !strings.Contains(string(r.Body), "4096 bytes") {
+		t.Errorf("too large: %d %s", r.Status, r.Body)
+	}
+	if r := up("path=../x", v1); r.Status != 400 || r.reason(t) != "INVALID_PATH" {
+		t.Errorf("bad path: %d %s", r.Status, r.Body)
+	}
+	dav := g.NewRequest(t, http.MethodPut, "/dav/codex-a/projects/demo/bin/y.bin", bytes.NewReader(v1))
+	if r := do(t, dav); r.Status != 405 {
+		t.Errorf("a WebDAV client's PUT on the read-only view: %d", r.Status)
+	}
+	if _, err := os.Stat(filepath.Join(projects, "demo", "bin", "big.bin")); err == nil {
+		t.Error("the refused upload left a file")
+	}
+}

@@ -42,9 +42,14 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 		hdr.Del(k)
 	}
 	hdr.Set(davwire.PrefixHeader, "/dav/"+st.route.Agent)
-	if !h.opts.Writable {
+	rp, rest := restPut(pr.In)
+	switch {
+	case rest && rp.Keep:
+		hdr.Set(davwire.UnconditionalHeader, davwire.UnconditionalKeep)
+	case rest:
+	case !h.opts.Writable:
 		hdr.Set(davwire.ReadOnlyHeader, "true")
-	} else if h.opts.KeepUnconditional {
+	case h.opts.KeepUnconditional:
 		hdr.Set(davwire.UnconditionalHeader, davwire.UnconditionalKeep)
 	}
 	if st.operator != "" {
@@ -80,7 +85,8 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	}
 	// On an error too: a MOVE or COPY that removed its destination and
 	// then failed names the version of what it removed.
-	if v := hdr.Get(davwire.KeptHeader); v != "" && h.opts.KeepUnconditional {
+	rp, _ := restPut(resp.Request)
+	if v := hdr.Get(davwire.KeptHeader); v != "" && (h.opts.KeepUnconditional || rp.Keep) {
 		st.rec.unconditional = true
 		st.rec.kept = checkpointIDs(v)
 	}

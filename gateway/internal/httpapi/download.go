@@ -51,23 +51,29 @@ func (s *Server) download(c echo.Context) error {
 	in.URL = &url.URL{Path: davPath, RawPath: escapedDavPath(agentID, scope, project, p), RawQuery: "download=1"}
 	in.RequestURI = in.URL.RequestURI()
 	in.Body = http.NoBody
+	code, reason, status := s.viaDAV(c, in)
+	s.auditDownload(c, m, code, reason, status)
+	return nil
+}
+
+// viaDAV serves in (a request built for the WebDAV view) and answers the
+// view's error as a REST error; it returns the outcome.
+func (s *Server) viaDAV(c echo.Context, in *http.Request) (codes.Code, string, int) {
 	w := &restErrors{ResponseWriter: c.Response()}
 	s.opts.DAV.ServeHTTP(w, in)
-	if w.status >= 400 {
-		reason := cmp.Or(w.Header().Get(errtable.ReasonHeader), viewReasons[w.status], "INTERNAL")
-		row := errtable.For(reason)
-		msg := strings.TrimSpace(w.body.String())
-		if w.status >= 500 || msg == "" {
-			msg = http.StatusText(w.status)
-		}
-		s.auditDownload(c, m, row.Code, reason, w.status)
-		w.Header().Del("Content-Length")
-		w.Header().Del(errtable.ReasonHeader)
-		writeStatus(c.Response(), s.marshaler, errtable.Status(row.Code, reason, msg), 0)
-		return nil
+	if w.status < 400 {
+		return codes.OK, "", cmp.Or(w.status, http.StatusOK)
 	}
-	s.auditDownload(c, m, codes.OK, "", w.status)
-	return nil
+	reason := cmp.Or(w.Header().Get(errtable.ReasonHeader), viewReasons[w.status], "INTERNAL")
+	row := errtable.For(reason)
+	msg := strings.TrimSpace(w.body.String())
+	if w.status >= 500 || msg == "" {
+		msg = http.StatusText(w.status)
+	}
+	w.Header().Del("Content-Length")
+	w.Header().Del(errtable.ReasonHeader)
+	writeStatus(c.Response(), s.marshaler, errtable.Status(row.Code, reason, msg), 0)
+	return row.Code, reason, w.status
 }
 
 // viewReasons are the reasons of the WebDAV view's own refusals, which
