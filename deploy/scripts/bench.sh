@@ -37,4 +37,8 @@ if [ -d deploy/bench/usagebench ]; then
   echo "== usage: GetUsage of a fresh 10,000-file 100 MiB project vs du -s; then from the cache =="
   go run ./deploy/bench/usagebench | tee "$out/usage.txt"
 fi
+if [ -d deploy/bench/zipbench ]; then
+  echo "== folder download (streamed zip) vs zip -qr -1 to /dev/null; the sidecar's peak memory growth =="
+  go run ./deploy/bench/zipbench | tee "$out/zip.txt"
+fi
 echo "bench: results in $out/"

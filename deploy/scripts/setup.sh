@@ -119,7 +119,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 
 cd "$(dirname "$0")/../.."
 
-packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone ripgrep cadaver chromium fonts-liberation nginx libnginx-mod-http-dav-ext
+packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone ripgrep cadaver zip unzip chromium fonts-liberation nginx libnginx-mod-http-dav-ext
   docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap ipset)
 # Installed with no service started (see above).
 quiet_packages=(gvfs-backends gvfs-daemons libglib2.0-bin dbus-daemon)

@@ -158,6 +158,8 @@ func New(opts Options) (*Server, error) {
 	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
 	e.GET(APIPrefix+"/agents/:agent_id/watch", s.watch, admin)
 	e.GET(APIPrefix+"/agents/:agent_id/search", s.search, admin)
+	e.GET(APIPrefix+"/agents/:agent_id/download", s.download, admin)
+	e.PUT(APIPrefix+"/agents/:agent_id/upload", s.upload, admin)
 	api := echo.WrapHandler(restAPI)
 	e.Any(APIPrefix+"/*", api, admin, s.auditRefused)
 	e.Any(APIPrefix, api, admin)

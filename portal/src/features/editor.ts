@@ -4,6 +4,7 @@
 // and the refresh of a clean open file. The decisions are in
 // state/editorState.ts and state/fileFlow.ts; the pane is views/editor.ts.
 import { html, type TemplateResult } from 'lit-html';
+import { downloadUrl, startDownload } from '../api/download';
 import { asApiError, isUnauthenticated } from '../api/errors';
 import type { Entry, GetFileResponse, WorkspaceRef } from '../api/types';
 import type { ConflictsPort, FilesPort, SessionPort, Shell, TreeActionsPort } from './ports';
@@ -340,6 +341,11 @@ export class Editor implements FilesPort {
       reload: () => void this.#reload(),
       revert: () => this.#revert(),
       save: () => void this.save(),
+      download: () => {
+        const scope = this.#c.state.scopes.current;
+        const f = st.file;
+        if (scope && f) startDownload(downloadUrl(scope.agentId, workspaceOf(f.workspaceKey), f.path));
+      },
     });
   }
 }

@@ -18,6 +18,7 @@ import { dirState, forget, isDir, listingsToReload, type TreeState } from '../st
 import { confirmDialog, promptDialog } from '../ui/dialogs';
 import { deleteWithOverride } from '../views/deleteOverride';
 import { openMenu, type MenuItem } from '../ui/menu';
+import { downloadUrl, startDownload } from '../api/download';
 
 /** What the entry actions needs of the page (a narrow part of context.ts, ports.ts). */
 export interface TreeActionsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'succeeded' | 'drafts' | 'api' | 'ckpt'> {
@@ -53,6 +54,11 @@ export class TreeActions implements TreeActionsPort {
       });
     } else {
       items.push({ label: 'Open', hint: 'Enter', run: () => void this.#c.files.openFile(tree.workspace, entry.path ?? '', false, entry) });
+    }
+    const agent = this.#c.state.scopes.current?.agentId;
+    if (agent) {
+      const what = isDir(entry) ? 'Download as .zip' : 'Download';
+      items.push({ label: what, run: () => startDownload(downloadUrl(agent, tree.workspace, entry.path ?? '')) });
     }
     if (!isDir(entry)) {
       items.push({ label: 'Compare with checkpoint…', run: () => void this.#c.checkpoints.openForTree(tree, entry.path ?? '') });

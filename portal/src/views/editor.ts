@@ -19,6 +19,8 @@ export interface EditorHandlers {
   reload: () => void;
   revert: () => void;
   save: () => void;
+  /** Downloads the open file as it is on disk (a binary or large file too). */
+  download: () => void;
 }
 
 export function editorView(st: AgentState, h: EditorHandlers): TemplateResult {
@@ -88,6 +90,9 @@ export function editorView(st: AgentState, h: EditorHandlers): TemplateResult {
             <dt>Size</dt><dd>${formatSize(f.entry.size)}</dd>
             <dt>Modified</dt><dd>${formatTime(f.entry.modified_at)}</dd>
           </dl>
-          <p class="muted">Use the agent's own tools or a WebDAV client to work with it.</p>
+          <p>
+            <button class="btn btn-primary" data-testid="download-file" @click=${h.download}>Download</button>
+          </p>
+          <p class="muted">Or use the agent's own tools or a WebDAV client to work with it.</p>
         </div>`}`;
 }

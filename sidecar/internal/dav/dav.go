@@ -265,6 +265,9 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *request {
 		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
 		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
 	}
+	if r.Method == http.MethodOptions || r.Method == http.MethodPut {
+		w.Header().Set(davwire.MaxUploadHeader, strconv.FormatInt(h.opts.MaxUploadSize, 10))
+	}
 	q.dfs.init(h.dfs, h.ck, st)
 	q.nml = noMultiLinks{&q.dfs}
 	q.fs = &q.nml
@@ -310,6 +313,12 @@ func (h *Handler) logRequest(q *request, status int, d time.Duration) {
 	h.opts.Logger.Log(level, "webdav request", args...)
 }
 
+// tooLarge is the message of a refused upload, with the limit.
+func (h *Handler) tooLarge() string {
+	return "the upload is larger than the upload limit (services.project.maxUploadSize: " +
+		strconv.FormatInt(h.opts.MaxUploadSize, 10) + " bytes)"
+}
+
 // safeID accepts a client's request ID of up to 128 printable ASCII bytes.
 func safeID(s string) bool {
 	return s != "" && len(s) <= 128 && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' })
@@ -330,6 +339,9 @@ func (q *request) serve() {
 	}
 	readOnly, ok := q.readOnlyView()
 	if !ok || !q.prepareMethod() || !q.readXMLBody(readOnly) {
+		return
+	}
+	if q.r.Method == http.MethodGet && q.r.URL.Query().Has(DownloadQuery) && q.download() {
 		return
 	}
 	if davwire.Methods[q.r.Method] { // a write
@@ -517,7 +529,7 @@ func (q *request) prepareMethod() bool {
 			return false
 		}
 		if r.ContentLength > q.h.opts.MaxUploadSize {
-			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit")
+			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", q.h.tooLarge())
 			return false
 		}
 		// A body without Content-Length is cut off while it streams; the
