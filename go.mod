@@ -3,6 +3,7 @@ module github.com/agentworkspace/files
 go 1.26.8
 
 require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.33.0

@@ -175,17 +175,19 @@ func (f *FS) OpenReader(ctx context.Context, ws Workspace, path string) (Reader,
 	if err != nil {
 		return nil, Entry{}, contentErr(err, w)
 	}
-	return memReader{bytes.NewReader(data), data}, fileEntry(w.name(), w.rel, &st, c), nil
+	m := &memReader{data: data} // one allocation for the reader and its interface
+	m.Reset(data)
+	return m, fileEntry(w.name(), w.rel, &st, c), nil
 }
 
 // memReader is a small file's content (OpenReader); Close has nothing to
 // release.
 type memReader struct {
-	*bytes.Reader
+	bytes.Reader
 	data []byte
 }
 
-func (memReader) Close() error { return nil }
+func (*memReader) Close() error { return nil }
 
 // openRead opens the regular, single-link file path, with its fstat.
 func (f *FS) openRead(ws Workspace, path string) (int, wsPath, unix.Stat_t, error) {

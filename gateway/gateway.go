@@ -124,7 +124,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	}
 	stop := make(chan struct{})
 	srv, err := httpapi.New(httpapi.Options{
-		Watch: svc, WatchMetrics: wm, Stopping: stop,
+		Watch: svc, WatchMetrics: wm, Stopping: stop, Search: svc,
 		Auth: authn, Service: svc, Checkpoints: svc.Checkpoints(), Metrics: m, Gatherer: reg, DAV: dav,
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),

@@ -88,6 +88,7 @@ type ckListed struct {
 	Reason   string `json:"reason"`
 	Label    string `json:"label"`
 	RootPath string `json:"root_path"`
+	Operator string `json:"operator"`
 }
 
 // versions lists the per-file versions that hold rel (the path filter).
@@ -161,6 +162,14 @@ func (k *keepStack) refused428(t *testing.T, action, path string) bool {
 
 func (k *keepStack) rclone(t *testing.T, args ...string) error {
 	t.Helper()
+	_, err := k.rcloneAt(t, k.g.URL+"/dav/", args...)
+	return err
+}
+
+// rcloneAt runs rclone with remote gw: at the WebDAV URL u and returns
+// its standard output.
+func (k *keepStack) rcloneAt(t *testing.T, u string, args ...string) (string, error) {
+	t.Helper()
 	bin, err := exec.LookPath("rclone")
 	if err != nil {
 		t.Fatal("rclone is not installed: run `make setup` (deploy/scripts/setup.sh installs it)")
@@ -178,16 +187,16 @@ func (k *keepStack) rclone(t *testing.T, args ...string) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--config", conf, "--low-level-retries", "1", "--retries", "1"}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+dir,
-		"RCLONE_CONFIG_GW_TYPE=webdav", "RCLONE_CONFIG_GW_URL="+k.g.URL+"/dav/",
+		"RCLONE_CONFIG_GW_TYPE=webdav", "RCLONE_CONFIG_GW_URL="+u,
 		"RCLONE_CONFIG_GW_VENDOR=other", "RCLONE_CONFIG_GW_USER=rclone",
 		"RCLONE_CONFIG_GW_PASS="+strings.TrimSpace(string(obscured)))
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	var errb, outb bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &errb, &outb
 	err = cmd.Run()
 	if err != nil {
 		t.Logf("rclone %v: %v\n%s", args, err, errb.String())
 	}
-	return err
+	return outb.String(), err
 }
 
 func writeLocal(t *testing.T, dir string, files map[string]string) {
@@ -204,16 +213,17 @@ func writeLocal(t *testing.T, dir string, files map[string]string) {
 }
 
 // TestKeepRcloneSync: rclone sync of a local tree, then changes and deletes
-// synced again. With keep the second sync succeeds, the live tree is the
+// synced again. With keep (the default of a writable view: the key left
+// out) the second sync succeeds, every version records the operator, the live tree is the
 // local one and every overwritten or deleted file's previous bytes come
 // back from its version; with refuse it fails with 428 and changes nothing.
 func TestKeepRcloneSync(t *testing.T) {
 	first := map[string]string{
 		"a.txt": "A one\n", "b.txt": "B one\n", "sub/c.txt": "C one\n", "gone/e.txt": "E one\n", "same.txt": "unchanged\n",
 	}
-	for _, mode := range []string{"keep", "refuse"} {
+	for _, mode := range []string{"default", "refuse"} {
 		t.Run(mode, func(t *testing.T) {
-			k := startKeep(t, mode, true, nil)
+			k := startKeep(t, strings.TrimPrefix(mode, "default"), true, nil)
 			local := t.TempDir()
 			writeLocal(t, local, first)
 			dst := "gw:codex-a/projects/demo"
@@ -266,8 +276,8 @@ func TestKeepRcloneSync(t *testing.T) {
 			}
 			for _, rel := range []string{"a.txt", "b.txt", "sub/c.txt", "gone/e.txt"} {
 				vs := k.versions(t, rel)
-				if len(vs) != 1 || !strings.HasPrefix(vs[0].Label, "WebDAV ") {
-					t.Errorf("versions of %s: %+v", rel, vs)
+				if len(vs) != 1 || !strings.HasPrefix(vs[0].Label, "WebDAV ") || vs[0].Operator != gatewaytest.AdminOperator {
+					t.Errorf("versions of %s: %+v (want one, by %s)", rel, vs, gatewaytest.AdminOperator)
 				}
 				if got := k.restoreVersion(t, rel); got != first[rel] {
 					t.Errorf("%s restored from its version = %q, want %q", rel, got, first[rel])
@@ -415,9 +425,10 @@ func TestKeepGio(t *testing.T) {
 		}
 	}
 	files := map[string]string{"notes.txt": "notes v1\n", "old.txt": "old, to be removed\n"}
-	for _, mode := range []string{"keep", "refuse"} {
+	// "default": the key left out, a writable view keeps.
+	for _, mode := range []string{"default", "refuse"} {
 		t.Run(mode, func(t *testing.T) {
-			k := startKeep(t, mode, true, files)
+			k := startKeep(t, strings.TrimPrefix(mode, "default"), true, files)
 			outside, before := k.outsideState(t), k.demo(t)
 			src := filepath.Join(t.TempDir(), "notes.txt")
 			if err := os.WriteFile(src, []byte("notes v2 from gio\n"), 0o644); err != nil {

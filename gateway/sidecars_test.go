@@ -239,8 +239,10 @@ func TestWithRealSidecars(t *testing.T) {
 	})
 }
 
-// With webdav.writable the preconditions apply end to end and writes are
-// audited with the authenticated operator.
+// With webdav.writable the preconditions apply end to end, an
+// unconditional overwrite is kept as a version (the default of a writable
+// view with checkpoints on) that records the authenticated operator, and
+// writes are audited with that operator.
 func TestWritableWebDAVWithRealSidecar(t *testing.T) {
 	s := startReal(t, true)
 	g := s.g
@@ -260,15 +262,32 @@ func TestWritableWebDAVWithRealSidecar(t *testing.T) {
 	if r := put("f.txt", body, map[string]string{"If-None-Match": "*"}); r.Status != 201 && r.Status != 204 {
 		t.Fatalf("create PUT: %d %s", r.Status, r.Body)
 	}
-	if r := put("f.txt", "again", nil); r.Status != http.StatusPreconditionRequired {
-		t.Errorf("PUT without If-Match: %d", r.Status)
+	if r := put("f.txt", "again", nil); r.Status != http.StatusNoContent && r.Status != http.StatusCreated {
+		t.Errorf("PUT without If-Match on the default writable view: %d %s (want it kept and accepted)", r.Status, r.Body)
 	}
-	if r := put("f.txt", "again", map[string]string{"If-Match": `"stale"`}); r.Status != http.StatusPreconditionFailed {
+	if r := put("f.txt", "stale", map[string]string{"If-Match": `"stale"`}); r.Status != http.StatusPreconditionFailed {
 		t.Errorf("PUT with stale If-Match: %d", r.Status)
 	}
-	got, _, _ := getFile(t, g, "codex-a", "w", "f.txt")
-	if got != body {
-		t.Errorf("content %q", got)
+	if got, _, _ := getFile(t, g, "codex-a", "w", "f.txt"); got != "again" {
+		t.Errorf("content %q, want the unconditional PUT's", got)
+	}
+	var list struct {
+		Checkpoints []struct{ Reason, Operator string }
+	}
+	if r := admin(t, g, http.MethodGet, api+"/agents/codex-a/checkpoints?"+projectQuery("w", "f.txt"), ""); r.Status != 200 || json.Unmarshal(r.Body, &list) != nil {
+		t.Fatalf("list checkpoints: %d %s", r.Status, r.Body)
+	}
+	kept := 0
+	for _, c := range list.Checkpoints {
+		if c.Reason == "CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE" {
+			kept++
+			if c.Operator != gatewaytest.AdminOperator {
+				t.Errorf("the version kept records operator %q, want %q", c.Operator, gatewaytest.AdminOperator)
+			}
+		}
+	}
+	if kept != 1 {
+		t.Errorf("%d versions kept of f.txt, want 1: %+v", kept, list.Checkpoints)
 	}
 	var puts []map[string]any
 	for _, rec := range g.AuditRecords(t) {
@@ -286,14 +305,13 @@ func TestWritableWebDAVWithRealSidecar(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, first[k], v)
 		}
 	}
-	if puts[1]["result"] != "error" || puts[2]["result"] != "error" {
-		t.Errorf("refused PUTs not recorded as errors: %v %v", puts[1], puts[2])
+	if puts[1]["result"] != "ok" || puts[1]["unconditional"] != true || puts[2]["result"] != "error" {
+		t.Errorf("kept and refused PUTs recorded as %v %v", puts[1], puts[2])
 	}
 	// The codes come from the reason the sidecar named (errtable), not
 	// from the status.
-	if puts[1]["grpc_code"] != "FailedPrecondition" || puts[1]["reason"] != "PRECONDITION_REQUIRED" ||
-		puts[2]["grpc_code"] != "Aborted" || puts[2]["reason"] != "REVISION_MISMATCH" {
-		t.Errorf("refused PUTs audited as %v/%v and %v/%v", puts[1]["grpc_code"], puts[1]["reason"], puts[2]["grpc_code"], puts[2]["reason"])
+	if puts[2]["grpc_code"] != "Aborted" || puts[2]["reason"] != "REVISION_MISMATCH" {
+		t.Errorf("refused PUT audited as %v/%v", puts[2]["grpc_code"], puts[2]["reason"])
 	}
 	data, _ := os.ReadFile(g.AuditFile)
 	if strings.Contains(string(data), body) || strings.Contains(string(data), "mallory") {

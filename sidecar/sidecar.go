@@ -40,6 +40,7 @@ import (
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/checkpoint"
+	"github.com/agentworkspace/files/davfs/usage"
 	"github.com/agentworkspace/files/davfs/watch"
 	"github.com/agentworkspace/files/internal/pki"
 	"github.com/agentworkspace/files/sidecar/internal/dav"
@@ -85,6 +86,7 @@ type Sidecar struct {
 	health   *health.Server
 	dav      http.Handler
 	watcher  atomic.Pointer[watch.Watcher] // live changes (watch.go); nil while it cannot start
+	usage    *usage.Cache                  // workspace totals (usage.go)
 	// checkpoints (nil when not configured) and watch supervise the
 	// optional features (features.go).
 	checkpoints, watch *feature.Feature
@@ -142,9 +144,14 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		return nil, err
 	}
 	fs, ck := s.fs, s.ck
+	s.usage = usage.NewCache(fs, usage.Config{})
+	if err := s.registerUsageMetrics(); err != nil {
+		s.close()
+		return nil, err
+	}
 
 	s.grpc = s.newGRPCServer(m, p.MaxEditableFileSize)
-	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs, ck))
+	workspacev1.RegisterWorkspaceServiceServer(s.grpc, rpc.NewService(fs, ck).WithSearch(fs).WithUsage(s.usage))
 	workspacev1.RegisterCheckpointServiceServer(s.grpc, rpc.NewCheckpointService(ck))
 	if err := s.registerWatchMetrics(); err != nil {
 		s.close()
@@ -162,6 +169,7 @@ func New(cfg Config, deps Deps) (*Sidecar, error) {
 		AllowUnconditionalWrites: cfg.DavServer.AllowUnconditionalWrites,
 		MaxLocksPerOperator:      cfg.DavServer.MaxLocksPerOperator,
 		MaxLockTimeout:           cfg.DavServer.lockTimeout(),
+		Usage:                    s.usage,
 	})
 	return s, nil
 }
@@ -258,7 +266,7 @@ func (s *Sidecar) newGRPCServer(m *metrics.Metrics, maxEditable int64) *grpc.Ser
 	return grpc.NewServer(
 		// The listener did the handshake (authenticatedListener).
 		grpc.Creds(pki.HandshakenCredentials()),
-		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), kickObserver{m, s})),
+		grpc.ChainUnaryInterceptor(rpc.Interceptor(s.log.Named("rpc"), kickObserver{m, s}), usageInterceptor(s.usage)),
 		// The Watch stream: the same request ID, operator, log line, metrics
 		// and panic recovery as the unary calls.
 		grpc.ChainStreamInterceptor(rpc.StreamInterceptor(s.log.Named("rpc"), kickObserver{m, s})),

@@ -90,6 +90,7 @@ func (s *Sidecar) startWatcher() error {
 	}
 	cfg := s.cfg.Services.Watch.watcher()
 	cfg.Logger = s.log.Named("davfs")
+	cfg.Observer = s.usage
 	w, err := watch.New(s.fs, cfg)
 	if err != nil {
 		return errWatchUnavailable(err)

@@ -24,6 +24,10 @@ type DeleteOptions struct {
 	SkipCheckpoint bool
 	// Operator names who asked, for the automatic checkpoint.
 	Operator string
+	// Files checkpoints a regular file too before its delete
+	// (CheckpointBeforeDelete), so that a file deleted through REST or
+	// gRPC can be undone as a folder can. WebDAV leaves it off.
+	Files bool
 	// Version is a per-file version just kept of path (KeepVersion): it is
 	// the automatic checkpoint of the delete and, with
 	// Delete.ChangedAfter set, what the delete of a directory may remove
@@ -32,7 +36,8 @@ type DeleteOptions struct {
 }
 
 // DeleteEntry is davfs.FS.DeleteEntryWith with, for a recursive delete of
-// a directory whose revision matches and automatic checkpoints on, an
+// a directory (or, with opts.Files, of a regular file) whose revision
+// matches and automatic checkpoints on, an
 // automatic checkpoint of that directory first (CheckpointBeforeDelete);
 // if that fails, nothing is deleted and its error is returned (a full
 // store: ResourceExhausted/CHECKPOINT_LIMIT, which opts.SkipCheckpoint
@@ -45,9 +50,11 @@ func (f *Store) DeleteEntry(ctx context.Context, ws davfs.Workspace, path, expec
 		return "", err
 	}
 	auto := ""
-	if opts.Delete.Recursive && !opts.SkipCheckpoint && f.ck != nil && f.ck.cfg.Automatic {
+	if !opts.SkipCheckpoint && f.ck != nil && f.ck.cfg.Automatic && (opts.Delete.Recursive || opts.Files) {
 		// StatTarget, unlike Stat, does not hand the revision out.
-		if e, err := f.fs.StatTarget(t); err == nil && e.Type == davfs.TypeDirectory && e.Revision == expectedRevision {
+		e, err := f.fs.StatTarget(t)
+		want := (e.Type == davfs.TypeDirectory && opts.Delete.Recursive) || (e.Type == davfs.TypeFile && opts.Files)
+		if err == nil && want && e.Revision == expectedRevision {
 			if auto, err = f.autoCheckpoint(ctx, ws, path, CheckpointBeforeDelete, opts.Operator, opts.Version); err != nil {
 				return "", err
 			}

@@ -23,6 +23,19 @@ type RestoreOptions struct {
 	PlanToken string
 	// Operator names who asked, for the undo checkpoint.
 	Operator string
+	// AsNew, if set, restores a PROJECT checkpoint into the project of
+	// this name, which must not exist: checked under the mutation lock
+	// (AlreadyExists), so nothing is ever overwritten
+	// (RestoreDeletedProject). The name may be the checkpoint's own.
+	AsNew string
+}
+
+// target is the workspace a restore of ws's checkpoint changes.
+func (o RestoreOptions) target(ws davfs.Workspace) davfs.Workspace {
+	if o.AsNew != "" {
+		return davfs.Workspace{Scope: davfs.ScopeProject, Project: o.AsNew}
+	}
+	return ws
 }
 
 // RestoreResult says what a restore did.
@@ -88,7 +101,8 @@ func (f *Store) restore(ctx context.Context, ws davfs.Workspace, id, path string
 		return RestoreResult{}, err
 	}
 	res := RestoreResult{Checkpoint: meta.checkpoint(), Path: scope}
-	if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, ws, scope, CheckpointBeforeRestore, opts.Operator, ""); err != nil {
+	dst := opts.target(ws)
+	if res.AutoCheckpoint, err = f.autoCheckpoint(ctx, dst, scope, CheckpointBeforeRestore, opts.Operator, ""); err != nil {
 		return RestoreResult{}, err
 	}
 	if res.AutoCheckpoint != "" {
@@ -103,7 +117,7 @@ func (f *Store) restore(ctx context.Context, ws davfs.Workspace, id, path string
 		(r == davfs.ReasonRevisionMismatch || r == davfs.ReasonCheckpointDamaged || errors.Is(err, context.DeadlineExceeded)) {
 		// Refused before anything changed: the undo checkpoint undoes
 		// nothing, and would only push older checkpoints out.
-		_ = f.ck.delete(ws, res.AutoCheckpoint)
+		_ = f.ck.delete(dst, res.AutoCheckpoint)
 		res.AutoCheckpoint = ""
 	}
 	if err != nil {
@@ -154,6 +168,15 @@ func (f *Store) restoreLocked(ctx context.Context, ws davfs.Workspace, id, scope
 // (davfs.FS.Locked): compare again, check, then change.
 func (f *Store) restoreUnderLock(ctx context.Context, ws davfs.Workspace, id, scope string, opts RestoreOptions, res RestoreResult, man *ckManifest, base []ckEntry) (RestoreResult, error) {
 	s := f.ck
+	// From here on ws is the workspace changed (the manifest is read).
+	if ws = opts.target(ws); opts.AsNew != "" {
+		if err := f.fs.ProjectErr(ws.Project); davfs.ReasonOf(err) != davfs.ReasonProjectNotFound {
+			if err == nil {
+				return res, newErr(davfs.CodeAlreadyExists, davfs.ReasonAlreadyExists, nil, "a project named %q exists: restore under another name", ws.Project)
+			}
+			return res, err
+		}
+	}
 	live, err := f.liveState(ctx, ws, scope, man)
 	if err != nil {
 		return res, err
@@ -165,6 +188,9 @@ func (f *Store) restoreUnderLock(ctx context.Context, ws davfs.Workspace, id, sc
 	}
 	if len(changes) == 0 {
 		res.Changes = changes
+		if opts.AsNew != "" {
+			return res, f.restoreParents(ws, scope) // an empty project comes back too
+		}
 		return res, nil
 	}
 	bi, ti := indexEntries(base), indexEntries(target)

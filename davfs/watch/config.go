@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentworkspace/files/davfs"
 )
 
 // Config bounds a Watcher. Zero values take the defaults in brackets.
@@ -18,6 +20,12 @@ type Config struct {
 	History              int           // changes kept for resuming [4096]
 	Revalidate           time.Duration // how often watched directories are re-resolved [2s]
 	MaxPending           int           // names kept per directory between two flushes; more is one re-list [4096]
+
+	// Observer hears of every change published (its workspace) and of
+	// every kernel overflow, for figures kept apart from the streams
+	// (davfs/usage's cache). Called with the watcher's lock held: it must
+	// not call back into the Watcher [none].
+	Observer Observer
 
 	// Logger receives operational detail (never content, never a host
 	// path) [a null logger].
@@ -52,4 +60,10 @@ func positiveOr[T int | time.Duration](v *T, d T) {
 	if *v <= 0 {
 		*v = d
 	}
+}
+
+// Observer is told what the watcher published (Config.Observer).
+type Observer interface {
+	Changed(ws davfs.Workspace) // a change in ws was published
+	Overflow()                  // events were lost: anything derived is stale
 }

@@ -166,6 +166,9 @@ func (w *Watcher) publishLocked(d *dirWatch, cs []Change, readAt time.Time) {
 			w.ring = w.ring[1:]
 		}
 		w.ring = append(w.ring, c)
+		if w.cfg.Observer != nil {
+			w.cfg.Observer.Changed(d.ws)
+		}
 		for s := range d.subs {
 			s.pushLocked(c)
 		}

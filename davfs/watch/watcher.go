@@ -454,6 +454,9 @@ func (w *Watcher) batchChanges(ctx context.Context, d *dirWatch, b *batch) ([]Ch
 func (w *Watcher) overflow() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.Overflow()
+	}
 	for s := range w.subs {
 		w.resyncLocked(s, s.ws, ResyncOverflow, nil)
 	}

@@ -196,19 +196,21 @@ done
 
 url="http://127.0.0.1:$gw_port"
 shown_state="${state#"$root"/}"
+# The first-start line only when something was created (no empty line).
 first_line=""
 if [ "${#first_start[@]}" -gt 0 ]; then
-  first_line="First start: sample project \"sample\" and skill \"example\" created for ${first_start[*]}."
+  first_line="
+  First start: sample project \"sample\" and skill \"example\" created for ${first_start[*]}."
 fi
-view="read-only"; [ "$writable" = true ] && view="writable"
+view="read-only"
+[ "$writable" = true ] && view="writable; an overwrite without If-Match is kept as a version"
 cat <<TXT
 
-  Agent Workspace Files is running (Ctrl-C stops it; data stays in $shown_state/).
-  $first_line
+  Agent Workspace Files is running (Ctrl-C stops it; data stays in $shown_state/).$first_line
 
   Portal       $url/
   Admin token  $token
-               (valid for this run only; only its SHA-256 is in .local/config/gateway.yaml)
+               (valid for this run only; only its SHA-256 is in $shown_state/config/gateway.yaml)
 
   For the README's REST walk-through:
                export T=$token G=$url/api/v1/agent-gateway

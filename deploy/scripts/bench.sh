@@ -31,4 +31,16 @@ if [ -d deploy/bench/watchbench ]; then
 fi
 echo "== agent discovery: 10,000 EndpointSlices in a real kube-apiserver vs the static registry of the same size =="
 flock /tmp/awf-k8s.lock make bench-discovery
+if [ -d deploy/bench/searchbench ]; then
+  echo "== content search: the sidecar's Search stream and davfs/search vs ripgrep (rg -F --no-ignore --hidden -c), 10,000 files, 100 MiB, warm cache =="
+  go run ./deploy/bench/searchbench | tee "$out/search.txt"
+fi
+if [ -d deploy/bench/usagebench ]; then
+  echo "== usage: GetUsage of a fresh 10,000-file 100 MiB project vs du -s; then from the cache =="
+  go run ./deploy/bench/usagebench | tee "$out/usage.txt"
+fi
+if [ -d deploy/bench/zipbench ]; then
+  echo "== folder download (streamed zip) vs zip -qr -1 to /dev/null; the sidecar's peak memory growth =="
+  go run ./deploy/bench/zipbench | tee "$out/zip.txt"
+fi
 echo "bench: results in $out/"

@@ -119,7 +119,7 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 
 cd "$(dirname "$0")/../.."
 
-packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone chromium fonts-liberation nginx libnginx-mod-http-dav-ext
+packages=(protobuf-compiler libprotobuf-dev git curl litmus rclone ripgrep cadaver zip unzip chromium fonts-liberation nginx libnginx-mod-http-dav-ext
   docker.io containerd runc iptables containernetworking-plugins conntrack debootstrap ipset)
 # Installed with no service started (see above).
 quiet_packages=(gvfs-backends gvfs-daemons libglib2.0-bin dbus-daemon)
@@ -183,6 +183,7 @@ fc-list 2>/dev/null | grep -qi liberation || fail "no Liberation font for chromi
 
 command -v litmus >/dev/null && litmus --version >/dev/null 2>&1 || fail "litmus does not run: install litmus"
 rclone version >/dev/null 2>&1 || fail "rclone does not run: install rclone"
+cadaver --version 2>/dev/null | grep -q "^cadaver " || fail "cadaver does not run: install cadaver"
 gio version >/dev/null 2>&1 && dbus-run-session --version >/dev/null 2>&1 || fail "gio or dbus-run-session does not run: install libglib2.0-bin dbus-daemon"
 [ -x /usr/libexec/gvfsd-dav ] || fail "gvfs's WebDAV backend is missing: install gvfs-backends"
 

@@ -53,6 +53,10 @@ const (
 	// COPY or MOVE destination directory), holds its ID (comma-separated
 	// when there were more). The gateway audits it and strips it.
 	AutoCheckpointHeader = "X-Workspace-Auto-Checkpoint"
+	// MaxUploadHeader, on the sidecar's OPTIONS answers and its 413s, is
+	// services.project.maxUploadSize in bytes: the portal refuses a larger
+	// file before sending it. The gateway passes it through.
+	MaxUploadHeader = "X-Max-Upload-Size"
 )
 
 // The Allow header of the WebDAV surface: AllowRead on a read-only view

@@ -32,7 +32,7 @@ const MaxAgentIDLen = 128
 // is well formed.
 func Segment(raw string) (string, Fault) {
 	var f Fault
-	if l := strings.ToLower(raw); strings.Contains(l, "%2f") || strings.Contains(l, "%5c") {
+	if encodedSep(raw) {
 		f |= FaultEncodedSep
 	}
 	if strings.Contains(raw, `\`) {
@@ -54,6 +54,20 @@ func Segment(raw string) (string, Fault) {
 	return s, f
 }
 
+// encodedSep reports whether raw holds %2F or %5C, in either case.
+func encodedSep(raw string) bool {
+	for i := 0; i+2 < len(raw); i++ {
+		if raw[i] != '%' {
+			continue
+		}
+		switch h, l := raw[i+1], raw[i+2]|0x20; { // |0x20: lower case of a letter
+		case h == '2' && l == 'f', h == '5' && l == 'c':
+			return true
+		}
+	}
+	return false
+}
+
 // Split splits escaped ("" or starting with "/") into its decoded segments;
 // one trailing slash is allowed and dropped. It stops at the first segment
 // with a fault in refuse and returns that segment's faults (every one, for
@@ -62,23 +76,45 @@ func Split(escaped string, refuse Fault) (segs []string, f Fault) {
 	if escaped == "" {
 		return nil, 0
 	}
-	raw := strings.Split(escaped[1:], "/")
-	segs = make([]string, 0, len(raw))
-	for i, r := range raw {
+	segs = make([]string, 0, strings.Count(escaped, "/"))
+	if f = walk(escaped, refuse, func(s string) { segs = append(segs, s) }); f != 0 {
+		return nil, f
+	}
+	return segs, 0
+}
+
+// Check is Split without the segments: the faults of the first segment
+// with a fault in refuse, 0 when the path passed. It allocates nothing
+// for a path without escapes.
+func Check(escaped string, refuse Fault) Fault {
+	return walk(escaped, refuse, nil)
+}
+
+// walk is Split's loop: it hands each decoded segment to seg (nil: none).
+func walk(escaped string, refuse Fault, seg func(string)) Fault {
+	if escaped == "" {
+		return 0
+	}
+	rest, more := escaped[1:], true
+	for more {
+		var r string
+		r, rest, more = strings.Cut(rest, "/")
 		if r == "" {
-			if i == len(raw)-1 {
+			if !more {
 				break // one trailing slash: a collection
 			}
 			if refuse&FaultEmpty != 0 {
-				return nil, FaultEmpty
+				return FaultEmpty
 			}
 			continue
 		}
 		s, sf := Segment(r)
 		if sf&refuse != 0 {
-			return nil, sf
+			return sf
 		}
-		segs = append(segs, s)
+		if seg != nil {
+			seg(s)
+		}
 	}
-	return segs, 0
+	return 0
 }

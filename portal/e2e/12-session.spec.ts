@@ -47,10 +47,11 @@ test('session: a gateway restart keeps the session; a save refused for a lost se
   await d.waitFor();
   await d.locator('input[name="token"]').fill(gw.adminToken);
   await d.locator('[data-action="confirm"]').click();
-  const cd = dialog('conflict-dialog');
+  const cd = dialog('merge-dialog');
   await cd.waitFor();
   expect(sa.read('keep/draft.txt') === 'changed by the agent\n', 'the other writer is kept');
-  await cd.locator('[data-action="reload"]').click();
+  await cd.locator('[data-action="cancel"]').click();
+  await page.locator('[data-testid="conflict-banner"] button', { hasText: 'Reload server version' }).click();
   await eventually(async () => (await editorText()) === 'changed by the agent\n', 'server version loaded');
   await $('[data-testid="clean"]').waitFor();
 });

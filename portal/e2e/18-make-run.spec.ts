@@ -90,10 +90,20 @@ test('make run: refuses a taken port at once; every port and the state dir setta
     const token = /Admin token\s+(\S+)/.exec(out)?.[1];
     expect(token, 'token printed');
     expect(out.includes(`curl -H "Authorization: Bearer ${token}" ${url}/api/v1/agent-gateway/agents`), `quotes kept in the printed commands (${out})`);
-    expect(out.includes('writable view'), 'says the WebDAV view is writable');
+    expect(out.includes('writable view') || out.includes('writable;'), 'says the WebDAV view is writable');
+    // STATE_DIR outside the repo: the banner names its config, and the first start's line is not empty.
+    expect(out.includes(`only its SHA-256 is in ${stateDir}/config/gateway.yaml`), `names STATE_DIR's gateway.yaml (${out.slice(0, 600)})`);
+    expect(/\n  First start: sample project "sample"/.test(out) && !/is running[^\n]*\n {2}\n/.test(out), `a first-start line, no empty one (${out.slice(0, 400)})`);
     expect(out.includes(`export T=${token} G=${url}/api/v1/agent-gateway`), 'prints the export line the README REST walk-through starts from');
     const opt = await fetch(url + '/dav/codex-a/projects/', { method: 'OPTIONS', headers: { Authorization: `Bearer ${token}` } });
     expect((opt.headers.get('allow') ?? '').includes('DELETE'), `writable WebDAV view (Allow: ${opt.headers.get('allow')})`);
+    // The default writable view keeps an unconditional overwrite as a version, by the operator.
+    const readme = `${url}/dav/codex-a/projects/sample/README.md`;
+    const put = await fetch(readme, { method: 'PUT', headers: { Authorization: `Bearer ${token}` }, body: 'overwritten without If-Match\n' });
+    expect(put.status === 204 || put.status === 201, `unconditional PUT kept and accepted (${put.status} ${await put.text()})`);
+    const cks = await (await fetch(`${url}/api/v1/agent-gateway/agents/codex-a/checkpoints?workspace.scope=PROJECT&workspace.project_name=sample&path=README.md`, { headers: { Authorization: `Bearer ${token}` } })).json();
+    const v = (cks.checkpoints ?? []).find((c) => c.reason === 'CHECKPOINT_REASON_BEFORE_WEBDAV_WRITE');
+    expect(v && v.operator === 'admin', `a version of README.md by admin (${JSON.stringify(cks)})`);
     const agents = await fetch(url + '/api/v1/agent-gateway/agents', { headers: { Authorization: `Bearer ${token}` } });
     expect(agents.status === 200, `REST answers on the chosen port (${agents.status})`);
   } catch (err) {

@@ -122,20 +122,21 @@ test('live: a dirty open file shows "changed on disk by someone else" with Compa
   const cmp = h.dialog('disk-compare-dialog');
   await cmp.waitFor();
   const lines = await cmp.locator('.diff-line').allTextContents();
-  expect(lines.some((l) => l.startsWith('-') && l.includes('mine')) && lines.some((l) => l.startsWith('+') && l.includes('disk')), `compare shows both (${lines.join(' | ')})`);
+  // The signs of a checkpoint's Compare: − the stored version (disk), + the text in front of you.
+  expect(lines.some((l) => l.startsWith('-') && l.includes('disk')) && lines.some((l) => l.startsWith('+') && l.includes('mine')), `compare shows both (${lines.join(' | ')})`);
   await cmp.locator('[data-action="cancel"]').click();
   expect((await h.editorText()).startsWith('mine'), 'Keep mine in Compare keeps my text');
 
   await page.locator('[data-testid="disk-keep"]').click();
   await eventually(async () => (await bar.count()) === 0, 'Keep mine hides the bar');
   await page.keyboard.press('Control+S');
-  const cd = h.dialog('conflict-dialog');
+  const cd = h.dialog('merge-dialog');
   await cd.waitFor();
-  await cd.locator('[data-action="keep"]').click();
+  await cd.locator('[data-action="cancel"]').click();
   expect(sa.read('live/open.txt') === 'disk\n', 'the save took the conflict path; disk unchanged');
 
   // Reload (after a confirm) loads the disk version.
-  await page.locator('[data-testid="conflict-banner"] button', { hasText: 'Reload server version' }).last().click();
+  await page.locator('[data-testid="conflict-banner"] button', { hasText: 'Reload server version' }).click();
   await page.locator('[data-testid="clean"]').waitFor();
   await h.setEditorText('mine again\n');
   writer(dir, 'printf "disk two\\n" > open.txt');

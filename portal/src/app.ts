@@ -11,11 +11,14 @@ import type { AppContext } from './context';
 import { Agents } from './features/agents';
 import { AgentsPage } from './features/agentsPage';
 import { CheckpointHooks } from './features/checkpoints';
+import { Conflicts } from './features/conflict';
 import { Editor } from './features/editor';
 import type { LiveController } from './features/live';
 import { createLive } from './features/liveHooks';
 import { Projects } from './features/projects';
+import { RecentlyDeleted } from './features/recentlyDeleted';
 import { Routing } from './features/routing';
+import { Search } from './features/search';
 import { Session } from './features/session';
 import { Tree } from './features/tree';
 import { TreeActions } from './features/treeActions';
@@ -41,12 +44,16 @@ export class App implements AppContext {
   readonly agentsPage: AgentsPage = new AgentsPage(this);
   readonly routing: Routing = new Routing(this);
   readonly projects: Projects = new Projects(this);
+  readonly recentlyDeleted: RecentlyDeleted = new RecentlyDeleted(this);
   readonly tree: Tree = new Tree(this);
   readonly treeActions: TreeActions = new TreeActions(this);
   readonly files: Editor = new Editor(this);
+  readonly conflicts: Conflicts = new Conflicts(this);
   readonly checkpoints: CheckpointHooks = new CheckpointHooks(this);
   /** Live changes: the watch stream of what is on screen (features/live.ts). */
   readonly live: LiveController = createLive(this);
+  /** Quick open and the content search (features/search.ts). */
+  readonly search: Search = new Search(this);
   #scheduled = false;
 
   constructor(root: HTMLElement) {
@@ -80,7 +87,22 @@ export class App implements AppContext {
         e.preventDefault();
         void this.files.save();
       }
+      this.#searchKeys(e);
     });
+  }
+
+  /** Ctrl+P: quick open; Ctrl+Shift+F: search in files (while an agent's workspace is shown, no dialog open). */
+  #searchKeys(e: KeyboardEvent): void {
+    if (!(e.ctrlKey || e.metaKey) || e.altKey || this.state.screen.kind !== 'app' || !this.state.scopes.current) return;
+    if (document.querySelector('dialog[open]')) return;
+    const k = e.key.toLowerCase();
+    if (k === 'p' && !e.shiftKey) {
+      e.preventDefault();
+      void this.search.quickOpen();
+    } else if (k === 'f' && e.shiftKey) {
+      e.preventDefault();
+      void this.search.contentSearch();
+    }
   }
 
   start(): Promise<void> {

@@ -7,11 +7,14 @@
 import type { Agents } from './features/agents';
 import type { AgentsPage } from './features/agentsPage';
 import type { CheckpointHooks } from './features/checkpoints';
+import type { Conflicts } from './features/conflict';
 import type { Editor } from './features/editor';
 import type { LiveController } from './features/live';
 import type { Shell } from './features/ports';
 import type { Projects } from './features/projects';
+import type { RecentlyDeleted } from './features/recentlyDeleted';
 import type { Routing } from './features/routing';
+import type { Search } from './features/search';
 import type { Session } from './features/session';
 import type { Tree } from './features/tree';
 import type { TreeActions } from './features/treeActions';
@@ -22,9 +25,12 @@ export interface AppContext extends Shell {
   readonly agentsPage: AgentsPage;
   readonly routing: Routing;
   readonly projects: Projects;
+  readonly recentlyDeleted: RecentlyDeleted;
   readonly tree: Tree;
   readonly treeActions: TreeActions;
   readonly files: Editor;
+  readonly conflicts: Conflicts;
   readonly checkpoints: CheckpointHooks;
   readonly live: LiveController;
+  readonly search: Search;
 }

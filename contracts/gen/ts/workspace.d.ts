@@ -90,6 +90,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agent-gateway/agents/{agent_id}/deleted-projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the agent's deleted projects that their automatic checkpoints can bring back, newest first */
+        get: operations["CheckpointManagementService_ListDeletedProjects"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent-gateway/agents/{agent_id}/deleted-projects/{project_name}:restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Bring a deleted project back from its automatic checkpoint, under its name or another (409 if a project of that name exists) */
+        post: operations["CheckpointManagementService_RestoreDeletedProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agent-gateway/agents/{agent_id}/projects": {
         parameters: {
             query?: never;
@@ -174,6 +208,40 @@ export interface paths {
         post?: never;
         /** Delete a project and everything in it */
         delete: operations["WorkspaceManagementService_DeleteProject"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent-gateway/agents/{agent_id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search a workspace by file name (fuzzy) or content (literal or RE2), streamed */
+        get: operations["WorkspaceManagementService_SearchProject"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agent-gateway/agents/{agent_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Bytes and files of projects and Global, and the volume's size and free space */
+        get: operations["WorkspaceManagementService_GetUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -311,6 +379,10 @@ export interface components {
             /** @description Required: the plan_token of a comparison of this path (400 without). */
             plan_token?: string;
         };
+        v1CheckpointManagementServiceRestoreDeletedProjectBody: {
+            checkpoint_id?: string;
+            restore_as?: string;
+        };
         /**
          * @description Why a checkpoint was taken.
          *
@@ -356,6 +428,27 @@ export interface components {
              *     the project back); empty when none was taken.
              */
             auto_checkpoint_id?: string;
+        };
+        /**
+         * @description A project that was deleted while automatic checkpoints were on and that
+         *     no project of its name has replaced: its newest automatic checkpoint
+         *     (CHECKPOINT_REASON_BEFORE_PROJECT_DELETE) brings it back.
+         */
+        v1DeletedProject: {
+            project_name?: string;
+            /** Format: date-time */
+            deleted_at?: string;
+            /** @description Who deleted it (the checkpoint's operator); empty when not recorded. */
+            deleted_by?: string;
+            /**
+             * Format: int64
+             * @description Bytes of the files the checkpoint holds.
+             */
+            size?: string;
+            /** Format: int32 */
+            file_count?: number;
+            /** @description The checkpoint RestoreDeletedProject restores by default. */
+            checkpoint_id?: string;
         };
         /**
          * @description - DIFF_STATE_UNSPECIFIED: No diff was asked for.
@@ -404,6 +497,12 @@ export interface components {
             /** @description The text, only when entry.editable; never partial, never Base64. */
             content?: string;
         };
+        v1GetUsageResponse: {
+            /** @description In the order asked: the projects, then Global. */
+            workspaces?: components["schemas"]["v1WorkspaceUsage"][];
+            projects_volume?: components["schemas"]["v1VolumeUsage"];
+            global_volume?: components["schemas"]["v1VolumeUsage"];
+        };
         v1ListAgentsResponse: {
             /** @description Sorted by agent_id. */
             agents?: components["schemas"]["v1Agent"][];
@@ -423,6 +522,10 @@ export interface components {
              *     checkpoints may hold the path too.
              */
             truncated?: boolean;
+        };
+        v1ListDeletedProjectsResponse: {
+            /** @description Newest deletion first. */
+            projects?: components["schemas"]["v1DeletedProject"][];
         };
         v1ListEntriesResponse: {
             /** @description Directories first, then files; each group by name. */
@@ -472,6 +575,74 @@ export interface components {
             /** Format: int32 */
             total_changes?: number;
         };
+        v1SearchMatch: {
+            /** @description Relative to the workspace root. */
+            path?: string;
+            /**
+             * Format: int32
+             * @description 1-based line of a content match; 0 for a name match.
+             */
+            line?: number;
+            /**
+             * @description The line (at most about 200 bytes around the match), valid UTF-8; the
+             *     path for a name match.
+             */
+            preview?: string;
+            /**
+             * Format: int32
+             * @description The match's byte offsets in preview.
+             */
+            match_start?: number;
+            /** Format: int32 */
+            match_end?: number;
+            /**
+             * Format: int32
+             * @description Rank of a name match (higher first).
+             */
+            score?: number;
+        };
+        /**
+         * @description - SEARCH_MODE_UNSPECIFIED: Content.
+         *      - SEARCH_MODE_CONTENT: Lines of text files (binary files, with a NUL in their first 8 KiB, are skipped).
+         *      - SEARCH_MODE_NAME: Paths of files, ranked by a fuzzy match of the query (quick open).
+         * @default SEARCH_MODE_UNSPECIFIED
+         * @enum {string}
+         */
+        v1SearchMode: "SEARCH_MODE_UNSPECIFIED" | "SEARCH_MODE_CONTENT" | "SEARCH_MODE_NAME";
+        /** @description One message of a Search stream: matches, then the summary last. */
+        v1SearchResult: {
+            match?: components["schemas"]["v1SearchMatch"];
+            summary?: components["schemas"]["v1SearchSummary"];
+        };
+        v1SearchSummary: {
+            /** Format: int32 */
+            files_searched?: number;
+            /** Format: int32 */
+            results?: number;
+            /** Format: int64 */
+            bytes_read?: string;
+            /**
+             * @description The bound that ended the search early: "", "max_results", "max_bytes"
+             *     or "timeout".
+             */
+            truncated?: string;
+            /** Format: int32 */
+            binary_skipped?: number;
+            /**
+             * Format: int32
+             * @description Files read only up to max_file_bytes.
+             */
+            file_truncated?: number;
+        };
+        /** @description A volume's size and free space (statfs f_blocks and f_bavail, bytes). */
+        v1VolumeUsage: {
+            /** @description False when statfs failed: the sizes are then absent (unknown, never 0). */
+            known?: boolean;
+            /** Format: int64 */
+            size_bytes?: string;
+            /** Format: int64 */
+            free_bytes?: string;
+        };
         v1WorkspaceManagementServiceCreateProjectBody: {
             name: string;
         };
@@ -492,6 +663,29 @@ export interface components {
          * @enum {string}
          */
         v1WorkspaceScope: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+        /**
+         * @description What one workspace holds: the apparent size of its regular files (a file
+         *     with several hard links once) and its files and folders, as a listing
+         *     shows them (denylisted names, symlinks and mounts not counted).
+         */
+        v1WorkspaceUsage: {
+            workspace?: components["schemas"]["v1WorkspaceRef"];
+            /**
+             * Format: int64
+             * @description Absent when the workspace could not be counted (error_reason says
+             *     why): unknown, never 0.
+             */
+            bytes?: string;
+            /** Format: int64 */
+            files?: string;
+            /** Format: int64 */
+            directories?: string;
+            /**
+             * @description Set when the workspace could not be counted (PROJECT_NOT_FOUND,
+             *     INVALID_WORKSPACE, ...).
+             */
+            error_reason?: string;
+        };
         /** @description google.rpc.ErrorInfo: why a request failed, as a stable machine-readable reason (REVISION_MISMATCH, DENYLISTED, ...). */
         ErrorInfo: {
             /** @enum {string} */
@@ -720,6 +914,73 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["v1CheckpointManagementServiceRestoreCheckpointBody"];
+            };
+        };
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1RestoreCheckpointResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_ListDeletedProjects: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1ListDeletedProjectsResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    CheckpointManagementService_RestoreDeletedProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+                project_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["v1CheckpointManagementServiceRestoreDeletedProjectBody"];
             };
         };
         responses: {
@@ -1071,6 +1332,99 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["v1DeleteProjectResponse"];
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WorkspaceManagementService_SearchProject: {
+        parameters: {
+            query: {
+                /**
+                 * @description - PROJECT: One Project: a first-level directory under the projects root.
+                 *      - GLOBAL: The Global virtual root: skills/ and AGENTS.md of CODEX_HOME, nothing else.
+                 */
+                "workspace.scope"?: "WORKSPACE_SCOPE_UNSPECIFIED" | "PROJECT" | "GLOBAL";
+                "workspace.project_name"?: string;
+                path?: string;
+                query: string;
+                /**
+                 * @description - SEARCH_MODE_UNSPECIFIED: Content.
+                 *      - SEARCH_MODE_CONTENT: Lines of text files (binary files, with a NUL in their first 8 KiB, are skipped).
+                 *      - SEARCH_MODE_NAME: Paths of files, ranked by a fuzzy match of the query (quick open).
+                 */
+                mode?: "SEARCH_MODE_UNSPECIFIED" | "SEARCH_MODE_CONTENT" | "SEARCH_MODE_NAME";
+                regex?: boolean;
+                case_sensitive?: boolean;
+                include?: string[];
+                exclude?: string[];
+                max_results?: number;
+                max_bytes?: string;
+                max_file_bytes?: string;
+                timeout_ms?: number;
+            };
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response.(streaming responses) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result?: components["schemas"]["v1SearchResult"];
+                        error?: components["schemas"]["rpcStatus"];
+                    };
+                };
+            };
+            /** @description An unexpected error response. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["rpcStatus"];
+                };
+            };
+        };
+    };
+    WorkspaceManagementService_GetUsage: {
+        parameters: {
+            query?: {
+                /** @description Projects to count (query project_names=a&project_names=b; at most 100). */
+                project_names?: string[];
+                /** @description Count Global too (query global=true). */
+                global?: boolean;
+            };
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A successful response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["v1GetUsageResponse"];
                 };
             };
             /** @description An unexpected error response. */

@@ -293,10 +293,12 @@ type WebDAV struct {
 	Writable bool `yaml:"writable"`
 	// UnconditionalWrites says what happens to a write that replaces or
 	// removes an existing resource without If-Match, If: entity tags or a
-	// held lock: UnconditionalRefuse ("", the default) answers 428;
-	// UnconditionalKeep lets it through once the sidecar kept what it
-	// replaces as a per-file version (sync clients: rclone, gio/Nautilus,
-	// the npm webdav client). Keep needs writable: true.
+	// held lock: UnconditionalKeep (the default of a writable view) lets
+	// it through once the sidecar kept what it replaces as a per-file
+	// version (sync clients: rclone, gio/Nautilus, cadaver, the npm webdav
+	// client); a sidecar whose checkpoints are off refuses it with 428,
+	// saying so. UnconditionalRefuse answers 428 always. Keep needs
+	// writable: true.
 	UnconditionalWrites string `yaml:"unconditionalWrites"`
 }
 
@@ -306,8 +308,11 @@ const (
 	UnconditionalKeep   = "keep"
 )
 
-// KeepUnconditional reports whether webdav.unconditionalWrites is keep.
-func (w WebDAV) KeepUnconditional() bool { return w.UnconditionalWrites == UnconditionalKeep }
+// KeepUnconditional reports whether unconditional writes are kept: on a
+// writable view, unless webdav.unconditionalWrites is refuse.
+func (w WebDAV) KeepUnconditional() bool {
+	return w.UnconditionalWrites == UnconditionalKeep || (w.Writable && w.UnconditionalWrites == "")
+}
 
 // Audit configures the optional JSON-lines audit file.
 type Audit struct {

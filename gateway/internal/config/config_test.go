@@ -123,7 +123,8 @@ func TestValidate(t *testing.T) {
 }
 
 func TestUnconditionalWrites(t *testing.T) {
-	for v, keep := range map[string]bool{"": false, "refuse": false, "keep": true} {
+	// Left out, a writable view keeps (the default since issue #25).
+	for v, keep := range map[string]bool{"": true, "refuse": false, "keep": true} {
 		cfg, err := Parse(strings.NewReader(r(`webdav: { writable: false }`, `webdav: { writable: true, unconditionalWrites: "`+v+`" }`)(good)))
 		if err != nil {
 			t.Fatal(err)
@@ -131,6 +132,10 @@ func TestUnconditionalWrites(t *testing.T) {
 		if err := cfg.Validate(); err != nil || cfg.WebDAV.KeepUnconditional() != keep {
 			t.Errorf("unconditionalWrites %q: %v, keep %v", v, err, cfg.WebDAV.KeepUnconditional())
 		}
+	}
+	cfg, err := Parse(strings.NewReader(good))
+	if err != nil || cfg.WebDAV.Writable || cfg.WebDAV.KeepUnconditional() {
+		t.Errorf("a read-only view keeps unconditional writes: %v", err)
 	}
 }
 

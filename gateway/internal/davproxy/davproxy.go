@@ -50,6 +50,7 @@ package davproxy
 
 import (
 	"cmp"
+	"context"
 	"crypto/tls"
 	"errors"
 	"log"
@@ -224,3 +225,34 @@ type bufferPool sync.Pool
 
 func (p *bufferPool) Get() []byte  { return *((*sync.Pool)(p).Get().(*[]byte)) }
 func (p *bufferPool) Put(b []byte) { (*sync.Pool)(p).Put(&b) }
+
+type reasonKey struct{}
+
+// WithReason marks a request the gateway hands the view itself (the REST
+// download): its error answer keeps the sidecar's errtable reason in
+// davwire.ReasonHeader, which the caller turns into a REST error and
+// removes.
+func WithReason(ctx context.Context) context.Context {
+	return context.WithValue(ctx, reasonKey{}, true)
+}
+
+type restPutKey struct{}
+
+// RESTPut is how the gateway's REST upload writes one file through this
+// view whatever webdav.writable says (REST writes are the admin's, as
+// every REST mutation; webdav.writable governs the WebDAV clients): a PUT
+// whose context carries it is proxied as on a writable view; with keep,
+// the sidecar is told to keep what it replaces as a per-file version
+// (honoured with checkpoints on; 428 otherwise).
+type RESTPut struct{ Keep bool }
+
+// WithRESTPut marks a PUT the REST upload hands the view.
+func WithRESTPut(ctx context.Context, p RESTPut) context.Context {
+	return context.WithValue(ctx, restPutKey{}, p)
+}
+
+// restPut is r's RESTPut, if it is a PUT carrying one.
+func restPut(r *http.Request) (RESTPut, bool) {
+	p, ok := r.Context().Value(restPutKey{}).(RESTPut)
+	return p, ok && r.Method == http.MethodPut
+}

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentworkspace/files/gateway"
 	"github.com/agentworkspace/files/gateway/gatewaytest"
 	"github.com/agentworkspace/files/gateway/internal/davproxy"
 	"github.com/agentworkspace/files/internal/proctest"
@@ -144,7 +145,10 @@ func startStack(t *testing.T, o stackOptions, agentIDs ...string) *stack {
 		st.agents[id] = a
 		agents = append(agents, gatewaytest.Agent{ID: id, RPCAddr: a.rpcAddr, DavURL: "https://" + a.davAddr, Timeout: o.timeout})
 	}
-	st.gw = gatewaytest.Start(t, gatewaytest.Options{Agents: agents, Writable: o.writable})
+	// These stacks test the preconditions themselves: refuse, not the
+	// writable view's default keep (keep has its own tests in gateway/).
+	refuse := func(c *gateway.Config) { c.WebDAV.UnconditionalWrites = "refuse" }
+	st.gw = gatewaytest.Start(t, gatewaytest.Options{Agents: agents, Writable: o.writable, Configure: refuse})
 	return st
 }
 

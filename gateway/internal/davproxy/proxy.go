@@ -42,9 +42,14 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 		hdr.Del(k)
 	}
 	hdr.Set(davwire.PrefixHeader, "/dav/"+st.route.Agent)
-	if !h.opts.Writable {
+	rp, rest := restPut(pr.In)
+	switch {
+	case rest && rp.Keep:
+		hdr.Set(davwire.UnconditionalHeader, davwire.UnconditionalKeep)
+	case rest:
+	case !h.opts.Writable:
 		hdr.Set(davwire.ReadOnlyHeader, "true")
-	} else if h.opts.KeepUnconditional {
+	case h.opts.KeepUnconditional:
 		hdr.Set(davwire.UnconditionalHeader, davwire.UnconditionalKeep)
 	}
 	if st.operator != "" {
@@ -80,14 +85,19 @@ func (h *handler) modifyResponse(resp *http.Response) error {
 	}
 	// On an error too: a MOVE or COPY that removed its destination and
 	// then failed names the version of what it removed.
-	if v := hdr.Get(davwire.KeptHeader); v != "" && h.opts.KeepUnconditional {
+	rp, _ := restPut(resp.Request)
+	if v := hdr.Get(davwire.KeptHeader); v != "" && (h.opts.KeepUnconditional || rp.Keep) {
 		st.rec.unconditional = true
 		st.rec.kept = checkpointIDs(v)
 	}
 	if v := hdr.Get(davwire.AutoCheckpointHeader); v != "" {
 		st.rec.autos = checkpointIDs(v)
 	}
+	reason := hdr.Get(davwire.ReasonHeader)
 	maps.DeleteFunc(hdr, func(k string, _ []string) bool { return strings.HasPrefix(k, "X-Workspace-") })
+	if keep, _ := resp.Request.Context().Value(reasonKey{}).(bool); keep && reason != "" {
+		hdr.Set(davwire.ReasonHeader, reason) // for the caller of WithReason, which removes it
+	}
 	for _, k := range []string{"Server", "X-Powered-By", davwire.RequestIDHeader, "Set-Cookie"} {
 		hdr.Del(k)
 	}

@@ -139,7 +139,7 @@ func (h *handler) route(rec *recorder, r *http.Request, st *state, m *Mutation) 
 	}
 
 	if !readMethod(r.Method) {
-		if !h.opts.Writable || !mutationMethod(r.Method) {
+		if _, rest := restPut(r); !(h.opts.Writable || rest) || !mutationMethod(r.Method) {
 			h.methodNotAllowed(rec)
 			return
 		}

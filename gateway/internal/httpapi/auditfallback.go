@@ -21,7 +21,7 @@ func mutationRoute(method, path, rawQuery string) (action, agentID, project stri
 		return "", "", "" // reads need not be split into segments
 	}
 	seg := strings.Split(strings.TrimSuffix(rest, "/"), "/")
-	if len(seg) < 2 || (seg[1] != "projects" && seg[1] != "checkpoints") {
+	if len(seg) < 2 || (seg[1] != "projects" && seg[1] != "checkpoints" && seg[1] != "deleted-projects") {
 		return "", "", ""
 	}
 	agentID = seg[0]
@@ -30,6 +30,10 @@ func mutationRoute(method, path, rawQuery string) (action, agentID, project stri
 	}
 	checkpoints := seg[1] == "checkpoints"
 	switch {
+	case seg[1] == "deleted-projects" && len(seg) == 3 && method == http.MethodPost && strings.HasSuffix(seg[2], ":restore"):
+		return "restore_deleted_project", agentID, strings.TrimSuffix(seg[2], ":restore")
+	case seg[1] == "deleted-projects":
+		return "", "", ""
 	case checkpoints && len(seg) == 2 && method == http.MethodPost:
 		return "create_checkpoint", agentID, ""
 	case checkpoints && len(seg) == 3 && method == http.MethodPost && strings.HasSuffix(seg[2], ":restore"):

@@ -103,6 +103,9 @@ type Options struct {
 	// the Kubernetes API); nil ends it only in Auth's store, in this
 	// process.
 	SignOut SignOuter
+	// Search serves the search route (search.go); nil answers 409
+	// NOT_SUPPORTED.
+	Search Searcher
 	// Ready gates /readyz (503 until it reports true); nil is always ready.
 	Ready func() bool
 }
@@ -154,6 +157,9 @@ func New(opts Options) (*Server, error) {
 	e.DELETE(APIPrefix+"/session", s.logout)
 	e.GET(APIPrefix+"/openapi.json", s.openapi, admin)
 	e.GET(APIPrefix+"/agents/:agent_id/watch", s.watch, admin)
+	e.GET(APIPrefix+"/agents/:agent_id/search", s.search, admin)
+	e.GET(APIPrefix+"/agents/:agent_id/download", s.download, admin)
+	e.PUT(APIPrefix+"/agents/:agent_id/upload", s.upload, admin)
 	api := echo.WrapHandler(restAPI)
 	e.Any(APIPrefix+"/*", api, admin, s.auditRefused)
 	e.Any(APIPrefix, api, admin)

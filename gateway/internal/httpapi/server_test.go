@@ -191,6 +191,9 @@ func TestMutationRoute(t *testing.T) {
 		{"GET", APIPrefix + "/agents/codex-a/checkpoints", "", ""},
 		{"GET", APIPrefix + "/agents/codex-a/checkpoints/c1", "", ""},
 		{"POST", APIPrefix + "/agents/codex-a/checkpoints/c1", "", ""},
+		{"POST", APIPrefix + "/agents/codex-a/deleted-projects/demo:restore", "restore_deleted_project", "demo"},
+		{"GET", APIPrefix + "/agents/codex-a/deleted-projects", "", ""},
+		{"POST", APIPrefix + "/agents/codex-a/deleted-projects", "", ""},
 	} {
 		path, query, _ := strings.Cut(c.path, "?")
 		action, agent, project := mutationRoute(c.method, path, query)

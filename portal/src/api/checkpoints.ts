@@ -12,6 +12,7 @@ export type CheckpointChange = S['v1CheckpointChange'];
 export type ListResponse = S['v1ListCheckpointsResponse'];
 export type CompareResponse = S['v1CompareCheckpointResponse'];
 export type RestoreResponse = S['v1RestoreCheckpointResponse'];
+export type DeletedProject = S['v1DeletedProject'];
 
 export type CheckpointApi = ReturnType<typeof createCheckpointApi>;
 
@@ -85,6 +86,22 @@ export function createCheckpointApi(opts: {
           client.POST('/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}:restore', {
             params: { path: { agent_id: agentId, checkpoint_id: id } },
             body: { workspace: ws, path, plan_token: planToken },
+          }),
+        ),
+      ),
+
+    /** The agent's deleted projects that their automatic checkpoints can bring back, newest first. */
+    listDeleted: (agentId: string) =>
+      seen(agentId, unwrap(client.GET('/api/v1/agent-gateway/agents/{agent_id}/deleted-projects', { params: { path: { agent_id: agentId } } }))),
+
+    /** Brings a deleted project back, as name or restoreAs (409 ALREADY_EXISTS when that project exists). */
+    restoreDeleted: (agentId: string, name: string, o: { checkpointId?: string; restoreAs?: string } = {}) =>
+      seen(
+        agentId,
+        unwrap(
+          client.POST('/api/v1/agent-gateway/agents/{agent_id}/deleted-projects/{project_name}:restore', {
+            params: { path: { agent_id: agentId, project_name: name } },
+            body: { ...(o.checkpointId ? { checkpoint_id: o.checkpointId } : {}), ...(o.restoreAs ? { restore_as: o.restoreAs } : {}) },
           }),
         ),
       ),

@@ -86,6 +86,14 @@ export function createApi(opts: {
         }),
       ),
 
+    /** Usage (bytes, files) of the named projects (and Global), and the volume's size and free space. */
+    getUsage: (agentId: string, projectNames: string[], global = false) =>
+      unwrap(
+        client.GET('/api/v1/agent-gateway/agents/{agent_id}/usage', {
+          params: { path: { agent_id: agentId }, query: { project_names: projectNames, ...(global ? { global: true } : {}) } },
+        }),
+      ),
+
     createProject: (agentId: string, name: string) =>
       unwrap(
         client.POST('/api/v1/agent-gateway/agents/{agent_id}/projects', {

@@ -11,7 +11,7 @@ import { parseRoute } from '../state/route';
 import { closeMenu } from '../ui/menu';
 
 /** What the agent selector needs of the page (a narrow part of context.ts, ports.ts). */
-export interface AgentsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'editor' | 'api'> {
+export interface AgentsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'editor' | 'api' | 'notify'> {
   readonly routing: Pick<RoutingPort, 'syncUrl' | 'apply'>;
   readonly projects: Pick<ProjectsPort, 'load'>;
   readonly files: Pick<FilesPort, 'loadEditor' | 'confirmDiscard'>;
@@ -69,9 +69,15 @@ export class Agents implements AgentsPort {
       void this.#c.editor.preload().catch(() => {}); // an admin: fetch CodeMirror while the projects load
       // The URL's agent when there is one (a deep link, a reload; maybe not on the first page), else the default.
       const wanted = parseRoute(location.pathname);
-      const first = (await this.#find(wanted.agent)) ?? initialAgent(s.agents);
+      const linked = await this.#find(wanted.agent);
+      const first = linked ?? initialAgent(s.agents);
       if (first?.agent_id) await this.#selectFirst(first.agent_id, wanted);
       else this.#c.update();
+      // A link to an agent this gateway does not have: say so rather than show another one without a word.
+      if (wanted.agent && !linked) {
+        const shown = first?.agent_id ? `; showing ${first.agent_id} instead` : '';
+        this.#c.notify('error', `The link names agent ${wanted.agent}, which this gateway does not have (or you cannot see)${shown}.`);
+      }
     } catch (err) {
       if (isUnauthenticated(err)) return this.#c.fail(err);
       if (asApiError(err).status === 403) {

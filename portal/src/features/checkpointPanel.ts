@@ -151,7 +151,7 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
       const ok = await confirmDialog({
         title: path ? `Restore ${path}?` : `Restore everything from checkpoint ${name(c)}?`,
         body: [
-          html`<span data-testid="restore-total" data-total=${plan.total}>These ${plan.total} ${plan.total === 1 ? 'entry changes' : 'entries change'}:</span>
+          html`<span data-testid="restore-total" data-total=${plan.total}>${plan.total === 1 ? 'This entry changes' : `These ${plan.total} entries change`}:</span>
             <ul class="ckpt-effects" data-testid="restore-effects">
               ${plan.shown.map((ch) => html`<li><code>${ch.path}</code> is ${restoreEffect(ch)}</li>`)}
               ${plan.more > 0 ? html`<li>… and ${plan.more} more</li>` : nothing}
@@ -246,7 +246,7 @@ export function openCheckpoints(o: CheckpointPanelOptions): Promise<void> {
         </div>
         ${modes}
         ${ch.diff_state === 'DIFF_STATE_INCLUDED'
-          ? html`<pre class="ckpt-diff" data-testid="ckpt-diff">${diffLines(ch.diff ?? '').map(
+          ? html`<p class="muted" data-testid="ckpt-diff-legend">Lines marked − are only in the checkpoint, + only in the current files.</p><pre class="ckpt-diff" data-testid="ckpt-diff">${diffLines(ch.diff ?? '').map(
               (l) => html`<span class="d-${l.kind}">${l.text}\n</span>`,
             )}</pre>`
           : html`<p class="muted" data-testid="ckpt-no-diff">${diffStateText(ch)}</p>`}`;

@@ -4,17 +4,19 @@
 // and the refresh of a clean open file. The decisions are in
 // state/editorState.ts and state/fileFlow.ts; the pane is views/editor.ts.
 import { html, type TemplateResult } from 'lit-html';
+import { downloadUrl, startDownload } from '../api/download';
 import { asApiError, isUnauthenticated } from '../api/errors';
 import type { Entry, GetFileResponse, WorkspaceRef } from '../api/types';
-import type { FilesPort, SessionPort, Shell, TreeActionsPort } from './ports';
+import type { ConflictsPort, FilesPort, SessionPort, Shell, TreeActionsPort } from './ports';
 import type { AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { closesWhenGone, draftStep, listingsAfterSave, openWithDraft, refreshReplaces, stillOpen, undoRevertApplies, workspaceOf } from '../state/fileFlow';
 import { languageForPath } from '../state/language';
 import { restoreLineEndings } from '../state/lineEndings';
+import { skillFolderOf, skillProblems } from '../state/skills';
 import { isStale, type AgentScope } from '../state/scope';
 import { patchEntry, workspaceKey } from '../state/tree';
-import { confirmDialog, conflictDialog, copyText } from '../ui/dialogs';
+import { confirmDialog, copyText } from '../ui/dialogs';
 import type { LazyEditor } from '../ui/lazyEditor';
 import { editorView } from '../views/editor';
 
@@ -22,6 +24,7 @@ import { editorView } from '../views/editor';
 export interface EditorContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'drafts' | 'api' | 'editor'> {
   readonly treeActions: Pick<TreeActionsPort, 'afterMutation'>;
   readonly session: Pick<SessionPort, 'reauthenticate'>;
+  readonly conflicts: Pick<ConflictsPort, 'resolve' | 'saveAsNew'>;
 }
 
 export class Editor implements FilesPort {
@@ -29,6 +32,8 @@ export class Editor implements FilesPort {
   #draftTimer: ReturnType<typeof setTimeout> | null = null;
   /** The text the editor was last loaded with: the separators restored on every edit come from it. */
   #editorBase = '';
+  /** A question before a save (the SKILL.md check) is open. */
+  #asking = false;
 
   constructor(c: EditorContext) {
     this.#c = c;
@@ -169,10 +174,15 @@ export class Editor implements FilesPort {
     const f = scope?.state.file;
     if (!scope || !f) return;
     if (f.conflict) {
-      await this.#showConflict();
+      await this.#c.conflicts.resolve();
       return;
     }
     if (!ed.canSave(f)) return;
+    // One question at a time: Ctrl+S reaches both the page and the editor's keymap.
+    if (this.#asking) return;
+    this.#asking = true;
+    const go = await this.#skillCheck(f).finally(() => (this.#asking = false));
+    if (!go || !ed.canSave(scope.state.file) || !stillOpen(scope.state.file, f)) return;
     const text = f.text;
     this.flushDraft(); // stored before the request: a session that ends now loses nothing
     scope.state.file = ed.saveStarted(f);
@@ -204,16 +214,25 @@ export class Editor implements FilesPort {
         if ((await this.#c.session.reauthenticate()) && scope.alive) await this.save();
         return;
       }
-      if (r.conflict) await this.#showConflict();
+      // One notice: the merge view (the banner stays while it is not resolved).
+      if (r.conflict) await this.#c.conflicts.resolve();
+      else if (asApiError(err).status === 404) await this.#c.conflicts.saveAsNew();
       else this.#c.fail(err, 'Not saved.');
     }
   }
 
-  async #showConflict(): Promise<void> {
-    const f = this.#scope?.state.file;
-    if (!f) return;
-    const choice = await conflictDialog({ path: f.path, copy: () => this.#copyMine() });
-    if (choice === 'reload') await this.reloadServerVersion();
+  /** A skill's SKILL.md: says before saving what Codex would skip (state/skills.ts); true to save. */
+  async #skillCheck(f: ed.OpenFile): Promise<boolean> {
+    const folder = f.workspaceKey === 'GLOBAL:' ? skillFolderOf(f.path) : null;
+    const problems = folder === null ? [] : skillProblems(folder, f.text);
+    if (problems.length === 0) return true;
+    return confirmDialog({
+      title: `Codex would skip skill ${folder}`,
+      body: [...problems, 'Save anyway, or keep editing to fix the front matter (name: the folder name; description: at most 1,024 characters).'],
+      confirmLabel: 'Save anyway',
+      cancelLabel: 'Keep editing',
+      testid: 'skill-check-dialog',
+    });
   }
 
   async #copyMine(): Promise<boolean> {
@@ -318,9 +337,15 @@ export class Editor implements FilesPort {
           ? this.#c.notify('info', 'Your version was copied to the clipboard.')
           : this.#c.notify('error', 'Copying failed: select the text in the editor and copy it by hand.'),
       reloadServer: () => void this.reloadServerVersion(),
+      merge: () => void this.#c.conflicts.resolve(),
       reload: () => void this.#reload(),
       revert: () => this.#revert(),
       save: () => void this.save(),
+      download: () => {
+        const scope = this.#c.state.scopes.current;
+        const f = st.file;
+        if (scope && f) startDownload(downloadUrl(scope.agentId, workspaceOf(f.workspaceKey), f.path));
+      },
     });
   }
 }

@@ -56,6 +56,7 @@ describe('LiveController and the open file', () => {
         state.file = ed.openFile('PROJECT:demo', 'a.txt', r);
       },
       reloadServerVersion: async () => {},
+      saveAsNew: async () => {},
       notify: () => {},
       update: () => {},
     };

@@ -28,6 +28,8 @@ export interface LiveHost {
   showLoaded(scope: AgentScope<AgentState>, r: GetFileResponse): void;
   /** The editor's "load the server version" (drops the draft). */
   reloadServerVersion(): Promise<void>;
+  /** Saves the open file's text again as a new file (it was deleted on disk). */
+  saveAsNew(): Promise<void>;
   notify(kind: 'info' | 'error', text: string): void;
   /** The outcome of opening agentId's stream: null once live, else why it failed (state/features.ts). */
   watchOutcome?(agentId: string, err: unknown | null): void;
@@ -202,6 +204,8 @@ export class LiveController {
     const d = this.#disk;
     const f = st.file;
     if (!d || !f || d.path !== f.path || d.wsKey !== f.workspaceKey || d.dismissed) return null;
+    // A refused save shows its own banner and the merge: one notice, not two.
+    if (f.conflict) return null;
     // A save of ours (or a reload) caught up with the disk.
     if (d.kind === 'changed' && (d.revision === f.revision || f.saving)) return null;
     if (d.kind === 'changed' && !ed.isDirty(f)) return null;
@@ -218,6 +222,7 @@ export class LiveController {
     return diskBarView(d, {
       compare: () => void this.#compare(),
       reload: () => void this.#reload(),
+      saveAsNew: () => void this.#h.saveAsNew(),
       keepMine: () => {
         if (this.#disk) this.#disk.dismissed = true;
         this.#h.notify('info', 'Your text is kept. Saving it now shows the conflict with the version on disk.');
@@ -264,7 +269,8 @@ export class LiveController {
     if (!cur || cur.path !== f.path) return;
     const take = await confirmDialog({
       title: `Compare ${f.path}`,
-      body: [html`Lines marked − are only in your text, + only in the version on disk.`, diffView(lineDiff(cur.text, disk.content ?? ''))],
+      // The same signs as a checkpoint's Compare: − the stored version, + the text in front of you.
+      body: [html`Lines marked − are only in the version on disk, + only in your text.`, diffView(lineDiff(disk.content ?? '', cur.text))],
       confirmLabel: 'Load the version on disk',
       cancelLabel: 'Keep mine',
       testid: 'disk-compare-dialog',

@@ -124,3 +124,17 @@ export interface CheckpointsPort {
   open(ws: WorkspaceRef, onRestored: () => unknown, comparePath?: string): Promise<void>;
   openForTree(tree: TreeState, comparePath?: string): Promise<void>;
 }
+
+/** Recently deleted projects (recentlyDeleted.ts). */
+export interface RecentlyDeletedPort {
+  open(): Promise<void>;
+  restore(name: string, checkpointId?: string): Promise<void>;
+  /** A link named a project that is not there: say so, and offer Restore when it was deleted. */
+  missingProject(name: string): Promise<void>;
+}
+
+/** A refused save's merge, and saving a deleted file again (conflict.ts). */
+export interface ConflictsPort {
+  resolve(): Promise<void>;
+  saveAsNew(): Promise<void>;
+}

@@ -3,9 +3,10 @@
 // projects. The sidebars are views/projects.ts and views/global.ts.
 import { html } from 'lit-html';
 import { asApiError, isUnauthenticated } from '../api/errors';
+import type { Api } from '../api/client';
 import type { Project } from '../api/types';
 import type { AgentsPort, CheckpointsPort, FilesPort, ProjectsPort, Shell, TreePort } from './ports';
-import { GLOBAL, project, type AgentState, type Tab } from '../state/appState';
+import { GLOBAL, project, type AgentState, type Tab, type UsageState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { projectNameProblem } from '../state/names';
 import { hasMore, loadFirst, loadMore, type Page } from '../state/paging';
@@ -62,6 +63,7 @@ export class Projects implements ProjectsPort {
         this.#c.update();
       }
     }
+    if (scope.alive && !st.projectsError) void loadUsage(this.#c.api, scope, () => this.#c.update());
   }
 
   async select(name: string): Promise<void> {
@@ -159,4 +161,33 @@ export class Projects implements ProjectsPort {
       if (!st.projects.loaded && this.#c.agents.current?.project_management_enabled) await this.load(scope);
     }
   }
+}
+
+// Usage (issue #25): the sizes of the listed projects and the projects
+// volume's size and free space, from GetUsage (the sidecar's cache, kept
+// fresh by its change feed). A failure leaves the sizes out.
+/** The usage of the projects loaded in st (at most 100 per call), then a render. */
+async function loadUsage(api: Pick<Api, 'getUsage'>, scope: AgentScope<AgentState>, update: () => void): Promise<void> {
+  const names = scope.state.projects.items.map((p) => p.name ?? '').filter((n) => n !== '');
+  const out: UsageState = { projects: new Map(), volume: null };
+  try {
+    for (let i = 0; i === 0 || i < names.length; i += 100) {
+      const r = await scope.guard(api.getUsage(scope.agentId, names.slice(i, i + 100)));
+      for (const w of r.workspaces ?? []) {
+        const name = w.workspace?.project_name ?? '';
+        if (!w.error_reason && w.bytes !== undefined && w.files !== undefined) {
+          out.projects.set(name, { bytes: Number(w.bytes), files: Number(w.files) });
+        }
+      }
+      const v = r.projects_volume;
+      if (v?.known && v.size_bytes !== undefined && v.free_bytes !== undefined) {
+        out.volume = { size: Number(v.size_bytes), free: Number(v.free_bytes) };
+      }
+    }
+  } catch {
+    // Sizes are an aid: the list stands without them.
+  }
+  if (!scope.alive) return;
+  scope.state.usage = out;
+  update();
 }

@@ -2,7 +2,7 @@
 // (reload, Back, Forward, a link) brings the page to its place: agent, tab,
 // project, and the file with the folders above it expanded.
 import type { WorkspaceRef } from '../api/types';
-import type { AgentsPort, FilesPort, ProjectsPort, RoutingPort, Shell, TreePort } from './ports';
+import type { AgentsPort, FilesPort, ProjectsPort, RecentlyDeletedPort, RoutingPort, Shell, TreePort } from './ports';
 import { GLOBAL, project, type AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { joinPath } from '../state/names';
@@ -16,6 +16,7 @@ export interface RoutingContext extends Pick<Shell, 'state' | 'update'> {
   readonly projects: Pick<ProjectsPort, 'select' | 'selectTab'>;
   readonly tree: Pick<TreePort, 'reloadDir'>;
   readonly agents: Pick<AgentsPort, 'select' | 'current'>;
+  readonly recentlyDeleted: Pick<RecentlyDeletedPort, 'missingProject'>;
 }
 
 export class Routing implements RoutingPort {
@@ -77,7 +78,17 @@ export class Routing implements RoutingPort {
       if (st.tab !== 'global') await this.#c.projects.selectTab('global');
     } else {
       if (st.tab !== 'projects') await this.#c.projects.selectTab('projects');
-      if (r.project && st.selectedProject !== r.project) await this.#c.projects.select(r.project);
+      if (r.project && st.selectedProject !== r.project) {
+        await this.#c.projects.select(r.project);
+        if (this.#missing(st, r.project)) {
+          // A link to a project that is not there (deleted?): say so, offer Restore.
+          st.selectedProject = null;
+          this.#c.files.closeFile(st);
+          this.#c.update();
+          await this.#c.recentlyDeleted.missingProject(r.project);
+          return;
+        }
+      }
       if (!r.project && st.selectedProject) {
         st.selectedProject = null;
         this.#c.files.closeFile(st);
@@ -91,6 +102,12 @@ export class Routing implements RoutingPort {
       this.#c.files.closeFile(st);
     }
     this.#c.update();
+  }
+
+  /** True when the project name is not there: its listing found no project. */
+  #missing(st: AgentState, name: string): boolean {
+    const e = st.trees.get(workspaceKey(project(name)))?.rootError;
+    return !!e && (e.reason === 'PROJECT_NOT_FOUND' || e.status === 404);
   }
 
   /** Opens a file by path: the folders above it are listed and expanded first, so the tree shows it. */

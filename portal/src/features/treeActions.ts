@@ -10,16 +10,18 @@ import type { Entry, EntryType } from '../api/types';
 import type { CheckpointsPort, FilesPort, Shell, TreeActionsPort, TreePort } from './ports';
 import { GLOBAL, type AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
+import { skillNameProblem } from '../state/skills';
 import { allowedActions, fileAfterMove, holdsOpenFile, moveCandidates, moveProblem, skillTemplate } from '../state/entryActions';
-import { entryNameProblem, joinPath, normaliseFolderPath, parentOf } from '../state/names';
+import { baseName, entryNameProblem, joinPath, normaliseFolderPath, parentOf } from '../state/names';
 import type { AgentScope } from '../state/scope';
 import { dirState, forget, isDir, listingsToReload, type TreeState } from '../state/tree';
 import { confirmDialog, promptDialog } from '../ui/dialogs';
 import { deleteWithOverride } from '../views/deleteOverride';
 import { openMenu, type MenuItem } from '../ui/menu';
+import { downloadUrl, startDownload } from '../api/download';
 
 /** What the entry actions needs of the page (a narrow part of context.ts, ports.ts). */
-export interface TreeActionsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'succeeded' | 'drafts' | 'api'> {
+export interface TreeActionsContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'succeeded' | 'drafts' | 'api' | 'ckpt'> {
   readonly tree: Pick<TreePort, 'reloadDir' | 'focusRow'>;
   readonly files: Pick<FilesPort, 'openFile' | 'closeFile'>;
   readonly checkpoints: Pick<CheckpointsPort, 'openForTree'>;
@@ -52,6 +54,11 @@ export class TreeActions implements TreeActionsPort {
       });
     } else {
       items.push({ label: 'Open', hint: 'Enter', run: () => void this.#c.files.openFile(tree.workspace, entry.path ?? '', false, entry) });
+    }
+    const agent = this.#c.state.scopes.current?.agentId;
+    if (agent) {
+      const what = isDir(entry) ? 'Download as .zip' : 'Download';
+      items.push({ label: what, run: () => startDownload(downloadUrl(agent, tree.workspace, entry.path ?? '')) });
     }
     if (!isDir(entry)) {
       items.push({ label: 'Compare with checkpoint…', run: () => void this.#c.checkpoints.openForTree(tree, entry.path ?? '') });
@@ -99,9 +106,9 @@ export class TreeActions implements TreeActionsPort {
     const name = await promptDialog({
       title: 'New skill',
       label: 'Skill name (the folder in skills/)',
-      help: 'Creates skills/<name>/SKILL.md from a short template for you to fill in.',
+      help: 'Lowercase letters, digits and single "-", at most 64 (e.g. review-prs): Codex skips other names. Creates skills/<name>/SKILL.md from a short template.',
       confirmLabel: 'Create skill',
-      validate: entryNameProblem,
+      validate: skillNameProblem,
       testid: 'new-skill-dialog',
     });
     if (name === null || !scope.alive) return;
@@ -207,7 +214,8 @@ export class TreeActions implements TreeActionsPort {
         dir
           ? html`<strong>The deletion is permanent.</strong> With automatic checkpoints on (the default), a checkpoint of the folder is
               taken first: while it is kept, Checkpoints can bring it back.`
-          : html`<strong>This cannot be undone</strong> unless a checkpoint holds the file.`,
+          : html`With automatic checkpoints on (the default), a checkpoint of the file is taken first: Undo, or Checkpoints while it is
+              kept, brings it back. Without them the delete cannot be undone.`,
         ...(losesEdits ? [html`Your unsaved changes in the open file will be lost.`] : []),
       ],
       confirmLabel: dir ? 'Delete folder permanently' : 'Delete file permanently',
@@ -216,18 +224,39 @@ export class TreeActions implements TreeActionsPort {
     });
     if (!ok || !scope.alive) return;
     try {
-      await deleteWithOverride(`the folder ${path}`, (skip) => scope.guard(this.#c.api.deleteEntry(scope.agentId, tree.workspace, entry, dir, skip)));
+      const what = dir ? `the folder ${path}` : `the file ${path}`;
+      const r = await deleteWithOverride(what, (skip) => scope.guard(this.#c.api.deleteEntry(scope.agentId, tree.workspace, entry, dir, skip)));
       if (holdsOpenFile(st.file, tree, path)) {
         this.#c.drafts.remove(scope.agentId, st.file.workspaceKey, st.file.path);
         this.#c.files.closeFile(st);
       }
       forget(tree, path);
-      this.#c.notify('info', `${entry.name} was deleted.`);
+      const auto = r.auto_checkpoint_id ?? '';
+      this.#c.notify(
+        'info',
+        `${entry.name} was deleted.`,
+        auto ? { label: 'Undo', testid: 'undo-delete', run: () => void this.#undoDelete(scope, tree, path, auto) } : undefined,
+      );
       await this.afterMutation(scope, tree, [parentOf(path)]);
       if (parentOf(path) !== '') this.#c.tree.focusRow(tree, 'e:' + parentOf(path));
     } catch (err) {
       this.#c.fail(err, `${entry.name} was not deleted.`);
       if (isConflict(err) || asApiError(err).status === 404) await this.#c.tree.reloadDir(scope, tree, parentOf(path));
+    }
+  }
+
+  /** Undo of a delete: restores path from the automatic checkpoint taken before it (compared first, as every restore). */
+  async #undoDelete(scope: AgentScope<AgentState>, tree: TreeState, path: string, id: string): Promise<void> {
+    if (!scope.alive) return;
+    const ck = this.#c.ckpt;
+    try {
+      const cmp = await scope.guard(ck.compare(scope.agentId, tree.workspace, id, { path }));
+      await scope.guard(ck.restore(scope.agentId, tree.workspace, id, path, cmp.plan_token ?? ''));
+      this.#c.succeeded();
+      this.#c.notify('info', `${baseName(path)} is back.`);
+      await this.afterMutation(scope, tree, [parentOf(path)]);
+    } catch (err) {
+      this.#c.fail(err, `${baseName(path)} was not brought back.`);
     }
   }
 }

@@ -15,12 +15,20 @@ import { workspaceKey, type TreeState } from './tree';
 
 export type Tab = 'projects' | 'global';
 
+/** What the portal shows of usage: bytes and files per project, the projects volume. */
+export interface UsageState {
+  projects: Map<string, { bytes: number; files: number }>;
+  volume: { size: number; free: number } | null;
+}
+
 /** Everything loaded for one agent selection; never shared with another. */
 export interface AgentState {
   tab: Tab;
   projects: Listing<Project>;
   projectsLoading: boolean;
   projectsError: ApiError | null;
+  /** Sizes of the listed projects and the volume (features/usage.ts); null until known. */
+  usage: UsageState | null;
   selectedProject: string | null;
   trees: Map<string, TreeState>;
   file: ed.OpenFile | null;
@@ -54,6 +62,7 @@ export function freshAgentState(): AgentState {
     projects: emptyListing(),
     projectsLoading: false,
     projectsError: null,
+    usage: null,
     selectedProject: null,
     trees: new Map(),
     file: null,

@@ -90,3 +90,18 @@ describe('conflict handling', () => {
     expect(saveFailed(loaded(), ApiError.from(409, errorInfo('CURSOR_STALE'))).conflict).toBe(false);
   });
 });
+
+describe('merge of a refused save', async () => {
+  const { mergedOnto, openFile: open, isDirty: dirty, savedAsNew } = await import('./editorState');
+  it('bases the merged text on the disk revision, dirty until saved', () => {
+    const f = { ...open('PROJECT:demo', 'a.txt', { entry: { revision: 'r1', editable: true }, content: 'one\n' }), text: 'mine\n', conflict: true };
+    const m = mergedOnto(f, { entry: { revision: 'r2', editable: true }, content: 'disk\n' }, 'merged\n');
+    expect(m).toMatchObject({ revision: 'r2', loadedText: 'disk\n', text: 'merged\n', conflict: false });
+    expect(dirty(m)).toBe(true);
+    expect(dirty(mergedOnto(f, { entry: { revision: 'r2', editable: true }, content: 'disk\n' }, 'disk\n'))).toBe(false);
+  });
+  it('a file saved again as new is clean at its new revision', () => {
+    const f = { ...open('PROJECT:demo', 'a.txt', { entry: { revision: 'r1', editable: true }, content: '' }), text: 'kept\n', conflict: true };
+    expect(savedAsNew(f, { revision: 'r9' }, 'kept\n')).toMatchObject({ revision: 'r9', loadedText: 'kept\n', conflict: false });
+  });
+});

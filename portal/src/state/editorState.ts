@@ -83,3 +83,17 @@ export function saveFailed(f: OpenFile, err: unknown): { file: OpenFile; conflic
 export function reloaded(f: OpenFile, resp: GetFileResponse): OpenFile {
   return openFile(f.workspaceKey, f.path, resp);
 }
+
+/**
+ * A merge of a refused save: the file is based on the version on disk now
+ * (its text and revision: the next save carries that revision, never a blind
+ * overwrite) and holds the merged text, to be saved.
+ */
+export function mergedOnto(f: OpenFile, disk: GetFileResponse, merged: string): OpenFile {
+  return { ...openFile(f.workspaceKey, f.path, disk), text: merged };
+}
+
+/** A file deleted on disk, saved again as a new file: clean at the new revision. */
+export function savedAsNew(f: OpenFile, entry: Entry, savedText: string): OpenFile {
+  return saveSucceeded({ ...f, conflict: false }, entry, savedText);
+}

@@ -10,16 +10,16 @@ describe('tree', () => {
     const t = newTree({ scope: 'PROJECT', project_name: 'demo' });
     dirState(t, '').listing = { items: [dir('src'), dir('docs'), file('README.md')], nextCursor: 'c', loaded: true };
     let rows = visibleRows(t);
-    expect(rows.map((r) => r.key)).toEqual(['e:src', 'e:docs', 'e:README.md', 'm:']);
+    expect(rows.map((r) => r.key)).toEqual(['e:docs', 'e:src', 'e:README.md', 'm:']); // natural order, folders first
     const src = dirState(t, 'src');
     src.expanded = true;
     src.loading = true;
     rows = visibleRows(t);
-    expect(rows.map((r) => r.key)).toEqual(['e:src', 's:src', 'e:docs', 'e:README.md', 'm:']);
+    expect(rows.map((r) => r.key)).toEqual(['e:docs', 'e:src', 's:src', 'e:README.md', 'm:']);
     src.loading = false;
     src.listing = { items: [file('src/a.ts')], nextCursor: '', loaded: true };
     rows = visibleRows(t);
-    expect(rows.slice(0, 2).map((r) => [r.key, r.level])).toEqual([
+    expect(rows.slice(1, 3).map((r) => [r.key, r.level])).toEqual([
       ['e:src', 1],
       ['e:src/a.ts', 2],
     ]);

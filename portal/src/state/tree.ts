@@ -1,6 +1,7 @@
 // The lazily expanded tree of one workspace: one listing per directory that
 // has been opened, keyed by its path; flattened into visible rows for
 // rendering and keyboard navigation.
+import { naturalCompare } from './naturalSort';
 import type { ApiError } from '../api/errors';
 import type { Entry, WorkspaceRef } from '../api/types';
 import { emptyListing, hasMore, type Listing } from './paging';
@@ -55,7 +56,7 @@ export function visibleRows(t: TreeState): Row[] {
   const walk = (dir: string, level: number) => {
     const d = t.dirs.get(dir);
     if (!d) return;
-    for (const e of d.listing.items) {
+    for (const e of sortedEntries(d.listing.items)) {
       const path = e.path ?? '';
       rows.push({ kind: 'entry', key: 'e:' + path, entry: e, level, parent: dir });
       if (isDir(e) && t.dirs.get(path)?.expanded) walk(path, level + 1);
@@ -76,7 +77,12 @@ export function knownDirectories(t: TreeState): string[] {
   for (const d of t.dirs.values()) {
     for (const e of d.listing.items) if (isDir(e)) out.add(e.path ?? '');
   }
-  return [...out].sort();
+  return [...out].sort(naturalCompare);
+}
+
+/** Entries as shown: folders first, then names in natural order (burst-2 before burst-10). */
+export function sortedEntries(items: readonly Entry[]): Entry[] {
+  return [...items].sort((a, b) => Number(isDir(b)) - Number(isDir(a)) || naturalCompare(a.name ?? '', b.name ?? ''));
 }
 
 /** Forgets path and everything below it (after a move or delete). */

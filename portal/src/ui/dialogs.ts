@@ -18,13 +18,13 @@ function freeId(): string {
   return `dlg-${n}`;
 }
 
-interface ModalContext<T> {
+export interface ModalContext<T> {
   close: (v: T) => void;
   update: () => void;
   id: string;
 }
 
-function modal<T>(
+export function modal<T>(
   build: (ctx: ModalContext<T>) => () => TemplateResult,
   opts: { cancelValue: T; role?: 'dialog' | 'alertdialog'; testid: string; focus?: string },
 ): Promise<T> {
@@ -206,40 +206,37 @@ export function promptDialog(o: PromptOptions): Promise<string | null> {
   return p;
 }
 
-export type ConflictChoice = 'reload' | 'keep';
+export interface Choice<T> {
+  value: T;
+  /** What the row shows. */
+  body: TemplateResult;
+  /** The row's button. */
+  label: string;
+  testid?: string;
+}
 
-/** The save conflict dialog: no force save; reload the server version or copy the local text. */
-export function conflictDialog(o: { path: string; copy: () => Promise<boolean> }): Promise<ConflictChoice> {
-  return modal<ConflictChoice>(
-    ({ close, update, id }) => {
-      let copied: boolean | null = null;
-      return () => html`
-        <h2 id="${id}-title">The file was changed elsewhere</h2>
-        <div id="${id}-body" class="dialog-body">
-          <p><code>${o.path}</code> was changed by someone or something else after you opened it, so your edit was <strong>not saved</strong>.</p>
-          <p>Your text is still in the editor. Copy it if you want to keep it, then reload the server version and apply your changes again.</p>
-        </div>
-        <p class="field-problem ok" role="status" aria-live="polite">
-          ${copied === true ? 'Your version is on the clipboard.' : copied === false ? 'Copying failed: select the text in the editor and copy it by hand.' : ''}
-        </p>
+/** A list to pick one row of (each row has its button); null when cancelled. */
+export function choiceDialog<T>(o: { title: string; body: (string | TemplateResult)[]; choices: Choice<T>[]; empty: string; testid: string }): Promise<T | null> {
+  return modal<T | null>(
+    ({ close, id }) =>
+      () => html`
+        <h2 id="${id}-title">${o.title}</h2>
+        <div id="${id}-body" class="dialog-body">${o.body.map((p) => html`<p>${p}</p>`)}</div>
+        ${o.choices.length === 0
+          ? html`<p class="muted" data-testid="choice-empty">${o.empty}</p>`
+          : html`<ul class="choice-list">
+              ${o.choices.map(
+                (c) => html`<li class="choice-row" data-testid=${c.testid ?? nothing}>
+                  <span class="choice-body">${c.body}</span>
+                  <button type="button" class="btn btn-small" data-action="choose" @click=${() => close(c.value)}>${c.label}</button>
+                </li>`,
+              )}
+            </ul>`}
         <div class="dialog-actions">
-          <button type="button" class="btn" data-action="keep" @click=${() => close('keep')}>Keep editing</button>
-          <button
-            type="button"
-            class="btn"
-            data-action="copy"
-            @click=${async () => {
-              copied = await o.copy();
-              update();
-            }}
-          >
-            Copy my version
-          </button>
-          <button type="button" class="btn btn-primary" data-action="reload" @click=${() => close('reload')}>Reload server version</button>
+          <button type="button" class="btn" data-action="cancel" @click=${() => close(null)}>Close</button>
         </div>
-      `;
-    },
-    { cancelValue: 'keep', role: 'alertdialog', testid: 'conflict-dialog', focus: '[data-action="copy"]' },
+      `,
+    { cancelValue: null, testid: o.testid },
   );
 }
 

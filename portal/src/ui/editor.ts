@@ -105,4 +105,13 @@ export class CodeEditor {
   focus(): void {
     this.view.focus();
   }
+
+  /** Selects line (1-based, clamped), scrolls it to the middle and focuses the editor (a search result). */
+  gotoLine(line: number): void {
+    const doc = this.view.state.doc;
+    const l = doc.line(Math.min(Math.max(1, line), doc.lines));
+    this.view.dispatch({ selection: { anchor: l.from, head: l.to }, effects: EditorView.scrollIntoView(l.from, { y: 'center' }) });
+    this.view.dom.dataset.line = String(l.number);
+    this.view.focus();
+  }
 }

@@ -65,4 +65,12 @@ export class LazyEditor {
   focus(): void {
     this.#editor?.focus();
   }
+
+  /** Goes to line of the document shown (once the editor has loaded). */
+  gotoLine(line: number): void {
+    if (this.#editor) return this.#editor.gotoLine(line);
+    void this.preload()
+      .then((e) => e.gotoLine(line))
+      .catch(() => {});
+  }
 }

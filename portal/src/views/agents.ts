@@ -17,7 +17,7 @@ export function agentsPageView(c: AppContext): TemplateResult {
   const agent = c.agents.current;
   return html`
     <header class="topbar">
-      <h1>Agents</h1>
+      <h1 data-testid="product-name">Agent Workspace Files</h1>
       <input
         type="search"
         class="agent-search"

@@ -15,9 +15,12 @@ export interface EditorHandlers {
   retryOpen: (ws: WorkspaceRef, path: string) => void;
   copyMine: () => void;
   reloadServer: () => void;
+  merge: () => void;
   reload: () => void;
   revert: () => void;
   save: () => void;
+  /** Downloads the open file as it is on disk (a binary or large file too). */
+  download: () => void;
 }
 
 export function editorView(st: AgentState, h: EditorHandlers): TemplateResult {
@@ -55,7 +58,7 @@ export function editorView(st: AgentState, h: EditorHandlers): TemplateResult {
     </div>
     ${f.conflict
       ? html`<div class="conflict-banner" role="alert" data-testid="conflict-banner">
-          <strong>The file was changed elsewhere.</strong> Your text below was not saved.
+          <strong>The file was changed elsewhere.</strong> Your text below was not saved: merge it with the version on disk.
           <span class="banner-actions">
             <button
               class="btn btn-small"
@@ -63,7 +66,8 @@ export function editorView(st: AgentState, h: EditorHandlers): TemplateResult {
             >
               Copy my version
             </button>
-            <button class="btn btn-small btn-primary" @click=${h.reloadServer}>Reload server version</button>
+            <button class="btn btn-small" @click=${h.reloadServer}>Reload server version</button>
+            <button class="btn btn-small btn-primary" data-testid="conflict-merge" @click=${h.merge}>Merge…</button>
           </span>
         </div>`
       : nothing}
@@ -86,6 +90,9 @@ export function editorView(st: AgentState, h: EditorHandlers): TemplateResult {
             <dt>Size</dt><dd>${formatSize(f.entry.size)}</dd>
             <dt>Modified</dt><dd>${formatTime(f.entry.modified_at)}</dd>
           </dl>
-          <p class="muted">Use the agent's own tools or a WebDAV client to work with it.</p>
+          <p>
+            <button class="btn btn-primary" data-testid="download-file" @click=${h.download}>Download</button>
+          </p>
+          <p class="muted">Or use the agent's own tools or a WebDAV client to work with it.</p>
         </div>`}`;
 }

@@ -34,14 +34,18 @@ export interface DiskBarHandlers {
   reload: () => void;
   keepMine: () => void;
   copy: () => void;
+  saveAsNew: () => void;
 }
 
 export function diskBarView(b: DiskBar | null, h: DiskBarHandlers): TemplateResult | typeof nothing {
   if (!b) return nothing;
   if (b.kind === 'deleted') {
     return html`<div class="conflict-banner" role="alert" data-testid="disk-deleted-bar">
-      <strong>${b.path} was deleted on disk by someone else.</strong> Your text stays here; saving it again is refused.
-      <span class="banner-actions"><button class="btn btn-small" data-testid="disk-copy" @click=${h.copy}>Copy my text</button></span>
+      <strong>${b.path} was deleted on disk by someone else.</strong> Your text stays here; you can save it again as a new file.
+      <span class="banner-actions"
+        ><button class="btn btn-small" data-testid="disk-copy" @click=${h.copy}>Copy my text</button
+        ><button class="btn btn-small btn-primary" data-testid="disk-save-new" @click=${h.saveAsNew}>Save as new file</button></span
+      >
     </div>`;
   }
   return html`<div class="conflict-banner" role="alert" data-testid="disk-changed-bar">
@@ -55,7 +59,7 @@ export function diskBarView(b: DiskBar | null, h: DiskBarHandlers): TemplateResu
 }
 
 export function diffView(lines: DiffLine[]): TemplateResult {
-  return html`<div class="live-diff" data-testid="live-diff" aria-label="Your text (−) against the version on disk (+)">
+  return html`<div class="live-diff" data-testid="live-diff" aria-label="The version on disk (−) against your text (+)">
     ${lines.map((l) => html`<div class="diff-line ${l.op === '+' ? 'add' : l.op === '-' ? 'del' : ''}"><span class="op">${l.op}</span>${l.text}</div>`)}
   </div>`;
 }

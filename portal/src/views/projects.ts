@@ -1,5 +1,6 @@
 // The Projects tab's sidebar: the project list (New project, Refresh, Load
 // more, Delete) and the selected project's file tree with its actions.
+import { naturalSorted } from '../state/naturalSort';
 import { html, nothing, type TemplateResult } from 'lit-html';
 import { repeat } from 'lit-html/directives/repeat.js';
 import { describeError, isUnavailable } from '../api/errors';
@@ -9,6 +10,7 @@ import { hasMore } from '../state/paging';
 import type { AgentScope } from '../state/scope';
 import { treeHeadButtons } from './tree';
 import { unavailableView } from './unavailable';
+import { projectSizeView, usageBarView } from './usage';
 
 export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>): TemplateResult {
   const st = scope.state;
@@ -32,6 +34,14 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
           >
             Refresh
           </button>
+          <button
+            class="btn btn-small"
+            data-testid="recently-deleted"
+            title="Deleted projects that their automatic checkpoints can bring back"
+            @click=${() => void c.recentlyDeleted.open()}
+          >
+            Recently deleted
+          </button>
         </span>
       </div>
       ${st.projectsError
@@ -39,13 +49,15 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
             ${describeError(st.projectsError)} <button class="btn btn-small" @click=${() => void projects.load(scope)}>Retry</button>
           </div>`
         : nothing}
+      ${usageBarView(st)}
       <ul class="project-list" data-testid="project-list" aria-label="Projects">
-        ${repeat(st.projects.items, (p) => p.name ?? '', (p) => {
+        ${repeat(naturalSorted(st.projects.items, (p) => p.name ?? ''), (p) => p.name ?? '', (p) => {
           const name = p.name ?? '';
           const selected = st.selectedProject === name;
           return html`<li class="project-row ${selected ? 'selected' : ''}" data-project=${name}>
             <button class="project-name" data-key="p:${name}" aria-current=${selected ? 'true' : 'false'} @click=${() => void projects.select(name)}>
               <span class="name">${name}</span>
+              ${projectSizeView(st, name)}
               <span class="badge ${p.git_initialized ? 'git' : 'nogit'}" title=${p.git_initialized ? 'Git repository' : 'Not a Git repository'}
                 >${p.git_initialized ? 'Git' : 'No Git'}</span
               >

@@ -37,6 +37,10 @@ export function workspaceView(c: AppContext, scope: AgentScope<AgentState>): Tem
           ${label}
         </button>`,
       )}
+      <span class="tabs-actions">
+        <button type="button" class="btn" data-testid="quick-open-button" title="Go to file (Ctrl+P)" @click=${() => void c.search.quickOpen()}>Go to file</button>
+        <button type="button" class="btn" data-testid="search-button" title="Search in files (Ctrl+Shift+F)" @click=${() => void c.search.contentSearch()}>Search</button>
+      </span>
     </div>
     ${c.live.statusView()}
     <main class="layout" id="panel-files" role="tabpanel" aria-labelledby="tab-${st.tab}">

@@ -53,6 +53,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -63,6 +64,7 @@ import (
 
 	"github.com/agentworkspace/files/davfs"
 	"github.com/agentworkspace/files/davfs/checkpoint"
+	"github.com/agentworkspace/files/davfs/usage"
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
@@ -94,6 +96,8 @@ type Options struct {
 	// (propfind_fast.go answers Depth 0/1 PROPFINDs of live properties on
 	// a workspace collection itself otherwise). For tests and benchmarks.
 	DisablePropfindFastPath bool
+	// Usage answers the quota properties (quota.go). Nil: left out.
+	Usage *usage.Cache
 	// Now is the clock of durations in logs and metrics. Nil: time.Now.
 	// (Locks use x/net/webdav's clock, time.Now.)
 	Now func() time.Time
@@ -119,6 +123,13 @@ type Handler struct {
 	ridPrefix string
 	ridSeq    atomic.Uint64
 	fastPath  atomic.Uint64 // PROPFINDs propfind_fast.go answered (tests look)
+
+	// requests holds the requests of reads (GET, HEAD, OPTIONS, PROPFIND)
+	// that ended (reqpool.go): a small GET then allocates neither the
+	// request nor its parts. Writes are never returned to it: an upload's
+	// goroutine may still hold the request's FileSystem when the handler
+	// returns (fs_file.go, startUpload).
+	requests sync.Pool
 }
 
 // New returns the WebDAV handler over fs and its checkpoint store ck (nil:
@@ -173,23 +184,66 @@ type request struct {
 	aborted  bool              // a streamed answer broke off: end the connection
 
 	keep   string           // the method, when the gateway says unconditionalWrites: keep
+	quota  *Quota           // a PROPFIND's quota properties (quota.go)
 	uncond *Unconditional   // what keeping did
 	autos  *AutoCheckpoints // automatic checkpoints its deletes took
 
 	dstRemoved bool     // COPY/MOVE: this request removed the destination (guardFS)
 	refused    *refusal // a FileSystem call refused the request itself
+
+	rid string // the request ID
+
+	// The request's parts, held in it (one allocation, or none from
+	// the handler's pool, instead of one each): rec, errs and fs point here.
+	recv   recorder
+	errLog ErrorLog
+	dfs    davFS
+	nml    noMultiLinks
+	lib    webdav.Handler
+	locks  requestLocks
+	wire   requestWire
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := h.opts.Now()
-	rid := r.Header.Get(davwire.RequestIDHeader)
-	if !safeID(rid) {
-		rid = h.ridPrefix + strconv.FormatUint(h.ridSeq.Add(1), 36)
+	q := h.begin(w, r)
+	q.serve()
+	q.usageChanged()
+	q.rec.filter.flush() // ends a response the library left open
+	status := cmp.Or(q.rec.status, http.StatusOK)
+	d := h.opts.Now().Sub(start)
+	h.metrics.observe(r.Method, status, q.reason, d)
+	aborted := q.aborted
+	h.logRequest(q, status, d)
+	q.done()
+	if aborted {
+		// After the log line: the client must not take what was sent
+		// for a complete answer.
+		panic(http.ErrAbortHandler)
 	}
-	w.Header().Set(davwire.RequestIDHeader, rid)
-	q := &request{h: h, rec: &recorder{w: w}}
-	q.ctx, q.errs = r.Context(), &ErrorLog{}
-	st := RequestState{Preconditions: q.precondition, Errors: q.errs}
+}
+
+// begin sets the request ID and makes the request's state and FileSystem.
+func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *request {
+	var rid string
+	if v := r.Header[requestIDKey]; len(v) > 0 {
+		rid = v[0] // Header.Get, without canonicalising the key again
+	}
+	if !safeID(rid) {
+		var b [48]byte
+		rid = string(strconv.AppendUint(append(b[:0], h.ridPrefix...), h.ridSeq.Add(1), 36))
+	}
+	// Set's key, assigned directly: canonicalising the constant on every
+	// request costs an allocation.
+	w.Header()[requestIDKey] = []string{rid}
+	q := newRequest(h, w, r)
+	q.rid = rid
+	st := RequestState{Preconditions: q.wire.precondition, Errors: q.errs, Operator: r.Header.Get(davwire.OperatorHeader)}
+	if r.Method == "PROPFIND" && h.opts.Usage != nil {
+		q.quota = &Quota{Usage: h.opts.Usage, FS: h.dfs}
+		st.Quota = q.quota
+	}
+
 	switch r.Method {
 	case "DELETE", "MOVE", "COPY":
 		// The handler's and the library's own looks at the target before
@@ -211,14 +265,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.uncond, q.autos = &Unconditional{}, &AutoCheckpoints{}
 		st.Kept, st.AutoCheckpoints = q.uncond, q.autos
 	}
-	q.fs = noMultiLinks{NewFileSystem(h.dfs, h.ck, st)}
-	q.rec.before = func() { q.keptHeaders(false) }
-	q.r = r
-	q.serve()
-	q.rec.filter.flush() // ends a response the library left open
-	status := cmp.Or(q.rec.status, http.StatusOK)
-	d := h.opts.Now().Sub(start)
-	h.metrics.observe(r.Method, status, q.reason, d)
+	if r.Method == http.MethodOptions || r.Method == http.MethodPut {
+		w.Header().Set(davwire.MaxUploadHeader, strconv.FormatInt(h.opts.MaxUploadSize, 10))
+	}
+	q.dfs.init(h.dfs, h.ck, st)
+	q.nml = noMultiLinks{&q.dfs}
+	q.fs = &q.nml
+	return q
+}
+
+// The constant values of a read's headers, shared by every response
+// (nothing appends to or edits a header's values in place; Set replaces
+// them).
+var (
+	noStore = []string{"no-store"}
+	noSniff = []string{"nosniff"}
+)
+
+// requestIDKey is davwire.RequestIDHeader's canonical form.
+var requestIDKey = http.CanonicalHeaderKey(davwire.RequestIDHeader)
+
+// logRequest writes the request's log line, at debug for a successful
+// read, at error for a 5xx or an aborted answer.
+func (h *Handler) logRequest(q *request, status int, d time.Duration) {
+	r := q.r
 	level := hclog.Debug
 	switch {
 	case status >= 500 || q.aborted:
@@ -226,18 +296,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != "PROPFIND" && r.Method != http.MethodOptions:
 		level = hclog.Info
 	}
-	if q.aborted {
-		// After the log line: the client must not take what was sent
-		// for a complete answer.
-		defer panic(http.ErrAbortHandler)
-	}
 	if level < h.opts.Logger.GetLevel() {
 		return
 	}
 	args := []any{
 		"method", r.Method, "path", r.URL.Path, "status", status,
 		"duration_ms", strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64),
-		"request_id", rid, "operator", r.Header.Get(davwire.OperatorHeader),
+		"request_id", q.rid, "operator", r.Header.Get(davwire.OperatorHeader),
 	}
 	if q.reason != "" {
 		args = append(args, "reason", q.reason)
@@ -248,15 +313,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.opts.Logger.Log(level, "webdav request", args...)
 }
 
+// tooLarge is the message of a refused upload, with the limit.
+func (h *Handler) tooLarge() string {
+	return "the upload is larger than the upload limit (services.project.maxUploadSize: " +
+		strconv.FormatInt(h.opts.MaxUploadSize, 10) + " bytes)"
+}
+
 // safeID accepts a client's request ID of up to 128 printable ASCII bytes.
 func safeID(s string) bool {
 	return s != "" && len(s) <= 128 && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' })
 }
-
-// allowAll answers a method the sidecar does not serve: the methods of
-// davwire.AllowWrite in the order this answer has always had (the gateway
-// refuses such a method itself, with davwire's header).
-const allowAll = "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
 
 // workspaceOf is the workspace part of a name: "/projects/{p}", "/global",
 // or the name itself for the levels above.
@@ -273,6 +339,9 @@ func (q *request) serve() {
 	}
 	readOnly, ok := q.readOnlyView()
 	if !ok || !q.prepareMethod() || !q.readXMLBody(readOnly) {
+		return
+	}
+	if q.r.Method == http.MethodGet && q.r.URL.Query().Has(DownloadQuery) && q.download() {
 		return
 	}
 	if davwire.Methods[q.r.Method] { // a write
@@ -300,13 +369,25 @@ func (q *request) checkHeaders() bool {
 		}
 		q.prefix = vals[0]
 	}
-	for _, k := range []string{"Destination", "If", "Lock-Token", "If-Match", "If-None-Match", "Timeout", "Overwrite", "Depth"} {
-		if !utf8.ValidString(strings.Join(r.Header.Values(k), "")) {
+	for _, k := range utf8Headers {
+		if vals := r.Header[k]; len(vals) > 0 && !utf8.ValidString(joined(vals)) {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", "the "+k+" header must be valid UTF-8")
 			return false
 		}
 	}
 	return true
+}
+
+// utf8Headers are the request headers that must be valid UTF-8, in
+// canonical form (looked up without canonicalising them again).
+var utf8Headers = [...]string{"Destination", "If", "Lock-Token", "If-Match", "If-None-Match", "Timeout", "Overwrite", "Depth"}
+
+// joined is a header's values as one string (the one value itself).
+func joined(vals []string) string {
+	if len(vals) == 1 {
+		return vals[0]
+	}
+	return strings.Join(vals, "")
 }
 
 // parseNames takes the request's WebDAV names (the path and, for COPY and
@@ -363,7 +444,7 @@ func (q *request) parseNames() bool {
 func (q *request) checkMethod() bool {
 	r, hdr := q.r, q.rec.Header()
 	if _, ok := davwire.Methods[r.Method]; !ok { // not served
-		hdr.Set("Allow", allowAll)
+		hdr.Set("Allow", davwire.Allow(true)) // the gateway's header for the same refusal
 		q.fail(http.StatusMethodNotAllowed, "NOT_SUPPORTED", "method not supported")
 		return false
 	}
@@ -417,9 +498,9 @@ func (q *request) prepareMethod() bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodPost:
 		// Canonical keys, assigned directly: the hot path of small GETs.
-		hdr["Cache-Control"] = []string{"no-store"}
+		hdr["Cache-Control"] = noStore
 		hdr["Content-Type"] = []string{ContentType(path.Base(q.src))}
-		hdr["X-Content-Type-Options"] = []string{"nosniff"}
+		hdr["X-Content-Type-Options"] = noSniff
 	case "PROPFIND":
 		hdr.Set("Cache-Control", "no-store")
 		switch r.Header.Get("Depth") {
@@ -448,7 +529,7 @@ func (q *request) prepareMethod() bool {
 			return false
 		}
 		if r.ContentLength > q.h.opts.MaxUploadSize {
-			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit")
+			q.fail(http.StatusRequestEntityTooLarge, "TOO_LARGE", q.h.tooLarge())
 			return false
 		}
 		// A body without Content-Length is cut off while it streams; the
@@ -478,7 +559,9 @@ func (q *request) readXMLBody(readOnly bool) bool {
 			q.fail(http.StatusBadRequest, "INVALID_ARGUMENT", malformed)
 			return false
 		}
-		if r.Method == "PROPFIND" && !q.h.opts.DisablePropfindFastPath && q.propfindFast(body, readOnly) {
+		if r.Method == "PROPFIND" && q.quota != nil && askedFor(body) {
+			q.quota.asked.Store(true) // never on the fast path: not a live property there
+		} else if r.Method == "PROPFIND" && !q.h.opts.DisablePropfindFastPath && q.propfindFast(body, readOnly) {
 			return false
 		}
 	}
@@ -493,13 +576,9 @@ func (q *request) runLibrary() {
 	if q.dst != "" {
 		fsys = guardFS{FileSystem: fsys, q: q}
 	}
-	lib := &webdav.Handler{
-		Prefix:     q.prefix,
-		FileSystem: fsys,
-		LockSystem: &requestLocks{p: q.h.locks, q: q},
-		Logger:     func(_ *http.Request, err error) { q.libErr = err },
-	}
-	lib.ServeHTTP(q.rec, r)
+	q.locks = requestLocks{p: q.h.locks, q: q}
+	q.lib = webdav.Handler{Prefix: q.prefix, FileSystem: fsys, LockSystem: &q.locks, Logger: q.wire.libLog}
+	q.lib.ServeHTTP(q.rec, r)
 	if q.rec.status >= 400 { // held back
 		q.fail(q.refine(q.rec.status, q.libErr))
 		return

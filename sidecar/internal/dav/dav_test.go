@@ -1,19 +1,18 @@
 package dav
 
 import (
-	"slices"
-	"strings"
+	"net/http"
 	"testing"
 
 	"github.com/agentworkspace/files/internal/davwire"
 )
 
-// allowAll keeps its own order but lists exactly davwire.AllowWrite.
-func TestAllowAllIsAllowWrite(t *testing.T) {
-	got, want := strings.Split(allowAll, ", "), strings.Split(davwire.AllowWrite, ", ")
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("allowAll %q lists other methods than davwire.AllowWrite %q", allowAll, davwire.AllowWrite)
+// A method the sidecar does not serve gets 405 with davwire's Allow header
+// of a writable view (the one header the gateway answers with too).
+func TestUnservedMethodAllowsDavwireWrite(t *testing.T) {
+	e := newEnv(t, nil)
+	resp, _ := e.want("TRACE", "/projects/demo/", nil, "", http.StatusMethodNotAllowed)
+	if got := resp.Header.Get("Allow"); got != davwire.Allow(true) {
+		t.Errorf("Allow = %q; want %q", got, davwire.Allow(true))
 	}
 }

@@ -65,14 +65,21 @@ func NewFileSystem(f *davfs.FS, ck *checkpoint.Store, st RequestState) webdav.Fi
 }
 
 func newFS(f *davfs.FS, ck *checkpoint.Store, st RequestState) *davFS {
-	d := &davFS{fs: f, ck: orDisabled(f, ck), st: st}
+	d := &davFS{}
+	d.init(f, ck, st)
+	return d
+}
+
+// init makes d the FileSystem of f and the request state st (the handler's
+// requests hold theirs in place).
+func (d *davFS) init(f *davfs.FS, ck *checkpoint.Store, st RequestState) {
+	*d = davFS{fs: f, ck: orDisabled(f, ck), st: st}
 	if st.ListingReuse {
 		d.listing = &listing{m: map[string]davfs.Entry{}}
 	}
 	if st.ForMutation {
 		d.use = []davfs.Use{davfs.ForMutation}
 	}
-	return d
 }
 
 // orDisabled is ck, or, when nil, a store that has checkpoints off
@@ -117,6 +124,15 @@ type RequestState struct {
 	// its looks at directories are not a client's read of their
 	// revisions (davfs.ForMutation).
 	ForMutation bool
+
+	// Operator is who asked (the gateway's X-Operator, believed because
+	// of its client certificate): the versions kept and the automatic
+	// checkpoints the request takes record it. "": nobody named.
+	Operator string
+
+	// Quota answers the RFC 4331 quota properties of a PROPFIND that
+	// asks for them (quota.go). Nil: never answered.
+	Quota *Quota
 
 	// Kept records what keeping did; AutoCheckpoints the automatic
 	// checkpoints the request's deletes took; Errors every error the
@@ -233,7 +249,8 @@ func parse(name string) (target, *davfs.Error) {
 		t.level = levelRoot
 		return t, nil
 	}
-	segs := strings.Split(clean[1:], "/")
+	var buf [32]string // on the stack: Locate keeps none of them
+	segs := appendSegments(buf[:0], clean[1:])
 	for _, s := range segs {
 		if s == "." || s == ".." {
 			return t, newErr(davfs.CodeInvalidArgument, davfs.ReasonInvalidPath, "path must not contain . or .. segments")
@@ -259,6 +276,19 @@ func parse(name string) (target, *davfs.Error) {
 		t.level = levelNone
 	}
 	return t, nil
+}
+
+// appendSegments appends the "/"-separated segments of p to segs
+// (strings.Split without its allocation when segs has room).
+func appendSegments(segs []string, p string) []string {
+	for {
+		s, rest, more := strings.Cut(p, "/")
+		segs = append(segs, s)
+		if !more {
+			return segs
+		}
+		p = rest
+	}
 }
 
 // parse is the package parse of a FileSystem call: its refusal is the
@@ -338,7 +368,7 @@ func (d *davFS) RemoveAll(ctx context.Context, name string) error {
 	// a file with more than one hard link: the core's delete checks that on
 	// an fd under the mutation lock.
 	pre := d.pre(t.name)
-	opts := checkpoint.DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true, Replace: pre.Replacing}}
+	opts := checkpoint.DeleteOptions{Delete: davfs.DeleteOptions{Recursive: true, Replace: pre.Replacing}, Operator: d.st.Operator}
 	if pre.Required && pre.Keep != "" && pre.IfMatch == "" {
 		opts.Delete.ChangedAfter = start // expectedRevision kept a version (keepBefore)
 	}
@@ -585,7 +615,9 @@ func (d *davFS) openRead(ctx context.Context, op string, t target) (webdav.File,
 		// file, a missing name) takes the lazy path below, which answers
 		// it as it always did.
 		if r, e, err := d.fs.OpenReader(ctx, t.ws, t.path); err == nil {
-			return &readFile{ctx: ctx, d: d, t: t, info: entryInfo(t.base(), e), f: r}, nil
+			rf := &readFile{ctx: ctx, d: d, t: t, f: r, infoVal: davInfo{name: t.base(), e: e}}
+			rf.info = &rf.infoVal // one allocation for the file and its FileInfo
+			return rf, nil
 		}
 	}
 	fi, err := d.stat(ctx, op, t) // the virtual levels are directories
@@ -641,7 +673,7 @@ func (d *davFS) openWrite(ctx context.Context, op string, t target, flag int) (w
 			// The upload commits only over the revision kept (If-Match).
 			// The version is held until the upload has finished
 			// (startUpload releases it).
-			id, release, err := d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep, "")
+			id, release, err := d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, pre.Keep, d.st.Operator)
 			if err != nil {
 				return nil, d.wrapErr(op, t.name, err)
 			}

@@ -150,10 +150,11 @@ func (f *dirFile) load() ([]os.FileInfo, error) {
 // than serve bytes under a stale ETag. The Reader gives Seek, ReadAt and
 // constant memory for any size.
 type readFile struct {
-	ctx  context.Context
-	d    *davFS
-	t    target
-	info *davInfo
+	ctx     context.Context
+	d       *davFS
+	t       target
+	info    *davInfo
+	infoVal davInfo // what info points to when the file was opened at once
 
 	mu     sync.Mutex
 	f      davfs.Reader
@@ -462,7 +463,12 @@ func patchDead(patches []webdav.Proppatch, virtual bool) ([]webdav.Propstat, err
 	return out, nil
 }
 
-func (f *dirFile) DeadProps() (map[xml.Name]webdav.Property, error) { return nil, nil }
+// DeadProps carries, for a PROPFIND that names them, the quota
+// properties (quota.go): x/net/webdav asks a file's DeadProps before its
+// live properties.
+func (f *dirFile) DeadProps() (map[xml.Name]webdav.Property, error) {
+	return f.d.st.Quota.props(f.ctx, f.t), nil
+}
 
 func (f *dirFile) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
 	return patchDead(p, f.t.level != levelWorkspace || f.t.isWorkspaceRoot())

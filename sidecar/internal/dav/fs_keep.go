@@ -116,7 +116,7 @@ func (d *davFS) keepBefore(ctx context.Context, op string, t target, e davfs.Ent
 	id := ""
 	release = noRelease
 	if op == "removeall" {
-		if id, release, err = d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, d.pre(t.name).Keep, ""); err != nil {
+		if id, release, err = d.ck.KeepVersion(ctx, t.ws, t.path, e.Revision, d.pre(t.name).Keep, d.st.Operator); err != nil {
 			return "", noRelease, d.wrapErr(op, t.name, err)
 		}
 		if id == "" && e.Type == davfs.TypeDirectory {

@@ -17,7 +17,7 @@ import (
 // x/net, in process (profile with -cpuprofile; docs/BENCHMARKS.md).
 func BenchmarkGet1KiB(b *testing.B) {
 	e := newGetBenchEnv(b)
-	benchGet(b, New(e.fs, e.ck, Options{Logger: hclog.NewNullLogger()}), "/projects/demo/f.txt")
+	benchGet(b, New(e.fs, e.ck, Options{Logger: benchLogger()}), "/projects/demo/f.txt")
 }
 
 // BenchmarkGet1KiBXNet is the same GET from plain x/net/webdav over

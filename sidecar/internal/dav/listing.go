@@ -2,6 +2,7 @@ package dav
 
 import (
 	"context"
+	"encoding/xml"
 	"os"
 	"slices"
 
@@ -37,6 +38,22 @@ func (f filteredDir) Readdir(count int) ([]os.FileInfo, error) {
 		e, ok := fi.Sys().(davfs.Entry)
 		return ok && hiddenFromListing(e)
 	}), err
+}
+
+// DeadProps and Patch are the wrapped directory's (the quota properties,
+// quota.go): the wrapper must not hide them from x/net/webdav.
+func (f filteredDir) DeadProps() (map[xml.Name]webdav.Property, error) {
+	if d, ok := f.File.(webdav.DeadPropsHolder); ok {
+		return d.DeadProps()
+	}
+	return nil, nil
+}
+
+func (f filteredDir) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
+	if d, ok := f.File.(webdav.DeadPropsHolder); ok {
+		return d.Patch(p)
+	}
+	return patchDead(p, true)
 }
 
 // hiddenFromListing reports whether a directory listing leaves e out: the

@@ -2,6 +2,7 @@ package dav
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,28 @@ type metrics struct {
 	preconditions *prometheus.CounterVec   // 412 and 428 by method
 	rejections    *prometheus.CounterVec   // path refusals by reason
 	sizeRejects   *prometheus.CounterVec   // 413 and Content-Range refusals by kind
+
+	durations map[string]prometheus.Observer // duration's series by method (davwire's and "OTHER")
+	counters  sync.Map                       // requestKey → prometheus.Counter: the series of requests, looked up once
+}
+
+// requestKey names one series of requests: a label set, method and status.
+type requestKey struct {
+	method string
+	status int
+}
+
+// counter is requests' series for method and status (a request formats
+// no status and hashes no labels once its series was seen). Bounded: the
+// methods are davwire's and "OTHER", the statuses net/http's.
+func (m *metrics) counter(method string, status int) prometheus.Counter {
+	k := requestKey{method, status}
+	if c, ok := m.counters.Load(k); ok {
+		return c.(prometheus.Counter)
+	}
+	c := m.requests.WithLabelValues(method, strconv.Itoa(status))
+	m.counters.Store(k, c)
+	return c
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -51,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.rejections, _ = davwire.Register(reg, m.rejections)
 		m.sizeRejects, _ = davwire.Register(reg, m.sizeRejects)
 	}
+	m.durations = map[string]prometheus.Observer{"OTHER": m.duration.WithLabelValues("OTHER")}
+	for method := range davwire.Methods {
+		m.durations[method] = m.duration.WithLabelValues(method)
+	}
 	return m
 }
 
@@ -58,8 +85,10 @@ func (m *metrics) observe(method string, status int, reason string, d time.Durat
 	if _, ok := davwire.Methods[method]; !ok {
 		method = "OTHER"
 	}
-	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(method).Observe(d.Seconds())
+	m.counter(method, status).Inc()
+	if o, ok := m.durations[method]; ok {
+		o.Observe(d.Seconds())
+	}
 	switch {
 	case status == 412 || status == 428:
 		m.preconditions.WithLabelValues(method).Inc()

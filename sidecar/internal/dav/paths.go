@@ -21,7 +21,7 @@ func checkPath(escaped string) string {
 	if escaped == "" || escaped[0] != '/' {
 		return "the path must start with /"
 	}
-	_, f := davwire.Split(escaped, pathFaults)
+	f := davwire.Check(escaped, pathFaults)
 	switch {
 	case f == 0:
 		return ""

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/net/webdav"
 
@@ -167,7 +168,7 @@ type fastRenderer struct {
 
 // response appends one DAV:response. href and ctype (a file's content
 // type) are already escaped for XML.
-func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e *davfs.Entry, ctype string) []byte {
+func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e *davfs.Entry, ctype string, mt *modTimes) []byte {
 	b = append(b, "<D:response><D:href>"...)
 	b = append(b, href...)
 	b = append(b, "</D:href><D:propstat><D:prop>"...)
@@ -184,7 +185,7 @@ func (fr *fastRenderer) response(b []byte, href []byte, name string, dir bool, e
 			missing = true
 			continue
 		}
-		b = fr.value(b, p, name, dir, e, ctype)
+		b = fr.value(b, p, name, dir, e, ctype, mt)
 	}
 	b = append(b, "</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"...)
 	if missing {
@@ -213,7 +214,7 @@ func applies(p liveProp, dir bool) bool {
 }
 
 // value appends one property that applies, as x/net formats it.
-func (fr *fastRenderer) value(b []byte, p liveProp, name string, dir bool, e *davfs.Entry, ctype string) []byte {
+func (fr *fastRenderer) value(b []byte, p liveProp, name string, dir bool, e *davfs.Entry, ctype string, mt *modTimes) []byte {
 	switch p {
 	case propResourceType:
 		if dir {
@@ -230,7 +231,7 @@ func (fr *fastRenderer) value(b []byte, p liveProp, name string, dir bool, e *da
 		return append(b, "</D:getcontentlength>"...)
 	case propLastModified:
 		b = append(b, "<D:getlastmodified>"...)
-		b = e.ModTime.UTC().AppendFormat(b, http.TimeFormat)
+		b = mt.append(b, e.ModTime)
 		return append(b, "</D:getlastmodified>"...)
 	case propContentType:
 		b = append(b, "<D:getcontenttype>"...)
@@ -248,6 +249,27 @@ func (fr *fastRenderer) value(b []byte, p liveProp, name string, dir bool, e *da
 		return append(b, supportedLock[0]...)
 	}
 	return b
+}
+
+// modTimes formats getlastmodified values as x/net does (http.TimeFormat,
+// UTC, whole seconds), once per run of entries modified in the same second
+// (files written together). One per chunk: chunks render on several
+// goroutines. A nil *modTimes formats every value.
+type modTimes struct {
+	set bool
+	sec int64
+	f   []byte // sec formatted
+}
+
+func (m *modTimes) append(b []byte, t time.Time) []byte {
+	if m == nil {
+		return t.UTC().AppendFormat(b, http.TimeFormat)
+	}
+	if s := t.Unix(); !m.set || s != m.sec {
+		m.set, m.sec = true, s
+		m.f = t.UTC().AppendFormat(m.f[:0], http.TimeFormat)
+	}
+	return append(b, m.f...)
 }
 
 // appendXMLText appends s escaped as xml.EscapeText escapes it (x/net's
@@ -287,6 +309,7 @@ func (fr *fastRenderer) members(base string, es []davfs.Entry) *[]byte {
 	b := (*bp)[:0]
 	href := make([]byte, 0, 256)
 	var lastExt, lastType string
+	var mt modTimes
 	for i := range es {
 		e := &es[i]
 		if hiddenFromListing(*e) {
@@ -305,7 +328,7 @@ func (fr *fastRenderer) members(base string, es []davfs.Entry) *[]byte {
 		if dir {
 			href = append(href, '/')
 		}
-		b = fr.response(b, href, e.Name, dir, e, ctype)
+		b = fr.response(b, href, e.Name, dir, e, ctype, &mt)
 	}
 	*bp = b
 	return bp
@@ -345,7 +368,7 @@ func (q *request) propfindFast(body []byte, readOnly bool) bool {
 		q.rec.WriteHeader(webdav.StatusMulti)
 		bw = bufio.NewWriterSize(q.rec, 64<<10)
 		_, _ = bw.WriteString(`<?xml version="1.0" encoding="UTF-8"?><D:multistatus xmlns:D="DAV:">`)
-		_, _ = bw.Write(fr.response(make([]byte, 0, 512), selfHref, fi.Name(), true, &self, ""))
+		_, _ = bw.Write(fr.response(make([]byte, 0, 512), selfHref, fi.Name(), true, &self, "", nil))
 	}
 	if depth == "1" {
 		err = davfs.ReadDirChunks(q.ctx, q.h.dfs, ws, rel, func(es []davfs.Entry) *[]byte {

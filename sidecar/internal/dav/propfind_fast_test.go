@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -321,6 +322,23 @@ func TestPropfindFastOnlyDepth01(t *testing.T) {
 		q := &request{h: h, r: r, rec: &recorder{w: w, before: func() {}}, ctx: r.Context(), src: "/projects/demo"}
 		if q.propfindFast(body, false) || w.Body.Len() != 0 || h.fastPath.Load() != 0 {
 			t.Errorf("Depth %q: the fast path answered %d %q", depth, w.Code, w.Body)
+		}
+	}
+}
+
+// modTimes reuses a formatted getlastmodified only within one second: each
+// value is what formatting it alone gives (x/net's http.TimeFormat, UTC).
+func TestModTimesFormatsEachValue(t *testing.T) {
+	base := time.Date(2026, 12, 3, 8, 0, 0, 0, time.FixedZone("X", 3600))
+	times := []time.Time{base, base.Add(400 * time.Millisecond), base.Add(time.Second), base.Add(time.Second),
+		base.Add(-time.Second), base.Add(-1500 * time.Millisecond), time.Unix(-1, 500), time.Unix(0, 0), base.AddDate(9000, 0, 0)}
+	var mt modTimes
+	for _, tm := range times {
+		if got, want := string(mt.append([]byte("x"), tm)), "x"+tm.UTC().Format(http.TimeFormat); got != want {
+			t.Errorf("%v: %q; want %q", tm, got, want)
+		}
+		if got, want := string((*modTimes)(nil).append(nil, tm)), tm.UTC().Format(http.TimeFormat); got != want {
+			t.Errorf("nil, %v: %q; want %q", tm, got, want)
 		}
 	}
 }

@@ -146,7 +146,7 @@ func (q *request) refine(status int, err error) (int, string, string) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, "TOO_LARGE", "the upload is larger than the upload limit"
+		return http.StatusRequestEntityTooLarge, "TOO_LARGE", q.h.tooLarge()
 	case errors.Is(err, errTooManyLocks):
 		return http.StatusInsufficientStorage, "LOCK_LIMIT", "too many locks are held on this agent; unlock some first or wait for them to expire"
 	case errors.Is(err, errOperatorLocks):
@@ -179,6 +179,7 @@ var libraryReasons = map[int]string{
 func (q *request) fail(status int, reason, msg string) {
 	h := q.rec.w.Header()
 	h.Del("Content-Encoding")
+	h.Del("Content-Disposition")
 	h.Del("Last-Modified")
 	h.Set("X-Content-Type-Options", "nosniff")
 	body := msg + "\n"

@@ -21,6 +21,8 @@ type CheckpointFS interface {
 	CompareCheckpoint(ctx context.Context, ws davfs.Workspace, id, against, path string, withDiffs bool) (checkpoint.Comparison, error)
 	RestoreCheckpoint(ctx context.Context, ws davfs.Workspace, id, path string, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error)
 	DeleteCheckpoint(ctx context.Context, ws davfs.Workspace, id string) error
+	ListDeletedProjects(ctx context.Context) ([]checkpoint.DeletedProject, error)
+	RestoreDeletedProject(ctx context.Context, name, id, as, operator string) (checkpoint.RestoreResult, error)
 }
 
 var _ CheckpointFS = (*checkpoint.Store)(nil)
@@ -93,9 +95,14 @@ func (s *CheckpointService) RestoreCheckpoint(ctx context.Context, req *workspac
 		return nil, invalid(davfs.ReasonInvalidArgument, "plan_token is required: compare the checkpoint with the current state at this path first and pass its plan_token")
 	}
 	r, err := s.fs.RestoreCheckpoint(ctx, ws, req.GetCheckpointId(), req.GetPath(), checkpoint.RestoreOptions{PlanToken: req.GetPlanToken(), Operator: operatorOf(ctx)})
+	return restored(ctx, r, err)
+}
+
+// restored is the response of a restore, or its error: one that failed
+// after taking its undo checkpoint (kept) names it in the trailer, as a
+// failed delete does, so that the gateway audits it.
+func restored(ctx context.Context, r checkpoint.RestoreResult, err error) (*workspacev1.RestoreCheckpointResponse, error) {
 	if err != nil {
-		// A restore that failed after taking its undo checkpoint (kept)
-		// names it, as a failed delete does, so that the gateway audits it.
 		if r.AutoCheckpoint != "" {
 			_ = grpc.SetTrailer(ctx, metadata.Pairs(rpcmeta.AutoCheckpoint, r.AutoCheckpoint))
 		}

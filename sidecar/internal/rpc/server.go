@@ -44,8 +44,12 @@ var _ Deleter = (*checkpoint.Store)(nil)
 // interceptor from Interceptor turns them into statuses.
 type Service struct {
 	workspacev1.UnimplementedWorkspaceServiceServer
-	fs  FS
-	del Deleter
+	fs    FS
+	del   Deleter
+	usage Usage // GetUsage (usage.go); nil: not served
+	// search is the volume Search walks (WithSearch); nil: Unimplemented.
+	search      *davfs.FS
+	searchSlots chan struct{} // one per running search (MaxSearches)
 }
 
 // NewService returns the service over fs, deleting through del.
@@ -143,7 +147,8 @@ func (s *Service) DeleteEntry(ctx context.Context, req *workspacev1.DeleteEntryR
 		return nil, err
 	}
 	auto, err := s.del.DeleteEntry(ctx, ws, req.GetPath(), req.GetExpectedRevision(), checkpoint.DeleteOptions{
-		Delete: davfs.DeleteOptions{Recursive: req.GetRecursive()}, SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx)})
+		Delete: davfs.DeleteOptions{Recursive: req.GetRecursive()}, SkipCheckpoint: req.GetSkipCheckpoint(), Operator: operatorOf(ctx),
+		Files: true}) // REST and gRPC: a file delete is undoable too (WebDAV leaves it off)
 	if err != nil {
 		return nil, failedDelete(ctx, auto, err)
 	}

@@ -1403,6 +1403,353 @@ func (x *DeleteAgentCheckpointRequest) GetWorkspace() *WorkspaceRef {
 	return nil
 }
 
+// A project that was deleted while automatic checkpoints were on and that
+// no project of its name has replaced: its newest automatic checkpoint
+// (CHECKPOINT_REASON_BEFORE_PROJECT_DELETE) brings it back.
+type DeletedProject struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProjectName string                 `protobuf:"bytes,1,opt,name=project_name,json=projectName,proto3" json:"project_name,omitempty"`
+	DeletedAt   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deleted_at,json=deletedAt,proto3" json:"deleted_at,omitempty"`
+	// Who deleted it (the checkpoint's operator); empty when not recorded.
+	DeletedBy string `protobuf:"bytes,3,opt,name=deleted_by,json=deletedBy,proto3" json:"deleted_by,omitempty"`
+	// Bytes of the files the checkpoint holds.
+	Size      int64 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	FileCount int32 `protobuf:"varint,5,opt,name=file_count,json=fileCount,proto3" json:"file_count,omitempty"`
+	// The checkpoint RestoreDeletedProject restores by default.
+	CheckpointId  string `protobuf:"bytes,6,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletedProject) Reset() {
+	*x = DeletedProject{}
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletedProject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletedProject) ProtoMessage() {}
+
+func (x *DeletedProject) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletedProject.ProtoReflect.Descriptor instead.
+func (*DeletedProject) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_checkpoints_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DeletedProject) GetProjectName() string {
+	if x != nil {
+		return x.ProjectName
+	}
+	return ""
+}
+
+func (x *DeletedProject) GetDeletedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeletedAt
+	}
+	return nil
+}
+
+func (x *DeletedProject) GetDeletedBy() string {
+	if x != nil {
+		return x.DeletedBy
+	}
+	return ""
+}
+
+func (x *DeletedProject) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *DeletedProject) GetFileCount() int32 {
+	if x != nil {
+		return x.FileCount
+	}
+	return 0
+}
+
+func (x *DeletedProject) GetCheckpointId() string {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return ""
+}
+
+type ListDeletedProjectsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeletedProjectsRequest) Reset() {
+	*x = ListDeletedProjectsRequest{}
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeletedProjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeletedProjectsRequest) ProtoMessage() {}
+
+func (x *ListDeletedProjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeletedProjectsRequest.ProtoReflect.Descriptor instead.
+func (*ListDeletedProjectsRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_checkpoints_proto_rawDescGZIP(), []int{17}
+}
+
+type ListDeletedProjectsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest deletion first.
+	Projects      []*DeletedProject `protobuf:"bytes,1,rep,name=projects,proto3" json:"projects,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeletedProjectsResponse) Reset() {
+	*x = ListDeletedProjectsResponse{}
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeletedProjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeletedProjectsResponse) ProtoMessage() {}
+
+func (x *ListDeletedProjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeletedProjectsResponse.ProtoReflect.Descriptor instead.
+func (*ListDeletedProjectsResponse) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_checkpoints_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListDeletedProjectsResponse) GetProjects() []*DeletedProject {
+	if x != nil {
+		return x.Projects
+	}
+	return nil
+}
+
+type RestoreDeletedProjectRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The deleted project's name.
+	ProjectName string `protobuf:"bytes,1,opt,name=project_name,json=projectName,proto3" json:"project_name,omitempty"`
+	// Optional: one of its before-project-delete checkpoints; empty: the newest.
+	CheckpointId string `protobuf:"bytes,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	// Optional: restore under this new name instead. Either way the target
+	// must not exist (ALREADY_EXISTS, 409): nothing is overwritten.
+	RestoreAs     string `protobuf:"bytes,3,opt,name=restore_as,json=restoreAs,proto3" json:"restore_as,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreDeletedProjectRequest) Reset() {
+	*x = RestoreDeletedProjectRequest{}
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreDeletedProjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreDeletedProjectRequest) ProtoMessage() {}
+
+func (x *RestoreDeletedProjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreDeletedProjectRequest.ProtoReflect.Descriptor instead.
+func (*RestoreDeletedProjectRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_checkpoints_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RestoreDeletedProjectRequest) GetProjectName() string {
+	if x != nil {
+		return x.ProjectName
+	}
+	return ""
+}
+
+func (x *RestoreDeletedProjectRequest) GetCheckpointId() string {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return ""
+}
+
+func (x *RestoreDeletedProjectRequest) GetRestoreAs() string {
+	if x != nil {
+		return x.RestoreAs
+	}
+	return ""
+}
+
+type ListAgentDeletedProjectsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentDeletedProjectsRequest) Reset() {
+	*x = ListAgentDeletedProjectsRequest{}
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentDeletedProjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentDeletedProjectsRequest) ProtoMessage() {}
+
+func (x *ListAgentDeletedProjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentDeletedProjectsRequest.ProtoReflect.Descriptor instead.
+func (*ListAgentDeletedProjectsRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_checkpoints_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListAgentDeletedProjectsRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+type RestoreAgentDeletedProjectRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	ProjectName   string                 `protobuf:"bytes,2,opt,name=project_name,json=projectName,proto3" json:"project_name,omitempty"`
+	CheckpointId  string                 `protobuf:"bytes,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	RestoreAs     string                 `protobuf:"bytes,4,opt,name=restore_as,json=restoreAs,proto3" json:"restore_as,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreAgentDeletedProjectRequest) Reset() {
+	*x = RestoreAgentDeletedProjectRequest{}
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreAgentDeletedProjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreAgentDeletedProjectRequest) ProtoMessage() {}
+
+func (x *RestoreAgentDeletedProjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_checkpoints_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreAgentDeletedProjectRequest.ProtoReflect.Descriptor instead.
+func (*RestoreAgentDeletedProjectRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_checkpoints_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RestoreAgentDeletedProjectRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *RestoreAgentDeletedProjectRequest) GetProjectName() string {
+	if x != nil {
+		return x.ProjectName
+	}
+	return ""
+}
+
+func (x *RestoreAgentDeletedProjectRequest) GetCheckpointId() string {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return ""
+}
+
+func (x *RestoreAgentDeletedProjectRequest) GetRestoreAs() string {
+	if x != nil {
+		return x.RestoreAs
+	}
+	return ""
+}
+
 var File_workspace_v1_checkpoints_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_checkpoints_proto_rawDesc = "" +
@@ -1505,7 +1852,33 @@ const file_workspace_v1_checkpoints_proto_rawDesc = "" +
 	"\x1cDeleteAgentCheckpointRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\tR\fcheckpointId\x128\n" +
-	"\tworkspace\x18\x03 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace*\xf6\x01\n" +
+	"\tworkspace\x18\x03 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\"\xe5\x01\n" +
+	"\x0eDeletedProject\x12!\n" +
+	"\fproject_name\x18\x01 \x01(\tR\vprojectName\x129\n" +
+	"\n" +
+	"deleted_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tdeletedAt\x12\x1d\n" +
+	"\n" +
+	"deleted_by\x18\x03 \x01(\tR\tdeletedBy\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x1d\n" +
+	"\n" +
+	"file_count\x18\x05 \x01(\x05R\tfileCount\x12#\n" +
+	"\rcheckpoint_id\x18\x06 \x01(\tR\fcheckpointId\"\x1c\n" +
+	"\x1aListDeletedProjectsRequest\"W\n" +
+	"\x1bListDeletedProjectsResponse\x128\n" +
+	"\bprojects\x18\x01 \x03(\v2\x1c.workspace.v1.DeletedProjectR\bprojects\"\x85\x01\n" +
+	"\x1cRestoreDeletedProjectRequest\x12!\n" +
+	"\fproject_name\x18\x01 \x01(\tR\vprojectName\x12#\n" +
+	"\rcheckpoint_id\x18\x02 \x01(\tR\fcheckpointId\x12\x1d\n" +
+	"\n" +
+	"restore_as\x18\x03 \x01(\tR\trestoreAs\"<\n" +
+	"\x1fListAgentDeletedProjectsRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"\xa5\x01\n" +
+	"!RestoreAgentDeletedProjectRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12!\n" +
+	"\fproject_name\x18\x02 \x01(\tR\vprojectName\x12#\n" +
+	"\rcheckpoint_id\x18\x03 \x01(\tR\fcheckpointId\x12\x1d\n" +
+	"\n" +
+	"restore_as\x18\x04 \x01(\tR\trestoreAs*\xf6\x01\n" +
 	"\x10CheckpointReason\x12!\n" +
 	"\x1dCHECKPOINT_REASON_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CHECKPOINT_REASON_MANUAL\x10\x01\x12$\n" +
@@ -1525,19 +1898,23 @@ const file_workspace_v1_checkpoints_proto_rawDesc = "" +
 	"\x13DIFF_STATE_NOT_TEXT\x10\x02\x12\x18\n" +
 	"\x14DIFF_STATE_TOO_LARGE\x10\x03\x12\x1a\n" +
 	"\x16DIFF_STATE_OVER_BUDGET\x10\x04\x12\x1a\n" +
-	"\x16DIFF_STATE_UNAVAILABLE\x10\x052\xf7\x03\n" +
+	"\x16DIFF_STATE_UNAVAILABLE\x10\x052\xd1\x05\n" +
 	"\x11CheckpointService\x12S\n" +
 	"\x10CreateCheckpoint\x12%.workspace.v1.CreateCheckpointRequest\x1a\x18.workspace.v1.Checkpoint\x12^\n" +
 	"\x0fListCheckpoints\x12$.workspace.v1.ListCheckpointsRequest\x1a%.workspace.v1.ListCheckpointsResponse\x12d\n" +
 	"\x11CompareCheckpoint\x12&.workspace.v1.CompareCheckpointRequest\x1a'.workspace.v1.CompareCheckpointResponse\x12d\n" +
 	"\x11RestoreCheckpoint\x12&.workspace.v1.RestoreCheckpointRequest\x1a'.workspace.v1.RestoreCheckpointResponse\x12a\n" +
-	"\x10DeleteCheckpoint\x12%.workspace.v1.DeleteCheckpointRequest\x1a&.workspace.v1.DeleteCheckpointResponse2\xc6\t\n" +
+	"\x10DeleteCheckpoint\x12%.workspace.v1.DeleteCheckpointRequest\x1a&.workspace.v1.DeleteCheckpointResponse\x12j\n" +
+	"\x13ListDeletedProjects\x12(.workspace.v1.ListDeletedProjectsRequest\x1a).workspace.v1.ListDeletedProjectsResponse\x12l\n" +
+	"\x15RestoreDeletedProject\x12*.workspace.v1.RestoreDeletedProjectRequest\x1a'.workspace.v1.RestoreCheckpointResponse2\xb1\x0e\n" +
 	"\x1bCheckpointManagementService\x12\xd1\x01\n" +
 	"\x10CreateCheckpoint\x12*.workspace.v1.CreateAgentCheckpointRequest\x1a\x18.workspace.v1.Checkpoint\"w\x92A6\x124Checkpoint a workspace (or one folder or file of it)\x82\xd3\xe4\x93\x028:\x01*\"3/api/v1/agent-gateway/agents/{agent_id}/checkpoints\x12\xd1\x01\n" +
 	"\x0fListCheckpoints\x12).workspace.v1.ListAgentCheckpointsRequest\x1a%.workspace.v1.ListCheckpointsResponse\"l\x92A.\x12,List a workspace's checkpoints, newest first\x82\xd3\xe4\x93\x025\x123/api/v1/agent-gateway/agents/{agent_id}/checkpoints\x12\x85\x02\n" +
 	"\x11CompareCheckpoint\x12+.workspace.v1.CompareAgentCheckpointRequest\x1a'.workspace.v1.CompareCheckpointResponse\"\x99\x01\x92AC\x12ACompare a checkpoint with the current state or another checkpoint\x82\xd3\xe4\x93\x02M\x12K/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}/compare\x12\xa8\x02\n" +
 	"\x11RestoreCheckpoint\x12+.workspace.v1.RestoreAgentCheckpointRequest\x1a'.workspace.v1.RestoreCheckpointResponse\"\xbc\x01\x92Ac\x12aRestore a workspace, a folder or a file from a checkpoint (checkpointing the current state first)\x82\xd3\xe4\x93\x02P:\x01*\"K/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}:restore\x12\xcb\x01\n" +
-	"\x10DeleteCheckpoint\x12*.workspace.v1.DeleteAgentCheckpointRequest\x1a&.workspace.v1.DeleteCheckpointResponse\"c\x92A\x15\x12\x13Delete a checkpoint\x82\xd3\xe4\x93\x02E*C/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}BKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
+	"\x10DeleteCheckpoint\x12*.workspace.v1.DeleteAgentCheckpointRequest\x1a&.workspace.v1.DeleteCheckpointResponse\"c\x92A\x15\x12\x13Delete a checkpoint\x82\xd3\xe4\x93\x02E*C/api/v1/agent-gateway/agents/{agent_id}/checkpoints/{checkpoint_id}\x12\x96\x02\n" +
+	"\x13ListDeletedProjects\x12-.workspace.v1.ListAgentDeletedProjectsRequest\x1a).workspace.v1.ListDeletedProjectsResponse\"\xa4\x01\x92Aa\x12_List the agent's deleted projects that their automatic checkpoints can bring back, newest first\x82\xd3\xe4\x93\x02:\x128/api/v1/agent-gateway/agents/{agent_id}/deleted-projects\x12\xcf\x02\n" +
+	"\x15RestoreDeletedProject\x12/.workspace.v1.RestoreAgentDeletedProjectRequest\x1a'.workspace.v1.RestoreCheckpointResponse\"\xdb\x01\x92A~\x12|Bring a deleted project back from its automatic checkpoint, under its name or another (409 if a project of that name exists)\x82\xd3\xe4\x93\x02T:\x01*\"O/api/v1/agent-gateway/agents/{agent_id}/deleted-projects/{project_name}:restoreBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
 
 var (
 	file_workspace_v1_checkpoints_proto_rawDescOnce sync.Once
@@ -1552,79 +1929,95 @@ func file_workspace_v1_checkpoints_proto_rawDescGZIP() []byte {
 }
 
 var file_workspace_v1_checkpoints_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_workspace_v1_checkpoints_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_workspace_v1_checkpoints_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_workspace_v1_checkpoints_proto_goTypes = []any{
-	(CheckpointReason)(0),                 // 0: workspace.v1.CheckpointReason
-	(ChangeKind)(0),                       // 1: workspace.v1.ChangeKind
-	(DiffState)(0),                        // 2: workspace.v1.DiffState
-	(*Checkpoint)(nil),                    // 3: workspace.v1.Checkpoint
-	(*CheckpointChange)(nil),              // 4: workspace.v1.CheckpointChange
-	(*CreateCheckpointRequest)(nil),       // 5: workspace.v1.CreateCheckpointRequest
-	(*ListCheckpointsRequest)(nil),        // 6: workspace.v1.ListCheckpointsRequest
-	(*ListCheckpointsResponse)(nil),       // 7: workspace.v1.ListCheckpointsResponse
-	(*CompareCheckpointRequest)(nil),      // 8: workspace.v1.CompareCheckpointRequest
-	(*CompareCheckpointResponse)(nil),     // 9: workspace.v1.CompareCheckpointResponse
-	(*RestoreCheckpointRequest)(nil),      // 10: workspace.v1.RestoreCheckpointRequest
-	(*RestoreCheckpointResponse)(nil),     // 11: workspace.v1.RestoreCheckpointResponse
-	(*DeleteCheckpointRequest)(nil),       // 12: workspace.v1.DeleteCheckpointRequest
-	(*DeleteCheckpointResponse)(nil),      // 13: workspace.v1.DeleteCheckpointResponse
-	(*CreateAgentCheckpointRequest)(nil),  // 14: workspace.v1.CreateAgentCheckpointRequest
-	(*ListAgentCheckpointsRequest)(nil),   // 15: workspace.v1.ListAgentCheckpointsRequest
-	(*CompareAgentCheckpointRequest)(nil), // 16: workspace.v1.CompareAgentCheckpointRequest
-	(*RestoreAgentCheckpointRequest)(nil), // 17: workspace.v1.RestoreAgentCheckpointRequest
-	(*DeleteAgentCheckpointRequest)(nil),  // 18: workspace.v1.DeleteAgentCheckpointRequest
-	(*WorkspaceRef)(nil),                  // 19: workspace.v1.WorkspaceRef
-	(*timestamppb.Timestamp)(nil),         // 20: google.protobuf.Timestamp
-	(EntryType)(0),                        // 21: workspace.v1.EntryType
+	(CheckpointReason)(0),                     // 0: workspace.v1.CheckpointReason
+	(ChangeKind)(0),                           // 1: workspace.v1.ChangeKind
+	(DiffState)(0),                            // 2: workspace.v1.DiffState
+	(*Checkpoint)(nil),                        // 3: workspace.v1.Checkpoint
+	(*CheckpointChange)(nil),                  // 4: workspace.v1.CheckpointChange
+	(*CreateCheckpointRequest)(nil),           // 5: workspace.v1.CreateCheckpointRequest
+	(*ListCheckpointsRequest)(nil),            // 6: workspace.v1.ListCheckpointsRequest
+	(*ListCheckpointsResponse)(nil),           // 7: workspace.v1.ListCheckpointsResponse
+	(*CompareCheckpointRequest)(nil),          // 8: workspace.v1.CompareCheckpointRequest
+	(*CompareCheckpointResponse)(nil),         // 9: workspace.v1.CompareCheckpointResponse
+	(*RestoreCheckpointRequest)(nil),          // 10: workspace.v1.RestoreCheckpointRequest
+	(*RestoreCheckpointResponse)(nil),         // 11: workspace.v1.RestoreCheckpointResponse
+	(*DeleteCheckpointRequest)(nil),           // 12: workspace.v1.DeleteCheckpointRequest
+	(*DeleteCheckpointResponse)(nil),          // 13: workspace.v1.DeleteCheckpointResponse
+	(*CreateAgentCheckpointRequest)(nil),      // 14: workspace.v1.CreateAgentCheckpointRequest
+	(*ListAgentCheckpointsRequest)(nil),       // 15: workspace.v1.ListAgentCheckpointsRequest
+	(*CompareAgentCheckpointRequest)(nil),     // 16: workspace.v1.CompareAgentCheckpointRequest
+	(*RestoreAgentCheckpointRequest)(nil),     // 17: workspace.v1.RestoreAgentCheckpointRequest
+	(*DeleteAgentCheckpointRequest)(nil),      // 18: workspace.v1.DeleteAgentCheckpointRequest
+	(*DeletedProject)(nil),                    // 19: workspace.v1.DeletedProject
+	(*ListDeletedProjectsRequest)(nil),        // 20: workspace.v1.ListDeletedProjectsRequest
+	(*ListDeletedProjectsResponse)(nil),       // 21: workspace.v1.ListDeletedProjectsResponse
+	(*RestoreDeletedProjectRequest)(nil),      // 22: workspace.v1.RestoreDeletedProjectRequest
+	(*ListAgentDeletedProjectsRequest)(nil),   // 23: workspace.v1.ListAgentDeletedProjectsRequest
+	(*RestoreAgentDeletedProjectRequest)(nil), // 24: workspace.v1.RestoreAgentDeletedProjectRequest
+	(*WorkspaceRef)(nil),                      // 25: workspace.v1.WorkspaceRef
+	(*timestamppb.Timestamp)(nil),             // 26: google.protobuf.Timestamp
+	(EntryType)(0),                            // 27: workspace.v1.EntryType
 }
 var file_workspace_v1_checkpoints_proto_depIdxs = []int32{
-	19, // 0: workspace.v1.Checkpoint.workspace:type_name -> workspace.v1.WorkspaceRef
-	20, // 1: workspace.v1.Checkpoint.created_at:type_name -> google.protobuf.Timestamp
+	25, // 0: workspace.v1.Checkpoint.workspace:type_name -> workspace.v1.WorkspaceRef
+	26, // 1: workspace.v1.Checkpoint.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 2: workspace.v1.Checkpoint.reason:type_name -> workspace.v1.CheckpointReason
 	1,  // 3: workspace.v1.CheckpointChange.kind:type_name -> workspace.v1.ChangeKind
-	21, // 4: workspace.v1.CheckpointChange.type:type_name -> workspace.v1.EntryType
+	27, // 4: workspace.v1.CheckpointChange.type:type_name -> workspace.v1.EntryType
 	2,  // 5: workspace.v1.CheckpointChange.diff_state:type_name -> workspace.v1.DiffState
-	19, // 6: workspace.v1.CreateCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 7: workspace.v1.ListCheckpointsRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 6: workspace.v1.CreateCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 7: workspace.v1.ListCheckpointsRequest.workspace:type_name -> workspace.v1.WorkspaceRef
 	3,  // 8: workspace.v1.ListCheckpointsResponse.checkpoints:type_name -> workspace.v1.Checkpoint
-	19, // 9: workspace.v1.CompareCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 9: workspace.v1.CompareCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
 	3,  // 10: workspace.v1.CompareCheckpointResponse.base:type_name -> workspace.v1.Checkpoint
 	3,  // 11: workspace.v1.CompareCheckpointResponse.target:type_name -> workspace.v1.Checkpoint
 	4,  // 12: workspace.v1.CompareCheckpointResponse.changes:type_name -> workspace.v1.CheckpointChange
-	19, // 13: workspace.v1.RestoreCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 13: workspace.v1.RestoreCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
 	3,  // 14: workspace.v1.RestoreCheckpointResponse.checkpoint:type_name -> workspace.v1.Checkpoint
 	4,  // 15: workspace.v1.RestoreCheckpointResponse.changes:type_name -> workspace.v1.CheckpointChange
-	19, // 16: workspace.v1.DeleteCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 17: workspace.v1.CreateAgentCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 18: workspace.v1.ListAgentCheckpointsRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 19: workspace.v1.CompareAgentCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 20: workspace.v1.RestoreAgentCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	19, // 21: workspace.v1.DeleteAgentCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	5,  // 22: workspace.v1.CheckpointService.CreateCheckpoint:input_type -> workspace.v1.CreateCheckpointRequest
-	6,  // 23: workspace.v1.CheckpointService.ListCheckpoints:input_type -> workspace.v1.ListCheckpointsRequest
-	8,  // 24: workspace.v1.CheckpointService.CompareCheckpoint:input_type -> workspace.v1.CompareCheckpointRequest
-	10, // 25: workspace.v1.CheckpointService.RestoreCheckpoint:input_type -> workspace.v1.RestoreCheckpointRequest
-	12, // 26: workspace.v1.CheckpointService.DeleteCheckpoint:input_type -> workspace.v1.DeleteCheckpointRequest
-	14, // 27: workspace.v1.CheckpointManagementService.CreateCheckpoint:input_type -> workspace.v1.CreateAgentCheckpointRequest
-	15, // 28: workspace.v1.CheckpointManagementService.ListCheckpoints:input_type -> workspace.v1.ListAgentCheckpointsRequest
-	16, // 29: workspace.v1.CheckpointManagementService.CompareCheckpoint:input_type -> workspace.v1.CompareAgentCheckpointRequest
-	17, // 30: workspace.v1.CheckpointManagementService.RestoreCheckpoint:input_type -> workspace.v1.RestoreAgentCheckpointRequest
-	18, // 31: workspace.v1.CheckpointManagementService.DeleteCheckpoint:input_type -> workspace.v1.DeleteAgentCheckpointRequest
-	3,  // 32: workspace.v1.CheckpointService.CreateCheckpoint:output_type -> workspace.v1.Checkpoint
-	7,  // 33: workspace.v1.CheckpointService.ListCheckpoints:output_type -> workspace.v1.ListCheckpointsResponse
-	9,  // 34: workspace.v1.CheckpointService.CompareCheckpoint:output_type -> workspace.v1.CompareCheckpointResponse
-	11, // 35: workspace.v1.CheckpointService.RestoreCheckpoint:output_type -> workspace.v1.RestoreCheckpointResponse
-	13, // 36: workspace.v1.CheckpointService.DeleteCheckpoint:output_type -> workspace.v1.DeleteCheckpointResponse
-	3,  // 37: workspace.v1.CheckpointManagementService.CreateCheckpoint:output_type -> workspace.v1.Checkpoint
-	7,  // 38: workspace.v1.CheckpointManagementService.ListCheckpoints:output_type -> workspace.v1.ListCheckpointsResponse
-	9,  // 39: workspace.v1.CheckpointManagementService.CompareCheckpoint:output_type -> workspace.v1.CompareCheckpointResponse
-	11, // 40: workspace.v1.CheckpointManagementService.RestoreCheckpoint:output_type -> workspace.v1.RestoreCheckpointResponse
-	13, // 41: workspace.v1.CheckpointManagementService.DeleteCheckpoint:output_type -> workspace.v1.DeleteCheckpointResponse
-	32, // [32:42] is the sub-list for method output_type
-	22, // [22:32] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	25, // 16: workspace.v1.DeleteCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 17: workspace.v1.CreateAgentCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 18: workspace.v1.ListAgentCheckpointsRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 19: workspace.v1.CompareAgentCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 20: workspace.v1.RestoreAgentCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 21: workspace.v1.DeleteAgentCheckpointRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	26, // 22: workspace.v1.DeletedProject.deleted_at:type_name -> google.protobuf.Timestamp
+	19, // 23: workspace.v1.ListDeletedProjectsResponse.projects:type_name -> workspace.v1.DeletedProject
+	5,  // 24: workspace.v1.CheckpointService.CreateCheckpoint:input_type -> workspace.v1.CreateCheckpointRequest
+	6,  // 25: workspace.v1.CheckpointService.ListCheckpoints:input_type -> workspace.v1.ListCheckpointsRequest
+	8,  // 26: workspace.v1.CheckpointService.CompareCheckpoint:input_type -> workspace.v1.CompareCheckpointRequest
+	10, // 27: workspace.v1.CheckpointService.RestoreCheckpoint:input_type -> workspace.v1.RestoreCheckpointRequest
+	12, // 28: workspace.v1.CheckpointService.DeleteCheckpoint:input_type -> workspace.v1.DeleteCheckpointRequest
+	20, // 29: workspace.v1.CheckpointService.ListDeletedProjects:input_type -> workspace.v1.ListDeletedProjectsRequest
+	22, // 30: workspace.v1.CheckpointService.RestoreDeletedProject:input_type -> workspace.v1.RestoreDeletedProjectRequest
+	14, // 31: workspace.v1.CheckpointManagementService.CreateCheckpoint:input_type -> workspace.v1.CreateAgentCheckpointRequest
+	15, // 32: workspace.v1.CheckpointManagementService.ListCheckpoints:input_type -> workspace.v1.ListAgentCheckpointsRequest
+	16, // 33: workspace.v1.CheckpointManagementService.CompareCheckpoint:input_type -> workspace.v1.CompareAgentCheckpointRequest
+	17, // 34: workspace.v1.CheckpointManagementService.RestoreCheckpoint:input_type -> workspace.v1.RestoreAgentCheckpointRequest
+	18, // 35: workspace.v1.CheckpointManagementService.DeleteCheckpoint:input_type -> workspace.v1.DeleteAgentCheckpointRequest
+	23, // 36: workspace.v1.CheckpointManagementService.ListDeletedProjects:input_type -> workspace.v1.ListAgentDeletedProjectsRequest
+	24, // 37: workspace.v1.CheckpointManagementService.RestoreDeletedProject:input_type -> workspace.v1.RestoreAgentDeletedProjectRequest
+	3,  // 38: workspace.v1.CheckpointService.CreateCheckpoint:output_type -> workspace.v1.Checkpoint
+	7,  // 39: workspace.v1.CheckpointService.ListCheckpoints:output_type -> workspace.v1.ListCheckpointsResponse
+	9,  // 40: workspace.v1.CheckpointService.CompareCheckpoint:output_type -> workspace.v1.CompareCheckpointResponse
+	11, // 41: workspace.v1.CheckpointService.RestoreCheckpoint:output_type -> workspace.v1.RestoreCheckpointResponse
+	13, // 42: workspace.v1.CheckpointService.DeleteCheckpoint:output_type -> workspace.v1.DeleteCheckpointResponse
+	21, // 43: workspace.v1.CheckpointService.ListDeletedProjects:output_type -> workspace.v1.ListDeletedProjectsResponse
+	11, // 44: workspace.v1.CheckpointService.RestoreDeletedProject:output_type -> workspace.v1.RestoreCheckpointResponse
+	3,  // 45: workspace.v1.CheckpointManagementService.CreateCheckpoint:output_type -> workspace.v1.Checkpoint
+	7,  // 46: workspace.v1.CheckpointManagementService.ListCheckpoints:output_type -> workspace.v1.ListCheckpointsResponse
+	9,  // 47: workspace.v1.CheckpointManagementService.CompareCheckpoint:output_type -> workspace.v1.CompareCheckpointResponse
+	11, // 48: workspace.v1.CheckpointManagementService.RestoreCheckpoint:output_type -> workspace.v1.RestoreCheckpointResponse
+	13, // 49: workspace.v1.CheckpointManagementService.DeleteCheckpoint:output_type -> workspace.v1.DeleteCheckpointResponse
+	21, // 50: workspace.v1.CheckpointManagementService.ListDeletedProjects:output_type -> workspace.v1.ListDeletedProjectsResponse
+	11, // 51: workspace.v1.CheckpointManagementService.RestoreDeletedProject:output_type -> workspace.v1.RestoreCheckpointResponse
+	38, // [38:52] is the sub-list for method output_type
+	24, // [24:38] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_workspace_v1_checkpoints_proto_init() }
@@ -1639,7 +2032,7 @@ func file_workspace_v1_checkpoints_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_workspace_v1_checkpoints_proto_rawDesc), len(file_workspace_v1_checkpoints_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   16,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

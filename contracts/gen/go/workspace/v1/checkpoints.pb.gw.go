@@ -332,6 +332,106 @@ func local_request_CheckpointManagementService_DeleteCheckpoint_0(ctx context.Co
 	return msg, metadata, err
 }
 
+func request_CheckpointManagementService_ListDeletedProjects_0(ctx context.Context, marshaler runtime.Marshaler, client CheckpointManagementServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListAgentDeletedProjectsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["agent_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "agent_id")
+	}
+	protoReq.AgentId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "agent_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListDeletedProjects(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_CheckpointManagementService_ListDeletedProjects_0(ctx context.Context, marshaler runtime.Marshaler, server CheckpointManagementServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListAgentDeletedProjectsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["agent_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "agent_id")
+	}
+	protoReq.AgentId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "agent_id", err)
+	}
+	msg, err := server.ListDeletedProjects(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+func request_CheckpointManagementService_RestoreDeletedProject_0(ctx context.Context, marshaler runtime.Marshaler, client CheckpointManagementServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq RestoreAgentDeletedProjectRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["agent_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "agent_id")
+	}
+	protoReq.AgentId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "agent_id", err)
+	}
+	val, ok = pathParams["project_name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "project_name")
+	}
+	protoReq.ProjectName, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "project_name", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.RestoreDeletedProject(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_CheckpointManagementService_RestoreDeletedProject_0(ctx context.Context, marshaler runtime.Marshaler, server CheckpointManagementServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq RestoreAgentDeletedProjectRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["agent_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "agent_id")
+	}
+	protoReq.AgentId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "agent_id", err)
+	}
+	val, ok = pathParams["project_name"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "project_name")
+	}
+	protoReq.ProjectName, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "project_name", err)
+	}
+	msg, err := server.RestoreDeletedProject(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterCheckpointManagementServiceHandlerServer registers the http handlers for service CheckpointManagementService to "mux".
 // UnaryRPC     :call CheckpointManagementServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -437,6 +537,46 @@ func RegisterCheckpointManagementServiceHandlerServer(ctx context.Context, mux *
 			return
 		}
 		forward_CheckpointManagementService_DeleteCheckpoint_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_CheckpointManagementService_ListDeletedProjects_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/workspace.v1.CheckpointManagementService/ListDeletedProjects", runtime.WithHTTPPathPattern("/api/v1/agent-gateway/agents/{agent_id}/deleted-projects"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_CheckpointManagementService_ListDeletedProjects_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_CheckpointManagementService_ListDeletedProjects_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_CheckpointManagementService_RestoreDeletedProject_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/workspace.v1.CheckpointManagementService/RestoreDeletedProject", runtime.WithHTTPPathPattern("/api/v1/agent-gateway/agents/{agent_id}/deleted-projects/{project_name}:restore"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_CheckpointManagementService_RestoreDeletedProject_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_CheckpointManagementService_RestoreDeletedProject_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -563,21 +703,59 @@ func RegisterCheckpointManagementServiceHandlerClient(ctx context.Context, mux *
 		}
 		forward_CheckpointManagementService_DeleteCheckpoint_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_CheckpointManagementService_ListDeletedProjects_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/workspace.v1.CheckpointManagementService/ListDeletedProjects", runtime.WithHTTPPathPattern("/api/v1/agent-gateway/agents/{agent_id}/deleted-projects"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_CheckpointManagementService_ListDeletedProjects_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_CheckpointManagementService_ListDeletedProjects_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPost, pattern_CheckpointManagementService_RestoreDeletedProject_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/workspace.v1.CheckpointManagementService/RestoreDeletedProject", runtime.WithHTTPPathPattern("/api/v1/agent-gateway/agents/{agent_id}/deleted-projects/{project_name}:restore"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_CheckpointManagementService_RestoreDeletedProject_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_CheckpointManagementService_RestoreDeletedProject_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_CheckpointManagementService_CreateCheckpoint_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints"}, ""))
-	pattern_CheckpointManagementService_ListCheckpoints_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints"}, ""))
-	pattern_CheckpointManagementService_CompareCheckpoint_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6, 2, 7}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints", "checkpoint_id", "compare"}, ""))
-	pattern_CheckpointManagementService_RestoreCheckpoint_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints", "checkpoint_id"}, "restore"))
-	pattern_CheckpointManagementService_DeleteCheckpoint_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints", "checkpoint_id"}, ""))
+	pattern_CheckpointManagementService_CreateCheckpoint_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints"}, ""))
+	pattern_CheckpointManagementService_ListCheckpoints_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints"}, ""))
+	pattern_CheckpointManagementService_CompareCheckpoint_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6, 2, 7}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints", "checkpoint_id", "compare"}, ""))
+	pattern_CheckpointManagementService_RestoreCheckpoint_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints", "checkpoint_id"}, "restore"))
+	pattern_CheckpointManagementService_DeleteCheckpoint_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "checkpoints", "checkpoint_id"}, ""))
+	pattern_CheckpointManagementService_ListDeletedProjects_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "deleted-projects"}, ""))
+	pattern_CheckpointManagementService_RestoreDeletedProject_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3, 1, 0, 4, 1, 5, 4, 2, 5, 1, 0, 4, 1, 5, 6}, []string{"api", "v1", "agent-gateway", "agents", "agent_id", "deleted-projects", "project_name"}, "restore"))
 )
 
 var (
-	forward_CheckpointManagementService_CreateCheckpoint_0  = runtime.ForwardResponseMessage
-	forward_CheckpointManagementService_ListCheckpoints_0   = runtime.ForwardResponseMessage
-	forward_CheckpointManagementService_CompareCheckpoint_0 = runtime.ForwardResponseMessage
-	forward_CheckpointManagementService_RestoreCheckpoint_0 = runtime.ForwardResponseMessage
-	forward_CheckpointManagementService_DeleteCheckpoint_0  = runtime.ForwardResponseMessage
+	forward_CheckpointManagementService_CreateCheckpoint_0      = runtime.ForwardResponseMessage
+	forward_CheckpointManagementService_ListCheckpoints_0       = runtime.ForwardResponseMessage
+	forward_CheckpointManagementService_CompareCheckpoint_0     = runtime.ForwardResponseMessage
+	forward_CheckpointManagementService_RestoreCheckpoint_0     = runtime.ForwardResponseMessage
+	forward_CheckpointManagementService_DeleteCheckpoint_0      = runtime.ForwardResponseMessage
+	forward_CheckpointManagementService_ListDeletedProjects_0   = runtime.ForwardResponseMessage
+	forward_CheckpointManagementService_RestoreDeletedProject_0 = runtime.ForwardResponseMessage
 )

@@ -29,11 +29,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	CheckpointService_CreateCheckpoint_FullMethodName  = "/workspace.v1.CheckpointService/CreateCheckpoint"
-	CheckpointService_ListCheckpoints_FullMethodName   = "/workspace.v1.CheckpointService/ListCheckpoints"
-	CheckpointService_CompareCheckpoint_FullMethodName = "/workspace.v1.CheckpointService/CompareCheckpoint"
-	CheckpointService_RestoreCheckpoint_FullMethodName = "/workspace.v1.CheckpointService/RestoreCheckpoint"
-	CheckpointService_DeleteCheckpoint_FullMethodName  = "/workspace.v1.CheckpointService/DeleteCheckpoint"
+	CheckpointService_CreateCheckpoint_FullMethodName      = "/workspace.v1.CheckpointService/CreateCheckpoint"
+	CheckpointService_ListCheckpoints_FullMethodName       = "/workspace.v1.CheckpointService/ListCheckpoints"
+	CheckpointService_CompareCheckpoint_FullMethodName     = "/workspace.v1.CheckpointService/CompareCheckpoint"
+	CheckpointService_RestoreCheckpoint_FullMethodName     = "/workspace.v1.CheckpointService/RestoreCheckpoint"
+	CheckpointService_DeleteCheckpoint_FullMethodName      = "/workspace.v1.CheckpointService/DeleteCheckpoint"
+	CheckpointService_ListDeletedProjects_FullMethodName   = "/workspace.v1.CheckpointService/ListDeletedProjects"
+	CheckpointService_RestoreDeletedProject_FullMethodName = "/workspace.v1.CheckpointService/RestoreDeletedProject"
 )
 
 // CheckpointServiceClient is the client API for CheckpointService service.
@@ -45,6 +47,8 @@ type CheckpointServiceClient interface {
 	CompareCheckpoint(ctx context.Context, in *CompareCheckpointRequest, opts ...grpc.CallOption) (*CompareCheckpointResponse, error)
 	RestoreCheckpoint(ctx context.Context, in *RestoreCheckpointRequest, opts ...grpc.CallOption) (*RestoreCheckpointResponse, error)
 	DeleteCheckpoint(ctx context.Context, in *DeleteCheckpointRequest, opts ...grpc.CallOption) (*DeleteCheckpointResponse, error)
+	ListDeletedProjects(ctx context.Context, in *ListDeletedProjectsRequest, opts ...grpc.CallOption) (*ListDeletedProjectsResponse, error)
+	RestoreDeletedProject(ctx context.Context, in *RestoreDeletedProjectRequest, opts ...grpc.CallOption) (*RestoreCheckpointResponse, error)
 }
 
 type checkpointServiceClient struct {
@@ -105,6 +109,26 @@ func (c *checkpointServiceClient) DeleteCheckpoint(ctx context.Context, in *Dele
 	return out, nil
 }
 
+func (c *checkpointServiceClient) ListDeletedProjects(ctx context.Context, in *ListDeletedProjectsRequest, opts ...grpc.CallOption) (*ListDeletedProjectsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDeletedProjectsResponse)
+	err := c.cc.Invoke(ctx, CheckpointService_ListDeletedProjects_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *checkpointServiceClient) RestoreDeletedProject(ctx context.Context, in *RestoreDeletedProjectRequest, opts ...grpc.CallOption) (*RestoreCheckpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestoreCheckpointResponse)
+	err := c.cc.Invoke(ctx, CheckpointService_RestoreDeletedProject_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CheckpointServiceServer is the server API for CheckpointService service.
 // All implementations must embed UnimplementedCheckpointServiceServer
 // for forward compatibility.
@@ -114,6 +138,8 @@ type CheckpointServiceServer interface {
 	CompareCheckpoint(context.Context, *CompareCheckpointRequest) (*CompareCheckpointResponse, error)
 	RestoreCheckpoint(context.Context, *RestoreCheckpointRequest) (*RestoreCheckpointResponse, error)
 	DeleteCheckpoint(context.Context, *DeleteCheckpointRequest) (*DeleteCheckpointResponse, error)
+	ListDeletedProjects(context.Context, *ListDeletedProjectsRequest) (*ListDeletedProjectsResponse, error)
+	RestoreDeletedProject(context.Context, *RestoreDeletedProjectRequest) (*RestoreCheckpointResponse, error)
 	mustEmbedUnimplementedCheckpointServiceServer()
 }
 
@@ -138,6 +164,12 @@ func (UnimplementedCheckpointServiceServer) RestoreCheckpoint(context.Context, *
 }
 func (UnimplementedCheckpointServiceServer) DeleteCheckpoint(context.Context, *DeleteCheckpointRequest) (*DeleteCheckpointResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteCheckpoint not implemented")
+}
+func (UnimplementedCheckpointServiceServer) ListDeletedProjects(context.Context, *ListDeletedProjectsRequest) (*ListDeletedProjectsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDeletedProjects not implemented")
+}
+func (UnimplementedCheckpointServiceServer) RestoreDeletedProject(context.Context, *RestoreDeletedProjectRequest) (*RestoreCheckpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestoreDeletedProject not implemented")
 }
 func (UnimplementedCheckpointServiceServer) mustEmbedUnimplementedCheckpointServiceServer() {}
 func (UnimplementedCheckpointServiceServer) testEmbeddedByValue()                           {}
@@ -250,6 +282,42 @@ func _CheckpointService_DeleteCheckpoint_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CheckpointService_ListDeletedProjects_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDeletedProjectsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CheckpointServiceServer).ListDeletedProjects(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CheckpointService_ListDeletedProjects_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CheckpointServiceServer).ListDeletedProjects(ctx, req.(*ListDeletedProjectsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CheckpointService_RestoreDeletedProject_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreDeletedProjectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CheckpointServiceServer).RestoreDeletedProject(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CheckpointService_RestoreDeletedProject_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CheckpointServiceServer).RestoreDeletedProject(ctx, req.(*RestoreDeletedProjectRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CheckpointService_ServiceDesc is the grpc.ServiceDesc for CheckpointService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -277,17 +345,27 @@ var CheckpointService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "DeleteCheckpoint",
 			Handler:    _CheckpointService_DeleteCheckpoint_Handler,
 		},
+		{
+			MethodName: "ListDeletedProjects",
+			Handler:    _CheckpointService_ListDeletedProjects_Handler,
+		},
+		{
+			MethodName: "RestoreDeletedProject",
+			Handler:    _CheckpointService_RestoreDeletedProject_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "workspace/v1/checkpoints.proto",
 }
 
 const (
-	CheckpointManagementService_CreateCheckpoint_FullMethodName  = "/workspace.v1.CheckpointManagementService/CreateCheckpoint"
-	CheckpointManagementService_ListCheckpoints_FullMethodName   = "/workspace.v1.CheckpointManagementService/ListCheckpoints"
-	CheckpointManagementService_CompareCheckpoint_FullMethodName = "/workspace.v1.CheckpointManagementService/CompareCheckpoint"
-	CheckpointManagementService_RestoreCheckpoint_FullMethodName = "/workspace.v1.CheckpointManagementService/RestoreCheckpoint"
-	CheckpointManagementService_DeleteCheckpoint_FullMethodName  = "/workspace.v1.CheckpointManagementService/DeleteCheckpoint"
+	CheckpointManagementService_CreateCheckpoint_FullMethodName      = "/workspace.v1.CheckpointManagementService/CreateCheckpoint"
+	CheckpointManagementService_ListCheckpoints_FullMethodName       = "/workspace.v1.CheckpointManagementService/ListCheckpoints"
+	CheckpointManagementService_CompareCheckpoint_FullMethodName     = "/workspace.v1.CheckpointManagementService/CompareCheckpoint"
+	CheckpointManagementService_RestoreCheckpoint_FullMethodName     = "/workspace.v1.CheckpointManagementService/RestoreCheckpoint"
+	CheckpointManagementService_DeleteCheckpoint_FullMethodName      = "/workspace.v1.CheckpointManagementService/DeleteCheckpoint"
+	CheckpointManagementService_ListDeletedProjects_FullMethodName   = "/workspace.v1.CheckpointManagementService/ListDeletedProjects"
+	CheckpointManagementService_RestoreDeletedProject_FullMethodName = "/workspace.v1.CheckpointManagementService/RestoreDeletedProject"
 )
 
 // CheckpointManagementServiceClient is the client API for CheckpointManagementService service.
@@ -299,6 +377,8 @@ type CheckpointManagementServiceClient interface {
 	CompareCheckpoint(ctx context.Context, in *CompareAgentCheckpointRequest, opts ...grpc.CallOption) (*CompareCheckpointResponse, error)
 	RestoreCheckpoint(ctx context.Context, in *RestoreAgentCheckpointRequest, opts ...grpc.CallOption) (*RestoreCheckpointResponse, error)
 	DeleteCheckpoint(ctx context.Context, in *DeleteAgentCheckpointRequest, opts ...grpc.CallOption) (*DeleteCheckpointResponse, error)
+	ListDeletedProjects(ctx context.Context, in *ListAgentDeletedProjectsRequest, opts ...grpc.CallOption) (*ListDeletedProjectsResponse, error)
+	RestoreDeletedProject(ctx context.Context, in *RestoreAgentDeletedProjectRequest, opts ...grpc.CallOption) (*RestoreCheckpointResponse, error)
 }
 
 type checkpointManagementServiceClient struct {
@@ -359,6 +439,26 @@ func (c *checkpointManagementServiceClient) DeleteCheckpoint(ctx context.Context
 	return out, nil
 }
 
+func (c *checkpointManagementServiceClient) ListDeletedProjects(ctx context.Context, in *ListAgentDeletedProjectsRequest, opts ...grpc.CallOption) (*ListDeletedProjectsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDeletedProjectsResponse)
+	err := c.cc.Invoke(ctx, CheckpointManagementService_ListDeletedProjects_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *checkpointManagementServiceClient) RestoreDeletedProject(ctx context.Context, in *RestoreAgentDeletedProjectRequest, opts ...grpc.CallOption) (*RestoreCheckpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestoreCheckpointResponse)
+	err := c.cc.Invoke(ctx, CheckpointManagementService_RestoreDeletedProject_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CheckpointManagementServiceServer is the server API for CheckpointManagementService service.
 // All implementations must embed UnimplementedCheckpointManagementServiceServer
 // for forward compatibility.
@@ -368,6 +468,8 @@ type CheckpointManagementServiceServer interface {
 	CompareCheckpoint(context.Context, *CompareAgentCheckpointRequest) (*CompareCheckpointResponse, error)
 	RestoreCheckpoint(context.Context, *RestoreAgentCheckpointRequest) (*RestoreCheckpointResponse, error)
 	DeleteCheckpoint(context.Context, *DeleteAgentCheckpointRequest) (*DeleteCheckpointResponse, error)
+	ListDeletedProjects(context.Context, *ListAgentDeletedProjectsRequest) (*ListDeletedProjectsResponse, error)
+	RestoreDeletedProject(context.Context, *RestoreAgentDeletedProjectRequest) (*RestoreCheckpointResponse, error)
 	mustEmbedUnimplementedCheckpointManagementServiceServer()
 }
 
@@ -392,6 +494,12 @@ func (UnimplementedCheckpointManagementServiceServer) RestoreCheckpoint(context.
 }
 func (UnimplementedCheckpointManagementServiceServer) DeleteCheckpoint(context.Context, *DeleteAgentCheckpointRequest) (*DeleteCheckpointResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteCheckpoint not implemented")
+}
+func (UnimplementedCheckpointManagementServiceServer) ListDeletedProjects(context.Context, *ListAgentDeletedProjectsRequest) (*ListDeletedProjectsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDeletedProjects not implemented")
+}
+func (UnimplementedCheckpointManagementServiceServer) RestoreDeletedProject(context.Context, *RestoreAgentDeletedProjectRequest) (*RestoreCheckpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestoreDeletedProject not implemented")
 }
 func (UnimplementedCheckpointManagementServiceServer) mustEmbedUnimplementedCheckpointManagementServiceServer() {
 }
@@ -505,6 +613,42 @@ func _CheckpointManagementService_DeleteCheckpoint_Handler(srv interface{}, ctx 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CheckpointManagementService_ListDeletedProjects_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAgentDeletedProjectsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CheckpointManagementServiceServer).ListDeletedProjects(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CheckpointManagementService_ListDeletedProjects_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CheckpointManagementServiceServer).ListDeletedProjects(ctx, req.(*ListAgentDeletedProjectsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CheckpointManagementService_RestoreDeletedProject_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreAgentDeletedProjectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CheckpointManagementServiceServer).RestoreDeletedProject(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CheckpointManagementService_RestoreDeletedProject_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CheckpointManagementServiceServer).RestoreDeletedProject(ctx, req.(*RestoreAgentDeletedProjectRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CheckpointManagementService_ServiceDesc is the grpc.ServiceDesc for CheckpointManagementService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -531,6 +675,14 @@ var CheckpointManagementService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteCheckpoint",
 			Handler:    _CheckpointManagementService_DeleteCheckpoint_Handler,
+		},
+		{
+			MethodName: "ListDeletedProjects",
+			Handler:    _CheckpointManagementService_ListDeletedProjects_Handler,
+		},
+		{
+			MethodName: "RestoreDeletedProject",
+			Handler:    _CheckpointManagementService_RestoreDeletedProject_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -788,6 +788,208 @@ func (x *DeleteProjectEntryRequest) GetSkipCheckpoint() bool {
 	return false
 }
 
+type SearchProjectRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Workspace     *WorkspaceRef          `protobuf:"bytes,2,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Query         string                 `protobuf:"bytes,4,opt,name=query,proto3" json:"query,omitempty"`
+	Mode          SearchMode             `protobuf:"varint,5,opt,name=mode,proto3,enum=workspace.v1.SearchMode" json:"mode,omitempty"`
+	Regex         bool                   `protobuf:"varint,6,opt,name=regex,proto3" json:"regex,omitempty"`
+	CaseSensitive bool                   `protobuf:"varint,7,opt,name=case_sensitive,json=caseSensitive,proto3" json:"case_sensitive,omitempty"`
+	Include       []string               `protobuf:"bytes,8,rep,name=include,proto3" json:"include,omitempty"`
+	Exclude       []string               `protobuf:"bytes,9,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	MaxResults    int32                  `protobuf:"varint,10,opt,name=max_results,json=maxResults,proto3" json:"max_results,omitempty"`
+	MaxBytes      int64                  `protobuf:"varint,11,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	MaxFileBytes  int64                  `protobuf:"varint,12,opt,name=max_file_bytes,json=maxFileBytes,proto3" json:"max_file_bytes,omitempty"`
+	TimeoutMs     int32                  `protobuf:"varint,13,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchProjectRequest) Reset() {
+	*x = SearchProjectRequest{}
+	mi := &file_workspace_v1_management_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchProjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchProjectRequest) ProtoMessage() {}
+
+func (x *SearchProjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_management_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchProjectRequest.ProtoReflect.Descriptor instead.
+func (*SearchProjectRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_management_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SearchProjectRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SearchProjectRequest) GetWorkspace() *WorkspaceRef {
+	if x != nil {
+		return x.Workspace
+	}
+	return nil
+}
+
+func (x *SearchProjectRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SearchProjectRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchProjectRequest) GetMode() SearchMode {
+	if x != nil {
+		return x.Mode
+	}
+	return SearchMode_SEARCH_MODE_UNSPECIFIED
+}
+
+func (x *SearchProjectRequest) GetRegex() bool {
+	if x != nil {
+		return x.Regex
+	}
+	return false
+}
+
+func (x *SearchProjectRequest) GetCaseSensitive() bool {
+	if x != nil {
+		return x.CaseSensitive
+	}
+	return false
+}
+
+func (x *SearchProjectRequest) GetInclude() []string {
+	if x != nil {
+		return x.Include
+	}
+	return nil
+}
+
+func (x *SearchProjectRequest) GetExclude() []string {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
+func (x *SearchProjectRequest) GetMaxResults() int32 {
+	if x != nil {
+		return x.MaxResults
+	}
+	return 0
+}
+
+func (x *SearchProjectRequest) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *SearchProjectRequest) GetMaxFileBytes() int64 {
+	if x != nil {
+		return x.MaxFileBytes
+	}
+	return 0
+}
+
+func (x *SearchProjectRequest) GetTimeoutMs() int32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type GetAgentUsageRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// Projects to count (query project_names=a&project_names=b; at most 100).
+	ProjectNames []string `protobuf:"bytes,2,rep,name=project_names,json=projectNames,proto3" json:"project_names,omitempty"`
+	// Count Global too (query global=true).
+	Global        bool `protobuf:"varint,3,opt,name=global,proto3" json:"global,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAgentUsageRequest) Reset() {
+	*x = GetAgentUsageRequest{}
+	mi := &file_workspace_v1_management_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAgentUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAgentUsageRequest) ProtoMessage() {}
+
+func (x *GetAgentUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_management_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAgentUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetAgentUsageRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_management_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetAgentUsageRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *GetAgentUsageRequest) GetProjectNames() []string {
+	if x != nil {
+		return x.ProjectNames
+	}
+	return nil
+}
+
+func (x *GetAgentUsageRequest) GetGlobal() bool {
+	if x != nil {
+		return x.Global
+	}
+	return false
+}
+
 var File_workspace_v1_management_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_management_proto_rawDesc = "" +
@@ -850,7 +1052,28 @@ const file_workspace_v1_management_proto_rawDesc = "" +
 	"\x04path\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\x04path\x121\n" +
 	"\x11expected_revision\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\x10expectedRevision\x12\x1c\n" +
 	"\trecursive\x18\x05 \x01(\bR\trecursive\x12'\n" +
-	"\x0fskip_checkpoint\x18\x06 \x01(\bR\x0eskipCheckpoint2\xe3\x0f\n" +
+	"\x0fskip_checkpoint\x18\x06 \x01(\bR\x0eskipCheckpoint\"\xbd\x03\n" +
+	"\x14SearchProjectRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
+	"\tworkspace\x18\x02 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12\x1a\n" +
+	"\x05query\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\x05query\x12,\n" +
+	"\x04mode\x18\x05 \x01(\x0e2\x18.workspace.v1.SearchModeR\x04mode\x12\x14\n" +
+	"\x05regex\x18\x06 \x01(\bR\x05regex\x12%\n" +
+	"\x0ecase_sensitive\x18\a \x01(\bR\rcaseSensitive\x12\x18\n" +
+	"\ainclude\x18\b \x03(\tR\ainclude\x12\x18\n" +
+	"\aexclude\x18\t \x03(\tR\aexclude\x12\x1f\n" +
+	"\vmax_results\x18\n" +
+	" \x01(\x05R\n" +
+	"maxResults\x12\x1b\n" +
+	"\tmax_bytes\x18\v \x01(\x03R\bmaxBytes\x12$\n" +
+	"\x0emax_file_bytes\x18\f \x01(\x03R\fmaxFileBytes\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\r \x01(\x05R\ttimeoutMs\"n\n" +
+	"\x14GetAgentUsageRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12#\n" +
+	"\rproject_names\x18\x02 \x03(\tR\fprojectNames\x12\x16\n" +
+	"\x06global\x18\x03 \x01(\bR\x06global2\x9c\x13\n" +
 	"\x1aWorkspaceManagementService\x12\xac\x01\n" +
 	"\n" +
 	"ListAgents\x12\x1f.workspace.v1.ListAgentsRequest\x1a .workspace.v1.ListAgentsResponse\"[\x92A4\x122List the agents (configured and discovered, paged)\x82\xd3\xe4\x93\x02\x1e\x12\x1c/api/v1/agent-gateway/agents\x12\xb9\x01\n" +
@@ -862,7 +1085,9 @@ const file_workspace_v1_management_proto_rawDesc = "" +
 	"\x12CreateProjectEntry\x12'.workspace.v1.CreateProjectEntryRequest\x1a\x13.workspace.v1.Entry\"h\x92A\"\x12 Create an empty file or a folder\x82\xd3\xe4\x93\x02=:\x01*\"8/api/v1/agent-gateway/agents/{agent_id}/projects/entries\x12\xd4\x01\n" +
 	"\x11UpdateProjectFile\x12&.workspace.v1.UpdateProjectFileRequest\x1a\x13.workspace.v1.Entry\"\x81\x01\x92A=\x12;Replace a file's content, given the revision it was read at\x82\xd3\xe4\x93\x02;:\x01*\x1a6/api/v1/agent-gateway/agents/{agent_id}/projects/files\x12\xd1\x01\n" +
 	"\x10MoveProjectEntry\x12%.workspace.v1.MoveProjectEntryRequest\x1a\x13.workspace.v1.Entry\"\x80\x01\x92A5\x123Move or rename a file or folder, given its revision\x82\xd3\xe4\x93\x02B:\x01*\"=/api/v1/agent-gateway/agents/{agent_id}/projects/entries:move\x12\xd2\x01\n" +
-	"\x12DeleteProjectEntry\x12'.workspace.v1.DeleteProjectEntryRequest\x1a!.workspace.v1.DeleteEntryResponse\"p\x92A-\x12+Delete a file or folder, given its revision\x82\xd3\xe4\x93\x02:*8/api/v1/agent-gateway/agents/{agent_id}/projects/entriesB\xa0\x04\x92A\xd1\x03\x12\xc0\x02\n" +
+	"\x12DeleteProjectEntry\x12'.workspace.v1.DeleteProjectEntryRequest\x1a!.workspace.v1.DeleteEntryResponse\"p\x92A-\x12+Delete a file or folder, given its revision\x82\xd3\xe4\x93\x02:*8/api/v1/agent-gateway/agents/{agent_id}/projects/entries\x12\xdc\x01\n" +
+	"\rSearchProject\x12\".workspace.v1.SearchProjectRequest\x1a\x1a.workspace.v1.SearchResult\"\x88\x01\x92AO\x12MSearch a workspace by file name (fuzzy) or content (literal or RE2), streamed\x82\xd3\xe4\x93\x020\x12./api/v1/agent-gateway/agents/{agent_id}/search0\x01\x12\xd7\x01\n" +
+	"\bGetUsage\x12\".workspace.v1.GetAgentUsageRequest\x1a\x1e.workspace.v1.GetUsageResponse\"\x86\x01\x92AN\x12LBytes and files of projects and Global, and the volume's size and free space\x82\xd3\xe4\x93\x02/\x12-/api/v1/agent-gateway/agents/{agent_id}/usageB\xa0\x04\x92A\xd1\x03\x12\xc0\x02\n" +
 	"\x19Agent Workspace Files API\x12\x9b\x02The agent-gateway's REST API: the projects and files of each AI coding agent's volume, and its global skills and AGENTS.md. Admins only. Every update, move and delete names the revision it expects; a stale one is refused with 409 and the reason REVISION_MISMATCH in details[].reason.2\x051.0.0Zq\n" +
 	"1\n" +
 	"\x05basic\x12(\b\x01\x12$any user name, the token as password\n" +
@@ -886,7 +1111,7 @@ func file_workspace_v1_management_proto_rawDescGZIP() []byte {
 	return file_workspace_v1_management_proto_rawDescData
 }
 
-var file_workspace_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_workspace_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_workspace_v1_management_proto_goTypes = []any{
 	(*ListAgentsRequest)(nil),         // 0: workspace.v1.ListAgentsRequest
 	(*ListAgentsResponse)(nil),        // 1: workspace.v1.ListAgentsResponse
@@ -899,51 +1124,62 @@ var file_workspace_v1_management_proto_goTypes = []any{
 	(*UpdateProjectFileRequest)(nil),  // 8: workspace.v1.UpdateProjectFileRequest
 	(*MoveProjectEntryRequest)(nil),   // 9: workspace.v1.MoveProjectEntryRequest
 	(*DeleteProjectEntryRequest)(nil), // 10: workspace.v1.DeleteProjectEntryRequest
-	(*Agent)(nil),                     // 11: workspace.v1.Agent
-	(*WorkspaceRef)(nil),              // 12: workspace.v1.WorkspaceRef
-	(EntryType)(0),                    // 13: workspace.v1.EntryType
-	(*ListProjectsResponse)(nil),      // 14: workspace.v1.ListProjectsResponse
-	(*Project)(nil),                   // 15: workspace.v1.Project
-	(*DeleteProjectResponse)(nil),     // 16: workspace.v1.DeleteProjectResponse
-	(*ListEntriesResponse)(nil),       // 17: workspace.v1.ListEntriesResponse
-	(*GetFileResponse)(nil),           // 18: workspace.v1.GetFileResponse
-	(*Entry)(nil),                     // 19: workspace.v1.Entry
-	(*DeleteEntryResponse)(nil),       // 20: workspace.v1.DeleteEntryResponse
+	(*SearchProjectRequest)(nil),      // 11: workspace.v1.SearchProjectRequest
+	(*GetAgentUsageRequest)(nil),      // 12: workspace.v1.GetAgentUsageRequest
+	(*Agent)(nil),                     // 13: workspace.v1.Agent
+	(*WorkspaceRef)(nil),              // 14: workspace.v1.WorkspaceRef
+	(EntryType)(0),                    // 15: workspace.v1.EntryType
+	(SearchMode)(0),                   // 16: workspace.v1.SearchMode
+	(*ListProjectsResponse)(nil),      // 17: workspace.v1.ListProjectsResponse
+	(*Project)(nil),                   // 18: workspace.v1.Project
+	(*DeleteProjectResponse)(nil),     // 19: workspace.v1.DeleteProjectResponse
+	(*ListEntriesResponse)(nil),       // 20: workspace.v1.ListEntriesResponse
+	(*GetFileResponse)(nil),           // 21: workspace.v1.GetFileResponse
+	(*Entry)(nil),                     // 22: workspace.v1.Entry
+	(*DeleteEntryResponse)(nil),       // 23: workspace.v1.DeleteEntryResponse
+	(*SearchResult)(nil),              // 24: workspace.v1.SearchResult
+	(*GetUsageResponse)(nil),          // 25: workspace.v1.GetUsageResponse
 }
 var file_workspace_v1_management_proto_depIdxs = []int32{
-	11, // 0: workspace.v1.ListAgentsResponse.agents:type_name -> workspace.v1.Agent
-	12, // 1: workspace.v1.ListProjectEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	12, // 2: workspace.v1.GetProjectFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	12, // 3: workspace.v1.CreateProjectEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	13, // 4: workspace.v1.CreateProjectEntryRequest.type:type_name -> workspace.v1.EntryType
-	12, // 5: workspace.v1.UpdateProjectFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	12, // 6: workspace.v1.MoveProjectEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	12, // 7: workspace.v1.DeleteProjectEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	0,  // 8: workspace.v1.WorkspaceManagementService.ListAgents:input_type -> workspace.v1.ListAgentsRequest
-	2,  // 9: workspace.v1.WorkspaceManagementService.ListProjects:input_type -> workspace.v1.ListAgentProjectsRequest
-	3,  // 10: workspace.v1.WorkspaceManagementService.CreateProject:input_type -> workspace.v1.CreateAgentProjectRequest
-	4,  // 11: workspace.v1.WorkspaceManagementService.DeleteProject:input_type -> workspace.v1.DeleteAgentProjectRequest
-	5,  // 12: workspace.v1.WorkspaceManagementService.ListProjectEntries:input_type -> workspace.v1.ListProjectEntriesRequest
-	6,  // 13: workspace.v1.WorkspaceManagementService.GetProjectFile:input_type -> workspace.v1.GetProjectFileRequest
-	7,  // 14: workspace.v1.WorkspaceManagementService.CreateProjectEntry:input_type -> workspace.v1.CreateProjectEntryRequest
-	8,  // 15: workspace.v1.WorkspaceManagementService.UpdateProjectFile:input_type -> workspace.v1.UpdateProjectFileRequest
-	9,  // 16: workspace.v1.WorkspaceManagementService.MoveProjectEntry:input_type -> workspace.v1.MoveProjectEntryRequest
-	10, // 17: workspace.v1.WorkspaceManagementService.DeleteProjectEntry:input_type -> workspace.v1.DeleteProjectEntryRequest
-	1,  // 18: workspace.v1.WorkspaceManagementService.ListAgents:output_type -> workspace.v1.ListAgentsResponse
-	14, // 19: workspace.v1.WorkspaceManagementService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
-	15, // 20: workspace.v1.WorkspaceManagementService.CreateProject:output_type -> workspace.v1.Project
-	16, // 21: workspace.v1.WorkspaceManagementService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
-	17, // 22: workspace.v1.WorkspaceManagementService.ListProjectEntries:output_type -> workspace.v1.ListEntriesResponse
-	18, // 23: workspace.v1.WorkspaceManagementService.GetProjectFile:output_type -> workspace.v1.GetFileResponse
-	19, // 24: workspace.v1.WorkspaceManagementService.CreateProjectEntry:output_type -> workspace.v1.Entry
-	19, // 25: workspace.v1.WorkspaceManagementService.UpdateProjectFile:output_type -> workspace.v1.Entry
-	19, // 26: workspace.v1.WorkspaceManagementService.MoveProjectEntry:output_type -> workspace.v1.Entry
-	20, // 27: workspace.v1.WorkspaceManagementService.DeleteProjectEntry:output_type -> workspace.v1.DeleteEntryResponse
-	18, // [18:28] is the sub-list for method output_type
-	8,  // [8:18] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	13, // 0: workspace.v1.ListAgentsResponse.agents:type_name -> workspace.v1.Agent
+	14, // 1: workspace.v1.ListProjectEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	14, // 2: workspace.v1.GetProjectFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	14, // 3: workspace.v1.CreateProjectEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	15, // 4: workspace.v1.CreateProjectEntryRequest.type:type_name -> workspace.v1.EntryType
+	14, // 5: workspace.v1.UpdateProjectFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	14, // 6: workspace.v1.MoveProjectEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	14, // 7: workspace.v1.DeleteProjectEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	14, // 8: workspace.v1.SearchProjectRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	16, // 9: workspace.v1.SearchProjectRequest.mode:type_name -> workspace.v1.SearchMode
+	0,  // 10: workspace.v1.WorkspaceManagementService.ListAgents:input_type -> workspace.v1.ListAgentsRequest
+	2,  // 11: workspace.v1.WorkspaceManagementService.ListProjects:input_type -> workspace.v1.ListAgentProjectsRequest
+	3,  // 12: workspace.v1.WorkspaceManagementService.CreateProject:input_type -> workspace.v1.CreateAgentProjectRequest
+	4,  // 13: workspace.v1.WorkspaceManagementService.DeleteProject:input_type -> workspace.v1.DeleteAgentProjectRequest
+	5,  // 14: workspace.v1.WorkspaceManagementService.ListProjectEntries:input_type -> workspace.v1.ListProjectEntriesRequest
+	6,  // 15: workspace.v1.WorkspaceManagementService.GetProjectFile:input_type -> workspace.v1.GetProjectFileRequest
+	7,  // 16: workspace.v1.WorkspaceManagementService.CreateProjectEntry:input_type -> workspace.v1.CreateProjectEntryRequest
+	8,  // 17: workspace.v1.WorkspaceManagementService.UpdateProjectFile:input_type -> workspace.v1.UpdateProjectFileRequest
+	9,  // 18: workspace.v1.WorkspaceManagementService.MoveProjectEntry:input_type -> workspace.v1.MoveProjectEntryRequest
+	10, // 19: workspace.v1.WorkspaceManagementService.DeleteProjectEntry:input_type -> workspace.v1.DeleteProjectEntryRequest
+	11, // 20: workspace.v1.WorkspaceManagementService.SearchProject:input_type -> workspace.v1.SearchProjectRequest
+	12, // 21: workspace.v1.WorkspaceManagementService.GetUsage:input_type -> workspace.v1.GetAgentUsageRequest
+	1,  // 22: workspace.v1.WorkspaceManagementService.ListAgents:output_type -> workspace.v1.ListAgentsResponse
+	17, // 23: workspace.v1.WorkspaceManagementService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
+	18, // 24: workspace.v1.WorkspaceManagementService.CreateProject:output_type -> workspace.v1.Project
+	19, // 25: workspace.v1.WorkspaceManagementService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
+	20, // 26: workspace.v1.WorkspaceManagementService.ListProjectEntries:output_type -> workspace.v1.ListEntriesResponse
+	21, // 27: workspace.v1.WorkspaceManagementService.GetProjectFile:output_type -> workspace.v1.GetFileResponse
+	22, // 28: workspace.v1.WorkspaceManagementService.CreateProjectEntry:output_type -> workspace.v1.Entry
+	22, // 29: workspace.v1.WorkspaceManagementService.UpdateProjectFile:output_type -> workspace.v1.Entry
+	22, // 30: workspace.v1.WorkspaceManagementService.MoveProjectEntry:output_type -> workspace.v1.Entry
+	23, // 31: workspace.v1.WorkspaceManagementService.DeleteProjectEntry:output_type -> workspace.v1.DeleteEntryResponse
+	24, // 32: workspace.v1.WorkspaceManagementService.SearchProject:output_type -> workspace.v1.SearchResult
+	25, // 33: workspace.v1.WorkspaceManagementService.GetUsage:output_type -> workspace.v1.GetUsageResponse
+	22, // [22:34] is the sub-list for method output_type
+	10, // [10:22] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_workspace_v1_management_proto_init() }
@@ -959,7 +1195,7 @@ func file_workspace_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_workspace_v1_management_proto_rawDesc), len(file_workspace_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,8 @@ const (
 	WorkspaceManagementService_UpdateProjectFile_FullMethodName  = "/workspace.v1.WorkspaceManagementService/UpdateProjectFile"
 	WorkspaceManagementService_MoveProjectEntry_FullMethodName   = "/workspace.v1.WorkspaceManagementService/MoveProjectEntry"
 	WorkspaceManagementService_DeleteProjectEntry_FullMethodName = "/workspace.v1.WorkspaceManagementService/DeleteProjectEntry"
+	WorkspaceManagementService_SearchProject_FullMethodName      = "/workspace.v1.WorkspaceManagementService/SearchProject"
+	WorkspaceManagementService_GetUsage_FullMethodName           = "/workspace.v1.WorkspaceManagementService/GetUsage"
 )
 
 // WorkspaceManagementServiceClient is the client API for WorkspaceManagementService service.
@@ -53,6 +55,10 @@ type WorkspaceManagementServiceClient interface {
 	UpdateProjectFile(ctx context.Context, in *UpdateProjectFileRequest, opts ...grpc.CallOption) (*Entry, error)
 	MoveProjectEntry(ctx context.Context, in *MoveProjectEntryRequest, opts ...grpc.CallOption) (*Entry, error)
 	DeleteProjectEntry(ctx context.Context, in *DeleteProjectEntryRequest, opts ...grpc.CallOption) (*DeleteEntryResponse, error)
+	// Served as newline-delimited JSON, one {"result": SearchResult} per
+	// line ({"error": Status} if the stream fails after its first line).
+	SearchProject(ctx context.Context, in *SearchProjectRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchResult], error)
+	GetUsage(ctx context.Context, in *GetAgentUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
 }
 
 type workspaceManagementServiceClient struct {
@@ -163,6 +169,35 @@ func (c *workspaceManagementServiceClient) DeleteProjectEntry(ctx context.Contex
 	return out, nil
 }
 
+func (c *workspaceManagementServiceClient) SearchProject(ctx context.Context, in *SearchProjectRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchResult], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &WorkspaceManagementService_ServiceDesc.Streams[0], WorkspaceManagementService_SearchProject_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SearchProjectRequest, SearchResult]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type WorkspaceManagementService_SearchProjectClient = grpc.ServerStreamingClient[SearchResult]
+
+func (c *workspaceManagementServiceClient) GetUsage(ctx context.Context, in *GetAgentUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageResponse)
+	err := c.cc.Invoke(ctx, WorkspaceManagementService_GetUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkspaceManagementServiceServer is the server API for WorkspaceManagementService service.
 // All implementations must embed UnimplementedWorkspaceManagementServiceServer
 // for forward compatibility.
@@ -180,6 +215,10 @@ type WorkspaceManagementServiceServer interface {
 	UpdateProjectFile(context.Context, *UpdateProjectFileRequest) (*Entry, error)
 	MoveProjectEntry(context.Context, *MoveProjectEntryRequest) (*Entry, error)
 	DeleteProjectEntry(context.Context, *DeleteProjectEntryRequest) (*DeleteEntryResponse, error)
+	// Served as newline-delimited JSON, one {"result": SearchResult} per
+	// line ({"error": Status} if the stream fails after its first line).
+	SearchProject(*SearchProjectRequest, grpc.ServerStreamingServer[SearchResult]) error
+	GetUsage(context.Context, *GetAgentUsageRequest) (*GetUsageResponse, error)
 	mustEmbedUnimplementedWorkspaceManagementServiceServer()
 }
 
@@ -219,6 +258,12 @@ func (UnimplementedWorkspaceManagementServiceServer) MoveProjectEntry(context.Co
 }
 func (UnimplementedWorkspaceManagementServiceServer) DeleteProjectEntry(context.Context, *DeleteProjectEntryRequest) (*DeleteEntryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteProjectEntry not implemented")
+}
+func (UnimplementedWorkspaceManagementServiceServer) SearchProject(*SearchProjectRequest, grpc.ServerStreamingServer[SearchResult]) error {
+	return status.Error(codes.Unimplemented, "method SearchProject not implemented")
+}
+func (UnimplementedWorkspaceManagementServiceServer) GetUsage(context.Context, *GetAgentUsageRequest) (*GetUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUsage not implemented")
 }
 func (UnimplementedWorkspaceManagementServiceServer) mustEmbedUnimplementedWorkspaceManagementServiceServer() {
 }
@@ -422,6 +467,35 @@ func _WorkspaceManagementService_DeleteProjectEntry_Handler(srv interface{}, ctx
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkspaceManagementService_SearchProject_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SearchProjectRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(WorkspaceManagementServiceServer).SearchProject(m, &grpc.GenericServerStream[SearchProjectRequest, SearchResult]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type WorkspaceManagementService_SearchProjectServer = grpc.ServerStreamingServer[SearchResult]
+
+func _WorkspaceManagementService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAgentUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkspaceManagementServiceServer).GetUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkspaceManagementService_GetUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkspaceManagementServiceServer).GetUsage(ctx, req.(*GetAgentUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkspaceManagementService_ServiceDesc is the grpc.ServiceDesc for WorkspaceManagementService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -469,7 +543,17 @@ var WorkspaceManagementService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "DeleteProjectEntry",
 			Handler:    _WorkspaceManagementService_DeleteProjectEntry_Handler,
 		},
+		{
+			MethodName: "GetUsage",
+			Handler:    _WorkspaceManagementService_GetUsage_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SearchProject",
+			Handler:       _WorkspaceManagementService_SearchProject_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "workspace/v1/management.proto",
 }

@@ -340,8 +340,9 @@ const (
 	ErrorReason_PATH_TOO_DEEP       ErrorReason = 52
 	ErrorReason_PAGE_SIZE_TOO_LARGE ErrorReason = 53
 	ErrorReason_NO_SPACE            ErrorReason = 54
-	// Gateway only: the agent already has as many live-change streams as the
-	// gateway allows (429, with Retry-After).
+	// The agent already has as many live-change streams as the gateway
+	// allows (429, with Retry-After), or as many searches as its sidecar runs
+	// at once (429).
 	ErrorReason_TOO_MANY_STREAMS ErrorReason = 55
 	// Gateway only: the agent already has as many request bodies in flight
 	// (WebDAV uploads) as limits.uploadsPerAgent allows (429, with

@@ -26,6 +26,58 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SearchMode int32
+
+const (
+	// Content.
+	SearchMode_SEARCH_MODE_UNSPECIFIED SearchMode = 0
+	// Lines of text files (binary files, with a NUL in their first 8 KiB, are skipped).
+	SearchMode_SEARCH_MODE_CONTENT SearchMode = 1
+	// Paths of files, ranked by a fuzzy match of the query (quick open).
+	SearchMode_SEARCH_MODE_NAME SearchMode = 2
+)
+
+// Enum value maps for SearchMode.
+var (
+	SearchMode_name = map[int32]string{
+		0: "SEARCH_MODE_UNSPECIFIED",
+		1: "SEARCH_MODE_CONTENT",
+		2: "SEARCH_MODE_NAME",
+	}
+	SearchMode_value = map[string]int32{
+		"SEARCH_MODE_UNSPECIFIED": 0,
+		"SEARCH_MODE_CONTENT":     1,
+		"SEARCH_MODE_NAME":        2,
+	}
+)
+
+func (x SearchMode) Enum() *SearchMode {
+	p := new(SearchMode)
+	*p = x
+	return p
+}
+
+func (x SearchMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SearchMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_workspace_v1_workspace_proto_enumTypes[0].Descriptor()
+}
+
+func (SearchMode) Type() protoreflect.EnumType {
+	return &file_workspace_v1_workspace_proto_enumTypes[0]
+}
+
+func (x SearchMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SearchMode.Descriptor instead.
+func (SearchMode) EnumDescriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{0}
+}
+
 type ListProjectsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Default 100, at most maxPageSize (500).
@@ -859,6 +911,666 @@ func (x *DeleteEntryResponse) GetAutoCheckpointId() string {
 	return ""
 }
 
+type SearchRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Workspace *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// A directory or file of the workspace; "" for the root.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// A literal, or an RE2 expression when regex; 1 to 1000 bytes.
+	Query string     `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
+	Mode  SearchMode `protobuf:"varint,4,opt,name=mode,proto3,enum=workspace.v1.SearchMode" json:"mode,omitempty"`
+	Regex bool       `protobuf:"varint,5,opt,name=regex,proto3" json:"regex,omitempty"`
+	// Content only; names always fold case.
+	CaseSensitive bool `protobuf:"varint,6,opt,name=case_sensitive,json=caseSensitive,proto3" json:"case_sensitive,omitempty"`
+	// Globs (doublestar: *, **, ?, [..], {a,b}); one without "/" matches the
+	// name alone. At most 32 each. An excluded directory is not entered.
+	Include []string `protobuf:"bytes,7,rep,name=include,proto3" json:"include,omitempty"`
+	Exclude []string `protobuf:"bytes,8,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	// Bounds; 0 the default: 1000 results (at most 10000), 512 MiB read in
+	// all (at most 4 GiB), 8 MiB per file (at most 64 MiB), 10 s (at most 60 s).
+	MaxResults    int32 `protobuf:"varint,9,opt,name=max_results,json=maxResults,proto3" json:"max_results,omitempty"`
+	MaxBytes      int64 `protobuf:"varint,10,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	MaxFileBytes  int64 `protobuf:"varint,11,opt,name=max_file_bytes,json=maxFileBytes,proto3" json:"max_file_bytes,omitempty"`
+	TimeoutMs     int32 `protobuf:"varint,12,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchRequest) Reset() {
+	*x = SearchRequest{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchRequest) ProtoMessage() {}
+
+func (x *SearchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchRequest.ProtoReflect.Descriptor instead.
+func (*SearchRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SearchRequest) GetWorkspace() *WorkspaceRef {
+	if x != nil {
+		return x.Workspace
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SearchRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchRequest) GetMode() SearchMode {
+	if x != nil {
+		return x.Mode
+	}
+	return SearchMode_SEARCH_MODE_UNSPECIFIED
+}
+
+func (x *SearchRequest) GetRegex() bool {
+	if x != nil {
+		return x.Regex
+	}
+	return false
+}
+
+func (x *SearchRequest) GetCaseSensitive() bool {
+	if x != nil {
+		return x.CaseSensitive
+	}
+	return false
+}
+
+func (x *SearchRequest) GetInclude() []string {
+	if x != nil {
+		return x.Include
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetExclude() []string {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetMaxResults() int32 {
+	if x != nil {
+		return x.MaxResults
+	}
+	return 0
+}
+
+func (x *SearchRequest) GetMaxBytes() int64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *SearchRequest) GetMaxFileBytes() int64 {
+	if x != nil {
+		return x.MaxFileBytes
+	}
+	return 0
+}
+
+func (x *SearchRequest) GetTimeoutMs() int32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+// One message of a Search stream: matches, then the summary last.
+type SearchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*SearchResult_Match
+	//	*SearchResult_Summary
+	Kind          isSearchResult_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchResult) Reset() {
+	*x = SearchResult{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchResult) ProtoMessage() {}
+
+func (x *SearchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchResult.ProtoReflect.Descriptor instead.
+func (*SearchResult) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SearchResult) GetKind() isSearchResult_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *SearchResult) GetMatch() *SearchMatch {
+	if x != nil {
+		if x, ok := x.Kind.(*SearchResult_Match); ok {
+			return x.Match
+		}
+	}
+	return nil
+}
+
+func (x *SearchResult) GetSummary() *SearchSummary {
+	if x != nil {
+		if x, ok := x.Kind.(*SearchResult_Summary); ok {
+			return x.Summary
+		}
+	}
+	return nil
+}
+
+type isSearchResult_Kind interface {
+	isSearchResult_Kind()
+}
+
+type SearchResult_Match struct {
+	Match *SearchMatch `protobuf:"bytes,1,opt,name=match,proto3,oneof"`
+}
+
+type SearchResult_Summary struct {
+	Summary *SearchSummary `protobuf:"bytes,2,opt,name=summary,proto3,oneof"`
+}
+
+func (*SearchResult_Match) isSearchResult_Kind() {}
+
+func (*SearchResult_Summary) isSearchResult_Kind() {}
+
+type SearchMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Relative to the workspace root.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// 1-based line of a content match; 0 for a name match.
+	Line int32 `protobuf:"varint,2,opt,name=line,proto3" json:"line,omitempty"`
+	// The line (at most about 200 bytes around the match), valid UTF-8; the
+	// path for a name match.
+	Preview string `protobuf:"bytes,3,opt,name=preview,proto3" json:"preview,omitempty"`
+	// The match's byte offsets in preview.
+	MatchStart int32 `protobuf:"varint,4,opt,name=match_start,json=matchStart,proto3" json:"match_start,omitempty"`
+	MatchEnd   int32 `protobuf:"varint,5,opt,name=match_end,json=matchEnd,proto3" json:"match_end,omitempty"`
+	// Rank of a name match (higher first).
+	Score         int32 `protobuf:"varint,6,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchMatch) Reset() {
+	*x = SearchMatch{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchMatch) ProtoMessage() {}
+
+func (x *SearchMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchMatch.ProtoReflect.Descriptor instead.
+func (*SearchMatch) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SearchMatch) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SearchMatch) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *SearchMatch) GetPreview() string {
+	if x != nil {
+		return x.Preview
+	}
+	return ""
+}
+
+func (x *SearchMatch) GetMatchStart() int32 {
+	if x != nil {
+		return x.MatchStart
+	}
+	return 0
+}
+
+func (x *SearchMatch) GetMatchEnd() int32 {
+	if x != nil {
+		return x.MatchEnd
+	}
+	return 0
+}
+
+func (x *SearchMatch) GetScore() int32 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+type SearchSummary struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FilesSearched int32                  `protobuf:"varint,1,opt,name=files_searched,json=filesSearched,proto3" json:"files_searched,omitempty"`
+	Results       int32                  `protobuf:"varint,2,opt,name=results,proto3" json:"results,omitempty"`
+	BytesRead     int64                  `protobuf:"varint,3,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	// The bound that ended the search early: "", "max_results", "max_bytes"
+	// or "timeout".
+	Truncated     string `protobuf:"bytes,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	BinarySkipped int32  `protobuf:"varint,5,opt,name=binary_skipped,json=binarySkipped,proto3" json:"binary_skipped,omitempty"`
+	// Files read only up to max_file_bytes.
+	FileTruncated int32 `protobuf:"varint,6,opt,name=file_truncated,json=fileTruncated,proto3" json:"file_truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchSummary) Reset() {
+	*x = SearchSummary{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchSummary) ProtoMessage() {}
+
+func (x *SearchSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchSummary.ProtoReflect.Descriptor instead.
+func (*SearchSummary) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SearchSummary) GetFilesSearched() int32 {
+	if x != nil {
+		return x.FilesSearched
+	}
+	return 0
+}
+
+func (x *SearchSummary) GetResults() int32 {
+	if x != nil {
+		return x.Results
+	}
+	return 0
+}
+
+func (x *SearchSummary) GetBytesRead() int64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+func (x *SearchSummary) GetTruncated() string {
+	if x != nil {
+		return x.Truncated
+	}
+	return ""
+}
+
+func (x *SearchSummary) GetBinarySkipped() int32 {
+	if x != nil {
+		return x.BinarySkipped
+	}
+	return 0
+}
+
+func (x *SearchSummary) GetFileTruncated() int32 {
+	if x != nil {
+		return x.FileTruncated
+	}
+	return 0
+}
+
+type GetUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Projects to count (at most 100); none: no project.
+	ProjectNames []string `protobuf:"bytes,1,rep,name=project_names,json=projectNames,proto3" json:"project_names,omitempty"`
+	// Count Global (skills/ and AGENTS.md) too.
+	Global        bool `protobuf:"varint,2,opt,name=global,proto3" json:"global,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetUsageRequest) GetProjectNames() []string {
+	if x != nil {
+		return x.ProjectNames
+	}
+	return nil
+}
+
+func (x *GetUsageRequest) GetGlobal() bool {
+	if x != nil {
+		return x.Global
+	}
+	return false
+}
+
+// What one workspace holds: the apparent size of its regular files (a file
+// with several hard links once) and its files and folders, as a listing
+// shows them (denylisted names, symlinks and mounts not counted).
+type WorkspaceUsage struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Workspace *WorkspaceRef          `protobuf:"bytes,1,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// Absent when the workspace could not be counted (error_reason says
+	// why): unknown, never 0.
+	Bytes       *int64 `protobuf:"varint,2,opt,name=bytes,proto3,oneof" json:"bytes,omitempty"`
+	Files       *int64 `protobuf:"varint,3,opt,name=files,proto3,oneof" json:"files,omitempty"`
+	Directories *int64 `protobuf:"varint,4,opt,name=directories,proto3,oneof" json:"directories,omitempty"`
+	// Set when the workspace could not be counted (PROJECT_NOT_FOUND,
+	// INVALID_WORKSPACE, ...).
+	ErrorReason   string `protobuf:"bytes,5,opt,name=error_reason,json=errorReason,proto3" json:"error_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkspaceUsage) Reset() {
+	*x = WorkspaceUsage{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkspaceUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkspaceUsage) ProtoMessage() {}
+
+func (x *WorkspaceUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkspaceUsage.ProtoReflect.Descriptor instead.
+func (*WorkspaceUsage) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *WorkspaceUsage) GetWorkspace() *WorkspaceRef {
+	if x != nil {
+		return x.Workspace
+	}
+	return nil
+}
+
+func (x *WorkspaceUsage) GetBytes() int64 {
+	if x != nil && x.Bytes != nil {
+		return *x.Bytes
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetFiles() int64 {
+	if x != nil && x.Files != nil {
+		return *x.Files
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetDirectories() int64 {
+	if x != nil && x.Directories != nil {
+		return *x.Directories
+	}
+	return 0
+}
+
+func (x *WorkspaceUsage) GetErrorReason() string {
+	if x != nil {
+		return x.ErrorReason
+	}
+	return ""
+}
+
+// A volume's size and free space (statfs f_blocks and f_bavail, bytes).
+type VolumeUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when statfs failed: the sizes are then absent (unknown, never 0).
+	Known         bool   `protobuf:"varint,1,opt,name=known,proto3" json:"known,omitempty"`
+	SizeBytes     *int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3,oneof" json:"size_bytes,omitempty"`
+	FreeBytes     *int64 `protobuf:"varint,3,opt,name=free_bytes,json=freeBytes,proto3,oneof" json:"free_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeUsage) Reset() {
+	*x = VolumeUsage{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeUsage) ProtoMessage() {}
+
+func (x *VolumeUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeUsage.ProtoReflect.Descriptor instead.
+func (*VolumeUsage) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *VolumeUsage) GetKnown() bool {
+	if x != nil {
+		return x.Known
+	}
+	return false
+}
+
+func (x *VolumeUsage) GetSizeBytes() int64 {
+	if x != nil && x.SizeBytes != nil {
+		return *x.SizeBytes
+	}
+	return 0
+}
+
+func (x *VolumeUsage) GetFreeBytes() int64 {
+	if x != nil && x.FreeBytes != nil {
+		return *x.FreeBytes
+	}
+	return 0
+}
+
+type GetUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In the order asked: the projects, then Global.
+	Workspaces []*WorkspaceUsage `protobuf:"bytes,1,rep,name=workspaces,proto3" json:"workspaces,omitempty"`
+	// The volume of the projects root, and of CODEX_HOME (often the same).
+	ProjectsVolume *VolumeUsage `protobuf:"bytes,2,opt,name=projects_volume,json=projectsVolume,proto3" json:"projects_volume,omitempty"`
+	GlobalVolume   *VolumeUsage `protobuf:"bytes,3,opt,name=global_volume,json=globalVolume,proto3" json:"global_volume,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_workspace_v1_workspace_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_workspace_v1_workspace_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageResponse) Descriptor() ([]byte, []int) {
+	return file_workspace_v1_workspace_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetUsageResponse) GetWorkspaces() []*WorkspaceUsage {
+	if x != nil {
+		return x.Workspaces
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetProjectsVolume() *VolumeUsage {
+	if x != nil {
+		return x.ProjectsVolume
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetGlobalVolume() *VolumeUsage {
+	if x != nil {
+		return x.GlobalVolume
+	}
+	return nil
+}
+
 var File_workspace_v1_workspace_proto protoreflect.FileDescriptor
 
 const file_workspace_v1_workspace_proto_rawDesc = "" +
@@ -919,7 +1631,74 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\trecursive\x18\x04 \x01(\bR\trecursive\x12'\n" +
 	"\x0fskip_checkpoint\x18\x05 \x01(\bR\x0eskipCheckpoint\"C\n" +
 	"\x13DeleteEntryResponse\x12,\n" +
-	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId2\xcb\x05\n" +
+	"\x12auto_checkpoint_id\x18\x01 \x01(\tR\x10autoCheckpointId\"\x95\x03\n" +
+	"\rSearchRequest\x128\n" +
+	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
+	"\x05query\x18\x03 \x01(\tR\x05query\x12,\n" +
+	"\x04mode\x18\x04 \x01(\x0e2\x18.workspace.v1.SearchModeR\x04mode\x12\x14\n" +
+	"\x05regex\x18\x05 \x01(\bR\x05regex\x12%\n" +
+	"\x0ecase_sensitive\x18\x06 \x01(\bR\rcaseSensitive\x12\x18\n" +
+	"\ainclude\x18\a \x03(\tR\ainclude\x12\x18\n" +
+	"\aexclude\x18\b \x03(\tR\aexclude\x12\x1f\n" +
+	"\vmax_results\x18\t \x01(\x05R\n" +
+	"maxResults\x12\x1b\n" +
+	"\tmax_bytes\x18\n" +
+	" \x01(\x03R\bmaxBytes\x12$\n" +
+	"\x0emax_file_bytes\x18\v \x01(\x03R\fmaxFileBytes\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\f \x01(\x05R\ttimeoutMs\"\x82\x01\n" +
+	"\fSearchResult\x121\n" +
+	"\x05match\x18\x01 \x01(\v2\x19.workspace.v1.SearchMatchH\x00R\x05match\x127\n" +
+	"\asummary\x18\x02 \x01(\v2\x1b.workspace.v1.SearchSummaryH\x00R\asummaryB\x06\n" +
+	"\x04kind\"\xa3\x01\n" +
+	"\vSearchMatch\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x18\n" +
+	"\apreview\x18\x03 \x01(\tR\apreview\x12\x1f\n" +
+	"\vmatch_start\x18\x04 \x01(\x05R\n" +
+	"matchStart\x12\x1b\n" +
+	"\tmatch_end\x18\x05 \x01(\x05R\bmatchEnd\x12\x14\n" +
+	"\x05score\x18\x06 \x01(\x05R\x05score\"\xdb\x01\n" +
+	"\rSearchSummary\x12%\n" +
+	"\x0efiles_searched\x18\x01 \x01(\x05R\rfilesSearched\x12\x18\n" +
+	"\aresults\x18\x02 \x01(\x05R\aresults\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\x03 \x01(\x03R\tbytesRead\x12\x1c\n" +
+	"\ttruncated\x18\x04 \x01(\tR\ttruncated\x12%\n" +
+	"\x0ebinary_skipped\x18\x05 \x01(\x05R\rbinarySkipped\x12%\n" +
+	"\x0efile_truncated\x18\x06 \x01(\x05R\rfileTruncated\"N\n" +
+	"\x0fGetUsageRequest\x12#\n" +
+	"\rproject_names\x18\x01 \x03(\tR\fprojectNames\x12\x16\n" +
+	"\x06global\x18\x02 \x01(\bR\x06global\"\xee\x01\n" +
+	"\x0eWorkspaceUsage\x128\n" +
+	"\tworkspace\x18\x01 \x01(\v2\x1a.workspace.v1.WorkspaceRefR\tworkspace\x12\x19\n" +
+	"\x05bytes\x18\x02 \x01(\x03H\x00R\x05bytes\x88\x01\x01\x12\x19\n" +
+	"\x05files\x18\x03 \x01(\x03H\x01R\x05files\x88\x01\x01\x12%\n" +
+	"\vdirectories\x18\x04 \x01(\x03H\x02R\vdirectories\x88\x01\x01\x12!\n" +
+	"\ferror_reason\x18\x05 \x01(\tR\verrorReasonB\b\n" +
+	"\x06_bytesB\b\n" +
+	"\x06_filesB\x0e\n" +
+	"\f_directories\"\x89\x01\n" +
+	"\vVolumeUsage\x12\x14\n" +
+	"\x05known\x18\x01 \x01(\bR\x05known\x12\"\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03H\x00R\tsizeBytes\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"free_bytes\x18\x03 \x01(\x03H\x01R\tfreeBytes\x88\x01\x01B\r\n" +
+	"\v_size_bytesB\r\n" +
+	"\v_free_bytes\"\xd4\x01\n" +
+	"\x10GetUsageResponse\x12<\n" +
+	"\n" +
+	"workspaces\x18\x01 \x03(\v2\x1c.workspace.v1.WorkspaceUsageR\n" +
+	"workspaces\x12B\n" +
+	"\x0fprojects_volume\x18\x02 \x01(\v2\x19.workspace.v1.VolumeUsageR\x0eprojectsVolume\x12>\n" +
+	"\rglobal_volume\x18\x03 \x01(\v2\x19.workspace.v1.VolumeUsageR\fglobalVolume*X\n" +
+	"\n" +
+	"SearchMode\x12\x1b\n" +
+	"\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13SEARCH_MODE_CONTENT\x10\x01\x12\x14\n" +
+	"\x10SEARCH_MODE_NAME\x10\x022\xdb\x06\n" +
 	"\x10WorkspaceService\x12U\n" +
 	"\fListProjects\x12!.workspace.v1.ListProjectsRequest\x1a\".workspace.v1.ListProjectsResponse\x12J\n" +
 	"\rCreateProject\x12\".workspace.v1.CreateProjectRequest\x1a\x15.workspace.v1.Project\x12X\n" +
@@ -930,7 +1709,9 @@ const file_workspace_v1_workspace_proto_rawDesc = "" +
 	"\n" +
 	"UpdateFile\x12\x1f.workspace.v1.UpdateFileRequest\x1a\x13.workspace.v1.Entry\x12@\n" +
 	"\tMoveEntry\x12\x1e.workspace.v1.MoveEntryRequest\x1a\x13.workspace.v1.Entry\x12R\n" +
-	"\vDeleteEntry\x12 .workspace.v1.DeleteEntryRequest\x1a!.workspace.v1.DeleteEntryResponseBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
+	"\vDeleteEntry\x12 .workspace.v1.DeleteEntryRequest\x1a!.workspace.v1.DeleteEntryResponse\x12C\n" +
+	"\x06Search\x12\x1b.workspace.v1.SearchRequest\x1a\x1a.workspace.v1.SearchResult0\x01\x12I\n" +
+	"\bGetUsage\x12\x1d.workspace.v1.GetUsageRequest\x1a\x1e.workspace.v1.GetUsageResponseBKZIgithub.com/agentworkspace/files/contracts/gen/go/workspace/v1;workspacev1b\x06proto3"
 
 var (
 	file_workspace_v1_workspace_proto_rawDescOnce sync.Once
@@ -944,61 +1725,83 @@ func file_workspace_v1_workspace_proto_rawDescGZIP() []byte {
 	return file_workspace_v1_workspace_proto_rawDescData
 }
 
-var file_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_workspace_v1_workspace_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_workspace_v1_workspace_proto_goTypes = []any{
-	(*ListProjectsRequest)(nil),   // 0: workspace.v1.ListProjectsRequest
-	(*ListProjectsResponse)(nil),  // 1: workspace.v1.ListProjectsResponse
-	(*CreateProjectRequest)(nil),  // 2: workspace.v1.CreateProjectRequest
-	(*DeleteProjectRequest)(nil),  // 3: workspace.v1.DeleteProjectRequest
-	(*DeleteProjectResponse)(nil), // 4: workspace.v1.DeleteProjectResponse
-	(*ListEntriesRequest)(nil),    // 5: workspace.v1.ListEntriesRequest
-	(*ListEntriesResponse)(nil),   // 6: workspace.v1.ListEntriesResponse
-	(*GetFileRequest)(nil),        // 7: workspace.v1.GetFileRequest
-	(*GetFileResponse)(nil),       // 8: workspace.v1.GetFileResponse
-	(*CreateEntryRequest)(nil),    // 9: workspace.v1.CreateEntryRequest
-	(*UpdateFileRequest)(nil),     // 10: workspace.v1.UpdateFileRequest
-	(*MoveEntryRequest)(nil),      // 11: workspace.v1.MoveEntryRequest
-	(*DeleteEntryRequest)(nil),    // 12: workspace.v1.DeleteEntryRequest
-	(*DeleteEntryResponse)(nil),   // 13: workspace.v1.DeleteEntryResponse
-	(*Project)(nil),               // 14: workspace.v1.Project
-	(*WorkspaceRef)(nil),          // 15: workspace.v1.WorkspaceRef
-	(*Entry)(nil),                 // 16: workspace.v1.Entry
-	(EntryType)(0),                // 17: workspace.v1.EntryType
+	(SearchMode)(0),               // 0: workspace.v1.SearchMode
+	(*ListProjectsRequest)(nil),   // 1: workspace.v1.ListProjectsRequest
+	(*ListProjectsResponse)(nil),  // 2: workspace.v1.ListProjectsResponse
+	(*CreateProjectRequest)(nil),  // 3: workspace.v1.CreateProjectRequest
+	(*DeleteProjectRequest)(nil),  // 4: workspace.v1.DeleteProjectRequest
+	(*DeleteProjectResponse)(nil), // 5: workspace.v1.DeleteProjectResponse
+	(*ListEntriesRequest)(nil),    // 6: workspace.v1.ListEntriesRequest
+	(*ListEntriesResponse)(nil),   // 7: workspace.v1.ListEntriesResponse
+	(*GetFileRequest)(nil),        // 8: workspace.v1.GetFileRequest
+	(*GetFileResponse)(nil),       // 9: workspace.v1.GetFileResponse
+	(*CreateEntryRequest)(nil),    // 10: workspace.v1.CreateEntryRequest
+	(*UpdateFileRequest)(nil),     // 11: workspace.v1.UpdateFileRequest
+	(*MoveEntryRequest)(nil),      // 12: workspace.v1.MoveEntryRequest
+	(*DeleteEntryRequest)(nil),    // 13: workspace.v1.DeleteEntryRequest
+	(*DeleteEntryResponse)(nil),   // 14: workspace.v1.DeleteEntryResponse
+	(*SearchRequest)(nil),         // 15: workspace.v1.SearchRequest
+	(*SearchResult)(nil),          // 16: workspace.v1.SearchResult
+	(*SearchMatch)(nil),           // 17: workspace.v1.SearchMatch
+	(*SearchSummary)(nil),         // 18: workspace.v1.SearchSummary
+	(*GetUsageRequest)(nil),       // 19: workspace.v1.GetUsageRequest
+	(*WorkspaceUsage)(nil),        // 20: workspace.v1.WorkspaceUsage
+	(*VolumeUsage)(nil),           // 21: workspace.v1.VolumeUsage
+	(*GetUsageResponse)(nil),      // 22: workspace.v1.GetUsageResponse
+	(*Project)(nil),               // 23: workspace.v1.Project
+	(*WorkspaceRef)(nil),          // 24: workspace.v1.WorkspaceRef
+	(*Entry)(nil),                 // 25: workspace.v1.Entry
+	(EntryType)(0),                // 26: workspace.v1.EntryType
 }
 var file_workspace_v1_workspace_proto_depIdxs = []int32{
-	14, // 0: workspace.v1.ListProjectsResponse.projects:type_name -> workspace.v1.Project
-	15, // 1: workspace.v1.ListEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	16, // 2: workspace.v1.ListEntriesResponse.entries:type_name -> workspace.v1.Entry
-	15, // 3: workspace.v1.GetFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	16, // 4: workspace.v1.GetFileResponse.entry:type_name -> workspace.v1.Entry
-	15, // 5: workspace.v1.CreateEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	17, // 6: workspace.v1.CreateEntryRequest.type:type_name -> workspace.v1.EntryType
-	15, // 7: workspace.v1.UpdateFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	15, // 8: workspace.v1.MoveEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	15, // 9: workspace.v1.DeleteEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
-	0,  // 10: workspace.v1.WorkspaceService.ListProjects:input_type -> workspace.v1.ListProjectsRequest
-	2,  // 11: workspace.v1.WorkspaceService.CreateProject:input_type -> workspace.v1.CreateProjectRequest
-	3,  // 12: workspace.v1.WorkspaceService.DeleteProject:input_type -> workspace.v1.DeleteProjectRequest
-	5,  // 13: workspace.v1.WorkspaceService.ListEntries:input_type -> workspace.v1.ListEntriesRequest
-	7,  // 14: workspace.v1.WorkspaceService.GetFile:input_type -> workspace.v1.GetFileRequest
-	9,  // 15: workspace.v1.WorkspaceService.CreateEntry:input_type -> workspace.v1.CreateEntryRequest
-	10, // 16: workspace.v1.WorkspaceService.UpdateFile:input_type -> workspace.v1.UpdateFileRequest
-	11, // 17: workspace.v1.WorkspaceService.MoveEntry:input_type -> workspace.v1.MoveEntryRequest
-	12, // 18: workspace.v1.WorkspaceService.DeleteEntry:input_type -> workspace.v1.DeleteEntryRequest
-	1,  // 19: workspace.v1.WorkspaceService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
-	14, // 20: workspace.v1.WorkspaceService.CreateProject:output_type -> workspace.v1.Project
-	4,  // 21: workspace.v1.WorkspaceService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
-	6,  // 22: workspace.v1.WorkspaceService.ListEntries:output_type -> workspace.v1.ListEntriesResponse
-	8,  // 23: workspace.v1.WorkspaceService.GetFile:output_type -> workspace.v1.GetFileResponse
-	16, // 24: workspace.v1.WorkspaceService.CreateEntry:output_type -> workspace.v1.Entry
-	16, // 25: workspace.v1.WorkspaceService.UpdateFile:output_type -> workspace.v1.Entry
-	16, // 26: workspace.v1.WorkspaceService.MoveEntry:output_type -> workspace.v1.Entry
-	13, // 27: workspace.v1.WorkspaceService.DeleteEntry:output_type -> workspace.v1.DeleteEntryResponse
-	19, // [19:28] is the sub-list for method output_type
-	10, // [10:19] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	23, // 0: workspace.v1.ListProjectsResponse.projects:type_name -> workspace.v1.Project
+	24, // 1: workspace.v1.ListEntriesRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 2: workspace.v1.ListEntriesResponse.entries:type_name -> workspace.v1.Entry
+	24, // 3: workspace.v1.GetFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	25, // 4: workspace.v1.GetFileResponse.entry:type_name -> workspace.v1.Entry
+	24, // 5: workspace.v1.CreateEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	26, // 6: workspace.v1.CreateEntryRequest.type:type_name -> workspace.v1.EntryType
+	24, // 7: workspace.v1.UpdateFileRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	24, // 8: workspace.v1.MoveEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	24, // 9: workspace.v1.DeleteEntryRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	24, // 10: workspace.v1.SearchRequest.workspace:type_name -> workspace.v1.WorkspaceRef
+	0,  // 11: workspace.v1.SearchRequest.mode:type_name -> workspace.v1.SearchMode
+	17, // 12: workspace.v1.SearchResult.match:type_name -> workspace.v1.SearchMatch
+	18, // 13: workspace.v1.SearchResult.summary:type_name -> workspace.v1.SearchSummary
+	24, // 14: workspace.v1.WorkspaceUsage.workspace:type_name -> workspace.v1.WorkspaceRef
+	20, // 15: workspace.v1.GetUsageResponse.workspaces:type_name -> workspace.v1.WorkspaceUsage
+	21, // 16: workspace.v1.GetUsageResponse.projects_volume:type_name -> workspace.v1.VolumeUsage
+	21, // 17: workspace.v1.GetUsageResponse.global_volume:type_name -> workspace.v1.VolumeUsage
+	1,  // 18: workspace.v1.WorkspaceService.ListProjects:input_type -> workspace.v1.ListProjectsRequest
+	3,  // 19: workspace.v1.WorkspaceService.CreateProject:input_type -> workspace.v1.CreateProjectRequest
+	4,  // 20: workspace.v1.WorkspaceService.DeleteProject:input_type -> workspace.v1.DeleteProjectRequest
+	6,  // 21: workspace.v1.WorkspaceService.ListEntries:input_type -> workspace.v1.ListEntriesRequest
+	8,  // 22: workspace.v1.WorkspaceService.GetFile:input_type -> workspace.v1.GetFileRequest
+	10, // 23: workspace.v1.WorkspaceService.CreateEntry:input_type -> workspace.v1.CreateEntryRequest
+	11, // 24: workspace.v1.WorkspaceService.UpdateFile:input_type -> workspace.v1.UpdateFileRequest
+	12, // 25: workspace.v1.WorkspaceService.MoveEntry:input_type -> workspace.v1.MoveEntryRequest
+	13, // 26: workspace.v1.WorkspaceService.DeleteEntry:input_type -> workspace.v1.DeleteEntryRequest
+	15, // 27: workspace.v1.WorkspaceService.Search:input_type -> workspace.v1.SearchRequest
+	19, // 28: workspace.v1.WorkspaceService.GetUsage:input_type -> workspace.v1.GetUsageRequest
+	2,  // 29: workspace.v1.WorkspaceService.ListProjects:output_type -> workspace.v1.ListProjectsResponse
+	23, // 30: workspace.v1.WorkspaceService.CreateProject:output_type -> workspace.v1.Project
+	5,  // 31: workspace.v1.WorkspaceService.DeleteProject:output_type -> workspace.v1.DeleteProjectResponse
+	7,  // 32: workspace.v1.WorkspaceService.ListEntries:output_type -> workspace.v1.ListEntriesResponse
+	9,  // 33: workspace.v1.WorkspaceService.GetFile:output_type -> workspace.v1.GetFileResponse
+	25, // 34: workspace.v1.WorkspaceService.CreateEntry:output_type -> workspace.v1.Entry
+	25, // 35: workspace.v1.WorkspaceService.UpdateFile:output_type -> workspace.v1.Entry
+	25, // 36: workspace.v1.WorkspaceService.MoveEntry:output_type -> workspace.v1.Entry
+	14, // 37: workspace.v1.WorkspaceService.DeleteEntry:output_type -> workspace.v1.DeleteEntryResponse
+	16, // 38: workspace.v1.WorkspaceService.Search:output_type -> workspace.v1.SearchResult
+	22, // 39: workspace.v1.WorkspaceService.GetUsage:output_type -> workspace.v1.GetUsageResponse
+	29, // [29:40] is the sub-list for method output_type
+	18, // [18:29] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_workspace_v1_workspace_proto_init() }
@@ -1007,18 +1810,25 @@ func file_workspace_v1_workspace_proto_init() {
 		return
 	}
 	file_workspace_v1_types_proto_init()
+	file_workspace_v1_workspace_proto_msgTypes[15].OneofWrappers = []any{
+		(*SearchResult_Match)(nil),
+		(*SearchResult_Summary)(nil),
+	}
+	file_workspace_v1_workspace_proto_msgTypes[19].OneofWrappers = []any{}
+	file_workspace_v1_workspace_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_workspace_v1_workspace_proto_rawDesc), len(file_workspace_v1_workspace_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   14,
+			NumEnums:      1,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_workspace_v1_workspace_proto_goTypes,
 		DependencyIndexes: file_workspace_v1_workspace_proto_depIdxs,
+		EnumInfos:         file_workspace_v1_workspace_proto_enumTypes,
 		MessageInfos:      file_workspace_v1_workspace_proto_msgTypes,
 	}.Build()
 	File_workspace_v1_workspace_proto = out.File
