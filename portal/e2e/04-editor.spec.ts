@@ -91,7 +91,7 @@ test('dirty guards: switching file, project, tab and agent asks first; leaving t
   expect(!sa.read('demo/docs/README.md').includes('dirty text'), 'discarded text never saved');
 });
 
-test('non-editable: a binary file shows metadata and the reason, with no save or download', async () => {
+test('non-editable: a binary file shows metadata and the reason, with no save; a download is offered', async () => {
   await ensureSignedIn();
   sa.write('demo/logo.bin', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x01, 0xff, 0x00, 0x10]));
   sa.write('demo/latin1.txt', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
@@ -103,7 +103,8 @@ test('non-editable: a binary file shows metadata and the reason, with no save or
   expect((await $('[data-testid="non-editable"]').textContent()).includes('10 B'), 'size shown');
   expect((await $('[data-testid="save"]').count()) === 0, 'no Save');
   expect((await $('.cm-editor').count()) === 0, 'no editor');
-  expect((await page.locator('a[download], button', { hasText: /download/i }).count()) === 0, 'no download');
+  // Issue #25: a file the editor cannot show is offered for download instead.
+  expect((await page.locator('a[download], button', { hasText: /download/i }).count()) >= 1, 'a download is offered');
   await row('latin1.txt').click();
   await eventually(async () => (await $('[data-testid="non-editable-reason"]').textContent()).includes('UTF-8'), 'reason: not UTF-8');
   sa.write('demo/huge.log', 'x'.repeat(1024 * 1024 + 10));
