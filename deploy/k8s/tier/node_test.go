@@ -295,6 +295,7 @@ func inner(t *testing.T, dir string) {
 		n.networkPolicy()
 	}
 	n.discoverThirdAgent()
+	n.twoReplicaSignOut()
 	n.sso() // last: it rolls the gateway (node_sso_test.go)
 }
 
