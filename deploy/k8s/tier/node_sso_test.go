@@ -171,18 +171,35 @@ func (n *node) pointProxyAt(t *testing.T, m *mockOIDC) string {
 	n.cp.mustKubectl("-n", nodeNS, "delete", "secret", "oauth2-proxy-oidc")
 	n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", "oauth2-proxy-oidc", "--from-literal=client-id="+m.clientID,
 		"--from-literal=client-secret="+m.secret, "--from-literal=cookie-secret="+randomHex(16))
+	// The pods before the roll: a terminating one can still answer a ping
+	// (or hold the Service's address) after rollout status returns.
+	before := strings.Fields(n.cp.mustKubectl("-n", nodeNS, "get", "pods", "-l", "app.kubernetes.io/component=gateway", "-o", "jsonpath={.items[*].metadata.name}"))
 	n.cp.mustKubectl("-n", nodeNS, "patch", "deployment", "agent-gateway", "--type=strategic",
 		"-p", `{"spec":{"template":{"spec":{"volumes":[{"name":"oauth2-proxy-config","configMap":{"name":"oauth2-proxy-config-sso"}}]}}}}`)
 	// Only the gateway's rollout: codex-b is scaled to nothing by then.
 	n.cp.mustKubectl("-n", nodeNS, "rollout", "status", "deployment/agent-gateway", "--timeout=180s")
-	waitFor(t, "the proxy answers on the Service's port sso", 90*time.Second, func() error {
+	for _, p := range before {
+		if out, err := n.cp.kubectl(2*time.Minute, "-n", nodeNS, "wait", "--for=delete", "pod/"+p, "--timeout=110s"); err != nil && !strings.Contains(string(out), "NotFound") {
+			t.Fatalf("the gateway pod %s before the roll is still there: %v\n%s", p, err, out)
+		}
+	}
+	// The new pod's address is programmed by kube-proxy and the policy
+	// enforcer a moment after it is ready: five answers in a row, not one.
+	ok := 0
+	waitFor(t, "the proxy answers on the Service's port sso five times in a row", 90*time.Second, func() error {
 		r, err := http.Get(ssoURL + "/ping")
+		if err == nil {
+			r.Body.Close()
+			if r.StatusCode != 200 {
+				err = fmt.Errorf("/ping: %d", r.StatusCode)
+			}
+		}
 		if err != nil {
+			ok = 0
 			return err
 		}
-		r.Body.Close()
-		if r.StatusCode != 200 {
-			return fmt.Errorf("/ping: %d", r.StatusCode)
+		if ok++; ok < 5 {
+			return fmt.Errorf("%d answers in a row", ok)
 		}
 		return nil
 	}, n.procs...)
