@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -106,7 +107,11 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
-	shared, signOut, ready, err := sharedSignOuts(cfg, store, log, reg, now)
+	kc, err := kubeFor(cfg, d.Kube)
+	if err != nil {
+		return nil, err
+	}
+	shared, signOut, ready, err := sharedSignOuts(cfg, kc, store, log, reg, now)
 	if err != nil {
 		return nil, err
 	}
@@ -134,25 +139,42 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	disc, err := startDiscovery(cfg, d.Kube, svc, log)
+	disc, err := startDiscovery(cfg, kc, svc, log)
 	if err != nil {
 		return nil, err
 	}
 	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, signOut: shared, handler: srv, stop: stop, disc: disc}, nil
 }
 
+// kubeFor is the one Kubernetes client that discovery and shared
+// sign-outs both use: kc when the caller handed one in, else one built from
+// the kubernetes: block when either is on (nil when neither is).
+func kubeFor(cfg *Config, kc *kube.Client) (*kube.Client, error) {
+	if kc != nil {
+		return kc, nil
+	}
+	var users []string
+	if cfg.AgentRuntime.Discovery.Enabled {
+		users = append(users, "agentRuntime.discovery")
+	}
+	if cfg.Auth.Session.SignOutConfigMap != "" {
+		users = append(users, "auth.session.signOutConfigMap")
+	}
+	if len(users) == 0 {
+		return nil, nil
+	}
+	kc, err := kube.New(cfg.Kubernetes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(users, " and "), err)
+	}
+	return kc, nil
+}
+
 // startDiscovery starts watching the agents' EndpointSlices when
-// agentRuntime.discovery is enabled (nil otherwise), with kc or a client
-// built from the kubernetes: block.
+// agentRuntime.discovery is enabled (nil otherwise), with kc (kubeFor).
 func startDiscovery(cfg *Config, kc *kube.Client, svc *mgmt.Service, log hclog.Logger) (*discovery.Discoverer, error) {
 	if !cfg.AgentRuntime.Discovery.Enabled {
 		return nil, nil
-	}
-	if kc == nil {
-		var err error
-		if kc, err = kube.New(cfg.Kubernetes); err != nil {
-			return nil, err
-		}
 	}
 	log.Info("discovering agents", "namespace", kc.Namespace, "label", cfg.AgentRuntime.Discovery.Label())
 	return discovery.Start(context.Background(), discovery.Options{
@@ -164,14 +186,10 @@ func startDiscovery(cfg *Config, kc *kube.Client, svc *mgmt.Service, log hclog.L
 // auth.session.signOutConfigMap and returns it with the sign-out and
 // readiness hooks. Without one, all three are nil (a nil *Shared must not
 // become a non-nil SignOuter): sign-outs stay in this process.
-func sharedSignOuts(cfg *Config, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*signouts.Shared, httpapi.SignOuter, func() bool, error) {
+func sharedSignOuts(cfg *Config, kc *kube.Client, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*signouts.Shared, httpapi.SignOuter, func() bool, error) {
 	name := cfg.Auth.Session.SignOutConfigMap
 	if name == "" {
 		return nil, nil, nil, nil
-	}
-	kc, err := kube.New(cfg.Kubernetes)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("auth.session.signOutConfigMap: %w", err)
 	}
 	shared, err := signouts.New(signouts.Options{
 		Client: kc, Name: name, Store: store, Logger: log.Named("signouts"), Registerer: reg, Now: now,
