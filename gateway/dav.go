@@ -45,7 +45,7 @@ func newDAV(cfg *Config, svc *mgmt.Service, log hclog.Logger, reg prometheus.Reg
 			if tlsSrc == nil {
 				return nil
 			}
-			return tlsSrc.ClientConfig(pki.SidecarServerName(id), pki.ProtoHTTP)
+			return tlsSrc.SidecarClientConfig(id, pki.ProtoHTTP)
 		},
 		AgentIDs:          svc.AgentIDs,
 		Writable:          cfg.WebDAV.Writable,

@@ -65,6 +65,7 @@ type Gateway struct {
 	handler http.Handler
 	stop    chan struct{}         // closed at shutdown: ends live-change streams
 	disc    *discovery.Discoverer // nil without agentRuntime.discovery
+	ready   func() bool           // nil: always ready (readiness)
 }
 
 // New builds the gateway from a validated config.
@@ -107,11 +108,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
-	kc, err := kubeFor(cfg, d.Kube)
-	if err != nil {
-		return nil, err
-	}
-	shared, signOut, ready, err := sharedSignOuts(cfg, kc, store, log, reg, now)
+	kc, shared, signOut, err := sharedSignOuts(cfg, d.Kube, store, log, reg, now)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +124,16 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
+	disc, err := startDiscovery(cfg, kc, svc, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			disc.Stop()
+		}
+	}()
+	ready := readiness(shared, disc)
 	stop := make(chan struct{})
 	srv, err := httpapi.New(httpapi.Options{
 		Watch: svc, WatchMetrics: wm, Stopping: stop, Search: svc,
@@ -139,11 +146,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	disc, err := startDiscovery(cfg, kc, svc, log)
-	if err != nil {
-		return nil, err
-	}
-	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, signOut: shared, handler: srv, stop: stop, disc: disc}, nil
+	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, signOut: shared, handler: srv, stop: stop, disc: disc, ready: ready}, nil
 }
 
 // kubeFor is the one Kubernetes client that discovery and shared
@@ -182,14 +185,26 @@ func startDiscovery(cfg *Config, kc *kube.Client, svc *mgmt.Service, log hclog.L
 	})
 }
 
-// sharedSignOuts builds the sign-out list shared through the ConfigMap of
-// auth.session.signOutConfigMap and returns it with the sign-out and
-// readiness hooks. Without one, all three are nil (a nil *Shared must not
-// become a non-nil SignOuter): sign-outs stay in this process.
-func sharedSignOuts(cfg *Config, kc *kube.Client, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*signouts.Shared, httpapi.SignOuter, func() bool, error) {
+// readiness is what /readyz waits for: the shared sign-outs merged into
+// the store and discovery's first list in the registry (a replica with an
+// empty registry would answer "no such agent"); nil when neither is on.
+func readiness(shared *signouts.Shared, disc *discovery.Discoverer) func() bool {
+	if shared == nil && disc == nil {
+		return nil
+	}
+	return func() bool { return (shared == nil || shared.Ready()) && (disc == nil || disc.HasSynced()) }
+}
+
+// sharedSignOuts builds the one Kubernetes client (kubeFor) and the
+// sign-out list shared through the ConfigMap of
+// auth.session.signOutConfigMap, and returns them with the sign-out hook.
+// Without one, the list and the hook are nil (a nil *Shared must not become
+// a non-nil SignOuter): sign-outs stay in this process.
+func sharedSignOuts(cfg *Config, given *kube.Client, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*kube.Client, *signouts.Shared, httpapi.SignOuter, error) {
+	kc, err := kubeFor(cfg, given)
 	name := cfg.Auth.Session.SignOutConfigMap
-	if name == "" {
-		return nil, nil, nil, nil
+	if err != nil || name == "" {
+		return kc, nil, nil, err
 	}
 	shared, err := signouts.New(signouts.Options{
 		Client: kc, Name: name, Store: store, Logger: log.Named("signouts"), Registerer: reg, Now: now,
@@ -197,8 +212,7 @@ func sharedSignOuts(cfg *Config, kc *kube.Client, store *session.Store, log hclo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// Readiness waits for the first listing of the ConfigMap.
-	return shared, shared, shared.Ready, nil
+	return kc, shared, shared, nil
 }
 
 // sidecarTLS loads agentRuntime.sidecarTLS (nil when it is not set: no
@@ -252,7 +266,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		mux.HandleFunc("GET /healthz", ok)
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-			if g.signOut != nil && !g.signOut.Ready() {
+			if g.ready != nil && !g.ready() {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusServiceUnavailable)
 				_, _ = w.Write([]byte(`{"status":"starting"}`))

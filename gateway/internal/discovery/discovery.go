@@ -54,6 +54,7 @@ type Discoverer struct {
 	o        Options
 	log      hclog.Logger
 	informer cache.SharedIndexInformer
+	handler  cache.ResourceEventHandlerRegistration
 	stop     context.CancelFunc
 	done     chan struct{}
 }
@@ -83,13 +84,15 @@ func Start(ctx context.Context, o Options) (*Discoverer, error) {
 		return nil, err
 	}
 	d := &Discoverer{o: o, log: cmp.Or(o.Logger, hclog.NewNullLogger()), informer: inf, done: make(chan struct{})}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { d.changed(obj) },
 		UpdateFunc: func(old, obj any) { d.changed(old); d.changed(obj) },
 		DeleteFunc: func(obj any) { d.changed(obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	d.handler = reg
 	ctx, d.stop = context.WithCancel(ctx)
 	go func() {
 		defer close(d.done)
@@ -98,8 +101,10 @@ func Start(ctx context.Context, o Options) (*Discoverer, error) {
 	return d, nil
 }
 
-// HasSynced reports whether the first list has been handled.
-func (d *Discoverer) HasSynced() bool { return d.informer.HasSynced() }
+// HasSynced reports whether the first list has been handled: the handler's
+// own HasSynced (client-go: the informer's says only that its cache is
+// filled, not that every slice of it reached the registry).
+func (d *Discoverer) HasSynced() bool { return d.informer.HasSynced() && d.handler.HasSynced() }
 
 // Stop ends the watch and waits for it; a nil Discoverer (discovery off)
 // has nothing to stop.

@@ -148,7 +148,7 @@ func (s *Service) dial(id, provider, target string, sc *config.Sidecar) (*agent,
 		return nil, fmt.Errorf("agentRuntime.sidecarTLS: required for agent %s's sidecar", id)
 	}
 	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(credentials.NewTLS(s.tls.ClientConfig(pki.SidecarServerName(id), pki.ProtoGRPC))),
+		grpc.WithTransportCredentials(credentials.NewTLS(s.tls.SidecarClientConfig(id, pki.ProtoGRPC))),
 		// A restarted sidecar must be usable again within seconds:
 		// grpc-go's default reconnect backoff grows to 120 s, during
 		// which every call would fail fast with Unavailable.

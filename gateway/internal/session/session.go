@@ -140,6 +140,18 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 // Lifetime is the session lifetime.
 func (s *Store) Lifetime() time.Duration { return s.lifetime }
 
+// MaxRevocationLifetime bounds how far in the future a revocation's expiry
+// may be (unless this store's own lifetime is longer).
+const MaxRevocationLifetime = 30 * 24 * time.Hour
+
+// RevocationBound is how far from now a revocation's expiry or the floor
+// may reach: the longer of MaxRevocationLifetime and this store's
+// lifetime. Not the lifetime alone: another replica may run a longer one
+// (a rollout, or its clock a little ahead), and a sign-out cut to this
+// replica's lifetime would be forgotten while its cookie still opens
+// there. The cookie's own expiry is what normally ends an entry.
+func (s *Store) RevocationBound() time.Duration { return max(s.lifetime, MaxRevocationLifetime) }
+
 // randomID returns n random bytes from crypto/rand, base64url without
 // padding (crypto/rand.Read never fails since Go 1.24).
 func randomID(n int) string {
@@ -263,8 +275,8 @@ func (s *Store) Delete(value string) (Revocation, bool) {
 
 // Revoke adds revocations (from this process or the shared list) and
 // returns how many were new. Malformed (not a Digest: 43 base64url
-// characters) or expired ones are skipped; an expiry beyond the store's
-// lifetime from now is cut to it (no session lives longer). The list
+// characters) or expired ones are skipped; an expiry beyond
+// RevocationBound from now is cut to it. The list
 // stays bounded: beyond max, expired entries go first, then those closest
 // to expiry, raising the floor (see the package doc).
 func (s *Store) Revoke(revs ...Revocation) int {
@@ -272,7 +284,7 @@ func (s *Store) Revoke(revs ...Revocation) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
-	latest := now.Add(s.lifetime)
+	latest := now.Add(s.RevocationBound())
 	for _, r := range revs {
 		if !validID(r.ID, sha256.Size) || !now.Before(r.Expires) {
 			continue
@@ -296,9 +308,9 @@ func (s *Store) Revoke(revs ...Revocation) int {
 
 // RaiseFloor refuses every session expiring at or before t from now on
 // (the shared list's floor after it overflowed); a lower t changes
-// nothing. A floor beyond the store's lifetime from now is cut to it.
+// nothing. A floor beyond RevocationBound from now is cut to it.
 func (s *Store) RaiseFloor(t time.Time) {
-	if latest := s.now().Add(s.lifetime); t.After(latest) {
+	if latest := s.now().Add(s.RevocationBound()); t.After(latest) {
 		t = latest
 	}
 	s.mu.Lock()

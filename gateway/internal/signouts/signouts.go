@@ -105,7 +105,10 @@ type Shared struct {
 	now    func() time.Time
 
 	informer cache.SharedIndexInformer
+	handler  cache.ResourceEventHandlerRegistration
 	stop     chan struct{}
+	done     chan struct{} // closed when the informer's Run has returned
+	started  atomic.Bool
 	synced   atomic.Bool
 
 	signOuts  *prometheus.CounterVec
@@ -119,7 +122,7 @@ func New(o Options) (*Shared, error) {
 	}
 	s := &Shared{
 		client: o.Client, name: o.Name, store: o.Store, max: cmp.Or(max(o.Max, 0), MaxEntries),
-		log: cmp.Or(o.Logger, hclog.NewNullLogger()), now: o.Now, stop: make(chan struct{}),
+		log: cmp.Or(o.Logger, hclog.NewNullLogger()), now: o.Now, stop: make(chan struct{}), done: make(chan struct{}),
 		signOuts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agent_gateway_session_signouts_total", Help: "Sign-outs written to the shared ConfigMap, by result (ok, failed).",
 		}, []string{"result"}),
@@ -153,7 +156,10 @@ func (s *Shared) newInformer() cache.SharedIndexInformer {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.name).String()
 		}))
 	inf := f.Core().V1().ConfigMaps().Informer()
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	// The handler's own HasSynced, not the informer's: the cache can be
+	// filled before the handler has merged what it holds (client-go says
+	// so), and Ready must mean the sign-outs are in the store.
+	s.handler, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.observe,
 		UpdateFunc: func(_, obj any) { s.observe(obj) },
 		DeleteFunc: func(any) {
@@ -180,9 +186,13 @@ func (s *Shared) observe(obj any) {
 
 // Start runs the informer until Close; Ready reports once it has listed.
 func (s *Shared) Start() {
-	go s.informer.Run(s.stop)
+	s.started.Store(true)
 	go func() {
-		if cache.WaitForCacheSync(s.stop, s.informer.HasSynced) {
+		defer close(s.done)
+		s.informer.Run(s.stop)
+	}()
+	go func() {
+		if cache.WaitForCacheSync(s.stop, s.informer.HasSynced, s.handler.HasSynced) {
 			s.synced.Store(true)
 			s.log.Info("sign-out list synced from the Kubernetes API", "configmap", s.name, "revocations", s.store.Len())
 		}
@@ -192,8 +202,13 @@ func (s *Shared) Start() {
 // Ready reports whether the informer has listed the ConfigMap once.
 func (s *Shared) Ready() bool { return s.synced.Load() }
 
-// Close stops the informer.
-func (s *Shared) Close() { close(s.stop) }
+// Close stops the informer and waits for it: no sign-out is merged after.
+func (s *Shared) Close() {
+	close(s.stop)
+	if s.started.Load() {
+		<-s.done
+	}
+}
 
 // SignOut records the sign-out of the session sealed in a cookie value in
 // the ConfigMap and then in this replica's store. A value that opens no
@@ -234,7 +249,7 @@ func (s *Shared) write(ctx context.Context, rev session.Revocation) error {
 		return err
 	}
 	revs, floor := parse(cm.Data, s.max)
-	revs, dropped := merge(revs, rev, s.now(), s.store.Lifetime(), s.max)
+	revs, dropped := merge(revs, rev, s.now(), s.store.RevocationBound(), s.max)
 	if dropped.After(floor) {
 		floor = dropped
 		s.log.Warn("the shared sign-out list is full: sessions expiring before the floor are refused on every replica",
@@ -256,11 +271,12 @@ func (s *Shared) write(ctx context.Context, rev session.Revocation) error {
 	return err
 }
 
-// merge adds rev to revs, drops expired entries, cuts expiries to lifetime
-// from now and bounds the list to n; it returns the list and the latest
+// merge adds rev to revs, drops expired entries, cuts expiries to bound
+// (the store's RevocationBound, never this replica's lifetime alone: others
+// may run a longer one) from now and bounds the list to n; it returns the list and the latest
 // expiry it dropped to stay within n (zero: none).
-func merge(revs []session.Revocation, rev session.Revocation, now time.Time, lifetime time.Duration, n int) ([]session.Revocation, time.Time) {
-	latest := now.Add(lifetime)
+func merge(revs []session.Revocation, rev session.Revocation, now time.Time, bound time.Duration, n int) ([]session.Revocation, time.Time) {
+	latest := now.Add(bound)
 	byID := make(map[string]time.Time, len(revs)+1)
 	for _, r := range append(revs, rev) {
 		if !now.Before(r.Expires) {
@@ -280,14 +296,15 @@ func merge(revs []session.Revocation, rev session.Revocation, now time.Time, lif
 	return session.Bound(out, n)
 }
 
-// parse reads the ConfigMap's data: at most n entries (the first n lines);
-// malformed lines are skipped (the store also checks each digest).
+// parse reads the ConfigMap's data: every line (the object is at most
+// 1 MiB), then the n entries expiring last, the floor raised to the latest
+// expiry of those beyond n (fail closed: a list longer than this replica
+// keeps, after a manual edit or from a version with a larger bound, loses
+// no sign-out silently); malformed lines are skipped (the store also
+// checks each digest).
 func parse(data map[string]string, n int) ([]session.Revocation, time.Time) {
 	var revs []session.Revocation
 	for line := range strings.Lines(data[KeyRevoked]) {
-		if len(revs) >= n {
-			break
-		}
 		id, exp, ok := strings.Cut(strings.TrimSpace(line), " ")
 		sec, err := strconv.ParseInt(exp, 10, 64)
 		if !ok || err != nil || len(id) != 43 {
@@ -298,6 +315,10 @@ func parse(data map[string]string, n int) ([]session.Revocation, time.Time) {
 	var floor time.Time
 	if sec, err := strconv.ParseInt(strings.TrimSpace(data[KeyFloor]), 10, 64); err == nil && sec > 0 {
 		floor = time.Unix(sec, 0)
+	}
+	revs, dropped := session.Bound(revs, n)
+	if dropped.After(floor) {
+		floor = dropped
 	}
 	return revs, floor
 }

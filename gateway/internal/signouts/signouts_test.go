@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -234,5 +235,70 @@ func TestParseSkipsMalformedAndCapsExpiry(t *testing.T) {
 	out, dropped := merge(nil, session.Revocation{ID: d, Expires: time.Unix(1<<40, 0)}, now, time.Hour, 10)
 	if len(out) != 1 || !out[0].Expires.Equal(now.Add(time.Hour)) || !dropped.IsZero() {
 		t.Errorf("merge of a far-future expiry: %+v %v", out, dropped)
+	}
+}
+
+// A replica with a shorter lifetime (a rollout that raised it) keeps the
+// expiry another replica wrote: the copied cookie opens until then, so the
+// sign-out must last as long.
+func TestShorterLifetimeKeepsTheLongerExpiry(t *testing.T) {
+	cs := fake.NewClientset(emptyConfigMap())
+	long := session.New(nil, 24*time.Hour, 0, key)
+	sl, err := New(Options{Client: kube.NewFromClientset(cs, ns), Name: name, Store: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.Start()
+	t.Cleanup(sl.Close)
+	short, ss := replica(t, cs, 0) // one hour
+	waitFor(t, "the long replica to sync", sl.Ready)
+	sess, _ := long.Create("alice", "admin")
+	alice, _ := long.RevocationOf(sess.ID)
+	if err := sl.SignOut(context.Background(), sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := short.Create("bob", "admin")
+	if err := ss.SignOut(context.Background(), other.ID); err != nil {
+		t.Fatal(err)
+	}
+	cm, _ := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	revs, _ := parse(cm.Data, MaxEntries)
+	want := time.Now().Add(23 * time.Hour)
+	found := false
+	for _, r := range revs {
+		if r.ID == alice.ID {
+			found = true
+			if r.Expires.Before(want) {
+				t.Errorf("the short replica's write cut the 24 h sign-out to %v", time.Until(r.Expires).Round(time.Minute))
+			}
+		}
+	}
+	if !found || len(revs) != 2 {
+		t.Fatalf("the ConfigMap after both sign-outs: %d entries, alice's found %v", len(revs), found)
+	}
+	waitFor(t, "the short replica to refuse alice's cookie", func() bool { _, ok := short.Get(sess.ID); return !ok })
+	for _, r := range short.Revocations() {
+		if r.ID == alice.ID && r.Expires.Before(want) {
+			t.Errorf("the short replica's store cut the sign-out to %v", time.Until(r.Expires).Round(time.Minute))
+		}
+	}
+}
+
+// A list longer than a replica keeps loses no sign-out silently: those
+// beyond the bound are covered by the floor, and the ones kept expire last.
+func TestParseLongerListRaisesTheFloor(t *testing.T) {
+	var b strings.Builder
+	for i := range 5 {
+		// Newest (latest expiry) first, as a hand edit might order them.
+		fmt.Fprintf(&b, "%s %d\n", session.Digest(strconv.Itoa(i)), 1000-i*100)
+	}
+	revs, floor := parse(map[string]string{KeyRevoked: b.String()}, 3)
+	if len(revs) != 3 || floor.Unix() != 700 {
+		t.Fatalf("parse of 5 entries bounded to 3: %+v, floor %d (want the three latest, floor 700)", revs, floor.Unix())
+	}
+	for _, r := range revs {
+		if r.Expires.Unix() < 800 {
+			t.Errorf("kept an entry expiring at %d over a later one", r.Expires.Unix())
+		}
 	}
 }
