@@ -92,10 +92,13 @@ test('revisions: rename, move and delete right after a save succeed; a stale err
   // A rename refused because the agent changed the file: the error goes once the retry succeeds.
   if (!(await row('moved/new.txt').count())) await row('moved').click();
   await row('moved/new.txt').waitFor();
-  sa.write('keep/moved/new.txt', 'changed by the agent\n');
   await row('moved/new.txt').focus();
   await page.keyboard.press('F2');
   await dialog('rename-dialog').locator('input').fill('renamed.txt');
+  // The agent writes while the dialog is open, just before the click: written
+  // earlier, the live feed can bring the new revision to the tree first and
+  // the rename rightly succeeds.
+  sa.write('keep/moved/new.txt', 'changed by the agent\n');
   await dialog('rename-dialog').locator('[data-action="confirm"]').click();
   await eventually(async () => (await $('[data-testid="notice"]').textContent())?.includes('was not moved'), 'stale rename refused');
   await row('moved/new.txt').focus();
