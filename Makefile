@@ -70,12 +70,15 @@ test-k8s: test-k8s-manifests test-k8s-api test-k8s-images test-k8s-node ## Kuber
 test-k8s-manifests: k8s-tools ## The Kustomize overlay rendered by the built kubectl and checked (deploy/k8s, no cluster)
 	cd deploy/k8s && K8S_BIN=$$(../scripts/k8s-tools.sh) $(GO) test -count=1 ./...
 test-k8s-api: k8s-tools ## The dev overlay admitted by a real kube-apiserver (Pod Security restricted)
-	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestAPIServer$$' ./tier/
+	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestAPIServer(Discovery)?$$' ./tier/
 test-k8s-images: images ## The images run read-only, non-root, with no capabilities and no network
 	$(K8S_TIER) 10m $(GO) test -tags k8stier -count=1 -timeout 9m -v -run '^TestImages$$' ./tier/
 test-k8s-node: k8s-tools images ## The dev overlay on a real kubelet with kube-router enforcing NetworkPolicy, PRD 15.5 through the in-cluster gateway
 	$(K8S_TIER) 30m env AWF_KUBE_ROUTER=$$(../scripts/k8s-tools.sh kube-router) $(GO) test -tags k8stier -count=1 -timeout 28m -v -run '^TestNode$$' ./tier/
 # The NetworkPolicy proof is part of the node tier (and so of make test).
+.PHONY: bench-discovery
+bench-discovery: k8s-tools ## 10,000 agents discovered from a real API server beside the static registry of the same size: RSS, ListAgents p50 (docs/BENCHMARKS.md)
+	$(K8S_TIER) 20m env BENCH_OUT=$(CURDIR)/bin/bench $(GO) test -tags k8stier -count=1 -timeout 19m -v -run '^TestDiscoveryBench$$' ./tier/
 .PHONY: test-k8s-netpol
 test-k8s-netpol: test-k8s-node ## Alias of test-k8s-node (NetworkPolicy enforced by kube-router: only the gateway reaches a sidecar)
 

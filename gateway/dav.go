@@ -3,10 +3,7 @@ package gateway
 import (
 	"cmp"
 	"crypto/tls"
-	"maps"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,44 +13,41 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
 	"github.com/agentworkspace/files/gateway/internal/davproxy"
+	"github.com/agentworkspace/files/gateway/internal/mgmt"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
 	"github.com/agentworkspace/files/gateway/internal/uploads"
 	"github.com/agentworkspace/files/internal/pki"
 )
 
 // newDAV builds the WebDAV view (package davproxy) over the configured
-// agents' davEndpoints (mutual TLS, each sidecar's name checked), with the operator and request ID from the gateway's
+// agents' davEndpoints (static, and discovered: mgmt's registry) (mutual TLS, each sidecar's name checked), with the operator and request ID from the gateway's
 // auth and request-ID middleware, each agent's sidecar.timeout as its
 // header timeout, and every mutation audited with the errtable reason the
 // sidecar (or the view itself) gave.
-func newDAV(cfg *Config, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time, slots *uploads.Slots, tlsSrc *pki.Source) (http.Handler, error) {
-	endpoints := map[string]*url.URL{}
+func newDAV(cfg *Config, svc *mgmt.Service, log hclog.Logger, reg prometheus.Registerer, al *audit.Logger, now func() time.Time, slots *uploads.Slots, tlsSrc *pki.Source) (http.Handler, error) {
 	timeouts := map[string]time.Duration{}
 	for id, a := range cfg.AgentRuntime.Agents {
-		endpoints[id] = nil
 		timeouts[id] = a.Sidecar.CallTimeout()
-		if a.Sidecar == nil || a.Sidecar.DavEndpoint == "" {
-			continue
-		}
-		u, err := url.Parse(a.Sidecar.DavEndpoint)
-		if err != nil {
-			return nil, err // Validate already refused it
-		}
-		endpoints[id] = u
 	}
+	discovered := cfg.AgentRuntime.Discovery.Sidecar().CallTimeout()
 	return davproxy.New(davproxy.Options{
-		Agents: func(id string) (*url.URL, bool) {
-			u, ok := endpoints[id]
-			return u, ok
+		// The registry's current endpoints: static ones, and discovered
+		// ones while they have a ready address (registry.go in mgmt).
+		Agents:      svc.DavEndpoint,
+		Unreachable: svc.Unreachable,
+		Timeout: func(id string) time.Duration {
+			if t, ok := timeouts[id]; ok {
+				return t
+			}
+			return discovered
 		},
-		Timeout: func(id string) time.Duration { return timeouts[id] },
 		TLS: func(id string) *tls.Config {
 			if tlsSrc == nil {
 				return nil
 			}
-			return tlsSrc.ClientConfig(pki.SidecarServerName(id), pki.ProtoHTTP)
+			return tlsSrc.SidecarClientConfig(id, pki.ProtoHTTP)
 		},
-		AgentIDs:          func() []string { return slices.Collect(maps.Keys(endpoints)) },
+		AgentIDs:          svc.AgentIDs,
 		Writable:          cfg.WebDAV.Writable,
 		KeepUnconditional: cfg.WebDAV.Writable && cfg.WebDAV.KeepUnconditional(),
 		Uploads:           slots,

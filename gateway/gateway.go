@@ -2,8 +2,9 @@
 // WorkspaceManagementService with one gRPC client per agent sidecar, the
 // REST API, the WebDAV view, audit, metrics and the portal, served by one
 // echo HTTP server, plus an optional cluster-internal metrics listener
-// (/metrics unauthenticated; with auth.session.peers also the replicas'
-// HMAC-authenticated session peer endpoint, see internal/session).
+// (/metrics, /healthz, /readyz, unauthenticated). Replicas share sign-outs
+// through the Kubernetes API (auth.session.signOutConfigMap, see
+// internal/signouts); a lone gateway keeps them in process.
 package gateway
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -22,11 +24,14 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/audit"
 	"github.com/agentworkspace/files/gateway/internal/auth"
 	"github.com/agentworkspace/files/gateway/internal/config"
+	"github.com/agentworkspace/files/gateway/internal/discovery"
 	"github.com/agentworkspace/files/gateway/internal/httpapi"
+	"github.com/agentworkspace/files/gateway/internal/kube"
 	"github.com/agentworkspace/files/gateway/internal/metrics"
 	"github.com/agentworkspace/files/gateway/internal/mgmt"
 	"github.com/agentworkspace/files/gateway/internal/portal"
 	"github.com/agentworkspace/files/gateway/internal/session"
+	"github.com/agentworkspace/files/gateway/internal/signouts"
 	"github.com/agentworkspace/files/gateway/internal/uploads"
 	"github.com/agentworkspace/files/internal/pki"
 )
@@ -44,6 +49,9 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
+	// Kube is the Kubernetes client for agentRuntime.discovery; nil builds
+	// one from the kubernetes: block (tests hand in their own).
+	Kube *kube.Client
 }
 
 // Gateway is a configured, not yet listening gateway.
@@ -53,9 +61,11 @@ type Gateway struct {
 	reg     *prometheus.Registry
 	svc     *mgmt.Service
 	audit   *audit.Logger
-	peers   *session.Peers // nil without auth.session.peers
+	signOut *signouts.Shared // nil without auth.session.signOutConfigMap
 	handler http.Handler
-	stop    chan struct{} // closed at shutdown: ends live-change streams
+	stop    chan struct{}         // closed at shutdown: ends live-change streams
+	disc    *discovery.Discoverer // nil without agentRuntime.discovery
+	ready   func() bool           // nil: always ready (readiness)
 }
 
 // New builds the gateway from a validated config.
@@ -98,15 +108,15 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
-	peers, signOut, ready, err := sessionPeers(cfg, store, log, reg, now)
+	kc, shared, signOut, err := sharedSignOuts(cfg, d.Kube, store, log, reg, now)
 	if err != nil {
 		return nil, err
 	}
-	slots, err := uploads.New(cfg.Limits.Uploads(), func(id string) bool { _, ok := cfg.AgentRuntime.Agents[id]; return ok }, reg)
+	slots, err := uploads.New(cfg.Limits.Uploads(), svc.Known, reg)
 	if err != nil {
 		return nil, err
 	}
-	dav, err := newDAV(cfg, log, reg, al, now, slots, tlsSrc)
+	dav, err := newDAV(cfg, svc, log, reg, al, now, slots, tlsSrc)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +124,16 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
+	disc, err := startDiscovery(cfg, kc, svc, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			disc.Stop()
+		}
+	}()
+	ready := readiness(shared, disc)
 	stop := make(chan struct{})
 	srv, err := httpapi.New(httpapi.Options{
 		Watch: svc, WatchMetrics: wm, Stopping: stop, Search: svc,
@@ -126,26 +146,73 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, peers: peers, handler: srv, stop: stop}, nil
+	return &Gateway{cfg: cfg, log: log, reg: reg, svc: svc, audit: al, signOut: shared, handler: srv, stop: stop, disc: disc, ready: ready}, nil
 }
 
-// sessionPeers starts the session peers of auth.session.peers and returns
-// them with the sign-out and readiness hooks. Without peers, all three are
-// nil (a nil *Peers must not become a non-nil SignOuter).
-func sessionPeers(cfg *Config, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*session.Peers, httpapi.SignOuter, func() bool, error) {
-	if len(cfg.Auth.Session.Peers) == 0 {
-		return nil, nil, nil, nil
+// kubeFor is the one Kubernetes client that discovery and shared
+// sign-outs both use: kc when the caller handed one in, else one built from
+// the kubernetes: block when either is on (nil when neither is).
+func kubeFor(cfg *Config, kc *kube.Client) (*kube.Client, error) {
+	if kc != nil {
+		return kc, nil
 	}
-	peers, err := session.NewPeers(session.PeerOptions{
-		Store: store, Addrs: cfg.Auth.Session.Peers, Keys: cfg.Auth.Session.SealKeys(),
-		Logger: log.Named("session"), Registerer: reg, Now: now,
+	var users []string
+	if cfg.AgentRuntime.Discovery.Enabled {
+		users = append(users, "agentRuntime.discovery")
+	}
+	if cfg.Auth.Session.SignOutConfigMap != "" {
+		users = append(users, "auth.session.signOutConfigMap")
+	}
+	if len(users) == 0 {
+		return nil, nil
+	}
+	kc, err := kube.New(cfg.Kubernetes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(users, " and "), err)
+	}
+	return kc, nil
+}
+
+// startDiscovery starts watching the agents' EndpointSlices when
+// agentRuntime.discovery is enabled (nil otherwise), with kc (kubeFor).
+func startDiscovery(cfg *Config, kc *kube.Client, svc *mgmt.Service, log hclog.Logger) (*discovery.Discoverer, error) {
+	if !cfg.AgentRuntime.Discovery.Enabled {
+		return nil, nil
+	}
+	log.Info("discovering agents", "namespace", kc.Namespace, "label", cfg.AgentRuntime.Discovery.Label())
+	return discovery.Start(context.Background(), discovery.Options{
+		Client: kc, Config: cfg.AgentRuntime.Discovery, Sink: svc, Logger: log.Named("discovery"),
+	})
+}
+
+// readiness is what /readyz waits for: the shared sign-outs merged into
+// the store and discovery's first list in the registry (a replica with an
+// empty registry would answer "no such agent"); nil when neither is on.
+func readiness(shared *signouts.Shared, disc *discovery.Discoverer) func() bool {
+	if shared == nil && disc == nil {
+		return nil
+	}
+	return func() bool { return (shared == nil || shared.Ready()) && (disc == nil || disc.HasSynced()) }
+}
+
+// sharedSignOuts builds the one Kubernetes client (kubeFor) and the
+// sign-out list shared through the ConfigMap of
+// auth.session.signOutConfigMap, and returns them with the sign-out hook.
+// Without one, the list and the hook are nil (a nil *Shared must not become
+// a non-nil SignOuter): sign-outs stay in this process.
+func sharedSignOuts(cfg *Config, given *kube.Client, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*kube.Client, *signouts.Shared, httpapi.SignOuter, error) {
+	kc, err := kubeFor(cfg, given)
+	name := cfg.Auth.Session.SignOutConfigMap
+	if err != nil || name == "" {
+		return kc, nil, nil, err
+	}
+	shared, err := signouts.New(signouts.Options{
+		Client: kc, Name: name, Store: store, Logger: log.Named("signouts"), Registerer: reg, Now: now,
 	})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// Readiness waits for the peers' sign-outs to be pulled (or
-	// session.SyncTimeout).
-	return peers, peers, peers.Ready, nil
+	return kc, shared, shared, nil
 }
 
 // sidecarTLS loads agentRuntime.sidecarTLS (nil when it is not set: no
@@ -169,6 +236,7 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 // logs one "listening" line per listener, and serves until ctx is done.
 func (g *Gateway) Run(ctx context.Context) error {
 	defer g.svc.Close()
+	defer g.disc.Stop() // nil-safe
 	defer g.audit.Close()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", g.cfg.HTTPServer.Address)
@@ -198,7 +266,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		}
 		mux.HandleFunc("GET /healthz", ok)
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-			if g.peers != nil && !g.peers.Ready() {
+			if g.ready != nil && !g.ready() {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusServiceUnavailable)
 				_, _ = w.Write([]byte(`{"status":"starting"}`))
@@ -206,11 +274,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 			}
 			ok(w, r)
 		})
-		if g.peers != nil {
-			// Cluster-internal like /metrics, and authenticated on its
-			// own (see gateway/internal/session).
-			mux.Handle(session.PeerPath, g.peers)
-		}
 		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: hs.ReadHeader(), IdleTimeout: hs.Idle(), ErrorLog: errLog})
 		listeners = append(listeners, mln)
 		names = append(names, "metrics")
@@ -222,11 +285,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 			errc <- srv.Serve(ln)
 		}(srv, listeners[i])
 	}
-	if g.peers != nil {
-		// Listening first: peers starting at the same time can pull from
-		// this replica while it pulls from them.
-		g.peers.Start(listeners[len(listeners)-1].Addr().String())
-		defer g.peers.Close()
+	if g.signOut != nil {
+		g.signOut.Start()
+		defer g.signOut.Close()
 	}
 	var runErr error
 	select {

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -26,6 +27,9 @@ type rendered struct {
 	pvcs        map[string]*corev1.PersistentVolumeClaim
 	policies    map[string]*networkingv1.NetworkPolicy
 	namespaces  map[string]*corev1.Namespace
+	accounts    map[string]*corev1.ServiceAccount
+	roles       map[string]*rbacv1.Role
+	bindings    map[string]*rbacv1.RoleBinding
 	raw         string
 }
 
@@ -48,6 +52,9 @@ func render(t *testing.T) *rendered {
 		pvcs:        map[string]*corev1.PersistentVolumeClaim{},
 		policies:    map[string]*networkingv1.NetworkPolicy{},
 		namespaces:  map[string]*corev1.Namespace{},
+		accounts:    map[string]*corev1.ServiceAccount{},
+		roles:       map[string]*rbacv1.Role{},
+		bindings:    map[string]*rbacv1.RoleBinding{},
 		raw:         string(out),
 	}
 	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(out), -1) {
@@ -76,6 +83,12 @@ func render(t *testing.T) *rendered {
 			name = strictInto(t, js, r.policies)
 		case "v1/Namespace":
 			name = strictInto(t, js, r.namespaces)
+		case "v1/ServiceAccount":
+			name = strictInto(t, js, r.accounts)
+		case "rbac.authorization.k8s.io/v1/Role":
+			name = strictInto(t, js, r.roles)
+		case "rbac.authorization.k8s.io/v1/RoleBinding":
+			name = strictInto(t, js, r.bindings)
 		default:
 			t.Fatalf("object %d: unexpected %s %s", i, meta.APIVersion, meta.Kind)
 		}
@@ -416,17 +429,23 @@ func TestGateway(t *testing.T) {
 			t.Errorf("gateway.yaml lacks agentRuntime.sidecarTLS %s", key)
 		}
 	}
+	// The agents are discovered (TestGatewayDiscoveryRBAC), not listed:
+	// each one's sidecar Service exists with the ports discovery looks for.
+	if len(gc.AgentRuntime.Agents) != 0 {
+		t.Errorf("the dev gateway config lists static agents: %v", gc.AgentRuntime.Agents)
+	}
 	for _, a := range agents {
-		ag, ok := gc.AgentRuntime.Agents[a]
-		if !ok {
-			t.Errorf("gateway config lacks agent %s", a)
+		svc := r.services[a+"-sidecar"]
+		if svc == nil {
+			t.Errorf("agent %s has no sidecar Service", a)
 			continue
 		}
-		if ag.Sidecar.Endpoint != a+"-sidecar:9091" || ag.Sidecar.DavEndpoint != "https://"+a+"-sidecar:9092" {
-			t.Errorf("agent %s endpoints %q %q do not name its sidecar Service", a, ag.Sidecar.Endpoint, ag.Sidecar.DavEndpoint)
+		names := map[string]int32{}
+		for _, p := range svc.Spec.Ports {
+			names[p.Name] = p.Port
 		}
-		if r.services[a+"-sidecar"] == nil {
-			t.Errorf("agent %s's endpoint names a Service that does not exist", a)
+		if names["grpc"] != 9091 || names["webdav"] != 9092 {
+			t.Errorf("agent %s's sidecar Service ports %v: discovery needs grpc (9091) and webdav (9092)", a, names)
 		}
 	}
 	if _, ok := gc.Auth["tokens"]; ok {
@@ -447,44 +466,45 @@ func selects(sel, labels map[string]string) bool {
 	return true
 }
 
-// TestGatewayPeers (issue 14): the replicas find each other through a
-// headless Service on the metrics port, their config names it, their
-// session key comes from a Secret, and the NetworkPolicy lets gateway pods
-// (and only them, besides monitoring) reach that port.
-func TestGatewayPeers(t *testing.T) {
+// TestGatewaySignOuts (issues 14 and 26): the replicas share sign-outs
+// through the ConfigMap agent-gateway-signouts, which the overlay creates;
+// their config names it; the gateway's Role may get, list, watch and
+// update that one ConfigMap and nothing else (no create); their session
+// key comes from a Secret; the peer Service is gone and the NetworkPolicy
+// no longer lets gateway pods reach each other.
+func TestGatewaySignOuts(t *testing.T) {
 	r := render(t)
 	d := r.deployments["agent-gateway"]
 	if d == nil {
 		t.Fatal("no Deployment agent-gateway")
 	}
 	pod := d.Spec.Template
-	svc := r.services["agent-gateway-peers"]
-	if svc == nil {
-		t.Fatal("no Service agent-gateway-peers")
+	if _, ok := r.services["agent-gateway-peers"]; ok {
+		t.Error("the peer Service agent-gateway-peers is still rendered")
 	}
-	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		t.Errorf("agent-gateway-peers must be headless (clusterIP None), got %q", svc.Spec.ClusterIP)
+	if r.configMaps["agent-gateway-signouts"] == nil {
+		t.Fatal("no ConfigMap agent-gateway-signouts: the gateway cannot create it")
 	}
-	if !svc.Spec.PublishNotReadyAddresses {
-		t.Errorf("agent-gateway-peers must publish not-ready addresses: a replica syncs before it is ready")
+	role := r.roles["agent-gateway-signouts"]
+	if role == nil || len(role.Rules) != 1 {
+		t.Fatalf("want the Role agent-gateway-signouts with one rule, got %+v", role)
 	}
-	if !selects(svc.Spec.Selector, pod.Labels) {
-		t.Errorf("agent-gateway-peers selector %v does not select the gateway pods %v", svc.Spec.Selector, pod.Labels)
+	rule := role.Rules[0]
+	if !slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.Resources, []string{"configmaps"}) ||
+		!slices.Equal(rule.ResourceNames, []string{"agent-gateway-signouts"}) ||
+		!slices.Equal(rule.Verbs, []string{"get", "list", "watch", "update"}) {
+		t.Errorf("the Role must allow only get, list, watch, update on the ConfigMap agent-gateway-signouts: %+v", rule)
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9090 {
-		t.Fatalf("agent-gateway-peers ports = %+v, want 9090", svc.Spec.Ports)
+	b := r.bindings["agent-gateway-signouts"]
+	sa := pod.Spec.ServiceAccountName
+	if b == nil || b.RoleRef.Kind != "Role" || b.RoleRef.Name != role.Name || len(b.Subjects) != 1 ||
+		b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != sa || sa == "" || r.accounts[sa] == nil {
+		t.Fatalf("the RoleBinding must bind the Role to the gateway pod's service account only: %+v (pod runs as %q)", b, sa)
+	}
+	if pod.Spec.AutomountServiceAccountToken == nil || !*pod.Spec.AutomountServiceAccountToken {
+		t.Error("the gateway pod does not mount its service-account token: its in-cluster client needs it")
 	}
 	c := container(t, d, "agent-gateway")
-	target := svc.Spec.Ports[0].TargetPort
-	found := false
-	for _, p := range c.Ports {
-		if (target.StrVal != "" && p.Name == target.StrVal || target.IntVal == p.ContainerPort) && p.ContainerPort == 9090 {
-			found = true
-		}
-	}
-	if !found {
-		t.Errorf("agent-gateway-peers targets %v, not the container's metrics port 9090", target.String())
-	}
 
 	var cfgMap string
 	mounts := map[string]string{} // volume -> mount path
@@ -506,9 +526,10 @@ func TestGatewayPeers(t *testing.T) {
 		} `json:"metricsServer"`
 		Auth struct {
 			Session struct {
-				Keys     []string `json:"keys"`
-				KeysFile string   `json:"keysFile"`
-				Peers    []string `json:"peers"`
+				Keys             []string `json:"keys"`
+				KeysFile         string   `json:"keysFile"`
+				Peers            []string `json:"peers"`
+				SignOutConfigMap string   `json:"signOutConfigMap"`
 			} `json:"session"`
 		} `json:"auth"`
 	}
@@ -519,11 +540,11 @@ func TestGatewayPeers(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(cm.Data["gateway.yaml"]), &gc); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(gc.Auth.Session.Peers, []string{"agent-gateway-peers:9090"}) {
-		t.Errorf("auth.session.peers = %v, want [agent-gateway-peers:9090]", gc.Auth.Session.Peers)
+	if gc.Auth.Session.Peers != nil {
+		t.Errorf("auth.session.peers (removed) is set: %v", gc.Auth.Session.Peers)
 	}
-	if !strings.HasSuffix(gc.MetricsServer.Address, ":9090") {
-		t.Errorf("metricsServer.address = %q: the peers' port must be the metrics listener", gc.MetricsServer.Address)
+	if gc.Auth.Session.SignOutConfigMap != "agent-gateway-signouts" {
+		t.Errorf("auth.session.signOutConfigMap = %q, want agent-gateway-signouts", gc.Auth.Session.SignOutConfigMap)
 	}
 	if len(gc.Auth.Session.Keys) != 0 {
 		t.Errorf("session keys must not sit in a ConfigMap; use auth.session.keysFile from a Secret")
@@ -544,7 +565,6 @@ func TestGatewayPeers(t *testing.T) {
 		t.Fatalf("NetworkPolicy agent-gateway must restrict Ingress of the gateway pods")
 	}
 	open := map[int32]bool{}
-	gatewayPeers := false
 	for _, rule := range np.Spec.Ingress {
 		if len(rule.Ports) == 0 {
 			t.Errorf("an ingress rule without ports opens every port")
@@ -558,13 +578,9 @@ func TestGatewayPeers(t *testing.T) {
 			if port != 9090 {
 				continue
 			}
-			for _, peer := range rule.From {
-				switch {
-				case peer.PodSelector != nil && peer.NamespaceSelector == nil && peer.IPBlock == nil && selects(peer.PodSelector.MatchLabels, pod.Labels):
-					gatewayPeers = true
-				case peer.NamespaceSelector != nil && peer.PodSelector == nil && peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "monitoring":
-				default:
-					t.Errorf("port 9090 admits more than the gateway pods and monitoring: %+v", peer)
+			for _, from := range rule.From {
+				if from.NamespaceSelector == nil || from.PodSelector != nil || from.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+					t.Errorf("port 9090 admits more than the monitoring namespace: %+v", from)
 				}
 			}
 		}
@@ -573,10 +589,7 @@ func TestGatewayPeers(t *testing.T) {
 		t.Errorf("the gateway's port 8080 must stay open (it is the door for people)")
 	}
 	if open[9090] {
-		t.Errorf("port 9090 (metrics and session peers) open to everyone")
-	}
-	if !gatewayPeers {
-		t.Errorf("gateway pods must be admitted to each other's port 9090")
+		t.Errorf("port 9090 (metrics) open to everyone")
 	}
 }
 
@@ -655,5 +668,66 @@ func TestDockerfiles(t *testing.T) {
 			}
 			fmt.Fprintf(os.Stderr, "%s: bases %v, user %s\n", file, froms, user)
 		})
+	}
+}
+
+// Discovery (docs/discovery.md): the gateway's service account may only
+// get, list and watch EndpointSlices in its namespace (a Role, never a
+// ClusterRole); only its pod mounts a token; each sidecar Service carries
+// the agent label its EndpointSlices inherit, and the app-server Services
+// do not; the overlay's gateway config discovers instead of listing.
+func TestGatewayDiscoveryRBAC(t *testing.T) {
+	r := render(t)
+	if strings.Contains(r.raw, "kind: ClusterRole") {
+		t.Error("the overlay holds a ClusterRole or ClusterRoleBinding: discovery is namespaced")
+	}
+	role := r.roles["agent-gateway-discovery"]
+	if role == nil || len(r.roles) != 2 || r.roles["agent-gateway-signouts"] == nil {
+		t.Fatalf("want exactly the Roles agent-gateway-discovery and agent-gateway-signouts, got %d roles", len(r.roles))
+	}
+	if len(role.Rules) != 1 {
+		t.Fatalf("the Role has %d rules, want one", len(role.Rules))
+	}
+	rule := role.Rules[0]
+	if !slices.Equal(rule.APIGroups, []string{"discovery.k8s.io"}) || !slices.Equal(rule.Resources, []string{"endpointslices"}) ||
+		!slices.Equal(rule.Verbs, []string{"get", "list", "watch"}) || len(rule.ResourceNames) != 0 || len(rule.NonResourceURLs) != 0 {
+		t.Errorf("the Role must allow only get, list, watch on discovery.k8s.io endpointslices: %+v", rule)
+	}
+	b := r.bindings["agent-gateway-discovery"]
+	if b == nil || b.RoleRef.Kind != "Role" || b.RoleRef.Name != role.Name || len(b.Subjects) != 1 ||
+		b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != "agent-gateway" || b.Subjects[0].Namespace != role.Namespace {
+		t.Fatalf("the RoleBinding must bind the Role to the gateway's service account only: %+v", b)
+	}
+	if sa := r.accounts["agent-gateway"]; sa == nil || sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+		t.Error("the agent-gateway ServiceAccount must exist and not mount its token by default")
+	}
+	for name, d := range r.deployments {
+		spec := d.Spec.Template.Spec
+		mounts := spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken
+		if name == "agent-gateway" {
+			if spec.ServiceAccountName != "agent-gateway" || !mounts {
+				t.Errorf("the gateway must run as agent-gateway with its token mounted (serviceAccountName %q)", spec.ServiceAccountName)
+			}
+		} else if mounts || spec.ServiceAccountName != "" {
+			t.Errorf("%s mounts a service account token or names an account", name)
+		}
+	}
+	for _, a := range agents {
+		if got := r.services[a+"-sidecar"].Labels["agentworkspace.io/agent-id"]; got != a {
+			t.Errorf("%s-sidecar: agent label %q, want %q", a, got, a)
+		}
+		if _, ok := r.services[a+"-app-server"].Labels["agentworkspace.io/agent-id"]; ok {
+			t.Errorf("%s-app-server carries the discovery label: its slices would be taken for a sidecar", a)
+		}
+	}
+	cm := r.configMaps
+	var gw string
+	for name, c := range cm {
+		if strings.HasPrefix(name, "gateway-config") {
+			gw = c.Data["gateway.yaml"]
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  discovery:\n    enabled: true$`).MatchString(gw) || regexp.MustCompile(`(?m)^  agents:`).MatchString(gw) {
+		t.Errorf("the dev gateway config must enable discovery and list no static agents:\n%s", gw)
 	}
 }

@@ -29,6 +29,8 @@ if [ -d deploy/bench/watchbench ]; then
   echo "== live changes: write -> event at a subscriber vs raw fsnotify; 100 subscribers' memory; a watched 200,000-entry folder with a writer vs raw fsnotify =="
   go run ./deploy/bench/watchbench | tee "$out/watch.txt"
 fi
+echo "== agent discovery: 10,000 EndpointSlices in a real kube-apiserver vs the static registry of the same size =="
+flock /tmp/awf-k8s.lock make bench-discovery
 if [ -d deploy/bench/searchbench ]; then
   echo "== content search: the sidecar's Search stream and davfs/search vs ripgrep (rg -F --no-ignore --hidden -c), 10,000 files, 100 MiB, warm cache =="
   go run ./deploy/bench/searchbench | tee "$out/search.txt"

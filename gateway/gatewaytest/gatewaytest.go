@@ -258,3 +258,6 @@ var build = proctest.Builder{Pkg: "./gateway/cmd/agent-gateway", EnvVar: "AGENT_
 func Binary() (string, error) {
 	return build.Binary()
 }
+
+// PID is the running gateway's process ID (benchmarks read /proc/PID).
+func (g *Gateway) PID() int { return g.run.Current().PID() }

@@ -272,6 +272,10 @@ func TestClientConfigChecksTheSidecarsIdentity(t *testing.T) {
 	if _, err := roundTrip(s.addr, pkitest.GatewayClient(t, dir, "codex-b", pki.ProtoHTTP)); err == nil {
 		t.Fatal("the gateway accepted codex-a's sidecar as codex-b")
 	}
+	// The DNS check ignores case; the URI SAN does not.
+	if _, err := roundTrip(s.addr, pkitest.GatewayClient(t, dir, "CODEX-A", pki.ProtoHTTP)); err == nil {
+		t.Fatal("the gateway accepted codex-a's sidecar as CODEX-A")
+	}
 	other := t.TempDir()
 	otherCA, err := pki.NewCA("other", time.Now())
 	if err != nil {
@@ -285,5 +289,8 @@ func TestClientConfigChecksTheSidecarsIdentity(t *testing.T) {
 	}
 	if n := s.accepted.Load(); n != 0 {
 		t.Fatalf("%d connections served", n)
+	}
+	if _, err := roundTrip(s.addr, pkitest.GatewayClient(t, dir, "codex-a", pki.ProtoHTTP)); err != nil {
+		t.Fatalf("codex-a's own sidecar refused: %v", err)
 	}
 }

@@ -158,10 +158,15 @@ func (s *Source) ServerConfig(clientURI string, nextProtos []string) *tls.Config
 	}
 }
 
-// ClientConfig is the client side: it presents the current certificate and
-// completes a handshake only with a server whose certificate chains to the
-// current CA pool, has the server-auth usage and the DNS SAN serverName.
-func (s *Source) ClientConfig(serverName string, nextProtos []string) *tls.Config {
+// SidecarClientConfig is the gateway's side of agentID's sidecar: it
+// presents the current certificate and completes a handshake only with a
+// server whose certificate chains to the current CA pool, has the
+// server-auth usage, the DNS SAN SidecarServerName(agentID) and, exactly,
+// the URI SAN SidecarURI(agentID). The URI is compared byte for byte: the
+// DNS check alone ignores case and accepts wildcards, so "CODEX-A" would
+// pass with codex-a's certificate, and a wildcard one for every agent.
+func (s *Source) SidecarClientConfig(agentID string, nextProtos []string) *tls.Config {
+	serverName, uri := SidecarServerName(agentID), SidecarURI(agentID)
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		NextProtos: nextProtos,
@@ -175,7 +180,7 @@ func (s *Source) ClientConfig(serverName string, nextProtos []string) *tls.Confi
 		},
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			_, pool := s.current()
-			return verifyPeer(cs, pool, x509.ExtKeyUsageServerAuth, serverName, "")
+			return verifyPeer(cs, pool, x509.ExtKeyUsageServerAuth, serverName, uri)
 		},
 	}
 }

@@ -164,7 +164,7 @@ func ClientTLS(c sidecar.Config, protos []string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return src.ClientConfig(pki.SidecarServerName(BenchAgent), protos), nil
+	return src.SidecarClientConfig(BenchAgent, protos), nil
 }
 
 var sidecarBuild = proctest.Builder{Pkg: "./sidecar/cmd/agent-sidecar", EnvVar: "AGENT_SIDECAR_BIN"}

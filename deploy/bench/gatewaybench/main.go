@@ -412,7 +412,7 @@ func floorForwarder(rpcAddr, tlsDir string) int {
 		fmt.Fprintln(os.Stderr, "transport floor:", err)
 		return 1
 	}
-	creds := credentials.NewTLS(src.ClientConfig(pki.SidecarServerName(agentID), pki.ProtoGRPC))
+	creds := credentials.NewTLS(src.SidecarClientConfig(agentID, pki.ProtoGRPC))
 	conn, err := grpc.NewClient(rpcAddr, grpc.WithTransportCredentials(creds),
 		grpc.WithInitialWindowSize(4<<20), grpc.WithInitialConnWindowSize(8<<20))
 	if err != nil {

@@ -152,6 +152,7 @@ spec:
 		s["spec"].(map[string]any)["bogusField"] = 1
 		refused(t, "unknown field", toYAML(t, s), "bogusField")
 	})
+	t.Run("sign-outs shared by two gateways", func(t *testing.T) { sharedSignOuts(t, cp, dir) })
 	t.Run("still a no-op", func(t *testing.T) {
 		if out, err := cp.kubectl(2*time.Minute, "diff", "--server-side", "--field-manager=agent-workspace", "-k", overlayDir); err != nil {
 			t.Fatalf("kubectl diff after the refused changes: %v\n%s", err, out)

@@ -50,7 +50,8 @@ func (n *node) deploy() {
 	// Mutual TLS between the gateway and the sidecars, as the README tells
 	// an operator: agent-gateway certs, then one Secret per sidecar and one
 	// for the gateway.
-	pki := sidecarCerts(t, n.dir, agentIDs...)
+	// codex-c's pair too: the discovery step adds it later.
+	pki := sidecarCerts(t, n.dir, slices.Concat(agentIDs, []string{thirdAgent})...)
 	for _, a := range agentIDs {
 		n.cp.mustKubectl("-n", nodeNS, "create", "secret", "generic", a+"-sidecar-tls",
 			"--from-file=tls.crt="+filepath.Join(pki, "sidecar-"+a+".crt"), "--from-file=tls.key="+filepath.Join(pki, "sidecar-"+a+".key"),

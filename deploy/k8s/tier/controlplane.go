@@ -80,22 +80,19 @@ func startControlPlane(t *testing.T, dir, bin string, fixed bool) *controlPlane 
 	waitFor(t, "etcd healthy", 60*time.Second, func() error { return get200(http.DefaultClient, etcdURL+"/health", "") }, cp.etcd)
 
 	cp.apiURL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	cp.api = start(t, dir, filepath.Join(bin, "kube-apiserver"),
-		"--etcd-servers="+etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", apiPort), "--cert-dir="+cp.certDir,
+	cp.api = start(t, dir, filepath.Join(bin, "kube-apiserver"), append([]string{
+		"--etcd-servers=" + etcdURL,
+		fmt.Sprintf("--secure-port=%d", apiPort), "--cert-dir=" + cp.certDir,
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+filepath.Join(cp.certDir, "sa.pub"),
-		"--service-account-signing-key-file="+cp.saKey,
+		"--service-account-key-file=" + filepath.Join(cp.certDir, "sa.pub"),
+		"--service-account-signing-key-file=" + cp.saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
-		"--authorization-mode=RBAC", "--token-auth-file="+tokens,
+		"--authorization-mode=RBAC", "--token-auth-file=" + tokens,
 		"--enable-priority-and-fairness=false",
-		// Required with a loopback advertise address: otherwise the API
-		// server exits trying to publish it as the kubernetes Service's endpoint.
-		"--endpoint-reconciler-type=none",
 		"--kubelet-preferred-address-types=Hostname",
 		// As real clusters do: privileged pods are for Pod Security to refuse.
 		"--allow-privileged=true",
-		"--profiling=false", "--v=1")
+		"--profiling=false", "--v=1"}, apiAddressFlags(fixed)...)...)
 
 	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
 	writeFile(t, cp.kubeconfig, fmt.Sprintf(`apiVersion: v1
@@ -169,3 +166,15 @@ func writeFile(t *testing.T, p, content string, mode os.FileMode) {
 
 // overlayDir is deploy/k8s/overlays/dev, relative to this package.
 const overlayDir = "../overlays/dev"
+
+// apiAddressFlags: on loopback (free ports) the API server has no Service
+// endpoint (a loopback advertise address cannot be one); in the node
+// tier's own network namespace (fixed) it listens on the node's address
+// too and publishes it as the kubernetes Service's endpoint, so that the
+// gateway's pod reaches the API (agent discovery, in-cluster config).
+func apiAddressFlags(fixed bool) []string {
+	if fixed {
+		return []string{"--bind-address=0.0.0.0", "--advertise-address=" + bridgeIP}
+	}
+	return []string{"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none"}
+}

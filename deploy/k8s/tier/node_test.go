@@ -294,6 +294,8 @@ func inner(t *testing.T, dir string) {
 	if n.kubeRouter {
 		n.networkPolicy()
 	}
+	n.discoverThirdAgent()
+	n.twoReplicaSignOut()
 	n.sso() // last: it rolls the gateway (node_sso_test.go)
 }
 

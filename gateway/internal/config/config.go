@@ -45,6 +45,7 @@ type Config struct {
 	WebDAV        WebDAV       `yaml:"webdav"`
 	Audit         Audit        `yaml:"audit"`
 	Limits        Limits       `yaml:"limits"`
+	Kubernetes    Kubernetes   `yaml:"kubernetes"`
 }
 
 // Server is one listener. An empty metricsServer.address disables it.
@@ -119,6 +120,8 @@ type AgentRuntime struct {
 	// sidecar (required when an agent has a sidecar): the sidecars accept
 	// only this client certificate.
 	SidecarTLS *SidecarTLS `yaml:"sidecarTLS"`
+	// Discovery finds more agents through the Kubernetes API.
+	Discovery Discovery `yaml:"discovery"`
 }
 
 // SidecarTLS names the gateway's client certificate and key and the CA
@@ -365,7 +368,8 @@ func (c *Config) Validate() error {
 	c.validateListeners(bad)
 	c.AgentRuntime.validateAgents(bad)
 	c.AgentRuntime.validateTLS(bad)
-	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" {
+	c.AgentRuntime.Discovery.validate(bad)
+	if _, ok := c.AgentRuntime.Agents[c.AgentRuntime.DefaultAgent]; !ok && c.AgentRuntime.DefaultAgent != "" && !c.AgentRuntime.Discovery.Enabled {
 		bad("agentRuntime.defaultAgent", "%q is not a key of agentRuntime.agents", c.AgentRuntime.DefaultAgent)
 	}
 	c.Auth.validateTokens(bad)
@@ -374,7 +378,8 @@ func (c *Config) Validate() error {
 	}
 	c.WebDAV.validate(bad)
 	c.Limits.validate(bad)
-	errs = append(errs, c.Auth.Session.validate(c.MetricsServer.Address)...)
+	c.Kubernetes.validate(bad)
+	errs = append(errs, c.Auth.Session.validate()...)
 	if len(c.Auth.Tokens) == 0 && c.Auth.TokensFile == "" && c.Auth.TrustedProxy == nil {
 		bad("auth", "configure auth.tokens, auth.tokensFile or auth.trustedProxy: otherwise nobody can sign in")
 	}
@@ -410,8 +415,8 @@ func (c *Config) validateListeners(bad func(key, format string, args ...any)) {
 
 // validateAgents checks agentRuntime.agents, in the order of their ids.
 func (r AgentRuntime) validateAgents(bad func(key, format string, args ...any)) {
-	if len(r.Agents) == 0 {
-		bad("agentRuntime.agents", "at least one agent is required")
+	if len(r.Agents) == 0 && !r.Discovery.Enabled {
+		bad("agentRuntime.agents", "at least one agent is required (or agentRuntime.discovery.enabled: true)")
 	}
 	for _, id := range slices.Sorted(maps.Keys(r.Agents)) {
 		a := r.Agents[id]
@@ -536,7 +541,7 @@ func (w WebDAV) validate(bad func(key, format string, args ...any)) {
 // validateTLS requires agentRuntime.sidecarTLS's three files when an agent
 // has a sidecar.
 func (r AgentRuntime) validateTLS(bad func(key, format string, args ...any)) {
-	needed := slices.ContainsFunc(slices.Collect(maps.Values(r.Agents)), func(a Agent) bool { return a.Sidecar != nil })
+	needed := r.Discovery.Enabled || slices.ContainsFunc(slices.Collect(maps.Values(r.Agents)), func(a Agent) bool { return a.Sidecar != nil })
 	if !needed && r.SidecarTLS == nil {
 		return
 	}

@@ -91,6 +91,8 @@ func TestValidate(t *testing.T) {
 		{"signOutPath not a path", r(`adminGroup: workspace-admins`, "adminGroup: workspace-admins\n    signOutPath: https://evil.example/"), []string{"auth.trustedProxy.signOutPath"}},
 		{"keep without writable", r(`webdav: { writable: false }`, `webdav: { writable: false, unconditionalWrites: keep }`), []string{"webdav.unconditionalWrites"}},
 		{"bad unconditionalWrites", r(`webdav: { writable: false }`, `webdav: { writable: true, unconditionalWrites: allow }`), []string{"webdav.unconditionalWrites"}},
+		{"bad kubernetes namespace", r(`audit:  { file: "" }`, "audit:  { file: \"\" }\nkubernetes: { namespace: Agent_NS }"), []string{"kubernetes.namespace: \"Agent_NS\" is not a namespace name"}},
+		{"kubeconfig with spaces", r(`audit:  { file: "" }`, "audit:  { file: \"\" }\nkubernetes: { kubeconfig: \" /k \" }"), []string{"kubernetes.kubeconfig"}},
 		{"several at once", func(s string) string {
 			s = r(`timeout: 10s`, `timeout: 0s`)(s)
 			s = r(`defaultAgent: codex-a`, `defaultAgent: x`)(s)
@@ -289,5 +291,52 @@ func TestHTTPServerTimeouts(t *testing.T) {
 	}
 	if _, err := Parse(strings.NewReader(strings.Replace(good, `address: "127.0.0.1:0"`, `address: "127.0.0.1:0", bodyReadTimeout: soon`, 1))); err == nil {
 		t.Error("a timeout that is not a duration parsed")
+	}
+}
+
+func TestKubernetesBlock(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(good + "kubernetes: { kubeconfig: /k/config, namespace: agent-workspace }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil || cfg.Kubernetes.Namespace != "agent-workspace" || cfg.Kubernetes.Kubeconfig != "/k/config" {
+		t.Fatalf("%v %+v", err, cfg.Kubernetes)
+	}
+	if _, err := Parse(strings.NewReader(good + "kubernetes: { context: x }\n")); err == nil {
+		t.Fatal("unknown key under kubernetes accepted")
+	}
+}
+
+func TestDiscoveryBlock(t *testing.T) {
+	noAgents := "httpServer: { address: \"127.0.0.1:0\" }\nauth: { tokens: [{ operator: a, role: admin, sha256: \"0000000000000000000000000000000000000000000000000000000000000000\" }] }\n"
+	cfg, err := Parse(strings.NewReader(noAgents + "agentRuntime: { discovery: { enabled: true } }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if err == nil || strings.Contains(err.Error(), "agentRuntime.agents") || !strings.Contains(err.Error(), "agentRuntime.sidecarTLS.certFile: required") {
+		t.Fatalf("discovery without agents needs sidecarTLS only: %v", err)
+	}
+	d := cfg.AgentRuntime.Discovery
+	if d.Label() != DefaultDiscoveryLabelKey || d.GRPCPort() != "grpc" || d.DavPort() != "webdav" {
+		t.Fatalf("defaults: %s %s %s", d.Label(), d.GRPCPort(), d.DavPort())
+	}
+	tlsBlock := "  sidecarTLS: { certFile: /c, keyFile: /k, caFile: /ca }\n"
+	for _, tc := range []struct{ block, want string }{
+		{"  discovery: { enabled: true }\n", ""},
+		{"  discovery: { enabled: true, labelKey: \"bad key!\" }\n", "agentRuntime.discovery.labelKey"},
+		{"  discovery: { enabled: true, grpcPortName: GRPC_PORT }\n", "agentRuntime.discovery.grpcPortName"},
+		{"  discovery: { enabled: true, davPortName: grpc }\n", "agentRuntime.discovery.davPortName: must differ"},
+		{"  discovery: { enabled: true, timeout: 0s }\n", "agentRuntime.discovery.timeout"},
+		{"  discovery: { enabled: true, timeout: 10s, checkpointTimeout: 1s }\n", "agentRuntime.discovery.checkpointTimeout"},
+	} {
+		cfg, err := Parse(strings.NewReader(noAgents + "agentRuntime:\n" + tlsBlock + tc.block))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || strings.Count(err.Error(), "\n") != 0) {
+			t.Errorf("%s: %v, want one line naming %q", strings.TrimSpace(tc.block), err, tc.want)
+		}
 	}
 }

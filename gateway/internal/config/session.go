@@ -2,10 +2,10 @@ package config
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strconv"
+	"regexp"
 	"strings"
 	"time"
 
@@ -20,7 +20,7 @@ import (
 //	    keys: ["<base64 of 32 random bytes>"]   # first seals, all open
 //	    keysFile: /etc/agent-gateway/session/keys  # e.g. a mounted Kubernetes Secret
 //	    lifetime: 12h
-//	    peers: ["agent-gateway-peers:9090"]      # the other replicas' metrics listeners
+//	    signOutConfigMap: agent-gateway-signouts  # replicas share sign-outs (Kubernetes API)
 //
 // Keys from keysFile (one base64 key a line; blank lines and lines starting
 // with # are skipped) come before auth.session.keys; the first key of all
@@ -29,20 +29,29 @@ import (
 // Without any key the gateway makes a random one at start: sessions then
 // end when it restarts and are not shared between replicas.
 //
-// Peers are the other replicas, host:port of their metrics listener; a
-// host name is resolved at each use and may name several replicas (a
-// headless Kubernetes Service). Every address must reach one replica (a
-// pod), never a ClusterIP Service or load balancer in front of several: a
-// sign-out sent there reaches whichever replica answers, not all. Replicas send each other sign-outs and a
-// starting replica pulls the current list (see gateway/internal/session),
-// authenticated with a key derived from the session keys, so peers need
-// configured keys and metricsServer.address.
+// SignOutConfigMap names the ConfigMap, in the kubernetes: block's
+// namespace, through which the replicas share sign-outs (see
+// gateway/internal/signouts): every replica watches it, a sign-out is
+// written to it. It needs configured keys (the replicas open each other's
+// cookies) and a ConfigMap the deployment creates. Empty: a lone gateway,
+// whose sign-outs stay in process.
+//
+// Peers is auth.session.peers, the replicas' peer protocol, which was
+// removed: it is only read to refuse it by name.
 type Session struct {
-	Keys     []string       `yaml:"keys"`
-	KeysFile string         `yaml:"keysFile"`
-	Lifetime *time.Duration `yaml:"lifetime"`
-	Peers    []string       `yaml:"peers,omitempty"`
+	Keys             []string       `yaml:"keys"`
+	KeysFile         string         `yaml:"keysFile"`
+	Lifetime         *time.Duration `yaml:"lifetime"`
+	SignOutConfigMap string         `yaml:"signOutConfigMap"`
+	Peers            any            `yaml:"peers,omitempty"`
 }
+
+// PeersRemoved is the one line a configuration with auth.session.peers
+// gets.
+const PeersRemoved = "auth.session.peers: removed (replicas no longer send each other sign-outs); they share them through the Kubernetes API instead: set auth.session.signOutConfigMap and the kubernetes: block (docs/sessions.md)"
+
+// dnsSubdomainRe is an RFC 1123 subdomain, the form of a ConfigMap name.
+var dnsSubdomainRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
 // SessionLifetime is auth.session.lifetime, 0 when unset (the default).
 func (s Session) SessionLifetime() time.Duration { return orDefault(s.Lifetime, 0) }
@@ -94,32 +103,25 @@ func (s Session) decode() ([][]byte, []error) {
 	return keys, errs
 }
 
-// validate reports every problem of auth.session; metricsAddr is
-// metricsServer.address, where the peer endpoint is served.
-func (s Session) validate(metricsAddr string) []error {
+// validate reports every problem of auth.session.
+func (s Session) validate() []error {
 	keys, keyErrs := s.decode()
 	errs := append([]error(nil), keyErrs...)
 	if s.Lifetime != nil && *s.Lifetime < time.Minute {
 		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at least 1m (for example 12h)"))
 	}
-	// Replicas cap a peer's revocation at session.MaxRevocationLifetime
-	// ahead: a longer session would outlive its sign-out elsewhere.
-	if s.Lifetime != nil && *s.Lifetime > session.MaxRevocationLifetime {
-		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at most %s (30 days), the longest a sign-out is kept across replicas", session.MaxRevocationLifetime))
+	if s.Lifetime != nil && *s.Lifetime > session.MaxLifetime {
+		errs = append(errs, fmt.Errorf("auth.session.lifetime: must be at most %s (30 days)", session.MaxLifetime))
 	}
-	for i, p := range s.Peers {
-		host, port, err := net.SplitHostPort(p)
-		n, perr := strconv.Atoi(port)
-		if err != nil || host == "" || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(host, "/ ") {
-			errs = append(errs, fmt.Errorf("auth.session.peers[%d]: must be host:port of a replica's metrics listener (for example agent-gateway-peers:9090)", i))
+	if s.Peers != nil {
+		errs = append(errs, errors.New(PeersRemoved))
+	}
+	if n := s.SignOutConfigMap; n != "" {
+		if len(n) > 253 || !dnsSubdomainRe.MatchString(n) {
+			errs = append(errs, fmt.Errorf("auth.session.signOutConfigMap: %q is not a ConfigMap name (lower-case letters, digits, '-' and '.', for example agent-gateway-signouts)", n))
 		}
-	}
-	if len(s.Peers) > 0 {
 		if len(keys) == 0 && len(keyErrs) == 0 {
-			errs = append(errs, fmt.Errorf("auth.session.peers: needs auth.session.keys or auth.session.keysFile, the same on every replica"))
-		}
-		if metricsAddr == "" {
-			errs = append(errs, fmt.Errorf("auth.session.peers: needs metricsServer.address (replicas reach each other on the metrics listener)"))
+			errs = append(errs, fmt.Errorf("auth.session.signOutConfigMap: needs auth.session.keys or auth.session.keysFile, the same on every replica"))
 		}
 	}
 	return errs

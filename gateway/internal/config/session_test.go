@@ -53,39 +53,38 @@ func TestSessionKeys(t *testing.T) {
 	}
 }
 
-func TestSessionPeers(t *testing.T) {
+func TestSessionSignOutConfigMap(t *testing.T) {
 	k := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))
-	parse := func(metrics, block string) *Config {
+	parse := func(block string) *Config {
 		t.Helper()
-		y := strings.Replace(good, `metricsServer: { address: "" }`, `metricsServer: { address: "`+metrics+`" }`, 1)
-		c, err := Parse(strings.NewReader(strings.Replace(y, "auth:\n", "auth:\n  session:\n"+block, 1)))
+		c, err := Parse(strings.NewReader(strings.Replace(good, "auth:\n", "auth:\n  session:\n"+block, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	ok := parse(":9090", "    keys: [\""+k+"\"]\n    peers: [\"agent-gateway-peers:9090\", \"10.0.0.7:9090\", \"[fd00::7]:9090\"]\n")
+	ok := parse("    keys: [\"" + k + "\"]\n    signOutConfigMap: agent-gateway-signouts\n")
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	if len(ok.Auth.Session.Peers) != 3 {
-		t.Errorf("peers = %v", ok.Auth.Session.Peers)
+	if ok.Auth.Session.SignOutConfigMap != "agent-gateway-signouts" {
+		t.Errorf("signOutConfigMap = %q", ok.Auth.Session.SignOutConfigMap)
 	}
 	for _, tc := range []struct {
-		name, metrics, block string
-		want                 []string
+		name, block string
+		want        []string
 	}{
-		{"no port", ":9090", "    keys: [\"" + k + "\"]\n    peers: [\"agent-gateway-peers\"]\n",
-			[]string{"auth.session.peers[0]: must be host:port"}},
-		{"bad port, empty host, a URL", ":9090", "    keys: [\"" + k + "\"]\n    peers: [\"ok:9090\", \"h:0\", \":9090\", \"http://h:9090\", \"h:x\"]\n",
-			[]string{"auth.session.peers[1]:", "auth.session.peers[2]:", "auth.session.peers[3]:", "auth.session.peers[4]:"}},
-		{"no keys", ":9090", "    peers: [\"h:9090\"]\n",
-			[]string{"auth.session.peers: needs auth.session.keys or auth.session.keysFile"}},
-		{"no metrics listener", "", "    keys: [\"" + k + "\"]\n    peers: [\"h:9090\"]\n",
-			[]string{"auth.session.peers: needs metricsServer.address"}},
+		// The peer protocol was removed: its key is refused by name, in
+		// one line that says what replaces it, whatever its value.
+		{"peers", "    keys: [\"" + k + "\"]\n    peers: [\"agent-gateway-peers:9090\"]\n", []string{PeersRemoved}},
+		{"empty peers", "    keys: [\"" + k + "\"]\n    peers: []\n", []string{PeersRemoved}},
+		{"not a name", "    keys: [\"" + k + "\"]\n    signOutConfigMap: Sign_Outs\n",
+			[]string{"auth.session.signOutConfigMap: \"Sign_Outs\" is not a ConfigMap name"}},
+		{"no keys", "    signOutConfigMap: agent-gateway-signouts\n",
+			[]string{"auth.session.signOutConfigMap: needs auth.session.keys or auth.session.keysFile"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := parse(tc.metrics, tc.block).Validate()
+			err := parse(tc.block).Validate()
 			if err == nil {
 				t.Fatalf("Validate accepted %q", tc.block)
 			}
@@ -100,9 +99,6 @@ func TestSessionPeers(t *testing.T) {
 				if n != 1 {
 					t.Errorf("want exactly one line starting %q, got:\n%v", w, err)
 				}
-			}
-			if strings.Contains(err.Error(), "peers[0]") && tc.name != "no port" {
-				t.Errorf("a good entry reported: %v", err)
 			}
 			if strings.Contains(err.Error(), k) {
 				t.Errorf("error shows a key: %v", err)

@@ -79,6 +79,10 @@ type Options struct {
 	// (the outbound request's URL is a copy of it), so the same *url.URL
 	// may be returned on every call and shared.
 	Agents func(agentID string) (davEndpoint *url.URL, ok bool)
+	// Unreachable, when set, tells a known agent with no endpoint now (a
+	// discovered agent without a ready address: 503) from one that has no
+	// WebDAV view at all (404).
+	Unreachable func(agentID string) bool
 	// Timeout is the agent's sidecar.timeout: how long the proxy waits for
 	// the sidecar's response headers (after the request body is sent)
 	// before answering 504. Nil or a non-positive value uses

@@ -167,6 +167,11 @@ func (h *handler) lookup(w *recorder, agentID string) (*url.URL, bool) {
 		h.refuse(w, http.StatusNotFound, "AGENT_NOT_FOUND", fmt.Sprintf("unknown agent %q", agentID))
 		return nil, false
 	}
+	if ep == nil && h.opts.Unreachable != nil && h.opts.Unreachable(agentID) {
+		h.metrics.unavailable.WithLabelValues(agentID).Inc()
+		h.refuse(w, http.StatusServiceUnavailable, "SIDECAR_UNAVAILABLE", fmt.Sprintf("agent %q has no ready sidecar now", agentID))
+		return nil, false
+	}
 	if ep == nil {
 		h.refuse(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("agent %q has no WebDAV view (no sidecar davEndpoint configured)", agentID))
 		return nil, false

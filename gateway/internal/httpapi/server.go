@@ -8,7 +8,7 @@
 // (POST /api/v1/agent-gateway/session) requires an authenticated admin;
 // cookie-authenticated state-changing requests also need X-CSRF-Token.
 // /readyz answers 503 until Options.Ready says the gateway is ready (a
-// replica with peers pulls their sign-outs first).
+// replica sharing sign-outs lists them first).
 package httpapi
 
 import (
@@ -99,8 +99,9 @@ type Options struct {
 	// WatchWriteTimeout bounds each write of a watch stream (default
 	// WatchWriteTimeout).
 	WatchWriteTimeout time.Duration
-	// SignOut ends a session on every replica (session.Peers); nil ends
-	// it only in Auth's store, in this process.
+	// SignOut ends a session on every replica (signouts.Shared, through
+	// the Kubernetes API); nil ends it only in Auth's store, in this
+	// process.
 	SignOut SignOuter
 	// Search serves the search route (search.go); nil answers 409
 	// NOT_SUPPORTED.
@@ -109,11 +110,10 @@ type Options struct {
 	Ready func() bool
 }
 
-// SignOuter ends the session sealed in a cookie value everywhere. ctx (the
-// request's) bounds only how long the response waits for other replicas;
-// the sign-out itself reaches them whether or not the client stays.
+// SignOuter ends the session sealed in a cookie value everywhere. An error
+// means it was recorded nowhere: the session is still live.
 type SignOuter interface {
-	SignOut(ctx context.Context, value string)
+	SignOut(ctx context.Context, value string) error
 }
 
 // Server is the gateway's HTTP handler.
@@ -214,8 +214,8 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz is /healthz until the gateway is ready: a starting replica pulls
-// its peers' sign-outs first, so the Service sends it nobody before.
+// readyz is /healthz until the gateway is ready: a starting replica lists
+// the shared sign-outs first, so the Service sends it nobody before.
 func (s *Server) readyz(c echo.Context) error {
 	if s.opts.Ready != nil && !s.opts.Ready() {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "starting"})
@@ -469,7 +469,13 @@ func (s *Server) logout(c echo.Context) error {
 				return s.deny(c, codes.PermissionDenied, "missing or invalid "+auth.CSRFHeader+" header")
 			}
 			if s.opts.SignOut != nil {
-				s.opts.SignOut.SignOut(r.Context(), ck.Value)
+				if err := s.opts.SignOut.SignOut(r.Context(), ck.Value); err != nil {
+					// The cookie is kept: the session is still live, and
+					// signing out again may work.
+					s.log.Error("sign-out not recorded", "operator", sess.Operator, "error", err, "request_id", requestid.From(r.Context()))
+					return s.writeError(c, codes.Unavailable, workspacev1.ErrorReason_ERROR_REASON_UNSPECIFIED,
+						"sign-out failed: the shared sign-out list could not be updated; the session is still valid, try again")
+				}
 			} else {
 				store.Delete(ck.Value)
 			}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -218,12 +219,19 @@ func TestDAVResponsesAreSandboxed(t *testing.T) {
 	}
 }
 
-type recordSignOut struct{ values []string }
+type recordSignOut struct {
+	values []string
+	err    error
+}
 
-func (r *recordSignOut) SignOut(_ context.Context, v string) { r.values = append(r.values, v) }
+func (r *recordSignOut) SignOut(_ context.Context, v string) error {
+	r.values = append(r.values, v)
+	return r.err
+}
 
-// Issue 14: sign-out goes through the peers (every replica) when the
-// gateway has them, and /readyz waits for their start-up sync.
+// Issues 14 and 26: sign-out goes through the shared list (every replica)
+// when the gateway has one, /readyz waits for its first listing, and a
+// sign-out the list could not record fails clearly and keeps the cookie.
 func TestSignOutHookAndReadiness(t *testing.T) {
 	store := session.New(nil, 0, 0)
 	a := auth.New(config.Auth{Tokens: []config.Token{{Operator: "alice", Role: "admin", SHA256: config.HashToken("tok")}}}, store)
@@ -254,5 +262,24 @@ func TestSignOutHookAndReadiness(t *testing.T) {
 	}
 	if len(rec.values) != 1 || rec.values[0] != sess.ID {
 		t.Errorf("SignOut hook got %d values", len(rec.values))
+	}
+
+	rec.err = errors.New("the API server is down")
+	live, _ := store.Create("alice", "admin")
+	r = httptest.NewRequest(http.MethodDelete, APIPrefix+"/session", nil)
+	r.AddCookie(&http.Cookie{Name: session.CookieName, Value: live.ID})
+	r.Header.Set(auth.CSRFHeader, live.CSRFToken)
+	w := serve(s, r)
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "the session is still valid") {
+		t.Errorf("failed sign-out: %d %s, want 503 saying the session is still valid", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), "API server is down") {
+		t.Errorf("the failure's detail reached the client: %s", w.Body)
+	}
+	if ck := w.Result().Cookies(); len(ck) != 0 {
+		t.Errorf("a failed sign-out cleared the cookie: %v", ck)
+	}
+	if _, ok := store.Get(live.ID); !ok {
+		t.Error("a failed sign-out ended the session here")
 	}
 }

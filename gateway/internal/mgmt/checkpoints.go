@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	workspacev1 "github.com/agentworkspace/files/contracts/gen/go/workspace/v1"
 )
@@ -27,8 +29,14 @@ func (s *Service) Checkpoints() *Checkpoints { return &Checkpoints{s: s} }
 func routedCheckpoint[T any](ctx context.Context, c *Checkpoints, cl call, fn func(context.Context, workspacev1.CheckpointServiceClient) (T, error)) (T, error) {
 	cl.long = true
 	return routed(ctx, c.s, cl, func(ctx context.Context, _ workspacev1.WorkspaceServiceClient) (T, error) {
-		// routed calls fn only for a configured agent with a sidecar.
-		return fn(ctx, workspacev1.NewCheckpointServiceClient(c.s.agents[cl.agentID].conn))
+		// routed calls fn only for a known agent with a sidecar; one
+		// replaced since (discovery) answers through its old, closed
+		// connection: Unavailable.
+		ag := c.s.lookup(cl.agentID)
+		if ag == nil || ag.conn == nil {
+			return *new(T), status.Error(codes.Unavailable, "the agent's sidecar went away")
+		}
+		return fn(ctx, workspacev1.NewCheckpointServiceClient(ag.conn))
 	})
 }
 

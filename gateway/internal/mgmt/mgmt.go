@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -50,19 +52,36 @@ type agent struct {
 	long   time.Duration
 	conn   *grpc.ClientConn
 	client workspacev1.WorkspaceServiceClient
+	// dav is the sidecar's WebDAV base URL (nil: none).
+	dav *url.URL
+	// target is the gRPC address conn was made for.
+	target string
+	// discovered: found through the Kubernetes API (registry.go);
+	// unreachable: discovered with no ready address now.
+	discovered, unreachable bool
 }
 
 // Service is the in-process WorkspaceManagementService.
 type Service struct {
 	workspacev1.UnimplementedWorkspaceManagementServiceServer
 
-	agents       map[string]*agent
-	list         []*workspacev1.Agent
+	// mu guards agents and list, which discovery changes at run time
+	// (registry.go). An *agent is never changed once published: a new one
+	// replaces it.
+	mu sync.RWMutex
+	// agents by id; list is what ListAgents shows, sorted by agent_id.
+	agents map[string]*agent
+	list   []*workspacev1.Agent
+	// clashes are the discovered ids hidden by a static agent (logged
+	// once each).
+	clashes      map[string]bool
 	defaultAgent string
 	audit        *audit.Logger
 	metrics      *metrics.Metrics
 	log          hclog.Logger
 	now          func() time.Time
+	tls          *pki.Source
+	dialOptions  []grpc.DialOption
 }
 
 // Deps are the Service's collaborators.
@@ -86,7 +105,8 @@ const sidecarWindow = 4 << 20
 // grpc.NewClient does not dial, so a sidecar that is down at start only
 // affects its own calls.
 func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
-	s := &Service{agents: map[string]*agent{}, defaultAgent: cfg.DefaultAgent, audit: d.Audit, metrics: d.Metrics, log: cmp.Or(d.Logger, hclog.NewNullLogger()), now: d.Now}
+	s := &Service{agents: map[string]*agent{}, clashes: map[string]bool{}, defaultAgent: cfg.DefaultAgent, audit: d.Audit, metrics: d.Metrics,
+		log: cmp.Or(d.Logger, hclog.NewNullLogger()), now: d.Now, tls: d.TLS, dialOptions: d.DialOptions}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -106,43 +126,55 @@ func New(cfg config.AgentRuntime, d Deps) (*Service, error) {
 		})
 		ag := &agent{id: id, provider: a.Provider}
 		if a.Sidecar != nil {
-			if d.TLS == nil {
+			var err error
+			if ag, err = s.dial(id, a.Provider, a.Sidecar.Endpoint, a.Sidecar); err != nil {
 				s.Close()
-				return nil, fmt.Errorf("agentRuntime.sidecarTLS: required for agent %s's sidecar", id)
+				return nil, err
 			}
-			opts := append([]grpc.DialOption{
-				grpc.WithTransportCredentials(credentials.NewTLS(d.TLS.ClientConfig(pki.SidecarServerName(id), pki.ProtoGRPC))),
-				// A restarted sidecar must be usable again within seconds:
-				// grpc-go's default reconnect backoff grows to 120 s, during
-				// which every call would fail fast with Unavailable.
-				grpc.WithConnectParams(grpc.ConnectParams{
-					Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
-					MinConnectTimeout: 2 * time.Second,
-				}),
-				// Fixed flow-control windows (as the sidecar's): no PING
-				// round trip for bandwidth estimation after each response.
-				grpc.WithInitialWindowSize(sidecarWindow),
-				grpc.WithInitialConnWindowSize(2 * sidecarWindow),
-				grpc.WithChainUnaryInterceptor(refuseInvalidUTF8),
-			}, d.DialOptions...)
-			conn, err := grpc.NewClient(a.Sidecar.Endpoint, opts...)
-			if err != nil {
-				s.Close()
-				// grpc's error quotes the target; the key names it well enough.
-				return nil, fmt.Errorf("agentRuntime.agents.%s.sidecar.endpoint: not a usable gRPC target", id)
+			if a.Sidecar.DavEndpoint != "" {
+				ag.dav, _ = url.Parse(a.Sidecar.DavEndpoint) // Validate refused a bad one
 			}
-			ag.conn = conn
-			ag.client = workspacev1.NewWorkspaceServiceClient(conn)
-			ag.timeout = a.Sidecar.CallTimeout()
-			ag.long = a.Sidecar.CheckpointCallTimeout()
 		}
 		s.agents[id] = ag
 	}
 	return s, nil
 }
 
+// dial makes the lazily-connecting client of agent id's sidecar at target:
+// mutual TLS, and the sidecar must present a certificate naming id
+// (pki.SidecarServerName), whatever address it was reached at.
+func (s *Service) dial(id, provider, target string, sc *config.Sidecar) (*agent, error) {
+	if s.tls == nil {
+		return nil, fmt.Errorf("agentRuntime.sidecarTLS: required for agent %s's sidecar", id)
+	}
+	opts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(credentials.NewTLS(s.tls.SidecarClientConfig(id, pki.ProtoGRPC))),
+		// A restarted sidecar must be usable again within seconds:
+		// grpc-go's default reconnect backoff grows to 120 s, during
+		// which every call would fail fast with Unavailable.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		}),
+		// Fixed flow-control windows (as the sidecar's): no PING
+		// round trip for bandwidth estimation after each response.
+		grpc.WithInitialWindowSize(sidecarWindow),
+		grpc.WithInitialConnWindowSize(2 * sidecarWindow),
+		grpc.WithChainUnaryInterceptor(refuseInvalidUTF8),
+	}, s.dialOptions...)
+	conn, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		// grpc's error quotes the target; the key names it well enough.
+		return nil, fmt.Errorf("agentRuntime.agents.%s.sidecar.endpoint: not a usable gRPC target", id)
+	}
+	return &agent{id: id, provider: provider, conn: conn, client: workspacev1.NewWorkspaceServiceClient(conn), target: target,
+		timeout: sc.CallTimeout(), long: sc.CheckpointCallTimeout()}, nil
+}
+
 // Close closes every sidecar connection.
 func (s *Service) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, a := range s.agents {
 		if a.conn != nil {
 			_ = a.conn.Close()
@@ -158,7 +190,9 @@ func (s *Service) ListAgents(ctx context.Context, req *workspacev1.ListAgentsReq
 		s.observe("list_agents", "", err, start)
 		return nil, err
 	}
+	s.mu.RLock()
 	out, err := pageAgents(s.list, req)
+	s.mu.RUnlock()
 	s.observe("list_agents", "", err, start)
 	return out, err
 }
@@ -240,7 +274,8 @@ func admin(ctx context.Context) (auth.Identity, error) {
 // it has no sidecar (feature names what is disabled then).
 func (s *Service) sidecarFor(ctx context.Context, agentID, feature string) (*agent, auth.Identity, string, error) {
 	label := agentID
-	ag, known := s.agents[agentID]
+	ag := s.lookup(agentID)
+	known := ag != nil
 	if !known {
 		label = "unknown"
 	}
@@ -249,6 +284,8 @@ func (s *Service) sidecarFor(ctx context.Context, agentID, feature string) (*age
 	case err != nil:
 	case !known:
 		err = Error(codes.NotFound, workspacev1.ErrorReason_AGENT_NOT_FOUND, fmt.Sprintf("agent %q is not configured", truncate(agentID, 64)))
+	case ag.unreachable:
+		err = Error(codes.Unavailable, workspacev1.ErrorReason_SIDECAR_UNAVAILABLE, fmt.Sprintf("agent %q has no ready sidecar now", agentID))
 	case ag.client == nil:
 		err = Error(codes.FailedPrecondition, workspacev1.ErrorReason_PROJECT_MANAGEMENT_DISABLED, fmt.Sprintf("agent %q has no workspace sidecar; %s is disabled", agentID, feature))
 	}

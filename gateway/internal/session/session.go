@@ -12,62 +12,20 @@
 // drop the old one after one session lifetime); without configured keys a
 // random key is made at start (sessions then end with the process).
 //
-// Sign-out (Delete) puts the session's random id (SID, never the cookie) on
-// a revocation list until the session would have expired. The list is
-// bounded (DefaultMaxSessions; beyond it expired entries go first, then
-// those closest to expiry, whose copies then work again until they expire).
+// Sign-out (Delete) puts a digest of the session's random id (SHA-256 of
+// the SID, never the cookie or the SID itself) on a revocation list until
+// the session would have expired. The list is bounded (DefaultMaxSessions):
+// beyond it expired entries go first, then those closest to expiry, and the
+// store raises its floor to the latest expiry it dropped: every session
+// expiring at or before the floor is refused from then on, so an overflow
+// signs out the oldest sessions too rather than reopening signed-out ones
+// (fail closed). A revocation's expiry is cut to the store's lifetime from
+// now.
 //
-// Replicas share sign-outs (Peers, auth.session.peers): the replica that
-// signs a session out records it, sends it to every peer and answers once
-// all acknowledged or SignOutWait (1 s) passed; unacknowledged deliveries
-// retry in the background for about 8 s. A starting replica listens, pulls
-// every peer's list and reports ready (/readyz) once each peer answered or
-// SyncTimeout (5 s) passed; every replica pulls again each ResyncInterval
-// (1 min), which catches up on deliveries that failed. Peer names are
-// resolved at each use, so a headless Service lists every replica; each
-// resolved address must reach one replica (not a ClusterIP or load
-// balancer). Resolving and delivering run under the peers' own context,
-// not the sign-out request's, so a client that goes away does not stop
-// them. A replica recognises itself by a random instance id in signed
-// answers, and leaves out for good only a local address on its own port
-// that answered so; any other address is tried again (with a fresh
-// connection) next time.
-//
-// The peer endpoint (PeerPath) is served on the metrics listener, not the
-// public port: that listener is cluster-internal (no Ingress or public
-// Service routes to it, and the gateway's NetworkPolicy admits only the
-// gateway's pods and the monitoring namespace), so a request from outside
-// the cluster cannot reach it at all, and the public port's surface stays
-// what the portal, REST and WebDAV need. The endpoint is authenticated on
-// its own too: every request carries an HMAC-SHA256 (key derived with HKDF
-// from each session key, label "agent-gateway session peers v1"; signed
-// with every key, accepted under any, so a key rotation rolling through
-// the replicas does not cut them off) over method, path, timestamp, a
-// nonce, the sender's instance id and the body's SHA-256, which the
-// request also carries in a header: the signature is checked before any
-// of the body is read. A timestamp more than PeerWindow (30 s) off, a
-// nonce seen before, or a nonce or instance id not of 22 base64url
-// characters is refused; only then is the body read (its Content-Length
-// at most MaxPeerBody, within PeerTimeout, GET none) and compared with the
-// signed digest. At most 4 requests are served at once (beyond: 503).
-// Anything refused gets 403, adds nothing and is counted; the log line
-// names the reason (never a header value) at most every 10 s per reason.
-// Answers are signed the same way, bound to the request's nonce, so a
-// replica merges lists only from key holders. A revocation's expiry is
-// cut to MaxRevocationLifetime (30 days, or the store's lifetime if
-// longer) from now.
-//
-// Limits: peer traffic is authenticated, not encrypted (SIDs of signed-out
-// sessions open nothing). Until a sign-out reaches a replica (normally
-// before the sign-out response; otherwise at that replica's first resync
-// once it reaches the signing one) a copy of the cookie still works there. When every replica restarts at once, or the only one does,
-// no replica holds the list any more: copies of signed-out cookies taken
-// before their sign-out are accepted again until they expire. A replica
-// that reaches no peer within SyncTimeout starts with an empty list (it
-// logs so) and fills it at the next resync. The browser that signs out
-// drops its cookie, so only a copy taken beforehand outlives sign-out;
-// shorter lifetimes narrow that window, and rotating the session key (the
-// old one removed) ends every session at once.
+// The store holds the list of this process only. Replicas share their
+// sign-outs through the Kubernetes API (gateway/internal/signouts, which
+// feeds this store with Revoke and RaiseFloor); a lone gateway keeps the
+// list in process, and it ends with the process.
 package session
 
 import (
@@ -75,6 +33,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -87,9 +46,8 @@ import (
 // CookieName is the session cookie set by POST /api/v1/agent-gateway/session.
 const CookieName = "awf_session"
 
-// MaxRevocationLifetime bounds how far in the future a revocation's expiry
-// may be (unless this store's own lifetime is longer).
-const MaxRevocationLifetime = 30 * 24 * time.Hour
+// MaxLifetime is the longest auth.session.lifetime.
+const MaxLifetime = 30 * 24 * time.Hour
 
 // DefaultLifetime is how long a session is valid after login.
 const DefaultLifetime = 12 * time.Hour
@@ -139,7 +97,8 @@ type Store struct {
 	aeads    []cipher.AEAD // [0] seals; all open
 
 	mu      sync.Mutex
-	revoked map[string]time.Time // SID -> expiry
+	revoked map[string]time.Time // Digest(SID) -> expiry
+	floor   time.Time            // sessions expiring at or before it are refused
 }
 
 // New returns a store. now may be nil (time.Now); lifetime and maxRevoked
@@ -180,6 +139,18 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 
 // Lifetime is the session lifetime.
 func (s *Store) Lifetime() time.Duration { return s.lifetime }
+
+// MaxRevocationLifetime bounds how far in the future a revocation's expiry
+// may be (unless this store's own lifetime is longer).
+const MaxRevocationLifetime = 30 * 24 * time.Hour
+
+// RevocationBound is how far from now a revocation's expiry or the floor
+// may reach: the longer of MaxRevocationLifetime and this store's
+// lifetime. Not the lifetime alone: another replica may run a longer one
+// (a rollout, or its clock a little ahead), and a sign-out cut to this
+// replica's lifetime would be forgotten while its cookie still opens
+// there. The cookie's own expiry is what normally ends an entry.
+func (s *Store) RevocationBound() time.Duration { return max(s.lifetime, MaxRevocationLifetime) }
 
 // randomID returns n random bytes from crypto/rand, base64url without
 // padding (crypto/rand.Read never fails since Go 1.24).
@@ -252,64 +223,81 @@ func (s *Store) Get(value string) (Session, bool) {
 	if !ok {
 		return Session{}, false
 	}
+	d := Digest(p.SID)
 	s.mu.Lock()
-	_, revoked := s.revoked[p.SID]
+	_, revoked := s.revoked[d]
+	floored := !time.Unix(p.Expires, 0).After(s.floor)
 	s.mu.Unlock()
-	if revoked {
+	if revoked || floored {
 		return Session{}, false
 	}
 	return p.session(value), true
 }
 
-// Revocation is one signed-out session: its random id (never the cookie)
-// and when the session would have expired, after which it is forgotten.
+// Digest is what a revocation list holds for a session id: SHA-256 of the
+// SID, base64url (43 characters), so the list opens nothing and names no
+// session id.
+func Digest(sid string) string {
+	sum := sha256.Sum256([]byte(sid))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// Revocation is one signed-out session: the Digest of its SID and when the
+// session would have expired, after which it is forgotten.
 type Revocation struct {
-	SID     string
+	ID      string
 	Expires time.Time
 }
 
-// Delete ends the session sealed in a cookie value (sign-out) here and
-// returns its revocation for other replicas; values that do not open, or
-// have expired, are ignored (ok false).
+// RevocationOf returns the revocation that signs out the session sealed in
+// a cookie value, without recording it; values that do not open, have
+// expired or are signed out already give ok false.
+func (s *Store) RevocationOf(value string) (Revocation, bool) {
+	if _, ok := s.Get(value); !ok {
+		return Revocation{}, false
+	}
+	p, _ := s.open(value)
+	return Revocation{ID: Digest(p.SID), Expires: time.Unix(p.Expires, 0)}, true
+}
+
+// Delete ends the session sealed in a cookie value (sign-out) in this
+// store and returns its revocation; values that do not open, or have
+// expired, are ignored (ok false).
 func (s *Store) Delete(value string) (Revocation, bool) {
 	p, ok := s.open(value)
 	if !ok {
 		return Revocation{}, false
 	}
-	r := Revocation{SID: p.SID, Expires: time.Unix(p.Expires, 0)}
+	r := Revocation{ID: Digest(p.SID), Expires: time.Unix(p.Expires, 0)}
 	s.Revoke(r)
 	return r, true
 }
 
-// Revoke adds revocations (from this process or a peer) and returns how
-// many were new. Malformed (not a SID as Create makes: 43 base64url
+// Revoke adds revocations (from this process or the shared list) and
+// returns how many were new. Malformed (not a Digest: 43 base64url
 // characters) or expired ones are skipped; an expiry beyond
-// MaxRevocationLifetime (or this store's lifetime, if longer) from now is
-// cut to it. The list stays
-// bounded: beyond max, expired entries go first, then those closest to
-// expiry.
+// RevocationBound from now is cut to it. The list
+// stays bounded: beyond max, expired entries go first, then those closest
+// to expiry, raising the floor (see the package doc).
 func (s *Store) Revoke(revs ...Revocation) int {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
-	// A peer may run a longer lifetime than this replica (a rollout), so
-	// the bound is the longer of the two; it keeps a key holder's far
-	// future expiry from pinning an entry for good.
-	latest := now.Add(max(s.lifetime, MaxRevocationLifetime))
+	latest := now.Add(s.RevocationBound())
 	for _, r := range revs {
-		if !validID(r.SID, 32) || !now.Before(r.Expires) {
+		if !validID(r.ID, sha256.Size) || !now.Before(r.Expires) {
 			continue
 		}
 		if r.Expires.After(latest) {
 			r.Expires = latest
 		}
-		old, known := s.revoked[r.SID]
+		old, known := s.revoked[r.ID]
 		if !known {
 			added++
 		}
 		if !known || r.Expires.After(old) {
-			s.revoked[r.SID] = r.Expires
+			s.revoked[r.ID] = r.Expires
 		}
 	}
 	if len(s.revoked) > s.max {
@@ -318,31 +306,63 @@ func (s *Store) Revoke(revs ...Revocation) int {
 	return added
 }
 
+// RaiseFloor refuses every session expiring at or before t from now on
+// (the shared list's floor after it overflowed); a lower t changes
+// nothing. A floor beyond RevocationBound from now is cut to it.
+func (s *Store) RaiseFloor(t time.Time) {
+	if latest := s.now().Add(s.RevocationBound()); t.After(latest) {
+		t = latest
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.After(s.floor) {
+		s.floor = t
+	}
+}
+
+// Floor is the latest expiry refused wholesale (zero: none).
+func (s *Store) Floor() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.floor
+}
+
 // trimLocked drops expired revocations, then those closest to expiry until
-// max remain (one sort, so merging a peer's whole list stays O(n log n)).
+// max remain, raising the floor to the latest expiry dropped.
 func (s *Store) trimLocked(now time.Time) {
-	dropExpired(s.revoked, now)
+	maps.DeleteFunc(s.revoked, func(_ string, until time.Time) bool { return !now.Before(until) })
 	if len(s.revoked) <= s.max {
 		return
 	}
 	all := make([]Revocation, 0, len(s.revoked))
 	for id, exp := range s.revoked {
-		all = append(all, Revocation{SID: id, Expires: exp})
+		all = append(all, Revocation{ID: id, Expires: exp})
 	}
-	slices.SortFunc(all, func(a, b Revocation) int { return a.Expires.Compare(b.Expires) })
-	for _, r := range all[:len(all)-s.max] {
-		delete(s.revoked, r.SID)
+	kept, floor := Bound(all, s.max)
+	clear(s.revoked)
+	for _, r := range kept {
+		s.revoked[r.ID] = r.Expires
+	}
+	if floor.After(s.floor) {
+		s.floor = floor
 	}
 }
 
-// dropExpired deletes the entries of m (key -> expiry) that expired at now:
-// the revocation list and the peers' nonce cache.
-func dropExpired(m map[string]time.Time, now time.Time) {
-	maps.DeleteFunc(m, func(_ string, until time.Time) bool { return !now.Before(until) })
+// Bound keeps at most n revocations, those latest to expire, and returns
+// them (sorted by expiry, then ID) with the latest expiry it dropped (zero
+// when none was): the floor that keeps the dropped ones refused.
+func Bound(revs []Revocation, n int) ([]Revocation, time.Time) {
+	slices.SortFunc(revs, func(a, b Revocation) int {
+		return cmp.Or(a.Expires.Compare(b.Expires), cmp.Compare(a.ID, b.ID))
+	})
+	if len(revs) <= n {
+		return revs, time.Time{}
+	}
+	drop := len(revs) - n
+	return revs[drop:], revs[drop-1].Expires
 }
 
-// Revocations is a snapshot of the live revocations (what a starting peer
-// pulls), at most max entries.
+// Revocations is a snapshot of the live revocations.
 func (s *Store) Revocations() []Revocation {
 	now := s.now()
 	s.mu.Lock()
@@ -350,7 +370,7 @@ func (s *Store) Revocations() []Revocation {
 	out := make([]Revocation, 0, len(s.revoked))
 	for id, exp := range s.revoked {
 		if now.Before(exp) {
-			out = append(out, Revocation{SID: id, Expires: exp})
+			out = append(out, Revocation{ID: id, Expires: exp})
 		}
 	}
 	return out

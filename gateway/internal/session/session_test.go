@@ -114,9 +114,19 @@ func TestRevocationListBounded(t *testing.T) {
 	if s.Len() != 3 {
 		t.Fatalf("Len = %d, want 3", s.Len())
 	}
-	// The newest revocations are kept.
-	if _, ok := s.Get(ids[4]); ok {
-		t.Error("the last signed-out session is accepted")
+	// The ones dropped stay refused: the floor is the latest dropped expiry.
+	for i, id := range ids {
+		if _, ok := s.Get(id); ok {
+			t.Errorf("signed-out session %d is accepted after the list overflowed", i)
+		}
+	}
+	if want := time.Unix(1_000_000+1, 0).Add(time.Hour); !s.Floor().Equal(want) {
+		t.Errorf("floor %v, want %v", s.Floor(), want)
+	}
+	// A live session newer than the floor still works.
+	live, _ := s.Create("z", "admin")
+	if _, ok := s.Get(live.ID); !ok {
+		t.Error("a live session newer than the floor is refused")
 	}
 	// Expired revocations go first.
 	now = now.Add(2 * time.Hour)
@@ -127,73 +137,83 @@ func TestRevocationListBounded(t *testing.T) {
 	}
 }
 
-func TestRevocationsFromPeers(t *testing.T) {
+func TestRevocationsShared(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	clock := func() time.Time { return now }
 	s := New(clock, time.Hour, 3, key(1))
 	c, _ := s.Create("x", "admin")
+	pending, ok := s.RevocationOf(c.ID)
+	if !ok || pending.ID != Digest(c.SID) || !pending.Expires.Equal(c.Expires) {
+		t.Fatalf("RevocationOf = %+v %v, want the digest of the session's SID and its expiry", pending, ok)
+	}
+	if _, ok := s.Get(c.ID); !ok {
+		t.Fatal("RevocationOf signed the session out")
+	}
 	rev, ok := s.Delete(c.ID)
-	if !ok || rev.SID != c.SID || !rev.Expires.Equal(c.Expires) {
-		t.Fatalf("Delete = %+v %v, want the session's SID and expiry", rev, ok)
+	if !ok || rev != pending {
+		t.Fatalf("Delete = %+v %v, want %+v", rev, ok, pending)
+	}
+	if strings.Contains(rev.ID, c.SID) || len(rev.ID) != 43 {
+		t.Errorf("the revocation shows the SID: %q", rev.ID)
 	}
 	if _, ok := s.Delete("garbage"); ok {
 		t.Error("Delete of garbage returned a revocation")
 	}
-
-	// Another replica learns it by SID alone.
-	peer := New(clock, time.Hour, 3, key(1))
-	if _, ok := peer.Get(c.ID); !ok {
-		t.Fatal("peer refuses a live session")
+	if _, ok := s.RevocationOf(c.ID); ok {
+		t.Error("RevocationOf a signed-out session")
 	}
-	if n := peer.Revoke(s.Revocations()...); n != 1 {
+
+	// Another replica learns it by digest alone.
+	other := New(clock, time.Hour, 3, key(1))
+	if _, ok := other.Get(c.ID); !ok {
+		t.Fatal("the other store refuses a live session")
+	}
+	if n := other.Revoke(s.Revocations()...); n != 1 {
 		t.Errorf("Revoke added %d, want 1", n)
 	}
-	if _, ok := peer.Get(c.ID); ok {
-		t.Error("peer accepts a session revoked by SID")
+	if _, ok := other.Get(c.ID); ok {
+		t.Error("the other store accepts a session revoked by digest")
 	}
-	if n := peer.Revoke(rev); n != 0 {
+	if n := other.Revoke(rev); n != 0 {
 		t.Errorf("a repeated revocation counted as new (%d)", n)
 	}
 
-	sid := func(b byte) string { return base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) }
-	if n := peer.Revoke(
-		Revocation{SID: "short", Expires: now.Add(time.Minute)},
-		Revocation{SID: strings.Repeat("!", 43), Expires: now.Add(time.Minute)},
-		Revocation{SID: sid(9), Expires: now},
-	); n != 0 || peer.Len() != 1 {
-		t.Errorf("malformed or expired revocations kept: added %d, len %d", n, peer.Len())
+	id := func(b byte) string { return base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) }
+	if n := other.Revoke(
+		Revocation{ID: "short", Expires: now.Add(time.Minute)},
+		Revocation{ID: strings.Repeat("!", 43), Expires: now.Add(time.Minute)},
+		Revocation{ID: id(9), Expires: now},
+	); n != 0 || other.Len() != 1 {
+		t.Errorf("malformed or expired revocations kept: added %d, len %d", n, other.Len())
 	}
 
-	// A later expiry for a known SID wins (a session sealed by a replica
-	// with a longer lifetime).
-	peer.Revoke(Revocation{SID: rev.SID, Expires: rev.Expires.Add(time.Hour)})
-	now = now.Add(90 * time.Minute)
-	if got := peer.Revocations(); len(got) != 1 || !got[0].Expires.Equal(rev.Expires.Add(time.Hour)) {
-		t.Errorf("Revocations = %+v", got)
+	// An expiry beyond RevocationBound (here MaxRevocationLifetime: the
+	// lifetime is shorter) is cut to it.
+	now = now.Add(2 * time.Hour)
+	other.Revoke(Revocation{ID: id(20), Expires: time.Unix(1<<62, 0)})
+	if got := other.Revocations(); len(got) != 1 || !got[0].Expires.Equal(now.Add(MaxRevocationLifetime)) {
+		t.Errorf("a far-future expiry: %+v, want now + MaxRevocationLifetime", got)
 	}
-	now = now.Add(time.Hour)
-	if got := peer.Revocations(); len(got) != 0 {
-		t.Errorf("expired revocations listed: %+v", got)
-	}
-
-	// An expiry beyond the bound is cut to it.
-	peer.Revoke(Revocation{SID: sid(20), Expires: time.Unix(1<<62, 0)})
-	if got := peer.Revocations(); len(got) != 1 || !got[0].Expires.Equal(now.Add(MaxRevocationLifetime)) {
-		t.Errorf("a far-future expiry: %+v, want now + %v", got, MaxRevocationLifetime)
+	other.RaiseFloor(time.Unix(1<<62, 0))
+	if !other.Floor().Equal(now.Add(MaxRevocationLifetime)) {
+		t.Errorf("a far-future floor: %v, want now + MaxRevocationLifetime", other.Floor())
 	}
 
 	// A merge beyond max keeps the max entries furthest from expiry.
 	var many []Revocation
 	for i := 0; i < 10; i++ {
-		many = append(many, Revocation{SID: sid(byte(i)), Expires: now.Add(time.Duration(i+1) * time.Minute)})
+		many = append(many, Revocation{ID: id(byte(i)), Expires: now.Add(time.Duration(i+1) * time.Minute)})
 	}
 	b := New(clock, time.Hour, 3, key(1))
 	b.Revoke(many...)
 	got := map[string]bool{}
 	for _, r := range b.Revocations() {
-		got[r.SID] = true
+		got[r.ID] = true
 	}
-	if len(got) != 3 || !got[sid(9)] || !got[sid(8)] || !got[sid(7)] {
+	if len(got) != 3 || !got[id(9)] || !got[id(8)] || !got[id(7)] {
 		t.Errorf("after a merge beyond max: %v, want the 3 latest expiries", got)
+	}
+	if !b.Floor().Equal(now.Add(7 * time.Minute)) {
+		t.Errorf("floor after the merge %v, want the 7th expiry", b.Floor())
 	}
 }

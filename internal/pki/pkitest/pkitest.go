@@ -77,5 +77,5 @@ func GatewayClient(t testing.TB, dir, agentID string, protos []string) *tls.Conf
 	if err != nil {
 		t.Fatalf("pkitest: %v", err)
 	}
-	return src.ClientConfig(pki.SidecarServerName(agentID), protos)
+	return src.SidecarClientConfig(agentID, protos)
 }
