@@ -22,6 +22,7 @@ import { Search } from './features/search';
 import { Session } from './features/session';
 import { Tree } from './features/tree';
 import { TreeActions } from './features/treeActions';
+import { Upload } from './features/upload';
 import { freshAppState, type AppState, type Notice } from './state/appState';
 import { noteOutcome, unavailableFeature, type Feature } from './state/features';
 import { browserStorage, Drafts } from './state/drafts';
@@ -54,6 +55,8 @@ export class App implements AppContext {
   readonly live: LiveController = createLive(this);
   /** Quick open and the content search (features/search.ts). */
   readonly search: Search = new Search(this);
+  /** Uploads by picker and drag-and-drop (features/upload.ts). */
+  readonly upload: Upload = new Upload(this);
   #scheduled = false;
 
   constructor(root: HTMLElement) {
