@@ -123,11 +123,9 @@ export class Upload implements UploadPort {
     } catch {
       limit = null; // not published: the sidecar still refuses a larger body (413, with the number)
     }
-    const over = b.items.filter((it) => limitProblem(it.size, limit) !== null);
-    for (const it of over) this.queue.finish(it, 'failed', limitProblem(it.size, limit) ?? '');
-    if (over.length && limit !== null) {
-      const names = over.length === 1 ? baseName(over[0]!.path) : `${over.length} files`;
-      this.#c.notify('error', `${names} not uploaded: over this agent's upload limit of ${limit.toLocaleString('en-US')} bytes (${formatSize(limit)}).`);
+    for (const it of b.items) {
+      const why = limitProblem(it.size, limit);
+      if (why !== null) this.queue.finish(it, 'failed', why);
     }
   }
 
@@ -284,10 +282,12 @@ export class Upload implements UploadPort {
       [n('done'), 'uploaded'],
       [n('skipped'), 'skipped'],
       [n('cancelled'), 'cancelled'],
-      [n('failed'), 'not uploaded (see the list)'],
+      [n('failed'), 'not uploaded'],
     ].filter(([k]) => k) as [number, string][];
     if (parts.length === 0) return;
-    const text = parts.map(([k, what]) => `${k} ${k === 1 ? 'file' : 'files'} ${what}`).join(', ') + '.';
+    const failed = b.items.filter((it) => it.status === 'failed');
+    const why = failed.length === 1 ? `: ${failed[0]!.path}: ${failed[0]!.message}` : failed.length ? ' (see the list).' : '.';
+    const text = parts.map(([k, what]) => `${k} ${k === 1 ? 'file' : 'files'} ${what}`).join(', ') + why;
     this.#c.notify(n('failed') ? 'error' : 'info', text);
   }
 
