@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { test, $, base, clickMenu, dialog, eventually, expect, onAgentA, openProject, page, row, sa } from './fixtures.mjs';
+import { test, $, base, clickMenu, dialog, eventually, expect, onAgentA, openProject, page, row, sa, shot } from './fixtures.mjs';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -71,6 +71,11 @@ test('upload: files and a folder by the pickers land byte for byte, the folder w
   await onAgentA();
   await $('[data-testid="refresh-projects"]').click();
   await openProject('up');
+  const cut = await page.evaluate(() => {
+    const h = document.querySelector('.sidebar-section.files h2');
+    return h ? h.scrollWidth > h.clientWidth : true;
+  });
+  expect(!cut, '"Files in up" is not cut beside the Upload button');
   const a = randomBytes(300 * 1024 + 3);
   const b = Buffer.from('übung\r\nzwei\n');
   await pick([
@@ -199,15 +204,18 @@ test('upload: Cancel mid-way stops the file, with progress shown, and leaves not
       },
       'slow.bin is being sent (its progress between 0 and 100)',
     );
+    // The bytes are streaming into the sidecar's temp file beside the target (davfs's .davfs-tmp-…).
+    await eventually(() => onDisk('').some((n) => n.startsWith('.davfs-tmp-')), `a temp file in up/ while slow.bin is sent (${onDisk('')})`);
     const total = await $('[data-testid="upload-total"]').evaluate((e: HTMLProgressElement) => e.value);
     expect(total > 0 && total < 100, `the total shows the progress too (${total}; the file's ${half})`);
+    await shot('upload.png');
     await item('slow.bin').locator('[data-testid="upload-cancel"]').click();
     await waitStatus('slow.bin', 'cancelled');
   } finally {
     await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
     await cdp.detach();
   }
-  // The sidecar streamed into a temp file that it removes when the body ends short.
+  // The sidecar removes its temp file when the body ends short, and commits nothing.
   await eventually(() => onDisk('').join(',') === before.join(','), `nothing new in up/ after Cancel (${onDisk('')})`);
   await page.waitForTimeout(500);
   expect(onDisk('').join(',') === before.join(','), `still nothing new in up/ (${onDisk('')})`);

@@ -326,10 +326,10 @@ export class Upload implements UploadPort {
           (it) => html`<li class="upload-item ${it.status}" data-testid="upload-item" data-path=${it.path} data-status=${it.status}>
             <span class="upload-name" title=${it.path}>${it.path}</span>
             <progress max="100" .value=${percent(it.sent, it.size)} aria-label="Progress of ${it.path}"></progress>
-            <span class="upload-status" data-testid="upload-status" role=${it.status === 'failed' ? 'alert' : nothing}>${statusText(it)}</span>
             ${q.cancellable(it)
               ? html`<button class="btn btn-small btn-ghost" data-testid="upload-cancel" aria-label="Cancel ${it.path}" @click=${() => this.cancel(it.id)}>Cancel</button>`
-              : nothing}
+              : html`<span></span>`}
+            <span class="upload-status" data-testid="upload-status" role=${it.status === 'failed' ? 'alert' : nothing}>${statusText(it)}</span>
           </li>`,
         )}
       </ul>
