@@ -5,8 +5,9 @@
 // version, Skip leaves the old bytes, Keep both makes "x (1).txt"); a file
 // over maxUploadSize refused before a byte is sent, with the number; a
 // denylisted folder's files refused with the server's reason while the
-// others go on; Cancel mid-way leaves nothing. Self-contained: it prepares
-// its own project. The stack and page are fixtures.mjs's.
+// others go on; Cancel mid-way leaves nothing; Global takes files into
+// skills/ only. Self-contained: it prepares its own project. The stack
+// and page are fixtures.mjs's.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -221,4 +222,20 @@ test('upload: Cancel mid-way stops the file, with progress shown, and leaves not
   expect(onDisk('').join(',') === before.join(','), `still nothing new in up/ (${onDisk('')})`);
   expect(!sa.exists('up/slow.bin'), 'no slow.bin');
   await closePanel();
+});
+
+test('upload: in Global a file goes into skills/; one beside skills/ is refused with the server reason', async () => {
+  await $('[data-testid="tab-global"]').click();
+  await row('skills').waitFor();
+  await dropSynthetic('[data-testid="tree"]', 'stray.txt', Buffer.from('not allowed here\n'));
+  await waitStatus('stray.txt', 'failed');
+  const why = (await item('stray.txt').locator('[data-testid="upload-status"]').textContent()) ?? '';
+  expect(/skills|AGENTS\.md|Global/i.test(why), `the refusal says what Global holds (${why})`);
+  expect(!sa.exists('stray.txt', 'global'), 'nothing beside skills/');
+  const ref = randomBytes(2048);
+  await dropSynthetic('.tree-row[data-path="skills"]', 'ref.bin', ref);
+  await waitStatus('skills/ref.bin', 'done');
+  expect(Buffer.compare(sa.readBytes('skills/ref.bin', 'global'), ref) === 0, 'skills/ref.bin: the same bytes in CODEX_HOME');
+  await closePanel();
+  await $('[data-testid="tab-projects"]').click();
 });

@@ -80,7 +80,7 @@ export class App implements AppContext {
     window.addEventListener('popstate', () => void this.routing.onPopState());
     window.addEventListener('beforeunload', (e) => {
       this.files.flushDraft();
-      if (ed.isDirty(this.state.scopes.current?.state.file)) {
+      if (ed.isDirty(this.state.scopes.current?.state.file) || this.upload.queue.busy) {
         e.preventDefault();
         e.returnValue = '';
       }

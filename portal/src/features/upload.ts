@@ -208,7 +208,8 @@ export class Upload implements UploadPort {
   async #sendNext(b: Batch): Promise<void> {
     for (;;) {
       const it = b.items.find((x) => x.status === 'waiting');
-      if (!it || !b.scope.alive) return;
+      if (!it) return;
+      if (!b.scope.alive) return this.#cancelWaiting(b); // another agent was opened: what has not started stays unsent
       it.status = 'sending';
       this.#c.update();
       const c = b.choices.get(it.id);
