@@ -353,6 +353,9 @@ function statusText(it: QueueItem): string {
 
 /** The message of a refused upload: the server's own for sizes and paths (it names the limit or the segment). */
 function uploadError(e: ApiError): string {
+  if (e.reason === 'CHECKPOINT_LIMIT') {
+    return "The agent's checkpoint store is full, so the file it would replace could not be kept as a version; nothing was changed. Free space in Checkpoints, or upload it again with Keep both.";
+  }
   if ((e.reason === 'TOO_LARGE' || e.reason === 'INVALID_PATH' || e.reason === 'DENYLISTED' || e.reason === 'OUTSIDE_GLOBAL') && e.message) {
     const m = sanitize(e.message);
     return /[.!?]$/.test(m) ? m : m + '.';
