@@ -85,6 +85,13 @@ export class App implements AppContext {
         e.returnValue = '';
       }
     });
+    // Files dropped beside the tree (features/upload.ts takes drops on it)
+    // would make the browser open them in place of the page.
+    for (const type of ['dragover', 'drop'] as const) {
+      window.addEventListener(type, (e) => {
+        if (e.dataTransfer && [...e.dataTransfer.types].includes('Files')) e.preventDefault();
+      });
+    }
     window.addEventListener('keydown', (e) => {
       if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 's' && this.state.scopes.current?.state.file) {
         e.preventDefault();

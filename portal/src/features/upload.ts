@@ -108,11 +108,11 @@ export class Upload implements UploadPort {
     const b: Batch = { scope, tree, ws: tree.workspace, dir, items: this.queue.add(dir, p.files), choices: new Map() };
     this.#c.update();
     await this.#refuseTooLarge(b);
-    const made = await this.#makeFolders(b, foldersToCreate(p.files, p.folders));
+    await this.#makeFolders(b, foldersToCreate(p.files, p.folders));
     if (!(await this.#askConflicts(b))) this.#cancelWaiting(b);
     this.#c.update();
     await Promise.all(Array.from({ length: PARALLEL }, () => this.#sendNext(b)));
-    await this.#refresh(b, made);
+    await this.#refresh(b);
     this.#summary(b);
   }
 
@@ -129,16 +129,14 @@ export class Upload implements UploadPort {
     }
   }
 
-  /** Makes the folders (relative to b.dir, parents first); a refused one fails the files inside it. Returns those it made. */
-  async #makeFolders(b: Batch, folders: string[]): Promise<string[]> {
+  /** Makes the folders (relative to b.dir, parents first); a refused one fails the files inside it. */
+  async #makeFolders(b: Batch, folders: string[]): Promise<void> {
     const failed = new Map<string, string>();
-    const made: string[] = [];
     for (const rel of folders) {
       const path = joinPath(b.dir, rel);
       if (failedFolder(path, failed) !== null) continue;
       try {
         await b.scope.guard(this.#c.api.createEntry(b.scope.agentId, b.ws, parentOf(path), baseName(path), 'ENTRY_TYPE_DIRECTORY'));
-        made.push(rel);
       } catch (err) {
         const e = asApiError(err);
         if (e.status === 409 && (e.reason === 'ALREADY_EXISTS' || e.reason === '')) continue; // merged into the folder there
@@ -149,7 +147,6 @@ export class Upload implements UploadPort {
       const why = it.status === 'waiting' ? failedFolder(it.path, failed) : null;
       if (why !== null) this.queue.finish(it, 'failed', why);
     }
-    return made;
   }
 
   /** Every entry of dir by name (all pages); an empty map when dir does not exist. */
@@ -269,10 +266,9 @@ export class Upload implements UploadPort {
   }
 
   /** Reloads the listed folders the upload changed, with its folder expanded. */
-  async #refresh(b: Batch, made: string[]): Promise<void> {
+  async #refresh(b: Batch): Promise<void> {
     if (!b.scope.alive) return;
     dirState(b.tree, b.dir).expanded = true;
-    for (const rel of made) if (rel.indexOf('/') < 0) dirState(b.tree, joinPath(b.dir, rel));
     const dirs = [...b.tree.dirs.keys()].filter((d) => isWithin(d, b.dir) && (d === b.dir || b.tree.dirs.get(d)?.listing.loaded));
     await Promise.all(dirs.map((d) => this.#c.tree.reloadDir(b.scope, b.tree, d)));
   }

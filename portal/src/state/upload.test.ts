@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changedDirs, failedFolder, foldersToCreate, freeName, keepBothName, limitProblem, percent, UploadQueue } from './upload';
+import { failedFolder, foldersToCreate, freeName, keepBothName, limitProblem, percent, UploadQueue } from './upload';
 
 const blob = (n: number) => new Blob([new Uint8Array(n)]);
 
@@ -32,11 +32,6 @@ describe('folders of an upload', () => {
     expect(failedFolder('up/top/node_modules/m/i.js', failed)).toBe('node_modules: denied');
     expect(failedFolder('up/top/a.txt', failed)).toBeNull();
     expect(failedFolder('node_modules', failed)).toBeNull();
-  });
-
-  it('names the folders an upload changed', () => {
-    expect(changedDirs('up', ['top', 'top/sub'])).toEqual(['up', 'up/top', 'up/top/sub']);
-    expect(changedDirs('', [])).toEqual(['']);
   });
 });
 

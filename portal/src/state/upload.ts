@@ -3,7 +3,7 @@
 // queue whose items' progress, outcome and Cancel the upload panel shows.
 // The sending is features/upload.ts's; nothing here touches the network.
 import { formatSize } from './format';
-import { baseName, isWithin, joinPath, parentOf } from './names';
+import { baseName, joinPath, parentOf } from './names';
 
 /** A file to send: its path relative to the folder it is uploaded into ("src/a.go" for a folder's file). */
 export interface UploadFile {
@@ -170,9 +170,4 @@ export class UploadQueue {
     }
     return { sent, total, ...n };
   }
-}
-
-/** The dirs (loaded in the tree or not) an upload into dir changed: dir itself and the folders it made. */
-export function changedDirs(dir: string, made: readonly string[]): string[] {
-  return [dir, ...made.map((d) => joinPath(dir, d))].filter((d, i, all) => all.indexOf(d) === i && isWithin(d, dir));
 }
