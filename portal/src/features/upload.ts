@@ -29,6 +29,18 @@ export interface UploadContext extends Pick<Shell, 'state' | 'api' | 'update' | 
   readonly tree: Pick<TreePort, 'reloadDir'>;
 }
 
+/** A conflict's answer: the choice, and whether it holds for the other names that exist. */
+export type Answer = { choice: Choice; forAll: boolean } | null;
+
+/** What uploads do outside the page: the limit, the PUTs, the question about a name (tests hand in fakes). */
+export interface UploadIO {
+  limit(agentId: string, ws: WorkspaceRef): Promise<number | null>;
+  put(url: string, body: Blob, csrf: string, onProgress: (sent: number) => void): PutHandle;
+  ask(path: string, others: number): Promise<Answer>;
+}
+
+const browserIO: UploadIO = { limit: (a, ws) => uploadLimit(a, ws), put: putFile, ask: (p, n) => conflictDialog(p, n) };
+
 /** Files sent at once (the gateway's limits.uploadsPerAgent is 16 by default, shared with other clients). */
 const PARALLEL = 3;
 
@@ -45,13 +57,15 @@ interface Batch {
 
 export class Upload implements UploadPort {
   readonly #c: UploadContext;
+  readonly #io: UploadIO;
   readonly queue = new UploadQueue();
   readonly #handles = new Map<number, PutHandle>();
   /** The tree row a drag is over (its folder is highlighted). */
   #dropDir: string | null = null;
 
-  constructor(c: UploadContext) {
+  constructor(c: UploadContext, io: UploadIO = browserIO) {
     this.#c = c;
+    this.#io = io;
   }
 
   /** Opens the file (or folder) picker; what is chosen is uploaded into dir. */
@@ -119,7 +133,7 @@ export class Upload implements UploadPort {
   async #refuseTooLarge(b: Batch): Promise<void> {
     let limit: number | null = null;
     try {
-      limit = await uploadLimit(b.scope.agentId, b.ws);
+      limit = await this.#io.limit(b.scope.agentId, b.ws);
     } catch {
       limit = null; // not published: the sidecar still refuses a larger body (413, with the number)
     }
@@ -187,7 +201,7 @@ export class Upload implements UploadPort {
     for (let i = 0; i < clashes.length; i++) {
       const { it, existing } = clashes[i]!;
       if (it.status !== 'waiting') continue;
-      const answer: { choice: Choice; forAll: boolean } | null = all ? { choice: all, forAll: true } : await conflictDialog(it.path, clashes.length - i - 1);
+      const answer: Answer = all ? { choice: all, forAll: true } : await this.#io.ask(it.path, clashes.length - i - 1);
       if (answer === null) return false;
       const choice: Choice = answer.choice;
       if (answer.forAll) all = choice;
@@ -224,7 +238,7 @@ export class Upload implements UploadPort {
   /** One PUT of it to its path, with progress and Cancel. */
   async #put(b: Batch, it: QueueItem, ifExists: IfExists): Promise<ApiError | null> {
     it.sent = 0;
-    const h = putFile(uploadUrl(b.scope.agentId, b.ws, it.path, ifExists), it.file, this.#c.state.session?.csrf_token ?? '', (n) => {
+    const h = this.#io.put(uploadUrl(b.scope.agentId, b.ws, it.path, ifExists), it.file, this.#c.state.session?.csrf_token ?? '', (n) => {
       this.queue.progress(it, n);
       this.#c.update();
     });
@@ -360,9 +374,9 @@ function uploadError(e: ApiError): string {
 }
 
 /** Asks about one existing name: Replace, Skip or Keep both, optionally for the others too; null cancels the upload. */
-function conflictDialog(path: string, others: number): Promise<{ choice: Choice; forAll: boolean } | null> {
+function conflictDialog(path: string, others: number): Promise<Answer> {
   let forAll = false;
-  return modal<{ choice: Choice; forAll: boolean } | null>(
+  return modal<Answer>(
     ({ close, update, id }) =>
       () => html`
         <h2 id="${id}-title">${baseName(path)} exists</h2>
