@@ -310,8 +310,9 @@ func TestUploadBinaryAndLimit(t *testing.T) {
 
 // TestRESTUpload: the REST upload writes any bytes through the sidecar's
 // PUT on a gateway whose WebDAV view is read-only (which still refuses a
-// client's PUT): create only, a stale revision refused, replace by
-// revision, replace keeping a version (checkpoints on), the limit.
+// client's PUT): the limit its OPTIONS publishes, create only, a stale
+// revision refused, replace by revision, replace keeping a version
+// (checkpoints on), the limit.
 func TestRESTUpload(t *testing.T) {
 	projects := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(projects, "demo", "bin"), 0o755)) // before the start chowns it
@@ -331,6 +332,15 @@ func TestRESTUpload(t *testing.T) {
 	v1, v2, v3 := make([]byte, 3000), make([]byte, 2000), make([]byte, 1000)
 	for _, b := range [][]byte{v1, v2, v3} {
 		_, _ = rand.Read(b)
+	}
+	for _, q := range []string{demoQuery, "workspace.scope=GLOBAL"} {
+		opt := do(t, g.NewRequest(t, http.MethodOptions, api+"/agents/codex-a/upload?"+q, nil))
+		if opt.Status != 204 || opt.Header.Get("X-Max-Upload-Size") != "4096" || opt.Header.Get("Allow") != "OPTIONS, PUT" || opt.Header.Get("DAV") != "" {
+			t.Errorf("OPTIONS %s: %d, X-Max-Upload-Size %q, Allow %q, DAV %q", q, opt.Status, opt.Header.Get("X-Max-Upload-Size"), opt.Header.Get("Allow"), opt.Header.Get("DAV"))
+		}
+	}
+	if r := do(t, g.NewRequest(t, http.MethodOptions, api+"/agents/codex-a/upload?workspace.scope=PROJECT", nil)); r.Status != 400 || r.reason(t) != "INVALID_PATH" {
+		t.Errorf("OPTIONS without a project: %d %s", r.Status, r.Body)
 	}
 	if r := up("path=bin/x.bin", v1); r.Status != 201 || !bytes.Equal(onDisk(), v1) {
 		t.Fatalf("create: %d %s", r.Status, r.Body)

@@ -1,7 +1,7 @@
 // Downloads (issue #25): a folder from the tree's menu as a .zip, unzipped
 // and compared byte for byte with the volume (denied folders and a symlink
 // to a canary outside the volume absent); a binary file from the Download
-// button where it cannot be edited. Upload from the portal is not built yet.
+// button where it cannot be edited. Uploads are 29-upload.spec.ts.
 // Tests run in order (serial) and build on the state earlier ones (and
 // earlier spec files) leave; the stack and page are fixtures.mjs's.
 import { execFileSync } from 'node:child_process';

@@ -22,6 +22,7 @@ import { Search } from './features/search';
 import { Session } from './features/session';
 import { Tree } from './features/tree';
 import { TreeActions } from './features/treeActions';
+import { Upload } from './features/upload';
 import { freshAppState, type AppState, type Notice } from './state/appState';
 import { noteOutcome, unavailableFeature, type Feature } from './state/features';
 import { browserStorage, Drafts } from './state/drafts';
@@ -54,6 +55,8 @@ export class App implements AppContext {
   readonly live: LiveController = createLive(this);
   /** Quick open and the content search (features/search.ts). */
   readonly search: Search = new Search(this);
+  /** Uploads by picker and drag-and-drop (features/upload.ts). */
+  readonly upload: Upload = new Upload(this);
   #scheduled = false;
 
   constructor(root: HTMLElement) {
@@ -77,11 +80,18 @@ export class App implements AppContext {
     window.addEventListener('popstate', () => void this.routing.onPopState());
     window.addEventListener('beforeunload', (e) => {
       this.files.flushDraft();
-      if (ed.isDirty(this.state.scopes.current?.state.file)) {
+      if (ed.isDirty(this.state.scopes.current?.state.file) || this.upload.queue.busy) {
         e.preventDefault();
         e.returnValue = '';
       }
     });
+    // Files dropped beside the tree (features/upload.ts takes drops on it)
+    // would make the browser open them in place of the page.
+    for (const type of ['dragover', 'drop'] as const) {
+      window.addEventListener(type, (e) => {
+        if (e.dataTransfer && [...e.dataTransfer.types].includes('Files')) e.preventDefault();
+      });
+    }
     window.addEventListener('keydown', (e) => {
       if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 's' && this.state.scopes.current?.state.file) {
         e.preventDefault();

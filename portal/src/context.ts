@@ -18,6 +18,7 @@ import type { Search } from './features/search';
 import type { Session } from './features/session';
 import type { Tree } from './features/tree';
 import type { TreeActions } from './features/treeActions';
+import type { Upload } from './features/upload';
 
 export interface AppContext extends Shell {
   readonly session: Session;
@@ -33,4 +34,5 @@ export interface AppContext extends Shell {
   readonly checkpoints: CheckpointHooks;
   readonly live: LiveController;
   readonly search: Search;
+  readonly upload: Upload;
 }

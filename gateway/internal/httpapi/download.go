@@ -64,16 +64,24 @@ func (s *Server) viaDAV(c echo.Context, in *http.Request) (codes.Code, string, i
 	if w.status < 400 {
 		return codes.OK, "", cmp.Or(w.status, http.StatusOK)
 	}
-	reason := cmp.Or(w.Header().Get(errtable.ReasonHeader), viewReasons[w.status], "INTERNAL")
+	code, reason := s.writeViewError(c, w.status, w.Header(), w.body.String())
+	return code, reason, w.status
+}
+
+// writeViewError writes the WebDAV view's error answer (status, its
+// headers, the start of its plain-text body) as a REST error with the
+// errtable reason, and returns its code and reason.
+func (s *Server) writeViewError(c echo.Context, status int, h http.Header, body string) (codes.Code, string) {
+	reason := cmp.Or(h.Get(errtable.ReasonHeader), viewReasons[status], "INTERNAL")
 	row := errtable.For(reason)
-	msg := strings.TrimSpace(w.body.String())
-	if w.status >= 500 || msg == "" {
-		msg = http.StatusText(w.status)
+	msg := strings.TrimSpace(body)
+	if status >= 500 || msg == "" {
+		msg = http.StatusText(status)
 	}
-	w.Header().Del("Content-Length")
-	w.Header().Del(errtable.ReasonHeader)
+	c.Response().Header().Del("Content-Length")
+	c.Response().Header().Del(errtable.ReasonHeader)
 	writeStatus(c.Response(), s.marshaler, errtable.Status(row.Code, reason, msg), 0)
-	return row.Code, reason, w.status
+	return row.Code, reason
 }
 
 // viewReasons are the reasons of the WebDAV view's own refusals, which

@@ -160,6 +160,7 @@ func New(opts Options) (*Server, error) {
 	e.GET(APIPrefix+"/agents/:agent_id/search", s.search, admin)
 	e.GET(APIPrefix+"/agents/:agent_id/download", s.download, admin)
 	e.PUT(APIPrefix+"/agents/:agent_id/upload", s.upload, admin)
+	e.OPTIONS(APIPrefix+"/agents/:agent_id/upload", s.uploadLimit, admin)
 	api := echo.WrapHandler(restAPI)
 	e.Any(APIPrefix+"/*", api, admin, s.auditRefused)
 	e.Any(APIPrefix, api, admin)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentworkspace/files/gateway/internal/auth"
 	"github.com/agentworkspace/files/gateway/internal/davproxy"
 	"github.com/agentworkspace/files/gateway/internal/requestid"
+	"github.com/agentworkspace/files/internal/davwire"
 )
 
 // upload is PUT /api/v1/agent-gateway/agents/{agent_id}/upload
@@ -61,6 +63,65 @@ func (s *Server) upload(c echo.Context) error {
 	}
 	_, _, _ = s.viaDAV(c, in)
 	return nil
+}
+
+// uploadLimit answers OPTIONS .../agents/{agent_id}/upload
+// ?workspace.scope=…[&workspace.project_name=…] with 204, Allow: OPTIONS,
+// PUT and the sidecar's maxUploadSize as X-Max-Upload-Size, taken from the
+// WebDAV view's OPTIONS of the workspace's root (whose other headers, the
+// view's DAV capabilities, are not this route's), so the portal refuses a
+// larger file before sending it. Nothing is written or audited.
+func (s *Server) uploadLimit(c echo.Context) error {
+	q := c.Request().URL.Query()
+	agentID, scope, project := c.Param("agent_id"), q.Get("workspace.scope"), q.Get("workspace.project_name")
+	davPath, msg := downloadPath(agentID, scope, project, "")
+	if msg != "" {
+		return s.writeError(c, codes.InvalidArgument, workspacev1.ErrorReason_INVALID_PATH, msg)
+	}
+	if s.opts.DAV == nil {
+		return s.writeError(c, codes.FailedPrecondition, workspacev1.ErrorReason_NOT_SUPPORTED, "uploads are not available in this build")
+	}
+	in := c.Request().Clone(c.Request().Context())
+	in.Method = http.MethodOptions
+	in.Body, in.ContentLength = http.NoBody, 0
+	in.URL = &url.URL{Path: davPath + "/", RawPath: escapedDavPath(agentID, scope, project, "") + "/"}
+	in.RequestURI = in.URL.RequestURI()
+	w := &heldAnswer{header: http.Header{}}
+	s.opts.DAV.ServeHTTP(w, in)
+	if w.status >= 400 {
+		_, _ = s.writeViewError(c, w.status, w.header, w.body.String())
+		return nil
+	}
+	h := c.Response().Header()
+	h.Set("Allow", "OPTIONS, PUT")
+	if v := w.header.Get(davwire.MaxUploadHeader); v != "" {
+		h.Set(davwire.MaxUploadHeader, v)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// heldAnswer keeps an answer of the WebDAV view (its headers, status and
+// the start of its body) instead of sending it.
+type heldAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *heldAnswer) Header() http.Header { return w.header }
+
+func (w *heldAnswer) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *heldAnswer) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	if w.body.Len() < 4096 {
+		w.body.Write(p[:min(len(p), 4096-w.body.Len())])
+	}
+	return len(p), nil
 }
 
 // auditRefusedUpload records an upload refused before the view saw it.

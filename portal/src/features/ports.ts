@@ -18,7 +18,7 @@ import type { Route } from '../state/route';
 import type { AgentScope } from '../state/scope';
 import type { TreeState } from '../state/tree';
 import type { LazyEditor } from '../ui/lazyEditor';
-import type { TemplateResult } from 'lit-html';
+import type { nothing, TemplateResult } from 'lit-html';
 
 type Scope = AgentScope<AgentState>;
 
@@ -102,6 +102,18 @@ export interface TreeActionsPort {
   newSkill(scope: Scope, tree: TreeState): Promise<void>;
   rename(tree: TreeState, entry: Entry): Promise<void>;
   delete(tree: TreeState, entry: Entry): Promise<void>;
+}
+
+/** Uploads into the shown workspace (upload.ts). */
+export interface UploadPort {
+  /** Opens the file (or folder) picker for dir. */
+  pick(tree: TreeState, dir: string, folder: boolean): void;
+  /** The tree's drag-and-drop handlers. */
+  dropHandlers(tree: TreeState): { over: (e: DragEvent) => void; leave: (e: DragEvent) => void; drop: (e: DragEvent) => void };
+  /** The folder a drag of files is over ('' the root), or null. */
+  readonly dropTarget: string | null;
+  /** The upload panel (nothing when empty). */
+  view(): TemplateResult | typeof nothing;
 }
 
 /** The open file (editor.ts). */

@@ -5,7 +5,7 @@
 import type { TemplateResult } from 'lit-html';
 import { asApiError, describeError, isUnauthenticated } from '../api/errors';
 import type { Entry, WorkspaceRef } from '../api/types';
-import type { FilesPort, Shell, TreeActionsPort, TreePort } from './ports';
+import type { FilesPort, Shell, TreeActionsPort, TreePort, UploadPort } from './ports';
 import type { AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { refreshedDirs } from '../state/entryActions';
@@ -18,6 +18,7 @@ import { treeView } from '../views/tree';
 export interface TreeContext extends Pick<Shell, 'state' | 'update' | 'fail' | 'notify' | 'api'> {
   readonly treeActions: Pick<TreeActionsPort, 'menu' | 'rename' | 'delete'>;
   readonly files: Pick<FilesPort, 'openFile' | 'refreshOpenFile'>;
+  readonly upload: Pick<UploadPort, 'dropHandlers' | 'dropTarget'>;
 }
 
 export class Tree implements TreePort {
@@ -184,6 +185,8 @@ export class Tree implements TreePort {
       activate: (row) => this.#activate(tree, row),
       menu: (entry, anchor, at) => this.#c.treeActions.menu(tree, entry, anchor, at),
       retry: (dir) => void this.reloadDir(scope, tree, dir),
+      drop: this.#c.upload.dropHandlers(tree),
+      dropTarget: this.#c.upload.dropTarget,
     });
   }
 }

@@ -7,7 +7,7 @@
 import { html } from 'lit-html';
 import { asApiError, isConflict } from '../api/errors';
 import type { Entry, EntryType } from '../api/types';
-import type { CheckpointsPort, FilesPort, Shell, TreeActionsPort, TreePort } from './ports';
+import type { CheckpointsPort, FilesPort, Shell, TreeActionsPort, TreePort, UploadPort } from './ports';
 import { GLOBAL, type AgentState } from '../state/appState';
 import * as ed from '../state/editorState';
 import { skillNameProblem } from '../state/skills';
@@ -25,6 +25,7 @@ export interface TreeActionsContext extends Pick<Shell, 'state' | 'update' | 'fa
   readonly tree: Pick<TreePort, 'reloadDir' | 'focusRow'>;
   readonly files: Pick<FilesPort, 'openFile' | 'closeFile'>;
   readonly checkpoints: Pick<CheckpointsPort, 'openForTree'>;
+  readonly upload: Pick<UploadPort, 'pick'>;
 }
 
 export class TreeActions implements TreeActionsPort {
@@ -45,6 +46,8 @@ export class TreeActions implements TreeActionsPort {
     if (isDir(entry)) {
       items.push({ label: 'New file…', run: () => void this.newEntry(tree, entry.path ?? '', 'ENTRY_TYPE_FILE') });
       items.push({ label: 'New folder…', run: () => void this.newEntry(tree, entry.path ?? '', 'ENTRY_TYPE_DIRECTORY') });
+      items.push({ label: 'Upload files here…', run: () => this.#c.upload.pick(tree, entry.path ?? '', false) });
+      items.push({ label: 'Upload folder here…', run: () => this.#c.upload.pick(tree, entry.path ?? '', true) });
       items.push({
         label: 'Refresh',
         run: () => {

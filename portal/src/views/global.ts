@@ -6,7 +6,7 @@ import type { AppContext } from '../context';
 import { GLOBAL, type AgentState } from '../state/appState';
 import type { AgentScope } from '../state/scope';
 import { workspaceKey } from '../state/tree';
-import { treeHeadButtons } from './tree';
+import { treeHeadButtons, uploadMenu } from './tree';
 import { unavailableView } from './unavailable';
 
 export function globalSidebarView(c: AppContext, scope: AgentScope<AgentState>): TemplateResult {
@@ -38,6 +38,7 @@ export function globalSidebarView(c: AppContext, scope: AgentScope<AgentState>):
           () => void c.tree.refresh(scope, tree),
           () => void c.checkpoints.openForTree(tree),
           'Snapshots of skills/ and AGENTS.md: compare and restore',
+          (anchor) => uploadMenu((folder) => c.upload.pick(tree, '', folder), anchor),
         )}
       </span>
     </div>

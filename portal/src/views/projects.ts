@@ -8,7 +8,7 @@ import type { AppContext } from '../context';
 import { shownTree, type AgentState } from '../state/appState';
 import { hasMore } from '../state/paging';
 import type { AgentScope } from '../state/scope';
-import { treeHeadButtons } from './tree';
+import { treeHeadButtons, uploadMenu } from './tree';
 import { unavailableView } from './unavailable';
 import { projectSizeView, usageBarView } from './usage';
 
@@ -98,6 +98,7 @@ export function projectsSidebarView(c: AppContext, scope: AgentScope<AgentState>
                 () => void c.tree.refresh(scope, tree),
                 () => void c.checkpoints.openForTree(tree),
                 'Snapshots of this project: compare and restore',
+                (anchor) => uploadMenu((folder) => c.upload.pick(tree, '', folder), anchor),
               )}
             </span>
           </div>

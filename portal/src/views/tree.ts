@@ -5,12 +5,17 @@ import { repeat } from 'lit-html/directives/repeat.js';
 import type { Entry } from '../api/types';
 import type { AgentState } from '../state/appState';
 import { isDir, visibleRows, workspaceKey, type Row, type TreeState } from '../state/tree';
+import { openMenu } from '../ui/menu';
 
 export interface TreeHandlers {
   key: (e: KeyboardEvent) => void;
   activate: (row: Row) => void;
   menu: (entry: Entry, anchor: HTMLElement, at: { x: number; y: number }) => void;
   retry: (dir: string) => void;
+  /** Files dragged onto the tree (features/upload.ts). */
+  drop: { over: (e: DragEvent) => void; leave: (e: DragEvent) => void; drop: (e: DragEvent) => void };
+  /** The folder a drag of files is over ('' the root), or null. */
+  dropTarget: string | null;
 }
 
 const FOLDER_ICON = svg`<svg class="icon folder" viewBox="0 0 16 16" aria-hidden="true"><path d="M1.5 3.5h4.2l1.5 1.5h7.3v8.5h-13z" /></svg>`;
@@ -21,7 +26,16 @@ export function treeView(st: AgentState, tree: TreeState, label: string, h: Tree
   const focusable = rows.filter((r) => r.kind !== 'status');
   if (!focusable.some((r) => r.key === tree.focusKey)) tree.focusKey = focusable[0]?.key ?? '';
   const openKey = st.file && st.file.workspaceKey === workspaceKey(tree.workspace) ? 'e:' + st.file.path : '';
-  return html`<ul class="tree" role="tree" aria-label=${label} data-testid="tree" @keydown=${h.key}>
+  return html`<ul
+    class="tree ${h.dropTarget === '' ? 'drop-target' : ''}"
+    role="tree"
+    aria-label=${label}
+    data-testid="tree"
+    @keydown=${h.key}
+    @dragover=${h.drop.over}
+    @dragleave=${h.drop.leave}
+    @drop=${h.drop.drop}
+  >
     ${repeat(rows, (row) => row.key, (row) => {
       const indent = `--level:${row.level}`;
       if (row.kind === 'status') {
@@ -54,7 +68,7 @@ export function treeView(st: AgentState, tree: TreeState, label: string, h: Tree
         aria-level=${row.level}
         aria-expanded=${dir ? (expanded ? 'true' : 'false') : nothing}
         aria-selected=${row.key === openKey ? 'true' : 'false'}
-        class="tree-row ${dir ? 'dir' : 'file'} ${row.key === openKey ? 'open' : ''}"
+        class="tree-row ${dir ? 'dir' : 'file'} ${row.key === openKey ? 'open' : ''} ${dir && h.dropTarget === e.path ? 'drop-target' : ''}"
         data-key=${row.key}
         data-path=${e.path ?? ''}
         tabindex=${tree.focusKey === row.key ? 0 : -1}
@@ -80,10 +94,28 @@ export function treeView(st: AgentState, tree: TreeState, label: string, h: Tree
   </ul>`;
 }
 
-/** A tree's Refresh and Checkpoints buttons (the head of both sidebars' file sections). */
-export function treeHeadButtons(refresh: () => void, checkpoints: () => void, checkpointsTitle: string): TemplateResult {
-  return html`<button class="btn btn-small" data-testid="refresh-files" title="Reload the listed folders and the open file" @click=${refresh}>
+/** A tree's Upload, Refresh and Checkpoints buttons (the head of both sidebars' file sections); upload opens its menu at the button. */
+export function treeHeadButtons(refresh: () => void, checkpoints: () => void, checkpointsTitle: string, upload: (anchor: HTMLElement) => void): TemplateResult {
+  return html`<button
+      class="btn btn-small"
+      data-testid="upload-button"
+      title="Upload files or a folder (or drop them on the tree)"
+      aria-haspopup="menu"
+      @click=${(e: Event) => upload(e.currentTarget as HTMLElement)}
+    >
+      Upload
+    </button>
+    <button class="btn btn-small" data-testid="refresh-files" title="Reload the listed folders and the open file" @click=${refresh}>
       Refresh
     </button>
     <button class="btn btn-small" data-testid="open-checkpoints" title=${checkpointsTitle} @click=${checkpoints}>Checkpoints</button>`;
+}
+
+/** The Upload button's menu: files or a folder, by the browser's picker. */
+export function uploadMenu(pick: (folder: boolean) => void, anchor: HTMLElement): void {
+  const r = anchor.getBoundingClientRect();
+  openMenu(r.left, r.bottom, [
+    { label: 'Upload files…', run: () => pick(false) },
+    { label: 'Upload folder…', run: () => pick(true) },
+  ], anchor, 'Upload');
 }

@@ -49,5 +49,6 @@ export function workspaceView(c: AppContext, scope: AgentScope<AgentState>): Tem
       </section>
       <section class="editor-pane" aria-label="File">${c.live.fileBar(st)}${c.files.view(st)}</section>
     </main>
+    ${c.upload.view()}
   `;
 }
