@@ -83,6 +83,8 @@ export interface ProjectsPort {
   load(scope: Scope, more?: boolean): Promise<void>;
   select(name: string): Promise<void>;
   selectTab(tab: Tab): Promise<void>;
+  /** Reloads the listed projects' sizes and the volume's usage (after a change the list does not show). */
+  refreshUsage(scope: Scope): Promise<void>;
 }
 
 /** A workspace's file tree (tree.ts). */

@@ -66,6 +66,10 @@ export class Projects implements ProjectsPort {
     if (scope.alive && !st.projectsError) void loadUsage(this.#c.api, scope, () => this.#c.update());
   }
 
+  async refreshUsage(scope: AgentScope<AgentState>): Promise<void> {
+    if (scope.alive && !scope.state.projectsError) await loadUsage(this.#c.api, scope, () => this.#c.update());
+  }
+
   async select(name: string): Promise<void> {
     const scope = this.#c.state.scopes.current;
     if (!scope || scope.state.selectedProject === name) return;

@@ -88,6 +88,7 @@ function setUp(server: FakeServer, answers: Answer[] = [], limit: number | null 
     update: () => {},
     notify: (_k: string, t: string) => notices.push(t),
     tree: { reloadDir: async (_s: unknown, _t: unknown, d: string) => void reloaded.push(d) },
+    projects: { refreshUsage: async () => void reloaded.push('(usage)') },
   } as unknown as UploadContext;
   const io: UploadIO = {
     limit: async () => limit,
@@ -134,6 +135,7 @@ describe('upload flow', () => {
     expect(server.files.get('top/sub/b.txt')?.text).toBe('B');
     expect(server.puts.every((p) => p.startsWith('fail '))).toBe(true);
     expect(t.reloaded).toContain('');
+    expect(t.reloaded, 'the project sizes reloaded after the upload').toContain('(usage)');
     expect(t.notices.at(-1)).toContain('2 files uploaded, 1 file not uploaded: top/node_modules/m/i.js: node_modules:');
   });
 

@@ -22,11 +22,12 @@ import { dirState, type TreeState } from '../state/tree';
 import { failedFolder, foldersToCreate, freeName, limitProblem, percent, UploadQueue, type Choice, type QueueItem } from '../state/upload';
 import { modal } from '../ui/dialogs';
 import { carriesFiles, dropped, openPicker, type Picked } from '../ui/fileDrop';
-import type { Shell, TreePort, UploadPort } from './ports';
+import type { ProjectsPort, Shell, TreePort, UploadPort } from './ports';
 
 /** What uploads need of the page (a narrow part of context.ts, ports.ts). */
 export interface UploadContext extends Pick<Shell, 'state' | 'api' | 'update' | 'notify'> {
   readonly tree: Pick<TreePort, 'reloadDir'>;
+  readonly projects: Pick<ProjectsPort, 'refreshUsage'>;
 }
 
 /** A conflict's answer: the choice, and whether it holds for the other names that exist. */
@@ -285,6 +286,8 @@ export class Upload implements UploadPort {
     dirState(b.tree, b.dir).expanded = true;
     const dirs = [...b.tree.dirs.keys()].filter((d) => isWithin(d, b.dir) && (d === b.dir || b.tree.dirs.get(d)?.listing.loaded));
     await Promise.all(dirs.map((d) => this.#c.tree.reloadDir(b.scope, b.tree, d)));
+    // The project list's sizes and the volume bar count what was uploaded.
+    if (b.tree.workspace.scope !== 'GLOBAL') await this.#c.projects.refreshUsage(b.scope);
   }
 
   #summary(b: Batch): void {
