@@ -148,16 +148,22 @@ func (k *keepStack) unconditionalAudits(t *testing.T) map[string][]string {
 // demo project) as refused with 428 PRECONDITION_REQUIRED.
 func (k *keepStack) refused428(t *testing.T, action, path string) bool {
 	t.Helper()
-	for _, r := range k.g.AuditRecords(t) {
-		a, _ := r["action"].(string)
-		p, _ := r["source_path"].(string)
-		st, _ := r["http_status"].(float64)
-		reason, _ := r["reason"].(string)
-		if a == action && p == path && st == 428 && reason == "PRECONDITION_REQUIRED" {
-			return true
+	// The record is written as the request ends, which can be just after
+	// the client has its answer (and has exited): wait up to 5 s.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for _, r := range k.g.AuditRecords(t) {
+			a, _ := r["action"].(string)
+			p, _ := r["source_path"].(string)
+			st, _ := r["http_status"].(float64)
+			reason, _ := r["reason"].(string)
+			if a == action && p == path && st == 428 && reason == "PRECONDITION_REQUIRED" {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
 		}
 	}
-	return false
 }
 
 func (k *keepStack) rclone(t *testing.T, args ...string) error {
