@@ -277,9 +277,9 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 				s.eof = true
 				break
 			}
-			// parseDirents copies the names out, so they stay valid
-			// after buf is read into again.
-			s.names, s.ni = fdio.ParseDirents(s.buf[:n], s.names[:0]), 0
+			// The names are copied out (one string for the buffer), so
+			// they stay valid after buf is read into again.
+			s.names, s.ni = fdio.ParseDirentsShared(s.buf[:n], s.names[:0]), 0
 			continue // the buffer may have held only "." and ".."
 		}
 		d := s.names[s.ni]
