@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -339,6 +340,33 @@ func TestModTimesFormatsEachValue(t *testing.T) {
 		}
 		if got, want := string((*modTimes)(nil).append(nil, tm)), tm.UTC().Format(http.TimeFormat); got != want {
 			t.Errorf("nil, %v: %q; want %q", tm, got, want)
+		}
+	}
+}
+
+// The escaping shortcuts write what xml.EscapeText and url.URL.EscapedPath
+// write, for every byte alone and inside names (invalid UTF-8 included).
+func TestFastEscapesMatchLibraries(t *testing.T) {
+	var names []string
+	for c := range 256 {
+		names = append(names, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"z")
+	}
+	names = append(names, "file-00001.txt", "a b~c", "ü.txt", "\xff\xfe", "x&y<z>.md", `q"'`, "%41", "a/b", "")
+	for _, n := range names {
+		var w strings.Builder
+		_ = xml.EscapeText(&w, []byte(n))
+		if got := string(appendXMLText([]byte("<"), n)); got != "<"+w.String() {
+			t.Errorf("appendXMLText(%q) = %q; want %q", n, got, "<"+w.String())
+		}
+		if n == "" || strings.Contains(n, "/") {
+			continue
+		}
+		want := (&url.URL{Path: "/" + n}).EscapedPath()[1:]
+		if got := escapeSegment(n); got != want {
+			t.Errorf("escapeSegment(%q) = %q; want %q", n, got, want)
+		}
+		if plain(&urlPlain, n) && (want != n || !plain(&xmlPlain, n)) {
+			t.Errorf("%q is urlPlain but escapes", n)
 		}
 	}
 }
