@@ -253,24 +253,39 @@ func (fr *fastRenderer) value(b []byte, p liveProp, name string, dir bool, e *da
 }
 
 // modTimes formats getlastmodified values as x/net does (http.TimeFormat,
-// UTC, whole seconds), once per run of entries modified in the same second
-// (files written together). One per chunk: chunks render on several
-// goroutines. A nil *modTimes formats every value.
+// UTC, whole seconds), each second once per chunk while it stays in the
+// chunk's small direct-mapped table (a directory's order is its hash
+// order, not the order its files were written in, so files written in the
+// same few seconds come interleaved). One per chunk: chunks render on
+// several goroutines. A nil *modTimes formats every value.
 type modTimes struct {
+	slots [modTimeSlots]modTimeSlot
+}
+
+const modTimeSlots = 32
+
+type modTimeSlot struct {
 	set bool
 	sec int64
-	f   []byte // sec formatted
+	n   int                            // bytes of f in use
+	f   [len(http.TimeFormat) + 8]byte // sec formatted (room for 5-digit years)
 }
 
 func (m *modTimes) append(b []byte, t time.Time) []byte {
 	if m == nil {
 		return t.UTC().AppendFormat(b, http.TimeFormat)
 	}
-	if s := t.Unix(); !m.set || s != m.sec {
-		m.set, m.sec = true, s
-		m.f = t.UTC().AppendFormat(m.f[:0], http.TimeFormat)
+	sec := t.Unix()
+	sl := &m.slots[uint64(sec)%modTimeSlots]
+	if !sl.set || sl.sec != sec {
+		f := t.UTC().AppendFormat(sl.f[:0], http.TimeFormat)
+		if len(f) > len(sl.f) { // grown out of the slot's array: not kept
+			sl.set = false
+			return append(b, f...)
+		}
+		sl.set, sl.sec, sl.n = true, sec, len(f)
 	}
-	return append(b, m.f...)
+	return append(b, sl.f[:sl.n]...)
 }
 
 // xmlPlain marks the bytes xml.EscapeText writes as they are (printable

@@ -332,7 +332,9 @@ func TestPropfindFastOnlyDepth01(t *testing.T) {
 func TestModTimesFormatsEachValue(t *testing.T) {
 	base := time.Date(2026, 12, 3, 8, 0, 0, 0, time.FixedZone("X", 3600))
 	times := []time.Time{base, base.Add(400 * time.Millisecond), base.Add(time.Second), base.Add(time.Second),
-		base.Add(-time.Second), base.Add(-1500 * time.Millisecond), time.Unix(-1, 500), time.Unix(0, 0), base.AddDate(9000, 0, 0)}
+		base.Add(-time.Second), base.Add(-1500 * time.Millisecond), time.Unix(-1, 500), time.Unix(0, 0), base.AddDate(9000, 0, 0),
+		base.Add(modTimeSlots * time.Second), base, time.Unix(1<<40, 0), base, base.Add(-modTimeSlots * time.Second), base,
+		time.Unix(-1<<62, 0), time.Unix(-1<<62, 0), time.Unix(1<<62, 0), time.Unix(1<<62, 0)}
 	var mt modTimes
 	for _, tm := range times {
 		if got, want := string(mt.append([]byte("x"), tm)), "x"+tm.UTC().Format(http.TimeFormat); got != want {
