@@ -32,7 +32,9 @@ var entryChunkPool = sync.Pool{New: func() any { s := make([]Entry, 0, streamChu
 //
 // produce runs once per non-empty chunk, on up to GOMAXPROCS goroutines at
 // once (the caller's among them), with the chunk's entries (the slice is
-// reused once produce returns: keep what you need from it, not the slice).
+// reused once produce returns: keep what you need from it, not the slice;
+// the entries' names and paths share one string per chunk, so keeping one
+// keeps the chunk's).
 // consume gets produce's results in chunk order, one call at a time, on
 // whichever of those goroutines finished the chunk whose turn it is; the
 // goroutines hand nothing to each other, so a listing costs no scheduler
