@@ -72,8 +72,9 @@ func statx(dirfd int, name string, flags, mask int, sx *unix.Statx_t) error {
 		return unix.Statx(dirfd, name, flags, mask, sx)
 	}
 	copy(b[:], name)
-	// b and sx stay alive and in place for the call: a goroutine's stack
-	// is not moved while it is in a system call.
+	// unsafe.Pointer rule 4: converted in the argument list of a call to
+	// an assembly function (unix.Syscall6), b and sx are kept alive and
+	// not moved until the call returns, as in x/sys's own wrappers.
 	_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(&b[0])),
 		uintptr(flags), uintptr(mask), uintptr(unsafe.Pointer(sx)), 0)
 	if e != 0 {
