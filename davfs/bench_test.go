@@ -8,9 +8,11 @@ package davfs_test
 // ratio "davfs/raw" (plus davfs-ns/op and raw-ns/op): interleaving cancels
 // the load drift of a shared machine. docs/benchmarks/davfs.md has figures.
 //
-//	go test ./davfs/ -run '^$' -bench 'Bench(ListPage|Read1MiB|Update1MiB|Stat10k)' -benchmem -count 5
+//	go test ./davfs/ -run '^$' -bench 'Bench(ListPage|Read1MiB|Update1MiB|Stat10k|ReadDirChunks10k)' -benchmem -count 5
 //
-// Targets: list ≤ 2× raw, read ≤ 1.2×, update ≤ 1.5×, stat ≤ 2×.
+// Targets: list ≤ 2× raw, read ≤ 1.2×, update ≤ 1.5×, stat ≤ 2×
+// (ReadDirChunks10k has none of its own: it is the davfs part of the
+// PROPFIND figure, docs/BENCHMARKS.md "Session 14").
 // Fixtures are built once per parent benchmark; every sub-benchmark warms
 // its cache with one untimed call first (the targets are "warm").
 
@@ -274,4 +276,49 @@ func BenchmarkStat10k(b *testing.B) {
 		}
 		j++
 	})
+}
+
+// BenchmarkReadDirChunks10k: the streamed listing of a 10,000-file
+// directory that a WebDAV PROPFIND Depth 1 renders (every entry stat'ed,
+// revisions from the warm hash cache), with produce and consume doing
+// nothing but count. raw = read all names, then lstat each relative to
+// the directory fd on one goroutine (what nginx does per entry).
+func BenchmarkReadDirChunks10k(b *testing.B) {
+	e, _ := secBenchEnv(b, secBenchFiles)
+	ctx := context.Background()
+	P := secProject("p")
+	host := filepath.Join(e.projects(), "p", "big")
+	time.Sleep(200 * time.Millisecond) // old enough for the hash cache
+	dav := func(b *testing.B) {
+		n := 0
+		err := davfs.ReadDirChunks(ctx, e.fs, P, "big", func(es []davfs.Entry) int {
+			for i := range es {
+				if es[i].Revision == "" {
+					return -1 << 30
+				}
+			}
+			return len(es)
+		}, func(k int) error { n += k; return nil })
+		if err != nil || n != secBenchFiles {
+			b.Fatalf("ReadDirChunks: %d entries, %v", n, err)
+		}
+	}
+	raw := func(b *testing.B) {
+		d, err := os.Open(host)
+		if err != nil {
+			b.Fatal(err)
+		}
+		names, err := d.Readdirnames(-1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var st unix.Stat_t
+		for _, n := range names {
+			if err := unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_ = d.Close()
+	}
+	secPair(b, "list", dav, raw)
 }

@@ -36,14 +36,22 @@ func (f *FS) entriesSeq(ctx context.Context, dirfd int, w wsPath, items []listed
 // dirfd, the listing of w; dir is strings.Join(w.segs, "/")) to out,
 // leaving out names that vanished or became a symlink, a special file or a
 // mount point; the first other error fails it.
+//
+// The entries' paths (and names, their last segments) are substrings of
+// one string per call rather than two strings per entry.
 func (f *FS) statItems(ctx context.Context, dirfd int, w wsPath, dir string, items []listed, out []Entry) ([]Entry, error) {
+	rels, off := childRels(dir, items), 0
 	for i, it := range items {
 		if i&63 == 63 && ctx.Err() != nil {
 			return nil, ctxErr(ctx)
 		}
 		c := w
-		c.rel = childRel(dir, it.name)
-		e, err := f.statEntry(dirfd, c, it.name)
+		n := len(it.name)
+		if dir != "" {
+			n += len(dir) + 1
+		}
+		c.rel, off = rels[off:off+n], off+n
+		e, err := f.statEntry(dirfd, c, c.rel[n-len(it.name):])
 		if err != nil {
 			if skip(err) {
 				continue
@@ -123,6 +131,27 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 	}
 	clear(out[k:])
 	return out[:k], nil
+}
+
+// childRels is the concatenation of childRel(dir, it.name) for items.
+func childRels(dir string, items []listed) string {
+	n := 0
+	for _, it := range items {
+		n += len(it.name)
+		if dir != "" {
+			n += len(dir) + 1
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, it := range items {
+		if dir != "" {
+			b.WriteString(dir)
+			b.WriteByte('/')
+		}
+		b.WriteString(it.name)
+	}
+	return b.String()
 }
 
 // childRel is the workspace path of name in the directory dir.

@@ -1,6 +1,9 @@
 package davfs
 
 import (
+	"strings"
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -25,7 +28,7 @@ func statxInto(dirfd int, name string, flags int, st *unix.Stat_t) (uint64, erro
 	var sx unix.Statx_t
 	var err error
 	for {
-		err = unix.Statx(dirfd, name, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx)
+		err = statx(dirfd, name, flags|unix.AT_STATX_SYNC_AS_STAT, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx)
 		if err != unix.EINTR {
 			break
 		}
@@ -56,6 +59,28 @@ func statxInto(dirfd int, name string, flags int, st *unix.Stat_t) (uint64, erro
 		return sx.Mnt_id, nil
 	}
 	return 0, nil
+}
+
+// statx is unix.Statx with the name made NUL-terminated in a buffer on the
+// stack instead of a heap copy: a listing stats every entry, and the copy
+// was one of its allocations per entry. Names longer than a directory
+// entry's (NAME_MAX) or holding a NUL take unix.Statx itself (which
+// refuses the NUL).
+func statx(dirfd int, name string, flags, mask int, sx *unix.Statx_t) error {
+	var b [unix.NAME_MAX + 1]byte
+	if len(name) >= len(b) || strings.IndexByte(name, 0) >= 0 {
+		return unix.Statx(dirfd, name, flags, mask, sx)
+	}
+	copy(b[:], name)
+	// unsafe.Pointer rule 4: converted in the argument list of a call to
+	// an assembly function (unix.Syscall6), b and sx are kept alive and
+	// not moved until the call returns, as in x/sys's own wrappers.
+	_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(&b[0])),
+		uintptr(flags), uintptr(mask), uintptr(unsafe.Pointer(sx)), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 // setWidths stores Nlink and Blksize whatever their widths.

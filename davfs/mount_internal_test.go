@@ -100,3 +100,36 @@ func TestMountsNeverCrossed(t *testing.T) {
 		e.checkCanaries()
 	})
 }
+
+// statx gives what unix.Statx gives: for names at the length limit and
+// past it, with a NUL, and for the fd itself ("" with AT_EMPTY_PATH).
+func TestStatxMatchesXSys(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("n", unix.NAME_MAX)
+	if err := os.WriteFile(filepath.Join(dir, long), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	const mask = unix.STATX_BASIC_STATS | unix.STATX_MNT_ID
+	for _, c := range []struct {
+		name  string
+		flags int
+	}{
+		{long, unix.AT_SYMLINK_NOFOLLOW}, {long + "n", unix.AT_SYMLINK_NOFOLLOW}, {"missing", unix.AT_SYMLINK_NOFOLLOW},
+		{"a\x00b", unix.AT_SYMLINK_NOFOLLOW}, {"", unix.AT_EMPTY_PATH}, {"", 0},
+	} {
+		var got, want unix.Statx_t
+		gerr := statx(fd, c.name, c.flags, mask, &got)
+		werr := unix.Statx(fd, c.name, c.flags, mask, &want)
+		if gerr != werr || got != want {
+			t.Errorf("%.8q: %v %+v; unix.Statx %v %+v", c.name, gerr, got, werr, want)
+		}
+		if c.name == long && (gerr != nil || got.Size != 1) {
+			t.Errorf("the %d-byte name: %v, size %d", len(long), gerr, got.Size)
+		}
+	}
+}

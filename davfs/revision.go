@@ -56,6 +56,38 @@ func keyOf(st *unix.Stat_t) statKey {
 type content struct {
 	sum   uint64
 	class NonEditableReason // EditableOK, NotEditableBinary or NotEditableNotUTF8
+	// rev is contentRevision(sum, st) for the stat st the content was
+	// cached with, so a listing of unchanged files formats no revision;
+	// revFor is what of st the cache key leaves out, and rev applies only
+	// to a stat equal in those too. "" when not formatted.
+	rev    string
+	revFor revExtra
+}
+
+// revExtra is the part of a stat that statSum covers and statKey does not.
+type revExtra struct {
+	mode, uid, gid uint32
+	nlink          uint64
+}
+
+func extraOf(st *unix.Stat_t) revExtra {
+	return revExtra{mode: st.Mode, uid: st.Uid, gid: st.Gid, nlink: uint64(st.Nlink)}
+}
+
+// revision is the content revision of the file whose stat is st (its
+// statKey the one c was found under): the cached string when it was made
+// for the same stat, else formatted.
+func (c *content) revision(st *unix.Stat_t) string {
+	if c.rev != "" && c.revFor == extraOf(st) {
+		return c.rev
+	}
+	return contentRevision(c.sum, st)
+}
+
+// withRevision is c with the revision of the stat st formatted into it.
+func (c content) withRevision(st *unix.Stat_t) content {
+	c.rev, c.revFor = contentRevision(c.sum, st), extraOf(st)
+	return c
 }
 
 // hashCache is a bounded, concurrency-safe map from statKey to content,
@@ -252,7 +284,7 @@ func (f *FS) fileContentInto(fd int, st *unix.Stat_t, keep bool, dst []byte) (co
 		if ok && keyOf(&after) == keyOf(st) {
 			c, hit := f.cache.get(keyOf(st))
 			if !hit {
-				c = contentOf(data)
+				c = contentOf(data).withRevision(st)
 				if cacheable(st) {
 					f.cache.put(keyOf(st), c)
 				}

@@ -206,3 +206,34 @@ func TestHashCacheMatchesModel(t *testing.T) {
 		}
 	}
 }
+
+// A cached revision is the formatted one, and only for the stat it was
+// formatted for: a stat that differs only in what the cache key leaves out
+// (mode, owner, link count) gets its own, formatted anew.
+func TestCachedRevisionIsFormatted(t *testing.T) {
+	st := unix.Stat_t{Dev: 7, Ino: 42, Mode: unix.S_IFREG | 0o644, Nlink: 1, Uid: 1000, Gid: 1000, Size: 12,
+		Mtim: unix.Timespec{Sec: 100, Nsec: 5}, Ctim: unix.Timespec{Sec: 101, Nsec: 6}}
+	c := content{sum: 0x1234_5678_9abc_def0}.withRevision(&st)
+	if got, want := c.revision(&st), contentRevision(c.sum, &st); got != want || got != c.rev {
+		t.Fatalf("revision %q, cached %q; want %q", got, c.rev, want)
+	}
+	for _, change := range []func(*unix.Stat_t){
+		func(s *unix.Stat_t) { s.Mode = unix.S_IFREG | 0o600 },
+		func(s *unix.Stat_t) { s.Uid++ },
+		func(s *unix.Stat_t) { s.Gid++ },
+		func(s *unix.Stat_t) { s.Nlink = 2 },
+	} {
+		other := st
+		change(&other)
+		if keyOf(&other) != keyOf(&st) {
+			t.Fatal("the change moved the cache key")
+		}
+		got, want := c.revision(&other), contentRevision(c.sum, &other)
+		if got != want || got == c.rev {
+			t.Errorf("changed stat: revision %q; want %q (not the cached %q)", got, want, c.rev)
+		}
+	}
+	if got, want := (&content{sum: c.sum}).revision(&st), c.rev; got != want {
+		t.Errorf("uncached: %q; want %q", got, want)
+	}
+}

@@ -19,7 +19,7 @@ func changeTime(st *unix.Stat_t) time.Time { return time.Unix(0, st.Ctim.Nano())
 // whose stat is st, with the revision and editability of its content c.
 func fileEntry(name, rel string, st *unix.Stat_t, c content) Entry {
 	return Entry{Name: name, Path: rel, Type: TypeFile, Size: st.Size, ModTime: modTime(st), ChangeTime: changeTime(st),
-		Revision: contentRevision(c.sum, st), Reason: c.class, Editable: c.class == EditableOK}
+		Revision: c.revision(st), Reason: c.class, Editable: c.class == EditableOK}
 }
 
 // statOnlyEntry is fileEntry for a file whose content is not hashed, why

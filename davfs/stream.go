@@ -32,7 +32,9 @@ var entryChunkPool = sync.Pool{New: func() any { s := make([]Entry, 0, streamChu
 //
 // produce runs once per non-empty chunk, on up to GOMAXPROCS goroutines at
 // once (the caller's among them), with the chunk's entries (the slice is
-// reused once produce returns: keep what you need from it, not the slice).
+// reused once produce returns: keep what you need from it, not the slice;
+// the entries' names and paths share one string per chunk, so keeping one
+// keeps the chunk's).
 // consume gets produce's results in chunk order, one call at a time, on
 // whichever of those goroutines finished the chunk whose turn it is; the
 // goroutines hand nothing to each other, so a listing costs no scheduler
@@ -277,9 +279,9 @@ func (s *dirStream[T]) take(items []listed) ([]listed, error) {
 				s.eof = true
 				break
 			}
-			// parseDirents copies the names out, so they stay valid
-			// after buf is read into again.
-			s.names, s.ni = fdio.ParseDirents(s.buf[:n], s.names[:0]), 0
+			// The names are copied out (one string for the buffer), so
+			// they stay valid after buf is read into again.
+			s.names, s.ni = fdio.ParseDirentsShared(s.buf[:n], s.names[:0]), 0
 			continue // the buffer may have held only "." and ".."
 		}
 		d := s.names[s.ni]

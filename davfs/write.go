@@ -196,7 +196,7 @@ func (f *FS) precheckTarget(pfd int, w wsPath, want string) (uint32, error) {
 		return 0, newErr(CodeResourceExhausted, ReasonTooLarge, nil, "%q is larger than the editable limit", w.rel)
 	}
 	if c, ok := f.cache.get(keyOf(&st)); ok {
-		if contentRevision(c.sum, &st) != want {
+		if c.revision(&st) != want {
 			return 0, errStale(w.rel)
 		}
 		if c.class != EditableOK {

@@ -47,7 +47,22 @@ func ReadDirents(fd int) ([]Dirent, error) {
 const direntNameOff = int(unsafe.Offsetof(unix.Dirent{}.Name))
 
 // ParseDirents appends the records of the getdents64 buffer b to out.
+// Each name is its own string.
 func ParseDirents(b []byte, out []Dirent) []Dirent {
+	return parseDirents(b, out, "")
+}
+
+// ParseDirentsShared is ParseDirents with every name a substring of one
+// copy of b: one allocation per buffer instead of one per name, for a
+// caller that keeps the names only briefly (each holds the whole copy).
+func ParseDirentsShared(b []byte, out []Dirent) []Dirent {
+	return parseDirents(b, out, string(b))
+}
+
+// parseDirents is ParseDirents, with the names taken from shared (a copy
+// of b) when it is not empty.
+func parseDirents(b []byte, out []Dirent, shared string) []Dirent {
+	at := 0 // b's offset in shared
 	for len(b) >= direntNameOff {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 		if reclen < direntNameOff || reclen > len(b) {
@@ -58,8 +73,14 @@ func ParseDirents(b []byte, out []Dirent) []Dirent {
 		if i := bytes.IndexByte(nameb, 0); i >= 0 {
 			nameb = nameb[:i]
 		}
-		b = b[reclen:]
-		if name := string(nameb); name != "" && name != "." && name != ".." {
+		var name string
+		if shared != "" {
+			name = shared[at+direntNameOff : at+direntNameOff+len(nameb)]
+		} else {
+			name = string(nameb)
+		}
+		b, at = b[reclen:], at+reclen
+		if name != "" && name != "." && name != ".." {
 			out = append(out, Dirent{Name: name, Type: typ})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,51 +253,80 @@ func (fr *fastRenderer) value(b []byte, p liveProp, name string, dir bool, e *da
 }
 
 // modTimes formats getlastmodified values as x/net does (http.TimeFormat,
-// UTC, whole seconds), once per run of entries modified in the same second
-// (files written together). One per chunk: chunks render on several
-// goroutines. A nil *modTimes formats every value.
+// UTC, whole seconds), each second once per chunk while it stays in the
+// chunk's small direct-mapped table (a directory's order is its hash
+// order, not the order its files were written in, so files written in the
+// same few seconds come interleaved). One per chunk: chunks render on
+// several goroutines. A nil *modTimes formats every value.
 type modTimes struct {
+	slots [modTimeSlots]modTimeSlot
+}
+
+const modTimeSlots = 32
+
+type modTimeSlot struct {
 	set bool
 	sec int64
-	f   []byte // sec formatted
+	n   int                            // bytes of f in use
+	f   [len(http.TimeFormat) + 8]byte // sec formatted (room for 5-digit years)
 }
 
 func (m *modTimes) append(b []byte, t time.Time) []byte {
 	if m == nil {
 		return t.UTC().AppendFormat(b, http.TimeFormat)
 	}
-	if s := t.Unix(); !m.set || s != m.sec {
-		m.set, m.sec = true, s
-		m.f = t.UTC().AppendFormat(m.f[:0], http.TimeFormat)
+	sec := t.Unix()
+	sl := &m.slots[uint64(sec)%modTimeSlots]
+	if !sl.set || sl.sec != sec {
+		f := t.UTC().AppendFormat(sl.f[:0], http.TimeFormat)
+		if len(f) > len(sl.f) { // grown out of the slot's array: not kept
+			sl.set = false
+			return append(b, f...)
+		}
+		sl.set, sl.sec, sl.n = true, sec, len(f)
 	}
-	return append(b, m.f...)
+	return append(b, sl.f[:sl.n]...)
+}
+
+// xmlPlain marks the bytes xml.EscapeText writes as they are (printable
+// ASCII but for the five it escapes); urlPlain those url.URL.EscapedPath
+// leaves alone inside a segment (RFC 3986's unreserved set, all of them
+// XML-plain too).
+var xmlPlain, urlPlain = func() (x, u [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		x[c] = !strings.ContainsRune(`"'&<>`, rune(c))
+		u[c] = c == '-' || c == '_' || c == '.' || c == '~' || ('0' <= c && c <= '9') || ('A' <= c && c <= 'Z') || ('a' <= c && c <= 'z')
+	}
+	return x, u
+}()
+
+// plain reports whether every byte of s is marked in the table.
+func plain(table *[256]bool, s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !table[s[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // appendXMLText appends s escaped as xml.EscapeText escapes it (x/net's
 // escapeXML), skipping the copy when nothing needs escaping.
 func appendXMLText(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == ' ' || c == '_' || ('+' <= c && c <= '9') || ('A' <= c && c <= 'Z') || ('a' <= c && c <= 'z'):
-			continue
-		}
-		w := bytes.NewBuffer(b)
-		_ = xml.EscapeText(w, []byte(s))
-		return w.Bytes()
+	if plain(&xmlPlain, s) {
+		return append(b, s...)
 	}
-	return append(b, s...)
+	w := bytes.NewBuffer(b)
+	_ = xml.EscapeText(w, []byte(s))
+	return w.Bytes()
 }
 
 // escapeSegment is name as url.URL.EscapedPath writes it inside a path.
 func escapeSegment(name string) string {
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c == '-' || c == '_' || c == '.' || c == '~' || ('0' <= c && c <= '9') || ('A' <= c && c <= 'Z') || ('a' <= c && c <= 'z'):
-			continue
-		}
-		return (&url.URL{Path: "/" + name}).EscapedPath()[1:]
+	if plain(&urlPlain, name) {
+		return name
 	}
-	return name
+	return (&url.URL{Path: "/" + name}).EscapedPath()[1:]
 }
 
 var chunkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
@@ -324,7 +354,11 @@ func (fr *fastRenderer) members(base string, es []davfs.Entry) *[]byte {
 			ctype = lastType
 		}
 		href = append(href[:0], base...)
-		href = appendXMLText(href, escapeSegment(e.Name))
+		if plain(&urlPlain, e.Name) { // the usual name: nothing to escape
+			href = append(href, e.Name...)
+		} else {
+			href = appendXMLText(href, escapeSegment(e.Name))
+		}
 		if dir {
 			href = append(href, '/')
 		}

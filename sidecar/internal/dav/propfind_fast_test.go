@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -331,7 +332,9 @@ func TestPropfindFastOnlyDepth01(t *testing.T) {
 func TestModTimesFormatsEachValue(t *testing.T) {
 	base := time.Date(2026, 12, 3, 8, 0, 0, 0, time.FixedZone("X", 3600))
 	times := []time.Time{base, base.Add(400 * time.Millisecond), base.Add(time.Second), base.Add(time.Second),
-		base.Add(-time.Second), base.Add(-1500 * time.Millisecond), time.Unix(-1, 500), time.Unix(0, 0), base.AddDate(9000, 0, 0)}
+		base.Add(-time.Second), base.Add(-1500 * time.Millisecond), time.Unix(-1, 500), time.Unix(0, 0), base.AddDate(9000, 0, 0),
+		base.Add(modTimeSlots * time.Second), base, time.Unix(1<<40, 0), base, base.Add(-modTimeSlots * time.Second), base,
+		time.Unix(-1<<62, 0), time.Unix(-1<<62, 0), time.Unix(1<<62, 0), time.Unix(1<<62, 0)}
 	var mt modTimes
 	for _, tm := range times {
 		if got, want := string(mt.append([]byte("x"), tm)), "x"+tm.UTC().Format(http.TimeFormat); got != want {
@@ -339,6 +342,33 @@ func TestModTimesFormatsEachValue(t *testing.T) {
 		}
 		if got, want := string((*modTimes)(nil).append(nil, tm)), tm.UTC().Format(http.TimeFormat); got != want {
 			t.Errorf("nil, %v: %q; want %q", tm, got, want)
+		}
+	}
+}
+
+// The escaping shortcuts write what xml.EscapeText and url.URL.EscapedPath
+// write, for every byte alone and inside names (invalid UTF-8 included).
+func TestFastEscapesMatchLibraries(t *testing.T) {
+	var names []string
+	for c := range 256 {
+		names = append(names, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"z")
+	}
+	names = append(names, "file-00001.txt", "a b~c", "ü.txt", "\xff\xfe", "x&y<z>.md", `q"'`, "%41", "a/b", "")
+	for _, n := range names {
+		var w strings.Builder
+		_ = xml.EscapeText(&w, []byte(n))
+		if got := string(appendXMLText([]byte("<"), n)); got != "<"+w.String() {
+			t.Errorf("appendXMLText(%q) = %q; want %q", n, got, "<"+w.String())
+		}
+		if n == "" || strings.Contains(n, "/") {
+			continue
+		}
+		want := (&url.URL{Path: "/" + n}).EscapedPath()[1:]
+		if got := escapeSegment(n); got != want {
+			t.Errorf("escapeSegment(%q) = %q; want %q", n, got, want)
+		}
+		if plain(&urlPlain, n) && (want != n || !plain(&xmlPlain, n)) {
+			t.Errorf("%q is urlPlain but escapes", n)
 		}
 	}
 }
