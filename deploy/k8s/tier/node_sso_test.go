@@ -5,6 +5,7 @@ package tier
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,8 +27,9 @@ import (
 // (mockoidc, the mock-oidc command, on the node's bridge address that pods
 // reach), signs an admin-group user in; they read and edit a file through
 // it. A user outside the group gets 403; identity headers sent to the
-// gateway's own port from outside its pod are ignored. An HTTP client with
-// cookies follows the redirects a browser would (no browser runs here).
+// gateway's own port from outside its pod are ignored. First an HTTP
+// client with cookies follows the redirects a browser would; then headless
+// Chromium does it all in the portal (portal/e2e/node-sso.mjs).
 // It runs last: it rolls the gateway to the provider's client.
 func (n *node) sso() {
 	n.t.Run("SSO: oauth2-proxy in the gateway's pod signs an admin-group user in; others get 403; forged headers are ignored", func(t *testing.T) {
@@ -73,7 +75,49 @@ func (n *node) sso() {
 		if r := n.do("GET", api, nil); r.status != 200 {
 			t.Errorf("a token client at the gateway's port: %d %s", r.status, r.body)
 		}
+		// The same in a browser: headless Chromium signs in through the
+		// proxy and edits the file in the portal; the outsider meets the
+		// no-access page and a 403 (portal/e2e/node-sso.mjs).
+		oidc.queue(t, `{"name":"ada","email":"ada@example.com","groups":["devs","workspace-admins"]}`)
+		seen := browserSSO(t, "--url", ssoURL, "--as", "admin", "--project", "sso-demo", "--file", "notes.md", "--text", "edited by ada in the browser\n")
+		if seen["operator"] != "ada" || seen["sso"] != "via SSO" {
+			t.Errorf("the portal signed in through the proxy shows %v", seen)
+		}
+		if b, err := os.ReadFile(filepath.Join(project, "notes.md")); err != nil || string(b) != "edited by ada in the browser\n" {
+			t.Errorf("the volume after the browser's edit: %q %v", b, err)
+		}
+		oidc.queue(t, `{"name":"otto","email":"otto@example.com","groups":["devs"]}`)
+		seen = browserSSO(t, "--url", ssoURL, "--as", "outsider")
+		if seen["apiStatus"] != float64(403) || !strings.Contains(fmt.Sprint(seen["noAccess"]), "otto") {
+			t.Errorf("the outsider's browser: %v", seen)
+		}
 	})
+}
+
+// browserSSO runs portal/e2e/node-sso.mjs (Playwright's Chromium, the
+// system chromium) with args and returns the JSON line it printed.
+func browserSSO(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	portal := filepath.Join("..", "..", "..", "portal")
+	if _, err := os.Stat(filepath.Join(portal, "node_modules", "@playwright", "test")); err != nil {
+		t.Fatalf("the browser step needs the portal's packages: run make setup (npm ci in portal): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"e2e/node-sso.mjs"}, args...)...)
+	cmd.Dir = portal
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the browser (%s): %v\n%s", strings.Join(args[:4], " "), err, stderr.String())
+	}
+	var seen map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(out), &seen); err != nil {
+		t.Fatalf("the browser printed %q: %v", out, err)
+	}
+	t.Logf("the browser (%s): %s", strings.Join(args[:4], " "), bytes.TrimSpace(out))
+	return seen
 }
 
 type mockOIDC struct {
