@@ -202,14 +202,14 @@ func TestListEntriesOrderAndDenylist(t *testing.T) {
 		for _, x := range pg.Entries {
 			got = append(got, x.Name)
 		}
-		want := "Bdir adir zdir A.txt _x a.txt b.txt"
+		want := "adir Bdir zdir _x A.txt a.txt b.txt" // natural order (NaturalCompare)
 		if strings.Join(got, " ") != want {
 			t.Fatalf("order %q, want %q", got, want)
 		}
 		if pg.NextCursor != "" || pg.DirectoryRevision == "" {
 			t.Fatalf("page %+v", pg)
 		}
-		if pg.Entries[0].Type != TypeDirectory || pg.Entries[0].Path != "Bdir" || pg.Entries[0].Size != 0 {
+		if pg.Entries[0].Type != TypeDirectory || pg.Entries[0].Path != "adir" || pg.Entries[0].Size != 0 {
 			t.Fatalf("entry %+v", pg.Entries[0])
 		}
 		for _, p := range []string{".git", "node_modules", "a/.venv/x"} {
@@ -370,4 +370,34 @@ func TestCursorDeepPath(t *testing.T) {
 	if len(pg2.Entries) != 1 || pg2.Entries[0].Name == pg.Entries[0].Name {
 		t.Fatalf("second page %+v", pg2.Entries)
 	}
+}
+
+// Pages follow the natural order too: burst-1 … burst-120 in pages of 7
+// come back each once, in numeric order (the cursor compares the same way).
+func TestListEntriesNaturalOrderAcrossPages(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env) {
+		for i := 120; i >= 1; i-- {
+			e.write(fmt.Sprintf("projects/p/burst-%d", i), "x")
+		}
+		var got []string
+		cursor := ""
+		for {
+			pg, err := e.fs.ListEntries(bg, proj("p"), "", 7, cursor)
+			must(t, err)
+			for _, x := range pg.Entries {
+				got = append(got, x.Name)
+			}
+			if cursor = pg.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if len(got) != 120 {
+			t.Fatalf("%d entries over the pages, want 120", len(got))
+		}
+		for i, n := range got {
+			if want := fmt.Sprintf("burst-%d", i+1); n != want {
+				t.Fatalf("entry %d is %q, want %q (all: %q)", i, n, want, got)
+			}
+		}
+	})
 }

@@ -24,7 +24,7 @@ func listedLess(a, b listed) int {
 		}
 		return 1
 	}
-	return strings.Compare(a.name, b.name)
+	return NaturalCompare(a.name, b.name)
 }
 
 // staleTempAge: a temp file untouched this long belongs to no write in

@@ -70,12 +70,12 @@ func (f *FS) ListProjects(ctx context.Context, pageSize int, cursor string) (Pro
 		if !f.visibleName(d.Name) || (d.Type != unix.DT_DIR && d.Type != unix.DT_UNKNOWN) {
 			continue
 		}
-		if after != "" && d.Name <= after {
+		if after != "" && NaturalCompare(d.Name, after) <= 0 {
 			continue
 		}
 		names = append(names, d.Name)
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, NaturalCompare)
 	var page ProjectPage
 	i := 0
 	for ; i < len(names) && len(page.Projects) < n; i++ {

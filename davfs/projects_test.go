@@ -126,7 +126,7 @@ func TestListProjects(t *testing.T) {
 		for _, p := range pg.Projects {
 			names = append(names, fmt.Sprintf("%s:%v", p.Name, p.GitInitialized))
 		}
-		if strings.Join(names, " ") != "C:false a-git:true b-plain:false fake-git:false" || pg.NextCursor != "" {
+		if strings.Join(names, " ") != "a-git:true b-plain:false C:false fake-git:false" || pg.NextCursor != "" {
 			t.Fatalf("projects %v cursor %q", names, pg.NextCursor)
 		}
 		// Paging.
@@ -143,7 +143,7 @@ func TestListProjects(t *testing.T) {
 			}
 			cursor = pg.NextCursor
 		}
-		if strings.Join(all, " ") != "C a-git b-plain fake-git" {
+		if strings.Join(all, " ") != "a-git b-plain C fake-git" {
 			t.Fatalf("paged %v", all)
 		}
 		_, err = e.fs.ListProjects(bg, 501, "")
