@@ -17,8 +17,8 @@ export function noAccessView(operator: string, onSignOut: () => void, sso = fals
   return html`<div class="center-page" data-testid="no-access">
     <h1>No access</h1>
     <p>
-      ${operator ? html`You are signed in as <strong>${operator}</strong>${sso ? ' (single sign-on)' : ''}, but the` : 'The'}
-      ${'Agents page is only for workspace admins.'}
+      ${operator ? html`You are signed in as <strong>${operator}</strong>${sso ? ' (single sign-on)' : ''}, but` : ''}
+      ${'Agent Workspace Files is only for workspace admins.'}
     </p>
     <p>
       ${sso
