@@ -100,15 +100,21 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		al.Close()
 		return nil, err
 	}
+	var disc *discovery.Discoverer // nil without agentRuntime.discovery
 	defer func() {
 		if err != nil {
+			disc.Stop() // nil-safe
 			svc.Close()
 			al.Close()
 		}
 	}()
 	store := session.New(now, cfg.Auth.Session.SessionLifetime(), 0, cfg.Auth.Session.SealKeys()...)
 	authn := auth.New(cfg.Auth, store)
-	kc, shared, signOut, err := sharedSignOuts(cfg, d.Kube, store, log, reg, now)
+	kc, err := kubeFor(cfg, d.Kube)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := sharedSignOuts(cfg, kc, store, log, reg, now)
 	if err != nil {
 		return nil, err
 	}
@@ -124,15 +130,9 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 	if err != nil {
 		return nil, err
 	}
-	disc, err := startDiscovery(cfg, kc, svc, log)
-	if err != nil {
+	if disc, err = startDiscovery(cfg, kc, svc, log); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			disc.Stop()
-		}
-	}()
 	ready := readiness(shared, disc)
 	stop := make(chan struct{})
 	srv, err := httpapi.New(httpapi.Options{
@@ -141,7 +141,7 @@ func New(cfg *Config, d Deps) (_ *Gateway, err error) {
 		Portal: portal.New(), Writable: cfg.WebDAV.Writable, Audit: al, Logger: log.Named("http"), Now: now,
 		BodyReadTimeout: cfg.HTTPServer.BodyRead(), BodyIdleTimeout: cfg.HTTPServer.BodyIdle(),
 		WatchHeartbeat: cfg.HTTPServer.Heartbeat(),
-		SignOut:        signOut, Ready: ready, Uploads: slots,
+		SignOut:        signOuter(shared), Ready: ready, Uploads: slots,
 	})
 	if err != nil {
 		return nil, err
@@ -195,24 +195,26 @@ func readiness(shared *signouts.Shared, disc *discovery.Discoverer) func() bool 
 	return func() bool { return (shared == nil || shared.Ready()) && (disc == nil || disc.HasSynced()) }
 }
 
-// sharedSignOuts builds the one Kubernetes client (kubeFor) and the
-// sign-out list shared through the ConfigMap of
-// auth.session.signOutConfigMap, and returns them with the sign-out hook.
-// Without one, the list and the hook are nil (a nil *Shared must not become
-// a non-nil SignOuter): sign-outs stay in this process.
-func sharedSignOuts(cfg *Config, given *kube.Client, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*kube.Client, *signouts.Shared, httpapi.SignOuter, error) {
-	kc, err := kubeFor(cfg, given)
-	name := cfg.Auth.Session.SignOutConfigMap
-	if err != nil || name == "" {
-		return kc, nil, nil, err
+// signOuter is shared as the HTTP layer's SignOuter: nil when there is
+// none (a nil *Shared must not become a non-nil interface).
+func signOuter(shared *signouts.Shared) httpapi.SignOuter {
+	if shared == nil {
+		return nil
 	}
-	shared, err := signouts.New(signouts.Options{
+	return shared
+}
+
+// sharedSignOuts builds the sign-out list shared through the ConfigMap of
+// auth.session.signOutConfigMap with kc (kubeFor); nil without one:
+// sign-outs stay in this process.
+func sharedSignOuts(cfg *Config, kc *kube.Client, store *session.Store, log hclog.Logger, reg *prometheus.Registry, now func() time.Time) (*signouts.Shared, error) {
+	name := cfg.Auth.Session.SignOutConfigMap
+	if name == "" {
+		return nil, nil
+	}
+	return signouts.New(signouts.Options{
 		Client: kc, Name: name, Store: store, Logger: log.Named("signouts"), Registerer: reg, Now: now,
 	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return kc, shared, shared, nil
 }
 
 // sidecarTLS loads agentRuntime.sidecarTLS (nil when it is not set: no

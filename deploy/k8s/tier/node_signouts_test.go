@@ -32,28 +32,18 @@ func (n *node) twoReplicaSignOut() {
 		pods := n.gatewayPods(t, 2, nil)
 		a, b := pods[0], pods[1]
 
-		cookie, csrf := n.podLogin(t, a)
-		live, _ := n.podLogin(t, b)
-		if st := n.podGet(t, b, cookie); st != http.StatusOK {
+		cookie, csrf := signIn(t, a.url, n.token)
+		live, _ := signIn(t, b.url, n.token)
+		if st := withCookie(t, b.url, cookie).Status; st != http.StatusOK {
 			t.Fatalf("a session of %s on %s before its sign-out: %d", a.name, b.name, st)
 		}
-		restwalk.Must(t, http.StatusNoContent, restwalk.Client{URL: a.url}.Do(t, http.MethodDelete, "/api/v1/agent-gateway/session", nil,
-			"Authorization", "", "Cookie", "awf_session="+cookie, "X-CSRF-Token", csrf), "sign-out on "+a.name)
-		if st := n.podGet(t, a, cookie); st != http.StatusUnauthorized {
+		signOut(t, a.url, cookie, csrf)
+		if st := withCookie(t, a.url, cookie).Status; st != http.StatusUnauthorized {
 			t.Errorf("the signed-out cookie on the pod that signed it out: %d", st)
 		}
-		t0 := time.Now()
-		for st := n.podGet(t, b, cookie); st != http.StatusUnauthorized; st = n.podGet(t, b, cookie) {
-			if st != http.StatusOK {
-				t.Fatalf("the copied cookie on %s: %d", b.name, st)
-			}
-			if time.Since(t0) > 2*time.Second {
-				t.Fatalf("the copied cookie is still accepted on %s 2 s after its sign-out on %s", b.name, a.name)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Logf("the copied cookie refused on the other pod %v after the sign-out answered", time.Since(t0).Round(time.Millisecond))
-		if st := n.podGet(t, b, live); st != http.StatusOK {
+		d := refusedWithin(t, b.url, cookie, "the copied cookie on "+b.name)
+		t.Logf("the copied cookie refused on the other pod %v after the sign-out answered", d.Round(time.Millisecond))
+		if st := withCookie(t, b.url, live).Status; st != http.StatusOK {
 			t.Errorf("a live session on %s after another's sign-out: %d", b.name, st)
 		}
 
@@ -65,10 +55,10 @@ func (n *node) twoReplicaSignOut() {
 		if fresh.name == a.name {
 			fresh = c[1]
 		}
-		if st := n.podGet(t, fresh, cookie); st != http.StatusUnauthorized {
+		if st := withCookie(t, fresh.url, cookie).Status; st != http.StatusUnauthorized {
 			t.Errorf("the copied cookie on %s, which replaced %s: %d", fresh.name, b.name, st)
 		}
-		if st := n.podGet(t, fresh, live); st != http.StatusOK {
+		if st := withCookie(t, fresh.url, live).Status; st != http.StatusOK {
 			t.Errorf("a live session on the new pod %s: %d", fresh.name, st)
 		}
 		data := n.cp.mustKubectl("-n", nodeNS, "get", "configmap", "agent-gateway-signouts", "-o", "jsonpath={.data.revoked}")
@@ -120,31 +110,4 @@ func (n *node) gatewayPods(t *testing.T, want int, must []string) []gatewayPod {
 		return nil
 	}, n.procs...)
 	return pods
-}
-
-// podLogin signs in on one pod with the admin token.
-func (n *node) podLogin(t *testing.T, p gatewayPod) (cookie, csrf string) {
-	t.Helper()
-	r := restwalk.Must(t, http.StatusOK, restwalk.Client{URL: p.url}.Do(t, http.MethodPost, "/api/v1/agent-gateway/session",
-		map[string]string{"token": n.token}, "Authorization", ""), "sign-in on "+p.name)
-	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-		if c.Name == "awf_session" {
-			cookie = c.Value
-		}
-	}
-	csrf, _ = r.JSON["csrf_token"].(string)
-	if cookie == "" || csrf == "" {
-		t.Fatalf("sign-in on %s gave no cookie or CSRF token: %s", p.name, r.Body)
-	}
-	return cookie, csrf
-}
-
-// podGet lists the agents on one pod with a session cookie; its status.
-func (n *node) podGet(t *testing.T, p gatewayPod, cookie string) int {
-	t.Helper()
-	r, err := restwalk.Client{URL: p.url}.Try(http.MethodGet, "/api/v1/agent-gateway/agents", nil, "Authorization", "", "Cookie", "awf_session="+cookie)
-	if err != nil {
-		t.Fatalf("%s: %v", p.name, err)
-	}
-	return r.Status
 }

@@ -68,62 +68,21 @@ current-context: tier
 		})
 	}
 	a, b := start(), start()
-	login := func(g *gatewaytest.Gateway) (cookie, csrf string) {
-		r := restwalk.Must(t, http.StatusOK, restwalk.Client{URL: g.URL}.Do(t, http.MethodPost, "/api/v1/agent-gateway/session",
-			map[string]string{"token": g.AdminToken}, "Authorization", ""), "login")
-		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-			if c.Name == "awf_session" {
-				cookie = c.Value
-			}
-		}
-		csrf, _ = r.JSON["csrf_token"].(string)
-		if cookie == "" || csrf == "" {
-			t.Fatalf("login gave no cookie or CSRF token: %s", r.Body)
-		}
-		return cookie, csrf
-	}
 	// a and b have different admin tokens but the same session key: a
 	// cookie from one opens on the other.
-	get := func(g *gatewaytest.Gateway, cookie string) restwalk.Reply {
-		r, err := restwalk.Client{URL: g.URL}.Try(http.MethodGet, "/api/v1/agent-gateway/agents", nil,
-			"Authorization", "", "Cookie", "awf_session="+cookie)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	signOut := func(g *gatewaytest.Gateway, cookie, csrf string) {
-		restwalk.Must(t, http.StatusNoContent, restwalk.Client{URL: g.URL}.Do(t, http.MethodDelete, "/api/v1/agent-gateway/session", nil,
-			"Authorization", "", "Cookie", "awf_session="+cookie, "X-CSRF-Token", csrf), "sign-out")
-	}
-	refusedWithin := func(g *gatewaytest.Gateway, cookie, what string) time.Duration {
-		t.Helper()
-		t0 := time.Now()
-		for {
-			r := get(g, cookie)
-			if r.Status == http.StatusUnauthorized {
-				return time.Since(t0)
-			}
-			if r.Status != http.StatusOK {
-				t.Fatalf("%s: %d %s (reason %s)", what, r.Status, r.Body, r.Reason())
-			}
-			if time.Since(t0) > 2*time.Second {
-				t.Fatalf("%s: the copied cookie is still accepted 2 s after its sign-out", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	login := func(g *gatewaytest.Gateway) (string, string) { return signIn(t, g.URL, g.AdminToken) }
+	get := func(g *gatewaytest.Gateway, cookie string) restwalk.Reply { return withCookie(t, g.URL, cookie) }
 
 	cookie, csrf := login(a)
 	live, _ := login(b)
 	if r := get(b, cookie); r.Status != http.StatusOK || len(r.Body) == 0 {
 		t.Fatalf("a's session on b before sign-out: %d %s", r.Status, r.Body)
 	}
-	signOut(a, cookie, csrf)
+	signOut(t, a.URL, cookie, csrf)
 	if r := get(a, cookie); r.Status != http.StatusUnauthorized {
 		t.Errorf("the signed-out cookie on the replica that signed it out: %d", r.Status)
 	}
-	d := refusedWithin(b, cookie, "the other replica")
+	d := refusedWithin(t, b.URL, cookie, "the other replica")
 	t.Logf("the copied cookie refused on the other replica %v after the sign-out answered", d.Round(time.Millisecond))
 	restwalk.Must(t, http.StatusOK, get(b, live), "a live session on b")
 
@@ -157,12 +116,12 @@ current-context: tier
 	}
 	var wg sync.WaitGroup
 	for _, s := range all {
-		wg.Go(func() { signOut(s.g, s.cookie, s.csrf) })
+		wg.Go(func() { signOut(t, s.g.URL, s.cookie, s.csrf) })
 	}
 	wg.Wait()
 	for i, s := range all {
 		for _, g := range []*gatewaytest.Gateway{a, b} {
-			refusedWithin(g, s.cookie, fmt.Sprintf("concurrent sign-out %d", i))
+			refusedWithin(t, g.URL, s.cookie, fmt.Sprintf("concurrent sign-out %d", i))
 		}
 	}
 	data := cp.mustKubectl("get", "configmap", "-n", signOutNS, signOutCM, "-o", "jsonpath={.data.revoked}")
