@@ -26,6 +26,16 @@ export function wsQuery(ws: WorkspaceRef) {
     : { 'workspace.scope': 'PROJECT' as const, 'workspace.project_name': ws.project_name ?? '' };
 }
 
+/**
+ * The URL of one of an agent's hand-written REST routes (download, upload,
+ * search) with ws and extra as its query.
+ */
+export function agentRouteUrl(agentId: string, route: string, ws: WorkspaceRef, extra: Record<string, string> = {}): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries({ ...wsQuery(ws), ...extra })) if (v !== undefined) q.set(k, v);
+  return `/api/v1/agent-gateway/agents/${encodeURIComponent(agentId)}/${route}?${q}`;
+}
+
 export const PAGE_SIZE = 100;
 
 export type Api = ReturnType<typeof createApi>;

@@ -1,15 +1,12 @@
 // Downloads (docs/transfer.md): a file as it is on disk, a folder as a .zip
 // the gateway streams while it reads it. The browser fetches the URL itself
 // (same origin, the session cookie), so nothing is held in the page.
-import { wsQuery } from './client';
+import { agentRouteUrl } from './client';
 import type { WorkspaceRef } from './types';
-
-const API = '/api/v1/agent-gateway';
 
 /** The REST download URL of path ('' the workspace's root) in ws of agentId. */
 export function downloadUrl(agentId: string, ws: WorkspaceRef, path: string): string {
-  const q = new URLSearchParams(Object.entries({ ...wsQuery(ws), path }).filter((kv): kv is [string, string] => kv[1] !== undefined));
-  return `${API}/agents/${encodeURIComponent(agentId)}/download?${q.toString()}`;
+  return agentRouteUrl(agentId, 'download', ws, { path });
 }
 
 /** Starts the browser's download of url (an anchor with download, clicked). */

@@ -2,15 +2,9 @@
 // upload.onprogress reports what was sent, and abort() cancels it) to the
 // REST upload route, and the size limit that route's OPTIONS publishes as
 // X-Max-Upload-Size (the sidecar's maxUploadSize).
-import { wsQuery } from './client';
+import { agentRouteUrl } from './client';
 import { ApiError } from './errors';
 import type { WorkspaceRef } from './types';
-
-const API = '/api/v1/agent-gateway';
-
-function query(ws: WorkspaceRef, extra: Record<string, string>): string {
-  return new URLSearchParams(Object.entries({ ...wsQuery(ws), ...extra }).filter((kv): kv is [string, string] => kv[1] !== undefined)).toString();
-}
 
 /** How an existing name is treated: fail (create only), replace, or replace that revision only. */
 export type IfExists = { mode: 'fail' } | { mode: 'replace'; revision?: string };
@@ -19,7 +13,7 @@ export type IfExists = { mode: 'fail' } | { mode: 'replace'; revision?: string }
 export function uploadUrl(agentId: string, ws: WorkspaceRef, path: string, ifExists: IfExists): string {
   const extra: Record<string, string> = { path, if_exists: ifExists.mode };
   if (ifExists.mode === 'replace' && ifExists.revision) extra['expected_revision'] = ifExists.revision;
-  return `${API}/agents/${encodeURIComponent(agentId)}/upload?${query(ws, extra)}`;
+  return agentRouteUrl(agentId, 'upload', ws, extra);
 }
 
 /** X-Max-Upload-Size as a number of bytes; null when it is missing or not a positive integer. */
@@ -33,7 +27,7 @@ export function parseLimit(v: string | null): number | null {
 export async function uploadLimit(agentId: string, ws: WorkspaceRef, f: typeof fetch = fetch): Promise<number | null> {
   let r: Response;
   try {
-    r = await f(`${API}/agents/${encodeURIComponent(agentId)}/upload?${query(ws, {})}`, { method: 'OPTIONS', credentials: 'same-origin' });
+    r = await f(agentRouteUrl(agentId, 'upload', ws), { method: 'OPTIONS', credentials: 'same-origin' });
   } catch {
     throw ApiError.network();
   }

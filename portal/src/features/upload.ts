@@ -54,6 +54,8 @@ interface Batch {
   readonly items: QueueItem[];
   /** Per item whose name exists: the choice, and the entry seen (its revision). */
   readonly choices: Map<number, { choice: Choice; existing: Entry }>;
+  /** The first item #sendNext has not looked at (items only ever leave 'waiting'). */
+  next: number;
 }
 
 export class Upload implements UploadPort {
@@ -120,7 +122,7 @@ export class Upload implements UploadPort {
   async upload(tree: TreeState, dir: string, p: Picked): Promise<void> {
     const scope = this.#c.state.scopes.current;
     if (!scope || p.files.length + p.folders.length === 0) return;
-    const b: Batch = { scope, tree, ws: tree.workspace, dir, items: this.queue.add(dir, p.files), choices: new Map() };
+    const b: Batch = { scope, tree, ws: tree.workspace, dir, items: this.queue.add(dir, p.files), choices: new Map(), next: 0 };
     this.#c.update();
     await this.#refuseTooLarge(b);
     await this.#makeFolders(b, foldersToCreate(p.files, p.folders));
@@ -183,7 +185,13 @@ export class Upload implements UploadPort {
   /** Asks what to do with each waiting file whose name exists; false when the upload was cancelled. */
   async #askConflicts(b: Batch): Promise<boolean> {
     const byDir = new Map<string, QueueItem[]>();
-    for (const it of b.items) if (it.status === 'waiting') byDir.set(parentOf(it.path), [...(byDir.get(parentOf(it.path)) ?? []), it]);
+    for (const it of b.items) {
+      if (it.status !== 'waiting') continue;
+      const dir = parentOf(it.path);
+      const list = byDir.get(dir);
+      if (list) list.push(it);
+      else byDir.set(dir, [it]);
+    }
     const clashes: { it: QueueItem; existing: Entry }[] = [];
     for (const [dir, items] of byDir) {
       let names: Map<string, Entry>;
@@ -219,7 +227,8 @@ export class Upload implements UploadPort {
   /** Sends the batch's waiting files one after another (PARALLEL of these run at once). */
   async #sendNext(b: Batch): Promise<void> {
     for (;;) {
-      const it = b.items.find((x) => x.status === 'waiting');
+      while (b.next < b.items.length && b.items[b.next]!.status !== 'waiting') b.next++;
+      const it = b.items[b.next++];
       if (!it) return;
       if (!b.scope.alive) return this.#cancelWaiting(b); // another agent was opened: what has not started stays unsent
       it.status = 'sending';

@@ -64,11 +64,6 @@ export function freeName(name: string, taken: (candidate: string) => boolean): s
   }
 }
 
-/** The path of rel under dir ('' the workspace's root). */
-export function targetPath(dir: string, rel: string): string {
-  return joinPath(dir, rel);
-}
-
 /** Why a file of size bytes is refused before sending, or null when limit (null: unknown) allows it. */
 export function limitProblem(size: number, limit: number | null): string | null {
   if (limit === null || size <= limit) return null;
@@ -109,7 +104,7 @@ export class UploadQueue {
 
   /** Queues files for dir; each starts waiting. */
   add(dir: string, files: readonly UploadFile[]): QueueItem[] {
-    const added = files.map((f): QueueItem => ({ id: ++this.#serial, path: targetPath(dir, f.rel), size: f.file.size, file: f.file, sent: 0, status: 'waiting', message: '' }));
+    const added = files.map((f): QueueItem => ({ id: ++this.#serial, path: joinPath(dir, f.rel), size: f.file.size, file: f.file, sent: 0, status: 'waiting', message: '' }));
     this.items.push(...added);
     return added;
   }
