@@ -40,18 +40,16 @@ func (f *FS) entriesSeq(ctx context.Context, dirfd int, w wsPath, items []listed
 // The entries' paths (and names, their last segments) are substrings of
 // one string per call rather than two strings per entry.
 func (f *FS) statItems(ctx context.Context, dirfd int, w wsPath, dir string, items []listed, out []Entry) ([]Entry, error) {
-	rels, off := childRels(dir, items), 0
+	rels, off, pre := childRels(dir, items), 0, dirPrefixLen(dir)
 	for i, it := range items {
 		if i&63 == 63 && ctx.Err() != nil {
 			return nil, ctxErr(ctx)
 		}
 		c := w
-		n := len(it.name)
-		if dir != "" {
-			n += len(dir) + 1
-		}
-		c.rel, off = rels[off:off+n], off+n
-		e, err := f.statEntry(dirfd, c, c.rel[n-len(it.name):])
+		end := off + pre + len(it.name)
+		c.rel = rels[off:end]
+		e, err := f.statEntry(dirfd, c, rels[off+pre:end])
+		off = end
 		if err != nil {
 			if skip(err) {
 				continue
@@ -133,14 +131,19 @@ func (f *FS) entriesPar(ctx context.Context, dirfd int, w wsPath, items []listed
 	return out[:k], nil
 }
 
+// dirPrefixLen is how many bytes childRel(dir, name) puts before name.
+func dirPrefixLen(dir string) int {
+	if dir == "" {
+		return 0
+	}
+	return len(dir) + 1
+}
+
 // childRels is the concatenation of childRel(dir, it.name) for items.
 func childRels(dir string, items []listed) string {
-	n := 0
+	n := len(items) * dirPrefixLen(dir)
 	for _, it := range items {
 		n += len(it.name)
-		if dir != "" {
-			n += len(dir) + 1
-		}
 	}
 	var b strings.Builder
 	b.Grow(n)

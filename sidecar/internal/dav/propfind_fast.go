@@ -265,9 +265,8 @@ type modTimes struct {
 const modTimeSlots = 32
 
 type modTimeSlot struct {
-	set bool
 	sec int64
-	n   int                            // bytes of f in use
+	n   int                            // bytes of f in use; 0: the slot holds nothing
 	f   [len(http.TimeFormat) + 8]byte // sec formatted (room for 5-digit years)
 }
 
@@ -277,13 +276,13 @@ func (m *modTimes) append(b []byte, t time.Time) []byte {
 	}
 	sec := t.Unix()
 	sl := &m.slots[uint64(sec)%modTimeSlots]
-	if !sl.set || sl.sec != sec {
+	if sl.n == 0 || sl.sec != sec {
 		f := t.UTC().AppendFormat(sl.f[:0], http.TimeFormat)
 		if len(f) > len(sl.f) { // grown out of the slot's array: not kept
-			sl.set = false
+			sl.n = 0
 			return append(b, f...)
 		}
-		sl.set, sl.sec, sl.n = true, sec, len(f)
+		sl.sec, sl.n = sec, len(f)
 	}
 	return append(b, sl.f[:sl.n]...)
 }
@@ -323,9 +322,6 @@ func appendXMLText(b []byte, s string) []byte {
 
 // escapeSegment is name as url.URL.EscapedPath writes it inside a path.
 func escapeSegment(name string) string {
-	if plain(&urlPlain, name) {
-		return name
-	}
 	return (&url.URL{Path: "/" + name}).EscapedPath()[1:]
 }
 
