@@ -153,6 +153,17 @@ func join(base, p string) string {
 	return base + "/" + p
 }
 
+// maxHeldBody is how much of a held-back answer's body is kept: enough
+// for the WebDAV view's error text, which is rewritten as a REST error.
+const maxHeldBody = 4096
+
+// keepStart appends to buf what of p fits within maxHeldBody.
+func keepStart(buf *bytes.Buffer, p []byte) {
+	if room := maxHeldBody - buf.Len(); room > 0 {
+		buf.Write(p[:min(len(p), room)])
+	}
+}
+
 // restErrors holds back an error answer of the WebDAV view (to be
 // rewritten as a REST error) and passes a success through unbuffered.
 type restErrors struct {
@@ -176,9 +187,7 @@ func (w *restErrors) Write(p []byte) (int, error) {
 		w.WriteHeader(http.StatusOK)
 	}
 	if w.status >= 400 {
-		if w.body.Len() < 4096 {
-			w.body.Write(p[:min(len(p), 4096-w.body.Len())])
-		}
+		keepStart(&w.body, p)
 		return len(p), nil
 	}
 	return w.ResponseWriter.Write(p)

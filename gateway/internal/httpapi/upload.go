@@ -118,9 +118,7 @@ func (w *heldAnswer) WriteHeader(code int) {
 
 func (w *heldAnswer) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
-	if w.body.Len() < 4096 {
-		w.body.Write(p[:min(len(p), 4096-w.body.Len())])
-	}
+	keepStart(&w.body, p)
 	return len(p), nil
 }
 
